@@ -1,0 +1,17 @@
+// Command slogfeed is a feed aggregator for sensor data with adaptive
+// fetch scheduling. Run "slogfeed help" for its commands.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,398 @@
+package schedule
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+)
+
+// defaultMissRatio is the share of publishes Auto accepts to poll for too
+// early: it polls when, by the jitter distribution it has learned, 99% of
+// publishes have arrived.
+const defaultMissRatio = 0.01
+
+// residualLen is how many jitter residuals Auto keeps for the centre of the
+// jitter distribution; tailMemory is how many its tail scale averages over.
+const (
+	residualLen = 48
+	tailMemory  = 256
+	// gridGain is how far the grid anchor moves toward each publish: enough
+	// to follow clock drift within a few periods, little enough that one
+	// glitch does not shift the grid.
+	gridGain = 0.25
+	// minMargin is the least margin, as a share of the period, between the
+	// typical publish and the poll, up to maxMinMargin seconds: timestamps
+	// quantised by a coarse timer and glitches of a second or so are not
+	// worth a miss that costs a whole period.
+	minMargin    = 0.02
+	maxMinMargin = 2.0
+)
+
+// floor returns the least margin for a period of p seconds.
+func floor(p float64) float64 { return min(minMargin*p, maxMinMargin) }
+
+// model is what Auto learns about one way of predicting the next publish:
+// the recent residuals of its predictions and the scale of their upper tail.
+type model struct {
+	res  window
+	mid  float64 // median residual, seconds
+	tail float64 // running scale of the upper jitter tail, seconds
+	off  float64 // the offset this model needs, seconds
+	top  float64 // largest recent residual, seconds
+	n    uint16  // residuals seen (caps at tailMemory)
+}
+
+// push adds one residual r (seconds).
+func (m *model) push(r float64) {
+	m.res.push(r)
+	// The upper tail's scale: for a Laplace tail the mean of
+	// 2·max(r−median, 0) is its scale b. A running mean over the last
+	// ~tailMemory residuals is far steadier than a tail fitted to the
+	// window alone, and a steady offset is what keeps the miss rate low.
+	if m.n < tailMemory {
+		m.n++
+	}
+	m.tail += (2*max(r-m.mid, 0) - m.tail) / float64(m.n)
+}
+
+// fit recomputes the model's offset: poll where only missRatio of publishes
+// are still to come by the exponential tail; and since a late publish missed
+// costs a whole period of latency, wait for the latest recent one too when
+// that costs at most 2% of a period.
+func (m *model) fit(missRatio, period float64) bool {
+	var rb [residualLen]float64
+	rs := rb[:m.res.n]
+	if len(rs) < 8 {
+		return false
+	}
+	for i := range rs {
+		rs[i] = float64(m.res.v[i])
+	}
+	slices.Sort(rs)
+	m.mid = quantile(rs, 0.5)
+	m.top = rs[len(rs)-1]
+	m.off = m.mid + max(m.tail*math.Log(1/(2*missRatio)), floor(period))
+	if m.top > m.off && m.top-m.off <= 0.02*period {
+		m.off = m.top
+	}
+	return true
+}
+
+// spread is how far after the typical publish the model has to poll.
+func (m *model) spread() float64 { return m.off - m.mid }
+
+// window is a ring of the most recent jitter residuals (seconds).
+type window struct {
+	v    [residualLen]float32
+	n    uint8
+	next uint8
+}
+
+func (w *window) push(x float64) {
+	w.v[w.next] = float32(x)
+	w.next = (w.next + 1) % residualLen
+	if w.n < residualLen {
+		w.n++
+	}
+}
+
+// WithMissRatio sets the share of publishes Auto may poll for too early
+// (default 0.01). Smaller values trade latency for hit rate.
+func WithMissRatio(p float64) Option {
+	return func(o *options) {
+		if p > 0 && p < 0.5 {
+			o.missRatio = p
+		}
+	}
+}
+
+// Auto is slogfeed's default policy. It keeps DPT's model (a period, a
+// jitter, losses, a second long period) but learns the jitter distribution
+// instead of assuming one σ fits all, and it is built to dominate
+// fixed-interval polling on latency and hit rate at once:
+//
+//   - the period is refined from every gap shorter than a long outage (a
+//     gap of k periods counts as k samples of the period), so losses do not
+//     bias it;
+//   - each publish's residual against the prediction (its distance to the
+//     nearest whole multiple of the period after the previous publish) goes
+//     into a window of the last 64; the poll offset after the expected
+//     publish instant is the smaller of an exponential-tail fit and the
+//     empirical quantile at which only the miss ratio (1%) of publishes is
+//     still to come;
+//   - after a miss it retries on every expected publish instant (a lost
+//     reading is most likely followed by a good one) for OutagePeriods
+//     periods, then backs off exponentially; when losses are rarer than late
+//     publishes it first retries once just past the jitter tail, because
+//     then a miss most likely means "late", not "lost";
+//   - gaps of more than OutagePeriods periods form a second (bimodal)
+//     history; during an outage Auto also polls where that long period says
+//     the next publish is due, so a batched publisher is caught on its own.
+//
+// See the package documentation for the measurements behind these choices.
+type Auto struct {
+	tracker
+	period    float64 // refined period, seconds
+	anchor    int64   // grid model: smoothed instant of the last publish slot, Unix ns
+	models    [2]model
+	grid      bool    // the grid model predicts better than the renewal one
+	off       float64 // poll offset after an expected publish, seconds
+	late      float64 // offset of the quick retry, seconds
+	lateN     float64 // decayed count of misses that were late publishes
+	lostN     float64 // decayed count of misses that were lost publishes
+	missAt    int64   // expected instant of the slot a run of misses began on (0: none)
+	missRatio float64
+	initial   time.Duration
+	slot      uint16 // periods after the last publish the last poll aimed at
+	backoff   uint16 // exponential backoff steps taken past OutagePeriods
+	btries    uint16 // bimodal tries
+	misses    uint16
+	quick     bool // the quick retry for this slot is spent
+	mode      Mode
+	rng       rand.PCG
+}
+
+// NewAuto returns slogfeed's default policy.
+func NewAuto(opts ...Option) *Auto {
+	o := buildOptions(opts)
+	a := &Auto{initial: o.initial, missRatio: o.missRatio}
+	a.rng.Seed(o.seed, 0x6175746f) // "auto"
+	return a
+}
+
+// Name returns "auto".
+func (a *Auto) Name() string { return "auto" }
+
+// State returns the policy's current estimates; Median is the refined
+// period and Sigma the poll offset after the expected publish.
+func (a *Auto) State() State {
+	s := a.tracker.state(a.mode, int(a.misses))
+	s.Median, s.Sigma = seconds(a.period), seconds(a.off)
+	return s
+}
+
+// learn takes one publish-to-publish gap before the tracker adds it and
+// scores both predictions of that publish: renewal (one period after the
+// previous publish) and grid (on the smoothed slot grid).
+func (a *Auto) learn(g float64) {
+	t := a.last + int64(g*1e9)
+	p := a.period
+	if p <= 0 || g > float64(OutagePeriods+1)*p {
+		a.anchor = t // a long outage: the publisher may restart anywhere
+		return
+	}
+	k := max(1, math.Round(g/p))
+	rR := g - k*p
+	n := max(1, math.Round(float64(t-a.anchor)/1e9/p))
+	pred := a.anchor + int64(n*p*1e9)
+	rG := float64(t-pred) / 1e9
+	if math.Abs(rG) > p/4 {
+		// The phase moved (a restart, a re-synchronised clock): rebase.
+		a.anchor, rG = t, rR
+	} else {
+		a.anchor = pred + int64(gridGain*rG*1e9)
+	}
+	a.models[0].push(rR)
+	a.models[1].push(rG)
+}
+
+// classify learns why the run of misses that began at a.missAt happened:
+// if a publish came within half a period of that slot it was late,
+// otherwise the reading was lost.
+func (a *Auto) classify(pubs []time.Time, newest time.Time) {
+	if a.missAt == 0 {
+		return
+	}
+	half := int64(a.period * 1e9 / 2)
+	late := false
+	check := func(t int64) {
+		if d := t - a.missAt; d > -half && d < half {
+			late = true
+		}
+	}
+	for _, p := range pubs {
+		check(p.UnixNano())
+	}
+	check(newest.UnixNano())
+	const decay = 0.95
+	a.lateN, a.lostN = a.lateN*decay, a.lostN*decay
+	if late {
+		a.lateN++
+	} else {
+		a.lostN++
+	}
+	a.missAt = 0
+}
+
+// refresh recomputes the period and the offsets from the histories.
+func (a *Auto) refresh() {
+	var buf [HistoryLen]float64
+	gs := a.gaps.values(&buf)
+	slices.Sort(gs)
+	// Anchor on a low quantile, not the median: with heavy losses fewer
+	// than half the gaps may be one period long, and the median slips to
+	// a multiple (or between two).
+	rough := quantile(gs, 0.3)
+	if rough <= 0 {
+		rough = a.med
+	}
+	n := 0
+	for _, g := range gs {
+		k := math.Round(g / rough)
+		if k >= 1 && k <= OutagePeriods+1 {
+			gs[n] = g / k
+			n++
+		}
+	}
+	if n > 0 {
+		a.period = median(gs[:n])
+	} else {
+		a.period = a.med
+	}
+
+	if a.anchor == 0 {
+		a.anchor = a.last
+	}
+	okR := a.models[0].fit(a.missRatio, a.period)
+	okG := a.models[1].fit(a.missRatio, a.period)
+	switch {
+	case !okR:
+		// Too few residuals for a tail: DPT-L's one σ after the period.
+		a.grid = false
+		a.off = max(a.sigma, floor(a.period))
+		a.late = 2 * a.off
+	default:
+		a.grid = okG && a.models[1].spread() < a.models[0].spread()
+		m := &a.models[0]
+		if a.grid {
+			m = &a.models[1]
+		}
+		a.off = m.off
+		a.late = max(m.top, m.off) + max(m.spread(), floor(a.period))
+	}
+	if lim := a.period / 2; a.off > lim {
+		a.off = lim
+	}
+	if a.late < a.off {
+		a.late = a.off
+	}
+	if lim := a.period / 2; a.late > lim {
+		a.late = lim
+	}
+}
+
+// quantile returns the q-quantile of sorted xs by linear interpolation.
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	pos := q * float64(len(xs)-1)
+	i := int(pos)
+	if i >= len(xs)-1 {
+		return xs[len(xs)-1]
+	}
+	f := pos - float64(i)
+	return xs[i]*(1-f) + xs[i+1]*f
+}
+
+// at returns the expected instant of publish slot k after the last publish
+// plus off. When the grid model predicts better, it is the later of the
+// grid's and the renewal model's instants: on a steady grid they agree, and
+// when the publisher's phase shifts the renewal model follows at once while
+// the grid catches up over a few periods.
+func (a *Auto) at(k, off float64) int64 {
+	t := a.last + int64((k*a.period+off)*1e9)
+	if a.grid {
+		g := a.anchor + int64((k*a.period+off)*1e9)
+		t = max(t, g)
+	}
+	return t
+}
+
+// Next implements Policy.
+func (a *Auto) Next(obs Observation) time.Time {
+	now := obs.At.UnixNano()
+	if obs.Hit {
+		newest, _ := obs.Newest()
+		a.classify(obs.Published, newest)
+		if a.observe(obs.Published, newest, a.learn) {
+			a.refresh()
+		}
+		a.slot, a.backoff, a.btries, a.misses, a.quick, a.mode = 1, 0, 0, 0, false, ModeFast
+		if obs.MoreData {
+			return obs.At
+		}
+		if !a.known() {
+			return obs.At.Add(a.initial)
+		}
+		next := a.at(1, a.off)
+		if next <= now {
+			k := math.Floor(float64(now-a.last)/1e9/a.period) + 1
+			a.slot = uint16(min(k, math.MaxUint16))
+			next = a.at(k, a.off)
+		}
+		return a.finish(obs, next+desync(&a.rng, obs.Hints.Desync))
+	}
+
+	a.misses = min(a.misses+1, math.MaxUint16-1)
+	if !a.known() {
+		shift := min(int(a.misses)-1, 20)
+		return clampNext(obs.At, obs.At.Add(a.initial<<shift))
+	}
+	if a.misses == 1 {
+		a.missAt = a.at(float64(a.slot), 0)
+	}
+	// Quick retry: when misses have more often been late publishes than
+	// lost ones, this one most likely is too, so look again just past the
+	// tail rather than a whole period later.
+	if !a.quick && a.mode != ModeBimodal && a.slot <= OutagePeriods+1 && a.lateN > a.lostN {
+		a.quick = true
+		if next := a.at(float64(a.slot), a.late); next > now {
+			return a.finish(obs, next)
+		}
+	}
+	a.quick = false
+	var next int64
+	for i := 0; i < 64; i++ {
+		// The next period candidate: every slot up to OutagePeriods+1, then
+		// exponentially further apart.
+		var k float64
+		if a.slot < OutagePeriods+1 {
+			k = float64(a.slot) + 1
+		} else {
+			k = OutagePeriods + 1 + math.Exp2(float64(min(a.backoff, 40)))
+		}
+		pnext := a.at(k, a.off)
+		bnext := int64(math.MaxInt64)
+		if a.long.len() > 0 && a.slot >= OutagePeriods+1 {
+			bk := math.Exp2(float64(min(a.btries, 40)))
+			bnext = a.last + int64((a.bmed+a.bsigma+(bk-1)*a.period+a.off)*1e9)
+		}
+		if bnext < pnext {
+			a.btries++
+			a.mode = ModeBimodal
+			next = bnext
+		} else {
+			if a.slot < OutagePeriods+1 {
+				a.slot++
+			} else {
+				a.slot = OutagePeriods + 1
+				a.backoff++
+			}
+			a.mode = ModePeriod
+			next = pnext
+		}
+		if next > now {
+			break
+		}
+	}
+	if next <= now {
+		next = now
+	}
+	return a.finish(obs, next+desync(&a.rng, obs.Hints.Desync))
+}
+
+func (a *Auto) finish(obs Observation, next int64) time.Time {
+	return clampNext(obs.At, time.Unix(0, next).UTC())
+}

@@ -1,0 +1,180 @@
+package eval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/slogfeed/slogfeed/schedule"
+	"github.com/slogfeed/slogfeed/schedule/sim"
+)
+
+// tracePolicies are compared on real traces, in table order (fixed-avg
+// first, oracle last).
+var tracePolicies = []string{"fixed-avg", "dpt-a", "dpt-n", "dpt-l", "auto", "miniflux", "commafeed", "newsblur", "oracle"}
+
+// tracePhases is how many evenly spaced phases fixed polling is averaged over.
+const tracePhases = 10
+
+// Trace replays real publishing traces (the ULB format of shared/traces, or
+// one Unix timestamp per line): each sensor is one feed, polled by every
+// policy; fixed polling uses the trace's own median gap as its period,
+// averaged over evenly spaced phases.
+func Trace() Scenario {
+	return Scenario{
+		Name:  "trace",
+		Usage: "trace FILE...: every policy on real publishing traces (ULB format or one Unix timestamp per line), one feed per sensor",
+		Run:   runTrace,
+	}
+}
+
+// ErrNoFiles is returned by the trace scenario when it is given no file.
+var ErrNoFiles = errors.New("eval: trace needs at least one trace file")
+
+func runTrace(ctx context.Context, opt Options) (*Report, error) {
+	if len(opt.Files) == 0 {
+		return nil, ErrNoFiles
+	}
+	type feed struct {
+		file string
+		tr   sim.Trace
+	}
+	var feeds []feed
+	for _, f := range opt.Files {
+		trs, err := sim.Load(f)
+		if err != nil {
+			return nil, fmt.Errorf("eval: trace %s: %w", f, err)
+		}
+		for _, tr := range trs {
+			if len(tr.Items) >= 3 {
+				feeds = append(feeds, feed{file: filepath.Base(f), tr: tr})
+			}
+		}
+	}
+	if len(feeds) == 0 {
+		return nil, fmt.Errorf("eval: trace: no sensor with at least 3 readings in %v", opt.Files)
+	}
+	results, err := parallel(ctx, len(feeds), func(i int) []sim.Result {
+		return runTraceFeed(feeds[i].tr.Items, seedFor(opt.Seed, feeds[i].file, feeds[i].tr.Sensor))
+	})
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Scenario: "trace", Columns: []string{"file", "sensor"}}
+	// Pooled rows per file first, then one row per sensor.
+	var files []string
+	for _, f := range feeds {
+		if !slices.Contains(files, f.file) {
+			files = append(files, f.file)
+		}
+	}
+	for _, file := range files {
+		for pi, name := range tracePolicies {
+			var rs []sim.Result
+			for i, f := range feeds {
+				if f.file == file {
+					rs = append(rs, results[i][pi])
+				}
+			}
+			rep.Rows = append(rep.Rows, row(name, sim.Merge(rs...), map[string]any{"file": file, "sensor": "all"}))
+		}
+	}
+	for i, f := range feeds {
+		for pi, name := range tracePolicies {
+			rep.Rows = append(rep.Rows, row(name, results[i][pi], map[string]any{"file": f.file, "sensor": f.tr.Sensor}))
+		}
+	}
+	logf(opt, "trace: %d feeds from %d files", len(feeds), len(files))
+	rep.Notes = traceChecks(rep)
+	for _, file := range files {
+		fig := Figure{Name: "trace-" + file, Title: "Median latency vs hit % on " + file, XLabel: "hit (%)", YLabel: "median latency (s)", LogY: true}
+		for _, name := range tracePolicies {
+			if r, ok := find(rep, name, "file", file, "sensor", "all"); ok && name != "oracle" {
+				fig.Series = append(fig.Series, Series{Name: name, X: []float64{r.HitPct}, Y: []float64{max(r.MedianLatencyS, 1e-3)}})
+			}
+		}
+		rep.Figures = append(rep.Figures, fig)
+	}
+	return rep, nil
+}
+
+// runTraceFeed runs every trace policy on one feed's items.
+func runTraceFeed(items []sim.Item, seed uint64) []sim.Result {
+	start := items[0].Published
+	gaps := make([]float64, 0, len(items)-1)
+	for i := 1; i < len(items); i++ {
+		if g := items[i].Published.Sub(items[i-1].Published).Seconds(); g > 0 {
+			gaps = append(gaps, g)
+		}
+	}
+	slices.Sort(gaps)
+	period := time.Duration(gaps[len(gaps)/2] * float64(time.Second))
+	period = max(period, time.Second)
+	end := items[len(items)-1].Published.Add(period)
+
+	out := make([]sim.Result, 0, len(tracePolicies))
+	fixed := make([]sim.Result, tracePhases)
+	for i := range fixed {
+		phase := time.Duration(math.Round(float64(period) * float64(i) / tracePhases))
+		fixed[i] = sim.Run(schedule.NewFixed(period, phase), items, start, end)
+	}
+	out = append(out, sim.Merge(fixed...))
+	for _, name := range tracePolicies[1:] {
+		var p schedule.Policy
+		switch name {
+		case "miniflux":
+			p = schedule.NewMiniflux()
+		case "commafeed":
+			p = schedule.NewCommaFeed()
+		case "newsblur":
+			p = schedule.NewNewsBlur()
+		case "oracle":
+			pubs := make([]time.Time, len(items))
+			for i, it := range items {
+				pubs[i] = it.Published
+			}
+			p = schedule.NewOracle(pubs)
+		default:
+			p = newLearned(name, seed)
+		}
+		out = append(out, sim.Run(p, items, start, end))
+	}
+	return out
+}
+
+// traceChecks states whether, on every file and every sensor, DPT-L's
+// median latency is ≤ 30% of fixed-avg's and auto's is ≤ 5% of it with a hit
+// rate at least fixed-avg's minus one point.
+func traceChecks(rep *Report) []string {
+	var notes []string
+	fails := 0
+	for _, r := range rep.Rows {
+		if r.Policy != "fixed-avg" {
+			continue
+		}
+		file, sensor := r.Params["file"], r.Params["sensor"]
+		l, _ := find(rep, "dpt-l", "file", file, "sensor", sensor)
+		a, _ := find(rep, "auto", "file", file, "sensor", sensor)
+		where := fmt.Sprintf("%v sensor %v", file, sensor)
+		if l.MedianLatencyS > 0.30*r.MedianLatencyS {
+			fails++
+			notes = append(notes, fmt.Sprintf("FAIL %s: dpt-l median %.2fs > 30%% of fixed-avg %.2fs", where, l.MedianLatencyS, r.MedianLatencyS))
+		}
+		if a.MedianLatencyS > 0.05*r.MedianLatencyS {
+			fails++
+			notes = append(notes, fmt.Sprintf("FAIL %s: auto median %.2fs > 5%% of fixed-avg %.2fs", where, a.MedianLatencyS, r.MedianLatencyS))
+		}
+		if a.HitPct < r.HitPct-1 {
+			fails++
+			notes = append(notes, fmt.Sprintf("FAIL %s: auto hit %.1f%% < fixed-avg %.1f%% − 1", where, a.HitPct, r.HitPct))
+		}
+	}
+	if fails == 0 {
+		notes = append(notes, "checks: on every file and sensor dpt-l ≤ 30% and auto ≤ 5% of fixed-avg's median latency, auto hit within 1 point of fixed-avg")
+	}
+	return notes
+}
