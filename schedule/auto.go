@@ -15,7 +15,7 @@ const defaultMissRatio = 0.01
 // residualLen is how many jitter residuals Auto keeps for the centre of the
 // jitter distribution; tailMemory is how many its tail scale averages over.
 const (
-	residualLen = 48
+	residualLen = 32
 	tailMemory  = 256
 	// gridGain is how far the grid anchor moves toward each publish: enough
 	// to follow clock drift within a few periods, little enough that one

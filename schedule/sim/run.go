@@ -19,6 +19,7 @@ const (
 type Option func(*runConfig)
 
 type runConfig struct {
+	backlog   int
 	phaseHint bool
 	desync    time.Duration
 	delay     time.Duration
@@ -44,6 +45,13 @@ func WithDesync(d time.Duration) Option { return func(c *runConfig) { c.desync =
 func WithFetchDelay(d time.Duration) Option {
 	return func(c *runConfig) { c.delay = max(d, 0) }
 }
+
+// WithBacklog makes the first poll see, besides what is new, the n items
+// published last before start, as a new subscription's first fetch sees the
+// feed's recent items. They teach the policy but are not measured: no
+// latency, not in Items, and a first poll that found only backlog is not
+// counted.
+func WithBacklog(n int) Option { return func(c *runConfig) { c.backlog = max(n, 0) } }
 
 // WithPollLog records every poll's request time in Result.PollTimes.
 func WithPollLog() Option { return func(c *runConfig) { c.pollLog = true } }
@@ -97,11 +105,10 @@ func Run(p schedule.Policy, items []Item, start, end time.Time, opts ...Option) 
 	buf := make([]time.Time, 0, 16)
 
 	now := schedule.First(p, start)
-	next := lo  // index of the first item not yet fetched
-	avail := lo // index of the first item not yet published at now
-	stuck := 0  // consecutive answers that did not move the clock
+	next := max(lo-cfg.backlog, 0) // index of the first item not yet fetched
+	avail := lo                    // index of the first item not yet published at now
+	stuck := 0                     // consecutive answers that did not move the clock
 	for now.Before(end) {
-		res.Polls++
 		if cfg.pollLog {
 			res.PollTimes = append(res.PollTimes, now)
 		}
@@ -109,16 +116,25 @@ func Run(p schedule.Policy, items []Item, start, end time.Time, opts ...Option) 
 		// New items: Published in (previous poll, now]; the first poll's
 		// window starts at start (inclusive).
 		buf = buf[:0]
+		measured := 0
 		for next < hi && !items[next].Published.After(now) {
 			pt := items[next].Published
 			buf = append(buf, pt)
-			res.Latencies = append(res.Latencies, at.Sub(pt).Seconds())
+			if next >= lo {
+				res.Latencies = append(res.Latencies, at.Sub(pt).Seconds())
+				measured++
+			}
 			next++
 		}
 		obs := schedule.Observation{At: at, Hit: len(buf) > 0, Hints: schedule.Hints{Desync: cfg.desync}}
+		if measured > 0 || len(buf) == 0 {
+			res.Polls++
+		}
 		if obs.Hit {
-			res.Hits++
-			res.Items += len(buf)
+			if measured > 0 {
+				res.Hits++
+				res.Items += measured
+			}
 			obs.Published = buf
 		}
 		if cfg.phaseHint {

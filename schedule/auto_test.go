@@ -1,0 +1,199 @@
+package schedule
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// periodic returns n publish times every p seconds from t=0.
+func periodic(n int, p float64) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = float64(i) * p
+	}
+	return out
+}
+
+func TestAutoSteadyPublisher(t *testing.T) {
+	// A strictly periodic 60 s publisher: no jitter to learn, so the margin
+	// is the floor, min(2% of 60 s, 2 s) = 1.2 s.
+	pubs := periodic(30, 60)
+	tp := pubs[len(pubs)-1]
+	p := learn(NewAuto(), pubs...)
+	if s := p.State(); s.Median != time.Minute || s.Sigma != 1200*time.Millisecond {
+		t.Fatalf("period %v offset %v, want 1m0s and 1.2s", s.Median, s.Sigma)
+	}
+	off := 1.2
+	runSteps(t, p, []step{
+		{at: tp, pubs: []float64{tp}, want: tp + 60 + off},
+		// Misses: every expected slot up to OutagePeriods+1, then
+		// exponential backoff (6+1, 6+2, 6+4 periods).
+		{at: tp + 60 + off, want: tp + 120 + off},
+		{at: tp + 120 + off, want: tp + 180 + off},
+		{at: tp + 180 + off, want: tp + 240 + off},
+		{at: tp + 240 + off, want: tp + 300 + off},
+		{at: tp + 300 + off, want: tp + 360 + off},
+		{at: tp + 360 + off, want: tp + 420 + off},
+		{at: tp + 420 + off, want: tp + 480 + off},
+		{at: tp + 480 + off, want: tp + 600 + off},
+		// Back: the publisher returns on its grid.
+		{at: tp + 600 + off, pubs: []float64{tp + 600}, want: tp + 660 + off},
+	})
+}
+
+func TestAutoPeriodRobustToHeavyLoss(t *testing.T) {
+	// 60% of the gaps are lost readings (two or three periods): the median
+	// gap is 600, but the period is 300.
+	gaps := []float64{300, 600, 900, 300, 600, 600, 300, 900, 600, 300, 600, 300, 600, 900, 300, 600, 300, 600, 600, 300, 300}
+	pubs := []float64{0}
+	for _, g := range gaps {
+		pubs = append(pubs, pubs[len(pubs)-1]+g)
+	}
+	a := learn(NewAuto(), pubs...)
+	d := learn(NewDPT(DPTL), pubs...)
+	if got := a.State().Median; got != 300*time.Second {
+		t.Fatalf("auto period %v, want 5m0s", got)
+	}
+	if got := d.State().Median; got != 600*time.Second {
+		t.Fatalf("dpt median %v, want 10m0s (the exact DPT takes the raw median)", got)
+	}
+}
+
+func TestAutoMoreDataAndColdStart(t *testing.T) {
+	runSteps(t, NewAuto(WithInitial(time.Minute)), []step{
+		{at: 0, want: 60},
+		{at: 60, want: 180},
+		{at: 180, pubs: []float64{170}, want: 240},
+		{at: 240, pubs: []float64{230}, more: true, want: 240},
+	})
+}
+
+func TestAutoLearnsLateFromLost(t *testing.T) {
+	// A 60 s clock-driven publisher whose readings are sometimes 5 s late
+	// but never lost: after a few late misses auto retries within the slot
+	// instead of waiting a whole period.
+	a := NewAuto()
+	rng := rand.New(rand.NewPCG(1, 2))
+	pub := 0.0
+	now := 0.0
+	var pending []float64
+	quick := 0
+	for i := 0; i < 400; i++ {
+		next := float64(i) * 60
+		if rng.IntN(10) == 0 {
+			next += 5
+		}
+		_ = pub
+		pending = append(pending, next)
+		// Poll until this publish is fetched.
+		for len(pending) > 0 {
+			var got []float64
+			for len(pending) > 0 && pending[0] <= now {
+				got = append(got, pending[0])
+				pending = pending[1:]
+			}
+			if len(pending) == 0 && len(got) == 0 {
+				break
+			}
+			o := obsOf(step{at: now, pubs: got})
+			n := a.Next(o).Sub(t0).Seconds()
+			if !o.Hit && n-now < 30 {
+				quick++
+			}
+			now = n
+			if len(got) > 0 {
+				break
+			}
+		}
+	}
+	if quick == 0 {
+		t.Fatal("auto never retried within the slot although every miss was a late publish")
+	}
+	if a.lateN <= a.lostN {
+		t.Fatalf("late %v ≤ lost %v, want late misses to dominate", a.lateN, a.lostN)
+	}
+}
+
+func TestAutoStateSize(t *testing.T) {
+	// The million-feed simulation keeps one per feed beside its queue entry
+	// and publisher: the scale scenario holds the whole under 1 KiB.
+	if n := sizeofAuto(); n > 704 {
+		t.Fatalf("Auto is %d bytes, want ≤ 704", n)
+	}
+}
+
+// TestPoliciesNeverGoBack: for any sequence of observations, the next poll
+// is never before the poll time and never more than MaxDelay after it.
+func TestPoliciesNeverGoBack(t *testing.T) {
+	makers := map[string]func() Policy{
+		"dpt-a":          func() Policy { return NewDPT(DPTA) },
+		"dpt-n":          func() Policy { return NewDPT(DPTN) },
+		"dpt-l":          func() Policy { return NewDPT(DPTL) },
+		"dpt-l-unimodal": func() Policy { return NewDPT(DPTL, WithoutBimodal()) },
+		"auto":           func() Policy { return NewAuto() },
+	}
+	for name, mk := range makers {
+		t.Run(name, func(t *testing.T) {
+			for seed := uint64(0); seed < 50; seed++ {
+				rng := rand.New(rand.NewPCG(seed, 7))
+				p := mk()
+				now := t0
+				period := time.Duration(1+rng.IntN(7200)) * time.Second
+				for i := 0; i < 500; i++ {
+					o := Observation{At: now, Hit: rng.IntN(3) > 0, MoreData: rng.IntN(50) == 0}
+					if o.Hit {
+						for k := rng.IntN(4); k >= 0; k-- {
+							// Publish times around and sometimes after now.
+							d := time.Duration(rng.Int64N(int64(2*period))) - period/4
+							o.Published = append(o.Published, now.Add(-d))
+						}
+						sortTimes(o.Published)
+					}
+					if rng.IntN(10) == 0 {
+						o.Hints.Desync = time.Duration(rng.Int64N(int64(time.Hour)))
+					}
+					if rng.IntN(10) == 0 {
+						o.Hints.HasPhase, o.Hints.Phase = true, time.Duration(rng.Int64N(int64(period)))
+					}
+					next := p.Next(o)
+					if next.Before(now) || next.Sub(now) > MaxDelay {
+						t.Fatalf("seed %d step %d: next %v is %v after now, want within [0, %v]", seed, i, next, next.Sub(now), MaxDelay)
+					}
+					if next.Equal(now) {
+						next = now.Add(time.Second)
+					}
+					now = next
+				}
+			}
+		})
+	}
+}
+
+func sortTimes(ts []time.Time) {
+	for i := 1; i < len(ts); i++ {
+		for j := i; j > 0 && ts[j].Before(ts[j-1]); j-- {
+			ts[j], ts[j-1] = ts[j-1], ts[j]
+		}
+	}
+}
+
+func TestQuantile(t *testing.T) {
+	tests := []struct {
+		xs   []float64
+		q    float64
+		want float64
+	}{
+		{nil, 0.5, 0},
+		{[]float64{3}, 0.9, 3},
+		{[]float64{1, 2, 3, 4}, 0.5, 2.5},
+		{[]float64{1, 2, 3, 4}, 1, 4},
+		{[]float64{0, 10}, 0.3, 3},
+	}
+	for _, tc := range tests {
+		if got := quantile(tc.xs, tc.q); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("quantile(%v, %v) = %v, want %v", tc.xs, tc.q, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,106 @@
+package eval
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestAcceptance runs the paper scenarios with fewer runs than `slogfeed
+// eval` does and requires every acceptance check they state to hold.
+func TestAcceptance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the simulations")
+	}
+	traces, _ := filepath.Glob("../../../shared/traces/ulb-*.txt")
+	tests := []struct {
+		name string
+		s    Scenario
+		opt  Options
+		skip bool
+	}{
+		{"loss-sweep", LossSweep(), Options{Seed: 1, Runs: 20}, false},
+		{"bimodal", Bimodal(), Options{Seed: 1, Runs: 4}, false},
+		{"mdpt", MDPT(), Options{Seed: 1, Runs: 4}, false},
+		{"trace", Trace(), Options{Seed: 1, Files: traces}, len(traces) == 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.skip {
+				t.Skip("shared traces not present")
+			}
+			rep, err := tc.s.Run(context.Background(), tc.opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checked := false
+			for _, n := range rep.Notes {
+				if strings.HasPrefix(n, "FAIL") {
+					t.Error(n)
+				}
+				if strings.Contains(n, "checks:") {
+					checked = true
+				}
+			}
+			if !checked {
+				t.Errorf("no acceptance verdict in notes: %q", rep.Notes)
+			}
+		})
+	}
+}
+
+// TestReportRows checks every scenario row carries what the JSON contract
+// promises: a policy name and the scenario's parameters.
+func TestReportRows(t *testing.T) {
+	rep, err := FixedSweep().Run(context.Background(), Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Scenario string           `json:"scenario"`
+		Rows     []map[string]any `json:"rows"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Scenario != "fixed-sweep" || len(out.Rows) != 50 {
+		t.Fatalf("scenario %q with %d rows, want fixed-sweep with 50", out.Scenario, len(out.Rows))
+	}
+	for _, k := range []string{"policy", "period_s", "phase_s", "median_latency_s", "mean_latency_s", "p90_latency_s", "hit_pct", "polls", "items"} {
+		if _, ok := out.Rows[0][k]; !ok {
+			t.Errorf("row lacks %q: %v", k, out.Rows[0])
+		}
+	}
+	// A strict 300 s grid published at +100 s, polled every 300 s at phase
+	// 0: every reading waits 200 s, and only the first poll (at 0, before
+	// the first publish) misses.
+	for _, r := range rep.Rows {
+		if r.Params["period_s"] == 300.0 && r.Params["phase_s"] == 0.0 {
+			if r.MedianLatencyS != 200 || r.Polls != 1000 || r.HitPct != 99.9 {
+				t.Fatalf("fixed-5m phase 0: median %v polls %d hit %v, want 200, 1000, 99.9", r.MedianLatencyS, r.Polls, r.HitPct)
+			}
+		}
+	}
+}
+
+func TestTraceNeedsFiles(t *testing.T) {
+	if _, err := Trace().Run(context.Background(), Options{}); err != ErrNoFiles {
+		t.Fatalf("err %v, want ErrNoFiles", err)
+	}
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.txt")
+	if err := os.WriteFile(bad, []byte("not a trace\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Trace().Run(context.Background(), Options{Files: []string{bad}}); err == nil {
+		t.Fatal("a file with no readings did not fail")
+	}
+}
