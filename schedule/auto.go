@@ -396,3 +396,13 @@ func (a *Auto) Next(obs Observation) time.Time {
 func (a *Auto) finish(obs Observation, next int64) time.Time {
 	return clampNext(obs.At, time.Unix(0, next).UTC())
 }
+
+// PredictedPublish returns when the publish the next poll aims at is
+// expected (false while the period is unknown). The scheduler uses it to
+// rank feeds waiting for the fetch budget.
+func (a *Auto) PredictedPublish() (time.Time, bool) {
+	if !a.known() || a.period <= 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, a.at(float64(max(a.slot, 1)), 0)).UTC(), true
+}

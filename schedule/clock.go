@@ -99,9 +99,11 @@ func (c *VirtualClock) Advance(d time.Duration) {
 }
 
 // Set moves the clock to t and fires every timer whose deadline is not after
-// t, in deadline order; each timer's channel receives its own deadline, and
-// Now reads that deadline while the timer fires. Setting a time before the
-// current one does not move the clock back.
+// t, in deadline order; each timer's channel receives its own deadline.
+// Goroutines woken by those timers read t from Now, so a simulation that
+// needs each timer handled at its own instant advances in steps no longer
+// than the gaps between deadlines. Setting a time before the current one
+// does not move the clock back.
 func (c *VirtualClock) Set(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

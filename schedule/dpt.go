@@ -374,3 +374,13 @@ func (t *tracker) state(m Mode, tries int) State {
 	}
 	return s
 }
+
+// PredictedPublish returns when the next publish is expected: one median
+// after the last one (false while the period is unknown). The scheduler
+// uses it to rank feeds waiting for the fetch budget.
+func (d *DPT) PredictedPublish() (time.Time, bool) {
+	if !d.known() {
+		return time.Time{}, false
+	}
+	return time.Unix(0, d.expect(1, 0)).UTC(), true
+}

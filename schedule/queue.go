@@ -7,8 +7,9 @@ import (
 
 // MaxFeedID bounds the feed ids the Queue and the Scheduler accept. Ids index
 // flat arrays, so they should be dense: 0, 1, 2, … (a feed store's row
-// numbers). The bound keeps a stray id from allocating gigabytes.
-const MaxFeedID = 1<<26 - 1
+// numbers). The bound (16.7 million) keeps a stray id from allocating more
+// than a few hundred megabytes.
+const MaxFeedID = 1<<24 - 1
 
 // ErrFeedID is returned for a feed id outside [0, MaxFeedID].
 var ErrFeedID = errors.New("schedule: feed id out of range")

@@ -60,14 +60,19 @@ const (
 	//	P = W · D(t_now) = W · (t_now − t_pub)
 	//
 	// the rate at which the feed adds weighted latency W·∫D dt while it
-	// waits: refreshing the feed with the largest P removes the fastest
-	// growing term of Σ W·latency, which is what the weighted mean latency
-	// measures. (Olston & Widom's general P = W·((t_now − t_last)·D(t_now)
-	// − ∫D dt) adds the time the feed stayed fresh since t_last; it favours
-	// rarely changing feeds, which suits staleness but not latency, and
-	// with D a lag it grows quadratically so that a long-starved feed
-	// overtakes feeds of far higher weight.) A feed that has not reached
-	// t_pub has P ≤ 0. Ties go to the earlier t_pub, then the lower id.
+	// waits: granting the feed with the largest P removes the fastest
+	// growing term of Σ W·latency, which the weighted mean latency
+	// measures. Olston & Widom's general P = W·((t_now − t_last)·D(t_now) −
+	// ∫D dt) is not used as such: with the staleness divergence (D = 0 or
+	// 1) it reduces to W·(t_pub − t_last), which does not grow while a feed
+	// waits, so a low-weight feed could wait forever; with the lag it is
+	// W·a·(L − a/2) (a = t_now − t_pub, L = t_now − t_last), quadratic in
+	// the wait and needing t_last, and feeds of one weight change order
+	// as time passes. The linear form keeps feeds of one weight in t_pub
+	// order for good, so the queue holds one heap per distinct weight and
+	// compares their heads; every waiting feed gains priority at the rate
+	// of its weight, so none starves. A feed that has not reached t_pub
+	// has P ≤ 0. Ties go to the earlier t_pub, then the lower id.
 	//
 	// Olston & Widom refresh every source whose priority exceeds a
 	// threshold that they raise and lower until the refresh rate matches
@@ -75,9 +80,7 @@ const (
 	// are available the k highest priorities are granted, which is exactly
 	// the threshold the adaptive one converges to (the k-th highest
 	// priority), reached at every grant instead of after a feedback lag.
-	// Priorities are recomputed at every grant; within one weight the order
-	// is by t_pub and never changes as time passes, so the queue keeps one
-	// heap per distinct weight and compares their heads.
+	// Priorities are recomputed at every grant.
 	OrderPriority Order = iota
 	// OrderRoundRobin grants due feeds in cyclic order of their ids,
 	// resuming after the last feed granted.
@@ -119,7 +122,10 @@ type Config struct {
 	// quiet spell (0 means 1). It is ignored when Rate is 0.
 	Burst int
 	// PerHost is the most fetches of one host key in flight at a time; 0
-	// means unlimited. Feeds with an empty host key are not limited.
+	// means unlimited. Feeds with an empty host key are not limited. A due
+	// feed whose host is at its limit waits in the host's list (still due);
+	// each fetch of that host that ends lets the best waiting feed of the
+	// host compete again, found by a scan of that host's list only.
 	PerHost int
 	// Workers is the most fetches in flight in total and the size of Run's
 	// worker pool; 0 means unlimited for the clock-free core and
@@ -182,16 +188,17 @@ const (
 	stGone           // removed while in flight or learning
 )
 
-// feed is the scheduler's per-feed state: 48 bytes, plus 4 for its slot.
+// feed is the scheduler's per-feed state: 40 bytes, plus 4 for its slot
+// and 12 for its heap entry. Sleep plans are rare and live in a side map.
 type feed struct {
 	policy  Policy
-	sleep   *SleepPlan
 	due     int64 // next poll, Unix ns
 	ref     int64 // t_pub for OrderPriority, Unix ns
 	host    int32 // index in hosts, -1 for none
 	class   uint8 // weight class
 	state   uint8
 	respect bool
+	sleeps  bool // has an entry in Scheduler.sleeps
 }
 
 type host struct {
@@ -264,6 +271,7 @@ type Scheduler struct {
 	rrNext  int32 // OrderRoundRobin: first id of the rest of the lap
 	nready  int
 
+	sleeps   map[int32]*SleepPlan
 	hosts    []host
 	hostIdx  map[string]int32
 	freeHost []int32
@@ -289,6 +297,7 @@ func New(cfg Config) (*Scheduler, error) {
 	s := &Scheduler{
 		cfg:     cfg,
 		hostIdx: make(map[string]int32),
+		sleeps:  make(map[int32]*SleepPlan),
 		bucket:  newBucket(cfg.Rate, cfg.Burst),
 		maxIn:   cfg.Workers,
 		notify:  make(chan struct{}, 1),
@@ -339,10 +348,15 @@ func (s *Scheduler) InFlight() int {
 	return s.inflight
 }
 
+// nanoLimit bounds the Unix seconds nanos accepts (years 1684–2255), well
+// inside what int64 nanoseconds hold, so sums of a time and MaxDelay or a
+// week cannot overflow.
+const nanoLimit = 9e9
+
 // nanos converts t to Unix nanoseconds, rejecting times int64 nanoseconds
 // cannot hold.
 func nanos(t time.Time) (int64, bool) {
-	if y := t.Year(); y < 1700 || y > 2250 {
+	if sec := t.Unix(); sec < -nanoLimit || sec > nanoLimit {
 		return 0, false
 	}
 	return t.UnixNano(), true
@@ -409,9 +423,12 @@ func (s *Scheduler) Add(id int, f Feed, now time.Time) error {
 	}
 	s.growFeeds(id)
 	s.feeds[id] = feed{
-		policy: f.Policy, sleep: sleep, due: due, ref: ref,
+		policy: f.Policy, due: due, ref: ref,
 		host: s.hostRef(f.Host), class: uint8(class), state: stWaiting,
-		respect: f.RespectHints,
+		respect: f.RespectHints, sleeps: sleep != nil,
+	}
+	if sleep != nil {
+		s.sleeps[int32(id)] = sleep
 	}
 	s.waiting.push(s.pos, int32(id), due)
 	s.feedsN++
@@ -504,7 +521,7 @@ func (s *Scheduler) Remove(id int) bool {
 		s.unparkAt(f.host, int(s.pos[id]))
 	case stInFlight, stLearning:
 		f.state = stGone
-		f.policy, f.sleep = nil, nil
+		f.policy = nil
 		s.feedsN--
 		s.signal()
 		return true
@@ -520,6 +537,9 @@ func (s *Scheduler) Remove(id int) bool {
 func (s *Scheduler) forget(id int) {
 	f := &s.feeds[id]
 	h, gone := f.host, f.state == stGone
+	if f.sleeps {
+		delete(s.sleeps, int32(id))
+	}
 	*f = feed{}
 	s.pos[id] = -1
 	if !gone { // a feed removed in flight was counted out by Remove
@@ -761,7 +781,11 @@ func (s *Scheduler) Done(id int, obs Observation) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("feed %d: %w", id, ErrNotInFlight)
 	}
 	f.state = stLearning
-	policy, sleep, respect := f.policy, f.sleep, f.respect
+	policy, respect := f.policy, f.respect
+	var sleep *SleepPlan
+	if f.sleeps {
+		sleep = s.sleeps[int32(id)]
+	}
 	s.release(id, at)
 	s.mu.Unlock()
 
@@ -934,8 +958,10 @@ func (s *Scheduler) serve(ctx context.Context, clock Clock, g Grant, fetch Fetch
 	}
 	if _, err := s.Done(g.ID, obs); err != nil {
 		// The observation's time was unusable: learn a miss at the clock's
-		// time so that the feed is not lost.
-		_, _ = s.Done(g.ID, Observation{At: clock.Now()})
+		// time so that the feed is not lost, or at least put it back.
+		if _, err := s.Done(g.ID, Observation{At: clock.Now()}); err != nil {
+			_ = s.Cancel(g.ID)
+		}
 	}
 }
 

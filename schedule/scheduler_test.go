@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -501,14 +502,11 @@ func TestSchedulerNoAllocs(t *testing.T) {
 	}
 }
 
-// liveStart is the bubble's epoch in synctest.
-var liveStart = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
-
 func TestRunFetchesAtPolicyTimes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := mustNew(t, Config{Workers: 2})
 		periods := []time.Duration{10 * time.Second, 25 * time.Second, time.Minute}
-		now := time.Now()
+		now := RealClock{}.Now()
 		for id, p := range periods {
 			mustAdd(t, s, id, Feed{Policy: &schPolicy{start: now.Add(time.Duration(id) * time.Second), period: p}}, now)
 		}
@@ -519,7 +517,7 @@ func TestRunFetchesAtPolicyTimes(t *testing.T) {
 		go func() {
 			done <- s.Run(ctx, func(ctx context.Context, id int) Observation {
 				mu.Lock()
-				got[id] = append(got[id], time.Since(now))
+				got[id] = append(got[id], RealClock{}.Now().Sub(now))
 				mu.Unlock()
 				time.Sleep(time.Second) // the response takes a second
 				return Observation{Hit: true}
@@ -568,7 +566,7 @@ func TestRunShutdown(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				s := mustNew(t, Config{Workers: 1})
-				now := time.Now()
+				now := RealClock{}.Now()
 				p := &schPolicy{period: time.Hour}
 				mustAdd(t, s, 0, Feed{Policy: p}, now)
 				ctx, cancel := context.WithCancel(t.Context())
@@ -592,7 +590,7 @@ func TestRunShutdown(t *testing.T) {
 				}
 				cancel()
 				<-done
-				if d := time.Since(now) - time.Second; d != tc.wantReturn {
+				if d := (RealClock{}).Now().Sub(now) - time.Second; d != tc.wantReturn {
 					t.Fatalf("Run returned %v after cancel, want %v", d, tc.wantReturn)
 				}
 				if s.InFlight() != 0 || s.Len() != 1 {
@@ -602,7 +600,7 @@ func TestRunShutdown(t *testing.T) {
 					t.Fatalf("policy learned %d observations, want %d", n, tc.wantSeen)
 				}
 				if tc.heed { // the feed kept its turn: due at once
-					gs := s.Due(time.Now())
+					gs := s.Due(RealClock{}.Now())
 					if len(gs) != 1 || !gs[0].Due.Equal(now) {
 						t.Fatalf("after cancel: grants %v, want feed 0 due at %v", gs, now)
 					}
@@ -616,7 +614,7 @@ func TestRunPerHostLimitUnderConcurrency(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const perHost = 2
 		s := mustNew(t, Config{Workers: 8, PerHost: perHost, Rate: 50, Burst: 10})
-		now := time.Now()
+		now := RealClock{}.Now()
 		hosts := []string{"a", "b", "c"}
 		for id := range 60 {
 			p := &schPolicy{period: time.Duration(1+id%7) * time.Second}
@@ -700,7 +698,7 @@ func TestRunPanickingFetchIsAMiss(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := mustNew(t, Config{Workers: 1})
 		p := &schPolicy{period: time.Minute}
-		mustAdd(t, s, 0, Feed{Policy: p}, time.Now())
+		mustAdd(t, s, 0, Feed{Policy: p}, RealClock{}.Now())
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error)
 		go func() {
@@ -733,4 +731,103 @@ func TestRunTwice(t *testing.T) {
 			t.Fatalf("Run(nil) = %v", err)
 		}
 	})
+}
+
+// schBlocking blocks in Next until released.
+type schBlocking struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (p *schBlocking) Next(obs Observation) time.Time {
+	p.entered <- struct{}{}
+	<-p.release
+	return obs.At.Add(time.Minute)
+}
+
+func TestSchedulerRemoveWhileLearning(t *testing.T) {
+	s := mustNew(t, Config{PerHost: 1})
+	p := &schBlocking{entered: make(chan struct{}), release: make(chan struct{})}
+	mustAdd(t, s, 0, Feed{Policy: p, Host: "h", Sleep: SleepPlan{SkipHours: 1 << 3}}, schBase)
+	if gs := s.Due(schBase); len(gs) != 1 {
+		t.Fatalf("grants %v", gs)
+	}
+	type result struct {
+		next time.Time
+		err  error
+	}
+	done := make(chan result)
+	go func() {
+		next, err := s.Done(0, Observation{At: schBase})
+		done <- result{next, err}
+	}()
+	<-p.entered // the policy is running, outside the lock
+	if _, err := s.Done(0, Observation{At: schBase}); !errors.Is(err, ErrNotInFlight) {
+		t.Fatalf("second Done = %v, want ErrNotInFlight", err)
+	}
+	if err := s.Add(0, Feed{Policy: p}, schBase); !errors.Is(err, ErrFeedExists) {
+		t.Fatalf("Add while learning = %v, want ErrFeedExists", err)
+	}
+	if !s.Remove(0) {
+		t.Fatal("Remove while learning = false")
+	}
+	if err := s.Add(0, Feed{Policy: p}, schBase); !errors.Is(err, ErrFeedBusy) {
+		t.Fatalf("Add after Remove while learning = %v, want ErrFeedBusy", err)
+	}
+	close(p.release)
+	r := <-done
+	if r.err != nil || !r.next.IsZero() {
+		t.Fatalf("Done = %v, %v; want the feed forgotten", r.next, r.err)
+	}
+	if s.Len() != 0 || s.InFlight() != 0 || len(s.sleeps) != 0 || len(s.hostIdx) != 0 {
+		t.Fatalf("leftovers: len %d in flight %d sleeps %d hosts %d", s.Len(), s.InFlight(), len(s.sleeps), len(s.hostIdx))
+	}
+	if _, ok := s.NextWakeup(); ok {
+		t.Fatal("wakeup with no feeds")
+	}
+}
+
+func TestSchedulerBytesPerFeed(t *testing.T) {
+	const n = 1 << 17
+	pol := schEvery(time.Minute) // one shared policy value: measure the scheduler only
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s := mustNew(t, Config{})
+	s.Grow(n)
+	for id := range n {
+		mustAdd(t, s, id, Feed{Policy: pol}, schBase)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := float64(after.HeapAlloc-before.HeapAlloc) / n
+	t.Logf("scheduler: %.1f bytes per feed", per)
+	// feed 40 + slot 4 + waiting heap entry 12.
+	if per > 57 {
+		t.Fatalf("%.1f bytes per feed, want ≤ 57", per)
+	}
+	runtime.KeepAlive(s)
+}
+
+// BenchmarkSchedulerCycle1M is the scheduler's steady state at a million
+// feeds: grant the earliest due feed, learn its observation, re-queue it.
+func BenchmarkSchedulerCycle1M(b *testing.B) {
+	const n = 1 << 20
+	s := mustNew(b, Config{})
+	s.Grow(n)
+	rng := rand.New(rand.NewPCG(8, 8))
+	for id := range n {
+		p := schEvery(time.Duration(1+rng.IntN(86400)) * time.Second)
+		mustAdd(b, s, id, Feed{Policy: p}, schAt(time.Duration(rng.Int64N(int64(24*time.Hour)))-24*time.Hour))
+	}
+	grants := make([]Grant, 0, 16)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		now, _ := s.NextWakeup()
+		grants = s.AppendDue(grants[:0], now)
+		for _, g := range grants {
+			_, _ = s.Done(g.ID, Observation{At: now})
+		}
+	}
 }

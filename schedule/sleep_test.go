@@ -165,3 +165,46 @@ func TestSleepPlanValidate(t *testing.T) {
 		})
 	}
 }
+
+// FuzzSleepPlanWake checks Wake on arbitrary plans: the result is not
+// before t, it is awake (or the t+MaxDelay fallback), and the feed sleeps
+// all the way from t to it.
+func FuzzSleepPlanWake(f *testing.F) {
+	f.Add(uint32(0xC00003), uint8(0x41), int64(22*3600), int64(6*3600), int64(0), int64(3600), int64(1736150400))
+	f.Add(uint32(0xFFFFFF), uint8(0), int64(0), int64(1), int64(0), int64(0), int64(0))
+	f.Add(uint32(1), uint8(0x7F), int64(3600), int64(7200), int64(-86400), int64(86400*30), int64(1736200000))
+	f.Fuzz(func(t *testing.T, hours uint32, days uint8, from, to, wstart, wlen, at int64) {
+		base := time.Unix(1736150400, 0).UTC() // a Monday
+		p := SleepPlan{SkipHours: hours & (1<<24 - 1), SkipDays: days & (1<<7 - 1)}
+		d := DailyWindow{From: time.Duration(from%86400) * time.Second, To: time.Duration(to%86400) * time.Second}
+		if d.From >= 0 && d.To >= 0 && d.From != d.To {
+			p.Daily = []DailyWindow{d}
+		}
+		if wlen > 0 && wlen < 1e8 && wstart > -1e8 && wstart < 1e8 {
+			s := base.Add(time.Duration(wstart) * time.Second)
+			p.Windows = []Window{{Start: s, End: s.Add(time.Duration(wlen) * time.Second)}}
+		}
+		if err := p.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		tt := base.Add(time.Duration(at%(1e8)) * time.Second)
+		got := p.Wake(tt)
+		if got.Before(tt) {
+			t.Fatalf("Wake(%v) = %v, before t", tt, got)
+		}
+		if got.Equal(tt.Add(MaxDelay)) {
+			return // the fallback for a plan that (nearly) never wakes
+		}
+		if p.Asleep(got) {
+			t.Fatalf("Wake(%v) = %v, which is asleep", tt, got)
+		}
+		// Every instant in [t, got) is asleep: sample 64 of them.
+		span := got.Sub(tt)
+		for i := range 64 {
+			x := tt.Add(span / 64 * time.Duration(i))
+			if x.Before(got) && !p.Asleep(x) {
+				t.Fatalf("Wake(%v) = %v, but %v is awake", tt, got, x)
+			}
+		}
+	})
+}

@@ -96,12 +96,12 @@ func budgetFleet(seed uint64, n int, jitter float64) []fleetFeed {
 // seconds; items still unfetched at the end count with their latency so
 // far (end − publish), so that a starved feed is not flattered.
 type fleetResult struct {
-	lat       []float32
+	lat        []float32
 	wlat, wsum float64 // Σ W·latency, Σ W over items
-	polls     int
-	hits      int
-	items     int
-	unfetched int
+	polls      int
+	hits       int
+	items      int
+	unfetched  int
 }
 
 // runFleet polls the streams through s from start to end: at every wake-up
@@ -274,6 +274,7 @@ func budgetNotes(rep *Report) []string {
 		}
 	}
 	notes := []string{
+		"demand = Σ 1/period (one poll per publishing period per feed); the token bucket refills at 65% of it, burst one second's worth",
 		"weighted latency = Σ W·latency / Σ W over items; items unfetched at the end of the day count with end − publish",
 		"priority: P = W·(t_now − t_pub), the weighted lag of the feed's oldest unseen item; t_pub = the policy's predicted publish time or its due time",
 	}

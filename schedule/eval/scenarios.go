@@ -10,7 +10,7 @@ func All() []Scenario {
 		MDPT(),
 		Trace(),
 		Budget(),
-		// Scale(),
+		Scale(),
 	}
 }
 
