@@ -1,0 +1,72 @@
+// Package feedext names slogfeed's extensions to RSS, Atom and JSON Feed,
+// once, for both sides: the publisher (the sensor store and republished pipe
+// outputs, package web) writes them and the fetcher (package aggregator)
+// reads them wherever it finds them, from slogfeed or from anyone else.
+//
+// # HTTP response headers (publisher hints)
+//
+//	Slogfeed-Phase: 12.5
+//	    Seconds between the publish time of the feed's newest item and the
+//	    arrival of this request (phase adjustment). A subscriber's newest
+//	    publish time is its own receive time minus this value, which needs
+//	    no clock agreement between the two machines.
+//	Slogfeed-Desync: 4
+//	    Seconds over which subscribers should spread their polls after the
+//	    predicted publish time (intentional desynchronisation). The
+//	    publisher grows it with its request load.
+//	Slogfeed-More: 1
+//	    More data is waiting than this response holds (a truncated feed):
+//	    poll again at once.
+//	Slogfeed-Next: 2026-11-21T19:30:00Z
+//	    The publisher's own prediction of its next publish (RFC 3339),
+//	    informational; Cache-Control max-age and <ttl> carry it to ordinary
+//	    readers.
+//
+// # Typed sensor values
+//
+// Items carry a reading in slogfeed's namespace so a downstream slogfeed
+// reads numbers, not strings; ordinary readers see the item's title and
+// summary. In RSS and Atom:
+//
+//	<rss xmlns:sf="https://slogfeed.org/ns/sensor/1">
+//	  <item> ... <sf:reading value="21.3" unit="C" sensor="lab-1"
+//	      time="2026-11-21T19:30:00Z" lat="50.81" lon="4.38"/> </item>
+//
+// In JSON Feed 1.1, an item extension object:
+//
+//	"_slogfeed": {"value": 21.3, "unit": "C", "sensor": "lab-1",
+//	              "time": "2026-11-21T19:30:00Z", "lat": 50.81, "lon": 4.38}
+//
+// value is required (a finite decimal number); the other fields are
+// optional; time is the observation time (the item's own date is its
+// publish time).
+package feedext
+
+// Header names of the publisher hints.
+const (
+	HeaderPhase  = "Slogfeed-Phase"
+	HeaderDesync = "Slogfeed-Desync"
+	HeaderMore   = "Slogfeed-More"
+	HeaderNext   = "Slogfeed-Next"
+)
+
+// Namespace is the XML namespace of the sensor element; Prefix is the
+// prefix slogfeed writes (readers must match on Namespace, not on Prefix).
+const (
+	Namespace = "https://slogfeed.org/ns/sensor/1"
+	Prefix    = "sf"
+	// Element is the local name of the reading element.
+	Element = "reading"
+	// JSONKey is the JSON Feed item extension key.
+	JSONKey = "_slogfeed"
+)
+
+// Attribute names of the reading element (and keys of the JSON object).
+const (
+	AttrValue  = "value"
+	AttrUnit   = "unit"
+	AttrSensor = "sensor"
+	AttrTime   = "time"
+	AttrLat    = "lat"
+	AttrLon    = "lon"
+)

@@ -1,0 +1,79 @@
+package schedule
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultPolicy is the policy new feeds get unless the user picks another.
+const DefaultPolicy = "auto"
+
+// ErrUnknownPolicy is returned by ByName for a name it does not know.
+var ErrUnknownPolicy = errors.New("schedule: unknown policy")
+
+// PolicyNames lists the names ByName accepts besides the parameterised
+// fixed-<duration> and cron:<spec>.
+var PolicyNames = []string{"auto", "dpt-a", "dpt-n", "dpt-l", "bimodal-dpt-l", "dpt-l-unimodal", "miniflux", "commafeed", "newsblur"}
+
+// ByName returns a new policy called name (see the package documentation
+// for the names): auto, dpt-a, dpt-n, dpt-l (= bimodal-dpt-l),
+// dpt-l-unimodal, miniflux, commafeed, newsblur, fixed-<duration> (a Go
+// duration or a whole number of days such as "1d"; fixed-15m polls on the
+// quarter hours) and cron:<spec>. seed seeds the policy's random source.
+func ByName(name string, seed uint64) (Policy, error) {
+	switch name {
+	case "", "auto":
+		return NewAuto(WithSeed(seed)), nil
+	case "dpt-a":
+		return NewDPT(DPTA, WithSeed(seed)), nil
+	case "dpt-n":
+		return NewDPT(DPTN, WithSeed(seed)), nil
+	case "dpt-l", "bimodal-dpt-l":
+		return NewDPT(DPTL, WithSeed(seed)), nil
+	case "dpt-l-unimodal":
+		return NewDPT(DPTL, WithSeed(seed), WithoutBimodal()), nil
+	case "miniflux":
+		return NewMiniflux(), nil
+	case "commafeed":
+		return NewCommaFeed(), nil
+	case "newsblur":
+		return NewNewsBlur(), nil
+	}
+	if spec, ok := strings.CutPrefix(name, "cron:"); ok {
+		c, err := NewCron(spec)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+	if d, ok := strings.CutPrefix(name, "fixed-"); ok {
+		period, err := parsePeriod(d)
+		if err != nil {
+			return nil, fmt.Errorf("%w %q: %v", ErrUnknownPolicy, name, err)
+		}
+		return NewFixed(period, 0), nil
+	}
+	return nil, fmt.Errorf("%w %q (known: %s, fixed-<duration>, cron:<spec>)", ErrUnknownPolicy, name, strings.Join(PolicyNames, ", "))
+}
+
+// parsePeriod reads a Go duration or a whole number of days ("1d").
+func parsePeriod(s string) (time.Duration, error) {
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		days, err := strconv.Atoi(n)
+		if err != nil || days < 1 || days > 2 {
+			return 0, fmt.Errorf("period %q: want 1d or 2d, or a duration such as 15m", s)
+		}
+		return time.Duration(days) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("period %q: %w", s, err)
+	}
+	if d < MinFixedPeriod || d > MaxDelay {
+		return 0, fmt.Errorf("period %v outside [%v, %v]", d, MinFixedPeriod, MaxDelay)
+	}
+	return d, nil
+}

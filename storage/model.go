@@ -1,0 +1,138 @@
+package storage
+
+import (
+	"time"
+
+	"github.com/slogfeed/slogfeed/schedule"
+)
+
+// Kind says where a feed's items come from.
+type Kind string
+
+// Feed kinds.
+const (
+	KindRemote Kind = "remote" // fetched from a URL by the aggregator
+	KindSensor Kind = "sensor" // readings posted to slogfeed's sensor store
+	KindPipe   Kind = "pipe"   // output of a transform chain
+)
+
+// Feed is one subscription (or one sensor or pipe output) and everything
+// slogfeed keeps about it besides its items and observations.
+type Feed struct {
+	ID    uint64 `json:"id"`
+	Kind  Kind   `json:"kind"`
+	URL   string `json:"url,omitempty"`  // remote feeds
+	Slug  string `json:"slug,omitempty"` // sensor and pipe feeds: the name in their URLs
+	Title string `json:"title,omitempty"`
+	// Site is the feed's own link (its web page), when it gives one.
+	Site     string   `json:"site,omitempty"`
+	Category []string `json:"category,omitempty"` // OPML outline path, outermost first
+
+	// Scheduling.
+	Policy      string             `json:"policy"`                 // schedule policy name, e.g. "auto", "dpt-l", "fixed-15m"
+	Weight      float64            `json:"weight,omitempty"`       // best-effort priority weight (0 = 1)
+	IgnoreCache bool               `json:"ignore_cache,omitempty"` // do not treat Cache-Control/Expires/<ttl> as a lower bound
+	Sleep       schedule.SleepPlan `json:"sleep"`                  // from <skipHours>/<skipDays> and the user's windows
+	UpdateHint  time.Duration      `json:"update_hint,omitempty"`  // sy:updatePeriod/updateFrequency, informational
+	NextFetch   time.Time          `json:"next_fetch"`             // what the scheduler last chose
+
+	// HTTP validators for conditional GET.
+	ETag         string `json:"etag,omitempty"`
+	LastModified string `json:"last_modified,omitempty"`
+
+	// Errors: the last one in words, how many in a row, and when the feed
+	// may be fetched again. A feed is never disabled silently.
+	LastError   string    `json:"last_error,omitempty"`
+	ErrorCount  int       `json:"error_count,omitempty"`
+	LastErrorAt time.Time `json:"last_error_at,omitempty"`
+	RetryAfter  time.Time `json:"retry_after,omitempty"`
+
+	// Counters.
+	Polls        int64     `json:"polls"`
+	Hits         int64     `json:"hits"`
+	Items        int64     `json:"items"`
+	LatencySumS  float64   `json:"latency_sum_s"` // over items with a known publish time
+	LatencyCount int64     `json:"latency_count"`
+	LastFetch    time.Time `json:"last_fetch,omitempty"`
+	LastHit      time.Time `json:"last_hit,omitempty"`
+
+	Retention Retention    `json:"retention"`
+	Extract   *ExtractRule `json:"extract,omitempty"`
+
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+}
+
+// Retention bounds how many items a feed keeps. Zero values mean no bound.
+type Retention struct {
+	MaxItems int           `json:"max_items,omitempty"`
+	MaxAge   time.Duration `json:"max_age,omitempty"`
+}
+
+// ExtractRule reads a typed value from an item's title or summary when the
+// publisher does not send slogfeed's sensor element: the first capture
+// group of Regex (RE2) is the number; a decimal comma is accepted.
+type ExtractRule struct {
+	Field string `json:"field"` // "title" (default) or "summary"
+	Regex string `json:"regex"`
+	Unit  string `json:"unit,omitempty"`
+}
+
+// Reading is a typed sensor value carried by an item.
+type Reading struct {
+	Value  float64   `json:"value"`
+	Unit   string    `json:"unit,omitempty"`
+	Sensor string    `json:"sensor,omitempty"`
+	Time   time.Time `json:"time"` // observation time
+	Lat    *float64  `json:"lat,omitempty"`
+	Lon    *float64  `json:"lon,omitempty"`
+}
+
+// Enclosure is a media attachment.
+type Enclosure struct {
+	URL    string `json:"url"`
+	Type   string `json:"type,omitempty"`
+	Length int64  `json:"length,omitempty"`
+}
+
+// Item is one entry of a feed, normalised. ID is stable per feed (the
+// publisher's guid, else a hash of link and title) and is what
+// deduplication keys on.
+type Item struct {
+	FeedID uint64 `json:"feed_id"`
+	ID     string `json:"id"`
+	Seq    uint64 `json:"seq"` // arrival order within the store, assigned on insert
+
+	GUID       string      `json:"guid,omitempty"`
+	Link       string      `json:"link,omitempty"`
+	Title      string      `json:"title,omitempty"`
+	Summary    string      `json:"summary,omitempty"` // sanitised HTML
+	Content    string      `json:"content,omitempty"` // sanitised HTML
+	Author     string      `json:"author,omitempty"`
+	Categories []string    `json:"categories,omitempty"`
+	Enclosures []Enclosure `json:"enclosures,omitempty"`
+
+	Published time.Time `json:"published"`         // best publish time known (see aggregator)
+	Updated   time.Time `json:"updated,omitempty"` // publisher's updated date
+	Fetched   time.Time `json:"fetched"`           // when slogfeed got it
+
+	Reading *Reading `json:"reading,omitempty"`
+}
+
+// Observation is one poll's outcome as the feed's policy saw it, kept so the
+// policy can be rebuilt after a restart by replaying them in order.
+type Observation struct {
+	At        time.Time      `json:"at"`
+	Hit       bool           `json:"hit"`
+	Published []time.Time    `json:"published,omitempty"`
+	MoreData  bool           `json:"more,omitempty"`
+	Hints     schedule.Hints `json:"hints"`
+	LatencyS  []float64      `json:"latency_s,omitempty"` // publish → fetched of the new items, when known
+	Status    int            `json:"status,omitempty"`    // HTTP status (0 for non-HTTP sources)
+	Err       string         `json:"err,omitempty"`
+}
+
+// Schedule converts o to what a policy takes.
+func (o Observation) Schedule() schedule.Observation {
+	return schedule.Observation{At: o.At, Hit: o.Hit, Published: o.Published, MoreData: o.MoreData, Hints: o.Hints}
+}
