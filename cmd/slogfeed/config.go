@@ -25,7 +25,22 @@ type setting struct {
 	Default string             // value when neither flag nor variable is given
 	Doc     string             // help text; a `quoted` word names the flag's argument
 	Check   func(string) error // validates a value; nil accepts anything
+	// Bool makes the flag a switch: --name alone means true, and
+	// --name=false is also accepted.
+	Bool bool
 }
+
+// boolString is a string flag that may be given without a value.
+type boolString struct{ v *string }
+
+func (b boolString) String() string {
+	if b.v == nil {
+		return ""
+	}
+	return *b.v
+}
+func (b boolString) Set(s string) error { *b.v = s; return nil }
+func (b boolString) IsBoolFlag() bool   { return true }
 
 // globalSettings returns the settings shared by all commands, given before
 // the command name.
@@ -55,7 +70,14 @@ type boundSettings struct {
 func bindSettings(fs *flag.FlagSet, settings []setting) *boundSettings {
 	b := &boundSettings{fs: fs, settings: settings, flags: make(map[string]*string, len(settings))}
 	for _, s := range settings {
-		b.flags[s.Name] = fs.String(s.Name, "", fmt.Sprintf("%s (env %s, default %s)", s.Doc, s.Env, s.Default))
+		usage := fmt.Sprintf("%s (env %s, default %s)", s.Doc, s.Env, s.Default)
+		if s.Bool {
+			v := new(string)
+			fs.Var(boolString{v}, s.Name, usage)
+			b.flags[s.Name] = v
+			continue
+		}
+		b.flags[s.Name] = fs.String(s.Name, "", usage)
 	}
 	return b
 }

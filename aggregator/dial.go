@@ -1,0 +1,177 @@
+package aggregator
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"syscall"
+)
+
+// The SSRF guard. A feed URL is user input, and so is every redirect a feed
+// server answers with: without a guard, "subscribing" to
+// http://169.254.169.254/ or http://localhost:6060/ would make slogfeed
+// fetch from the machine's own services or its private network. The guard
+// runs in net.Dialer.Control, that is after DNS resolution and on the very
+// IP address being connected to, so a hostname that resolves to a private
+// address (DNS rebinding included) is refused as well as a literal one.
+
+// blockedPrefixes are the address ranges the guard refuses unless they are
+// allow-listed: everything that is not an ordinary public unicast address.
+var blockedPrefixes = func() []netip.Prefix {
+	var ps []netip.Prefix
+	for _, s := range []string{
+		"0.0.0.0/8",       // "this network", unspecified
+		"10.0.0.0/8",      // RFC 1918
+		"100.64.0.0/10",   // carrier-grade NAT (RFC 6598)
+		"127.0.0.0/8",     // loopback
+		"169.254.0.0/16",  // link-local, cloud metadata services
+		"172.16.0.0/12",   // RFC 1918
+		"192.0.0.0/24",    // IETF protocol assignments
+		"192.0.2.0/24",    // TEST-NET-1
+		"192.168.0.0/16",  // RFC 1918
+		"198.18.0.0/15",   // benchmarking
+		"198.51.100.0/24", // TEST-NET-2
+		"203.0.113.0/24",  // TEST-NET-3
+		"224.0.0.0/4",     // multicast
+		"240.0.0.0/4",     // reserved, and 255.255.255.255 broadcast
+		"::/128",          // unspecified
+		"::1/128",         // loopback
+		"::/96",           // IPv4-compatible (deprecated)
+		"100::/64",        // discard-only
+		"2001:db8::/32",   // documentation
+		"fc00::/7",        // unique local
+		"fe80::/10",       // link-local
+		"fec0::/10",       // site-local (deprecated)
+		"ff00::/8",        // multicast
+		"64:ff9b:1::/48",  // local-use IPv4/IPv6 translation
+		"2001::/32",       // Teredo: embeds an address that may be private
+		"2001:10::/28",    // ORCHID
+		"2001:20::/28",    // ORCHIDv2
+	} {
+		ps = append(ps, netip.MustParsePrefix(s))
+	}
+	return ps
+}()
+
+// broadcast is the IPv4 limited broadcast address.
+var broadcast = netip.AddrFrom4([4]byte{255, 255, 255, 255})
+
+// Prefixes whose addresses embed an IPv4 address that is checked in turn.
+var (
+	nat64Prefix = netip.MustParsePrefix("64:ff9b::/96")
+	sixToFour   = netip.MustParsePrefix("2002::/16")
+)
+
+// guard decides which addresses the fetcher may connect to.
+type guard struct {
+	allow    []netip.Prefix
+	allowAll bool
+}
+
+// check returns nil when ip may be dialled, else an error wrapping
+// ErrBlocked.
+func (g *guard) check(ip netip.Addr) error {
+	if g.allowAll {
+		return nil
+	}
+	ip = ip.WithZone("")
+	if g.allowed(ip) {
+		return nil
+	}
+	if reason := blockReason(ip); reason != "" {
+		return fmt.Errorf("%w: %s is %s %s address (add it to the allow-list to fetch from it)", ErrBlocked, ip, article(reason), reason)
+	}
+	return nil
+}
+
+// allowed reports whether ip, in any of its forms, is on the allow-list.
+func (g *guard) allowed(ip netip.Addr) bool {
+	for _, form := range []netip.Addr{ip, ip.Unmap()} {
+		for _, p := range g.allow {
+			if p.Contains(form) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// blockReason says what kind of non-public address ip is ("loopback",
+// "private", …), or "" when it is a public address.
+func blockReason(ip netip.Addr) string {
+	if !ip.IsValid() {
+		return "invalid"
+	}
+	if ip.Is4In6() {
+		if r := blockReason(ip.Unmap()); r != "" {
+			return "IPv4-mapped " + r
+		}
+		return ""
+	}
+	if v4, ok := embeddedIPv4(ip); ok {
+		if r := blockReason(v4); r != "" {
+			return "IPv6-translated " + r
+		}
+		return ""
+	}
+	switch {
+	case ip.IsLoopback():
+		return "loopback"
+	case ip.IsPrivate():
+		return "private"
+	case ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast():
+		return "link-local"
+	case ip.IsUnspecified():
+		return "unspecified"
+	case ip.IsMulticast(), ip.IsInterfaceLocalMulticast():
+		return "multicast"
+	case ip == broadcast:
+		return "broadcast"
+	}
+	for _, p := range blockedPrefixes {
+		if p.Contains(ip) {
+			return "reserved (" + p.String() + ")"
+		}
+	}
+	return ""
+}
+
+// article is "a" or "an" before word.
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiouAEIOU", rune(word[0])) {
+		return "an"
+	}
+	return "a"
+}
+
+// embeddedIPv4 returns the IPv4 address carried by a NAT64 or 6to4 address.
+func embeddedIPv4(ip netip.Addr) (netip.Addr, bool) {
+	b := ip.As16()
+	switch {
+	case nat64Prefix.Contains(ip):
+		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), true
+	case sixToFour.Contains(ip):
+		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), true
+	}
+	return netip.Addr{}, false
+}
+
+// control is the net.Dialer.Control hook: it runs for every connection
+// attempt, after name resolution, with the numeric address being dialled.
+func (g *guard) control(network, address string, _ syscall.RawConn) error {
+	switch network {
+	case "tcp", "tcp4", "tcp6":
+	default:
+		return fmt.Errorf("%w: network %q", ErrBlocked, network)
+	}
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return fmt.Errorf("%w: address %q: %v", ErrBlocked, address, err)
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return fmt.Errorf("%w: address %q is not numeric", ErrBlocked, address)
+	}
+	return g.check(ip)
+}

@@ -1,0 +1,551 @@
+package aggregator
+
+import (
+	"bufio"
+	"bytes"
+	"compress/flate"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/slogfeed/slogfeed/aggregator/feedext"
+	"github.com/slogfeed/slogfeed/schedule"
+)
+
+// Fetch defaults.
+const (
+	DefaultTimeout      = 30 * time.Second
+	DefaultDialTimeout  = 10 * time.Second
+	DefaultMaxBody      = 10 << 20 // 10 MiB, decompressed
+	DefaultMaxRedirects = 5
+)
+
+// MaxCacheFor caps every delay a server can impose through Cache-Control,
+// Expires or Retry-After: the same two days that cap every backoff.
+const MaxCacheFor = schedule.MaxDelay
+
+// maxPhase bounds the Slogfeed-Phase hint: the age of a feed's newest item
+// is accepted up to ten years; a larger value is nonsense.
+const maxPhase = 10 * 365 * 24 * time.Hour
+
+// acceptHeader asks for feeds, in order of preference.
+const acceptHeader = "application/rss+xml, application/atom+xml, application/feed+json, " +
+	"application/rdf+xml;q=0.9, application/xml;q=0.9, text/xml;q=0.9, " +
+	"application/json;q=0.8, */*;q=0.5"
+
+// FetchOptions configures a Fetcher. Zero values take the defaults.
+type FetchOptions struct {
+	// Timeout bounds the whole request, redirects and body included.
+	Timeout time.Duration
+	// DialTimeout bounds each TCP connect (and the TLS handshake).
+	DialTimeout time.Duration
+	// MaxBody caps the decompressed body; a larger one fails with
+	// ErrTooLarge and reading stops at the cap.
+	MaxBody int64
+	// MaxRedirects is how many redirects are followed (default 5; a
+	// negative value follows none).
+	MaxRedirects int
+	// UserAgent defaults to "slogfeed/<version> (+https://slogfeed.org)".
+	UserAgent string
+	// Allow lists address ranges the SSRF guard lets through although they
+	// are not public: a lab network, the loopback publishers of a demo.
+	Allow []netip.Prefix
+	// AllowAll switches the SSRF guard off. Dangerous: anyone who can add
+	// a feed can then make slogfeed fetch from its own machine and private
+	// network (cloud metadata, admin interfaces). For closed test setups
+	// only.
+	AllowAll bool
+	// Proxy, when set, sends every request through this HTTP proxy. The
+	// proxy from the environment (HTTP_PROXY, …) is never used. With a
+	// proxy the guard sees the proxy's address, not the feed's: the proxy
+	// must be allow-listed if it is private, and it is then the proxy's
+	// job to refuse private targets (literal IP targets are still
+	// checked here).
+	Proxy *url.URL
+	// Resolver resolves host names (tests use one that answers from a
+	// table); nil uses the default resolver.
+	Resolver *net.Resolver
+	// Now is the clock for ReceivedAt; nil uses time.Now.
+	Now func() time.Time
+}
+
+// Fetcher fetches feeds over HTTP with limits on time, size and redirects,
+// conditional GET, and an SSRF guard. It is safe for concurrent use.
+type Fetcher struct {
+	opt    FetchOptions
+	guard  *guard
+	client *http.Client
+	tr     *http.Transport
+}
+
+// Request is one fetch: the URL and the validators stored from the last
+// response.
+type Request struct {
+	URL          string
+	ETag         string
+	LastModified string
+}
+
+// Response is what a fetch returned. A 304 (or a 200 whose validators say
+// nothing changed) has NotModified set and no Body.
+type Response struct {
+	// Status is the HTTP status code.
+	Status int
+	// NotModified reports a 304, or a 200 carrying the very ETag (or, when
+	// there is no ETag, Last-Modified) that was sent: a miss.
+	NotModified bool
+	// Body is the decompressed body, at most MaxBody bytes.
+	Body []byte
+	// ContentType is the Content-Type header.
+	ContentType string
+	// ETag and LastModified are the validators to store for the next
+	// conditional GET (the request's own when a 304 repeats none).
+	ETag, LastModified string
+	// LastModifiedTime is Last-Modified parsed (zero if absent or invalid).
+	LastModifiedTime time.Time
+	// Date is the server's Date header (zero if absent or invalid).
+	Date time.Time
+	// ReceivedAt is when the response headers arrived (the fetcher's clock).
+	ReceivedAt time.Time
+	// CacheFor is how long the server says the response stays fresh:
+	// max(Cache-Control max-age or s-maxage minus Age, Expires − Date);
+	// zero with no-store or no-cache; capped at MaxCacheFor.
+	CacheFor time.Duration
+	// RetryAfter is the Retry-After delay of a 429 or 503, capped at
+	// MaxCacheFor.
+	RetryAfter time.Duration
+	// Hints are slogfeed's publisher hints (Slogfeed-Phase,
+	// Slogfeed-Desync) with CacheFor copied in.
+	Hints schedule.Hints
+	// More reports Slogfeed-More: the publisher has more data waiting.
+	More bool
+	// Next is the publisher's predicted next publish (Slogfeed-Next), zero
+	// when not given.
+	Next time.Time
+	// FinalURL is the URL that answered, after redirects.
+	FinalURL string
+}
+
+// NewFetcher returns a Fetcher with opt's limits.
+func NewFetcher(opt FetchOptions) *Fetcher {
+	if opt.Timeout <= 0 {
+		opt.Timeout = DefaultTimeout
+	}
+	if opt.DialTimeout <= 0 {
+		opt.DialTimeout = DefaultDialTimeout
+	}
+	if opt.MaxBody <= 0 {
+		opt.MaxBody = DefaultMaxBody
+	}
+	if opt.MaxRedirects == 0 {
+		opt.MaxRedirects = DefaultMaxRedirects
+	}
+	if opt.UserAgent == "" {
+		opt.UserAgent = DefaultUserAgent()
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	opt.Allow = append([]netip.Prefix(nil), opt.Allow...)
+	f := &Fetcher{opt: opt, guard: &guard{allow: opt.Allow, allowAll: opt.AllowAll}}
+	dialer := &net.Dialer{
+		Timeout:   opt.DialTimeout,
+		KeepAlive: 30 * time.Second,
+		Resolver:  opt.Resolver,
+		Control:   f.guard.control,
+	}
+	f.tr = &http.Transport{
+		DialContext:            dialer.DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           100,
+		MaxIdleConnsPerHost:    2,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    opt.DialTimeout,
+		ExpectContinueTimeout:  time.Second,
+		ResponseHeaderTimeout:  opt.Timeout,
+		MaxResponseHeaderBytes: 64 << 10,
+		// Bodies are decompressed here, under the MaxBody cap.
+		DisableCompression: true,
+	}
+	if opt.Proxy != nil {
+		f.tr.Proxy = http.ProxyURL(opt.Proxy)
+	}
+	f.client = &http.Client{Transport: f.tr, CheckRedirect: f.checkRedirect}
+	return f
+}
+
+// DefaultUserAgent is "slogfeed/<version> (+https://slogfeed.org)", the
+// version coming from the build information.
+func DefaultUserAgent() string {
+	v := "dev"
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		v = strings.TrimPrefix(info.Main.Version, "v")
+	}
+	return "slogfeed/" + v + " (+https://slogfeed.org)"
+}
+
+// CloseIdleConnections closes the connections kept alive for reuse.
+func (f *Fetcher) CloseIdleConnections() { f.tr.CloseIdleConnections() }
+
+// checkURL parses raw and checks its scheme, host and (when literal) address.
+func (f *Fetcher) checkURL(raw string) (*url.URL, error) {
+	if len(raw) > 8192 {
+		return nil, fmt.Errorf("%w: longer than 8192 bytes", ErrInvalidURL)
+	}
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidURL, err)
+	}
+	return u, f.checkTarget(u)
+}
+
+// checkTarget checks a request or redirect URL before any connection.
+func (f *Fetcher) checkTarget(u *url.URL) error {
+	switch strings.ToLower(u.Scheme) {
+	case "http", "https":
+	case "":
+		return fmt.Errorf("%w: no scheme (http:// or https://)", ErrInvalidURL)
+	default:
+		return fmt.Errorf("%w, not %.20s:", ErrScheme, u.Scheme)
+	}
+	host := u.Hostname()
+	if host == "" {
+		return fmt.Errorf("%w: no host", ErrInvalidURL)
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if err := f.guard.check(ip); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkRedirect enforces MaxRedirects and the scheme rule on redirects; the
+// guard checks their addresses when they are dialled.
+func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
+	max := f.opt.MaxRedirects
+	if max < 0 {
+		max = 0
+	}
+	if len(via) > max {
+		return fmt.Errorf("%w: stopped after %d", ErrTooManyRedirects, max)
+	}
+	if err := f.checkTarget(req.URL); err != nil {
+		return fmt.Errorf("redirect to %s: %w", req.URL.Redacted(), err)
+	}
+	return nil
+}
+
+// errTimeout is the cause of the fetch's own deadline.
+var errTimeout = errors.New("fetch deadline")
+
+// Fetch performs a conditional GET of req.URL. It returns a Response for
+// 2xx and 304 answers, an *HTTPError for other statuses, and errors
+// wrapping ErrInvalidURL, ErrScheme, ErrBlocked, ErrTooManyRedirects,
+// ErrTooLarge, ErrTimeout or ErrEncoding for what went wrong before.
+func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
+	u, err := f.checkURL(req.URL)
+	if err != nil {
+		if u != nil {
+			return nil, fmt.Errorf("fetch %.200s: %w", u.Redacted(), err)
+		}
+		return nil, fmt.Errorf("fetch %.200q: %w", req.URL, err)
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, f.opt.Timeout, errTimeout)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("fetch %s: %w: %v", u.Redacted(), ErrInvalidURL, err)
+	}
+	hreq.Header.Set("User-Agent", f.opt.UserAgent)
+	hreq.Header.Set("Accept", acceptHeader)
+	hreq.Header.Set("Accept-Encoding", "gzip")
+	if v := headerSafe(req.ETag); v != "" {
+		hreq.Header.Set("If-None-Match", v)
+	}
+	if v := headerSafe(req.LastModified); v != "" {
+		hreq.Header.Set("If-Modified-Since", v)
+	}
+
+	hresp, err := f.client.Do(hreq)
+	if err != nil {
+		return nil, f.wrapErr(ctx, u, err)
+	}
+	defer hresp.Body.Close()
+
+	r := &Response{
+		Status:      hresp.StatusCode,
+		ReceivedAt:  f.opt.Now(),
+		ContentType: hresp.Header.Get("Content-Type"),
+		FinalURL:    hresp.Request.URL.String(),
+	}
+	readHeaders(r, hresp.Header)
+
+	switch {
+	case hresp.StatusCode == http.StatusNotModified:
+		r.NotModified = true
+		if r.ETag == "" {
+			r.ETag = req.ETag
+		}
+		if r.LastModified == "" {
+			r.LastModified = req.LastModified
+			r.LastModifiedTime = parseHTTPTime(r.LastModified)
+		}
+		return r, nil
+	case hresp.StatusCode >= 200 && hresp.StatusCode < 300:
+		if unchanged(r, req) {
+			r.NotModified = true
+			return r, nil
+		}
+		body, err := readBody(hresp, f.opt.MaxBody)
+		if err != nil {
+			return nil, f.wrapErr(ctx, u, err)
+		}
+		r.Body = body
+		return r, nil
+	default:
+		return nil, fmt.Errorf("fetch %s: %w", u.Redacted(), &HTTPError{
+			Status:     hresp.StatusCode,
+			RetryAfter: r.RetryAfter,
+			URL:        r.FinalURL,
+		})
+	}
+}
+
+// unchanged reports a 200 that repeats the validators sent: the server
+// ignores conditional requests, but the feed has not changed. The ETag
+// decides when both sides have one; Last-Modified only otherwise.
+func unchanged(r *Response, req Request) bool {
+	if r.ETag != "" && req.ETag != "" {
+		return r.ETag == req.ETag && !strings.HasPrefix(r.ETag, "W/")
+	}
+	return r.ETag == "" && r.LastModified != "" && r.LastModified == req.LastModified
+}
+
+// headerSafe returns v when it can be sent as a header value, else "".
+func headerSafe(v string) string {
+	v = strings.TrimSpace(v)
+	if len(v) > 1024 {
+		return ""
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c == 0x7f {
+			return ""
+		}
+	}
+	return v
+}
+
+// wrapErr turns a client error into one wrapping slogfeed's sentinels.
+func (f *Fetcher) wrapErr(ctx context.Context, u *url.URL, err error) error {
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err // its message repeats the method and URL
+	}
+	var nerr net.Error
+	switch {
+	case errors.Is(err, ErrBlocked), errors.Is(err, ErrScheme), errors.Is(err, ErrInvalidURL),
+		errors.Is(err, ErrTooManyRedirects), errors.Is(err, ErrTooLarge), errors.Is(err, ErrEncoding):
+		return fmt.Errorf("fetch %s: %w", u.Redacted(), err)
+	case context.Cause(ctx) == errTimeout:
+		return fmt.Errorf("fetch %s: %w after %v", u.Redacted(), ErrTimeout, f.opt.Timeout)
+	case errors.As(err, &nerr) && nerr.Timeout():
+		return fmt.Errorf("fetch %s: %w: %v", u.Redacted(), ErrTimeout, err)
+	}
+	return fmt.Errorf("fetch %s: %w", u.Redacted(), err)
+}
+
+// readBody reads the body, decompressing gzip, and fails with ErrTooLarge
+// once more than max bytes come out.
+func readBody(resp *http.Response, max int64) ([]byte, error) {
+	br := bufio.NewReader(resp.Body)
+	var r io.Reader = br
+	enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding")))
+	switch enc {
+	case "", "identity":
+		if resp.ContentLength > max {
+			return nil, fmt.Errorf("%w: the server announced %d bytes, the limit is %d", ErrTooLarge, resp.ContentLength, max)
+		}
+		// Some servers send a .gz file as is: recognise the gzip magic.
+		if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+			enc = "gzip"
+		}
+	case "gzip", "x-gzip":
+	default:
+		return nil, fmt.Errorf("%w: %.40q", ErrEncoding, enc)
+	}
+	switch enc {
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("%w: gzip: %v", ErrEncoding, err)
+		}
+		defer zr.Close()
+		r = zr
+	}
+	var buf bytes.Buffer
+	if enc == "" && resp.ContentLength > 0 {
+		buf.Grow(int(resp.ContentLength))
+	}
+	n, err := buf.ReadFrom(io.LimitReader(r, max+1))
+	if n > max {
+		return nil, fmt.Errorf("%w: more than %d bytes (decompressed)", ErrTooLarge, max)
+	}
+	if err != nil {
+		if enc != "" && enc != "identity" && (errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) ||
+			errors.Is(err, io.ErrUnexpectedEOF) || isFlateError(err)) {
+			return nil, fmt.Errorf("%w: %s: %v", ErrEncoding, enc, err)
+		}
+		return nil, fmt.Errorf("read body: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func isFlateError(err error) bool {
+	var ce flate.CorruptInputError
+	return errors.As(err, &ce)
+}
+
+// readHeaders fills the validators, dates, cache lifetime, Retry-After and
+// slogfeed hints of r from h.
+func readHeaders(r *Response, h http.Header) {
+	r.ETag = headerSafe(h.Get("ETag"))
+	r.LastModified = headerSafe(h.Get("Last-Modified"))
+	r.LastModifiedTime = parseHTTPTime(r.LastModified)
+	r.Date = parseHTTPTime(h.Get("Date"))
+	ref := r.Date
+	if ref.IsZero() {
+		ref = r.ReceivedAt
+	}
+	r.CacheFor = cacheFor(h, ref)
+	if r.Status == http.StatusTooManyRequests || r.Status == http.StatusServiceUnavailable {
+		r.RetryAfter = retryAfter(h.Get("Retry-After"), ref)
+	}
+	r.Hints, r.More, r.Next = hints(h)
+	r.Hints.CacheFor = r.CacheFor
+}
+
+// parseHTTPTime parses an HTTP date (RFC 1123 and the two older forms);
+// zero when s is empty or invalid.
+func parseHTTPTime(s string) time.Time {
+	s = strings.TrimSpace(s)
+	if s == "" || len(s) > 64 {
+		return time.Time{}
+	}
+	t, err := http.ParseTime(s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// cacheFor is the response's freshness lifetime: the larger of
+// Cache-Control max-age / s-maxage (minus Age) and Expires − Date, zero
+// with no-store or no-cache, capped at MaxCacheFor. date is the Date header
+// (or the receive time when it is missing).
+func cacheFor(h http.Header, date time.Time) time.Duration {
+	var best time.Duration
+	age := max(seconds(h.Get("Age")), 0)
+	for _, line := range h.Values("Cache-Control") {
+		for _, dir := range strings.Split(line, ",") {
+			name, val, _ := strings.Cut(strings.TrimSpace(dir), "=")
+			switch strings.ToLower(strings.TrimSpace(name)) {
+			case "no-store", "no-cache":
+				return 0
+			case "max-age", "s-maxage":
+				if d := seconds(strings.Trim(strings.TrimSpace(val), `"`)); d > 0 {
+					best = max(best, d-age)
+				}
+			}
+		}
+	}
+	if v := strings.TrimSpace(h.Get("Expires")); v != "" && !date.IsZero() {
+		if t := parseHTTPTime(v); !t.IsZero() {
+			best = max(best, t.Sub(date))
+		}
+	}
+	return clampDelay(best)
+}
+
+// retryAfter parses a Retry-After value: delay-seconds or an HTTP date
+// (relative to date). Capped at MaxCacheFor; zero when invalid or past.
+func retryAfter(v string, date time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if d := seconds(v); d > 0 {
+		return clampDelay(d)
+	}
+	if t := parseHTTPTime(v); !t.IsZero() && !date.IsZero() {
+		return clampDelay(t.Sub(date))
+	}
+	return 0
+}
+
+// seconds parses a non-negative whole number of seconds; -1s when s is not
+// one. Huge values saturate.
+func seconds(s string) time.Duration {
+	s = strings.TrimSpace(s)
+	if s == "" || strings.Trim(s, "0123456789") != "" {
+		return -time.Second
+	}
+	if len(s) > 12 {
+		return math.MaxInt64
+	}
+	n, _ := strconv.ParseInt(s, 10, 64)
+	if n > math.MaxInt64/int64(time.Second) {
+		return math.MaxInt64
+	}
+	return time.Duration(n) * time.Second
+}
+
+// clampDelay keeps d within [0, MaxCacheFor].
+func clampDelay(d time.Duration) time.Duration {
+	return min(max(d, 0), MaxCacheFor)
+}
+
+// hints reads slogfeed's publisher headers (package feedext). Invalid
+// values are ignored.
+func hints(h http.Header) (hs schedule.Hints, more bool, next time.Time) {
+	if d, ok := secondsFloat(h.Get(feedext.HeaderPhase), maxPhase); ok {
+		hs.Phase, hs.HasPhase = d, true
+	}
+	if d, ok := secondsFloat(h.Get(feedext.HeaderDesync), MaxCacheFor); ok {
+		hs.Desync = d
+	}
+	switch strings.ToLower(strings.TrimSpace(h.Get(feedext.HeaderMore))) {
+	case "1", "true", "yes":
+		more = true
+	}
+	if v := strings.TrimSpace(h.Get(feedext.HeaderNext)); v != "" && len(v) <= 64 {
+		if t, err := time.Parse(time.RFC3339, v); err == nil {
+			next = t
+		}
+	}
+	return hs, more, next
+}
+
+// secondsFloat parses a decimal number of seconds in [0, limit].
+func secondsFloat(s string, limit time.Duration) (time.Duration, bool) {
+	s = strings.TrimSpace(s)
+	if s == "" || len(s) > 32 {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f > limit.Seconds() {
+		return 0, false
+	}
+	return time.Duration(math.Round(f * float64(time.Second))), true
+}

@@ -1,0 +1,610 @@
+package aggregator
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mmcdole/gofeed"
+	"github.com/mmcdole/gofeed/atom"
+	gjson "github.com/mmcdole/gofeed/json"
+	"github.com/mmcdole/gofeed/rss"
+	"golang.org/x/net/html/charset"
+	"golang.org/x/text/encoding/charmap"
+	"golang.org/x/text/encoding/unicode"
+
+	"github.com/slogfeed/slogfeed/aggregator/feedext"
+	"github.com/slogfeed/slogfeed/schedule"
+	"github.com/slogfeed/slogfeed/storage"
+)
+
+// Parse limits.
+const (
+	// DefaultMaxItems is how many items Parse keeps by default.
+	DefaultMaxItems = 1000
+	// MaxDepth is the deepest element nesting Parse accepts in XML feeds.
+	MaxDepth = 128
+	// MaxNodes bounds the elements and attributes of an XML feed (before
+	// the cut at MaxItems). The feed parser spends about a kilobyte on
+	// each, so a body of small empty elements would otherwise cost two
+	// hundred times its size. A feed over the budget is cut before the
+	// item that crosses it (Truncated), or refused when that is the
+	// first item.
+	MaxNodes = 100_000
+	// MaxTagBytes bounds one tag with its attributes: the XML tokenizer
+	// holds all of a tag's attributes at once, at some fifty bytes each.
+	MaxTagBytes = 256 << 10
+	// maxErrText bounds the parser's own words quoted in an error.
+	maxErrText = 200
+)
+
+// ParseOptions configures Parse.
+type ParseOptions struct {
+	// MaxItems is how many items are kept (default DefaultMaxItems). A
+	// feed with more is cut (the first MaxItems, newest first as feeds
+	// list them) and Parsed.Truncated is set: more data is waiting.
+	MaxItems int
+	// Extract reads a typed value from items without slogfeed's reading
+	// element; nil for none.
+	Extract *storage.ExtractRule
+	// Now is the time of the fetch: dates more than an hour after it are
+	// implausible, and it becomes each item's Fetched time. Zero skips the
+	// future check.
+	Now time.Time
+	// BaseURL resolves relative links: the URL the feed was fetched from.
+	BaseURL string
+}
+
+// Parsed is a parsed, normalised feed.
+type Parsed struct {
+	// Title is the feed's title as plain text; Site its web page.
+	Title, Site string
+	// Items are normalised, in the feed's order (newest first as feeds
+	// list them), with stable IDs, duplicates of an ID dropped.
+	Items []storage.Item
+	// TTL is RSS <ttl>, capped at MaxCacheFor.
+	TTL time.Duration
+	// Sleep is the publisher's sleep plan from <skipHours>/<skipDays>
+	// (zero when absent or invalid).
+	Sleep schedule.SleepPlan
+	// UpdateHint is the syndication module's sy:updatePeriod divided by
+	// sy:updateFrequency (zero when absent).
+	UpdateHint time.Duration
+	// Truncated reports that the feed had more than MaxItems items.
+	Truncated bool
+	// ExtractErr reports an unusable extraction rule (wrapping
+	// ErrExtractRule); the feed itself parsed, without rule readings.
+	ExtractErr error
+}
+
+// Parse parses an RSS, RDF, Atom or JSON Feed document and normalises its
+// items. contentType (the HTTP Content-Type, may be empty) supplies the
+// charset when the document declares none and improves error messages.
+//
+// Errors wrap ErrNotFeed (empty, HTML, other documents) or ErrMalformed
+// (syntax errors, nesting deeper than MaxDepth, a failure inside the
+// parser); a panic in the parser is recovered as ErrMalformed. Bad values
+// inside a good feed (an implausible date, a broken link, an invalid
+// reading) are dropped from that item, never an error.
+//
+// XML is read without DTD processing: entity declarations are never
+// expanded and external entities never loaded. Charsets: the XML
+// declaration's encoding, else the Content-Type charset, else UTF-8;
+// invalid UTF-8 bytes are read as Windows-1252, and a document labelled
+// with a legacy charset that is nevertheless valid, non-ASCII UTF-8 is read
+// as UTF-8 (mislabelled).
+func Parse(body []byte, contentType string, opt ParseOptions) (p *Parsed, err error) {
+	if opt.MaxItems <= 0 {
+		opt.MaxItems = DefaultMaxItems
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, fmt.Errorf("%w: the feed parser failed: %s", ErrMalformed, clip(fmt.Sprint(r)))
+		}
+	}()
+	body = fromUTF16(body)
+	body = bytes.TrimPrefix(body, []byte("\xef\xbb\xbf"))
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	switch {
+	case len(trimmed) == 0:
+		return nil, fmt.Errorf("%w: the response is empty", ErrNotFeed)
+	case trimmed[0] == '{':
+		return parseJSON(trimmed, opt)
+	case trimmed[0] == '<':
+		return parseXML(body, contentType, opt)
+	case isHTMLType(contentType):
+		return nil, errHTML
+	default:
+		return nil, fmt.Errorf("%w: the response%s is neither XML nor JSON", ErrNotFeed, describeType(contentType))
+	}
+}
+
+var errHTML = fmt.Errorf("%w: the server sent an HTML page", ErrNotFeed)
+
+func isHTMLType(ct string) bool {
+	mt, _, _ := mime.ParseMediaType(ct)
+	return mt == "text/html" || mt == "application/xhtml+xml"
+}
+
+func describeType(ct string) string {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || mt == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (%.60s)", mt)
+}
+
+// clip bounds a message quoted from a parser and makes it printable.
+func clip(s string) string {
+	s = strings.Join(strings.Fields(cleanText(s, false)), " ")
+	if utf8.RuneCountInString(s) > maxErrText {
+		s = string([]rune(s)[:maxErrText]) + "…"
+	}
+	return s
+}
+
+// parseXML parses RSS, RDF and Atom.
+func parseXML(body []byte, contentType string, opt ParseOptions) (*Parsed, error) {
+	body = toUTF8(body, contentType)
+	if n := longestTag(body); n > MaxTagBytes {
+		return nil, fmt.Errorf("%w: a tag of %d bytes (the limit is %d)", ErrMalformed, n, MaxTagBytes)
+	}
+	sc, err := scanXML(body, opt.MaxItems)
+	if err != nil && sc.root == "" && isHTMLType(contentType) {
+		return nil, errHTML
+	}
+	if err != nil {
+		return nil, err
+	}
+	if sc.html {
+		return nil, errHTML
+	}
+	truncated := false
+	if sc.cut > 0 {
+		body = append(body[:sc.cut:sc.cut], sc.closers...)
+		truncated = true
+	}
+	var feed *gofeed.Feed
+	var rf *rss.Feed
+	switch sc.root {
+	case "rss", "rdf":
+		rf, err = (&rss.Parser{}).Parse(bytes.NewReader(body))
+		if err == nil {
+			feed, err = (&gofeed.DefaultRSSTranslator{}).Translate(rf)
+		}
+	case "feed":
+		var af *atom.Feed
+		af, err = (&atom.Parser{}).Parse(bytes.NewReader(body))
+		if err == nil {
+			feed, err = (&gofeed.DefaultAtomTranslator{}).Translate(af)
+		}
+	case "":
+		return nil, fmt.Errorf("%w: the response%s has no root element", ErrNotFeed, describeType(contentType))
+	default:
+		return nil, fmt.Errorf("%w: the document's root element is <%s>, not RSS or Atom", ErrNotFeed, clip(sc.root))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrMalformed, clip(err.Error()))
+	}
+	n := newNormalizer(opt)
+	n.sfKeys = namespaceKeys(body)
+	p := n.feed(feed)
+	p.Truncated = p.Truncated || truncated
+	if rf != nil {
+		p.TTL = rssTTL(rf.TTL)
+		if plan, err := schedule.ParseSkip(rf.SkipHours, rf.SkipDays); err == nil {
+			p.Sleep = plan
+		}
+	}
+	return p, nil
+}
+
+// parseJSON parses JSON Feed (1.0 and 1.1).
+func parseJSON(body []byte, opt ParseOptions) (*Parsed, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrMalformed, clip(err.Error()))
+	}
+	var version string
+	_ = json.Unmarshal(top["version"], &version)
+	if _, hasItems := top["items"]; !hasItems && !strings.Contains(version, "jsonfeed.org/version/") {
+		return nil, fmt.Errorf("%w: a JSON document that is not a JSON Feed (no version, no items)", ErrNotFeed)
+	}
+	var items []json.RawMessage
+	if raw, ok := top["items"]; ok {
+		if err := json.Unmarshal(raw, &items); err != nil {
+			return nil, fmt.Errorf("%w: items: %s", ErrMalformed, clip(err.Error()))
+		}
+	}
+	truncated := false
+	if len(items) > opt.MaxItems {
+		items, truncated = items[:opt.MaxItems], true
+		raw, err := json.Marshal(items)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s", ErrMalformed, clip(err.Error()))
+		}
+		top["items"] = raw
+		if body, err = json.Marshal(top); err != nil {
+			return nil, fmt.Errorf("%w: %s", ErrMalformed, clip(err.Error()))
+		}
+	}
+	jf, err := (&gjson.Parser{}).Parse(bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrMalformed, clip(err.Error()))
+	}
+	feed, err := (&gofeed.DefaultJSONTranslator{}).Translate(jf)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrMalformed, clip(err.Error()))
+	}
+	n := newNormalizer(opt)
+	n.jsonItems = make([]jsonItemExtra, len(items))
+	for i, raw := range items {
+		_ = json.Unmarshal(raw, &n.jsonItems[i]) // a bad item loses its extras only
+	}
+	p := n.feed(feed)
+	p.Truncated = p.Truncated || truncated
+	return p, nil
+}
+
+// jsonItemExtra is what gofeed does not keep of a JSON Feed item.
+type jsonItemExtra struct {
+	ContentHTML *string         `json:"content_html"`
+	ContentText *string         `json:"content_text"`
+	Slogfeed    json.RawMessage `json:"_slogfeed"`
+}
+
+// rssTTL converts RSS <ttl> minutes, capped at MaxCacheFor.
+func rssTTL(s string) time.Duration {
+	n := seconds(s) / time.Second // the number, whatever its unit
+	switch {
+	case n <= 0:
+		return 0
+	case n >= time.Duration(MaxCacheFor/time.Minute):
+		return MaxCacheFor
+	}
+	return n * time.Minute
+}
+
+// fromUTF16 converts a document with a UTF-16 byte order mark to UTF-8.
+func fromUTF16(b []byte) []byte {
+	if len(b) < 2 || !(b[0] == 0xfe && b[1] == 0xff || b[0] == 0xff && b[1] == 0xfe) {
+		return b
+	}
+	out, err := unicode.UTF16(unicode.BigEndian, unicode.ExpectBOM).NewDecoder().Bytes(b)
+	if err != nil {
+		return b
+	}
+	return out
+}
+
+// xmlDecl matches the XML declaration and its encoding pseudo-attribute.
+var (
+	xmlDeclRe  = regexp.MustCompile(`^\s*<\?xml\s[^>]{0,512}?\?>`)
+	encodingRe = regexp.MustCompile(`(encoding\s*=\s*)(?:"[^"]{0,64}"|'[^']{0,64}')`)
+)
+
+// toUTF8 returns body as UTF-8 with its XML declaration saying so. The
+// charset is the declaration's, else contentType's, else UTF-8. Invalid
+// UTF-8 bytes are read as Windows-1252; a document labelled with another
+// charset that is valid UTF-8 with non-ASCII characters is taken to be
+// mislabelled UTF-8.
+func toUTF8(body []byte, contentType string) []byte {
+	var label string
+	decl := xmlDeclRe.Find(body)
+	if m := encodingRe.FindSubmatch(decl); m != nil {
+		label = strings.Trim(string(m[0][len(m[1]):]), `"'`)
+	}
+	if label == "" {
+		if _, params, err := mime.ParseMediaType(contentType); err == nil {
+			label = params["charset"]
+		}
+	}
+	enc, name := charset.Lookup(strings.TrimSpace(label))
+	switch {
+	case enc == nil || name == "utf-8" || label == "":
+		body = repairUTF8(body)
+	case strings.HasPrefix(name, "utf-16") && bytes.IndexByte(body, 0) < 0:
+		// Declared UTF-16 but without a single zero byte: not UTF-16 (a
+		// document converted from UTF-16 above still says UTF-16).
+		body = repairUTF8(body)
+	case utf8.Valid(body) && hasNonASCII(body):
+		// Mislabelled: legacy text is almost never valid UTF-8 by chance.
+	default:
+		if out, err := enc.NewDecoder().Bytes(body); err == nil {
+			body = out
+		} else {
+			body = repairUTF8(body)
+		}
+	}
+	if decl != nil && label != "" {
+		// Say UTF-8 in the declaration so the parser does not convert again.
+		fixed := encodingRe.ReplaceAll(decl, []byte(`${1}"UTF-8"`))
+		body = append(fixed, body[len(decl):]...)
+	}
+	return stripNonChars(body)
+}
+
+func hasNonASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return true
+		}
+	}
+	return false
+}
+
+// repairUTF8 replaces each byte of b that is not part of valid UTF-8 by the
+// Windows-1252 character it stands for.
+func repairUTF8(b []byte) []byte {
+	if utf8.Valid(b) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+len(b)/8)
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if r == utf8.RuneError && size <= 1 {
+			out = utf8.AppendRune(out, charmap.Windows1252.DecodeByte(b[0]))
+			b = b[1:]
+			continue
+		}
+		out = append(out, b[:size]...)
+		b = b[size:]
+	}
+	return out
+}
+
+// stripNonChars removes what XML forbids and the XML decoder would stop
+// at: C0 control characters other than tab, newline and carriage return
+// (feeds carry them often enough; the feed parser drops them too) and the
+// non-characters U+FFFE and U+FFFF.
+func stripNonChars(b []byte) []byte {
+	dirty := bytes.Contains(b, []byte("\xef\xbf\xbe")) || bytes.Contains(b, []byte("\xef\xbf\xbf"))
+	for _, c := range b {
+		if c < 0x20 && c != '\t' && c != '\n' && c != '\r' {
+			dirty = true
+			break
+		}
+	}
+	if bytes.Contains(b, []byte("&#")) {
+		b = charRefRe.ReplaceAllFunc(b, func(ref []byte) []byte {
+			if xmlChar(ref) {
+				return ref
+			}
+			return nil
+		})
+	}
+	if !dirty {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case c < 0x20 && c != '\t' && c != '\n' && c != '\r':
+			continue
+		case c == 0xef && i+2 < len(b) && b[i+1] == 0xbf && (b[i+2] == 0xbe || b[i+2] == 0xbf):
+			i += 2
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// charRefRe matches numeric character references.
+var charRefRe = regexp.MustCompile(`&#(?:[xX][0-9a-fA-F]{1,8}|[0-9]{1,10});`)
+
+// xmlChar reports whether a numeric character reference names a character
+// XML allows.
+func xmlChar(ref []byte) bool {
+	s := string(ref[2 : len(ref)-1])
+	base := 10
+	if s[0] == 'x' || s[0] == 'X' {
+		s, base = s[1:], 16
+	}
+	r, err := strconv.ParseUint(s, base, 32)
+	if err != nil {
+		return false
+	}
+	return r == 0x9 || r == 0xA || r == 0xD || r >= 0x20 && r <= 0xD7FF ||
+		r >= 0xE000 && r <= 0xFFFD || r >= 0x10000 && r <= 0x10FFFF
+}
+
+// scanResult is what scanXML learnt about a document before it is parsed.
+type scanResult struct {
+	root    string // local name of the root element, lower case
+	html    bool   // an HTML document
+	cut     int    // > 0: keep body[:cut] (MaxItems items) ...
+	closers []byte // ... followed by these end tags
+}
+
+// scanXML tokenises the document once, with the same non-validating
+// tokenizer the feed parser uses and no DTD processing, to find the root
+// element, to refuse nesting deeper than MaxDepth (the parser recurses on
+// nested extension elements) and to find where to cut a feed with more
+// than maxItems items, so that a huge feed costs no more memory than a
+// feed of maxItems items.
+func scanXML(body []byte, maxItems int) (scanResult, error) {
+	var res scanResult
+	d := xml.NewDecoder(bytes.NewReader(body))
+	d.Strict = false
+	d.CharsetReader = func(_ string, r io.Reader) (io.Reader, error) { return r, nil } // already UTF-8
+	var stack []xml.Name
+	items, nodes := 0, 0
+	var itemOff int64        // where the current item starts
+	var itemStack []xml.Name // its ancestors
+	cut := func(off int64, ancestors []xml.Name) {
+		res.cut = int(off)
+		for i := len(ancestors) - 1; i >= 0; i-- {
+			res.closers = append(res.closers, "</"+qualified(ancestors[i])+">"...)
+		}
+	}
+	for {
+		off := d.InputOffset()
+		tok, err := d.RawToken()
+		if errors.Is(err, io.EOF) {
+			return res, nil
+		}
+		if err != nil {
+			if res.root == "" {
+				return res, fmt.Errorf("%w: not XML: %s", ErrNotFeed, clip(err.Error()))
+			}
+			return res, fmt.Errorf("%w: %s", ErrMalformed, clip(err.Error()))
+		}
+		switch t := tok.(type) {
+		case xml.Directive:
+			if len(stack) == 0 && isHTMLDoctype(t) {
+				res.html = true
+				return res, nil
+			}
+		case xml.StartElement:
+			if len(stack) == 0 {
+				res.root = strings.ToLower(t.Name.Local)
+				if res.root == "html" {
+					res.html = true
+					return res, nil
+				}
+			}
+			if isItemElement(t.Name, stack) {
+				items++
+				if items > maxItems {
+					cut(off, stack)
+					return res, nil
+				}
+				itemOff, itemStack = off, append(itemStack[:0], stack...)
+			}
+			if nodes += 1 + len(t.Attr); nodes > MaxNodes {
+				if items >= 2 {
+					cut(itemOff, itemStack) // keep the items before this one
+					return res, nil
+				}
+				return res, fmt.Errorf("%w: more than %d elements and attributes", ErrMalformed, MaxNodes)
+			}
+			stack = append(stack, t.Name)
+			if len(stack) > MaxDepth {
+				return res, fmt.Errorf("%w: elements nested deeper than %d", ErrMalformed, MaxDepth)
+			}
+		case xml.EndElement:
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+			if len(stack) == 0 {
+				return res, nil // the root is closed: the parser stops here
+			}
+		}
+	}
+}
+
+// longestTag returns the length of the longest start or end tag of an XML
+// document, attributes included; comments, CDATA sections, processing
+// instructions and declarations are skipped. It errs on the long side.
+func longestTag(b []byte) int {
+	longest := 0
+	skip := func(i int, end string) int {
+		if k := bytes.Index(b[i:], []byte(end)); k >= 0 {
+			return i + k + len(end)
+		}
+		return len(b)
+	}
+	for i := 0; i < len(b); {
+		j := bytes.IndexByte(b[i:], '<')
+		if j < 0 {
+			break
+		}
+		i += j
+		rest := b[i:]
+		switch {
+		case bytes.HasPrefix(rest, []byte("<!--")):
+			i = skip(i+4, "-->")
+			continue
+		case bytes.HasPrefix(rest, []byte("<![CDATA[")):
+			i = skip(i+9, "]]>")
+			continue
+		case bytes.HasPrefix(rest, []byte("<?")):
+			i = skip(i+2, "?>")
+			continue
+		case bytes.HasPrefix(rest, []byte("<!")):
+			i = skip(i+2, ">")
+			continue
+		}
+		start := i
+		var quote byte
+		for i++; i < len(b); i++ {
+			c := b[i]
+			if quote != 0 {
+				if c == quote {
+					quote = 0
+				}
+			} else if c == '"' || c == '\'' {
+				quote = c
+			} else if c == '>' {
+				break
+			}
+		}
+		longest = max(longest, min(i+1, len(b))-start)
+		i++
+	}
+	return longest
+}
+
+func isHTMLDoctype(d xml.Directive) bool {
+	f := strings.Fields(strings.ToLower(string(d[:min(len(d), 64)])))
+	return len(f) >= 2 && f[0] == "doctype" && strings.HasPrefix(f[1], "html")
+}
+
+// isItemElement reports an RSS item (rss>channel>item, rss>item,
+// rdf:RDF>item) or an Atom entry (feed>entry).
+func isItemElement(n xml.Name, stack []xml.Name) bool {
+	local := strings.ToLower(n.Local)
+	if local != "item" && local != "entry" {
+		return false
+	}
+	switch len(stack) {
+	case 1:
+		return true
+	case 2:
+		return strings.EqualFold(stack[1].Local, "channel")
+	}
+	return false
+}
+
+func qualified(n xml.Name) string {
+	if n.Space == "" {
+		return n.Local
+	}
+	return n.Space + ":" + n.Local
+}
+
+// nsDeclRe finds the prefixes a document binds to slogfeed's namespace.
+var nsDeclRe = regexp.MustCompile(`xmlns:([A-Za-z_][A-Za-z0-9_.\-]{0,63})\s*=\s*["']\s*` + regexp.QuoteMeta(feedext.Namespace) + `\s*["']`)
+
+// namespaceKeys returns the extension keys under which gofeed files
+// slogfeed's elements: every prefix the document binds to feedext.Namespace
+// (gofeed keys extensions by the document's prefix), and the namespace URI
+// itself (its key when the namespace is the default one).
+func namespaceKeys(body []byte) []string {
+	if !bytes.Contains(body, []byte(feedext.Namespace)) {
+		return nil
+	}
+	keys := []string{feedext.Namespace}
+	for _, m := range nsDeclRe.FindAllSubmatch(body, 16) {
+		k := string(m[1])
+		dup := false
+		for _, have := range keys {
+			dup = dup || have == k
+		}
+		if !dup {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}

@@ -1,0 +1,507 @@
+package aggregator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/slogfeed/slogfeed/schedule"
+	"github.com/slogfeed/slogfeed/storage"
+)
+
+// Error backoff: a feed that fails waits min(ErrorBackoffBase·2^(n−1),
+// ErrorBackoffMax) after its n-th error in a row (or the server's
+// Retry-After, if longer), and is never disabled.
+const (
+	ErrorBackoffBase = time.Minute
+	ErrorBackoffMax  = 24 * time.Hour
+)
+
+// Service errors.
+var (
+	// ErrBadURL: a subscription URL that is not absolute http(s).
+	ErrBadURL = errors.New("aggregator: feed URL must be an absolute http or https URL")
+	// ErrNotRemote: the operation needs a fetched (remote) feed.
+	ErrNotRemote = errors.New("aggregator: not a remote feed")
+)
+
+// ServiceOptions configure the live aggregator.
+type ServiceOptions struct {
+	Store   *storage.Store
+	Fetcher *Fetcher
+	// Scheduler is the fetch budget: global rate (fetches per second, 0 =
+	// unlimited), per-host concurrency and workers; Clock is set from Clock.
+	Scheduler schedule.Config
+	Clock     schedule.Clock // default schedule.RealClock
+	Logger    *slog.Logger
+	Metrics   *Metrics // optional
+	// OnNewItems is told about every fetch that stored new items (pipes
+	// subscribe here). It runs on the fetching worker: keep it short.
+	OnNewItems func(feed storage.Feed, items []storage.Item)
+	// MaxItems caps the items taken from one fetch (default 1000).
+	MaxItems int
+}
+
+// Service is the live loop: the scheduler pops the feed whose predicted
+// publish time has come, the fetcher fetches it (conditional GET), new
+// items are stored, and an observation goes back to the feed's policy,
+// which returns the next fetch time. Policies are rebuilt after a restart by
+// replaying the stored observations.
+type Service struct {
+	opt   ServiceOptions
+	sched *schedule.Scheduler
+	log   *slog.Logger
+
+	mu     sync.Mutex
+	guards map[uint64]*feedGuard
+}
+
+// feedGuard wraps a feed's policy with what the service decides on its own:
+// error backoff and Retry-After, the publisher's cache lifetime as a lower
+// bound (unless the feed opts out), and sleep windows, which a fetch may
+// reveal (RSS skipHours/skipDays) at any time.
+type feedGuard struct {
+	mu      sync.Mutex
+	policy  schedule.Policy
+	respect bool
+	sleep   schedule.SleepPlan
+	// override, when set, is the next time regardless of the policy (an
+	// error's backoff, a fetch skipped because the feed sleeps).
+	override time.Time
+	prevPoll time.Time
+	next     time.Time // the last answer: the feed's next fetch
+}
+
+// Next implements schedule.Policy.
+func (g *feedGuard) Next(o schedule.Observation) time.Time {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var next time.Time
+	if !g.override.IsZero() {
+		next, g.override = g.override, time.Time{}
+	} else {
+		next = g.policy.Next(o)
+		if g.respect {
+			next = schedule.Respect(next, o)
+		}
+	}
+	if !g.sleep.IsZero() {
+		next = g.sleep.Wake(next)
+	}
+	g.next = next
+	return next
+}
+
+// PredictedPublish forwards the policy's prediction to the scheduler.
+func (g *feedGuard) PredictedPublish() (time.Time, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if p, ok := g.policy.(schedule.Predictor); ok {
+		return p.PredictedPublish()
+	}
+	return time.Time{}, false
+}
+
+// State returns the tracking state of policies that have one.
+func (g *feedGuard) State() (schedule.State, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if s, ok := g.policy.(interface{ State() schedule.State }); ok {
+		return s.State(), true
+	}
+	return schedule.State{}, false
+}
+
+// NewService builds the live aggregator.
+func NewService(opt ServiceOptions) (*Service, error) {
+	if opt.Store == nil || opt.Fetcher == nil {
+		return nil, errors.New("aggregator: service needs a store and a fetcher")
+	}
+	if opt.Clock == nil {
+		opt.Clock = schedule.RealClock{}
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.MaxItems <= 0 {
+		opt.MaxItems = 1000
+	}
+	cfg := opt.Scheduler
+	cfg.Clock = opt.Clock
+	sched, err := schedule.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("aggregator: %w", err)
+	}
+	return &Service{opt: opt, sched: sched, log: opt.Logger, guards: map[uint64]*feedGuard{}}, nil
+}
+
+// SetMetrics attaches metrics (built after the service, since they read
+// its scheduler). Call it before Run.
+func (s *Service) SetMetrics(m *Metrics) { s.opt.Metrics = m }
+
+// Scheduler returns the scheduler (for metrics and tests).
+func (s *Service) Scheduler() *schedule.Scheduler { return s.sched }
+
+// Load schedules every remote feed of the store, rebuilding each policy
+// from its stored observations. Call it once before Run.
+func (s *Service) Load() error {
+	feeds, err := s.opt.Store.Feeds()
+	if err != nil {
+		return fmt.Errorf("aggregator: load feeds: %w", err)
+	}
+	now := s.opt.Clock.Now()
+	for _, f := range feeds {
+		if f.Kind != storage.KindRemote {
+			continue
+		}
+		if err := s.schedule(f, now, true); err != nil {
+			// One bad feed (a policy name from a newer version, say)
+			// must not stop the others.
+			s.log.Error("cannot schedule feed", "feed", f.ID, "url", f.URL, "err", err)
+		}
+	}
+	return nil
+}
+
+// schedule adds feed f to the scheduler; with replay, its policy first
+// relearns the stored observations.
+func (s *Service) schedule(f storage.Feed, now time.Time, replay bool) error {
+	p, err := schedule.ByName(f.Policy, f.ID)
+	if err != nil {
+		return err
+	}
+	g := &feedGuard{policy: p, respect: !f.IgnoreCache, sleep: f.Sleep}
+	first := now
+	if replay {
+		obs, err := s.opt.Store.Observations(f.ID, 0)
+		if err != nil {
+			return err
+		}
+		var next time.Time
+		for _, o := range obs {
+			next = p.Next(o.Schedule())
+			g.prevPoll = o.At
+		}
+		// Resume the prediction: the policy's answer to the last
+		// observation, unless it is already past (then poll now).
+		if next.After(now) {
+			first = next
+		}
+		if f.RetryAfter.After(first) {
+			first = f.RetryAfter
+		}
+	}
+	s.mu.Lock()
+	s.guards[f.ID] = g
+	s.mu.Unlock()
+	host := ""
+	if u, err := url.Parse(f.URL); err == nil {
+		host = u.Hostname()
+	}
+	// The scheduler places the first poll with First(policy, now): the
+	// starter answers with the resumed prediction.
+	return s.sched.Add(int(f.ID), schedule.Feed{
+		Policy: starter{g, first}, Host: host, Weight: f.Weight,
+	}, now)
+}
+
+// starter gives the scheduler the first poll time of a (re)loaded feed.
+type starter struct {
+	*feedGuard
+	first time.Time
+}
+
+// Start implements schedule.Starter.
+func (s starter) Start(now time.Time) time.Time {
+	s.feedGuard.mu.Lock()
+	s.feedGuard.next = s.first
+	if s.first.Before(now) {
+		s.feedGuard.next = now
+	}
+	s.feedGuard.mu.Unlock()
+	return s.first
+}
+
+// Subscribe validates and stores a new remote feed and schedules its first
+// fetch now. The policy defaults to schedule.DefaultPolicy.
+func (s *Service) Subscribe(f storage.Feed) (storage.Feed, error) {
+	u, err := url.Parse(f.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return storage.Feed{}, fmt.Errorf("%w: %q", ErrBadURL, f.URL)
+	}
+	f.URL = u.String()
+	f.Kind = storage.KindRemote
+	if f.Policy == "" {
+		f.Policy = schedule.DefaultPolicy
+	}
+	if _, err := schedule.ByName(f.Policy, 0); err != nil {
+		return storage.Feed{}, err
+	}
+	if err := s.opt.Store.CreateFeed(&f); err != nil {
+		return storage.Feed{}, err
+	}
+	if err := s.schedule(f, s.opt.Clock.Now(), false); err != nil {
+		_ = s.opt.Store.DeleteFeed(f.ID)
+		return storage.Feed{}, err
+	}
+	return f, nil
+}
+
+// Unsubscribe removes a feed, its items and its observations.
+func (s *Service) Unsubscribe(id uint64) error {
+	s.sched.Remove(int(id))
+	s.mu.Lock()
+	delete(s.guards, id)
+	s.mu.Unlock()
+	return s.opt.Store.DeleteFeed(id)
+}
+
+// State returns the tracking state of a feed's policy (median, σ, mode),
+// when its policy tracks one.
+func (s *Service) State(id uint64) (schedule.State, bool) {
+	s.mu.Lock()
+	g := s.guards[id]
+	s.mu.Unlock()
+	if g == nil {
+		return schedule.State{}, false
+	}
+	return g.State()
+}
+
+// NextFetch returns when feed id is next fetched (false for feeds the
+// service does not schedule).
+func (s *Service) NextFetch(id uint64) (time.Time, bool) {
+	s.mu.Lock()
+	g := s.guards[id]
+	s.mu.Unlock()
+	if g == nil {
+		return time.Time{}, false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.next, true
+}
+
+// Run fetches feeds as the scheduler grants them until ctx is cancelled,
+// then waits for in-flight fetches to finish or abandon.
+func (s *Service) Run(ctx context.Context) error {
+	err := s.sched.Run(ctx, func(ctx context.Context, id int) schedule.Observation {
+		return s.fetch(ctx, uint64(id))
+	})
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// FetchNow fetches one feed outside the schedule (tests, "refresh" in the
+// UI) and returns what it saw. The feed's policy does not learn from it.
+func (s *Service) FetchNow(ctx context.Context, id uint64) (storage.Observation, error) {
+	f, err := s.opt.Store.Feed(id)
+	if err != nil {
+		return storage.Observation{}, err
+	}
+	if f.Kind != storage.KindRemote {
+		return storage.Observation{}, ErrNotRemote
+	}
+	o, _ := s.poll(ctx, f, time.Time{})
+	return o, nil
+}
+
+// fetch is the scheduler's FetchFunc for feed id.
+func (s *Service) fetch(ctx context.Context, id uint64) schedule.Observation {
+	s.mu.Lock()
+	g := s.guards[id]
+	s.mu.Unlock()
+	f, err := s.opt.Store.Feed(id)
+	if err != nil || g == nil {
+		// Deleted meanwhile: an empty observation; Remove forgets it.
+		return schedule.Observation{At: s.opt.Clock.Now()}
+	}
+	now := s.opt.Clock.Now()
+	g.mu.Lock()
+	asleep := !g.sleep.IsZero() && g.sleep.Asleep(now)
+	prev := g.prevPoll
+	g.mu.Unlock()
+	if asleep {
+		// The 48 h cap brought the feed back inside a long sleep: skip.
+		g.mu.Lock()
+		g.override = g.sleep.Wake(now)
+		g.mu.Unlock()
+		return schedule.Observation{At: now}
+	}
+	o, backoff := s.poll(ctx, f, prev)
+	if ctx.Err() != nil && o.At.IsZero() {
+		return schedule.Observation{} // abandoned at shutdown: keep the turn
+	}
+	g.mu.Lock()
+	g.prevPoll = o.At
+	if backoff > 0 {
+		g.override = o.At.Add(backoff)
+	}
+	if f2, err := s.opt.Store.Feed(id); err == nil {
+		g.sleep = f2.Sleep
+	}
+	g.mu.Unlock()
+	return o.Schedule()
+}
+
+// poll fetches, parses and stores one feed, records the observation and
+// updates the feed. It returns the observation and, after an error, the
+// backoff before the next try.
+func (s *Service) poll(ctx context.Context, f storage.Feed, prev time.Time) (storage.Observation, time.Duration) {
+	start := s.opt.Clock.Now()
+	resp, err := s.opt.Fetcher.Fetch(ctx, Request{URL: f.URL, ETag: f.ETag, LastModified: f.LastModified})
+	if err != nil {
+		if ctx.Err() != nil {
+			return storage.Observation{}, 0
+		}
+		return s.failed(f, start, err)
+	}
+	obs := storage.Observation{At: resp.ReceivedAt, Status: resp.Status, Hints: resp.Hints}
+	if obs.At.IsZero() {
+		obs.At = s.opt.Clock.Now()
+	}
+	if !f.IgnoreCache {
+		obs.Hints.CacheFor = max(obs.Hints.CacheFor, resp.CacheFor)
+	}
+	obs.MoreData = resp.More
+	var parsed *Parsed
+	var added []storage.Item
+	if !resp.NotModified {
+		parsed, err = Parse(resp.Body, resp.ContentType, ParseOptions{
+			MaxItems: s.opt.MaxItems, Extract: f.Extract, Now: obs.At, BaseURL: resp.FinalURL,
+		})
+		if err != nil {
+			return s.failed(f, start, err)
+		}
+		if parsed.Truncated {
+			obs.MoreData = true
+		}
+		// <ttl> counts in whole minutes: a lower bound only when HTTP
+		// gave no cache lifetime of its own (Cache-Control, Expires) and
+		// the publisher is not a slogfeed, whose headers say it exactly.
+		if !f.IgnoreCache && resp.CacheFor == 0 && !resp.Hints.HasPhase && parsed.TTL > obs.Hints.CacheFor {
+			obs.Hints.CacheFor = parsed.TTL
+		}
+		fresh := make([]storage.Item, 0, len(parsed.Items))
+		for _, it := range parsed.Items {
+			if _, err := s.opt.Store.Item(f.ID, it.ID); errors.Is(err, storage.ErrItemNotFound) {
+				fresh = append(fresh, it)
+			}
+		}
+		if len(fresh) > 0 {
+			obs.Published = PublishTimes(resp, fresh, prev)
+			for i := range fresh {
+				fresh[i].Fetched = obs.At
+			}
+			added, err = s.opt.Store.AddItems(f.ID, fresh)
+			if err != nil && len(added) == 0 {
+				return s.failed(f, start, fmt.Errorf("store items: %w", err))
+			}
+			if err != nil {
+				s.log.Warn("some items were not stored", "feed", f.ID, "err", err)
+			}
+		}
+	}
+	obs.Hit = len(added) > 0
+	if !obs.Hit {
+		obs.Published = nil
+	}
+	for _, it := range added {
+		// Use latency counts from the subscription on: the backlog a new
+		// subscription finds was published before anyone asked.
+		if !it.Published.IsZero() && !it.Published.After(obs.At) && !it.Published.Before(f.Created) {
+			obs.LatencyS = append(obs.LatencyS, obs.At.Sub(it.Published).Seconds())
+		}
+	}
+	if err := s.opt.Store.AddObservation(f.ID, obs); err != nil {
+		s.log.Warn("cannot store observation", "feed", f.ID, "err", err)
+	}
+	updated, err := s.opt.Store.UpdateFeed(f.ID, func(x *storage.Feed) error {
+		x.Polls++
+		x.LastFetch = obs.At
+		x.LastError, x.ErrorCount, x.RetryAfter = "", 0, time.Time{}
+		x.ETag, x.LastModified = resp.ETag, resp.LastModified
+		if parsed != nil {
+			if x.Title == "" {
+				x.Title = parsed.Title
+			}
+			if x.Site == "" {
+				x.Site = parsed.Site
+			}
+			x.UpdateHint = parsed.UpdateHint
+			// The publisher's sleep plan, beside the user's own windows.
+			x.Sleep.SkipHours, x.Sleep.SkipDays = parsed.Sleep.SkipHours, parsed.Sleep.SkipDays
+		}
+		if obs.Hit {
+			x.Hits++
+			x.LastHit = obs.At
+			x.Items += int64(len(added))
+			for _, l := range obs.LatencyS {
+				x.LatencySumS += l
+				x.LatencyCount++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		s.log.Warn("cannot update feed", "feed", f.ID, "err", err)
+	}
+	s.opt.Metrics.observe(obs, resp.NotModified)
+	s.log.Debug("fetched", "feed", f.ID, "status", resp.Status, "new", len(added), "took", s.opt.Clock.Now().Sub(start))
+	if len(added) > 0 && s.opt.OnNewItems != nil {
+		if err == nil {
+			f = updated
+		}
+		s.opt.OnNewItems(f, added)
+	}
+	return obs, 0
+}
+
+// failed records a fetch error on the feed and returns the observation (a
+// miss the policy does not learn from: the guard overrides it) and the
+// backoff.
+func (s *Service) failed(f storage.Feed, start time.Time, ferr error) (storage.Observation, time.Duration) {
+	now := s.opt.Clock.Now()
+	n := f.ErrorCount + 1
+	backoff := ErrorBackoffBase << min(n-1, 20)
+	backoff = min(backoff, ErrorBackoffMax)
+	var he *HTTPError
+	if errors.As(ferr, &he) && he.RetryAfter > backoff {
+		backoff = he.RetryAfter
+	}
+	obs := storage.Observation{At: now, Err: ferr.Error()}
+	if he != nil {
+		obs.Status = he.Status
+	}
+	if _, err := s.opt.Store.UpdateFeed(f.ID, func(x *storage.Feed) error {
+		x.Polls++
+		x.LastFetch = now
+		x.LastError = ferr.Error()
+		x.LastErrorAt = now
+		x.ErrorCount = n
+		x.RetryAfter = now.Add(backoff)
+		return nil
+	}); err != nil {
+		s.log.Warn("cannot record fetch error", "feed", f.ID, "err", err)
+	}
+	s.opt.Metrics.failed()
+	s.log.Info("fetch failed", "feed", f.ID, "url", f.URL, "err", ferr, "errors_in_a_row", n, "retry_in", backoff)
+	return obs, backoff
+}
+
+// RecentPolls returns the newest n observations of a feed, newest first.
+func (s *Service) RecentPolls(id uint64, n int) ([]storage.Observation, error) {
+	obs, err := s.opt.Store.Observations(id, n)
+	if err != nil {
+		return nil, err
+	}
+	slices.Reverse(obs)
+	return obs, nil
+}

@@ -1,0 +1,324 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/slogfeed/slogfeed/aggregator/opml"
+	"github.com/slogfeed/slogfeed/web"
+)
+
+// clientSettings is the configuration table of the commands that talk to a
+// running `slogfeed serve` (add, list, remove, show, import, export):
+//
+//	flag       environment variable  default                 meaning
+//	--server   SLOGFEED_SERVER       http://127.0.0.1:8080   the running slogfeed's base URL
+//	--token    SLOGFEED_TOKEN        (none)                  bearer token for changes
+func clientSettings() []setting {
+	return []setting{
+		{Name: "server", Env: "SLOGFEED_SERVER", Default: "http://127.0.0.1:8080", Doc: "base `URL` of the running slogfeed", Check: func(s string) error {
+			u, err := url.Parse(s)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return errors.New("want an http(s) URL such as http://127.0.0.1:8080")
+			}
+			return nil
+		}},
+		{Name: "token", Env: "SLOGFEED_TOKEN", Default: "", Doc: "bearer `TOKEN` for changes"},
+	}
+}
+
+// client is a small JSON client for the API.
+type client struct {
+	base, token string
+	http        *http.Client
+}
+
+// do sends a request and decodes a JSON answer into out (when not nil).
+func (c *client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.base, "/")+path, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("cannot reach slogfeed at %s (is `slogfeed serve` running?): %w", c.base, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode >= 300 {
+		var e struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(data, &e) == nil && e.Error != "" {
+			return fmt.Errorf("%s", e.Error)
+		}
+		return fmt.Errorf("server answered %s", resp.Status)
+	}
+	if out != nil && len(data) > 0 {
+		return json.Unmarshal(data, out)
+	}
+	return nil
+}
+
+// clientCommand parses the common flags plus extra ones and returns the
+// client and the positional arguments.
+func clientCommand(a *app, name string, args []string, extra func(fs *flag.FlagSet)) (*client, []string, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	b := bindSettings(fs, clientSettings())
+	if extra != nil {
+		extra(fs)
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(a.stdout)
+			fmt.Fprintf(a.stdout, "Usage of slogfeed %s:\n", name)
+			fs.PrintDefaults()
+			return nil, nil, flag.ErrHelp
+		}
+		return nil, nil, &usageError{msg: err.Error(), cmd: name}
+	}
+	v, err := b.resolve(a.getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &client{base: v["server"], token: v["token"], http: &http.Client{Timeout: 30 * time.Second}}, pos, nil
+}
+
+func runAdd(ctx context.Context, a *app, args []string) error {
+	var policy, title string
+	var weight float64
+	c, pos, err := clientCommand(a, "add", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&policy, "policy", "", "scheduling `POLICY` (default auto)")
+		fs.StringVar(&title, "title", "", "`TITLE` to show instead of the feed's own")
+		fs.Float64Var(&weight, "weight", 0, "priority `WEIGHT` under a fetch budget (default 1)")
+	})
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return &usageError{msg: "add takes one feed URL", cmd: "add"}
+	}
+	var f web.FeedView
+	if err := c.do(ctx, http.MethodPost, "/api/v1/feeds", map[string]any{"url": pos[0], "policy": policy, "title": title, "weight": weight}, &f); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "%d\t%s\t%s\n", f.ID, f.Policy, f.URL)
+	return nil
+}
+
+func runList(ctx context.Context, a *app, args []string) error {
+	c, pos, err := clientCommand(a, "list", args, nil)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return &usageError{msg: "list takes no arguments", cmd: "list"}
+	}
+	var feeds []web.FeedView
+	if err := c.do(ctx, http.MethodGet, "/api/v1/feeds", nil, &feeds); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tPOLICY\tPOLLS\tHIT%\tMEDIAN LAT\tNEXT FETCH\tFEED\tERROR")
+	for _, f := range feeds {
+		lat, next := "-", "-"
+		if f.MedianLatencyS != nil {
+			lat = fmt.Sprintf("%.1fs", *f.MedianLatencyS)
+		}
+		if f.NextFetch != nil {
+			next = f.NextFetch.Local().Format("15:04:05")
+		}
+		name := f.URL
+		if f.Title != "" {
+			name = f.Title
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\n", f.ID, f.Policy, f.Polls, f.HitPct, lat, next, oneLine(name), oneLine(f.LastError))
+	}
+	return tw.Flush()
+}
+
+func feedID(cmd string, pos []string) (uint64, error) {
+	if len(pos) != 1 {
+		return 0, &usageError{msg: cmd + " takes one feed ID (see slogfeed list)", cmd: cmd}
+	}
+	id, err := strconv.ParseUint(pos[0], 10, 64)
+	if err != nil {
+		return 0, &usageError{msg: "feed ID must be a number: " + quoteArg(pos[0]), cmd: cmd}
+	}
+	return id, nil
+}
+
+func runRemove(ctx context.Context, a *app, args []string) error {
+	c, pos, err := clientCommand(a, "remove", args, nil)
+	if err != nil {
+		return err
+	}
+	id, err := feedID("remove", pos)
+	if err != nil {
+		return err
+	}
+	return c.do(ctx, http.MethodDelete, fmt.Sprintf("/api/v1/feeds/%d", id), nil, nil)
+}
+
+func runShow(ctx context.Context, a *app, args []string) error {
+	c, pos, err := clientCommand(a, "show", args, nil)
+	if err != nil {
+		return err
+	}
+	id, err := feedID("show", pos)
+	if err != nil {
+		return err
+	}
+	var f web.FeedView
+	if err := c.do(ctx, http.MethodGet, fmt.Sprintf("/api/v1/feeds/%d", id), nil, &f); err != nil {
+		return err
+	}
+	var s web.ScheduleView
+	if err := c.do(ctx, http.MethodGet, fmt.Sprintf("/api/v1/feeds/%d/schedule?polls=20", id), nil, &s); err != nil {
+		return err
+	}
+	sec := func(p *float64) string {
+		if p == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.3fs", *p)
+	}
+	w := a.stdout
+	fmt.Fprintf(w, "feed %d  %s\n  url      %s\n  policy   %s   mode %s\n  period   %s   spread %s", f.ID, oneLine(f.Title), f.URL, s.Policy, orDash(s.Mode), sec(s.MedianS), sec(s.SigmaS))
+	if s.BimodalMedianS != nil {
+		fmt.Fprintf(w, "   long period %s", sec(s.BimodalMedianS))
+	}
+	fmt.Fprintf(w, "\n  polls    %d   hits %d (%.1f%%)   median latency %s\n", f.Polls, f.Hits, f.HitPct, sec(f.MedianLatencyS))
+	if s.NextFetch != nil {
+		fmt.Fprintf(w, "  next     %s\n", s.NextFetch.Local().Format(time.RFC3339))
+	}
+	if f.LastError != "" {
+		fmt.Fprintf(w, "  error    %s (%d in a row)\n", oneLine(f.LastError), f.ErrorCount)
+	}
+	fmt.Fprintln(w, "  recent polls:")
+	for _, p := range s.RecentPolls {
+		what := "miss"
+		if p.Hit {
+			what = fmt.Sprintf("hit  %d new", p.NewItems)
+		}
+		if p.Error != "" {
+			what = "error " + oneLine(p.Error)
+		}
+		lat := ""
+		if len(p.LatencyS) > 0 {
+			lat = fmt.Sprintf("  latency %.2fs", p.LatencyS[len(p.LatencyS)-1])
+		}
+		fmt.Fprintf(w, "    %s  %s%s\n", p.At.Local().Format("15:04:05.000"), what, lat)
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func runImport(ctx context.Context, a *app, args []string) error {
+	var policy string
+	c, pos, err := clientCommand(a, "import", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&policy, "policy", "", "scheduling `POLICY` for the imported feeds (default auto)")
+	})
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return &usageError{msg: "import takes one OPML file (- for standard input)", cmd: "import"}
+	}
+	var r io.Reader = os.Stdin
+	if pos[0] != "-" {
+		f, err := os.Open(pos[0])
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		r = f
+	}
+	outlines, perr := opml.Parse(r)
+	if perr != nil && len(outlines) == 0 {
+		return perr
+	}
+	added, skipped := 0, 0
+	var errs []error
+	if perr != nil {
+		errs = append(errs, perr)
+	}
+	for _, o := range outlines {
+		err := c.do(ctx, http.MethodPost, "/api/v1/feeds", map[string]any{"url": o.URL, "title": o.Title, "category": o.Category, "policy": policy}, nil)
+		switch {
+		case err == nil:
+			added++
+		case strings.Contains(err.Error(), "already subscribed"):
+			skipped++
+		default:
+			errs = append(errs, fmt.Errorf("%s: %w", o.URL, err))
+		}
+	}
+	fmt.Fprintf(a.stdout, "imported %d feeds, %d already subscribed, %d failed\n", added, skipped, len(errs))
+	return errors.Join(errs...)
+}
+
+func runExport(ctx context.Context, a *app, args []string) error {
+	c, pos, err := clientCommand(a, "export", args, nil)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return &usageError{msg: "export takes no arguments; it writes OPML to standard output", cmd: "export"}
+	}
+	var feeds []web.FeedView
+	if err := c.do(ctx, http.MethodGet, "/api/v1/feeds", nil, &feeds); err != nil {
+		return err
+	}
+	var out []opml.Outline
+	for _, f := range feeds {
+		if f.Kind != "remote" {
+			continue
+		}
+		out = append(out, opml.Outline{URL: f.URL, Title: f.Title, Site: f.Site, Category: f.Category})
+	}
+	return opml.Write(a.stdout, "slogfeed subscriptions", out, time.Now())
+}
+
+func clientUsage(name, args, what string) func(w io.Writer, a *app) {
+	return func(w io.Writer, a *app) {
+		fmt.Fprintf(w, "Usage:\n  slogfeed %s %s\n\n%s\nIt talks to the running `slogfeed serve` (--server, SLOGFEED_SERVER).\n", name, args, what)
+	}
+}

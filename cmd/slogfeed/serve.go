@@ -1,0 +1,281 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/schedule"
+	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/web"
+	"github.com/slogfeed/slogfeed/web/demo"
+)
+
+// serveSettings is the configuration table of `slogfeed serve`:
+//
+//	flag        environment variable  default                       meaning
+//	--addr      SLOGFEED_ADDR         127.0.0.1:8080                HTTP listen address
+//	--data      SLOGFEED_DATA         $XDG_DATA_HOME/slogfeed       data directory (bbolt file slogfeed.db);
+//	                                  (~/.local/share/slogfeed)
+//	--demo      SLOGFEED_DEMO         false                         start simulated sensor publishers on loopback and subscribe to them
+//	--allow     SLOGFEED_ALLOW        (none)                        comma-separated CIDRs the fetcher may reach despite the SSRF guard
+//	--rate      SLOGFEED_RATE         0                             fetch budget, fetches per second (0 = unlimited)
+//	--per-host  SLOGFEED_PER_HOST     4                             concurrent fetches per host
+//	--workers   SLOGFEED_WORKERS      16                            fetch workers
+//	--token     SLOGFEED_TOKEN        (none; generated off loopback) bearer token required for changes
+func serveSettings(getenv func(string) string) []setting {
+	return []setting{
+		{Name: "addr", Env: "SLOGFEED_ADDR", Default: "127.0.0.1:8080", Doc: "HTTP listen `ADDRESS`", Check: checkAddr},
+		{Name: "data", Env: "SLOGFEED_DATA", Default: defaultDataDir(getenv), Doc: "data `DIR` (holds slogfeed.db)"},
+		{Name: "demo", Env: "SLOGFEED_DEMO", Default: "false", Doc: "start simulated sensor publishers on loopback and subscribe to them", Check: checkBool, Bool: true},
+		{Name: "allow", Env: "SLOGFEED_ALLOW", Default: "", Doc: "comma-separated `CIDRS` the fetcher may reach although they are private or loopback", Check: func(s string) error { _, err := parsePrefixes(s); return err }},
+		{Name: "rate", Env: "SLOGFEED_RATE", Default: "0", Doc: "fetch budget in fetches per `SECOND` (0 = unlimited)", Check: checkFloat},
+		{Name: "per-host", Env: "SLOGFEED_PER_HOST", Default: "4", Doc: "concurrent fetches per host (`N`)", Check: checkInt},
+		{Name: "workers", Env: "SLOGFEED_WORKERS", Default: "16", Doc: "fetch workers (`N`)", Check: checkInt},
+		{Name: "token", Env: "SLOGFEED_TOKEN", Default: "", Doc: "bearer `TOKEN` required for changes (generated and printed when listening off loopback without one)"},
+	}
+}
+
+// defaultDataDir is $XDG_DATA_HOME/slogfeed, else ~/.local/share/slogfeed,
+// else ./slogfeed-data.
+func defaultDataDir(getenv func(string) string) string {
+	if d := getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "slogfeed")
+	}
+	if h, err := os.UserHomeDir(); err == nil && h != "" {
+		return filepath.Join(h, ".local", "share", "slogfeed")
+	}
+	return "slogfeed-data"
+}
+
+func checkAddr(s string) error {
+	if _, _, err := net.SplitHostPort(s); err != nil {
+		return fmt.Errorf("want HOST:PORT: %w", err)
+	}
+	return nil
+}
+
+func checkBool(s string) error { _, err := strconv.ParseBool(s); return err }
+
+func checkFloat(s string) error {
+	f, err := strconv.ParseFloat(s, 64)
+	if err == nil && (f < 0 || f > schedule.MaxRate) {
+		err = fmt.Errorf("want 0 to %v", schedule.MaxRate)
+	}
+	return err
+}
+
+func checkInt(s string) error {
+	n, err := strconv.Atoi(s)
+	if err == nil && (n < 1 || n > 1024) {
+		err = errors.New("want 1 to 1024")
+	}
+	return err
+}
+
+func parsePrefixes(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if !strings.Contains(f, "/") {
+			a, err := netip.ParseAddr(f)
+			if err != nil {
+				return nil, fmt.Errorf("%q is not an address or CIDR", f)
+			}
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a CIDR", f)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+func serveUsage(w io.Writer, a *app) {
+	fmt.Fprint(w, `Usage:
+  slogfeed serve [flags]
+
+Runs the aggregator: fetches every subscribed feed when its policy predicts
+new data, stores items in the data directory, and serves the JSON API, the
+sensor store, /healthz and /metrics. With --demo it also starts simulated
+sensor publishers on loopback and subscribes to them, so adaptive scheduling
+can be watched with no network: curl http://ADDRESS/api/v1/feeds
+
+Flags:
+`)
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	bindSettings(fs, serveSettings(a.getenv))
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+func runServe(ctx context.Context, a *app, args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	b := bindSettings(fs, serveSettings(a.getenv))
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			serveUsage(a.stdout, a)
+			return flag.ErrHelp
+		}
+		return &usageError{msg: err.Error(), cmd: "serve"}
+	}
+	if fs.NArg() > 0 {
+		return &usageError{msg: "serve takes no arguments: " + quoteArg(fs.Arg(0)), cmd: "serve"}
+	}
+	v, err := b.resolve(a.getenv)
+	if err != nil {
+		return err
+	}
+	demoOn, _ := strconv.ParseBool(v["demo"])
+	allow, _ := parsePrefixes(v["allow"])
+	rate, _ := strconv.ParseFloat(v["rate"], 64)
+	perHost, _ := strconv.Atoi(v["per-host"])
+	workers, _ := strconv.Atoi(v["workers"])
+	log := a.log
+
+	dir := v["data"]
+	if demoOn && fs.Lookup("data") != nil && !flagGiven(fs, "data") && a.getenv("SLOGFEED_DATA") == "" {
+		// The demo keeps its state apart from a real data directory.
+		dir = filepath.Join(dir, "demo")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	store, err := storage.Open(filepath.Join(dir, "slogfeed.db"), storage.Options{LockTimeout: time.Second})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	ln, err := net.Listen("tcp", v["addr"])
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	token := v["token"]
+	if !isLoopback(ln.Addr()) && token == "" {
+		var buf [16]byte
+		_, _ = rand.Read(buf[:])
+		token = hex.EncodeToString(buf[:])
+		fmt.Fprintf(a.stderr, "slogfeed: listening off loopback; changes need: Authorization: Bearer %s\n", token)
+	}
+
+	var pub *demo.Publishers
+	if demoOn {
+		pub, err = demo.Start(ctx, log)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("demo: %w", err)
+		}
+		defer pub.Close()
+		allow = append(allow, pub.Prefix())
+	}
+
+	fetcher := aggregator.NewFetcher(aggregator.FetchOptions{Allow: allow, UserAgent: "slogfeed/" + versionString() + " (+https://slogfeed.org)"})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	svc, err := aggregator.NewService(aggregator.ServiceOptions{
+		Store: store, Fetcher: fetcher, Logger: log,
+		Scheduler: schedule.Config{Rate: rate, PerHost: perHost, Workers: workers},
+	})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	metrics := aggregator.NewMetrics(reg, svc.Scheduler(), rate)
+	svc.SetMetrics(metrics)
+	if err := svc.Load(); err != nil {
+		ln.Close()
+		return err
+	}
+	base := "http://" + ln.Addr().String()
+	handler := web.New(web.Options{
+		Store: store, Aggregator: svc, Logger: log, Token: token,
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		Sensors: web.SensorHandler(store, web.SensorOptions{BaseURL: base, Logger: log}),
+	})
+	if pub != nil {
+		existing, err := store.Feeds()
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		if err := pub.Subscribe(svc, existing); err != nil {
+			ln.Close()
+			return fmt.Errorf("demo: %w", err)
+		}
+		fmt.Fprintf(a.stderr, "slogfeed demo: %s\n", pub.Describe())
+	}
+
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(runCtx) }()
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("slogfeed serving", "addr", base, "data", dir, "demo", demoOn)
+	fmt.Fprintf(a.stderr, "slogfeed: serving on %s (data in %s)\n", base, dir)
+
+	select {
+	case <-ctx.Done():
+	case err = <-serveErr:
+		stop()
+		<-done
+		return fmt.Errorf("http server: %w", err)
+	}
+	log.Info("shutting down")
+	stop()
+	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutCtx)
+	if err := <-done; err != nil {
+		return err
+	}
+	return nil
+}
+
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			given = true
+		}
+	})
+	return given
+}
+
+func isLoopback(a net.Addr) bool {
+	ap, err := netip.ParseAddrPort(a.String())
+	return err == nil && ap.Addr().IsLoopback()
+}

@@ -1,0 +1,198 @@
+package storage
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// maxCheckErrors bounds how many problems Check reports.
+const maxCheckErrors = 20
+
+// Check verifies the data file: bbolt's page-level consistency check, then
+// the store's own invariants (every feed record decodes and is indexed by
+// its URL or slug and has its data buckets, every index entry points at a
+// matching feed, and in every feed the item ids, records and publish-time
+// index agree with each other and with the item count). It reads the whole
+// file in one read transaction, so writers are not blocked. Problems come
+// back joined, wrapped in ErrCorrupt.
+func (s *Store) Check() error {
+	var errs []error
+	add := func(err error) bool {
+		if !errors.Is(err, ErrCorrupt) {
+			err = fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		errs = append(errs, err)
+		return len(errs) < maxCheckErrors
+	}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		// Drain the whole channel so the checker goroutine ends.
+		for err := range tx.Check() {
+			if len(errs) < maxCheckErrors {
+				add(err)
+			}
+		}
+		if len(errs) > 0 {
+			return nil // invariants are meaningless on a broken file
+		}
+		checkInvariants(tx, add)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("storage: check %s: %w", s.path, err)
+	}
+	if len(errs) > 0 {
+		// Each joined error wraps ErrCorrupt and says so.
+		return fmt.Errorf("storage: check %s:\n%w", s.path, errors.Join(errs...))
+	}
+	return nil
+}
+
+// checkInvariants reports each broken invariant to add, stopping when add
+// returns false.
+func checkInvariants(tx *bolt.Tx, add func(error) bool) {
+	buckets := map[string]*bolt.Bucket{}
+	for _, name := range [][]byte{bucketMeta, bucketFeeds, bucketFeedURL, bucketFeedSlug, bucketFeedData} {
+		b := tx.Bucket(name)
+		if b == nil {
+			add(fmt.Errorf("bucket %s missing", name))
+			return
+		}
+		buckets[string(name)] = b
+	}
+	if v, err := schemaVersion(tx); err != nil || v != SchemaVersion {
+		if !add(fmt.Errorf("schema version %d, want %d (%v)", v, SchemaVersion, err)) {
+			return
+		}
+	}
+	lastSeq, _ := getU64(buckets[string(bucketMeta)].Get(keyItemSeq))
+
+	feeds := map[uint64]Feed{}
+	err := buckets[string(bucketFeeds)].ForEach(func(k, v []byte) error {
+		f, err := decodeFeed(k, v)
+		if err != nil {
+			if !add(err) {
+				return errStop
+			}
+			return nil
+		}
+		feeds[f.ID] = f
+		index, key := indexKey(&f)
+		if id, _ := getU64(tx.Bucket(index).Get(key)); id != f.ID {
+			if !add(fmt.Errorf("feed %d: %s[%q] = %d", f.ID, index, key, id)) {
+				return errStop
+			}
+		}
+		if fb, err := openFeedBuckets(tx, f.ID); err != nil || fb == nil {
+			if err == nil {
+				err = fmt.Errorf("feed %d: data buckets missing", f.ID)
+			}
+			if !add(err) {
+				return errStop
+			}
+		} else if !checkFeedItems(f.ID, fb, lastSeq, add) {
+			return errStop
+		}
+		return nil
+	})
+	if err != nil {
+		return
+	}
+	for _, index := range [][]byte{bucketFeedURL, bucketFeedSlug} {
+		err := buckets[string(index)].ForEach(func(k, v []byte) error {
+			id, _ := getU64(v)
+			f, ok := feeds[id]
+			if ok {
+				fi, fk := indexKey(&f)
+				ok = bytes.Equal(fi, index) && bytes.Equal(fk, k)
+			}
+			if !ok && !add(fmt.Errorf("%s[%q] = %d: no such feed", index, k, id)) {
+				return errStop
+			}
+			return nil
+		})
+		if err != nil {
+			return
+		}
+	}
+	_ = buckets[string(bucketFeedData)].ForEach(func(k, _ []byte) error {
+		if id, _ := getU64(k); feeds[id].ID != id || id == 0 {
+			if !add(fmt.Errorf("feed_data[%x] belongs to no feed", k)) {
+				return errStop
+			}
+		}
+		return nil
+	})
+}
+
+var errStop = errors.New("stop")
+
+// checkFeedItems checks one feed's items; false means stop.
+func checkFeedItems(feedID uint64, fb *feedBuckets, lastSeq uint64, add func(error) bool) bool {
+	report := func(format string, args ...any) bool {
+		return add(fmt.Errorf("feed %d: "+format, append([]any{feedID}, args...)...))
+	}
+	var nIDs, nItems, nPub uint64
+	err := fb.items.ForEach(func(k, v []byte) error {
+		nItems++
+		seq, ok := getU64(k)
+		if !ok {
+			if !report("bad item key %x", k) {
+				return errStop
+			}
+			return nil
+		}
+		it, err := decodeItem(seq, v)
+		switch {
+		case err != nil:
+			ok = report("%v", err)
+		case it.FeedID != feedID:
+			ok = report("item seq %d has feed id %d", seq, it.FeedID)
+		case seq > lastSeq:
+			ok = report("item seq %d above the last seq %d", seq, lastSeq)
+		default:
+			if id, _ := getU64(fb.ids.Get([]byte(it.ID))); id != seq {
+				ok = report("ids[%q] = %d, want %d", shortID(it.ID), id, seq)
+			} else if v := fb.pub.Get(pubKey(sortTime(&it), seq)); string(v) != it.ID {
+				ok = report("published index entry of item seq %d is %q", seq, shortID(string(v)))
+			}
+		}
+		if !ok {
+			return errStop
+		}
+		return nil
+	})
+	if err != nil {
+		return false
+	}
+	if err := fb.ids.ForEach(func(k, v []byte) error {
+		nIDs++
+		return nil
+	}); err != nil {
+		return false
+	}
+	err = fb.pub.ForEach(func(k, v []byte) error {
+		nPub++
+		if len(k) != pubKeyLen {
+			if !report("bad published key %x", k) {
+				return errStop
+			}
+			return nil
+		}
+		if id, _ := getU64(fb.ids.Get(v)); id != pubKeySeq(k) {
+			if !report("published index entry %x for %q points nowhere", k, shortID(string(v))) {
+				return errStop
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return false
+	}
+	if n := fb.count(); nIDs != n || nItems != n || nPub != n {
+		return report("count %d, but %d ids, %d items, %d published index entries", n, nIDs, nItems, nPub)
+	}
+	return true
+}

@@ -1,0 +1,68 @@
+package storage
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Check finds each kind of broken invariant, so that tests relying on it
+// (the fuzz target above all) would notice a store bug.
+func TestCheckDetectsBrokenInvariants(t *testing.T) {
+	feedData := func(tx *bolt.Tx) *bolt.Bucket { return tx.Bucket(bucketFeedData).Bucket(u64(1)) }
+	tests := []struct {
+		name    string
+		corrupt func(tx *bolt.Tx) error
+	}{
+		{"id index entry missing", func(tx *bolt.Tx) error { return feedData(tx).Bucket(bucketIDs).Delete([]byte("a")) }},
+		{"id index points elsewhere", func(tx *bolt.Tx) error { return feedData(tx).Bucket(bucketIDs).Put([]byte("a"), u64(2)) }},
+		{"item record missing", func(tx *bolt.Tx) error { return feedData(tx).Bucket(bucketItems).Delete(u64(1)) }},
+		{"item record garbage", func(tx *bolt.Tx) error { return feedData(tx).Bucket(bucketItems).Put(u64(1), []byte("{")) }},
+		{"published entry missing", func(tx *bolt.Tx) error {
+			c := feedData(tx).Bucket(bucketPublished).Cursor()
+			c.First()
+			return c.Delete()
+		}},
+		{"published entry extra", func(tx *bolt.Tx) error {
+			return feedData(tx).Bucket(bucketPublished).Put(pubKey(t0, 99), []byte("zz"))
+		}},
+		{"count wrong", func(tx *bolt.Tx) error { return feedData(tx).Put(keyCount, u64(7)) }},
+		{"feed record garbage", func(tx *bolt.Tx) error { return tx.Bucket(bucketFeeds).Put(u64(1), []byte("nope")) }},
+		{"feed not indexed", func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketFeedURL).Delete([]byte("https://example.org/feed"))
+		}},
+		{"index entry without feed", func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketFeedSlug).Put([]byte("sensor/ghost"), u64(9))
+		}},
+		{"data of no feed", func(tx *bolt.Tx) error { return createFeedBuckets(tx, 9) }},
+		{"feed without data", func(tx *bolt.Tx) error { return tx.Bucket(bucketFeedData).DeleteBucket(u64(1)) }},
+		{"schema version wrong", func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySchema, []byte{1}) }},
+		{"item seq above the last", func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyItemSeq, u64(1)) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Open(filepath.Join(t.TempDir(), "slogfeed.db"), Options{NoSync: true, Now: newClock().Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			f := createRemote(t, s, "https://example.org/feed", Retention{})
+			if _, err := s.AddItems(f.ID, []Item{{ID: "a", Published: t0}, {ID: "b"}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Check(); err != nil {
+				t.Fatalf("Check before breaking: %v", err)
+			}
+			if err := s.db.Update(tt.corrupt); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Check(); !errors.Is(err, ErrCorrupt) {
+				t.Errorf("Check = %v, want ErrCorrupt", err)
+			} else {
+				t.Log(err)
+			}
+		})
+	}
+}

@@ -1,0 +1,286 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// CreateFeed stores a new feed. It assigns f.ID (the next feed sequence
+// number; any ID given is ignored) and sets f.Created and f.Updated. A
+// remote feed needs an absolute URL that no other remote feed has (URLs
+// are compared byte for byte: normalise them first); a sensor or pipe
+// feed needs a slug that no other feed of its kind has. It fails with
+// ErrInvalid or ErrFeedExists and then leaves f unchanged.
+func (s *Store) CreateFeed(f *Feed) error {
+	now := s.now()
+	nf := *f
+	nf.Created, nf.Updated = now, now
+	if _, err := validateFeed(&nf); err != nil {
+		return fmt.Errorf("storage: create feed: %w", err)
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		feeds, err := bucket(tx, bucketFeeds)
+		if err != nil {
+			return err
+		}
+		id, err := feeds.NextSequence()
+		if err != nil {
+			return err
+		}
+		nf.ID = id
+		if err := indexFeed(tx, &nf); err != nil {
+			return err
+		}
+		if err := createFeedBuckets(tx, id); err != nil {
+			return err
+		}
+		return putFeed(tx, &nf)
+	})
+	if err != nil {
+		return fmt.Errorf("storage: create feed: %w", err)
+	}
+	*f = nf
+	return nil
+}
+
+// UpdateFeed reads feed id, calls fn on it and writes the result, all in
+// one transaction, so concurrent updates never lose each other's changes.
+// fn may change anything but the ID and Created (changes to them are
+// ignored); an error from fn aborts the update and is returned wrapped.
+// Updated is set to Options.Now. The URL and slug indexes follow changes
+// of URL, slug and kind, with the same uniqueness rules as CreateFeed.
+func (s *Store) UpdateFeed(id uint64, fn func(*Feed) error) (Feed, error) {
+	var out Feed
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		old, err := getFeed(tx, id)
+		if err != nil {
+			return err
+		}
+		nf := old
+		// fn gets its own copy of the category slice and sleep windows,
+		// so a failed update cannot leak into old.
+		nf.Category = append([]string(nil), old.Category...)
+		nf.Sleep.Daily = append(nf.Sleep.Daily[:0:0], old.Sleep.Daily...)
+		nf.Sleep.Windows = append(nf.Sleep.Windows[:0:0], old.Sleep.Windows...)
+		if old.Extract != nil {
+			e := *old.Extract
+			nf.Extract = &e
+		}
+		if err := fn(&nf); err != nil {
+			return err
+		}
+		nf.ID, nf.Created, nf.Updated = old.ID, old.Created, s.now()
+		if _, err := validateFeed(&nf); err != nil {
+			return err
+		}
+		if err := unindexFeed(tx, &old); err != nil {
+			return err
+		}
+		if err := indexFeed(tx, &nf); err != nil {
+			return err
+		}
+		if err := putFeed(tx, &nf); err != nil {
+			return err
+		}
+		out = nf
+		return nil
+	})
+	if err != nil {
+		return Feed{}, fmt.Errorf("storage: update feed %d: %w", id, err)
+	}
+	return out, nil
+}
+
+// Feed returns feed id, or ErrFeedNotFound.
+func (s *Store) Feed(id uint64) (Feed, error) {
+	var f Feed
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		f, err = getFeed(tx, id)
+		return err
+	})
+	if err != nil {
+		return Feed{}, fmt.Errorf("storage: feed %d: %w", id, err)
+	}
+	return f, nil
+}
+
+// FeedByURL returns the remote feed with this exact URL, or
+// ErrFeedNotFound.
+func (s *Store) FeedByURL(url string) (Feed, error) {
+	return s.feedByIndex(bucketFeedURL, []byte(url), fmt.Sprintf("url %q", shortID(url)))
+}
+
+// FeedBySlug returns the feed of this kind with this slug, or
+// ErrFeedNotFound.
+func (s *Store) FeedBySlug(kind Kind, slug string) (Feed, error) {
+	return s.feedByIndex(bucketFeedSlug, slugKey(kind, slug), fmt.Sprintf("%s slug %q", kind, shortID(slug)))
+}
+
+func (s *Store) feedByIndex(index, key []byte, what string) (Feed, error) {
+	var f Feed
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b, err := bucket(tx, index)
+		if err != nil {
+			return err
+		}
+		if len(key) == 0 || len(key) > bolt.MaxKeySize {
+			return ErrFeedNotFound
+		}
+		id, ok := getU64(b.Get(key))
+		if !ok {
+			return ErrFeedNotFound
+		}
+		f, err = getFeed(tx, id)
+		return err
+	})
+	if err != nil {
+		return Feed{}, fmt.Errorf("storage: feed with %s: %w", what, err)
+	}
+	return f, nil
+}
+
+// Feeds returns all feeds in order of ID.
+func (s *Store) Feeds() ([]Feed, error) {
+	var out []Feed
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b, err := bucket(tx, bucketFeeds)
+		if err != nil {
+			return err
+		}
+		return b.ForEach(func(k, v []byte) error {
+			f, err := decodeFeed(k, v)
+			if err != nil {
+				return err
+			}
+			out = append(out, f)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("storage: feeds: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteFeed removes feed id with all its items and observations, or
+// fails with ErrFeedNotFound.
+func (s *Store) DeleteFeed(id uint64) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		f, err := getFeed(tx, id)
+		if err != nil {
+			return err
+		}
+		if err := unindexFeed(tx, &f); err != nil {
+			return err
+		}
+		feeds, err := bucket(tx, bucketFeeds)
+		if err != nil {
+			return err
+		}
+		if err := feeds.Delete(u64(id)); err != nil {
+			return err
+		}
+		data, err := bucket(tx, bucketFeedData)
+		if err != nil {
+			return err
+		}
+		if data.Bucket(u64(id)) != nil {
+			return data.DeleteBucket(u64(id))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("storage: delete feed %d: %w", id, err)
+	}
+	return nil
+}
+
+// bucket returns a top-level bucket, which migrations guarantee.
+func bucket(tx *bolt.Tx, name []byte) (*bolt.Bucket, error) {
+	b := tx.Bucket(name)
+	if b == nil {
+		return nil, corruptf("bucket %s missing", name)
+	}
+	return b, nil
+}
+
+func getFeed(tx *bolt.Tx, id uint64) (Feed, error) {
+	feeds, err := bucket(tx, bucketFeeds)
+	if err != nil {
+		return Feed{}, err
+	}
+	k := u64(id)
+	v := feeds.Get(k)
+	if v == nil {
+		return Feed{}, ErrFeedNotFound
+	}
+	return decodeFeed(k, v)
+}
+
+func decodeFeed(k, v []byte) (Feed, error) {
+	var f Feed
+	if err := json.Unmarshal(v, &f); err != nil {
+		return Feed{}, corruptf("feed record %x: %v", k, err)
+	}
+	if id, _ := getU64(k); f.ID != id {
+		return Feed{}, corruptf("feed record %x holds id %d", k, f.ID)
+	}
+	return f, nil
+}
+
+func putFeed(tx *bolt.Tx, f *Feed) error {
+	raw, err := validateFeed(f)
+	if err != nil {
+		return err
+	}
+	feeds, err := bucket(tx, bucketFeeds)
+	if err != nil {
+		return err
+	}
+	return feeds.Put(u64(f.ID), raw)
+}
+
+// indexKey returns the index bucket and key of a feed: the URL of a remote
+// feed, the kind/slug of a sensor or pipe feed.
+func indexKey(f *Feed) (index, key []byte) {
+	if f.Kind == KindRemote {
+		return bucketFeedURL, []byte(f.URL)
+	}
+	return bucketFeedSlug, slugKey(f.Kind, f.Slug)
+}
+
+// indexFeed adds f to its index, failing with ErrFeedExists when another
+// feed holds the key.
+func indexFeed(tx *bolt.Tx, f *Feed) error {
+	name, key := indexKey(f)
+	b, err := bucket(tx, name)
+	if err != nil {
+		return err
+	}
+	if v := b.Get(key); v != nil {
+		if id, _ := getU64(v); id != f.ID {
+			if f.Kind == KindRemote {
+				return fmt.Errorf("%w: feed %d has URL %q", ErrFeedExists, id, shortID(f.URL))
+			}
+			return fmt.Errorf("%w: %s feed %d has slug %q", ErrFeedExists, f.Kind, id, f.Slug)
+		}
+	}
+	return b.Put(key, u64(f.ID))
+}
+
+// unindexFeed removes f's index entry if it points at f.
+func unindexFeed(tx *bolt.Tx, f *Feed) error {
+	name, key := indexKey(f)
+	b, err := bucket(tx, name)
+	if err != nil {
+		return err
+	}
+	if v := b.Get(key); v != nil && bytes.Equal(v, u64(f.ID)) {
+		return b.Delete(key)
+	}
+	return nil
+}

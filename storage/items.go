@@ -1,0 +1,459 @@
+package storage
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Order is the order Items returns items in.
+type Order int
+
+// Item orders.
+const (
+	// ByArrival is newest arrival (highest Seq) first. With
+	// ItemQuery.AfterSeq set, it is oldest first instead (see there).
+	ByArrival Order = iota
+	// ByPublished is newest publish time first (items without a publish
+	// time are placed by the time they were fetched); ties by newest Seq.
+	ByPublished
+	// ByArrivalAsc is oldest arrival (lowest Seq) first: what an
+	// incremental consumer reads, from AfterSeq 0 on its first run.
+	ByArrivalAsc
+)
+
+// ItemQuery selects items of one feed.
+type ItemQuery struct {
+	// Limit caps the number of items returned; ≤ 0 means all.
+	Limit int
+	// Order of the result.
+	Order Order
+	// AfterSeq, when not 0, returns only items with Seq > AfterSeq, oldest
+	// first (the Order must be ByArrival or ByArrivalAsc). An incremental
+	// consumer remembers the last Seq it read and passes it here; Seq
+	// values are store-wide and never reused.
+	AfterSeq uint64
+	// Since and Until, when not zero, keep only items whose publish time
+	// (fetch time for items without one) is in [Since, Until).
+	Since, Until time.Time
+}
+
+// AddItems stores new items of feed feedID and returns those it added, in
+// input order, with FeedID, Seq and (when zero) Fetched set.
+//
+// Items are deduplicated by ID within the feed. An item whose ID is
+// already stored is not added again; when its title, summary, content,
+// updated date or reading differ, and its updated date is not older than
+// the stored one, those fields are replaced in place and the item keeps
+// its Seq, Published and Fetched (it is not returned as added). A zero
+// Updated or a nil Reading leaves the stored one alone. Later duplicates
+// within one call are treated the same way.
+//
+// An item that retention would drop at once is not stored: one older than
+// Retention.MaxAge, or, when the feed already holds Retention.MaxItems,
+// one not newer than the oldest it holds (otherwise an item that fell out
+// of the window would come back as new on every fetch). After adding, the
+// feed's retention is applied in the same transaction, and items it
+// removed are not returned as added.
+//
+// Invalid items (see the Max* limits and ErrInvalid) are refused one by
+// one, and so is an update that would make the stored item larger than
+// MaxItemSize: the valid items are still written and the error joins one
+// *ItemError per refused item. An error from the Reducer does not undo
+// the additions either: the items are stored, retention is skipped (it
+// runs again on the next call) and the reducer's error is joined to the
+// result. Any other error means nothing was written. The call is one
+// transaction: when it returns, what it added is durable.
+func (s *Store) AddItems(feedID uint64, items []Item) (added []Item, err error) {
+	now := s.now()
+	var errs []error
+	valid := make([]Item, 0, len(items))
+	index := make([]int, 0, len(items)) // valid[i] is items[index[i]]
+	for i := range items {
+		it := items[i]
+		it.FeedID, it.Seq = feedID, 0
+		if it.Fetched.IsZero() {
+			it.Fetched = now
+		}
+		if err := validateItem(&it); err != nil {
+			errs = append(errs, &ItemError{Index: i, ID: shortID(it.ID), Err: err})
+			continue
+		}
+		valid = append(valid, it)
+		index = append(index, i)
+	}
+	var retErr error
+	var updateErrs []error
+	txErr := s.db.Update(func(tx *bolt.Tx) error {
+		added, retErr, updateErrs = nil, nil, nil
+		feed, err := getFeed(tx, feedID)
+		if err != nil {
+			return err
+		}
+		fb, err := openFeedBuckets(tx, feedID)
+		if err != nil {
+			return err
+		}
+		if fb == nil {
+			return corruptf("feed %d has no data buckets", feedID)
+		}
+		skip := admission(fb, feed.Retention, now)
+		addedAt := map[string]int{}
+		for i := range valid {
+			it := &valid[i]
+			old, found, err := getItem(fb, it.ID)
+			if err != nil {
+				return err
+			}
+			if found {
+				if !changed(&old, it) {
+					continue
+				}
+				merge(&old, it)
+				if err := putItemRecord(fb, &old); errors.Is(err, ErrInvalid) {
+					// The stored fields plus the new ones are too large.
+					updateErrs = append(updateErrs, &ItemError{Index: index[i], ID: shortID(it.ID), Err: err})
+					continue
+				} else if err != nil {
+					return err
+				}
+				if j, ok := addedAt[it.ID]; ok {
+					added[j] = old
+				}
+				continue
+			}
+			if skip(it) {
+				continue
+			}
+			if err := insertItem(tx, fb, it); err != nil {
+				return err
+			}
+			addedAt[it.ID] = len(added)
+			added = append(added, *it)
+		}
+		removed, err := s.retain(tx, feed, fb, now)
+		var re *reducerError
+		switch {
+		case errors.As(err, &re):
+			retErr = fmt.Errorf("storage: retention of feed %d: %w", feedID, re.err)
+		case err != nil:
+			return err
+		}
+		if removed > 0 || retErr == nil && feed.Retention != (Retention{}) {
+			// Retention may have removed (or a digest replaced) items
+			// added here: report only those still stored as added.
+			kept := added[:0]
+			for _, it := range added {
+				if v, _ := getU64(fb.ids.Get([]byte(it.ID))); v == it.Seq {
+					kept = append(kept, it)
+				}
+			}
+			added = kept
+		}
+		return nil
+	})
+	if txErr != nil {
+		return nil, fmt.Errorf("storage: add items to feed %d: %w", feedID, txErr)
+	}
+	errs = append(errs, updateErrs...)
+	return added, errors.Join(append(errs, retErr)...)
+}
+
+// admission returns the filter that keeps out items retention would
+// remove at once.
+func admission(fb *feedBuckets, r Retention, now time.Time) func(*Item) bool {
+	var cutoff, oldest time.Time
+	if r.MaxAge > 0 {
+		cutoff = now.Add(-r.MaxAge)
+	}
+	full := false
+	if r.MaxItems > 0 && fb.count() >= uint64(r.MaxItems) {
+		if k, _ := fb.pub.Cursor().First(); len(k) == pubKeyLen {
+			full, oldest = true, pubKeyTime(k)
+		}
+	}
+	return func(it *Item) bool {
+		t := sortTime(it)
+		return !cutoff.IsZero() && t.Before(cutoff) || full && !t.After(oldest)
+	}
+}
+
+// changed reports whether in is an update of stored item old worth
+// writing: one of the fields an update replaces differs, and in is not an
+// older version (by its updated date) than old. A zero Updated or a nil
+// Reading in the update means "not given" and never erases a stored one.
+func changed(old, in *Item) bool {
+	if !in.Updated.IsZero() && in.Updated.Before(old.Updated) {
+		return false
+	}
+	return old.Title != in.Title || old.Summary != in.Summary || old.Content != in.Content ||
+		!in.Updated.IsZero() && !old.Updated.Equal(in.Updated) ||
+		in.Reading != nil && !sameReading(old.Reading, in.Reading)
+}
+
+// merge copies the fields an update replaces from in to old.
+func merge(old, in *Item) {
+	old.Title, old.Summary, old.Content = in.Title, in.Summary, in.Content
+	if !in.Updated.IsZero() {
+		old.Updated = in.Updated
+	}
+	if in.Reading != nil {
+		old.Reading = in.Reading
+	}
+}
+
+func sameReading(a, b *Reading) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Value == b.Value && a.Unit == b.Unit && a.Sensor == b.Sensor && a.Time.Equal(b.Time) &&
+		sameFloatPtr(a.Lat, b.Lat) && sameFloatPtr(a.Lon, b.Lon)
+}
+
+func sameFloatPtr(a, b *float64) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// insertItem gives it the next Seq and writes it with its index entries.
+func insertItem(tx *bolt.Tx, fb *feedBuckets, it *Item) error {
+	seq, err := nextItemSeq(tx)
+	if err != nil {
+		return err
+	}
+	it.Seq = seq
+	if err := putItemRecord(fb, it); err != nil {
+		return err
+	}
+	if err := fb.ids.Put([]byte(it.ID), u64(seq)); err != nil {
+		return err
+	}
+	if err := fb.pub.Put(pubKey(sortTime(it), seq), []byte(it.ID)); err != nil {
+		return err
+	}
+	return fb.setCount(fb.count() + 1)
+}
+
+// deleteItem removes it (as stored) and its index entries.
+func deleteItem(fb *feedBuckets, it *Item) error {
+	return deleteEntry(fb, overEntry{key: pubKey(sortTime(it), it.Seq), id: it.ID})
+}
+
+// putItemRecord writes the item's JSON under its Seq, or fails with
+// ErrInvalid (writing nothing) when it cannot be encoded or is larger than
+// MaxItemSize.
+func putItemRecord(fb *feedBuckets, it *Item) error {
+	raw, err := json.Marshal(it)
+	if err != nil {
+		return invalidf("item cannot be encoded: %v", err)
+	}
+	if len(raw) > MaxItemSize {
+		return invalidf("item is %d bytes encoded, more than %d", len(raw), MaxItemSize)
+	}
+	return fb.items.Put(u64(it.Seq), raw)
+}
+
+// getItem loads the item with this ID.
+func getItem(fb *feedBuckets, id string) (Item, bool, error) {
+	if id == "" || len(id) > bolt.MaxKeySize {
+		return Item{}, false, nil
+	}
+	sk := fb.ids.Get([]byte(id))
+	if sk == nil {
+		return Item{}, false, nil
+	}
+	seq, ok := getU64(sk)
+	if !ok {
+		return Item{}, false, corruptf("item %q: bad seq %x", shortID(id), sk)
+	}
+	it, err := getItemBySeq(fb, seq)
+	if err != nil {
+		return Item{}, false, err
+	}
+	if it.ID != id {
+		return Item{}, false, corruptf("item %q: seq %d holds item %q", shortID(id), seq, shortID(it.ID))
+	}
+	return it, true, nil
+}
+
+// getItemBySeq loads the item stored under seq.
+func getItemBySeq(fb *feedBuckets, seq uint64) (Item, error) {
+	v := fb.items.Get(u64(seq))
+	if v == nil {
+		return Item{}, corruptf("item seq %d missing", seq)
+	}
+	return decodeItem(seq, v)
+}
+
+func decodeItem(seq uint64, v []byte) (Item, error) {
+	var it Item
+	if err := json.Unmarshal(v, &it); err != nil {
+		return Item{}, corruptf("item seq %d: %v", seq, err)
+	}
+	if it.Seq != seq {
+		return Item{}, corruptf("item record %d holds seq %d", seq, it.Seq)
+	}
+	return it, nil
+}
+
+// Items returns items of feed feedID selected by q, or ErrFeedNotFound.
+func (s *Store) Items(feedID uint64, q ItemQuery) ([]Item, error) {
+	if q.Order < ByArrival || q.Order > ByArrivalAsc {
+		return nil, fmt.Errorf("storage: items of feed %d: %w", feedID, invalidf("unknown order %d", q.Order))
+	}
+	if q.AfterSeq > 0 && q.Order == ByPublished {
+		return nil, fmt.Errorf("storage: items of feed %d: %w", feedID, invalidf("AfterSeq needs arrival order"))
+	}
+	if !q.Since.IsZero() && !q.Until.IsZero() && q.Until.Before(q.Since) {
+		return nil, fmt.Errorf("storage: items of feed %d: %w", feedID, invalidf("Until %v is before Since %v", q.Until, q.Since))
+	}
+	var out []Item
+	err := s.db.View(func(tx *bolt.Tx) error {
+		fb, err := s.feedBuckets(tx, feedID)
+		if err != nil {
+			return err
+		}
+		full := func() bool { return q.Limit > 0 && len(out) >= q.Limit }
+		inWindow := func(t time.Time) bool {
+			return (q.Since.IsZero() || !t.Before(q.Since)) && (q.Until.IsZero() || t.Before(q.Until))
+		}
+		if q.Order == ByPublished {
+			c := fb.pub.Cursor()
+			var k []byte
+			if q.Until.IsZero() {
+				k, _ = c.Last()
+			} else if k, _ = c.Seek(pubKey(q.Until, 0)); k == nil {
+				k, _ = c.Last()
+			} else {
+				k, _ = c.Prev()
+			}
+			for ; k != nil && !full(); k, _ = c.Prev() {
+				if len(k) != pubKeyLen {
+					return corruptf("feed %d: bad published key %x", feedID, k)
+				}
+				t := pubKeyTime(k)
+				if !q.Since.IsZero() && t.Before(q.Since) {
+					break
+				}
+				if !inWindow(t) {
+					continue
+				}
+				it, err := getItemBySeq(fb, pubKeySeq(k))
+				if err != nil {
+					return err
+				}
+				out = append(out, it)
+			}
+			return nil
+		}
+		c := fb.items.Cursor()
+		var k, v []byte
+		next := c.Prev
+		switch {
+		case q.AfterSeq > 0:
+			k, v = c.Seek(u64(q.AfterSeq + 1))
+			next = c.Next
+			if q.AfterSeq == ^uint64(0) {
+				k = nil
+			}
+		case q.Order == ByArrivalAsc:
+			k, v = c.First()
+			next = c.Next
+		default:
+			k, v = c.Last()
+		}
+		for ; k != nil && !full(); k, v = next() {
+			seq, ok := getU64(k)
+			if !ok {
+				return corruptf("feed %d: bad item key %x", feedID, k)
+			}
+			it, err := decodeItem(seq, v)
+			if err != nil {
+				return err
+			}
+			if inWindow(sortTime(&it)) {
+				out = append(out, it)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("storage: items of feed %d: %w", feedID, err)
+	}
+	return out, nil
+}
+
+// Item returns the item of feed feedID with this ID, or ErrFeedNotFound or
+// ErrItemNotFound.
+func (s *Store) Item(feedID uint64, itemID string) (Item, error) {
+	var it Item
+	err := s.db.View(func(tx *bolt.Tx) error {
+		fb, err := s.feedBuckets(tx, feedID)
+		if err != nil {
+			return err
+		}
+		var found bool
+		it, found, err = getItem(fb, itemID)
+		if err == nil && !found {
+			err = ErrItemNotFound
+		}
+		return err
+	})
+	if err != nil {
+		return Item{}, fmt.Errorf("storage: item %q of feed %d: %w", shortID(itemID), feedID, err)
+	}
+	return it, nil
+}
+
+// CountItems returns how many items feed feedID holds, or ErrFeedNotFound.
+func (s *Store) CountItems(feedID uint64) (int, error) {
+	var n uint64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		fb, err := s.feedBuckets(tx, feedID)
+		if err != nil {
+			return err
+		}
+		n = fb.count()
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("storage: count items of feed %d: %w", feedID, err)
+	}
+	return int(n), nil
+}
+
+// LastSeq returns the highest Seq given to an item so far (0 when none).
+// Items added later have higher Seq values.
+func (s *Store) LastSeq() (uint64, error) {
+	var seq uint64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		meta, err := bucket(tx, bucketMeta)
+		if err != nil {
+			return err
+		}
+		seq, _ = getU64(meta.Get(keyItemSeq))
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("storage: last seq: %w", err)
+	}
+	return seq, nil
+}
+
+// feedBuckets returns the data buckets of an existing feed, or
+// ErrFeedNotFound.
+func (s *Store) feedBuckets(tx *bolt.Tx, feedID uint64) (*feedBuckets, error) {
+	fb, err := openFeedBuckets(tx, feedID)
+	if err != nil {
+		return nil, err
+	}
+	if fb == nil {
+		return nil, ErrFeedNotFound
+	}
+	return fb, nil
+}

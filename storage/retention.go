@@ -1,0 +1,181 @@
+package storage
+
+import (
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Reducer decides what happens to the items a feed holds beyond its
+// Retention, instead of simply deleting them: the hook of the transform
+// package's PACK data-reduction policies.
+//
+// Reduce is given the feed and its items over capacity, oldest first (by
+// publish time, then arrival): the oldest beyond Retention.MaxItems and
+// all older than Retention.MaxAge. It returns the items to keep (matched
+// by Seq; changes to them are ignored, and items not among the given ones
+// are ignored) and digest items to add, which summarise the dropped ones.
+// Every given item not kept is deleted. A digest item whose ID the feed
+// already holds replaces that item entirely and gets a new Seq, so
+// incremental readers see the merged digest; its FeedID and Seq are set
+// by the store, and Fetched when zero. Digest items are checked like any
+// other item; an invalid one fails the reduction.
+//
+// Reduce runs inside the store's write transaction: it must not call the
+// Store, and should be quick. When it returns an error (or an invalid
+// digest), nothing is removed and the error is reported (see AddItems and
+// ApplyRetention).
+type Reducer interface {
+	Reduce(feed Feed, items []Item) (keep []Item, digest []Item, err error)
+}
+
+// reducerError marks an error of the Reducer, which does not abort the
+// transaction of AddItems.
+type reducerError struct{ err error }
+
+func (e *reducerError) Error() string { return e.err.Error() }
+func (e *reducerError) Unwrap() error { return e.err }
+
+// ApplyRetention applies feed feedID's Retention now and returns how many
+// items it removed (digest items added by a Reducer are not counted).
+// Without a Reducer, it deletes the oldest items (by publish time) beyond
+// Retention.MaxItems and those published before Options.Now minus
+// Retention.MaxAge. AddItems calls it after every addition; call it
+// periodically too, so age limits apply to feeds that stopped publishing.
+func (s *Store) ApplyRetention(feedID uint64) (removed int, err error) {
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		feed, err := getFeed(tx, feedID)
+		if err != nil {
+			return err
+		}
+		fb, err := s.feedBuckets(tx, feedID)
+		if err != nil {
+			return err
+		}
+		removed, err = s.retain(tx, feed, fb, s.now())
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("storage: retention of feed %d: %w", feedID, err)
+	}
+	return removed, nil
+}
+
+// overEntry is one published-index entry beyond retention.
+type overEntry struct {
+	key []byte
+	id  string
+}
+
+// retain applies the feed's retention inside tx. A Reducer failure comes
+// back as a *reducerError, with nothing changed.
+func (s *Store) retain(tx *bolt.Tx, feed Feed, fb *feedBuckets, now time.Time) (int, error) {
+	r := feed.Retention
+	if r.MaxItems <= 0 && r.MaxAge <= 0 {
+		return 0, nil
+	}
+	var over uint64
+	if n := fb.count(); r.MaxItems > 0 && n > uint64(r.MaxItems) {
+		over = n - uint64(r.MaxItems)
+	}
+	var cutoff time.Time
+	if r.MaxAge > 0 {
+		cutoff = now.Add(-r.MaxAge)
+	}
+	var entries []overEntry
+	c := fb.pub.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if len(k) != pubKeyLen {
+			return 0, corruptf("feed %d: bad published key %x", feed.ID, k)
+		}
+		old := !cutoff.IsZero() && pubKeyTime(k).Before(cutoff)
+		if uint64(len(entries)) >= over && !old {
+			break
+		}
+		entries = append(entries, overEntry{key: append([]byte(nil), k...), id: string(v)})
+	}
+	if len(entries) == 0 {
+		return 0, nil
+	}
+	red := s.currentReducer()
+	if red == nil {
+		for _, e := range entries {
+			if err := deleteEntry(fb, e); err != nil {
+				return 0, err
+			}
+		}
+		return len(entries), nil
+	}
+
+	items := make([]Item, len(entries))
+	for i, e := range entries {
+		it, err := getItemBySeq(fb, pubKeySeq(e.key))
+		if err != nil {
+			return 0, err
+		}
+		items[i] = it
+	}
+	keep, digest, err := red.Reduce(feed, items)
+	if err != nil {
+		return 0, &reducerError{err}
+	}
+	digests := make([]Item, len(digest))
+	for i, d := range digest {
+		d.FeedID, d.Seq = feed.ID, 0
+		if d.Fetched.IsZero() {
+			d.Fetched = now
+		}
+		if err := validateItem(&d); err != nil {
+			return 0, &reducerError{fmt.Errorf("digest item %d (id %q): %w", i, shortID(d.ID), err)}
+		}
+		digests[i] = d
+	}
+	kept := make(map[uint64]bool, len(keep))
+	for _, it := range keep {
+		kept[it.Seq] = true
+	}
+	removed := 0
+	for _, e := range entries {
+		if kept[pubKeySeq(e.key)] {
+			continue
+		}
+		if err := deleteEntry(fb, e); err != nil {
+			return 0, err
+		}
+		removed++
+	}
+	for i := range digests {
+		d := &digests[i]
+		old, found, err := getItem(fb, d.ID)
+		if err != nil {
+			return 0, err
+		}
+		if found {
+			if err := deleteItem(fb, &old); err != nil {
+				return 0, err
+			}
+		}
+		if err := insertItem(tx, fb, d); err != nil {
+			return 0, err
+		}
+	}
+	return removed, nil
+}
+
+// deleteEntry deletes the item of a published-index entry.
+func deleteEntry(fb *feedBuckets, e overEntry) error {
+	if err := fb.items.Delete(u64(pubKeySeq(e.key))); err != nil {
+		return err
+	}
+	if err := fb.ids.Delete([]byte(e.id)); err != nil {
+		return err
+	}
+	if err := fb.pub.Delete(e.key); err != nil {
+		return err
+	}
+	if n := fb.count(); n > 0 {
+		return fb.setCount(n - 1)
+	}
+	return nil
+}

@@ -1,0 +1,132 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// DefaultLockTimeout is how long Open waits for a data file held by another
+// process when Options.LockTimeout is zero.
+const DefaultLockTimeout = time.Second
+
+// DefaultMaxObservations is how many observations per feed are kept when
+// Options.MaxObservations is zero.
+const DefaultMaxObservations = 2000
+
+// Options configure a Store. The zero value is ready to use.
+type Options struct {
+	// LockTimeout bounds the wait for a data file held by another process;
+	// Open then fails with ErrLocked. Zero means DefaultLockTimeout.
+	LockTimeout time.Duration
+	// NoSync skips fsync after each commit. Only for tests and benchmarks:
+	// a crash may lose or corrupt acknowledged writes.
+	NoSync bool
+	// Now stamps Created, Updated and Fetched and is the reference of
+	// Retention.MaxAge. Nil means time.Now.
+	Now func() time.Time
+	// MaxObservations is how many observations are kept per feed (the
+	// newest). Zero means DefaultMaxObservations.
+	MaxObservations int
+}
+
+// Store is slogfeed's data file. It is safe for concurrent use: reads run
+// in parallel, writes are serialised by bbolt, and every method is one
+// transaction, durable when it returns (unless Options.NoSync).
+type Store struct {
+	db      *bolt.DB
+	path    string
+	now     func() time.Time
+	maxObs  int
+	reducer atomic.Pointer[reducerBox]
+}
+
+type reducerBox struct{ r Reducer }
+
+// Open opens the data file at path, creating it (mode 0600, parent
+// directories 0700) when it does not exist, and brings its schema up to
+// date. It fails with ErrLocked when another process holds the file,
+// ErrSchemaTooNew when a newer slogfeed wrote it, and ErrCorrupt when it is
+// not a slogfeed data file.
+func Open(path string, opt Options) (*Store, error) {
+	return open(path, opt, migrations)
+}
+
+func open(path string, opt Options, migs []migration) (*Store, error) {
+	if path == "" {
+		return nil, fmt.Errorf("storage: open: %w: empty path", ErrInvalid)
+	}
+	if opt.LockTimeout <= 0 {
+		opt.LockTimeout = DefaultLockTimeout
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.MaxObservations <= 0 {
+		opt.MaxObservations = DefaultMaxObservations
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", path, err)
+	}
+	db, err := openBolt(path, &bolt.Options{Timeout: opt.LockTimeout, NoSync: opt.NoSync})
+	switch {
+	case errors.Is(err, bolterrors.ErrTimeout):
+		return nil, fmt.Errorf("storage: data file %s is in use by another slogfeed process (waited %s): %w",
+			path, opt.LockTimeout, ErrLocked)
+	case errors.Is(err, bolterrors.ErrInvalid), errors.Is(err, bolterrors.ErrVersionMismatch),
+		errors.Is(err, bolterrors.ErrChecksum), errors.Is(err, ErrCorrupt):
+		return nil, fmt.Errorf("storage: open %s: %w (%v)", path, ErrCorrupt, err)
+	case err != nil:
+		return nil, fmt.Errorf("storage: open %s: %w", path, err)
+	}
+	if err := migrate(db, migs); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Store{db: db, path: path, now: opt.Now, maxObs: opt.MaxObservations}, nil
+}
+
+// openBolt opens the bbolt file, turning a panic of bbolt on a damaged file
+// into ErrCorrupt.
+func openBolt(path string, opt *bolt.Options) (db *bolt.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			db, err = nil, corruptf("%v", r)
+		}
+	}()
+	return bolt.Open(path, 0o600, opt)
+}
+
+// Close closes the data file, waiting for running transactions to end.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("storage: close %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// Path returns the data file's path.
+func (s *Store) Path() string { return s.path }
+
+// SetReducer installs r as the retention reducer (nil removes it). See
+// Reducer and ApplyRetention.
+func (s *Store) SetReducer(r Reducer) {
+	if r == nil {
+		s.reducer.Store(nil)
+		return
+	}
+	s.reducer.Store(&reducerBox{r})
+}
+
+func (s *Store) currentReducer() Reducer {
+	if b := s.reducer.Load(); b != nil {
+		return b.r
+	}
+	return nil
+}

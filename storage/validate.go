@@ -1,0 +1,139 @@
+package storage
+
+import (
+	"encoding/json"
+	"math"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+)
+
+// Limits on what the store accepts. Input beyond them fails with
+// ErrInvalid; callers that read hostile input (the aggregator, the API)
+// should truncate or refuse it earlier with a message of their own.
+const (
+	// MaxItemSize bounds an item's JSON encoding, that is, everything the
+	// item carries (content, summary, enclosures…).
+	MaxItemSize = 1 << 20
+	// MaxFeedSize bounds a feed record's JSON encoding.
+	MaxFeedSize = 1 << 20
+	// MaxObservationSize bounds an observation's JSON encoding.
+	MaxObservationSize = 1 << 20
+	// MaxIDLen bounds an item id, in bytes.
+	MaxIDLen = 2048
+	// MaxTitleLen bounds item and feed titles, in bytes.
+	MaxTitleLen = 4096
+	// MaxURLLen bounds a feed URL, in bytes.
+	MaxURLLen = 4096
+	// MaxSlugLen bounds a sensor or pipe feed's slug, in bytes.
+	MaxSlugLen = 128
+)
+
+// validateFeed checks a feed before it is written and returns its JSON.
+func validateFeed(f *Feed) ([]byte, error) {
+	switch f.Kind {
+	case KindRemote:
+		if err := validateURL(f.URL); err != nil {
+			return nil, err
+		}
+	case KindSensor, KindPipe:
+		if err := validateSlug(f.Slug); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, invalidf("unknown feed kind %q", shortID(string(f.Kind)))
+	}
+	if len(f.Title) > MaxTitleLen {
+		return nil, invalidf("title is %d bytes, more than %d", len(f.Title), MaxTitleLen)
+	}
+	if math.IsNaN(f.Weight) || math.IsInf(f.Weight, 0) || f.Weight < 0 {
+		return nil, invalidf("weight %v is not a finite number ≥ 0", f.Weight)
+	}
+	raw, err := json.Marshal(f)
+	if err != nil {
+		return nil, invalidf("feed cannot be encoded: %v", err)
+	}
+	if len(raw) > MaxFeedSize {
+		return nil, invalidf("feed record is %d bytes, more than %d", len(raw), MaxFeedSize)
+	}
+	return raw, nil
+}
+
+// validateURL accepts an absolute URL without spaces or control characters.
+// Whether its scheme and host may be fetched is the aggregator's decision.
+func validateURL(u string) error {
+	switch {
+	case u == "":
+		return invalidf("remote feed without URL")
+	case len(u) > MaxURLLen:
+		return invalidf("URL is %d bytes, more than %d", len(u), MaxURLLen)
+	case !utf8.ValidString(u):
+		return invalidf("URL is not valid UTF-8")
+	case strings.ContainsFunc(u, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		return invalidf("URL %q contains spaces or control characters", shortID(u))
+	}
+	p, err := url.Parse(u)
+	if err != nil {
+		return invalidf("URL %q: %v", shortID(u), err)
+	}
+	if p.Scheme == "" {
+		return invalidf("URL %q is not absolute", shortID(u))
+	}
+	return nil
+}
+
+// validateSlug accepts 1 to MaxSlugLen unreserved URL characters
+// (A–Z a–z 0–9 - . _ ~), other than "." and "..".
+func validateSlug(s string) error {
+	switch {
+	case s == "":
+		return invalidf("sensor or pipe feed without slug")
+	case len(s) > MaxSlugLen:
+		return invalidf("slug is %d bytes, more than %d", len(s), MaxSlugLen)
+	case s == "." || s == "..":
+		return invalidf("slug %q is not allowed", s)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~') {
+			return invalidf("slug %q: character %q is not one of A-Z a-z 0-9 - . _ ~", shortID(s), c)
+		}
+	}
+	return nil
+}
+
+// validateItem checks an item whose FeedID and Fetched are already set.
+// Its size is measured with the largest possible Seq, so the record
+// written later, with the real Seq, is never larger.
+func validateItem(it *Item) error {
+	switch {
+	case it.ID == "":
+		return invalidf("item without id")
+	case len(it.ID) > MaxIDLen:
+		return invalidf("id is %d bytes, more than %d", len(it.ID), MaxIDLen)
+	case !utf8.ValidString(it.ID):
+		return invalidf("id is not valid UTF-8")
+	case len(it.Title) > MaxTitleLen:
+		return invalidf("title is %d bytes, more than %d", len(it.Title), MaxTitleLen)
+	}
+	if r := it.Reading; r != nil {
+		if !finite(r.Value) {
+			return invalidf("reading value %v is not a finite number", r.Value)
+		}
+		if r.Lat != nil && !finite(*r.Lat) || r.Lon != nil && !finite(*r.Lon) {
+			return invalidf("reading position is not finite")
+		}
+	}
+	probe := *it
+	probe.Seq = math.MaxUint64
+	raw, err := json.Marshal(&probe)
+	if err != nil {
+		return invalidf("item cannot be encoded: %v", err)
+	}
+	if len(raw) > MaxItemSize {
+		return invalidf("item is %d bytes encoded, more than %d", len(raw), MaxItemSize)
+	}
+	return nil
+}
+
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }

@@ -1,0 +1,364 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/schedule"
+	"github.com/slogfeed/slogfeed/storage"
+)
+
+// maxBody caps every JSON request body.
+const maxBody = 64 << 10
+
+// Aggregator is what the API needs of the live aggregator
+// (aggregator.Service implements it).
+type Aggregator interface {
+	Subscribe(f storage.Feed) (storage.Feed, error)
+	Unsubscribe(id uint64) error
+	State(id uint64) (schedule.State, bool)
+	NextFetch(id uint64) (time.Time, bool)
+}
+
+// api serves /api/v1/feeds.
+type api struct {
+	store *storage.Store
+	agg   Aggregator
+	log   *slog.Logger
+}
+
+// feedRequest is the body of POST /api/v1/feeds.
+type feedRequest struct {
+	URL         string               `json:"url"`
+	Policy      string               `json:"policy,omitempty"`
+	Title       string               `json:"title,omitempty"`
+	Weight      float64              `json:"weight,omitempty"`
+	Category    []string             `json:"category,omitempty"`
+	IgnoreCache bool                 `json:"ignore_cache,omitempty"`
+	Retention   storage.Retention    `json:"retention,omitempty"`
+	Extract     *storage.ExtractRule `json:"extract,omitempty"`
+}
+
+// FeedView is a feed as the API shows it.
+type FeedView struct {
+	ID             uint64     `json:"id"`
+	Kind           string     `json:"kind"`
+	URL            string     `json:"url,omitempty"`
+	Slug           string     `json:"slug,omitempty"`
+	Title          string     `json:"title"`
+	Site           string     `json:"site,omitempty"`
+	Category       []string   `json:"category,omitempty"`
+	Policy         string     `json:"policy"`
+	Weight         float64    `json:"weight,omitempty"`
+	NextFetch      *time.Time `json:"next_fetch"`
+	Polls          int64      `json:"polls"`
+	Hits           int64      `json:"hits"`
+	HitPct         float64    `json:"hit_pct"`
+	Items          int64      `json:"items"`
+	MedianLatencyS *float64   `json:"median_latency_s"`
+	MeanLatencyS   *float64   `json:"mean_latency_s"`
+	LastFetch      *time.Time `json:"last_fetch,omitempty"`
+	LastHit        *time.Time `json:"last_hit,omitempty"`
+	LastError      string     `json:"last_error"`
+	ErrorCount     int        `json:"error_count,omitempty"`
+	RetryAfter     *time.Time `json:"retry_after,omitempty"`
+	Created        time.Time  `json:"created"`
+}
+
+// recentLatencyPolls is how many recent polls median_latency_s covers.
+const recentLatencyPolls = 200
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+func (a *api) view(f storage.Feed) FeedView {
+	v := FeedView{
+		ID: f.ID, Kind: string(f.Kind), URL: f.URL, Slug: f.Slug, Title: f.Title, Site: f.Site,
+		Category: f.Category, Policy: f.Policy, Weight: f.Weight,
+		Polls: f.Polls, Hits: f.Hits, Items: f.Items, LastError: f.LastError, ErrorCount: f.ErrorCount,
+		LastFetch: timePtr(f.LastFetch), LastHit: timePtr(f.LastHit), RetryAfter: timePtr(f.RetryAfter),
+		Created: f.Created.UTC(),
+	}
+	if f.Polls > 0 {
+		v.HitPct = 100 * float64(f.Hits) / float64(f.Polls)
+	}
+	if f.LatencyCount > 0 {
+		m := f.LatencySumS / float64(f.LatencyCount)
+		v.MeanLatencyS = &m
+	}
+	if a.agg != nil {
+		if t, ok := a.agg.NextFetch(f.ID); ok {
+			v.NextFetch = timePtr(t)
+		}
+	}
+	if obs, err := a.store.Observations(f.ID, recentLatencyPolls); err == nil {
+		var lat []float64
+		for _, o := range obs {
+			lat = append(lat, o.LatencyS...)
+		}
+		if len(lat) > 0 {
+			slices.Sort(lat)
+			m := lat[len(lat)/2]
+			if len(lat)%2 == 0 {
+				m = (lat[len(lat)/2-1] + lat[len(lat)/2]) / 2
+			}
+			v.MedianLatencyS = &m
+		}
+	}
+	return v
+}
+
+func (a *api) routes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /api/v1/feeds", a.create)
+	mux.HandleFunc("GET /api/v1/feeds", a.list)
+	mux.HandleFunc("GET /api/v1/feeds/{id}", a.get)
+	mux.HandleFunc("DELETE /api/v1/feeds/{id}", a.remove)
+	mux.HandleFunc("GET /api/v1/feeds/{id}/items", a.items)
+	mux.HandleFunc("GET /api/v1/feeds/{id}/schedule", a.schedule)
+}
+
+func (a *api) create(w http.ResponseWriter, r *http.Request) {
+	var req feedRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if req.Weight < 0 || req.Weight > schedule.MaxWeight {
+		respondError(w, http.StatusBadRequest, fmt.Sprintf("weight must be in (0, %v]", schedule.MaxWeight))
+		return
+	}
+	f, err := a.agg.Subscribe(storage.Feed{
+		URL: req.URL, Policy: req.Policy, Title: req.Title, Weight: req.Weight, Category: req.Category,
+		IgnoreCache: req.IgnoreCache, Retention: req.Retention, Extract: req.Extract,
+	})
+	switch {
+	case errors.Is(err, storage.ErrFeedExists):
+		respondError(w, http.StatusConflict, "already subscribed to "+req.URL)
+		return
+	case err != nil:
+		respondError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	w.Header().Set("Location", "/api/v1/feeds/"+strconv.FormatUint(f.ID, 10))
+	respondJSON(w, http.StatusCreated, a.view(f))
+}
+
+func (a *api) list(w http.ResponseWriter, r *http.Request) {
+	feeds, err := a.store.Feeds()
+	if err != nil {
+		a.internal(w, err)
+		return
+	}
+	out := make([]FeedView, 0, len(feeds))
+	for _, f := range feeds {
+		out = append(out, a.view(f))
+	}
+	respondJSON(w, http.StatusOK, out)
+}
+
+// feed loads the feed named by the {id} path value, writing the error.
+func (a *api) feed(w http.ResponseWriter, r *http.Request) (storage.Feed, bool) {
+	id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
+	if err != nil {
+		respondError(w, http.StatusBadRequest, "feed id must be a positive integer")
+		return storage.Feed{}, false
+	}
+	f, err := a.store.Feed(id)
+	if errors.Is(err, storage.ErrFeedNotFound) {
+		respondError(w, http.StatusNotFound, fmt.Sprintf("no feed %d", id))
+		return storage.Feed{}, false
+	}
+	if err != nil {
+		a.internal(w, err)
+		return storage.Feed{}, false
+	}
+	return f, true
+}
+
+func (a *api) get(w http.ResponseWriter, r *http.Request) {
+	if f, ok := a.feed(w, r); ok {
+		respondJSON(w, http.StatusOK, a.view(f))
+	}
+}
+
+func (a *api) remove(w http.ResponseWriter, r *http.Request) {
+	f, ok := a.feed(w, r)
+	if !ok {
+		return
+	}
+	if err := a.agg.Unsubscribe(f.ID); err != nil {
+		a.internal(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *api) items(w http.ResponseWriter, r *http.Request) {
+	f, ok := a.feed(w, r)
+	if !ok {
+		return
+	}
+	limit, ok := queryInt(w, r, "limit", 50, 1, 1000)
+	if !ok {
+		return
+	}
+	items, err := a.store.Items(f.ID, storage.ItemQuery{Limit: limit})
+	if err != nil {
+		a.internal(w, err)
+		return
+	}
+	if items == nil {
+		items = []storage.Item{}
+	}
+	respondJSON(w, http.StatusOK, items)
+}
+
+// PollView is one recent poll in GET /api/v1/feeds/{id}/schedule.
+type PollView struct {
+	At        time.Time `json:"at"`
+	Hit       bool      `json:"hit"`
+	NewItems  int       `json:"new_items"`
+	LatencyS  []float64 `json:"latency_s,omitempty"`
+	Status    int       `json:"status,omitempty"`
+	Error     string    `json:"error,omitempty"`
+	CacheForS float64   `json:"cache_for_s,omitempty"`
+	PhaseS    *float64  `json:"phase_s,omitempty"`
+}
+
+// ScheduleView is GET /api/v1/feeds/{id}/schedule.
+type ScheduleView struct {
+	ID             uint64             `json:"id"`
+	Policy         string             `json:"policy"`
+	Mode           string             `json:"mode,omitempty"`
+	MedianS        *float64           `json:"median_s"`
+	SigmaS         *float64           `json:"sigma_s"`
+	BimodalMedianS *float64           `json:"bimodal_median_s,omitempty"`
+	LastPublish    *time.Time         `json:"last_publish,omitempty"`
+	NextFetch      *time.Time         `json:"next_fetch"`
+	Sleep          schedule.SleepPlan `json:"sleep"`
+	RecentPolls    []PollView         `json:"recent_polls"`
+}
+
+func (a *api) schedule(w http.ResponseWriter, r *http.Request) {
+	f, ok := a.feed(w, r)
+	if !ok {
+		return
+	}
+	n, ok := queryInt(w, r, "polls", 50, 1, 1000)
+	if !ok {
+		return
+	}
+	v := ScheduleView{ID: f.ID, Policy: f.Policy, Sleep: f.Sleep, RecentPolls: []PollView{}}
+	if a.agg != nil {
+		if st, ok := a.agg.State(f.ID); ok && st.Gaps > 0 {
+			md, sg := st.Median.Seconds(), st.Sigma.Seconds()
+			v.Mode, v.MedianS, v.SigmaS = st.Mode.String(), &md, &sg
+			if st.BimodalMedian > 0 {
+				b := st.BimodalMedian.Seconds()
+				v.BimodalMedianS = &b
+			}
+			if st.HasPublish {
+				v.LastPublish = timePtr(st.LastPublish)
+			}
+		}
+		if t, ok := a.agg.NextFetch(f.ID); ok {
+			v.NextFetch = timePtr(t)
+		}
+	}
+	obs, err := a.store.Observations(f.ID, n)
+	if err != nil {
+		a.internal(w, err)
+		return
+	}
+	for i := len(obs) - 1; i >= 0; i-- {
+		o := obs[i]
+		p := PollView{At: o.At.UTC(), Hit: o.Hit, NewItems: len(o.Published), LatencyS: o.LatencyS, Status: o.Status, Error: o.Err, CacheForS: o.Hints.CacheFor.Seconds()}
+		if o.Hints.HasPhase {
+			ph := o.Hints.Phase.Seconds()
+			p.PhaseS = &ph
+		}
+		v.RecentPolls = append(v.RecentPolls, p)
+	}
+	respondJSON(w, http.StatusOK, v)
+}
+
+func (a *api) internal(w http.ResponseWriter, err error) {
+	a.log.Error("api", "err", err)
+	respondError(w, http.StatusInternalServerError, "internal error")
+}
+
+// decodeBody reads a JSON body (≤ maxBody, no unknown fields) into v, writing
+// the error response itself when it fails.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSONType(ct) {
+		respondError(w, http.StatusUnsupportedMediaType, "send application/json")
+		return false
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			respondError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", maxBody))
+			return false
+		}
+		respondError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
+		return false
+	}
+	if dec.More() {
+		respondError(w, http.StatusBadRequest, "invalid JSON body: more than one value")
+		return false
+	}
+	return true
+}
+
+func isJSONType(ct string) bool {
+	for i := 0; i < len(ct); i++ {
+		if ct[i] == ';' {
+			ct = ct[:i]
+			break
+		}
+	}
+	return ct == "application/json" || ct == "application/feed+json" || ct == "text/json"
+}
+
+// queryInt reads an integer query parameter within [lo, hi].
+func queryInt(w http.ResponseWriter, r *http.Request, name string, def, lo, hi int) (int, bool) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return def, true
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < lo || n > hi {
+		respondError(w, http.StatusBadRequest, fmt.Sprintf("%s must be an integer in [%d, %d]", name, lo, hi))
+		return 0, false
+	}
+	return n, true
+}
+
+func respondJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func respondError(w http.ResponseWriter, status int, msg string) {
+	respondJSON(w, status, map[string]string{"error": msg})
+}
+
+var _ Aggregator = (*aggregator.Service)(nil)

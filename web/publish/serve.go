@@ -1,0 +1,96 @@
+package publish
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/slogfeed/slogfeed/aggregator/feedext"
+)
+
+// MaxAge caps the Cache-Control max-age Serve sends: a prediction further
+// out than this is not trusted to hold, and a cache that kept the document
+// longer would hide readings that arrive early.
+const MaxAge = 24 * time.Hour
+
+// Hints are what the publisher tells subscribers besides the document.
+type Hints struct {
+	// Newest is the publish time of the feed's newest item (zero when the
+	// feed has none). It gives Last-Modified and the phase header.
+	Newest time.Time
+	// Next is the publisher's prediction of its next publish (zero when it
+	// has none). It gives Cache-Control max-age and the next header.
+	Next time.Time
+	// Desync is the interval over which subscribers should spread their
+	// polls after Next (zero: no header); see Load.
+	Desync time.Duration
+	// More tells subscribers that more data is waiting than the document
+	// holds and that they should poll again at once. Set it only when a
+	// second request would return something new (a paged backlog), never
+	// for a feed that is simply a window over a longer history.
+	More bool
+}
+
+// ETag returns the strong entity tag of doc: a quoted hash of its bytes.
+func ETag(doc []byte) string {
+	sum := sha256.Sum256(doc)
+	return `"` + hex.EncodeToString(sum[:16]) + `"`
+}
+
+// Serve writes doc, a feed document of media type contentType, answering
+// conditional requests (If-None-Match with the strong ETag, else
+// If-Modified-Since against h.Newest) with 304 Not Modified, and HEAD
+// without a body. Besides ETag and Last-Modified it sets:
+//
+//   - Cache-Control: "public, max-age=N" with N the whole seconds from now
+//     until h.Next (at most MaxAge), or "no-cache" when that is zero or
+//     unknown;
+//   - feedext.HeaderPhase: now − h.Newest in seconds with three decimals;
+//   - feedext.HeaderDesync: h.Desync in seconds;
+//   - feedext.HeaderNext: h.Next as RFC 3339;
+//   - feedext.HeaderMore: "1" when h.More.
+//
+// The hint headers are sent on 304 responses too, so a subscriber that
+// found nothing new still learns the phase. now is when the request
+// arrived.
+func Serve(w http.ResponseWriter, r *http.Request, contentType string, doc []byte, h Hints, now time.Time) {
+	hdr := w.Header()
+	hdr.Set("Content-Type", contentType)
+	hdr.Set("ETag", ETag(doc))
+	hdr.Set("Cache-Control", CacheControl(h.Next, now))
+	if !h.Newest.IsZero() {
+		phase := max(now.Sub(h.Newest), 0)
+		hdr.Set(feedext.HeaderPhase, strconv.FormatFloat(phase.Seconds(), 'f', 3, 64))
+	}
+	if h.Desync > 0 {
+		hdr.Set(feedext.HeaderDesync, strconv.FormatFloat(h.Desync.Round(time.Millisecond).Seconds(), 'f', -1, 64))
+	}
+	if !h.Next.IsZero() {
+		hdr.Set(feedext.HeaderNext, h.Next.UTC().Format(time.RFC3339))
+	}
+	if h.More {
+		hdr.Set(feedext.HeaderMore, "1")
+	}
+	// ServeContent implements the conditional-request rules of RFC 9110
+	// (If-None-Match before If-Modified-Since, weak comparison for GET),
+	// HEAD and ranges; it sends Last-Modified from h.Newest.
+	http.ServeContent(w, r, "", h.Newest, bytes.NewReader(doc))
+}
+
+// CacheControl returns the Cache-Control value for a document whose next
+// publish is predicted at next: "public, max-age=N" with N the whole
+// seconds from now until next (at most MaxAge), else "no-cache".
+func CacheControl(next, now time.Time) string {
+	if next.IsZero() {
+		return "no-cache"
+	}
+	d := min(next.Sub(now), MaxAge)
+	secs := int64(d / time.Second)
+	if secs <= 0 {
+		return "no-cache"
+	}
+	return "public, max-age=" + strconv.FormatInt(secs, 10)
+}

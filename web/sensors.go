@@ -1,0 +1,565 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"log/slog"
+	"math"
+	"mime"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/slogfeed/slogfeed/schedule"
+	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/web/publish"
+)
+
+// Limits of the sensor store's API.
+const (
+	// MaxReadingBody bounds the body of a posted reading.
+	MaxReadingBody = 64 << 10
+	// MaxUnitLen bounds a reading's unit, in bytes.
+	MaxUnitLen = 32
+	// MaxFutureSkew is how far past the arrival a reading's observation
+	// time may lie (a sensor clock running fast).
+	MaxFutureSkew = time.Hour
+	// DefaultSensorLimit is how many readings a sensor feed holds when
+	// SensorOptions.Limit is zero; MaxSensorLimit bounds ?limit=.
+	DefaultSensorLimit = 50
+	MaxSensorLimit     = 500
+	// sensorHistory is how many stored readings rebuild a sensor's
+	// publish-time model after a restart.
+	sensorHistory = 256
+	// maxSensorStates bounds the sensors whose model is kept in memory;
+	// beyond it one is dropped and rebuilt from the store when needed.
+	maxSensorStates = 4096
+)
+
+// Default desynchronisation of sensor feeds when SensorOptions.Load is nil:
+// 2 s, plus 2 s per request per second over the last minute, at most 2 min.
+const (
+	DefaultDesyncBase   = 2 * time.Second
+	DefaultDesyncPerRPS = 2 * time.Second
+	DefaultDesyncMax    = 2 * time.Minute
+)
+
+// sensorName is what a sensor may be called; it is also the feed's slug.
+var sensorName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// SensorOptions configure SensorHandler.
+type SensorOptions struct {
+	// BaseURL is the public URL of the server (scheme, host, optional path
+	// prefix, e.g. "https://slog.example.org"). It makes the feeds' self
+	// links absolute and their ids tag URIs of its host. When empty, links
+	// are relative and ids are URNs; the request's Host header is never
+	// used, so a forged one cannot reach a cached document.
+	BaseURL string
+	// Now returns the current time (default time.Now).
+	Now func() time.Time
+	// Logger receives the store's log records (default: discarded).
+	Logger *slog.Logger
+	// Limit is how many of the newest readings a feed document holds
+	// (default DefaultSensorLimit; a request may ask for up to
+	// MaxSensorLimit with ?limit=).
+	Limit int
+	// Load measures request load for the desynchronisation hint (default:
+	// a Load of its own with DefaultDesyncBase, DefaultDesyncPerRPS and
+	// DefaultDesyncMax). Pass one Load to all publishers of a server to
+	// share its bookkeeping.
+	Load *publish.Load
+	// Retention is given to sensor feeds created on first use.
+	Retention storage.Retention
+}
+
+// SensorHandler returns slogfeed's sensor store:
+//
+//	POST /api/v1/sensors/{sensor}/readings
+//	    Store one reading, sent as JSON:
+//	    {"value": 21.3, "unit": "C", "time": "2026-11-21T19:30:00Z",
+//	     "lat": 50.81, "lon": 4.38}
+//	    Only value is required; time is the observation time (RFC 3339,
+//	    default: arrival) and may be at most MaxFutureSkew ahead; lat and
+//	    lon come together. The sensor's feed is created on first use. The
+//	    reply, 201 Created with the stored item as JSON (id, seq,
+//	    published…), means the reading is durable.
+//	GET /sensors/{sensor}.rss, .atom, .json
+//	    The newest readings as RSS 2.0, Atom or JSON Feed 1.1 (?limit=N),
+//	    with ETag/Last-Modified, 304s, Cache-Control and slogfeed's hint
+//	    headers (package publish), the next publish predicted by a
+//	    schedule.Auto model of the sensor's own arrivals.
+//
+// Errors are JSON objects {"error": "..."} with status 400 (bad input),
+// 404 (unknown sensor), 413 (body over MaxReadingBody) or 415 (not JSON).
+// The handler matches whole request paths: mount it at "/api/v1/sensors/"
+// and "/sensors/" without stripping the prefixes. It keeps a small model
+// per sensor in memory (at most maxSensorStates, rebuilt from the store
+// when dropped or after a restart).
+func SensorHandler(st *storage.Store, opt SensorOptions) http.Handler {
+	h := &sensorStore{
+		st:     st,
+		base:   strings.TrimRight(opt.BaseURL, "/"),
+		now:    opt.Now,
+		log:    opt.Logger,
+		limit:  opt.Limit,
+		load:   opt.Load,
+		retain: opt.Retention,
+		states: make(map[string]*sensorState),
+	}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.limit <= 0 {
+		h.limit = DefaultSensorLimit
+	}
+	h.limit = min(h.limit, MaxSensorLimit)
+	if h.load == nil {
+		h.load = publish.NewLoad(DefaultDesyncBase, DefaultDesyncPerRPS, DefaultDesyncMax)
+	}
+	if u, err := url.Parse(h.base); err == nil && u.Host != "" {
+		h.host = u.Hostname()
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/v1/sensors/{sensor}/readings", h.post)
+	mux.HandleFunc("GET /sensors/{file}", h.get)
+	return mux
+}
+
+type sensorStore struct {
+	st     *storage.Store
+	base   string
+	host   string
+	now    func() time.Time
+	log    *slog.Logger
+	limit  int
+	load   *publish.Load
+	retain storage.Retention
+
+	mu     sync.Mutex
+	states map[string]*sensorState
+}
+
+// sensorState is what the store keeps in memory about one sensor: its
+// feed, the number of its last reading and its publish-time model. Its
+// mutex serialises the sensor's readings, so numbers are never reused and
+// the model sees arrivals in order.
+type sensorState struct {
+	mu     sync.Mutex
+	loaded bool
+	feed   storage.Feed
+	n      uint64 // number of the sensor's last reading (the item id's last part)
+	policy *schedule.Auto
+}
+
+// errNoSensor is returned by state for a sensor without a feed.
+var errNoSensor = errors.New("unknown sensor")
+
+// state returns the sensor's state, locked; the caller unlocks it. With
+// create set, the sensor's feed is created when it does not exist.
+func (h *sensorStore) state(name string, create bool) (*sensorState, error) {
+	h.mu.Lock()
+	s := h.states[name]
+	if s == nil {
+		if len(h.states) >= maxSensorStates {
+			for k := range h.states { // drop one; it is rebuilt when needed
+				delete(h.states, k)
+				break
+			}
+		}
+		s = &sensorState{}
+		h.states[name] = s
+	}
+	h.mu.Unlock()
+	s.mu.Lock()
+	if s.loaded {
+		return s, nil
+	}
+	if err := h.loadState(s, name, create); err != nil {
+		s.mu.Unlock()
+		h.forget(name, s)
+		return nil, err
+	}
+	return s, nil
+}
+
+// forget drops s from memory unless it has been replaced already.
+func (h *sensorStore) forget(name string, s *sensorState) {
+	h.mu.Lock()
+	if h.states[name] == s {
+		delete(h.states, name)
+	}
+	h.mu.Unlock()
+}
+
+// loadState reads (or creates) the sensor's feed and rebuilds its reading
+// number and publish model from the newest stored readings.
+func (h *sensorStore) loadState(s *sensorState, name string, create bool) error {
+	f, err := h.st.FeedBySlug(storage.KindSensor, name)
+	if errors.Is(err, storage.ErrFeedNotFound) && create {
+		f = storage.Feed{Kind: storage.KindSensor, Slug: name, Title: name, Policy: "auto", Retention: h.retain}
+		err = h.st.CreateFeed(&f)
+		if errors.Is(err, storage.ErrFeedExists) { // created meanwhile
+			f, err = h.st.FeedBySlug(storage.KindSensor, name)
+		} else if err == nil {
+			h.log.Info("sensor created", "sensor", name, "feed", f.ID)
+		}
+	}
+	if errors.Is(err, storage.ErrFeedNotFound) {
+		return errNoSensor
+	}
+	if err != nil {
+		return err
+	}
+	items, err := h.st.Items(f.ID, storage.ItemQuery{Limit: sensorHistory, Order: storage.ByArrival})
+	if err != nil {
+		return err
+	}
+	s.feed, s.n, s.policy = f, 0, schedule.NewAuto()
+	if len(items) > 0 {
+		s.n = readingNumber(items[0].ID)
+		if s.n == 0 { // not an id of ours: count instead
+			c, err := h.st.CountItems(f.ID)
+			if err != nil {
+				return err
+			}
+			s.n = uint64(c)
+		}
+	}
+	slices.Reverse(items)
+	for _, it := range items {
+		s.observe(it.Published)
+	}
+	s.loaded = true
+	return nil
+}
+
+// observe tells the sensor's model that a reading arrived at t.
+func (s *sensorState) observe(t time.Time) {
+	s.policy.Next(schedule.Observation{At: t, Hit: true, Published: []time.Time{t}})
+}
+
+// next returns the model's prediction of the sensor's next reading after
+// now: the predicted publish, moved on by whole periods when it is overdue.
+func (s *sensorState) next(now time.Time) time.Time {
+	t, ok := s.policy.PredictedPublish()
+	if !ok {
+		return time.Time{}
+	}
+	if p := s.policy.State().Median; !t.After(now) && p > 0 {
+		k := now.Sub(t)/p + 1
+		t = t.Add(k * p)
+	}
+	return t
+}
+
+// readingID is the stable id of the sensor's n-th reading, observed at obs.
+func readingID(sensor string, obs time.Time, n uint64) string {
+	return sensor + "/" + obs.UTC().Format(time.RFC3339Nano) + "/" + strconv.FormatUint(n, 10)
+}
+
+// readingNumber returns n from an id made by readingID (0 when it is not).
+func readingNumber(id string) uint64 {
+	i := strings.LastIndexByte(id, '/')
+	if i < 0 {
+		return 0
+	}
+	n, err := strconv.ParseUint(id[i+1:], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// readingRequest is the body of POST /api/v1/sensors/{sensor}/readings.
+type readingRequest struct {
+	Value *float64 `json:"value"`
+	Unit  string   `json:"unit"`
+	Time  string   `json:"time"`
+	Lat   *float64 `json:"lat"`
+	Lon   *float64 `json:"lon"`
+}
+
+// sensorError is an error with the status to answer it with.
+type sensorError struct {
+	status int
+	msg    string
+}
+
+func (e *sensorError) Error() string { return e.msg }
+
+func sensorBadRequest(format string, args ...any) error {
+	return &sensorError{http.StatusBadRequest, fmt.Sprintf(format, args...)}
+}
+
+// parseReading reads and checks a posted reading; arrival is now.
+func parseReading(r *http.Request, w http.ResponseWriter, sensor string, now time.Time) (*storage.Reading, error) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+		return nil, &sensorError{http.StatusUnsupportedMediaType, "Content-Type must be application/json"}
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxReadingBody))
+	dec.DisallowUnknownFields()
+	var req readingRequest
+	err = dec.Decode(&req)
+	if err == nil && dec.More() {
+		err = errors.New("data after the JSON object")
+	} else if err == nil {
+		if _, e := dec.Token(); e != io.EOF {
+			err = errors.New("data after the JSON object")
+		}
+	}
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return nil, &sensorError{http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", MaxReadingBody)}
+	case errors.Is(err, io.EOF):
+		return nil, sensorBadRequest("empty body: want a JSON object with a value")
+	case err != nil:
+		return nil, sensorBadRequest("invalid reading: %v", err)
+	}
+	if req.Value == nil {
+		return nil, sensorBadRequest("value is required")
+	}
+	if !sensorFinite(*req.Value) {
+		return nil, sensorBadRequest("value must be a finite number")
+	}
+	rd := &storage.Reading{Value: *req.Value, Sensor: sensor, Time: now}
+	unit := strings.TrimSpace(req.Unit)
+	switch {
+	case len(unit) > MaxUnitLen:
+		return nil, sensorBadRequest("unit longer than %d bytes", MaxUnitLen)
+	case !utf8.ValidString(unit) || strings.ContainsFunc(unit, unicode.IsControl) || publish.Clean(unit) != unit:
+		return nil, sensorBadRequest("unit contains invalid characters")
+	}
+	rd.Unit = unit
+	if req.Time != "" {
+		t, err := time.Parse(time.RFC3339Nano, req.Time)
+		switch {
+		case err != nil:
+			return nil, sensorBadRequest("time %q is not RFC 3339 (e.g. 2026-11-21T19:30:00Z)", sensorTruncate(req.Time, 64))
+		case t.Year() < 1970:
+			return nil, sensorBadRequest("time %s is before 1970", req.Time)
+		case t.After(now.Add(MaxFutureSkew)):
+			return nil, sensorBadRequest("time %s is more than %v in the future", req.Time, MaxFutureSkew)
+		}
+		rd.Time = t.UTC()
+	}
+	switch {
+	case (req.Lat == nil) != (req.Lon == nil):
+		return nil, sensorBadRequest("lat and lon go together")
+	case req.Lat != nil && (!sensorFinite(*req.Lat) || *req.Lat < -90 || *req.Lat > 90):
+		return nil, sensorBadRequest("lat must be within [-90, 90]")
+	case req.Lon != nil && (!sensorFinite(*req.Lon) || *req.Lon < -180 || *req.Lon > 180):
+		return nil, sensorBadRequest("lon must be within [-180, 180]")
+	}
+	rd.Lat, rd.Lon = req.Lat, req.Lon
+	return rd, nil
+}
+
+func sensorFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+func sensorTruncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "…"
+}
+
+func (h *sensorStore) post(w http.ResponseWriter, r *http.Request) {
+	now := h.now().UTC()
+	name := r.PathValue("sensor")
+	if !sensorName.MatchString(name) {
+		writeSensorError(w, sensorBadRequest("sensor name must match %s", sensorName))
+		return
+	}
+	rd, err := parseReading(r, w, name, now)
+	if err != nil {
+		writeSensorError(w, err)
+		return
+	}
+	it, err := h.store(name, rd, now)
+	if err != nil {
+		h.log.Error("storing reading", "sensor", name, "err", err)
+		writeSensorError(w, err)
+		return
+	}
+	h.log.Debug("reading stored", "sensor", name, "id", it.ID, "seq", it.Seq)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	_ = json.NewEncoder(w).Encode(it)
+}
+
+// store appends the reading to the sensor's feed (creating it on first
+// use) and feeds its arrival to the sensor's model. The item is durable
+// when store returns.
+func (h *sensorStore) store(name string, rd *storage.Reading, now time.Time) (storage.Item, error) {
+	for attempt := 0; ; attempt++ {
+		s, err := h.state(name, true)
+		if err != nil {
+			return storage.Item{}, err
+		}
+		it := storage.Item{
+			ID:        readingID(name, rd.Time, s.n+1),
+			Title:     publish.ReadingTitle(*rd),
+			Summary:   html.EscapeString(publish.ReadingSummary(*rd)),
+			Published: now,
+			Fetched:   now,
+			Reading:   rd,
+		}
+		it.GUID = it.ID
+		added, err := h.st.AddItems(s.feed.ID, []storage.Item{it})
+		if len(added) == 1 {
+			s.n++
+			s.observe(now)
+			s.mu.Unlock()
+			if err != nil { // stored; only retention failed (retried on the next call)
+				h.log.Warn("sensor retention", "sensor", name, "err", err)
+			}
+			return added[0], nil
+		}
+		// Not stored: the feed was deleted, the number was taken (state
+		// out of step with the store) or the item was refused. Rebuild the
+		// state from the store and try once more.
+		s.loaded = false
+		s.mu.Unlock()
+		h.forget(name, s)
+		if errors.Is(err, storage.ErrInvalid) {
+			return storage.Item{}, sensorBadRequest("reading refused: %v", err)
+		}
+		if attempt > 0 {
+			if err == nil {
+				err = errors.New("reading was not stored")
+			}
+			return storage.Item{}, err
+		}
+	}
+}
+
+// sensorFormats maps a file extension to its writer and media type.
+var sensorFormats = map[string]struct {
+	render      func(publish.Feed) ([]byte, error)
+	contentType string
+}{
+	"rss":  {publish.RSS, publish.ContentTypeRSS},
+	"atom": {publish.Atom, publish.ContentTypeAtom},
+	"json": {publish.JSON, publish.ContentTypeJSON},
+}
+
+func (h *sensorStore) get(w http.ResponseWriter, r *http.Request) {
+	now := h.now().UTC()
+	file := r.PathValue("file")
+	dot := strings.LastIndexByte(file, '.')
+	if dot < 0 {
+		writeSensorError(w, &sensorError{http.StatusNotFound, "no such feed: want /sensors/{sensor}.rss, .atom or .json"})
+		return
+	}
+	name, ext := file[:dot], file[dot+1:]
+	format, ok := sensorFormats[ext]
+	if !ok || !sensorName.MatchString(name) {
+		writeSensorError(w, &sensorError{http.StatusNotFound, "no such feed: want /sensors/{sensor}.rss, .atom or .json"})
+		return
+	}
+	limit := h.limit
+	if q := r.URL.Query().Get("limit"); q != "" {
+		n, err := strconv.Atoi(q)
+		if err != nil || n < 1 || n > MaxSensorLimit {
+			writeSensorError(w, sensorBadRequest("limit must be an integer from 1 to %d", MaxSensorLimit))
+			return
+		}
+		limit = n
+	}
+	s, err := h.state(name, false)
+	if errors.Is(err, errNoSensor) {
+		writeSensorError(w, &sensorError{http.StatusNotFound, fmt.Sprintf("unknown sensor %q", name)})
+		return
+	}
+	if err != nil {
+		h.log.Error("loading sensor", "sensor", name, "err", err)
+		writeSensorError(w, err)
+		return
+	}
+	feed := s.feed
+	next := s.next(now)
+	period := s.policy.State().Median
+	items, err := h.st.Items(feed.ID, storage.ItemQuery{Limit: limit, Order: storage.ByArrival})
+	if err != nil {
+		if errors.Is(err, storage.ErrFeedNotFound) { // deleted meanwhile
+			s.loaded = false
+			s.mu.Unlock()
+			h.forget(name, s)
+			writeSensorError(w, &sensorError{http.StatusNotFound, fmt.Sprintf("unknown sensor %q", name)})
+			return
+		}
+		s.mu.Unlock()
+		h.log.Error("reading sensor items", "sensor", name, "err", err)
+		writeSensorError(w, err)
+		return
+	}
+	s.mu.Unlock()
+
+	var newest time.Time
+	for _, it := range items {
+		if it.Published.After(newest) {
+			newest = it.Published
+		}
+	}
+	doc, err := format.render(publish.Feed{
+		Title:       feed.Title,
+		Link:        h.base + "/sensors/" + name,
+		SelfURL:     h.base + "/sensors/" + name + "." + ext,
+		Description: "Readings of sensor " + name,
+		ID:          h.feedID(feed),
+		TTL:         period, // from the stored arrivals only: the same items give the same document
+		Items:       items,
+	})
+	if err != nil {
+		h.log.Error("rendering sensor feed", "sensor", name, "format", ext, "err", err)
+		writeSensorError(w, err)
+		return
+	}
+	publish.Serve(w, r, format.contentType, doc, publish.Hints{
+		Newest: newest,
+		Next:   next,
+		Desync: h.load.Hit("sensor/"+name, now),
+	}, now)
+}
+
+// feedID is the sensor feed's permanent id: a tag URI of the server's host
+// and the day the sensor was created, or a URN without a BaseURL.
+func (h *sensorStore) feedID(f storage.Feed) string {
+	if h.host == "" || f.Created.IsZero() {
+		return "urn:slogfeed:sensor:" + f.Slug
+	}
+	return "tag:" + h.host + "," + f.Created.UTC().Format("2006-01-02") + ":sensor/" + f.Slug
+}
+
+// writeSensorError answers err as {"error": "..."}: with its own status for
+// an *sensorError, else 500 without internal details.
+func writeSensorError(w http.ResponseWriter, err error) {
+	status, msg := http.StatusInternalServerError, "internal error"
+	var he *sensorError
+	if errors.As(err, &he) {
+		status, msg = he.status, he.msg
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}

@@ -1,0 +1,144 @@
+// Package web is slogfeed's HTTP face: the JSON API, the sensor store, the
+// republished feeds, health and metrics.
+//
+// Routes:
+//
+//	POST   /api/v1/feeds                  subscribe {"url": ..., "policy": "auto", ...} → 201 with the feed
+//	GET    /api/v1/feeds                  every feed with its status
+//	GET    /api/v1/feeds/{id}             one feed
+//	DELETE /api/v1/feeds/{id}             unsubscribe (items and observations go too)
+//	GET    /api/v1/feeds/{id}/items       newest items (?limit=, ≤ 1000)
+//	GET    /api/v1/feeds/{id}/schedule    median, σ, mode, next fetch, recent polls (?polls=)
+//	POST   /api/v1/sensors/{sensor}/readings   the sensor store (see SensorHandler)
+//	GET    /sensors/{sensor}.rss|.atom|.json  a sensor's readings as a feed
+//	GET    /healthz                       {"status": "ok"} when the store answers
+//	GET    /metrics                       Prometheus metrics
+//
+// Errors are JSON: {"error": "what went wrong"}.
+package web
+
+import (
+	"crypto/subtle"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/slogfeed/slogfeed/storage"
+)
+
+// Options configure the HTTP handler.
+type Options struct {
+	Store      *storage.Store
+	Aggregator Aggregator
+	Sensors    http.Handler // the sensor store (SensorHandler); nil disables it
+	Metrics    http.Handler // e.g. promhttp.HandlerFor(registry, ...); nil disables /metrics
+	Logger     *slog.Logger
+	// Token, when set, is required as "Authorization: Bearer TOKEN" on every
+	// request that changes something (POST, PUT, PATCH, DELETE). serve sets
+	// it whenever it listens on a non-loopback address.
+	Token string
+	Now   func() time.Time
+}
+
+// New returns slogfeed's HTTP handler.
+func New(opt Options) http.Handler {
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	mux := http.NewServeMux()
+	a := &api{store: opt.Store, agg: opt.Aggregator, log: opt.Logger}
+	a.routes(mux)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		if _, err := opt.Store.LastSeq(); err != nil {
+			respondJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": err.Error()})
+			return
+		}
+		respondJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	if opt.Metrics != nil {
+		mux.Handle("GET /metrics", opt.Metrics)
+	}
+	if opt.Sensors != nil {
+		mux.Handle("/api/v1/sensors/", opt.Sensors)
+		mux.Handle("/sensors/", opt.Sensors)
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" {
+			respondJSON(w, http.StatusOK, map[string]any{
+				"name": "slogfeed",
+				"api":  []string{"/api/v1/feeds", "/api/v1/sensors/{sensor}/readings", "/sensors/{sensor}.rss", "/healthz", "/metrics"},
+			})
+			return
+		}
+		respondError(w, http.StatusNotFound, "no such page: "+r.URL.Path)
+	})
+	var h http.Handler = mux
+	h = authWrites(h, opt.Token)
+	h = recoverer(h, opt.Logger)
+	h = logRequests(h, opt.Logger, opt.Now)
+	return h
+}
+
+// authWrites requires the bearer token on requests that change state.
+func authWrites(next http.Handler, token string) http.Handler {
+	if token == "" {
+		return next
+	}
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+		default:
+			if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="slogfeed"`)
+				respondError(w, http.StatusUnauthorized, "this slogfeed requires a token for changes: send Authorization: Bearer TOKEN")
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// recoverer turns a handler panic into a 500 for that request only.
+func recoverer(next http.Handler, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				log.Error("handler panic", "method", r.Method, "path", r.URL.Path, "panic", v)
+				respondError(w, http.StatusInternalServerError, "internal error")
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// logRequests logs each request at debug level (errors at info).
+func logRequests(next http.Handler, log *slog.Logger, now func() time.Time) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := now()
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(sw, r)
+		level := slog.LevelDebug
+		if sw.status >= 500 {
+			level = slog.LevelInfo
+		}
+		log.Log(r.Context(), level, "http", "method", r.Method, "path", strings.ToValidUTF8(r.URL.Path, "?"), "status", sw.status, "took", now().Sub(start))
+	})
+}
