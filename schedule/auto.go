@@ -12,6 +12,10 @@ import (
 // publishes have arrived.
 const defaultMissRatio = 0.01
 
+// minMissRatio is the least share of early polls Auto aims for when the
+// jitter is small against the period.
+const minMissRatio = 0.001
+
 // residualLen is how many jitter residuals Auto keeps for the centre of the
 // jitter distribution; tailMemory is how many its tail scale averages over.
 const (
@@ -72,7 +76,13 @@ func (m *model) fit(missRatio, period float64) bool {
 	slices.Sort(rs)
 	m.mid = quantile(rs, 0.5)
 	m.top = rs[len(rs)-1]
-	m.off = m.mid + max(m.tail*math.Log(1/(2*missRatio)), floor(period))
+	// Never less reliable than a timer: a fixed poller of the same period
+	// loses a hit when two jittered publishes fall into one interval,
+	// about E|jitter|/(2·period) of the time (the tail scale estimates
+	// E|jitter|). Poll early no more often than that, within
+	// [minMissRatio, missRatio].
+	ratio := min(missRatio, max(minMissRatio, m.tail/(2*period)))
+	m.off = m.mid + max(m.tail*math.Log(1/(2*ratio)), floor(period))
 	if m.top > m.off && m.top-m.off <= 0.02*period {
 		m.off = m.top
 	}
