@@ -35,8 +35,12 @@ import (
 //     reading's Lat/Lon when the reading has none; an item without a
 //     reading keeps no position (Item has no field for one).
 
-// maxIDBytes is the longest guid used as an ID as is.
-const maxIDBytes = 256
+// maxIDBytes is the longest guid used as an ID as is; maxGUIDBytes the
+// longest kept at all.
+const (
+	maxIDBytes   = 256
+	maxGUIDBytes = 2048
+)
 
 // earliestDate is the earliest plausible item date.
 var earliestDate = time.Date(1990, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -110,11 +114,13 @@ func (n *normalizer) feed(f *gofeed.Feed) *Parsed {
 // item normalises one item.
 func (n *normalizer) item(it *gofeed.Item, extra *jsonItemExtra) storage.Item {
 	item := storage.Item{
-		GUID:    cleanText(strings.TrimSpace(it.GUID), false),
+		ID:      itemID(it),
 		Title:   PlainText(it.Title, MaxTitleRunes),
 		Fetched: n.opt.Now,
 	}
-	item.ID = itemID(it)
+	if guid := cleanText(strings.TrimSpace(it.GUID), false); len(guid) <= maxGUIDBytes {
+		item.GUID = guid // a longer one is only kept hashed, as the ID
+	}
 
 	link := it.Link
 	if link == "" && len(it.Links) > 0 {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -584,6 +585,9 @@ func qualified(n xml.Name) string {
 	return n.Space + ":" + n.Local
 }
 
+// maxNamespaceKeys bounds the prefixes looked at for slogfeed's namespace.
+const maxNamespaceKeys = 16
+
 // nsDeclRe finds the prefixes a document binds to slogfeed's namespace.
 var nsDeclRe = regexp.MustCompile(`xmlns:([A-Za-z_][A-Za-z0-9_.\-]{0,63})\s*=\s*["']\s*` + regexp.QuoteMeta(feedext.Namespace) + `\s*["']`)
 
@@ -596,14 +600,13 @@ func namespaceKeys(body []byte) []string {
 		return nil
 	}
 	keys := []string{feedext.Namespace}
-	for _, m := range nsDeclRe.FindAllSubmatch(body, 16) {
-		k := string(m[1])
-		dup := false
-		for _, have := range keys {
-			dup = dup || have == k
-		}
-		if !dup {
+	for _, m := range nsDeclRe.FindAllSubmatchIndex(body, -1) {
+		k := string(body[m[2]:m[3]])
+		if !slices.Contains(keys, k) {
 			keys = append(keys, k)
+			if len(keys) == maxNamespaceKeys {
+				break
+			}
 		}
 	}
 	return keys
