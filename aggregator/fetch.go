@@ -78,6 +78,11 @@ type FetchOptions struct {
 	Resolver *net.Resolver
 	// Now is the clock for ReceivedAt; nil uses time.Now.
 	Now func() time.Time
+	// Transport, when set, carries every request instead of the network:
+	// in-process publishers and tests under testing/synctest. Nothing is
+	// dialled, so the SSRF guard does not apply; never set it from user
+	// input.
+	Transport http.RoundTripper
 }
 
 // Fetcher fetches feeds over HTTP with limits on time, size and redirects,
@@ -182,6 +187,9 @@ func NewFetcher(opt FetchOptions) *Fetcher {
 		f.tr.Proxy = http.ProxyURL(opt.Proxy)
 	}
 	f.client = &http.Client{Transport: f.tr, CheckRedirect: f.checkRedirect}
+	if opt.Transport != nil {
+		f.client.Transport = opt.Transport
+	}
 	return f
 }
 

@@ -166,7 +166,9 @@ type Auto struct {
 // NewAuto returns slogfeed's default policy.
 func NewAuto(opts ...Option) *Auto {
 	o := buildOptions(opts)
-	a := &Auto{initial: o.initial, missRatio: o.missRatio}
+	// A prior of half a lost miss: quick retries start only once late
+	// misses clearly dominate.
+	a := &Auto{initial: o.initial, missRatio: o.missRatio, lostN: 0.5}
 	a.rng.Seed(o.seed, 0x6175746f) // "auto"
 	return a
 }
@@ -268,9 +270,9 @@ func (a *Auto) refresh() {
 	okG := a.models[1].fit(a.missRatio, a.period)
 	switch {
 	case !okR:
-		// Too few residuals for a tail: DPT-L's one σ after the period.
+		// Too few residuals for a tail yet: three σ after the period.
 		a.grid = false
-		a.off = max(a.sigma, floor(a.period))
+		a.off = max(3*a.sigma, floor(a.period))
 		a.late = 2 * a.off
 	default:
 		a.grid = okG && a.models[1].spread() < a.models[0].spread()
@@ -353,10 +355,12 @@ func (a *Auto) Next(obs Observation) time.Time {
 	if a.misses == 1 {
 		a.missAt = a.at(float64(a.slot), 0)
 	}
-	// Quick retry: when misses have more often been late publishes than
-	// lost ones, this one most likely is too, so look again just past the
-	// tail rather than a whole period later.
-	if !a.quick && a.mode != ModeBimodal && a.slot <= OutagePeriods+1 && a.lateN > a.lostN {
+	// Quick retry, on the first miss of a run only: when misses have
+	// almost always (≥ 90%) been late publishes rather than lost ones, this
+	// one most likely is too, so look again just past the tail rather than
+	// a whole period later. (A retry raises the hit rate only when it
+	// succeeds more often than polls do in general.)
+	if !a.quick && a.misses == 1 && a.mode != ModeBimodal && a.slot <= OutagePeriods+1 && a.lateN > 9*a.lostN {
 		a.quick = true
 		if next := a.at(float64(a.slot), a.late); next > now {
 			return a.finish(obs, next)

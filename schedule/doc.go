@@ -109,8 +109,10 @@
 //     the latest recent residual when that costs at most 2% of a period.
 //   - Misses: auto learns why it missed. When the next hit brings a publish
 //     within half a period of the missed slot the miss was "late",
-//     otherwise "lost". While late misses outnumber lost ones it retries
-//     once just past the jitter tail; otherwise it retries on every
+//     otherwise "lost". While at least 90% of misses were late it retries
+//     once, on the first miss of a run, just past the jitter tail (a retry
+//     raises the hit rate only when it succeeds more often than polls do
+//     in general); otherwise it retries on every
 //     expected publish instant (a lost reading is most likely followed by a
 //     good one) for OutagePeriods periods, then backs off exponentially.
 //   - Bimodal on its own: during an outage it also polls where the long
