@@ -184,6 +184,9 @@ func (s *Service) schedule(f storage.Feed, now time.Time, replay bool) error {
 		}
 		var next time.Time
 		for _, o := range obs {
+			if o.Err != "" {
+				continue // the live policy never learned from errors either
+			}
 			next = p.Next(o.Schedule())
 			g.prevPoll = o.At
 		}
@@ -420,10 +423,7 @@ func (s *Service) poll(ctx context.Context, f storage.Feed, prev time.Time) (sto
 			obs.LatencyS = append(obs.LatencyS, obs.At.Sub(it.Published).Seconds())
 		}
 	}
-	if err := s.opt.Store.AddObservation(f.ID, obs); err != nil {
-		s.log.Warn("cannot store observation", "feed", f.ID, "err", err)
-	}
-	updated, err := s.opt.Store.UpdateFeed(f.ID, func(x *storage.Feed) error {
+	updated, err := s.opt.Store.RecordPoll(f.ID, obs, func(x *storage.Feed) error {
 		x.Polls++
 		x.LastFetch = obs.At
 		x.LastError, x.ErrorCount, x.RetryAfter = "", 0, time.Time{}
@@ -451,7 +451,7 @@ func (s *Service) poll(ctx context.Context, f storage.Feed, prev time.Time) (sto
 		return nil
 	})
 	if err != nil {
-		s.log.Warn("cannot update feed", "feed", f.ID, "err", err)
+		s.log.Warn("cannot record poll", "feed", f.ID, "err", err)
 	}
 	s.opt.Metrics.observe(obs, resp.NotModified)
 	s.log.Debug("fetched", "feed", f.ID, "status", resp.Status, "new", len(added), "took", s.opt.Clock.Now().Sub(start))
@@ -480,7 +480,7 @@ func (s *Service) failed(f storage.Feed, start time.Time, ferr error) (storage.O
 	if he != nil {
 		obs.Status = he.Status
 	}
-	if _, err := s.opt.Store.UpdateFeed(f.ID, func(x *storage.Feed) error {
+	if _, err := s.opt.Store.RecordPoll(f.ID, obs, func(x *storage.Feed) error {
 		x.Polls++
 		x.LastFetch = now
 		x.LastError = ferr.Error()

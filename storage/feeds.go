@@ -55,43 +55,49 @@ func (s *Store) CreateFeed(f *Feed) error {
 func (s *Store) UpdateFeed(id uint64, fn func(*Feed) error) (Feed, error) {
 	var out Feed
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		old, err := getFeed(tx, id)
-		if err != nil {
-			return err
-		}
-		nf := old
-		// fn gets its own copy of the category slice and sleep windows,
-		// so a failed update cannot leak into old.
-		nf.Category = append([]string(nil), old.Category...)
-		nf.Sleep.Daily = append(nf.Sleep.Daily[:0:0], old.Sleep.Daily...)
-		nf.Sleep.Windows = append(nf.Sleep.Windows[:0:0], old.Sleep.Windows...)
-		if old.Extract != nil {
-			e := *old.Extract
-			nf.Extract = &e
-		}
-		if err := fn(&nf); err != nil {
-			return err
-		}
-		nf.ID, nf.Created, nf.Updated = old.ID, old.Created, s.now()
-		if _, err := validateFeed(&nf); err != nil {
-			return err
-		}
-		if err := unindexFeed(tx, &old); err != nil {
-			return err
-		}
-		if err := indexFeed(tx, &nf); err != nil {
-			return err
-		}
-		if err := putFeed(tx, &nf); err != nil {
-			return err
-		}
-		out = nf
-		return nil
+		f, err := s.updateFeedTx(tx, id, fn)
+		out = f
+		return err
 	})
 	if err != nil {
 		return Feed{}, fmt.Errorf("storage: update feed %d: %w", id, err)
 	}
 	return out, nil
+}
+
+// updateFeedTx is UpdateFeed inside tx.
+func (s *Store) updateFeedTx(tx *bolt.Tx, id uint64, fn func(*Feed) error) (Feed, error) {
+	old, err := getFeed(tx, id)
+	if err != nil {
+		return Feed{}, err
+	}
+	nf := old
+	// fn gets its own copy of the category slice and sleep windows, so a
+	// failed update cannot leak into old.
+	nf.Category = append([]string(nil), old.Category...)
+	nf.Sleep.Daily = append(nf.Sleep.Daily[:0:0], old.Sleep.Daily...)
+	nf.Sleep.Windows = append(nf.Sleep.Windows[:0:0], old.Sleep.Windows...)
+	if old.Extract != nil {
+		e := *old.Extract
+		nf.Extract = &e
+	}
+	if err := fn(&nf); err != nil {
+		return Feed{}, err
+	}
+	nf.ID, nf.Created, nf.Updated = old.ID, old.Created, s.now()
+	if _, err := validateFeed(&nf); err != nil {
+		return Feed{}, err
+	}
+	if err := unindexFeed(tx, &old); err != nil {
+		return Feed{}, err
+	}
+	if err := indexFeed(tx, &nf); err != nil {
+		return Feed{}, err
+	}
+	if err := putFeed(tx, &nf); err != nil {
+		return Feed{}, err
+	}
+	return nf, nil
 }
 
 // Feed returns feed id, or ErrFeedNotFound.
