@@ -411,6 +411,24 @@ func (a *Auto) finish(obs Observation, next int64) time.Time {
 	return clampNext(obs.At, time.Unix(0, next).UTC())
 }
 
+// EarliestNext is what a publisher modelling its own output with Auto
+// advertises to subscribers (Cache-Control max-age, Slogfeed-Next): the
+// predicted publish less twice the jitter spread, a time before which
+// nothing new is expected. It is false while the period is unknown and
+// once that time has passed: an overdue publish may come at any moment,
+// and a subscriber told to wait would miss it by up to a period.
+func (a *Auto) EarliestNext(now time.Time) (time.Time, bool) {
+	t, ok := a.PredictedPublish()
+	if !ok {
+		return time.Time{}, false
+	}
+	t = t.Add(-2 * a.State().Sigma)
+	if !t.After(now) {
+		return time.Time{}, false
+	}
+	return t, true
+}
+
 // PredictedPublish returns when the publish the next poll aims at is
 // expected (false while the period is unknown). The scheduler uses it to
 // rank feeds waiting for the fetch budget.

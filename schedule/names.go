@@ -21,8 +21,10 @@ var PolicyNames = []string{"auto", "dpt-a", "dpt-n", "dpt-l", "bimodal-dpt-l", "
 // ByName returns a new policy called name (see the package documentation
 // for the names): auto, dpt-a, dpt-n, dpt-l (= bimodal-dpt-l),
 // dpt-l-unimodal, miniflux, commafeed, newsblur, fixed-<duration> (a Go
-// duration or a whole number of days such as "1d"; fixed-15m polls on the
-// quarter hours) and cron:<spec>. seed seeds the policy's random source.
+// duration or a whole number of days such as "1d"; each feed polls on its
+// own phase of the period, derived from seed, so that feeds sharing a
+// period are not all fetched at once) and cron:<spec> (on the clock, as
+// cron does). seed seeds the policy's random source; pass the feed's id.
 func ByName(name string, seed uint64) (Policy, error) {
 	switch name {
 	case "", "auto":
@@ -54,7 +56,7 @@ func ByName(name string, seed uint64) (Policy, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w %q: %v", ErrUnknownPolicy, name, err)
 		}
-		return NewFixed(period, 0), nil
+		return NewFixed(period, fixedPhase(seed, period)), nil
 	}
 	return nil, fmt.Errorf("%w %q (known: %s, fixed-<duration>, cron:<spec>)", ErrUnknownPolicy, name, strings.Join(PolicyNames, ", "))
 }
@@ -76,4 +78,21 @@ func parsePeriod(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("period %v outside [%v, %v]", d, MinFixedPeriod, MaxDelay)
 	}
 	return d, nil
+}
+
+// fixedPhase spreads fixed-period feeds over their period: a hash of seed
+// (splitmix64), reduced to [0, period) at millisecond resolution.
+func fixedPhase(seed uint64, period time.Duration) time.Duration {
+	if seed == 0 {
+		return 0
+	}
+	z := seed + 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	z ^= z >> 31
+	ms := uint64(period / time.Millisecond)
+	if ms == 0 {
+		return 0
+	}
+	return time.Duration(z%ms) * time.Millisecond
 }

@@ -15,9 +15,11 @@ const maxCheckErrors = 20
 // the store's own invariants (every feed record decodes and is indexed by
 // its URL or slug and has its data buckets, every index entry points at a
 // matching feed, and in every feed the item ids, records and publish-time
-// index agree with each other and with the item count). It reads the whole
-// file in one read transaction, so writers are not blocked. Problems come
-// back joined, wrapped in ErrCorrupt.
+// index agree with each other and with the item count; every pipe record
+// decodes, is indexed by its slug and has an output feed of KindPipe with
+// the same slug, and every pipe slug index entry points at a matching
+// pipe). It reads the whole file in one read transaction, so writers are
+// not blocked. Problems come back joined, wrapped in ErrCorrupt.
 func (s *Store) Check() error {
 	var errs []error
 	add := func(err error) bool {
@@ -54,7 +56,7 @@ func (s *Store) Check() error {
 // returns false.
 func checkInvariants(tx *bolt.Tx, add func(error) bool) {
 	buckets := map[string]*bolt.Bucket{}
-	for _, name := range [][]byte{bucketMeta, bucketFeeds, bucketFeedURL, bucketFeedSlug, bucketFeedData} {
+	for _, name := range [][]byte{bucketMeta, bucketFeeds, bucketFeedURL, bucketFeedSlug, bucketFeedData, bucketPipes, bucketPipeSlug} {
 		b := tx.Bucket(name)
 		if b == nil {
 			add(fmt.Errorf("bucket %s missing", name))
@@ -117,9 +119,57 @@ func checkInvariants(tx *bolt.Tx, add func(error) bool) {
 			return
 		}
 	}
-	_ = buckets[string(bucketFeedData)].ForEach(func(k, _ []byte) error {
+	err = buckets[string(bucketFeedData)].ForEach(func(k, _ []byte) error {
 		if id, _ := getU64(k); feeds[id].ID != id || id == 0 {
 			if !add(fmt.Errorf("feed_data[%x] belongs to no feed", k)) {
+				return errStop
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return
+	}
+	checkPipes(buckets[string(bucketPipes)], buckets[string(bucketPipeSlug)], feeds, add)
+}
+
+// checkPipes checks the pipe records against their slug index and output
+// feeds, and the slug index against the records.
+func checkPipes(pipeB, slugB *bolt.Bucket, feeds map[uint64]Feed, add func(error) bool) {
+	pipes := map[uint64]Pipe{}
+	err := pipeB.ForEach(func(k, v []byte) error {
+		p, err := decodePipe(k, v)
+		if err != nil {
+			if !add(err) {
+				return errStop
+			}
+			return nil
+		}
+		pipes[p.ID] = p
+		if id, _ := getU64(slugB.Get([]byte(p.Slug))); id != p.ID {
+			if !add(fmt.Errorf("pipe %d: %s[%q] = %d", p.ID, bucketPipeSlug, p.Slug, id)) {
+				return errStop
+			}
+		}
+		var problem error
+		switch f, found := feeds[p.FeedID]; {
+		case !found:
+			problem = fmt.Errorf("pipe %d: output feed %d missing", p.ID, p.FeedID)
+		case f.Kind != KindPipe || f.Slug != p.Slug:
+			problem = fmt.Errorf("pipe %d (slug %q): output feed %d is %s feed %q", p.ID, p.Slug, f.ID, f.Kind, f.Slug)
+		}
+		if problem != nil && !add(problem) {
+			return errStop
+		}
+		return nil
+	})
+	if err != nil {
+		return
+	}
+	_ = slugB.ForEach(func(k, v []byte) error {
+		id, _ := getU64(v)
+		if p, ok := pipes[id]; !ok || p.Slug != string(k) {
+			if !add(fmt.Errorf("%s[%q] = %d: no such pipe", bucketPipeSlug, k, id)) {
 				return errStop
 			}
 		}

@@ -1,7 +1,8 @@
 // Package storage keeps everything slogfeed knows in one bbolt data file:
 // feeds (subscriptions, sensors and pipe outputs, with their scheduling
-// state), their items and the poll observations their policies are
-// rebuilt from after a restart.
+// state), their items, the poll observations their policies are rebuilt
+// from after a restart, and the pipes (transform chains) with the state
+// their runner keeps between runs.
 //
 // A Store is safe for concurrent use. Every method is one bbolt
 // transaction: a write that returned without error is on disk (unless
@@ -24,6 +25,8 @@
 //	    items/                Seq → Item JSON
 //	    published/            time(12 bytes) | Seq → item ID
 //	    obs/                  sequence → Observation JSON
+//	pipes                     pipe ID → Pipe JSON (IDs: the bucket's sequence)
+//	pipe_slug                 slug → pipe ID
 //
 // Seq is store-wide: items of all feeds share one sequence, so a consumer
 // of several feeds can remember one number per feed and ask for newer items
@@ -32,6 +35,19 @@
 // sort them before everything); its time is the Unix second with the sign
 // bit flipped, then the nanosecond, so times before 1970 sort correctly.
 //
+// # Pipes
+//
+// A pipe's record holds its definition (JSON that storage does not
+// interpret), its runner's state and its run counters. Its output is an
+// ordinary feed of KindPipe with the pipe's slug (feed_slug
+// "pipe/<slug>"), created, renamed and deleted together with the pipe in
+// one transaction (CreatePipe, UpdatePipe, DeletePipe). CommitPipeRun
+// adds a run's output items to that feed (exactly as AddItems would),
+// stores the runner's new state and the run's outcome in one
+// transaction: output and input cursors commit together, so a crash never
+// loses output nor makes a rerun duplicate it. Check verifies that every
+// pipe, its slug entry and its output feed agree.
+//
 // # Schema migrations
 //
 // meta/schema holds the schema version. The migrations table in migrate.go
@@ -39,7 +55,9 @@
 // stored version, each in its own transaction together with the new
 // version number, so an interrupted upgrade resumes where it stopped. A
 // file written by a newer slogfeed is refused with ErrSchemaTooNew and not
-// touched. testdata/schema1.db is a file of schema 1 that every later
+// touched. Schema 1 is the initial layout; schema 2 added pipes and
+// pipe_slug. testdata/schema1.db is a file of schema 1 and
+// testdata/schema2.db one of schema 2 (with a pipe) that every later
 // version must still open.
 //
 // # Retention

@@ -38,8 +38,22 @@ var (
 
 	// ErrInvalid is returned for bad input, before anything is written: an
 	// empty or oversized URL, a malformed slug, an item without an id, an
-	// item larger than MaxItemSize, a number JSON cannot hold, and so on.
+	// item larger than MaxItemSize, a number JSON cannot hold, a pipe
+	// without a definition or larger than MaxPipeSize, and so on.
 	ErrInvalid = errors.New("invalid input")
+)
+
+// Errors of stored pipes (pipes.go), wrapped like the ones above.
+var (
+	// ErrPipeNotFound is returned when no pipe has the requested id or
+	// slug.
+	ErrPipeNotFound = errors.New("pipe not found")
+
+	// ErrPipeExists is returned when creating or renaming a pipe would
+	// give two pipes the same slug. (When the slug is free among pipes but
+	// a pipe-kind feed outside any pipe holds it, the error is
+	// ErrFeedExists.)
+	ErrPipeExists = errors.New("pipe already exists")
 )
 
 // ItemError reports one item that AddItems refused. AddItems returns one

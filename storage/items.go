@@ -69,9 +69,27 @@ type ItemQuery struct {
 // transaction: when it returns, what it added is durable.
 func (s *Store) AddItems(feedID uint64, items []Item) (added []Item, err error) {
 	now := s.now()
-	var errs []error
-	valid := make([]Item, 0, len(items))
-	index := make([]int, 0, len(items)) // valid[i] is items[index[i]]
+	valid, index, errs := prepareItems(feedID, items, now)
+	var res addResult
+	txErr := s.db.Update(func(tx *bolt.Tx) error {
+		var err error
+		res, err = s.addItemsTx(tx, feedID, valid, index, now)
+		return err
+	})
+	if txErr != nil {
+		return nil, fmt.Errorf("storage: add items to feed %d: %w", feedID, txErr)
+	}
+	errs = append(errs, res.updateErrs...)
+	return res.added, errors.Join(append(errs, res.retErr)...)
+}
+
+// prepareItems sets the FeedID, Seq and (when zero) Fetched of copies of
+// items and validates them. It returns the valid ones, the index in items
+// of each (valid[i] is items[index[i]]) and one *ItemError per invalid
+// item.
+func prepareItems(feedID uint64, items []Item, now time.Time) (valid []Item, index []int, errs []error) {
+	valid = make([]Item, 0, len(items))
+	index = make([]int, 0, len(items))
 	for i := range items {
 		it := items[i]
 		it.FeedID, it.Seq = feedID, 0
@@ -85,81 +103,92 @@ func (s *Store) AddItems(feedID uint64, items []Item) (added []Item, err error) 
 		valid = append(valid, it)
 		index = append(index, i)
 	}
-	var retErr error
-	var updateErrs []error
-	txErr := s.db.Update(func(tx *bolt.Tx) error {
-		added, retErr, updateErrs = nil, nil, nil
-		feed, err := getFeed(tx, feedID)
-		if err != nil {
-			return err
-		}
-		fb, err := openFeedBuckets(tx, feedID)
-		if err != nil {
-			return err
-		}
-		if fb == nil {
-			return corruptf("feed %d has no data buckets", feedID)
-		}
-		skip := admission(fb, feed.Retention, now)
-		addedAt := map[string]int{}
-		for i := range valid {
-			it := &valid[i]
-			old, found, err := getItem(fb, it.ID)
-			if err != nil {
-				return err
-			}
-			if found {
-				if !changed(&old, it) {
-					continue
-				}
-				merge(&old, it)
-				if err := putItemRecord(fb, &old); errors.Is(err, ErrInvalid) {
-					// The stored fields plus the new ones are too large.
-					updateErrs = append(updateErrs, &ItemError{Index: index[i], ID: shortID(it.ID), Err: err})
-					continue
-				} else if err != nil {
-					return err
-				}
-				if j, ok := addedAt[it.ID]; ok {
-					added[j] = old
-				}
-				continue
-			}
-			if skip(it) {
-				continue
-			}
-			if err := insertItem(tx, fb, it); err != nil {
-				return err
-			}
-			addedAt[it.ID] = len(added)
-			added = append(added, *it)
-		}
-		removed, err := s.retain(tx, feed, fb, now)
-		var re *reducerError
-		switch {
-		case errors.As(err, &re):
-			retErr = fmt.Errorf("storage: retention of feed %d: %w", feedID, re.err)
-		case err != nil:
-			return err
-		}
-		if removed > 0 || retErr == nil && feed.Retention != (Retention{}) {
-			// Retention may have removed (or a digest replaced) items
-			// added here: report only those still stored as added.
-			kept := added[:0]
-			for _, it := range added {
-				if v, _ := getU64(fb.ids.Get([]byte(it.ID))); v == it.Seq {
-					kept = append(kept, it)
-				}
-			}
-			added = kept
-		}
-		return nil
-	})
-	if txErr != nil {
-		return nil, fmt.Errorf("storage: add items to feed %d: %w", feedID, txErr)
+	return valid, index, errs
+}
+
+// addResult is what addItemsTx did besides failing.
+type addResult struct {
+	// added are the items stored as new (see AddItems).
+	added []Item
+	// updateErrs has one *ItemError per update refused because the
+	// stored item would grow beyond MaxItemSize; the others were written.
+	updateErrs []error
+	// retErr is the Reducer's error: the items are stored, retention was
+	// skipped.
+	retErr error
+}
+
+// addItemsTx is AddItems inside tx, for items prepared by prepareItems
+// (index maps them back to the caller's positions, for ItemError). It
+// sets the Seq of the items of valid it inserts. An error means tx must
+// be rolled back.
+func (s *Store) addItemsTx(tx *bolt.Tx, feedID uint64, valid []Item, index []int, now time.Time) (addResult, error) {
+	var res addResult
+	feed, err := getFeed(tx, feedID)
+	if err != nil {
+		return addResult{}, err
 	}
-	errs = append(errs, updateErrs...)
-	return added, errors.Join(append(errs, retErr)...)
+	fb, err := openFeedBuckets(tx, feedID)
+	if err != nil {
+		return addResult{}, err
+	}
+	if fb == nil {
+		return addResult{}, corruptf("feed %d has no data buckets", feedID)
+	}
+	skip := admission(fb, feed.Retention, now)
+	addedAt := map[string]int{}
+	for i := range valid {
+		it := &valid[i]
+		old, found, err := getItem(fb, it.ID)
+		if err != nil {
+			return addResult{}, err
+		}
+		if found {
+			if !changed(&old, it) {
+				continue
+			}
+			merge(&old, it)
+			if err := putItemRecord(fb, &old); errors.Is(err, ErrInvalid) {
+				// The stored fields plus the new ones are too large.
+				res.updateErrs = append(res.updateErrs, &ItemError{Index: index[i], ID: shortID(it.ID), Err: err})
+				continue
+			} else if err != nil {
+				return addResult{}, err
+			}
+			if j, ok := addedAt[it.ID]; ok {
+				res.added[j] = old
+			}
+			continue
+		}
+		if skip(it) {
+			continue
+		}
+		if err := insertItem(tx, fb, it); err != nil {
+			return addResult{}, err
+		}
+		addedAt[it.ID] = len(res.added)
+		res.added = append(res.added, *it)
+	}
+	removed, err := s.retain(tx, feed, fb, now)
+	var re *reducerError
+	switch {
+	case errors.As(err, &re):
+		res.retErr = fmt.Errorf("storage: retention of feed %d: %w", feedID, re.err)
+	case err != nil:
+		return addResult{}, err
+	}
+	if removed > 0 || res.retErr == nil && feed.Retention != (Retention{}) {
+		// Retention may have removed (or a digest replaced) items
+		// added here: report only those still stored as added.
+		kept := res.added[:0]
+		for _, it := range res.added {
+			if v, _ := getU64(fb.ids.Get([]byte(it.ID))); v == it.Seq {
+				kept = append(kept, it)
+			}
+		}
+		res.added = kept
+	}
+	return res, nil
 }
 
 // admission returns the filter that keeps out items retention would

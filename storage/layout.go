@@ -14,6 +14,8 @@ var (
 	bucketFeedURL  = []byte("feed_url")
 	bucketFeedSlug = []byte("feed_slug")
 	bucketFeedData = []byte("feed_data")
+	bucketPipes    = []byte("pipes")
+	bucketPipeSlug = []byte("pipe_slug")
 
 	// In meta.
 	keySchema  = []byte("schema")

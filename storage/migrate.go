@@ -18,14 +18,25 @@ type migration struct {
 // edit or remove a released one.
 var migrations = []migration{
 	{1, "initial layout: meta, feeds, feed_url, feed_slug, feed_data", migrateInitial},
+	{2, "pipes: pipes, pipe_slug", migratePipes},
 }
 
 // SchemaVersion is the schema version this build of slogfeed writes: the
 // version of the last migration.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 func migrateInitial(tx *bolt.Tx) error {
 	for _, name := range [][]byte{bucketMeta, bucketFeeds, bucketFeedURL, bucketFeedSlug, bucketFeedData} {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// migratePipes adds the buckets of stored pipes (schema 2).
+func migratePipes(tx *bolt.Tx) error {
+	for _, name := range [][]byte{bucketPipes, bucketPipeSlug} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/slogfeed/slogfeed/schedule"
@@ -58,6 +59,10 @@ type Feed struct {
 
 	Retention Retention    `json:"retention"`
 	Extract   *ExtractRule `json:"extract,omitempty"`
+	// Reduce is an optional PACK reduction policy (JSON, read by the
+	// Reducer set with SetReducer) applied to the items beyond Retention
+	// instead of deleting them.
+	Reduce json.RawMessage `json:"reduce,omitempty"`
 
 	Created time.Time `json:"created"`
 	Updated time.Time `json:"updated"`
@@ -117,6 +122,53 @@ type Item struct {
 	Fetched   time.Time `json:"fetched"`           // when slogfeed got it
 
 	Reading *Reading `json:"reading,omitempty"`
+	// Digest is set on the items a digester made: the summary of the
+	// items it stands for (see transform/pack).
+	Digest *Digest `json:"digest,omitempty"`
+}
+
+// Digest summarises a set of readings associatively: two digests of the
+// same field merge into the digest of the union (counts and sums add,
+// extremes take the extreme, the span widens), so a digest of digests is
+// exact. Mean is Sum/Count.
+type Digest struct {
+	Field string    `json:"field"`           // the field summarised, usually "value"
+	Count int64     `json:"count"`           // readings summarised
+	Sum   float64   `json:"sum"`             // their sum
+	Min   float64   `json:"min"`             // the smallest
+	Max   float64   `json:"max"`             // the largest
+	From  time.Time `json:"from,omitzero"`   // the earliest summarised item's time
+	To    time.Time `json:"to,omitzero"`     // the latest
+	Items []string  `json:"items,omitempty"` // ids of a few of the summarised items (at most 16), for tracing
+}
+
+// Pipe is a stored transform chain: its definition (a transform.Pipe as
+// JSON, which storage does not interpret), its output feed and the state
+// its runner keeps between runs.
+type Pipe struct {
+	ID     uint64 `json:"id"`
+	Slug   string `json:"slug"`    // the output feed's slug (unique among pipes)
+	FeedID uint64 `json:"feed_id"` // the output feed, of KindPipe
+	// Def is the pipe's definition, as JSON.
+	Def json.RawMessage `json:"def"`
+	// State is what the runner keeps between runs (input cursors,
+	// operator states), as JSON; storage does not interpret it.
+	State json.RawMessage `json:"state,omitempty"`
+
+	Runs       int64     `json:"runs"`
+	LastRun    time.Time `json:"last_run,omitzero"`
+	LastError  string    `json:"last_error,omitempty"`
+	ErrorCount int       `json:"error_count,omitempty"`
+
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+}
+
+// PipeRun is the outcome of one run of a pipe, recorded with its output
+// by CommitPipeRun.
+type PipeRun struct {
+	At  time.Time
+	Err string // empty when the run succeeded
 }
 
 // Observation is one poll's outcome as the feed's policy saw it, kept so the

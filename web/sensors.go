@@ -80,6 +80,10 @@ type SensorOptions struct {
 	Load *publish.Load
 	// Retention is given to sensor feeds created on first use.
 	Retention storage.Retention
+	// OnNewItems is told about every stored reading (pipes reading the
+	// sensor run on it, see runner.Runner.Notify). It runs on the
+	// request: keep it short.
+	OnNewItems func(feed storage.Feed, items []storage.Item)
 }
 
 // SensorHandler returns slogfeed's sensor store:
@@ -114,6 +118,7 @@ func SensorHandler(st *storage.Store, opt SensorOptions) http.Handler {
 		limit:  opt.Limit,
 		load:   opt.Load,
 		retain: opt.Retention,
+		notify: opt.OnNewItems,
 		states: make(map[string]*sensorState),
 	}
 	if h.now == nil {
@@ -147,6 +152,7 @@ type sensorStore struct {
 	limit  int
 	load   *publish.Load
 	retain storage.Retention
+	notify func(storage.Feed, []storage.Item)
 
 	mu     sync.Mutex
 	states map[string]*sensorState
@@ -251,17 +257,10 @@ func (s *sensorState) observe(t time.Time) {
 	s.policy.Next(schedule.Observation{At: t, Hit: true, Published: []time.Time{t}})
 }
 
-// next returns the model's prediction of the sensor's next reading after
-// now: the predicted publish, moved on by whole periods when it is overdue.
+// next returns the model's earliest expected next reading after now
+// (schedule.Auto.EarliestNext), zero when it has none or it is overdue.
 func (s *sensorState) next(now time.Time) time.Time {
-	t, ok := s.policy.PredictedPublish()
-	if !ok {
-		return time.Time{}
-	}
-	if p := s.policy.State().Median; !t.After(now) && p > 0 {
-		k := now.Sub(t)/p + 1
-		t = t.Add(k * p)
-	}
+	t, _ := s.policy.EarliestNext(now)
 	return t
 }
 
@@ -428,7 +427,11 @@ func (h *sensorStore) store(name string, rd *storage.Reading, now time.Time) (st
 		if len(added) == 1 {
 			s.n++
 			s.observe(now)
+			feed := s.feed
 			s.mu.Unlock()
+			if h.notify != nil {
+				h.notify(feed, added)
+			}
 			if err != nil { // stored; only retention failed (retried on the next call)
 				h.log.Warn("sensor retention", "sensor", name, "err", err)
 			}

@@ -9,12 +9,28 @@
 //	DELETE /api/v1/feeds/{id}             unsubscribe (items and observations go too)
 //	GET    /api/v1/feeds/{id}/items       newest items (?limit=, ≤ 1000)
 //	GET    /api/v1/feeds/{id}/schedule    median, σ, mode, next fetch, recent polls (?polls=)
+//	POST   /api/v1/pipes                  create a pipe (body: its definition, ≤ 256 KiB) → 201 with the pipe
+//	GET    /api/v1/pipes                  {"pipes": [...]}: every pipe with its inputs, output feeds and status
+//	GET    /api/v1/pipes/{id}             one pipe
+//	PUT    /api/v1/pipes/{id}             replace its definition (body: the definition) → the pipe
+//	DELETE /api/v1/pipes/{id}             delete it with its output feed → 204
+//	POST   /api/v1/pipes/{id}/preview     every node's output, nothing saved (empty body: the saved
+//	                                      definition; else the body's definition with the saved state)
+//	POST   /api/v1/pipes/preview          the same for an unsaved definition
+//	POST   /api/v1/pipes/{id}/run         run it now → what the run did
+//	GET    /api/v1/operators              the operator catalogue, item fields, triggers and formats
 //	POST   /api/v1/sensors/{sensor}/readings   the sensor store (see SensorHandler)
 //	GET    /sensors/{sensor}.rss|.atom|.json  a sensor's readings as a feed
+//	GET    /feeds/{slug}.rss|.atom|.json  a pipe's output, republished (see PipeFeedHandler)
 //	GET    /healthz                       {"status": "ok"} when the store answers
 //	GET    /metrics                       Prometheus metrics
 //
-// Errors are JSON: {"error": "what went wrong"}.
+// The pipe routes exist when Options.Pipes is set.
+//
+// Errors are JSON: {"error": "what went wrong"}. An invalid pipe
+// definition is a 400 that also lists each problem with the node and
+// field concerned: {"error": ..., "details": [{"node": "hot", "op":
+// "filter", "field": "rules[0].value", "error": ...}]}.
 package web
 
 import (
@@ -32,6 +48,8 @@ type Options struct {
 	Store      *storage.Store
 	Aggregator Aggregator
 	Sensors    http.Handler // the sensor store (SensorHandler); nil disables it
+	Pipes      Pipes        // the pipe runner (/api/v1/pipes, /api/v1/operators); nil disables them
+	PipeFeeds  http.Handler // the republished pipe outputs (PipeFeedHandler); nil disables /feeds/
 	Metrics    http.Handler // e.g. promhttp.HandlerFor(registry, ...); nil disables /metrics
 	Logger     *slog.Logger
 	// Token, when set, is required as "Authorization: Bearer TOKEN" on every
@@ -52,6 +70,14 @@ func New(opt Options) http.Handler {
 	mux := http.NewServeMux()
 	a := &api{store: opt.Store, agg: opt.Aggregator, log: opt.Logger}
 	a.routes(mux)
+	index := []string{"/api/v1/feeds", "/api/v1/sensors/{sensor}/readings", "/sensors/{sensor}.rss", "/healthz", "/metrics"}
+	if opt.Pipes != nil {
+		(&pipeAPI{pipes: opt.Pipes, log: opt.Logger}).routes(mux)
+		index = append(index, "/api/v1/pipes", "/api/v1/operators")
+	}
+	if opt.PipeFeeds != nil {
+		index = append(index, "/feeds/{slug}.rss")
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if _, err := opt.Store.LastSeq(); err != nil {
 			respondJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": err.Error()})
@@ -66,11 +92,14 @@ func New(opt Options) http.Handler {
 		mux.Handle("/api/v1/sensors/", opt.Sensors)
 		mux.Handle("/sensors/", opt.Sensors)
 	}
+	if opt.PipeFeeds != nil {
+		mux.Handle("/feeds/", opt.PipeFeeds)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/" {
 			respondJSON(w, http.StatusOK, map[string]any{
 				"name": "slogfeed",
-				"api":  []string{"/api/v1/feeds", "/api/v1/sensors/{sensor}/readings", "/sensors/{sensor}.rss", "/healthz", "/metrics"},
+				"api":  index,
 			})
 			return
 		}

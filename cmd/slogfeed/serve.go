@@ -24,6 +24,8 @@ import (
 	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/transform/pack"
+	"github.com/slogfeed/slogfeed/transform/runner"
 	"github.com/slogfeed/slogfeed/web"
 	"github.com/slogfeed/slogfeed/web/demo"
 )
@@ -194,12 +196,22 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		allow = append(allow, pub.Prefix())
 	}
 
+	// PACK reduction policies (Feed.Reduce, a pipe's output.reduce) apply
+	// when retention removes items.
+	store.SetReducer(pack.NewReducer())
+	pipes, err := runner.New(runner.Options{Store: store, Logger: log})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+
 	fetcher := aggregator.NewFetcher(aggregator.FetchOptions{Allow: allow, UserAgent: "slogfeed/" + versionString() + " (+https://slogfeed.org)"})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	svc, err := aggregator.NewService(aggregator.ServiceOptions{
 		Store: store, Fetcher: fetcher, Logger: log,
-		Scheduler: schedule.Config{Rate: rate, PerHost: perHost, Workers: workers},
+		Scheduler:  schedule.Config{Rate: rate, PerHost: perHost, Workers: workers},
+		OnNewItems: pipes.Notify,
 	})
 	if err != nil {
 		ln.Close()
@@ -211,11 +223,18 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		ln.Close()
 		return err
 	}
+	if err := pipes.Load(); err != nil {
+		ln.Close()
+		return err
+	}
 	base := "http://" + ln.Addr().String()
+	sensors := web.SensorHandler(store, web.SensorOptions{BaseURL: base, Logger: log, OnNewItems: pipes.Notify})
 	handler := web.New(web.Options{
 		Store: store, Aggregator: svc, Logger: log, Token: token,
-		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
-		Sensors: web.SensorHandler(store, web.SensorOptions{BaseURL: base, Logger: log}),
+		Metrics:   promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		Sensors:   sensors,
+		Pipes:     pipes,
+		PipeFeeds: web.PipeFeedHandler(store, web.PipeFeedOptions{BaseURL: base, Logger: log, Hints: pipes.Hints}),
 	})
 	if pub != nil {
 		existing, err := store.Feeds()
@@ -227,6 +246,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 			ln.Close()
 			return fmt.Errorf("demo: %w", err)
 		}
+		pub.Push(sensors)
 		fmt.Fprintf(a.stderr, "slogfeed demo: %s\n", pub.Describe())
 	}
 
@@ -241,6 +261,8 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	done := make(chan error, 1)
+	pipesDone := make(chan error, 1)
+	go func() { pipesDone <- pipes.Run(runCtx) }()
 	go func() { done <- svc.Run(runCtx) }()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -252,6 +274,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	case err = <-serveErr:
 		stop()
 		<-done
+		<-pipesDone
 		return fmt.Errorf("http server: %w", err)
 	}
 	log.Info("shutting down")
@@ -259,10 +282,9 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(shutCtx)
-	if err := <-done; err != nil {
-		return err
-	}
-	return nil
+	err = <-done
+	<-pipesDone
+	return err
 }
 
 func flagGiven(fs *flag.FlagSet, name string) bool {

@@ -108,6 +108,7 @@ type Publishers struct {
 	base    string
 	sensors http.Handler
 	owlHour int
+	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
@@ -157,6 +158,7 @@ func Start(ctx context.Context, log *slog.Logger) (*Publishers, error) {
 	go func() { _ = p.srv.Serve(ln) }()
 
 	ctx, p.cancel = context.WithCancel(ctx)
+	p.ctx = ctx
 	start := time.Now()
 	for i, s := range sensors() {
 		rng := rand.New(rand.NewPCG(uint64(i)+1, uint64(start.UnixNano())))
@@ -210,11 +212,55 @@ func (p *Publishers) Subscribe(agg Subscriber, existing []storage.Feed) error {
 	return nil
 }
 
+// FieldSensors are the demo's sensors that push their readings into
+// slogfeed's own sensor store (as sensor/NAME), every FieldPeriod on a
+// shared schedule: a small regional network to fuse with a pipe.
+var FieldSensors = []string{"field-north", "field-east", "field-south"}
+
+// FieldPeriod is how often the field sensors report.
+const FieldPeriod = 10 * time.Second
+
+// Push starts the field sensors, posting to the sensor store h (the
+// handler of web.SensorHandler) in process. They stop with Close.
+func (p *Publishers) Push(h http.Handler) {
+	for i, name := range FieldSensors {
+		rng := rand.New(rand.NewPCG(uint64(i)+101, uint64(time.Now().UnixNano())))
+		base := 9.5 + 1.5*float64(i)
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			timer := time.NewTimer(0)
+			defer timer.Stop()
+			for {
+				// Each report lands 1 to 3 s into its period.
+				next := time.Now().Truncate(FieldPeriod).Add(FieldPeriod + time.Second + time.Duration(rng.Float64()*2*float64(time.Second)))
+				timer.Reset(time.Until(next))
+				select {
+				case <-p.ctx.Done():
+					return
+				case <-timer.C:
+				}
+				x := float64(time.Now().UnixNano()%int64(6*time.Minute)) / float64(6*time.Minute)
+				v := math.Round((base+3*math.Sin(2*math.Pi*x)+rng.NormFloat64()*0.2)*100) / 100
+				body, _ := json.Marshal(map[string]any{"value": v, "unit": "C"})
+				req := httptest.NewRequest(http.MethodPost, "/api/v1/sensors/"+name+"/readings", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != http.StatusCreated {
+					p.log.Warn("demo field reading rejected", "sensor", name, "status", rec.Code, "body", strings.TrimSpace(rec.Body.String()))
+				}
+			}
+		}()
+	}
+}
+
 // Describe says what runs, for the startup message.
 func (p *Publishers) Describe() string {
 	return fmt.Sprintf("simulated sensors publishing at %s (time compressed: periods of minutes run as seconds): "+
 		"lab-temperature (auto vs fixed-5s), greenhouse-humidity, river-level, buoy-dtn (batched), night-owl (skipHours %d UTC); "+
-		"watch them learn with: curl /api/v1/feeds", p.base, p.owlHour)
+		"watch them learn with: curl /api/v1/feeds; "+
+		"field-north, field-east and field-south post to this slogfeed's sensor store every %v, ready to fuse with a pipe (README)", p.base, p.owlHour, FieldPeriod)
 }
 
 // Close stops the sensors and the publishers and removes their data.

@@ -25,7 +25,9 @@
 //     <sf:reading value=… unit=… sensor=… time=… lat=… lon=…/> in RSS items
 //     and Atom entries, and the "_slogfeed" object in JSON Feed items.
 //     Items with a reading but no title or summary get readable ones
-//     (ReadingTitle, ReadingSummary) for ordinary feed readers.
+//     (ReadingTitle, ReadingSummary) for ordinary feed readers; digest
+//     items (storage.Digest, made by PACK digesters) without them get
+//     DigestTitle and DigestSummary.
 //   - What each format requires and gorilla/feeds may omit: an Atom author
 //     and content-or-alternate-link per entry, RSS channel title, link and
 //     description, JSON Feed's "items" array and per-item content.
@@ -36,6 +38,8 @@
 // Last-Modified (the newest item's publish time), 304 Not Modified for
 // matching conditional requests, Cache-Control from the publisher's own
 // prediction of its next publish, and slogfeed's hint headers
-// (feedext.HeaderPhase, HeaderDesync, HeaderNext, HeaderMore). Load grows
-// the desynchronisation interval with the request load of each feed.
+// (feedext.HeaderPhase, HeaderDesync, HeaderNext, HeaderMore). ServeDoc
+// does the same for a Doc whose ETag was computed once, when a publisher
+// caches its rendered documents. Load grows the desynchronisation interval
+// with the request load of each feed.
 package publish

@@ -180,6 +180,14 @@ func prepareItem(it *storage.Item, feedID string) entry {
 			e.enclosures = append(e.enclosures, enc)
 		}
 	}
+	if d := it.Digest; d != nil {
+		if e.title == "" {
+			e.title = strings.TrimSpace(clean(DigestTitle(*d)))
+		}
+		if e.summary == "" {
+			e.summary = html.EscapeString(clean(DigestSummary(*d)))
+		}
+	}
 	if e.reading != nil {
 		if e.title == "" {
 			e.title = ReadingTitle(*e.reading)

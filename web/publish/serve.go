@@ -40,6 +40,25 @@ func ETag(doc []byte) string {
 	return `"` + hex.EncodeToString(sum[:16]) + `"`
 }
 
+// Doc is a rendered document ready to serve: its bytes, its strong entity
+// tag and its media type. A publisher that caches rendered documents keeps
+// a Doc, so the hash of the bytes is computed once per document rather
+// than once per request.
+type Doc struct {
+	// Bytes is the document.
+	Bytes []byte
+	// ETag is the strong entity tag of Bytes, quoted, as ETag returns
+	// (ServeDoc computes it when empty).
+	ETag string
+	// ContentType is the media type, e.g. ContentTypeRSS.
+	ContentType string
+}
+
+// NewDoc returns the Doc of b with its ETag computed.
+func NewDoc(b []byte, contentType string) Doc {
+	return Doc{Bytes: b, ETag: ETag(b), ContentType: contentType}
+}
+
 // Serve writes doc, a feed document of media type contentType, answering
 // conditional requests (If-None-Match with the strong ETag, else
 // If-Modified-Since against h.Newest) with 304 Not Modified, and HEAD
@@ -55,11 +74,22 @@ func ETag(doc []byte) string {
 //
 // The hint headers are sent on 304 responses too, so a subscriber that
 // found nothing new still learns the phase. now is when the request
-// arrived.
+// arrived. Serve is ServeDoc with the ETag computed from doc.
 func Serve(w http.ResponseWriter, r *http.Request, contentType string, doc []byte, h Hints, now time.Time) {
+	ServeDoc(w, r, Doc{Bytes: doc, ETag: ETag(doc), ContentType: contentType}, h, now)
+}
+
+// ServeDoc is Serve for a document whose entity tag is already known
+// (d.ETag must then be ETag(d.Bytes), or another strong tag that changes
+// whenever the bytes do). Its answers are those of Serve.
+func ServeDoc(w http.ResponseWriter, r *http.Request, d Doc, h Hints, now time.Time) {
+	etag := d.ETag
+	if etag == "" {
+		etag = ETag(d.Bytes)
+	}
 	hdr := w.Header()
-	hdr.Set("Content-Type", contentType)
-	hdr.Set("ETag", ETag(doc))
+	hdr.Set("Content-Type", d.ContentType)
+	hdr.Set("ETag", etag)
 	hdr.Set("Cache-Control", CacheControl(h.Next, now))
 	if !h.Newest.IsZero() {
 		phase := max(now.Sub(h.Newest), 0)
@@ -77,7 +107,7 @@ func Serve(w http.ResponseWriter, r *http.Request, contentType string, doc []byt
 	// ServeContent implements the conditional-request rules of RFC 9110
 	// (If-None-Match before If-Modified-Since, weak comparison for GET),
 	// HEAD and ranges; it sends Last-Modified from h.Newest.
-	http.ServeContent(w, r, "", h.Newest, bytes.NewReader(doc))
+	http.ServeContent(w, r, "", h.Newest, bytes.NewReader(d.Bytes))
 }
 
 // CacheControl returns the Cache-Control value for a document whose next

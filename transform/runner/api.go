@@ -1,0 +1,464 @@
+package runner
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/slogfeed/slogfeed/schedule"
+	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/transform"
+	"github.com/slogfeed/slogfeed/transform/pack"
+)
+
+// resolve finds the feed of every source node of g. With subscribe set,
+// a URL that is not a feed yet is subscribed (when Options.Subscribe
+// allows). Missing inputs are reported together, each naming its node.
+func (r *Runner) resolve(g *transform.Graph, subscribe bool) ([]Input, error) {
+	var errs transform.Errors
+	var out []Input
+	for _, s := range g.Sources() {
+		f, err := r.feedOf(s.Ref, subscribe)
+		if err != nil {
+			errs = append(errs, &transform.NodeError{Node: s.Node, Op: "source", Err: &transform.FieldError{Field: "feed", Err: err}})
+			continue
+		}
+		out = append(out, Input{Node: s.Node, Ref: s.Ref.String(), Kind: f.Kind, FeedID: f.ID, Title: f.Title})
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return out, nil
+}
+
+func (r *Runner) feedOf(ref transform.Ref, subscribe bool) (storage.Feed, error) {
+	var f storage.Feed
+	var err error
+	switch ref.Kind {
+	case "feed":
+		id, _ := strconv.ParseUint(ref.Key, 10, 64)
+		f, err = r.st.Feed(id)
+	case "sensor":
+		f, err = r.st.FeedBySlug(storage.KindSensor, ref.Key)
+	case "pipe":
+		f, err = r.st.FeedBySlug(storage.KindPipe, ref.Key)
+	case "url":
+		f, err = r.st.FeedByURL(ref.Key)
+		if errors.Is(err, storage.ErrFeedNotFound) && subscribe && r.opt.Subscribe != nil {
+			f, err = r.opt.Subscribe(storage.Feed{URL: ref.Key, Policy: schedule.DefaultPolicy})
+			if err != nil {
+				return f, fmt.Errorf("subscribing to %s: %w", ref.Key, err)
+			}
+		}
+	default:
+		return f, fmt.Errorf("%w: %s", ErrInputNotFound, ref)
+	}
+	if errors.Is(err, storage.ErrFeedNotFound) {
+		what := map[string]string{"feed": "no feed", "sensor": "no sensor", "pipe": "no pipe", "url": "no subscribed feed"}[ref.Kind]
+		return f, fmt.Errorf("%w: %s %q", ErrInputNotFound, what, ref.Key)
+	}
+	return f, err
+}
+
+// compile checks def as a pipe to store: it compiles, its output's
+// reduction policy parses, its inputs exist, and it does not read its own
+// output through other pipes (self is the pipe's id, 0 for a new pipe).
+func (r *Runner) compile(def transform.Pipe, self uint64) (*transform.Graph, []Input, error) {
+	g, err := transform.Compile(def, r.opt.Limits)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(def.Output.Reduce) > 0 && string(def.Output.Reduce) != "null" {
+		if _, err := pack.ParsePolicy(def.Output.Reduce); err != nil {
+			var fe *transform.FieldError
+			field := "output.reduce"
+			if errors.As(err, &fe) && fe.Field != "" {
+				field += "." + fe.Field
+				err = fe.Err
+			}
+			return nil, nil, transform.Errors{&transform.FieldError{Field: field, Err: err}}
+		}
+	}
+	inputs, err := r.resolve(g, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	if self != 0 {
+		if path := r.readsItself(self, inputs); path != "" {
+			return nil, nil, transform.Errors{transform.Fieldf("nodes", "the pipe would read its own output (%s)", path)}
+		}
+	}
+	return g, inputs, nil
+}
+
+// readsItself reports, as a path of slugs, whether inputs lead back to
+// pipe self's output through pipes.
+func (r *Runner) readsItself(self uint64, inputs []Input) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sp := r.pipes[self]
+	if sp == nil {
+		return ""
+	}
+	seen := map[uint64]bool{}
+	var walk func(feed uint64, path string) string
+	walk = func(feed uint64, path string) string {
+		if feed == sp.feedID {
+			return path + " → " + sp.slug
+		}
+		p := r.byFeed[feed]
+		if p == nil || seen[p.id] {
+			return ""
+		}
+		seen[p.id] = true
+		for _, f := range p.feeds {
+			if s := walk(f, path+" → "+p.slug); s != "" {
+				return s
+			}
+		}
+		return ""
+	}
+	for _, in := range inputs {
+		if s := walk(in.FeedID, sp.slug); s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// outputFeed is the output feed a definition asks for.
+func outputFeed(def transform.Pipe, f storage.Feed) storage.Feed {
+	o := def.Output
+	f.Kind, f.Slug = storage.KindPipe, o.Slug
+	f.Title = o.Title
+	if f.Title == "" {
+		f.Title = def.Name
+	}
+	if f.Title == "" {
+		f.Title = o.Slug
+	}
+	f.Retention = o.Retention
+	if f.Retention.MaxItems == 0 {
+		f.Retention.MaxItems = transform.DefaultOutputItems
+	}
+	f.Reduce = o.Reduce
+	return f
+}
+
+// Create checks and stores a new pipe, and runs it at once (on its
+// inputs' backlog) unless its trigger is manual or cron.
+func (r *Runner) Create(ctx context.Context, def transform.Pipe) (Info, error) {
+	_, inputs, err := r.compile(def, 0)
+	if err != nil {
+		return Info{}, err
+	}
+	raw, err := json.Marshal(def)
+	if err != nil {
+		return Info{}, fmt.Errorf("runner: encoding pipe: %w", err)
+	}
+	sp := storage.Pipe{Slug: def.Output.Slug, Def: raw}
+	out := outputFeed(def, storage.Feed{})
+	if err := r.st.CreatePipe(&sp, &out); err != nil {
+		if errors.Is(err, storage.ErrPipeExists) || errors.Is(err, storage.ErrFeedExists) {
+			return Info{}, fmt.Errorf("%w: %q", ErrSlugTaken, def.Output.Slug)
+		}
+		return Info{}, fmt.Errorf("runner: storing pipe: %w", err)
+	}
+	p := &pipe{id: sp.ID, feedID: sp.FeedID, slug: sp.Slug, def: def}
+	p.setInputs(inputs)
+	p.setTrigger(def)
+	r.mu.Lock()
+	r.add(p)
+	if def.Trigger.On == "" || def.Trigger.On == transform.OnUpdate || def.Trigger.On == transform.OnMDPT {
+		r.enqueue(p)
+	}
+	r.mu.Unlock()
+	r.kickCron()
+	r.log.Info("pipe created", "pipe", p.id, "slug", p.slug)
+	return r.Get(p.id)
+}
+
+// Update replaces pipe id's definition. Input cursors carry over, so the
+// pipe goes on from where it was; operator states carry over where the
+// node keeps its id and its state still loads.
+func (r *Runner) Update(ctx context.Context, id uint64, def transform.Pipe) (Info, error) {
+	r.mu.Lock()
+	p := r.pipes[id]
+	r.mu.Unlock()
+	if p == nil {
+		return Info{}, fmt.Errorf("%w: %d", ErrNotFound, id)
+	}
+	_, inputs, err := r.compile(def, id)
+	if err != nil {
+		return Info{}, err
+	}
+	raw, err := json.Marshal(def)
+	if err != nil {
+		return Info{}, fmt.Errorf("runner: encoding pipe: %w", err)
+	}
+	p.runMu.Lock()
+	defer p.runMu.Unlock()
+	sp, err := r.st.Pipe(id)
+	if err != nil {
+		return Info{}, r.notFound(id, err)
+	}
+	sp.Def, sp.Slug = raw, def.Output.Slug
+	if err := r.st.UpdatePipe(sp); err != nil {
+		if errors.Is(err, storage.ErrPipeExists) || errors.Is(err, storage.ErrFeedExists) {
+			return Info{}, fmt.Errorf("%w: %q", ErrSlugTaken, def.Output.Slug)
+		}
+		return Info{}, r.notFound(id, err)
+	}
+	if _, err := r.st.UpdateFeed(sp.FeedID, func(f *storage.Feed) error {
+		*f = outputFeed(def, *f) // UpdatePipe has already renamed it
+		return nil
+	}); err != nil {
+		return Info{}, fmt.Errorf("runner: updating output feed of pipe %d: %w", id, err)
+	}
+	r.mu.Lock()
+	r.remove(p)
+	p.def, p.slug, p.graph = def, sp.Slug, nil
+	p.setInputs(inputs)
+	p.setTrigger(def)
+	p.nextCron = time.Time{}
+	r.add(p)
+	if def.Trigger.On == "" || def.Trigger.On == transform.OnUpdate {
+		r.enqueue(p)
+	}
+	r.mu.Unlock()
+	r.kickCron()
+	r.log.Info("pipe updated", "pipe", id, "slug", p.slug)
+	return r.info(p)
+}
+
+func (r *Runner) notFound(id uint64, err error) error {
+	if errors.Is(err, storage.ErrPipeNotFound) {
+		return fmt.Errorf("%w: %d", ErrNotFound, id)
+	}
+	return err
+}
+
+// Delete removes pipe id, its output feed and its items. A pipe whose
+// output another pipe reads is not deleted (ErrInUse).
+func (r *Runner) Delete(id uint64) error {
+	r.mu.Lock()
+	p := r.pipes[id]
+	if p == nil {
+		r.mu.Unlock()
+		return fmt.Errorf("%w: %d", ErrNotFound, id)
+	}
+	for _, q := range r.byInput[p.feedID] {
+		if q != p {
+			r.mu.Unlock()
+			return fmt.Errorf("%w: pipe %q reads it", ErrInUse, q.slug)
+		}
+	}
+	r.mu.Unlock()
+	p.runMu.Lock()
+	defer p.runMu.Unlock()
+	if err := r.st.DeletePipe(id); err != nil {
+		return r.notFound(id, err)
+	}
+	r.mu.Lock()
+	r.remove(p)
+	r.mu.Unlock()
+	r.log.Info("pipe deleted", "pipe", id, "slug", p.slug)
+	return nil
+}
+
+// Get returns pipe id.
+func (r *Runner) Get(id uint64) (Info, error) {
+	r.mu.Lock()
+	p := r.pipes[id]
+	r.mu.Unlock()
+	if p == nil {
+		return Info{}, fmt.Errorf("%w: %d", ErrNotFound, id)
+	}
+	return r.info(p)
+}
+
+// List returns every pipe, by id.
+func (r *Runner) List() ([]Info, error) {
+	r.mu.Lock()
+	ps := make([]*pipe, 0, len(r.pipes))
+	for _, p := range r.pipes {
+		ps = append(ps, p)
+	}
+	r.mu.Unlock()
+	slices.SortFunc(ps, func(a, b *pipe) int { return cmp.Compare(a.id, b.id) })
+	out := make([]Info, 0, len(ps))
+	for _, p := range ps {
+		in, err := r.info(p)
+		if errors.Is(err, ErrNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+func (r *Runner) info(p *pipe) (Info, error) {
+	sp, err := r.st.Pipe(p.id)
+	if err != nil {
+		return Info{}, r.notFound(p.id, err)
+	}
+	var def transform.Pipe
+	if err := json.Unmarshal(sp.Def, &def); err != nil {
+		return Info{}, fmt.Errorf("runner: pipe %d definition: %w", p.id, err)
+	}
+	in := Info{ID: sp.ID, Slug: sp.Slug, FeedID: sp.FeedID, Pipe: def, Runs: sp.Runs, LastError: sp.LastError, Created: sp.Created, Updated: sp.Updated}
+	in.Name = def.Name
+	if in.Name == "" {
+		in.Name = def.Output.Title
+	}
+	if in.Name == "" {
+		in.Name = sp.Slug
+	}
+	r.mu.Lock()
+	in.Inputs = slices.Clone(p.inputs)
+	r.mu.Unlock()
+	if in.Inputs == nil {
+		in.Inputs = []Input{}
+	}
+	if !sp.LastRun.IsZero() {
+		t := sp.LastRun
+		in.LastRun = &t
+	}
+	in.Feeds = map[string]string{}
+	for _, f := range formats(def) {
+		in.Feeds[f] = r.opt.FeedPath + sp.Slug + "." + f
+	}
+	if f, err := r.st.Feed(sp.FeedID); err == nil {
+		if n, err := r.st.CountItems(f.ID); err == nil {
+			in.Items = int64(n)
+		}
+		if next, _ := r.Hints(f, r.clock.Now()); !next.IsZero() {
+			in.NextUpdate = &next
+		}
+	}
+	return in, nil
+}
+
+func formats(def transform.Pipe) []string {
+	if len(def.Output.Formats) == 0 {
+		return transform.Formats
+	}
+	return def.Output.Formats
+}
+
+// Preview runs def (or, when def has no nodes, the saved pipe id) on the
+// newest items of its inputs, from a fresh state, and returns every
+// node's output. Nothing is saved.
+func (r *Runner) Preview(ctx context.Context, def transform.Pipe, id uint64) (*transform.Preview, error) {
+	if len(def.Nodes) == 0 && id != 0 {
+		r.mu.Lock()
+		p := r.pipes[id]
+		r.mu.Unlock()
+		if p == nil {
+			return nil, fmt.Errorf("%w: %d", ErrNotFound, id)
+		}
+		def = p.def
+	}
+	if def.Output.Slug == "" { // a preview does not need a name yet
+		def.Output.Slug = "preview"
+	}
+	g, err := transform.Compile(def, r.opt.Limits)
+	if err != nil {
+		return nil, err
+	}
+	inputs, err := r.resolve(g, false)
+	if err != nil {
+		return nil, err
+	}
+	items := make(map[string][]transform.Item, len(inputs))
+	for _, in := range inputs {
+		list, err := r.st.Items(in.FeedID, storage.ItemQuery{Limit: r.opt.PreviewItems, Order: storage.ByArrival})
+		if err != nil {
+			return nil, fmt.Errorf("runner: reading input %s: %w", in.Ref, err)
+		}
+		slices.Reverse(list)
+		items[in.Node] = list
+	}
+	_, pv, _ := g.Run(ctx, r.clock.Now(), items, true)
+	return pv, nil
+}
+
+// Hints returns, for the output feed of a pipe, the pipe's predicted next
+// update and the formats it serves (web.PipeFeedOptions.Hints).
+func (r *Runner) Hints(feed storage.Feed, now time.Time) (next time.Time, formatList []string) {
+	r.mu.Lock()
+	p := r.byFeed[feed.ID]
+	var trig string
+	var mdptAt time.Time
+	if p != nil {
+		trig = p.def.Trigger.On
+		switch {
+		case p.cron != nil:
+			next = p.nextCron
+			if !next.After(now) {
+				next = p.cron.Next(now)
+			}
+		case p.mdpt != nil:
+			mdptAt, _ = p.mdpt.Plan(nil)
+		}
+	}
+	r.mu.Unlock()
+	if p == nil {
+		return time.Time{}, transform.Formats
+	}
+	formatList = formats(p.def)
+	switch trig {
+	case transform.OnCron:
+		return next, formatList
+	case transform.OnManual:
+		return time.Time{}, formatList
+	case transform.OnMDPT:
+		if mdptAt.After(now) {
+			return mdptAt, formatList
+		}
+	}
+	return r.predict(p, now), formatList
+}
+
+// observe tells the pipe's output model that the output gained items at t.
+func (p *pipe) observe(t time.Time) {
+	p.modelMu.Lock()
+	defer p.modelMu.Unlock()
+	if p.model == nil {
+		return // built from the store when first needed
+	}
+	p.model.Next(schedule.Observation{At: t, Hit: true, Published: []time.Time{t}})
+}
+
+// predict returns the output model's earliest expected next publish
+// after now (schedule.Auto.EarliestNext); zero when it has no prediction
+// or the publish is overdue.
+func (r *Runner) predict(p *pipe, now time.Time) time.Time {
+	p.modelMu.Lock()
+	defer p.modelMu.Unlock()
+	if p.model == nil {
+		p.model = schedule.NewAuto()
+		items, err := r.st.Items(p.feedID, storage.ItemQuery{Limit: 256, Order: storage.ByArrival})
+		if err == nil {
+			var last time.Time
+			for i := len(items) - 1; i >= 0; i-- {
+				t := items[i].Published
+				if t.IsZero() || t.Equal(last) {
+					continue // one observation per run
+				}
+				last = t
+				p.model.Next(schedule.Observation{At: t, Hit: true, Published: []time.Time{t}})
+			}
+		}
+	}
+	t, _ := p.model.EarliestNext(now)
+	return t
+}

@@ -1,0 +1,524 @@
+// Package runner runs slogfeed's pipes: it keeps their definitions and
+// state in the store, runs each pipe when its trigger says (new input
+// items, m of n inputs updated, a cron schedule, or a request), feeds it
+// only the items that arrived since its previous run, and commits the
+// output and the new state in one transaction, so a pipe's republished
+// feed never loses or repeats an item across crashes.
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/slogfeed/slogfeed/schedule"
+	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/transform"
+)
+
+// Options configure a Runner.
+type Options struct {
+	Store *storage.Store
+	// Clock gives the time of runs and drives cron triggers (default
+	// schedule.RealClock).
+	Clock  schedule.Clock
+	Logger *slog.Logger
+	// Limits bound every pipe (zero fields: transform.DefaultLimits).
+	Limits transform.Limits
+	// Subscribe, when set, subscribes a URL input that is not a feed yet
+	// (aggregator.Service.Subscribe); without it such inputs are errors.
+	Subscribe func(storage.Feed) (storage.Feed, error)
+	// Workers is how many pipes may run at once (default 2).
+	Workers int
+	// FeedPath is the path under which outputs are served (default
+	// "/feeds/").
+	FeedPath string
+	// PreviewItems is how many of each input's newest items a preview
+	// runs on (default 50).
+	PreviewItems int
+}
+
+// Runner runs pipes. Its methods are safe for concurrent use.
+type Runner struct {
+	opt   Options
+	st    *storage.Store
+	clock schedule.Clock
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	pipes   map[uint64]*pipe   // by pipe id
+	byInput map[uint64][]*pipe // input feed id → pipes reading it
+	byFeed  map[uint64]*pipe   // output feed id → pipe
+	queue   []*pipe
+	wake    chan struct{} // a pipe was queued
+	rearm   chan struct{} // cron schedules changed
+	running bool
+}
+
+// pipe is the runner's view of one pipe.
+type pipe struct {
+	id, feedID uint64
+	slug       string
+	def        transform.Pipe
+	inputs     []Input // resolved sources, in definition order
+	feeds      []uint64
+	cron       cron.Schedule
+
+	// Under Runner.mu.
+	queued   bool
+	fresh    map[uint64]bool // mdpt: inputs with new items this round
+	mdpt     *schedule.MDPT
+	nextCron time.Time
+
+	runMu sync.Mutex       // serialises runs and changes
+	graph *transform.Graph // compiled, its operators' state as committed; nil to rebuild
+
+	modelMu sync.Mutex
+	model   *schedule.Auto // arrivals of the pipe's output
+	modeled bool
+}
+
+// state is what a pipe keeps between runs (storage.Pipe.State).
+type state struct {
+	V int `json:"v"`
+	// Cursors: "<node>@<feed id>" → the Seq of the last input item taken.
+	Cursors map[string]uint64 `json:"cursors,omitempty"`
+	// Nodes are the operators' states.
+	Nodes map[string]json.RawMessage `json:"nodes,omitempty"`
+}
+
+// New returns a Runner; call Load, then Run.
+func New(opt Options) (*Runner, error) {
+	if opt.Store == nil {
+		return nil, errors.New("runner: no store")
+	}
+	if opt.Clock == nil {
+		opt.Clock = schedule.RealClock{}
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.Workers <= 0 {
+		opt.Workers = 2
+	}
+	if opt.FeedPath == "" {
+		opt.FeedPath = "/feeds/"
+	}
+	if opt.PreviewItems <= 0 {
+		opt.PreviewItems = 50
+	}
+	return &Runner{
+		opt: opt, st: opt.Store, clock: opt.Clock, log: opt.Logger,
+		pipes:   make(map[uint64]*pipe),
+		byInput: make(map[uint64][]*pipe),
+		byFeed:  make(map[uint64]*pipe),
+		wake:    make(chan struct{}, 1),
+		rearm:   make(chan struct{}, 1),
+	}, nil
+}
+
+// Load reads every stored pipe. A pipe whose definition no longer
+// compiles, or whose inputs are gone, is kept (its runs fail with the
+// reason, shown as its last error) and the others load.
+func (r *Runner) Load() error {
+	sps, err := r.st.Pipes()
+	if err != nil {
+		return fmt.Errorf("runner: loading pipes: %w", err)
+	}
+	for _, sp := range sps {
+		var def transform.Pipe
+		if err := json.Unmarshal(sp.Def, &def); err != nil {
+			r.log.Error("pipe definition unreadable", "pipe", sp.ID, "slug", sp.Slug, "err", err)
+			continue
+		}
+		p := &pipe{id: sp.ID, feedID: sp.FeedID, slug: sp.Slug, def: def}
+		if g, err := transform.Compile(def, r.opt.Limits); err != nil {
+			r.log.Warn("pipe does not compile", "pipe", sp.ID, "slug", sp.Slug, "err", err)
+		} else if inputs, err := r.resolve(g, false); err != nil {
+			r.log.Warn("pipe inputs missing", "pipe", sp.ID, "slug", sp.Slug, "err", err)
+		} else {
+			p.setInputs(inputs)
+		}
+		p.setTrigger(def)
+		r.mu.Lock()
+		r.add(p)
+		r.mu.Unlock()
+	}
+	r.kickCron()
+	return nil
+}
+
+func (p *pipe) setInputs(in []Input) {
+	p.inputs = in
+	p.feeds = p.feeds[:0]
+	for _, i := range in {
+		if !slices.Contains(p.feeds, i.FeedID) {
+			p.feeds = append(p.feeds, i.FeedID)
+		}
+	}
+}
+
+func (p *pipe) setTrigger(def transform.Pipe) {
+	p.cron, p.mdpt, p.fresh = nil, nil, nil
+	switch def.Trigger.On {
+	case transform.OnCron:
+		p.cron, _ = transform.CronParser.Parse(def.Trigger.Cron)
+	case transform.OnMDPT:
+		m := def.Trigger.M
+		if m <= 0 || m > len(p.feeds) {
+			m = len(p.feeds)
+		}
+		p.mdpt = schedule.NewMDPT(max(len(p.feeds), 1), m)
+		p.fresh = make(map[uint64]bool)
+	}
+}
+
+// add registers p in the indexes; r.mu is held.
+func (r *Runner) add(p *pipe) {
+	r.pipes[p.id] = p
+	r.byFeed[p.feedID] = p
+	for _, f := range p.feeds {
+		r.byInput[f] = append(r.byInput[f], p)
+	}
+}
+
+// remove drops p from the indexes; r.mu is held.
+func (r *Runner) remove(p *pipe) {
+	delete(r.pipes, p.id)
+	if r.byFeed[p.feedID] == p {
+		delete(r.byFeed, p.feedID)
+	}
+	for _, f := range p.feeds {
+		list := slices.DeleteFunc(r.byInput[f], func(q *pipe) bool { return q == p })
+		if len(list) == 0 {
+			delete(r.byInput, f)
+		} else {
+			r.byInput[f] = list
+		}
+	}
+	r.queue = slices.DeleteFunc(r.queue, func(q *pipe) bool { return q == p })
+}
+
+// Notify tells the runner that feed gained items (the aggregator's
+// OnNewItems, the sensor store's, and the runner's own outputs). Pipes
+// reading the feed run according to their triggers. It never blocks on a
+// run.
+func (r *Runner) Notify(feed storage.Feed, items []storage.Item) {
+	if len(items) == 0 {
+		return
+	}
+	now := r.clock.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range r.byInput[feed.ID] {
+		switch p.def.Trigger.On {
+		case "", transform.OnUpdate:
+			r.enqueue(p)
+		case transform.OnMDPT:
+			i := slices.Index(p.feeds, feed.ID)
+			if i < 0 || p.mdpt == nil {
+				continue
+			}
+			pub := make([]time.Time, 0, len(items))
+			for _, it := range items {
+				if !it.Published.IsZero() {
+					pub = append(pub, it.Published)
+				}
+			}
+			p.mdpt.Observe(i, schedule.Observation{At: now, Hit: true, Published: pub})
+			p.fresh[feed.ID] = true
+			if p.mdpt.Ready() {
+				p.mdpt.Republished()
+				clear(p.fresh)
+				r.enqueue(p)
+			}
+		}
+	}
+}
+
+// enqueue queues p for a run unless it is queued already; r.mu is held.
+func (r *Runner) enqueue(p *pipe) {
+	if p.queued {
+		return
+	}
+	p.queued = true
+	r.queue = append(r.queue, p)
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run runs queued pipes and cron triggers until ctx ends, then waits for
+// the runs in progress.
+func (r *Runner) Run(ctx context.Context) error {
+	r.mu.Lock()
+	if r.running {
+		r.mu.Unlock()
+		return errors.New("runner: already running")
+	}
+	r.running = true
+	r.mu.Unlock()
+	var wg sync.WaitGroup
+	for range r.opt.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.work(ctx)
+		}()
+	}
+	r.cronLoop(ctx)
+	wg.Wait()
+	return nil
+}
+
+func (r *Runner) work(ctx context.Context) {
+	for {
+		r.mu.Lock()
+		var p *pipe
+		if len(r.queue) > 0 {
+			p = r.queue[0]
+			r.queue = r.queue[1:]
+			p.queued = false
+		}
+		more := len(r.queue) > 0
+		r.mu.Unlock()
+		if p == nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-r.wake:
+				continue
+			}
+		}
+		if more { // let another worker take the next one
+			select {
+			case r.wake <- struct{}{}:
+			default:
+			}
+		}
+		if _, err := r.run(ctx, p); err != nil && ctx.Err() == nil {
+			r.log.Warn("pipe run failed", "pipe", p.id, "slug", p.slug, "err", err)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// cronLoop fires cron triggers on the clock.
+func (r *Runner) cronLoop(ctx context.Context) {
+	timer := r.clock.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		now := r.clock.Now()
+		var next time.Time
+		r.mu.Lock()
+		for _, p := range r.pipes {
+			if p.cron == nil {
+				continue
+			}
+			if p.nextCron.IsZero() {
+				p.nextCron = p.cron.Next(now)
+			}
+			if !p.nextCron.After(now) {
+				r.enqueue(p)
+				p.nextCron = p.cron.Next(now)
+			}
+			if next.IsZero() || p.nextCron.Before(next) {
+				next = p.nextCron
+			}
+		}
+		r.mu.Unlock()
+		wait := 24 * time.Hour
+		if !next.IsZero() {
+			wait = next.Sub(now)
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C():
+		case <-r.rearm:
+			if !timer.Stop() {
+				select {
+				case <-timer.C():
+				default:
+				}
+			}
+		}
+	}
+}
+
+func (r *Runner) kickCron() {
+	select {
+	case r.rearm <- struct{}{}:
+	default:
+	}
+}
+
+// RunNow runs pipe id at once, whatever its trigger, and returns what the
+// run did.
+func (r *Runner) RunNow(ctx context.Context, id uint64) (RunResult, error) {
+	r.mu.Lock()
+	p := r.pipes[id]
+	r.mu.Unlock()
+	if p == nil {
+		return RunResult{}, fmt.Errorf("%w: %d", ErrNotFound, id)
+	}
+	return r.run(ctx, p)
+}
+
+// run runs p once on the input items that arrived since its last run and
+// commits the output, the new cursors and operator states together.
+func (r *Runner) run(ctx context.Context, p *pipe) (RunResult, error) {
+	p.runMu.Lock()
+	defer p.runMu.Unlock()
+	now := r.clock.Now()
+	res := RunResult{At: now}
+	if p.inputs == nil {
+		// The definition did not compile or an input was missing at
+		// load; try again, the input may exist now.
+		g, err := transform.Compile(p.def, r.opt.Limits)
+		if err == nil {
+			var in []Input
+			if in, err = r.resolve(g, false); err == nil {
+				r.mu.Lock()
+				r.remove(p)
+				p.setInputs(in)
+				p.setTrigger(p.def)
+				r.add(p)
+				r.mu.Unlock()
+			}
+		}
+		if err != nil {
+			r.fail(p, now, err)
+			return res, err
+		}
+	}
+	sp, err := r.st.Pipe(p.id)
+	if err != nil {
+		return res, fmt.Errorf("runner: pipe %d: %w", p.id, err)
+	}
+	var st state
+	if len(sp.State) > 0 {
+		if err := json.Unmarshal(sp.State, &st); err != nil {
+			r.log.Warn("pipe state unreadable, starting afresh", "pipe", p.id, "err", err)
+			st = state{}
+		}
+	}
+	if st.Cursors == nil {
+		st.Cursors = make(map[string]uint64)
+	}
+	g := p.graph
+	if g == nil {
+		if g, err = transform.Compile(p.def, r.opt.Limits); err != nil {
+			r.fail(p, now, err)
+			return res, err
+		}
+		for _, e := range g.LoadState(st.Nodes) {
+			r.log.Warn("pipe operator state", "pipe", p.id, "err", e)
+		}
+	}
+
+	inputs := make(map[string][]transform.Item, len(p.inputs))
+	for _, in := range p.inputs {
+		key := in.Node + "@" + strconv.FormatUint(in.FeedID, 10)
+		cur := st.Cursors[key]
+		var items []storage.Item
+		if cur == 0 {
+			backlog := transform.DefaultBacklog
+			for _, s := range g.Sources() {
+				if s.Node == in.Node {
+					backlog = s.Backlog
+				}
+			}
+			items, err = r.st.Items(in.FeedID, storage.ItemQuery{Limit: backlog, Order: storage.ByArrival})
+			slices.Reverse(items)
+		} else {
+			items, err = r.st.Items(in.FeedID, storage.ItemQuery{AfterSeq: cur, Order: storage.ByArrivalAsc, Limit: g.Limits().MaxItems})
+		}
+		if err != nil {
+			err = fmt.Errorf("reading input %s of node %q: %w", in.Ref, in.Node, err)
+			p.graph = nil
+			r.fail(p, now, err)
+			return res, err
+		}
+		for _, it := range items {
+			st.Cursors[key] = max(st.Cursors[key], it.Seq)
+		}
+		inputs[in.Node] = items
+		res.In += len(items)
+	}
+	// Drop cursors of sources that are gone.
+	for k := range st.Cursors {
+		if !slices.ContainsFunc(p.inputs, func(in Input) bool { return k == in.Node+"@"+strconv.FormatUint(in.FeedID, 10) }) {
+			delete(st.Cursors, k)
+		}
+	}
+
+	out, _, err := g.Run(ctx, now, inputs, false)
+	if err != nil {
+		p.graph = nil // its operators may hold half a run
+		r.fail(p, now, err)
+		var pe *transform.PanicError
+		if errors.As(err, &pe) {
+			r.log.Error("pipe operator panicked", "pipe", p.id, "slug", p.slug, "panic", pe.Value, "stack", string(pe.Stack))
+		}
+		return res, err
+	}
+	if st.Nodes, err = g.SaveState(); err != nil {
+		p.graph = nil
+		r.fail(p, now, err)
+		return res, err
+	}
+	st.V = 1
+	raw, err := json.Marshal(st)
+	if err != nil {
+		p.graph = nil
+		return res, fmt.Errorf("runner: encoding state: %w", err)
+	}
+	for i := range out {
+		it := &out[i]
+		it.FeedID, it.Seq = 0, 0
+		it.GUID = it.ID
+		it.Published, it.Updated, it.Fetched = now, now, now
+	}
+	added, err := r.st.CommitPipeRun(p.id, raw, out, storage.PipeRun{At: now})
+	if err != nil {
+		p.graph = nil
+		err = fmt.Errorf("runner: storing the output of pipe %d: %w", p.id, err)
+		r.fail(p, now, err)
+		return res, err
+	}
+	p.graph = g
+	res.Out, res.Added = len(out), len(added)
+	res.TookS = r.clock.Now().Sub(now).Seconds()
+	if len(added) > 0 {
+		p.observe(now)
+		r.log.Debug("pipe ran", "pipe", p.id, "slug", p.slug, "in", res.In, "out", res.Out, "added", res.Added)
+		if f, err := r.st.Feed(p.feedID); err == nil {
+			r.Notify(f, added)
+		}
+	}
+	return res, nil
+}
+
+// fail records a failed run.
+func (r *Runner) fail(p *pipe, now time.Time, err error) {
+	msg := err.Error()
+	if len(msg) > 1000 {
+		msg = msg[:1000]
+	}
+	if _, cerr := r.st.CommitPipeRun(p.id, nil, nil, storage.PipeRun{At: now, Err: msg}); cerr != nil && !errors.Is(cerr, storage.ErrPipeNotFound) {
+		r.log.Error("recording pipe failure", "pipe", p.id, "err", cerr)
+	}
+}

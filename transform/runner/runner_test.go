@@ -1,0 +1,385 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/slogfeed/slogfeed/schedule"
+	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/transform"
+)
+
+var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+type env struct {
+	st    *storage.Store
+	r     *Runner
+	clock *schedule.VirtualClock
+}
+
+func newEnv(t *testing.T, clock schedule.Clock) *env {
+	t.Helper()
+	st, err := storage.Open(filepath.Join(t.TempDir(), "r.db"), storage.Options{NoSync: true, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := st.Check(); err != nil {
+			t.Errorf("store check: %v", err)
+		}
+		st.Close()
+	})
+	r, err := New(Options{Store: st, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Load(); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{st: st, r: r}
+	e.clock, _ = clock.(*schedule.VirtualClock)
+	return e
+}
+
+// sensor creates a sensor feed.
+func (e *env) sensor(t *testing.T, name string) storage.Feed {
+	t.Helper()
+	f := storage.Feed{Kind: storage.KindSensor, Slug: name, Title: name, Policy: "auto"}
+	if err := e.st.CreateFeed(&f); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// post stores readings in feed f and notifies the runner.
+func (e *env) post(t *testing.T, f storage.Feed, at time.Time, values ...float64) []storage.Item {
+	t.Helper()
+	var its []storage.Item
+	for _, v := range values {
+		id := fmt.Sprintf("%s/%d/%v", f.Slug, at.UnixNano(), v)
+		its = append(its, storage.Item{ID: id, Title: fmt.Sprint(v), Published: at, Fetched: at,
+			Reading: &storage.Reading{Value: v, Unit: "C", Sensor: f.Slug, Time: at}})
+		at = at.Add(time.Millisecond)
+	}
+	added, err := e.st.AddItems(f.ID, its)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.r.Notify(f, added)
+	return added
+}
+
+func (e *env) output(t *testing.T, id uint64) []storage.Item {
+	t.Helper()
+	in, err := e.r.Get(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	its, err := e.st.Items(in.FeedID, storage.ItemQuery{Order: storage.ByArrivalAsc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return its
+}
+
+func hotPipe(slug string, sources ...string) transform.Pipe {
+	p := transform.Pipe{Output: transform.Output{Slug: slug}}
+	p.Nodes = append(p.Nodes, transform.Node{ID: "hot", Op: "filter", Config: json.RawMessage(`{"rules":[{"field":"value","op":"gt","value":20}]}`)})
+	for i, s := range sources {
+		id := fmt.Sprint("in", i)
+		p.Nodes = append(p.Nodes, transform.Node{ID: id, Op: "source", Config: json.RawMessage(fmt.Sprintf(`{"feed":%q}`, s))})
+		p.Nodes[0], p.Nodes[len(p.Nodes)-1] = p.Nodes[len(p.Nodes)-1], p.Nodes[0]
+		p.Edges = append(p.Edges, transform.Edge{From: id, To: "hot"})
+	}
+	if len(sources) > 1 {
+		p.Nodes = append(p.Nodes, transform.Node{ID: "u", Op: "union"})
+		p.Edges = p.Edges[:0]
+		for i := range sources {
+			p.Edges = append(p.Edges, transform.Edge{From: fmt.Sprint("in", i), To: "u"})
+		}
+		p.Edges = append(p.Edges, transform.Edge{From: "u", To: "hot"})
+	}
+	p.Output.From = "hot"
+	return p
+}
+
+func TestRunIncremental(t *testing.T) {
+	clock := schedule.NewVirtualClock(t0)
+	e := newEnv(t, clock)
+	lab := e.sensor(t, "lab-1")
+	e.post(t, lab, t0.Add(-time.Minute), 18, 22, 25)
+	ctx := context.Background()
+	info, err := e.r.Create(ctx, hotPipe("hot", "sensor/lab-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Slug != "hot" || info.Feeds["rss"] != "/feeds/hot.rss" || len(info.Inputs) != 1 || info.Inputs[0].FeedID != lab.ID {
+		t.Errorf("info %+v", info)
+	}
+	res, err := e.r.RunNow(ctx, info.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.In != 3 || res.Out != 2 || res.Added != 2 {
+		t.Errorf("first run %+v, want in 3 out 2 added 2", res)
+	}
+	out := e.output(t, info.ID)
+	if len(out) != 2 || out[0].Reading.Value != 22 || !out[0].Published.Equal(t0) {
+		t.Fatalf("output %+v", out)
+	}
+	if want := fmt.Sprintf("%d:", lab.ID); out[0].ID[:len(want)] != want {
+		t.Errorf("output id %q is not namespaced by the input feed", out[0].ID)
+	}
+	clock.Advance(time.Minute)
+	e.post(t, lab, t0.Add(time.Minute), 30, 10)
+	res, err = e.r.RunNow(ctx, info.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.In != 2 || res.Added != 1 {
+		t.Errorf("second run %+v, want only the 2 new items in and 1 added", res)
+	}
+	res, _ = e.r.RunNow(ctx, info.ID)
+	if res.In != 0 || res.Added != 0 {
+		t.Errorf("a run with nothing new: %+v", res)
+	}
+	info, _ = e.r.Get(info.ID)
+	if info.Runs != 3 || info.Items != 3 || info.LastError != "" {
+		t.Errorf("after three runs: %+v", info)
+	}
+
+	t.Run("reload keeps cursors", func(t *testing.T) {
+		r2, err := New(Options{Store: e.st, Clock: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r2.Load(); err != nil {
+			t.Fatal(err)
+		}
+		res, err := r2.RunNow(ctx, info.ID)
+		if err != nil || res.In != 0 {
+			t.Errorf("after a restart: %+v, %v", res, err)
+		}
+	})
+}
+
+func TestCreateErrors(t *testing.T) {
+	e := newEnv(t, schedule.NewVirtualClock(t0))
+	e.sensor(t, "lab-1")
+	ctx := context.Background()
+	_, err := e.r.Create(ctx, hotPipe("hot", "sensor/nope"))
+	if !errors.Is(err, ErrInputNotFound) || !errors.Is(err, transform.ErrInvalid) {
+		t.Fatalf("missing input: %v", err)
+	}
+	if d := transform.Details(err); len(d) != 1 || d[0].Node != "in0" || d[0].Field != "feed" {
+		t.Errorf("details %+v", d)
+	}
+	p := hotPipe("hot", "sensor/lab-1")
+	p.Output.Reduce = json.RawMessage(`{"levels":[{"above":1,"filters":[{"op":"NOPE"}]}]}`)
+	if _, err := e.r.Create(ctx, p); !errors.Is(err, transform.ErrInvalid) || len(transform.Details(err)) == 0 ||
+		transform.Details(err)[0].Field[:len("output.reduce")] != "output.reduce" {
+		t.Errorf("bad reduce policy: %v %+v", err, transform.Details(err))
+	}
+	if _, err := e.r.Create(ctx, hotPipe("hot", "sensor/lab-1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.r.Create(ctx, hotPipe("hot", "sensor/lab-1")); !errors.Is(err, ErrSlugTaken) {
+		t.Errorf("second pipe with the same slug: %v", err)
+	}
+	if _, err := e.r.Get(999); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get(999): %v", err)
+	}
+}
+
+func TestChainAndDelete(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, schedule.RealClock{})
+		lab := e.sensor(t, "lab-1")
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- e.r.Run(ctx) }()
+		first, err := e.r.Create(ctx, hotPipe("first", "sensor/lab-1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		second, err := e.r.Create(ctx, hotPipe("second", "pipe/first"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.post(t, lab, time.Now(), 25, 15, 26)
+		synctest.Wait()
+		if n := len(e.output(t, second.ID)); n != 2 {
+			t.Fatalf("second pipe holds %d items, want 2 (through the first)", n)
+		}
+		// A cycle through pipes is refused.
+		if _, err := e.r.Update(ctx, first.ID, hotPipe("first", "pipe/second")); !errors.Is(err, transform.ErrInvalid) {
+			t.Errorf("cycle: %v", err)
+		}
+		if err := e.r.Delete(first.ID); !errors.Is(err, ErrInUse) {
+			t.Errorf("deleting a pipe another reads: %v", err)
+		}
+		if err := e.r.Delete(second.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.r.Delete(first.ID); err != nil {
+			t.Fatal(err)
+		}
+		if list, _ := e.r.List(); len(list) != 0 {
+			t.Errorf("pipes left: %+v", list)
+		}
+		cancel()
+		<-done
+	})
+}
+
+func TestTriggers(t *testing.T) {
+	t.Run("mdpt waits for m of n", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := newEnv(t, schedule.RealClock{})
+			a, b, c := e.sensor(t, "a"), e.sensor(t, "b"), e.sensor(t, "c")
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { done <- e.r.Run(ctx) }()
+			p := hotPipe("m", "sensor/a", "sensor/b", "sensor/c")
+			p.Trigger = transform.Trigger{On: transform.OnMDPT, M: 2}
+			info, err := e.r.Create(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait()
+			runs := func() int64 { in, _ := e.r.Get(info.ID); return in.Runs }
+			base := runs()
+			e.post(t, a, time.Now(), 30)
+			synctest.Wait()
+			if runs() != base {
+				t.Errorf("ran after 1 of 3 inputs updated")
+			}
+			e.post(t, a, time.Now(), 31)
+			synctest.Wait()
+			if runs() != base {
+				t.Errorf("ran after the same input updated twice")
+			}
+			e.post(t, c, time.Now(), 32)
+			synctest.Wait()
+			if runs() != base+1 {
+				t.Errorf("runs = %d, want %d after 2 of 3 inputs updated", runs(), base+1)
+			}
+			if n := len(e.output(t, info.ID)); n != 3 {
+				t.Errorf("output %d items, want 3", n)
+			}
+			_ = b
+			cancel()
+			<-done
+		})
+	})
+	t.Run("cron", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := newEnv(t, schedule.RealClock{})
+			e.sensor(t, "a")
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { done <- e.r.Run(ctx) }()
+			p := hotPipe("c", "sensor/a")
+			p.Trigger = transform.Trigger{On: transform.OnCron, Cron: "@every 10m"}
+			info, err := e.r.Create(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(25 * time.Minute)
+			synctest.Wait()
+			in, _ := e.r.Get(info.ID)
+			if in.Runs != 2 {
+				t.Errorf("runs after 25 min of @every 10m: %d, want 2", in.Runs)
+			}
+			f, _ := e.st.Feed(in.FeedID)
+			if next, _ := e.r.Hints(f, time.Now()); !next.Equal(time.Now().Add(5 * time.Minute)) {
+				t.Errorf("next update %v, want in 5 min", next)
+			}
+			cancel()
+			<-done
+		})
+	})
+}
+
+func TestFailedRunKeepsInput(t *testing.T) {
+	clock := schedule.NewVirtualClock(t0)
+	e := newEnv(t, clock)
+	lab := e.sensor(t, "lab-1")
+	ctx := context.Background()
+	p := hotPipe("w", "sensor/lab-1")
+	p.Nodes = append(p.Nodes, transform.Node{ID: "x", Op: "where", Config: json.RawMessage(`{"expr":"int(title) > 0"}`)})
+	p.Edges = append(p.Edges, transform.Edge{From: "hot", To: "x"})
+	p.Output.From = "x"
+	info, err := e.r.Create(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.post(t, lab, t0, 25.5)
+	if _, err := e.r.RunNow(ctx, info.ID); err == nil {
+		t.Fatal("the run succeeded")
+	}
+	in, _ := e.r.Get(info.ID)
+	if in.LastError == "" || in.Items != 0 {
+		t.Errorf("after a failed run: %+v", in)
+	}
+	// Fix the pipe: the item the failed run saw is processed now.
+	if _, err := e.r.Update(ctx, info.ID, hotPipe("w", "sensor/lab-1")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.r.RunNow(ctx, info.ID)
+	if err != nil || res.Added != 1 {
+		t.Errorf("after the fix: %+v, %v", res, err)
+	}
+	if in, _ := e.r.Get(info.ID); in.LastError != "" {
+		t.Errorf("last error kept after a good run: %q", in.LastError)
+	}
+}
+
+func TestPreview(t *testing.T) {
+	e := newEnv(t, schedule.NewVirtualClock(t0))
+	lab := e.sensor(t, "lab-1")
+	e.post(t, lab, t0, 18, 22, 25)
+	pv, err := e.r.Preview(context.Background(), hotPipe("", "sensor/lab-1"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pv.Nodes) != 2 || pv.Nodes[0].Count != 3 || pv.Nodes[1].Count != 2 || len(pv.Output) != 2 {
+		t.Errorf("preview %+v", pv)
+	}
+	if list, _ := e.r.List(); len(list) != 0 {
+		t.Error("a preview created a pipe")
+	}
+}
+
+func TestHintsFollowOutput(t *testing.T) {
+	clock := schedule.NewVirtualClock(t0)
+	e := newEnv(t, clock)
+	lab := e.sensor(t, "lab-1")
+	ctx := context.Background()
+	info, err := e.r.Create(ctx, hotPipe("h", "sensor/lab-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range 12 {
+		e.post(t, lab, clock.Now(), 25+float64(k))
+		if _, err := e.r.RunNow(ctx, info.ID); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(5 * time.Minute)
+	}
+	f, _ := e.st.Feed(info.FeedID)
+	next, formats := e.r.Hints(f, clock.Now().Add(-time.Minute))
+	if len(formats) != 3 {
+		t.Errorf("formats %v", formats)
+	}
+	want := clock.Now()
+	if d := next.Sub(want); d < -30*time.Second || d > 30*time.Second {
+		t.Errorf("next update %v, want about %v", next, want)
+	}
+}

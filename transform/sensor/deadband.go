@@ -1,0 +1,118 @@
+package sensor
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/slogfeed/slogfeed/transform"
+)
+
+// DeadbandConfig configures deadband.
+type DeadbandConfig struct {
+	// Delta is the change a reading must exceed, against the group's
+	// last passed value, to pass (default 0: any change).
+	Delta float64 `json:"delta,omitempty" jsonschema:"minimum=0,description=change a reading must exceed to pass (default 0)"`
+	// By names the item field that groups readings (default "sensor").
+	By *string `json:"by,omitempty" jsonschema:"description=item field that groups readings (default sensor)"`
+}
+
+type deadbandOp struct {
+	delta  float64
+	by     grouper
+	groups *groups[float64]
+}
+
+func newDeadband(raw json.RawMessage) (transform.Operator, error) {
+	cfg, err := transform.Decode[DeadbandConfig](raw)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Delta < 0 || !finite(cfg.Delta) {
+		return nil, transform.Fieldf("delta", "must be a finite number ≥ 0")
+	}
+	op := &deadbandOp{delta: cfg.Delta, groups: newGroups[float64](MaxGroups)}
+	if op.by, err = newGrouper(cfg.By, "sensor"); err != nil {
+		return nil, err
+	}
+	return op, nil
+}
+
+func (op *deadbandOp) Apply(c *transform.Context, in [][]transform.Item) ([]transform.Item, error) {
+	c = ctxOrZero(c)
+	items := flatten(in)
+	var out []transform.Item
+	for i := range items {
+		if err := checkEvery(c, i); err != nil {
+			return nil, err
+		}
+		it := &items[i]
+		v, ok := value(it)
+		if !ok {
+			out = append(out, *it) // no reading: unchanged
+			continue
+		}
+		key := op.by.key(it)
+		last, seen := op.groups.get(key)
+		if seen && !(math.Abs(v-*last) > op.delta) {
+			continue
+		}
+		p, _ := op.groups.touch(key)
+		*p = v
+		out = append(out, *it)
+	}
+	return out, nil
+}
+
+// deadbandState is deadband's saved state.
+type deadbandState struct {
+	V      int          `json:"v"`
+	Groups []keyedValue `json:"groups"`
+}
+
+type keyedValue struct {
+	K string  `json:"k"`
+	X float64 `json:"x"`
+}
+
+func (op *deadbandOp) SaveState() (json.RawMessage, error) {
+	if op.groups.len() == 0 {
+		return nil, nil
+	}
+	st := deadbandState{V: stateVersion, Groups: make([]keyedValue, 0, op.groups.len())}
+	op.groups.each(func(k string, v *float64) { st.Groups = append(st.Groups, keyedValue{K: k, X: *v}) })
+	return encodeState(st)
+}
+
+func (op *deadbandOp) LoadState(raw json.RawMessage) error {
+	op.groups = newGroups[float64](MaxGroups)
+	var st deadbandState
+	if err := decodeState(raw, &st); err != nil {
+		return err
+	}
+	if len(st.Groups) > MaxGroups {
+		st.Groups = st.Groups[len(st.Groups)-MaxGroups:]
+	}
+	for i, sg := range st.Groups {
+		if !finite(sg.X) {
+			op.groups = newGroups[float64](MaxGroups)
+			return fmt.Errorf("%w: group %d is malformed", errState, i)
+		}
+		p, _ := op.groups.touch(boundKey(sg.K))
+		*p = sg.X
+	}
+	return nil
+}
+
+func init() {
+	transform.Register(transform.Spec{
+		Name:   "deadband",
+		Family: transform.FamilySensor,
+		Doc: "Passes a group's first reading, then only readings that differ from the last passed one by more than delta; " +
+			"the others are dropped.",
+		Example:   `{"delta":0.5,"by":"sensor"}`,
+		MinInputs: 1, MaxInputs: 1,
+		Config: DeadbandConfig{},
+		New:    newDeadband,
+	})
+}

@@ -1,0 +1,409 @@
+package sensor
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/transform"
+)
+
+// Bounds of resample's median: the values one bucket keeps (beyond it a
+// bucket keeps a rolling sample of its latest values) and over all
+// groups.
+const (
+	maxBucketValues   = 10000
+	minBucketValues   = 64
+	maxResampleValues = 1000000
+)
+
+// ResampleConfig configures resample.
+type ResampleConfig struct {
+	// Every is the bucket length (at least 1s).
+	Every transform.Duration `json:"every" jsonschema:"required,description=bucket length (e.g. 5m)"`
+	// Stat is the statistic of a bucket: mean (default), min, max,
+	// median, stddev (population), sum, count, first or last.
+	Stat string `json:"stat,omitempty" jsonschema:"enum=mean,enum=min,enum=max,enum=median,enum=stddev,enum=sum,enum=count,enum=first,enum=last,description=statistic (default mean)"`
+	// By names the item field that groups readings (default "sensor").
+	By *string `json:"by,omitempty" jsonschema:"description=item field that groups readings (default sensor)"`
+	// Align shifts the buckets: they start at Align + k·Every after the
+	// Unix epoch (default 0).
+	Align transform.Duration `json:"align,omitempty" jsonschema:"description=offset of the bucket starts (default 0s)"`
+	// Grace is how long after a bucket's end the run's clock closes it
+	// when no later reading of its group did (default: Every).
+	Grace *transform.Duration `json:"grace,omitempty" jsonschema:"description=how long after its end a bucket closes by the clock (default every)"`
+}
+
+type resampleOp struct {
+	every time.Duration
+	align int64 // in [0, every)
+	grace time.Duration
+	stat  string
+	by    grouper
+
+	groups  *groups[resGroup]
+	values  int // median values held over all groups
+	scratch []float64
+}
+
+// resGroup is one group's state: the end of its last closed bucket and
+// its open bucket.
+type resGroup struct {
+	closed    int64 // end of the last closed bucket (Unix ns); valid when hasClosed
+	hasClosed bool
+	open      *bucket
+}
+
+// bucket aggregates the readings of one open bucket.
+type bucket struct {
+	Start int64   `json:"start"` // Unix ns
+	N     int64   `json:"n"`
+	Sum   float64 `json:"sum"`
+	Min   float64 `json:"min"`
+	Max   float64 `json:"max"`
+	First float64 `json:"first"`
+	Last  float64 `json:"last"`
+	Mean  float64 `json:"mean"` // running mean and sum of squared
+	M2    float64 `json:"m2"`   // deviations (Welford)
+	// Vals holds values for the median.
+	Vals []float64 `json:"vals,omitempty"`
+	// What the emitted item carries, from the bucket's last reading.
+	Sensor string   `json:"sensor,omitempty"`
+	Unit   string   `json:"unit,omitempty"`
+	Author string   `json:"author,omitempty"`
+	Feed   uint64   `json:"feed,omitempty"`
+	Lat    *float64 `json:"lat,omitempty"`
+	Lon    *float64 `json:"lon,omitempty"`
+}
+
+func newResample(raw json.RawMessage) (transform.Operator, error) {
+	cfg, err := decode[ResampleConfig](raw, "every", "align", "grace")
+	if err != nil {
+		return nil, err
+	}
+	op := &resampleOp{}
+	op.reset()
+	if cfg.Every == 0 {
+		return nil, transform.Fieldf("every", "missing: the bucket length (e.g. \"5m\")")
+	}
+	ev := cfg.Every
+	if op.every, err = duration("every", &ev, 0, time.Second); err != nil {
+		return nil, err
+	}
+	if op.stat, err = parseStat(cfg.Stat, resampleStats); err != nil {
+		return nil, err
+	}
+	if op.by, err = newGrouper(cfg.By, "sensor"); err != nil {
+		return nil, err
+	}
+	a := cfg.Align.D()
+	if a > MaxDuration || a < -MaxDuration {
+		return nil, transform.Fieldf("align", "%w: at most %v either way", transform.ErrLimit, MaxDuration)
+	}
+	op.align = int64(a) % int64(op.every)
+	if op.align < 0 {
+		op.align += int64(op.every)
+	}
+	if op.grace, err = duration("grace", cfg.Grace, op.every, 0); err != nil {
+		return nil, err
+	}
+	return op, nil
+}
+
+func (op *resampleOp) reset() {
+	op.groups = newGroups[resGroup](MaxGroups)
+	op.groups.onEvict = func(_ string, g *resGroup) {
+		if g.open != nil {
+			op.values -= len(g.open.Vals)
+		}
+	}
+	op.values = 0
+}
+
+// bucketStart is the start of the bucket holding Unix time ns.
+func (op *resampleOp) bucketStart(ns int64) int64 {
+	e := int64(op.every)
+	d := ns - op.align
+	k := d / e
+	if d%e < 0 {
+		k--
+	}
+	return k*e + op.align
+}
+
+func (op *resampleOp) Apply(c *transform.Context, in [][]transform.Item) ([]transform.Item, error) {
+	c = ctxOrZero(c)
+	items := flatten(in)
+	out := make([]transform.Item, 0, len(items)/4+1)
+	for i := range items {
+		if err := checkEvery(c, i); err != nil {
+			return nil, err
+		}
+		it := &items[i]
+		v, ok := value(it)
+		if !ok {
+			out = append(out, *it) // no reading: unchanged
+			continue
+		}
+		t, ok := obsTime(it)
+		if !ok {
+			continue // no usable time: dropped
+		}
+		key := op.by.key(it)
+		ns := t.UnixNano()
+		start := op.bucketStart(ns)
+		g, _ := op.groups.touch(key)
+		if g.hasClosed && start < g.closed {
+			continue // late for a closed bucket: dropped
+		}
+		if g.open != nil {
+			switch {
+			case start < g.open.Start:
+				continue // a later bucket opened: this one counts as closed
+			case start > g.open.Start:
+				if x, ok := op.close(c, key, g); ok {
+					out = append(out, x)
+				}
+			}
+		}
+		if g.open == nil {
+			g.open = &bucket{Start: start}
+		}
+		op.add(g.open, v, it)
+	}
+	// The clock closes the buckets whose end + grace has passed.
+	var err error
+	i := 0
+	op.groups.each(func(key string, g *resGroup) {
+		if err != nil || g.open == nil {
+			return
+		}
+		if err = checkEvery(c, i); err != nil {
+			return
+		}
+		i++
+		end := time.Unix(0, g.open.Start).Add(op.every)
+		if c.Now.IsZero() || c.Now.Before(end.Add(op.grace)) {
+			return
+		}
+		if x, ok := op.close(c, key, g); ok {
+			out = append(out, x)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// add puts a reading into a bucket.
+func (op *resampleOp) add(b *bucket, v float64, it *transform.Item) {
+	b.N++
+	if b.N == 1 {
+		b.Min, b.Max, b.First = v, v, v
+	}
+	b.Sum += v
+	b.Min = math.Min(b.Min, v)
+	b.Max = math.Max(b.Max, v)
+	b.Last = v
+	d := v - b.Mean
+	b.Mean += d / float64(b.N)
+	b.M2 += d * (v - b.Mean)
+	if op.stat == statMedian {
+		op.keep(b, v)
+	}
+	r := it.Reading
+	b.Sensor, b.Unit, b.Author, b.Feed = r.Sensor, r.Unit, trunc(it.Author, maxSensorRunes), it.FeedID
+	b.Lat, b.Lon = nil, nil
+	if r.Lat != nil && r.Lon != nil {
+		lat, lon := *r.Lat, *r.Lon
+		b.Lat, b.Lon = &lat, &lon
+	}
+}
+
+// keep stores v for the median: while the bucket and the total allow,
+// it is added; beyond, it replaces the oldest kept value.
+func (op *resampleOp) keep(b *bucket, v float64) {
+	if len(b.Vals) < maxBucketValues && (len(b.Vals) < minBucketValues || op.values < maxResampleValues) {
+		b.Vals = append(b.Vals, v)
+		op.values++
+		return
+	}
+	if len(b.Vals) > 0 {
+		b.Vals[int((b.N-1)%int64(len(b.Vals)))] = v
+	}
+}
+
+// close emits the group's open bucket and closes it.
+func (op *resampleOp) close(c *transform.Context, key string, g *resGroup) (transform.Item, bool) {
+	b := g.open
+	g.open = nil
+	op.values -= len(b.Vals)
+	end := b.Start + int64(op.every)
+	g.closed, g.hasClosed = end, true
+	if b.N == 0 {
+		return transform.Item{}, false
+	}
+	var s float64
+	switch op.stat {
+	case statMean:
+		s = b.Mean
+		if !finite(s) {
+			s = b.Sum / float64(b.N)
+		}
+	case statMin:
+		s = b.Min
+	case statMax:
+		s = b.Max
+	case statSum:
+		s = b.Sum
+	case statCount:
+		s = float64(b.N)
+	case statFirst:
+		s = b.First
+	case statLast:
+		s = b.Last
+	case statStddev:
+		s = math.Sqrt(b.M2 / float64(b.N))
+	case statMedian:
+		s = compute(statMedian, b.Vals, &op.scratch)
+	}
+	if !finite(s) {
+		return transform.Item{}, false
+	}
+	start, stop := time.Unix(0, b.Start).UTC(), time.Unix(0, end).UTC()
+	unit := statUnit(op.stat, b.Unit)
+	name := b.Sensor
+	if name == "" {
+		name = key
+	}
+	r := &storage.Reading{Value: s, Unit: unit, Sensor: b.Sensor, Time: start, Lat: b.Lat, Lon: b.Lon}
+	if r.Sensor == "" {
+		r.Sensor = key
+	}
+	return transform.Item{
+		FeedID:    b.Feed,
+		ID:        c.DeriveID(key, start.Format(time.RFC3339Nano)),
+		Title:     strings.TrimSpace(fmt.Sprintf("%s %s(%s) at %s: %s", name, op.stat, humanDuration(op.every), fmtTime(start), withUnit(s, unit))),
+		Summary:   fmt.Sprintf("%s of %d readings of %s from %s to %s.", op.stat, b.N, name, fmtTime(start), fmtTime(stop)),
+		Author:    b.Author,
+		Published: stop,
+		Reading:   r,
+	}, true
+}
+
+// resampleState is resample's saved state.
+type resampleState struct {
+	V      int           `json:"v"`
+	Groups []resampleGrp `json:"groups"`
+}
+
+type resampleGrp struct {
+	K      string  `json:"k"`
+	Closed *int64  `json:"closed,omitempty"`
+	Open   *bucket `json:"open,omitempty"`
+}
+
+func (op *resampleOp) SaveState() (json.RawMessage, error) {
+	if op.groups.len() == 0 {
+		return nil, nil
+	}
+	st := resampleState{V: stateVersion, Groups: make([]resampleGrp, 0, op.groups.len())}
+	op.groups.each(func(k string, g *resGroup) {
+		sg := resampleGrp{K: k, Open: g.open}
+		if g.hasClosed {
+			c := g.closed
+			sg.Closed = &c
+		}
+		st.Groups = append(st.Groups, sg)
+	})
+	return encodeState(st)
+}
+
+func (op *resampleOp) LoadState(raw json.RawMessage) error {
+	op.reset()
+	var st resampleState
+	if err := decodeState(raw, &st); err != nil {
+		return err
+	}
+	if len(st.Groups) > MaxGroups {
+		st.Groups = st.Groups[len(st.Groups)-MaxGroups:]
+	}
+	for i, sg := range st.Groups {
+		if err := op.loadGroup(sg); err != nil {
+			op.reset()
+			return fmt.Errorf("%w: group %d: %v", errState, i, err)
+		}
+	}
+	return nil
+}
+
+func (op *resampleOp) loadGroup(sg resampleGrp) error {
+	g, _ := op.groups.touch(boundKey(sg.K))
+	if g.open != nil { // a repeated key replaces the earlier one
+		op.values -= len(g.open.Vals)
+	}
+	*g = resGroup{}
+	if sg.Closed != nil {
+		if _, ok := nanoTime(*sg.Closed); !ok {
+			return fmt.Errorf("closed time %d out of range", *sg.Closed)
+		}
+		g.closed, g.hasClosed = *sg.Closed, true
+	}
+	b := sg.Open
+	if b == nil {
+		return nil
+	}
+	if _, ok := nanoTime(b.Start); !ok || b.N < 0 {
+		return fmt.Errorf("open bucket malformed")
+	}
+	if b.Start != op.bucketStart(b.Start) {
+		return nil // the buckets changed (every or align): start afresh for this group
+	}
+	if g.hasClosed && b.Start < g.closed {
+		return fmt.Errorf("open bucket before the closed one")
+	}
+	for _, v := range []float64{b.Sum, b.Min, b.Max, b.First, b.Last, b.Mean, b.M2} {
+		if !finite(v) {
+			return fmt.Errorf("open bucket holds a non-finite number")
+		}
+	}
+	if len(b.Vals) > maxBucketValues {
+		b.Vals = b.Vals[len(b.Vals)-maxBucketValues:]
+	}
+	for _, v := range b.Vals {
+		if !finite(v) {
+			return fmt.Errorf("open bucket holds a non-finite number")
+		}
+	}
+	if op.stat != statMedian {
+		b.Vals = nil
+	}
+	if b.Lat != nil && b.Lon != nil {
+		if *b.Lat < -90 || *b.Lat > 90 || *b.Lon < -180 || *b.Lon > 180 {
+			b.Lat, b.Lon = nil, nil
+		}
+	} else {
+		b.Lat, b.Lon = nil, nil
+	}
+	b.Sensor, b.Unit, b.Author = trunc(b.Sensor, maxSensorRunes), trunc(b.Unit, maxUnitRunes), trunc(b.Author, maxSensorRunes)
+	g.open = b
+	op.values += len(b.Vals)
+	return nil
+}
+
+func init() {
+	transform.Register(transform.Spec{
+		Name:   "resample",
+		Family: transform.FamilySensor,
+		Doc: "Fixed time buckets per group: once a bucket closes (a later reading of its group arrived, or the run's clock passed its end plus grace) " +
+			"it emits one item whose value is the bucket's statistic, observed at the bucket's start. Late readings for closed buckets are dropped.",
+		Example:   `{"every":"5m","stat":"mean","by":"sensor","align":"0s","grace":"1m"}`,
+		MinInputs: 1, MaxInputs: 1,
+		Config: ResampleConfig{},
+		New:    newResample,
+	})
+}

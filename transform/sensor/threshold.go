@@ -1,0 +1,209 @@
+package sensor
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/slogfeed/slogfeed/transform"
+)
+
+// ThresholdConfig configures threshold.
+type ThresholdConfig struct {
+	// Above is the value at or above which a group goes high.
+	Above *float64 `json:"above" jsonschema:"required,description=value at or above which a group goes high"`
+	// Below is the value at or below which a high group goes back low
+	// (at most Above). Unset, a high group goes back low under Above.
+	Below *float64 `json:"below,omitempty" jsonschema:"description=value at or below which a high group goes back low (default: under above)"`
+	// By names the item field that groups readings (default "sensor").
+	By *string `json:"by,omitempty" jsonschema:"description=item field that groups readings (default sensor)"`
+	// Initial is the state a new group starts in: "low" or "high".
+	// Unset, a group's first reading sets its state without an alert.
+	Initial string `json:"initial,omitempty" jsonschema:"enum=low,enum=high,description=state of a new group (default: set by its first reading without an alert)"`
+}
+
+// Threshold states.
+const (
+	stateLow  = "low"
+	stateHigh = "high"
+)
+
+type thresholdOp struct {
+	above, below float64
+	// strict (below not given) goes back low under above rather than at
+	// or below it, so a value exactly at the threshold does not flip.
+	strict  bool
+	by      grouper
+	initial string
+	groups  *groups[string]
+}
+
+func newThreshold(raw json.RawMessage) (transform.Operator, error) {
+	cfg, err := transform.Decode[ThresholdConfig](raw)
+	if err != nil {
+		return nil, err
+	}
+	op := &thresholdOp{groups: newGroups[string](MaxGroups)}
+	if cfg.Above == nil {
+		return nil, transform.Fieldf("above", "missing: the value at or above which an alert is raised")
+	}
+	if !finite(*cfg.Above) {
+		return nil, transform.Fieldf("above", "must be a finite number")
+	}
+	op.above, op.below, op.strict = *cfg.Above, *cfg.Above, cfg.Below == nil
+	if cfg.Below != nil {
+		if !finite(*cfg.Below) {
+			return nil, transform.Fieldf("below", "must be a finite number")
+		}
+		if *cfg.Below > op.above {
+			return nil, transform.Fieldf("below", "%v is above \"above\" (%v): below ≤ above is required", *cfg.Below, op.above)
+		}
+		op.below = *cfg.Below
+	}
+	if op.by, err = newGrouper(cfg.By, "sensor"); err != nil {
+		return nil, err
+	}
+	switch s := strings.ToLower(strings.TrimSpace(cfg.Initial)); s {
+	case "", stateLow, stateHigh:
+		op.initial = s
+	default:
+		return nil, transform.Fieldf("initial", "want \"low\" or \"high\", not %q", trunc(cfg.Initial, 20))
+	}
+	return op, nil
+}
+
+func (op *thresholdOp) Apply(c *transform.Context, in [][]transform.Item) ([]transform.Item, error) {
+	c = ctxOrZero(c)
+	items := flatten(in)
+	var out []transform.Item
+	for i := range items {
+		if err := checkEvery(c, i); err != nil {
+			return nil, err
+		}
+		it := &items[i]
+		v, ok := value(it)
+		if !ok {
+			out = append(out, *it) // no reading: unchanged
+			continue
+		}
+		key := op.by.key(it)
+		st, created := op.groups.touch(key)
+		if created {
+			*st = op.initial
+		}
+		switch *st {
+		case stateHigh:
+			if v < op.below || (v == op.below && !op.strict) {
+				*st = stateLow
+				out = append(out, op.alert(it, key, stateLow, v))
+			}
+		case stateLow:
+			if v >= op.above {
+				*st = stateHigh
+				out = append(out, op.alert(it, key, stateHigh, v))
+			}
+		default: // a new group: its first reading sets its state
+			*st = stateLow
+			if v >= op.above {
+				*st = stateHigh
+			}
+		}
+	}
+	return out, nil
+}
+
+func (op *thresholdOp) alert(it *transform.Item, key, to string, v float64) transform.Item {
+	a := transform.Clone(*it)
+	a.ID = it.ID + "~alert"
+	a.GUID = ""
+	name := sensorName(it.Reading, key)
+	unit := it.Reading.Unit
+	var b strings.Builder
+	if name != "" {
+		b.WriteString(name)
+		b.WriteByte(' ')
+	}
+	if to == stateHigh {
+		fmt.Fprintf(&b, "above %s: %s", withUnit(op.above, unit), fmtNum(v))
+	} else {
+		fmt.Fprintf(&b, "back below %s: %s", withUnit(op.below, unit), fmtNum(v))
+	}
+	a.Title = b.String()
+	a.Categories = []string{"alert", "alert:" + to}
+	when := ""
+	if t, ok := obsTime(it); ok {
+		when = " at " + fmtTime(t)
+	}
+	if to == stateHigh {
+		a.Summary = fmt.Sprintf("%s rose to %s%s (alert at or above %s, clears at or below %s).",
+			nameOr(name), withUnit(v, unit), when, withUnit(op.above, unit), withUnit(op.below, unit))
+	} else {
+		a.Summary = fmt.Sprintf("%s fell to %s%s (cleared at or below %s).", nameOr(name), withUnit(v, unit), when, withUnit(op.below, unit))
+	}
+	a.Content = ""
+	return a
+}
+
+func nameOr(name string) string {
+	if name == "" {
+		return "The reading"
+	}
+	return name
+}
+
+// thresholdState is threshold's saved state.
+type thresholdState struct {
+	V      int        `json:"v"`
+	Groups []keyState `json:"groups"`
+}
+
+type keyState struct {
+	K string `json:"k"`
+	S string `json:"s"`
+}
+
+func (op *thresholdOp) SaveState() (json.RawMessage, error) {
+	if op.groups.len() == 0 {
+		return nil, nil
+	}
+	st := thresholdState{V: stateVersion, Groups: make([]keyState, 0, op.groups.len())}
+	op.groups.each(func(k string, s *string) {
+		if *s != "" {
+			st.Groups = append(st.Groups, keyState{K: k, S: *s})
+		}
+	})
+	return encodeState(st)
+}
+
+func (op *thresholdOp) LoadState(raw json.RawMessage) error {
+	op.groups = newGroups[string](MaxGroups)
+	var st thresholdState
+	if err := decodeState(raw, &st); err != nil {
+		return err
+	}
+	if len(st.Groups) > MaxGroups {
+		st.Groups = st.Groups[len(st.Groups)-MaxGroups:]
+	}
+	for i, sg := range st.Groups {
+		if sg.S != stateLow && sg.S != stateHigh {
+			op.groups = newGroups[string](MaxGroups)
+			return fmt.Errorf("%w: group %d is malformed", errState, i)
+		}
+		s, _ := op.groups.touch(boundKey(sg.K))
+		*s = sg.S
+	}
+	return nil
+}
+
+func init() {
+	transform.Register(transform.Spec{
+		Name:   "threshold",
+		Family: transform.FamilySensor,
+		Doc: "Alerts with hysteresis per group: emits an alert item (categories alert, alert:high) when a value reaches above, " +
+			"and one (alert, alert:low) when it falls back to below or under; noise between the two raises nothing.",
+		Example:   `{"above":30,"below":28,"by":"sensor"}`,
+		MinInputs: 1, MaxInputs: 1,
+		Config: ThresholdConfig{},
+		New:    newThreshold,
+	})
+}

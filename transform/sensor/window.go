@@ -1,0 +1,385 @@
+package sensor
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/slogfeed/slogfeed/transform"
+)
+
+// WindowConfig configures window. Exactly one of Size and Span is given.
+type WindowConfig struct {
+	// Stat is the statistic: mean (default), min, max, median, stddev
+	// (population), sum or count.
+	Stat string `json:"stat,omitempty" jsonschema:"enum=mean,enum=min,enum=max,enum=median,enum=stddev,enum=sum,enum=count,description=statistic (default mean)"`
+	// Size makes the window the last Size readings of the group (1 to
+	// 10000).
+	Size int `json:"size,omitempty" jsonschema:"minimum=1,maximum=10000,description=the last N readings of the group"`
+	// Span makes the window the group's readings observed within Span
+	// before the current one (at most 10000 of them).
+	Span *transform.Duration `json:"span,omitempty" jsonschema:"description=readings observed within this span before the current one"`
+	// By names the item field that groups readings (default "sensor";
+	// "" puts all readings in one group).
+	By *string `json:"by,omitempty" jsonschema:"description=item field that groups readings (default sensor)"`
+	// Every emits for every Every-th reading of a group (default 1).
+	Every int `json:"every,omitempty" jsonschema:"minimum=1,maximum=10000,description=emit for every N-th reading of a group (default 1)"`
+	// Emit is "all" (default: every due reading emits) or "last" (only
+	// the last due reading of each group in a run).
+	Emit string `json:"emit,omitempty" jsonschema:"enum=all,enum=last,description=all (default) or last"`
+}
+
+type windowOp struct {
+	stat  string
+	size  int           // > 0: count window
+	span  time.Duration // > 0: time window
+	by    grouper
+	every int
+	last  bool
+
+	groups   *groups[winGroup]
+	total    int // readings held over all groups
+	maxTotal int // bound of total (MaxWindowTotal)
+	scratch  []float64
+	vals     []float64
+}
+
+// winGroup is one group's window: its readings in arrival order.
+type winGroup struct {
+	ring ring
+	n    uint64 // readings seen, for every
+	maxT int64  // newest observation time seen (span windows)
+}
+
+// ring is a bounded queue of readings, oldest first.
+type ring struct {
+	v    []float64
+	t    []int64
+	head int
+	n    int
+}
+
+func (r *ring) len() int { return r.n }
+
+func (r *ring) at(i int) (float64, int64) {
+	j := (r.head + i) % len(r.v)
+	return r.v[j], r.t[j]
+}
+
+// push appends a reading, growing up to limit and then dropping the
+// oldest; it reports whether one was dropped.
+func (r *ring) push(v float64, t int64, limit int) (dropped bool) {
+	if r.n == len(r.v) && len(r.v) < limit {
+		size := min(max(8, 2*len(r.v)), limit)
+		nv, nt := make([]float64, size), make([]int64, size)
+		for i := 0; i < r.n; i++ {
+			nv[i], nt[i] = r.at(i)
+		}
+		r.v, r.t, r.head = nv, nt, 0
+	}
+	if r.n < len(r.v) {
+		j := (r.head + r.n) % len(r.v)
+		r.v[j], r.t[j] = v, t
+		r.n++
+		return false
+	}
+	r.v[r.head], r.t[r.head] = v, t
+	r.head = (r.head + 1) % len(r.v)
+	return true
+}
+
+func (r *ring) popFront() {
+	if r.n == 0 {
+		return
+	}
+	r.head = (r.head + 1) % len(r.v)
+	r.n--
+}
+
+func newWindow(raw json.RawMessage) (transform.Operator, error) {
+	cfg, err := decode[WindowConfig](raw, "span")
+	if err != nil {
+		return nil, err
+	}
+	op := &windowOp{maxTotal: MaxWindowTotal}
+	op.reset()
+	if op.stat, err = parseStat(cfg.Stat, windowStats); err != nil {
+		return nil, err
+	}
+	switch {
+	case cfg.Size != 0 && cfg.Span != nil:
+		return nil, transform.Fieldf("span", "give either size or span, not both")
+	case cfg.Size < 0 || cfg.Size > MaxWindow:
+		return nil, transform.Fieldf("size", "%w: want 1 to %d readings", transform.ErrLimit, MaxWindow)
+	case cfg.Size > 0:
+		op.size = cfg.Size
+	case cfg.Span != nil:
+		if op.span, err = duration("span", cfg.Span, 0, time.Nanosecond); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, transform.Fieldf("size", "missing: give size (the last N readings) or span (a duration)")
+	}
+	if op.by, err = newGrouper(cfg.By, "sensor"); err != nil {
+		return nil, err
+	}
+	switch {
+	case cfg.Every == 0:
+		op.every = 1
+	case cfg.Every < 0 || cfg.Every > MaxWindow:
+		return nil, transform.Fieldf("every", "want 1 to %d", MaxWindow)
+	default:
+		op.every = cfg.Every
+	}
+	switch strings.ToLower(strings.TrimSpace(cfg.Emit)) {
+	case "", "all":
+	case "last":
+		op.last = true
+	default:
+		return nil, transform.Fieldf("emit", "want \"all\" or \"last\", not %q", trunc(cfg.Emit, 20))
+	}
+	return op, nil
+}
+
+// limit is how many readings a group's ring holds.
+func (op *windowOp) limit() int {
+	if op.size > 0 {
+		return op.size
+	}
+	return MaxWindow
+}
+
+func (op *windowOp) Apply(c *transform.Context, in [][]transform.Item) ([]transform.Item, error) {
+	c = ctxOrZero(c)
+	items := flatten(in)
+
+	// Which readings emit: every Every-th of its group, and with "last"
+	// only the last of those per group.
+	keys := make([]string, len(items))
+	times := make([]int64, len(items))
+	usable := make([]bool, len(items))
+	drop := make([]bool, len(items))
+	emit := make([]bool, len(items))
+	seen := map[string]uint64{}
+	lastDue := map[string]int{}
+	for i := range items {
+		it := &items[i]
+		if _, ok := value(it); !ok {
+			continue
+		}
+		var t time.Time
+		if tt, ok := obsTime(it); ok {
+			t = tt
+		} else if op.span > 0 {
+			drop[i] = true // a time window needs the time
+			continue
+		}
+		usable[i] = true
+		if !t.IsZero() {
+			times[i] = t.UnixNano()
+		}
+		k := op.by.key(it)
+		keys[i] = k
+		n, ok := seen[k]
+		if !ok {
+			if g, ok := op.groups.get(k); ok {
+				n = g.n
+			}
+		}
+		n++
+		seen[k] = n
+		if n%uint64(op.every) == 0 {
+			emit[i] = true
+			if op.last {
+				if j, ok := lastDue[k]; ok {
+					emit[j] = false
+				}
+				lastDue[k] = i
+			}
+		}
+	}
+
+	out := make([]transform.Item, 0, len(items))
+	for i := range items {
+		if err := checkEvery(c, i); err != nil {
+			return nil, err
+		}
+		it := &items[i]
+		if !usable[i] {
+			if !drop[i] {
+				out = append(out, *it) // no reading: unchanged
+			}
+			continue
+		}
+		v, _ := value(it)
+		g := op.add(keys[i], v, times[i])
+		if !emit[i] {
+			continue
+		}
+		op.collect(g, times[i])
+		s := compute(op.stat, op.vals, &op.scratch)
+		if !finite(s) {
+			continue
+		}
+		out = append(out, op.item(it, keys[i], s, len(op.vals)))
+	}
+	return out, nil
+}
+
+// add puts a reading into its group's window and returns the group.
+func (op *windowOp) add(key string, v float64, t int64) *winGroup {
+	g, _ := op.groups.touch(key)
+	g.n++
+	if op.span > 0 {
+		if g.ring.len() == 0 || t > g.maxT {
+			g.maxT = t
+		}
+		floor := g.maxT - int64(op.span)
+		for g.ring.len() > 0 {
+			if _, t0 := g.ring.at(0); t0 >= floor {
+				break
+			}
+			g.ring.popFront()
+			op.total--
+		}
+	}
+	if !g.ring.push(v, t, op.limit()) {
+		op.total++
+	}
+	op.bound()
+	return g
+}
+
+// bound forgets the least recently updated groups while the readings held
+// over all groups exceed MaxWindowTotal.
+func (op *windowOp) bound() {
+	for op.total > op.maxTotal && op.groups.len() > 1 {
+		k, _, _ := op.groups.oldest()
+		op.groups.remove(k)
+	}
+}
+
+// collect puts into op.vals the values of the window ending at a reading
+// observed at t.
+func (op *windowOp) collect(g *winGroup, t int64) {
+	op.vals = op.vals[:0]
+	floor := t - int64(op.span)
+	for i := 0; i < g.ring.len(); i++ {
+		v, ti := g.ring.at(i)
+		if op.span > 0 && (ti < floor || ti > t) {
+			continue
+		}
+		op.vals = append(op.vals, v)
+	}
+}
+
+func (op *windowOp) item(it *transform.Item, key string, s float64, n int) transform.Item {
+	w := transform.Clone(*it)
+	w.ID = it.ID + "~" + op.stat
+	w.GUID = ""
+	w.Reading.Value = s
+	w.Reading.Unit = statUnit(op.stat, w.Reading.Unit)
+	name := sensorName(it.Reading, key)
+	w.Title = strings.TrimSpace(fmt.Sprintf("%s %s(%d): %s", name, op.stat, n, withUnit(s, w.Reading.Unit)))
+	what := fmt.Sprintf("the last %d readings", n)
+	if op.span > 0 {
+		what = fmt.Sprintf("the %d readings within %s", n, humanDuration(op.span))
+	}
+	if name != "" {
+		what += " of " + name
+	}
+	if t, ok := obsTime(it); ok {
+		what += " up to " + fmtTime(t)
+	}
+	w.Summary = op.stat + " of " + what + "."
+	w.Content = ""
+	return w
+}
+
+// windowState is window's saved state.
+type windowState struct {
+	V      int           `json:"v"`
+	Groups []windowGroup `json:"groups"`
+}
+
+type windowGroup struct {
+	K string    `json:"k"`
+	N uint64    `json:"n"`
+	V []float64 `json:"v"`
+	T []int64   `json:"t"`
+}
+
+func (op *windowOp) SaveState() (json.RawMessage, error) {
+	if op.groups.len() == 0 {
+		return nil, nil
+	}
+	st := windowState{V: stateVersion, Groups: make([]windowGroup, 0, op.groups.len())}
+	op.groups.each(func(k string, g *winGroup) {
+		wg := windowGroup{K: k, N: g.n, V: make([]float64, g.ring.len()), T: make([]int64, g.ring.len())}
+		for i := range wg.V {
+			wg.V[i], wg.T[i] = g.ring.at(i)
+		}
+		st.Groups = append(st.Groups, wg)
+	})
+	return encodeState(st)
+}
+
+// reset forgets every group.
+func (op *windowOp) reset() {
+	op.groups = newGroups[winGroup](MaxGroups)
+	op.groups.onEvict = func(_ string, g *winGroup) { op.total -= g.ring.len() }
+	op.total = 0
+}
+
+func (op *windowOp) LoadState(raw json.RawMessage) error {
+	op.reset()
+	var st windowState
+	if err := decodeState(raw, &st); err != nil {
+		return err
+	}
+	if len(st.Groups) > MaxGroups {
+		st.Groups = st.Groups[len(st.Groups)-MaxGroups:]
+	}
+	for gi, sg := range st.Groups {
+		if len(sg.V) != len(sg.T) {
+			op.reset()
+			return fmt.Errorf("%w: group %d is malformed", errState, gi)
+		}
+		g, _ := op.groups.touch(boundKey(sg.K))
+		g.n = sg.N
+		start := max(0, len(sg.V)-op.limit())
+		for i := start; i < len(sg.V); i++ {
+			v, t := sg.V[i], sg.T[i]
+			if !finite(v) {
+				continue
+			}
+			if op.span > 0 {
+				if _, ok := nanoTime(t); !ok {
+					continue
+				}
+			}
+			if g.ring.len() == 0 || t > g.maxT {
+				g.maxT = t
+			}
+			if !g.ring.push(v, t, op.limit()) {
+				op.total++
+			}
+		}
+		op.bound()
+	}
+	return nil
+}
+
+func init() {
+	transform.Register(transform.Spec{
+		Name:   "window",
+		Family: transform.FamilySensor,
+		Doc: "Rolling statistics per group (default: per sensor): for each reading, an item whose value is the mean, min, max, median, stddev, sum or count " +
+			"of the last size readings, or of those within span before it. Its id is the reading's id plus \"~\" and the statistic.",
+		Example:   `{"stat":"mean","size":10,"by":"sensor"}`,
+		MinInputs: 1, MaxInputs: 1,
+		Config: WindowConfig{},
+		New:    newWindow,
+	})
+}

@@ -1,0 +1,428 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/web/publish"
+)
+
+// Limits of the republished pipe feeds.
+const (
+	// DefaultPipeFeedLimit is how many items a pipe feed document holds
+	// when PipeFeedOptions.Limit is zero; MaxPipeFeedLimit bounds ?limit=.
+	DefaultPipeFeedLimit = 50
+	MaxPipeFeedLimit     = 500
+	// pfCacheEntries and pfCacheBytes bound the cache of rendered
+	// documents; pfMaxCachedDoc is the largest document it keeps (a larger
+	// one, from items near storage.MaxItemSize, is rendered per request).
+	pfCacheEntries = 1024
+	pfCacheBytes   = 64 << 20
+	pfMaxCachedDoc = 8 << 20
+)
+
+// PipeFeedOptions configure PipeFeedHandler.
+type PipeFeedOptions struct {
+	// BaseURL is the public URL of the server, as SensorOptions.BaseURL:
+	// it makes self links absolute and feed ids tag URIs of its host.
+	BaseURL string
+	// Now returns the current time (default time.Now).
+	Now func() time.Time
+	// Logger receives the handler's log records (default: discarded).
+	Logger *slog.Logger
+	// Limit is how many of the newest items a document holds (default
+	// DefaultPipeFeedLimit; a request may ask for up to MaxPipeFeedLimit
+	// with ?limit=).
+	Limit int
+	// Load measures request load for the desynchronisation hint (default:
+	// a Load of its own with DefaultDesyncBase, DefaultDesyncPerRPS and
+	// DefaultDesyncMax, as the sensor store's).
+	Load *publish.Load
+	// Hints gives the pipe's predicted next update (zero: no prediction;
+	// it should lie after now) and the formats it serves, by extension
+	// ("rss", "atom", "json"; nil: all of them). It is called on every
+	// request, so it should be quick, and must not modify feed.
+	Hints func(feed storage.Feed, now time.Time) (next time.Time, formats []string)
+}
+
+// PipeFeedHandler returns the republished feeds of slogfeed's pipes:
+//
+//	GET /feeds/{pipe}.rss, .atom, .json
+//	    The newest items of the pipe's output feed (storage.KindPipe with
+//	    the pipe's slug), newest arrival (for pipe outputs: publish order)
+//	    first, as RSS 2.0, Atom or JSON Feed 1.1 (?limit=N), written by
+//	    package publish with stable ids, the items' typed readings and
+//	    <ttl> from the typical gap between the items' publish times; served
+//	    with ETag/Last-Modified, 304s, Cache-Control from the pipe's
+//	    predicted next update and slogfeed's hint headers.
+//
+// HEAD is answered too. Errors are JSON objects {"error": "..."}: 400 for a
+// bad ?limit=, 404 for an unknown pipe or a format the pipe does not serve
+// (the message names those it does), 405 for other methods. The handler
+// matches whole request paths: mount it at "/feeds/" without stripping
+// the prefix.
+//
+// Documents are rendered once per change: each is cached per (feed,
+// format, limit) under the storage.Version of the feed and of the items it
+// shows, which one short read transaction returns on every request (it
+// hashes the stored records, without decoding them), so repeated and
+// conditional requests cost that read and a map lookup: no decoding, no
+// rendering, no hashing of the document. The cache holds at most 1024 documents and 64 MiB (a document
+// over 8 MiB is rendered per request); concurrent requests for a document
+// being rendered wait for that rendering instead of repeating it.
+func PipeFeedHandler(st *storage.Store, opt PipeFeedOptions) http.Handler {
+	h := &pfHandler{
+		st:    st,
+		base:  strings.TrimRight(opt.BaseURL, "/"),
+		now:   opt.Now,
+		log:   opt.Logger,
+		limit: opt.Limit,
+		load:  opt.Load,
+		hints: opt.Hints,
+		cache: pfCache{entries: make(map[pfKey]*pfEntry)},
+	}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.limit <= 0 {
+		h.limit = DefaultPipeFeedLimit
+	}
+	h.limit = min(h.limit, MaxPipeFeedLimit)
+	if h.load == nil {
+		h.load = publish.NewLoad(DefaultDesyncBase, DefaultDesyncPerRPS, DefaultDesyncMax)
+	}
+	if u, err := url.Parse(h.base); err == nil && u.Host != "" {
+		h.host = u.Hostname()
+	}
+	return h
+}
+
+type pfHandler struct {
+	st    *storage.Store
+	base  string
+	host  string
+	now   func() time.Time
+	log   *slog.Logger
+	limit int
+	load  *publish.Load
+	hints func(storage.Feed, time.Time) (time.Time, []string)
+	cache pfCache
+}
+
+// pfFormat is one of the three document formats.
+type pfFormat struct {
+	ext         string
+	render      func(publish.Feed) ([]byte, error)
+	contentType string
+}
+
+var pfFormats = [...]pfFormat{
+	{"rss", publish.RSS, publish.ContentTypeRSS},
+	{"atom", publish.Atom, publish.ContentTypeAtom},
+	{"json", publish.JSON, publish.ContentTypeJSON},
+}
+
+// pfFormatIndex returns the index of ext in pfFormats, or -1.
+func pfFormatIndex(ext string) int {
+	for i := range pfFormats {
+		if pfFormats[i].ext == ext {
+			return i
+		}
+	}
+	return -1
+}
+
+const pfNoSuchFeed = "no such feed: want /feeds/{pipe}.rss, .atom or .json"
+
+// pfSlug reports whether s may be a pipe feed's slug (storage's rule:
+// 1 to storage.MaxSlugLen of A–Z a–z 0–9 - . _ ~, not "." or "..").
+func pfSlug(s string) bool {
+	if s == "" || len(s) > storage.MaxSlugLen || s == "." || s == ".." {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~') {
+			return false
+		}
+	}
+	return true
+}
+
+func (h *pfHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeSensorError(w, &sensorError{http.StatusMethodNotAllowed, "method " + r.Method + " not allowed: feeds are read with GET or HEAD"})
+		return
+	}
+	file, ok := strings.CutPrefix(r.URL.Path, "/feeds/")
+	dot := strings.LastIndexByte(file, '.')
+	if !ok || dot < 0 {
+		writeSensorError(w, &sensorError{http.StatusNotFound, pfNoSuchFeed})
+		return
+	}
+	slug, ext := file[:dot], file[dot+1:]
+	fi := pfFormatIndex(ext)
+	if fi < 0 || !pfSlug(slug) {
+		writeSensorError(w, &sensorError{http.StatusNotFound, pfNoSuchFeed})
+		return
+	}
+	limit := h.limit
+	if r.URL.RawQuery != "" {
+		if q := r.URL.Query().Get("limit"); q != "" {
+			n, err := strconv.Atoi(q)
+			if err != nil || n < 1 || n > MaxPipeFeedLimit {
+				writeSensorError(w, sensorBadRequest("limit must be an integer from 1 to %d", MaxPipeFeedLimit))
+				return
+			}
+			limit = n
+		}
+	}
+	now := h.now().UTC()
+	d, err := h.document(r.Context(), slug, fi, limit)
+	if errors.Is(err, storage.ErrFeedNotFound) {
+		writeSensorError(w, &sensorError{http.StatusNotFound, fmt.Sprintf("unknown pipe feed %q", slug)})
+		return
+	}
+	if err != nil {
+		if r.Context().Err() == nil {
+			h.log.Error("pipe feed", "pipe", slug, "format", ext, "err", err)
+		}
+		writeSensorError(w, err)
+		return
+	}
+	var next time.Time
+	if h.hints != nil {
+		var formats []string
+		next, formats = h.hints(d.feed, now)
+		if formats != nil && !slices.Contains(formats, ext) {
+			writeSensorError(w, &sensorError{http.StatusNotFound, pfNotServed(slug, formats)})
+			return
+		}
+	}
+	publish.ServeDoc(w, r, d.doc, publish.Hints{
+		Newest: d.newest,
+		Next:   next,
+		Desync: h.load.Hit("pipe/"+slug, now),
+	}, now)
+}
+
+// pfNotServed is the error message for a format the pipe does not serve.
+func pfNotServed(slug string, formats []string) string {
+	var served []string
+	for _, f := range pfFormats {
+		if slices.Contains(formats, f.ext) {
+			served = append(served, "/feeds/"+slug+"."+f.ext)
+		}
+	}
+	if len(served) == 0 {
+		return fmt.Sprintf("pipe %q serves no feed", slug)
+	}
+	return fmt.Sprintf("pipe %q is served as %s only", slug, strings.Join(served, " and "))
+}
+
+// pfDoc is a rendered document with what each request needs besides it.
+type pfDoc struct {
+	feed   storage.Feed // the output feed the document was rendered from
+	doc    publish.Doc
+	newest time.Time // the newest publish time among its items
+}
+
+// document returns the document of the pipe feed slug in format fi with
+// limit items: the cached one when the feed's Version has not changed
+// since it was rendered, else a new rendering.
+func (h *pfHandler) document(ctx context.Context, slug string, fi, limit int) (*pfDoc, error) {
+	v, err := h.st.FeedVersionBySlug(storage.KindPipe, slug, limit)
+	if err != nil {
+		return nil, err
+	}
+	key := pfKey{feed: v.FeedID, format: uint8(fi), limit: limit}
+	return h.cache.get(ctx, key, v, func() (*pfDoc, storage.Version, error) {
+		return h.render(slug, fi, limit)
+	})
+}
+
+// render reads a snapshot of the feed and its newest limit items and
+// renders it.
+func (h *pfHandler) render(slug string, fi, limit int) (*pfDoc, storage.Version, error) {
+	feed, items, v, err := h.st.FeedSnapshot(storage.KindPipe, slug, limit)
+	if err != nil {
+		return nil, storage.Version{}, err
+	}
+	format := &pfFormats[fi]
+	var newest time.Time
+	for i := range items {
+		if items[i].Published.After(newest) {
+			newest = items[i].Published
+		}
+	}
+	title := feed.Title
+	if strings.TrimSpace(title) == "" {
+		title = slug
+	}
+	link := feed.Site
+	if link == "" {
+		link = h.base + "/feeds/" + slug
+	}
+	b, err := format.render(publish.Feed{
+		Title:       title,
+		Link:        link,
+		SelfURL:     h.base + "/feeds/" + slug + "." + format.ext,
+		Description: "Items republished by slogfeed's pipe " + slug,
+		ID:          h.feedID(feed),
+		TTL:         typicalPeriod(items),
+		Items:       items,
+	})
+	if err != nil {
+		return nil, storage.Version{}, fmt.Errorf("rendering pipe feed %q as %s: %w", slug, format.ext, err)
+	}
+	h.log.Debug("pipe feed rendered", "pipe", slug, "format", format.ext, "items", len(items), "bytes", len(b))
+	return &pfDoc{feed: feed, doc: publish.NewDoc(b, format.contentType), newest: newest}, v, nil
+}
+
+// feedID is the pipe feed's permanent id: a tag URI of the server's host
+// and the day the feed was created, or a URN without a BaseURL.
+func (h *pfHandler) feedID(f storage.Feed) string {
+	if h.host == "" || f.Created.IsZero() {
+		return "urn:slogfeed:pipe:" + f.Slug
+	}
+	return "tag:" + h.host + "," + f.Created.UTC().Format("2006-01-02") + ":feeds/" + f.Slug
+}
+
+// typicalPeriod is the median gap between the distinct publish times of
+// items (zero with fewer than two): the <ttl> of a document is a property
+// of its items alone, so the same items give the same bytes.
+func typicalPeriod(items []storage.Item) time.Duration {
+	times := make([]time.Time, 0, len(items))
+	for i := range items {
+		if t := items[i].Published; !t.IsZero() {
+			times = append(times, t)
+		}
+	}
+	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+	var gaps []time.Duration
+	for i := 1; i < len(times); i++ {
+		if g := times[i].Sub(times[i-1]); g > 0 {
+			gaps = append(gaps, g)
+		}
+	}
+	if len(gaps) == 0 {
+		return 0
+	}
+	slices.Sort(gaps)
+	m := len(gaps) / 2
+	if len(gaps)%2 == 1 {
+		return gaps[m]
+	}
+	return gaps[m-1] + (gaps[m]-gaps[m-1])/2
+}
+
+// pfKey identifies a cached document.
+type pfKey struct {
+	feed   uint64
+	format uint8
+	limit  int
+}
+
+// pfEntry is a cached document, or one being rendered.
+type pfEntry struct {
+	version storage.Version // what it was rendered from (guarded by pfCache.mu)
+	size    int             // its bytes once counted in pfCache.bytes (guarded by pfCache.mu)
+	ready   chan struct{}   // closed when doc or err is set
+	doc     *pfDoc
+	err     error
+}
+
+// pfCache holds rendered documents by key. Its lock is held only to look
+// up and update the map, never while rendering.
+type pfCache struct {
+	mu      sync.Mutex
+	entries map[pfKey]*pfEntry
+	bytes   int
+}
+
+// get returns the document for key at version v: the cached one when its
+// version is v (waiting for it when it is being rendered), else the one
+// render returns, which is cached under the version render read.
+func (c *pfCache) get(ctx context.Context, key pfKey, v storage.Version, render func() (*pfDoc, storage.Version, error)) (*pfDoc, error) {
+	c.mu.Lock()
+	if e := c.entries[key]; e != nil && e.version == v {
+		c.mu.Unlock()
+		select {
+		case <-e.ready:
+			return e.doc, e.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	e := &pfEntry{version: v, ready: make(chan struct{})}
+	c.removeLocked(key)
+	c.entries[key] = e
+	for k := range c.entries { // bound the count; any other entry goes
+		if len(c.entries) <= pfCacheEntries {
+			break
+		}
+		if k != key {
+			c.removeLocked(k)
+		}
+	}
+	c.mu.Unlock()
+
+	doc, rv, err := render()
+	size := 0
+	if doc != nil {
+		size = len(doc.doc.Bytes)
+	}
+	c.mu.Lock()
+	e.doc, e.err = doc, err
+	if c.entries[key] == e {
+		if err != nil || size > pfMaxCachedDoc || rv.FeedID != key.feed {
+			// Not worth keeping: an error is retried by the next request,
+			// a huge document rendered again, a feed replaced meanwhile
+			// (same slug, another id) is cached under its own id.
+			delete(c.entries, key)
+		} else {
+			e.version, e.size = rv, size
+			c.bytes += size
+			for k := range c.entries {
+				if c.bytes <= pfCacheBytes {
+					break
+				}
+				if k != key {
+					c.removeLocked(k)
+				}
+			}
+		}
+	}
+	close(e.ready)
+	c.mu.Unlock()
+	return doc, err
+}
+
+// removeLocked drops key's entry; requests waiting for it still get it.
+func (c *pfCache) removeLocked(key pfKey) {
+	if e := c.entries[key]; e != nil {
+		c.bytes -= e.size
+		delete(c.entries, key)
+	}
+}
+
+// stats returns the number of cached entries and their bytes (for tests).
+func (c *pfCache) stats() (entries, bytes int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.entries), c.bytes
+}

@@ -1,0 +1,306 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/slogfeed/slogfeed/transform"
+	"github.com/slogfeed/slogfeed/transform/runner"
+)
+
+// maxPipeBody caps the body of a request carrying a pipe definition.
+const maxPipeBody = 256 << 10
+
+// Pipes is what the API needs of the pipe runner (runner.Runner implements it).
+type Pipes interface {
+	Create(ctx context.Context, p transform.Pipe) (runner.Info, error)
+	Update(ctx context.Context, id uint64, p transform.Pipe) (runner.Info, error)
+	Delete(id uint64) error
+	Get(id uint64) (runner.Info, error)
+	List() ([]runner.Info, error)
+	// Preview runs p (id 0: an unsaved pipe; else with the saved pipe's state) on its inputs' current items without saving anything.
+	Preview(ctx context.Context, p transform.Pipe, id uint64) (*transform.Preview, error)
+	RunNow(ctx context.Context, id uint64) (runner.RunResult, error)
+}
+
+var _ Pipes = (*runner.Runner)(nil)
+
+// pipeTriggers are the values of a pipe's trigger.on, as GET /api/v1/operators
+// lists them.
+var pipeTriggers = []string{transform.OnUpdate, transform.OnMDPT, transform.OnCron, transform.OnManual}
+
+// pipeAPI serves /api/v1/pipes and /api/v1/operators.
+//
+// Errors of the runner map to statuses so (see fail):
+//
+//	400  a bad id or body; a definition that is invalid or over a limit,
+//	     or whose source names no feed: {"error": ..., "details": [...]}
+//	     with one {"node", "op", "field", "error"} per problem
+//	404  no such pipe
+//	409  the output slug is taken
+//	413  a body over 256 KiB
+//	415  a body that is not JSON
+//	422  a preview or run over its time or cost limit
+//	503  the runner is stopping, or the request was cancelled
+//	500  anything else (logged; the reply says only "internal error")
+type pipeAPI struct {
+	pipes Pipes
+	log   *slog.Logger
+}
+
+func (a *pipeAPI) routes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /api/v1/pipes", a.create)
+	mux.HandleFunc("GET /api/v1/pipes", a.list)
+	mux.HandleFunc("POST /api/v1/pipes/preview", a.previewUnsaved)
+	mux.HandleFunc("GET /api/v1/pipes/{id}", a.get)
+	mux.HandleFunc("PUT /api/v1/pipes/{id}", a.update)
+	mux.HandleFunc("DELETE /api/v1/pipes/{id}", a.remove)
+	mux.HandleFunc("POST /api/v1/pipes/{id}/preview", a.previewSaved)
+	mux.HandleFunc("POST /api/v1/pipes/{id}/run", a.run)
+	mux.HandleFunc("GET /api/v1/operators", a.operators)
+}
+
+func (a *pipeAPI) create(w http.ResponseWriter, r *http.Request) {
+	def, ok := readPipe(w, r, false)
+	if !ok {
+		return
+	}
+	info, err := a.pipes.Create(r.Context(), *def)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/api/v1/pipes/"+strconv.FormatUint(info.ID, 10))
+	respondJSON(w, http.StatusCreated, info)
+}
+
+func (a *pipeAPI) list(w http.ResponseWriter, r *http.Request) {
+	list, err := a.pipes.List()
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if list == nil {
+		list = []runner.Info{}
+	}
+	respondJSON(w, http.StatusOK, map[string]any{"pipes": list})
+}
+
+func (a *pipeAPI) get(w http.ResponseWriter, r *http.Request) {
+	id, ok := pipeID(w, r)
+	if !ok {
+		return
+	}
+	info, err := a.pipes.Get(id)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	respondJSON(w, http.StatusOK, info)
+}
+
+func (a *pipeAPI) update(w http.ResponseWriter, r *http.Request) {
+	id, ok := pipeID(w, r)
+	if !ok {
+		return
+	}
+	def, ok := readPipe(w, r, false)
+	if !ok {
+		return
+	}
+	info, err := a.pipes.Update(r.Context(), id, *def)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	respondJSON(w, http.StatusOK, info)
+}
+
+func (a *pipeAPI) remove(w http.ResponseWriter, r *http.Request) {
+	id, ok := pipeID(w, r)
+	if !ok {
+		return
+	}
+	if err := a.pipes.Delete(id); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// previewUnsaved previews the definition in the body, as a new pipe.
+func (a *pipeAPI) previewUnsaved(w http.ResponseWriter, r *http.Request) {
+	def, ok := readPipe(w, r, false)
+	if !ok {
+		return
+	}
+	a.preview(w, r, def, 0)
+}
+
+// previewSaved previews pipe {id}: its saved definition when the body is
+// empty, else the definition in the body, with the saved pipe's state.
+func (a *pipeAPI) previewSaved(w http.ResponseWriter, r *http.Request) {
+	id, ok := pipeID(w, r)
+	if !ok {
+		return
+	}
+	def, ok := readPipe(w, r, true)
+	if !ok {
+		return
+	}
+	if def == nil {
+		info, err := a.pipes.Get(id)
+		if err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		def = &info.Pipe
+	}
+	a.preview(w, r, def, id)
+}
+
+func (a *pipeAPI) preview(w http.ResponseWriter, r *http.Request, def *transform.Pipe, id uint64) {
+	pv, err := a.pipes.Preview(r.Context(), *def, id)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if pv == nil {
+		pv = &transform.Preview{}
+	}
+	if pv.Nodes == nil {
+		pv.Nodes = []transform.NodeOutput{}
+	}
+	if pv.Output == nil {
+		pv.Output = []transform.Item{}
+	}
+	respondJSON(w, http.StatusOK, pv)
+}
+
+func (a *pipeAPI) run(w http.ResponseWriter, r *http.Request) {
+	id, ok := pipeID(w, r)
+	if !ok {
+		return
+	}
+	res, err := a.pipes.RunNow(r.Context(), id)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	respondJSON(w, http.StatusOK, res)
+}
+
+// OperatorsView is GET /api/v1/operators: what the chain builder offers.
+type OperatorsView struct {
+	Operators []transform.OperatorInfo `json:"operators"`
+	Fields    []transform.FieldInfo    `json:"fields"`
+	Triggers  []string                 `json:"triggers"`
+	Formats   []string                 `json:"formats"`
+}
+
+func (a *pipeAPI) operators(w http.ResponseWriter, r *http.Request) {
+	respondJSON(w, http.StatusOK, OperatorsView{
+		Operators: transform.Catalogue(),
+		Fields:    transform.Fields,
+		Triggers:  pipeTriggers,
+		Formats:   transform.Formats,
+	})
+}
+
+// pipeErrorView is the body of a 400 about a pipe definition.
+type pipeErrorView struct {
+	Error   string             `json:"error"`
+	Details []transform.Detail `json:"details"`
+}
+
+// fail writes the response for an error of the runner.
+func (a *pipeAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, runner.ErrNotFound):
+		respondError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, runner.ErrSlugTaken), errors.Is(err, runner.ErrInUse):
+		respondError(w, http.StatusConflict, err.Error())
+	case errors.Is(err, transform.ErrTimeLimit), errors.Is(err, transform.ErrCostLimit),
+		errors.Is(err, context.DeadlineExceeded):
+		respondError(w, http.StatusUnprocessableEntity, err.Error())
+	case errors.Is(err, transform.ErrInvalid), errors.Is(err, transform.ErrLimit),
+		errors.Is(err, runner.ErrInputNotFound):
+		details := transform.Details(err)
+		if details == nil {
+			details = []transform.Detail{}
+		}
+		respondJSON(w, http.StatusBadRequest, pipeErrorView{Error: err.Error(), Details: details})
+	case errors.Is(err, runner.ErrClosed):
+		respondError(w, http.StatusServiceUnavailable, "the pipe runner is stopping; try again")
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		// The client went away; nobody reads this.
+		respondError(w, http.StatusServiceUnavailable, "request cancelled")
+	default:
+		a.log.Error("pipes api", "method", r.Method, "path", r.URL.Path, "err", err)
+		respondError(w, http.StatusInternalServerError, "internal error")
+	}
+}
+
+// pipeID reads the {id} path value, writing a 400 when it is not a pipe
+// id.
+func pipeID(w http.ResponseWriter, r *http.Request) (uint64, bool) {
+	id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
+	if err != nil || id == 0 {
+		respondError(w, http.StatusBadRequest, "pipe id must be a positive integer")
+		return 0, false
+	}
+	return id, true
+}
+
+// readPipe reads a pipe definition from the body: a JSON object of at
+// most maxPipeBody bytes, decoded strictly (unknown fields and trailing
+// data refused; operator configurations are checked by the runner). An
+// empty body gives nil when emptyOK, else a 400. It writes the error
+// response itself when it fails.
+func readPipe(w http.ResponseWriter, r *http.Request, emptyOK bool) (*transform.Pipe, bool) {
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxPipeBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			respondError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", maxPipeBody))
+			return nil, false
+		}
+		respondError(w, http.StatusBadRequest, "reading the body: "+err.Error())
+		return nil, false
+	}
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		if emptyOK {
+			return nil, true
+		}
+		respondError(w, http.StatusBadRequest, "empty body: send a pipe definition (a JSON object)")
+		return nil, false
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSONType(ct) {
+		respondError(w, http.StatusUnsupportedMediaType, "send application/json")
+		return nil, false
+	}
+	if raw[0] != '{' {
+		respondError(w, http.StatusBadRequest, "invalid JSON body: a pipe definition is a JSON object")
+		return nil, false
+	}
+	var def transform.Pipe
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&def); err != nil {
+		respondError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
+		return nil, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		respondError(w, http.StatusBadRequest, "invalid JSON body: data after the pipe definition")
+		return nil, false
+	}
+	return &def, true
+}
