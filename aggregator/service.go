@@ -72,9 +72,10 @@ type feedGuard struct {
 	sleep   schedule.SleepPlan
 	// override, when set, is the next time regardless of the policy (an
 	// error's backoff, a fetch skipped because the feed sleeps).
-	override time.Time
-	prevPoll time.Time
-	next     time.Time // the last answer: the feed's next fetch
+	override  time.Time
+	prevPoll  time.Time
+	next      time.Time // the last answer: the feed's next fetch
+	notBefore time.Time // the publisher's cache lifetime ends (when respected)
 }
 
 // Next implements schedule.Policy.
@@ -86,8 +87,12 @@ func (g *feedGuard) Next(o schedule.Observation) time.Time {
 		next, g.override = g.override, time.Time{}
 	} else {
 		next = g.policy.Next(o)
+		g.notBefore = time.Time{}
 		if g.respect {
 			next = schedule.Respect(next, o)
+			if o.Hints.CacheFor > 0 {
+				g.notBefore = o.At.Add(o.Hints.CacheFor)
+			}
 		}
 	}
 	if !g.sleep.IsZero() {
@@ -300,6 +305,31 @@ func (s *Service) Run(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// Expedite brings feed id's next fetch forward to at (never later), as
+// far as politeness allows: not during an error backoff or Retry-After,
+// not before the publisher's cache lifetime ends (unless the feed ignores
+// it), not into a sleep window. The pipe runner calls it to poll the
+// inputs of a multi-source pipe when they are expected (MDPT). It
+// reports whether the fetch moved.
+func (s *Service) Expedite(id uint64, at time.Time) bool {
+	s.mu.Lock()
+	g := s.guards[id]
+	s.mu.Unlock()
+	if g == nil {
+		return false
+	}
+	g.mu.Lock()
+	blocked := !g.override.IsZero()
+	if g.notBefore.After(at) {
+		at = g.notBefore
+	}
+	g.mu.Unlock()
+	if blocked {
+		return false
+	}
+	return s.sched.Expedite(int(id), at)
 }
 
 // FetchNow fetches one feed outside the schedule (tests, "refresh" in the

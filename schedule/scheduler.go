@@ -501,6 +501,36 @@ func (s *Scheduler) hostUnref(i int32) {
 	}
 }
 
+// Expedite moves feed id's next poll forward to at, when the feed is
+// waiting for a later time; it never delays a poll, and a feed whose sleep
+// plan covers at is left alone. It reports whether the poll moved. MDPT
+// uses it: once some sources of a round have published, the others are
+// polled at their expected arrival rather than on their own schedules.
+func (s *Scheduler) Expedite(id int, at time.Time) bool {
+	n, ok := nanos(at)
+	if !ok {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id < 0 || id >= len(s.feeds) {
+		return false
+	}
+	f := &s.feeds[id]
+	if f.state != stWaiting || f.due <= n {
+		return false
+	}
+	if f.sleeps {
+		if sp := s.sleeps[int32(id)]; sp != nil && sp.Wake(at).After(at) {
+			return false
+		}
+	}
+	f.due = n
+	s.waiting.update(s.pos, int(s.pos[id]), n)
+	s.signal()
+	return true
+}
+
 // Remove unschedules feed id and reports whether it was scheduled. A feed
 // in flight is forgotten when its fetch ends (Done or Cancel), and its id
 // can be added again only then.

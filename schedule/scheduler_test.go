@@ -831,3 +831,41 @@ func BenchmarkSchedulerCycle1M(b *testing.B) {
 		}
 	}
 }
+
+func TestSchedulerExpedite(t *testing.T) {
+	s := mustNew(t, Config{})
+	pol := func(start time.Time) Policy { return &schPolicy{start: start, period: time.Hour} }
+	mustAdd(t, s, 0, Feed{Policy: pol(schAt(time.Hour))}, schBase)
+	mustAdd(t, s, 1, Feed{Policy: pol(schAt(2 * time.Hour))}, schBase)
+	night := SleepPlan{Windows: []Window{{Start: schAt(10 * time.Minute), End: schAt(20 * time.Minute)}}}
+	mustAdd(t, s, 2, Feed{Policy: pol(schAt(time.Hour)), Sleep: night}, schBase)
+	tests := []struct {
+		name string
+		id   int
+		at   time.Time
+		want bool
+	}{
+		{"forward", 1, schAt(5 * time.Minute), true},
+		{"never later", 0, schAt(3 * time.Hour), false},
+		{"into a sleep window", 2, schAt(15 * time.Minute), false},
+		{"out of a sleep window", 2, schAt(25 * time.Minute), true},
+		{"unknown feed", 7, schAt(time.Minute), false},
+		{"negative id", -1, schAt(time.Minute), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := s.Expedite(tt.id, tt.at); got != tt.want {
+				t.Errorf("Expedite(%d, %v) = %v, want %v", tt.id, tt.at, got, tt.want)
+			}
+		})
+	}
+	if w, ok := s.NextWakeup(); !ok || !w.Equal(schAt(5*time.Minute)) {
+		t.Fatalf("NextWakeup = %v, want the expedited feed's", w)
+	}
+	if gs := s.Due(schAt(5 * time.Minute)); len(gs) != 1 || gs[0].ID != 1 {
+		t.Fatalf("due at the expedited time: %v", gs)
+	}
+	if s.Expedite(1, schBase) {
+		t.Error("expedited a feed in flight")
+	}
+}

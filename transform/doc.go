@@ -73,9 +73,12 @@
 // Triggers ("trigger": {"on": ...}):
 //
 //   - "update" (default): on every input change;
-//   - "mdpt": when m of the n inputs have new items ({"on": "mdpt", "m": 2};
-//     m defaults to n), the rendezvous predicted by schedule.MDPT from the
-//     inputs' arrivals and advertised to subscribers as the next update;
+//   - "mdpt": as "update", and the inputs are tracked the MDPT way
+//     ({"on": "mdpt", "m": 2}; m defaults to n): a round ends when m inputs
+//     have new items, and the runner can bring forward the fetches of the
+//     inputs a round still waits for, at the rendezvous schedule.MDPT
+//     predicts (runner.Options.Expedite). Republishing m of n is the fusing
+//     operator's part: a join with "min": m;
 //   - "cron": on a robfig/cron schedule ({"on": "cron", "cron": "*/5 * * * *"}
 //     or "@every 10m"), for digests and gap detection;
 //   - "manual": only through POST /api/v1/pipes/{id}/run.

@@ -91,11 +91,12 @@ type Output struct {
 // Trigger says when a pipe runs.
 type Trigger struct {
 	// On is "update" (default: whenever an input gained items), "mdpt"
-	// (when M of the pipe's inputs have new items), "cron" (on the
-	// schedule Cron) or "manual" (only when asked through the API).
+	// (as update, with the inputs tracked and polled the MDPT way, see
+	// the package documentation), "cron" (on the schedule Cron) or
+	// "manual" (only when asked through the API).
 	On string `json:"on,omitempty"`
-	// M is the number of inputs with new items an "mdpt" trigger waits
-	// for (default: all of them).
+	// M is the number of inputs with new items that ends an "mdpt" round
+	// (default: all of them).
 	M int `json:"m,omitempty"`
 	// Cron is a robfig/cron schedule ("*/5 * * * *", "@every 10m") for
 	// "cron".

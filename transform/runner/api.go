@@ -392,22 +392,18 @@ func (r *Runner) Preview(ctx context.Context, def transform.Pipe, id uint64) (*t
 }
 
 // Hints returns, for the output feed of a pipe, the pipe's predicted next
-// update and the formats it serves (web.PipeFeedOptions.Hints).
+// update and the formats it serves (web.PipeFeedOptions.Hints): the next
+// cron time for cron triggers, nothing for manual ones, and otherwise the
+// earliest next output its model of the output's own arrivals expects
+// (schedule.Auto.EarliestNext), which is what subscribers may safely wait
+// for.
 func (r *Runner) Hints(feed storage.Feed, now time.Time) (next time.Time, formatList []string) {
 	r.mu.Lock()
 	p := r.byFeed[feed.ID]
-	var trig string
-	var mdptAt time.Time
-	if p != nil {
-		trig = p.def.Trigger.On
-		switch {
-		case p.cron != nil:
-			next = p.nextCron
-			if !next.After(now) {
-				next = p.cron.Next(now)
-			}
-		case p.mdpt != nil:
-			mdptAt, _ = p.mdpt.Plan(nil)
+	if p != nil && p.cron != nil {
+		next = p.nextCron
+		if !next.After(now) {
+			next = p.cron.Next(now)
 		}
 	}
 	r.mu.Unlock()
@@ -415,15 +411,11 @@ func (r *Runner) Hints(feed storage.Feed, now time.Time) (next time.Time, format
 		return time.Time{}, transform.Formats
 	}
 	formatList = formats(p.def)
-	switch trig {
+	switch p.def.Trigger.On {
 	case transform.OnCron:
 		return next, formatList
 	case transform.OnManual:
 		return time.Time{}, formatList
-	case transform.OnMDPT:
-		if mdptAt.After(now) {
-			return mdptAt, formatList
-		}
 	}
 	return r.predict(p, now), formatList
 }

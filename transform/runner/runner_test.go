@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -239,41 +240,62 @@ func TestChainAndDelete(t *testing.T) {
 }
 
 func TestTriggers(t *testing.T) {
-	t.Run("mdpt waits for m of n", func(t *testing.T) {
+	t.Run("mdpt polls the inputs a round still waits for", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			e := newEnv(t, schedule.RealClock{})
+			var mu sync.Mutex
+			asked := map[uint64]int{}
+			st, err := storage.Open(filepath.Join(t.TempDir(), "m.db"), storage.Options{NoSync: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			r, err := New(Options{Store: st, Expedite: func(id uint64, at time.Time) bool {
+				mu.Lock()
+				defer mu.Unlock()
+				asked[id]++
+				return true
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := &env{st: st, r: r}
 			a, b, c := e.sensor(t, "a"), e.sensor(t, "b"), e.sensor(t, "c")
 			ctx, cancel := context.WithCancel(t.Context())
 			done := make(chan error, 1)
 			go func() { done <- e.r.Run(ctx) }()
 			p := hotPipe("m", "sensor/a", "sensor/b", "sensor/c")
-			p.Trigger = transform.Trigger{On: transform.OnMDPT, M: 2}
+			p.Trigger = transform.Trigger{On: transform.OnMDPT, M: 3}
 			info, err := e.r.Create(ctx, p)
 			if err != nil {
 				t.Fatal(err)
 			}
 			synctest.Wait()
-			runs := func() int64 { in, _ := e.r.Get(info.ID); return in.Runs }
-			base := runs()
-			e.post(t, a, time.Now(), 30)
-			synctest.Wait()
-			if runs() != base {
-				t.Errorf("ran after 1 of 3 inputs updated")
+			// Rounds every 5 minutes; a's reading always first.
+			for k := range 6 {
+				e.post(t, a, time.Now(), 30)
+				synctest.Wait()
+				e.post(t, b, time.Now().Add(time.Second), 31)
+				e.post(t, c, time.Now().Add(2*time.Second), 32)
+				synctest.Wait()
+				if k < 5 {
+					time.Sleep(5 * time.Minute)
+				}
 			}
-			e.post(t, a, time.Now(), 31)
-			synctest.Wait()
-			if runs() != base {
-				t.Errorf("ran after the same input updated twice")
+			in, _ := e.r.Get(info.ID)
+			if in.Items != 18 {
+				t.Errorf("output holds %d items, want all 18 (the pipe runs on every arrival)", in.Items)
 			}
-			e.post(t, c, time.Now(), 32)
-			synctest.Wait()
-			if runs() != base+1 {
-				t.Errorf("runs = %d, want %d after 2 of 3 inputs updated", runs(), base+1)
+			mu.Lock()
+			defer mu.Unlock()
+			for _, f := range []storage.Feed{a, b, c} {
+				if n := asked[f.ID]; n == 0 || n > 7*maxExpedite {
+					t.Errorf("input %s expedited %d times over 6 rounds, want some and at most %d per round", f.Slug, n, maxExpedite)
+				}
 			}
-			if n := len(e.output(t, info.ID)); n != 3 {
-				t.Errorf("output %d items, want 3", n)
+			f, _ := st.Feed(in.FeedID)
+			if next, _ := e.r.Hints(f, time.Now()); next.IsZero() {
+				t.Error("no next update predicted after 6 regular rounds")
 			}
-			_ = b
 			cancel()
 			<-done
 		})
