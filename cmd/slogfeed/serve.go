@@ -199,9 +199,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	// PACK reduction policies (Feed.Reduce, a pipe's output.reduce) apply
 	// when retention removes items.
 	store.SetReducer(pack.NewReducer())
-	var svc *aggregator.Service
-	pipes, err := runner.New(runner.Options{Store: store, Logger: log,
-		Expedite: func(id uint64, at time.Time) bool { return svc.Expedite(id, at) }})
+	pipes, err := runner.New(runner.Options{Store: store, Logger: log})
 	if err != nil {
 		ln.Close()
 		return err
@@ -210,7 +208,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	fetcher := aggregator.NewFetcher(aggregator.FetchOptions{Allow: allow, UserAgent: "slogfeed/" + versionString() + " (+https://slogfeed.org)"})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	svc, err = aggregator.NewService(aggregator.ServiceOptions{
+	svc, err := aggregator.NewService(aggregator.ServiceOptions{
 		Store: store, Fetcher: fetcher, Logger: log,
 		Scheduler:  schedule.Config{Rate: rate, PerHost: perHost, Workers: workers},
 		OnNewItems: pipes.Notify,
