@@ -54,6 +54,10 @@ var (
 	// a pipe-kind feed outside any pipe holds it, the error is
 	// ErrFeedExists.)
 	ErrPipeExists = errors.New("pipe already exists")
+
+	// ErrPipeOutput is returned by DeleteFeed for a feed that is a pipe's
+	// output: delete the pipe instead (DeletePipe).
+	ErrPipeOutput = errors.New("feed is a pipe's output")
 )
 
 // ItemError reports one item that AddItems refused. AddItems returns one

@@ -180,6 +180,11 @@ func (s *Store) DeleteFeed(id uint64) error {
 		if err != nil {
 			return err
 		}
+		if f.Kind == KindPipe {
+			if ps := tx.Bucket(bucketPipeSlug); ps != nil && ps.Get([]byte(f.Slug)) != nil {
+				return fmt.Errorf("%w: feed %d is the output of pipe %q; delete the pipe", ErrPipeOutput, id, f.Slug)
+			}
+		}
 		if err := unindexFeed(tx, &f); err != nil {
 			return err
 		}

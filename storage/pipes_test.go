@@ -318,6 +318,10 @@ func TestDeletePipe(t *testing.T) {
 	if err := s.AddObservation(out.ID, Observation{At: t0, Hit: true}); err != nil {
 		t.Fatal(err)
 	}
+	// The output goes with its pipe, never alone.
+	if err := s.DeleteFeed(out.ID); !errors.Is(err, ErrPipeOutput) {
+		t.Fatalf("DeleteFeed of a pipe's output = %v, want ErrPipeOutput", err)
+	}
 
 	if err := s.DeletePipe(p.ID); err != nil {
 		t.Fatal(err)

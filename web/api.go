@@ -198,6 +198,10 @@ func (a *api) remove(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := a.agg.Unsubscribe(f.ID); err != nil {
+		if errors.Is(err, storage.ErrPipeOutput) {
+			respondError(w, http.StatusConflict, fmt.Sprintf("feed %d is the output of pipe %q: delete the pipe (DELETE /api/v1/pipes/{id})", f.ID, f.Slug))
+			return
+		}
 		a.internal(w, err)
 		return
 	}
