@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -31,7 +29,7 @@ const (
 	maxUnitRunes = 64
 	// maxSensorRunes bounds a reading's sensor id.
 	maxSensorRunes = 256
-	maxNumberLen   = 64
+	maxNumberLen   = feedext.MaxNumberLen
 	// ruleCacheSize bounds the cache of compiled rules.
 	ruleCacheSize = 256
 )
@@ -143,37 +141,8 @@ func parseReadingTime(s string) time.Time {
 	return t.UTC()
 }
 
-// parseNumber parses a finite decimal number: an optional sign, digits with
-// an optional fraction and exponent ("21.3", "-4e-3"). Hexadecimal, "Inf",
-// "NaN" and digit separators are refused.
-func parseNumber(s string) (float64, bool) {
-	s = strings.TrimSpace(s)
-	if s == "" || len(s) > maxNumberLen {
-		return 0, false
-	}
-	digits := false
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c >= '0' && c <= '9':
-			digits = true
-		case c == '.' || c == 'e' || c == 'E':
-		case c == '+' || c == '-':
-			if i != 0 && s[i-1] != 'e' && s[i-1] != 'E' {
-				return 0, false
-			}
-		default:
-			return 0, false
-		}
-	}
-	if !digits {
-		return 0, false
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0, false
-	}
-	return v, true
-}
+// parseNumber parses a finite decimal number (feedext.ParseNumber).
+func parseNumber(s string) (float64, bool) { return feedext.ParseNumber(s) }
 
 // parseLocalNumber parses a number as people write it in titles: a decimal
 // comma ("21,5"), thousands separators ("1,234.5", "1.234,5"), spaces and

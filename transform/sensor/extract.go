@@ -2,13 +2,12 @@ package sensor
 
 import (
 	"encoding/json"
-	"math"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"golang.org/x/net/html"
 
+	"github.com/slogfeed/slogfeed/aggregator/feedext"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/transform"
 )
@@ -189,28 +188,7 @@ func parseLocalNumber(s string) (float64, bool) {
 	case comma >= 0: // 1,234,567
 		s = strings.ReplaceAll(s, ",", "")
 	}
-	digits := false
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c >= '0' && c <= '9':
-			digits = true
-		case c == '.' || c == 'e' || c == 'E':
-		case c == '+' || c == '-':
-			if i != 0 && s[i-1] != 'e' && s[i-1] != 'E' {
-				return 0, false
-			}
-		default:
-			return 0, false
-		}
-	}
-	if !digits {
-		return 0, false
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0, false
-	}
-	return v, true
+	return feedext.ParseNumber(s)
 }
 
 func init() {
