@@ -42,3 +42,36 @@ func ParseNumber(s string) (float64, bool) {
 	}
 	return v, true
 }
+
+// ParseLocalNumber reads a number as people write it in titles and
+// summaries: a decimal comma ("21,5"), thousands separators ("1,234.5",
+// "1.234,5", "1 234", "1'234", "1_234"), and the Unicode minus sign.
+// Without its spaces the text may be at most MaxNumberLen bytes, and what
+// remains without separators must satisfy ParseNumber.
+func ParseLocalNumber(s string) (float64, bool) {
+	s = strings.Map(func(r rune) rune {
+		switch r {
+		case ' ', '\u00a0', '\u202f', '\u2009', '\'', '_':
+			return -1
+		case '\u2212':
+			return '-'
+		}
+		return r
+	}, s)
+	if s == "" || len(s) > MaxNumberLen {
+		return 0, false
+	}
+	comma, dot := strings.LastIndexByte(s, ','), strings.LastIndexByte(s, '.')
+	switch {
+	case comma >= 0 && dot >= 0 && comma > dot: // 1.234,5
+		s = strings.ReplaceAll(s, ".", "")
+		s = strings.Replace(s, ",", ".", 1)
+	case comma >= 0 && dot >= 0: // 1,234.5
+		s = strings.ReplaceAll(s, ",", "")
+	case strings.Count(s, ",") == 1: // 21,5
+		s = strings.Replace(s, ",", ".", 1)
+	case comma >= 0: // 1,234,567
+		s = strings.ReplaceAll(s, ",", "")
+	}
+	return ParseNumber(s)
+}

@@ -159,37 +159,9 @@ func plainText(s string) string {
 	}
 }
 
-// parseLocalNumber parses a number as people write it in titles: a
-// decimal comma ("21,5"), thousands separators ("1,234.5", "1.234,5"),
-// spaces and the Unicode minus sign. Only finite decimal numbers are
-// accepted (no hexadecimal, "Inf" or "NaN").
-func parseLocalNumber(s string) (float64, bool) {
-	s = strings.Map(func(r rune) rune {
-		switch r {
-		case ' ', '\u00a0', '\u202f', '\u2009', '\'', '_':
-			return -1
-		case '\u2212':
-			return '-'
-		}
-		return r
-	}, s)
-	if s == "" || len(s) > 64 {
-		return 0, false
-	}
-	comma, dot := strings.LastIndexByte(s, ','), strings.LastIndexByte(s, '.')
-	switch {
-	case comma >= 0 && dot >= 0 && comma > dot: // 1.234,5
-		s = strings.ReplaceAll(s, ".", "")
-		s = strings.Replace(s, ",", ".", 1)
-	case comma >= 0 && dot >= 0: // 1,234.5
-		s = strings.ReplaceAll(s, ",", "")
-	case strings.Count(s, ",") == 1: // 21,5
-		s = strings.Replace(s, ",", ".", 1)
-	case comma >= 0: // 1,234,567
-		s = strings.ReplaceAll(s, ",", "")
-	}
-	return feedext.ParseNumber(s)
-}
+// parseLocalNumber parses a number as people write it in titles
+// (feedext.ParseLocalNumber).
+func parseLocalNumber(s string) (float64, bool) { return feedext.ParseLocalNumber(s) }
 
 func init() {
 	transform.Register(transform.Spec{
