@@ -56,7 +56,7 @@ func (s *Store) Check() error {
 // returns false.
 func checkInvariants(tx *bolt.Tx, add func(error) bool) {
 	buckets := map[string]*bolt.Bucket{}
-	for _, name := range [][]byte{bucketMeta, bucketFeeds, bucketFeedURL, bucketFeedSlug, bucketFeedData, bucketPipes, bucketPipeSlug} {
+	for _, name := range [][]byte{bucketMeta, bucketFeeds, bucketFeedURL, bucketFeedSlug, bucketFeedData, bucketPipes, bucketPipeSlug, bucketPluginData} {
 		b := tx.Bucket(name)
 		if b == nil {
 			add(fmt.Errorf("bucket %s missing", name))

@@ -27,6 +27,8 @@
 //	    obs/                  sequence → Observation JSON
 //	pipes                     pipe ID → Pipe JSON (IDs: the bucket's sequence)
 //	pipe_slug                 slug → pipe ID
+//	plugin_data/
+//	  <plugin>/               key → value, the plugin's own records (plugindata.go)
 //
 // Seq is store-wide: items of all feeds share one sequence, so a consumer
 // of several feeds can remember one number per feed and ask for newer items
@@ -56,7 +58,7 @@
 // version number, so an interrupted upgrade resumes where it stopped. A
 // file written by a newer slogfeed is refused with ErrSchemaTooNew and not
 // touched. Schema 1 is the initial layout; schema 2 added pipes and
-// pipe_slug. testdata/schema1.db is a file of schema 1 and
+// pipe_slug; schema 3 added plugin_data. testdata/schema1.db is a file of schema 1 and
 // testdata/schema2.db one of schema 2 (with a pipe) that every later
 // version must still open.
 //

@@ -60,6 +60,13 @@ var (
 	ErrPipeOutput = errors.New("feed is a pipe's output")
 )
 
+// Errors of plugin records (plugindata.go), wrapped like the ones above.
+var (
+	// ErrPluginKeyNotFound is returned by PluginGet when the plugin has no
+	// record under the key.
+	ErrPluginKeyNotFound = errors.New("plugin record not found")
+)
+
 // ItemError reports one item that AddItems refused. AddItems returns one
 // per refused item, joined with errors.Join; each unwraps to ErrInvalid.
 type ItemError struct {

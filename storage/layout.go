@@ -16,6 +16,8 @@ var (
 	bucketFeedData = []byte("feed_data")
 	bucketPipes    = []byte("pipes")
 	bucketPipeSlug = []byte("pipe_slug")
+	// bucketPluginData holds one nested bucket per plugin (plugindata.go).
+	bucketPluginData = []byte("plugin_data")
 
 	// In meta.
 	keySchema  = []byte("schema")

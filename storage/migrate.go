@@ -19,11 +19,12 @@ type migration struct {
 var migrations = []migration{
 	{1, "initial layout: meta, feeds, feed_url, feed_slug, feed_data", migrateInitial},
 	{2, "pipes: pipes, pipe_slug", migratePipes},
+	{3, "plugin data: plugin_data", migratePluginData},
 }
 
 // SchemaVersion is the schema version this build of slogfeed writes: the
 // version of the last migration.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 func migrateInitial(tx *bolt.Tx) error {
 	for _, name := range [][]byte{bucketMeta, bucketFeeds, bucketFeedURL, bucketFeedSlug, bucketFeedData} {
@@ -114,4 +115,11 @@ func migrate(db *bolt.DB, migs []migration) error {
 		}
 	}
 	return nil
+}
+
+// migratePluginData adds the bucket plugins keep their records in
+// (schema 3).
+func migratePluginData(tx *bolt.Tx) error {
+	_, err := tx.CreateBucketIfNotExists(bucketPluginData)
+	return err
 }

@@ -1,0 +1,131 @@
+package storage
+
+import (
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Plugin records. Each plugin (a WebSub hub, a webhook sink, a WebAssembly
+// operator store, …) keeps its own records in a namespace of its own: a
+// nested bucket of plugin_data named after the plugin. Keys and values are
+// the plugin's business; the store bounds their sizes and keeps every
+// write atomic.
+
+// Limits of plugin records.
+const (
+	MaxPluginName  = 64       // bytes in a plugin namespace name
+	MaxPluginKey   = 1024     // bytes in a key
+	MaxPluginValue = 16 << 20 // bytes in a value (a WebAssembly module fits)
+)
+
+func checkPluginName(plugin string) error {
+	if plugin == "" || len(plugin) > MaxPluginName {
+		return invalidf("plugin name %q: want 1 to %d bytes", shortID(plugin), MaxPluginName)
+	}
+	return nil
+}
+
+func checkPluginKey(key string) error {
+	if key == "" || len(key) > MaxPluginKey {
+		return invalidf("plugin key %q: want 1 to %d bytes", shortID(key), MaxPluginKey)
+	}
+	return nil
+}
+
+// PluginPut stores value under key in plugin's namespace, replacing what
+// was there.
+func (s *Store) PluginPut(plugin, key string, value []byte) error {
+	if err := checkPluginName(plugin); err != nil {
+		return err
+	}
+	if err := checkPluginKey(key); err != nil {
+		return err
+	}
+	if len(value) > MaxPluginValue {
+		return invalidf("plugin %s: record %q is %d bytes, the limit is %d", plugin, shortID(key), len(value), MaxPluginValue)
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		root := tx.Bucket(bucketPluginData)
+		if root == nil {
+			return corruptf("bucket %s missing", bucketPluginData)
+		}
+		b, err := root.CreateBucketIfNotExists([]byte(plugin))
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(key), value)
+	})
+	if err != nil {
+		return fmt.Errorf("storage: plugin %s: put %q: %w", plugin, shortID(key), err)
+	}
+	return nil
+}
+
+// PluginGet returns a copy of the value under key in plugin's namespace,
+// or ErrPluginKeyNotFound.
+func (s *Store) PluginGet(plugin, key string) ([]byte, error) {
+	var out []byte
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := pluginBucket(tx, plugin)
+		if b == nil {
+			return ErrPluginKeyNotFound
+		}
+		v := b.Get([]byte(key))
+		if v == nil {
+			return ErrPluginKeyNotFound
+		}
+		out = append([]byte(nil), v...)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("storage: plugin %s: get %q: %w", plugin, shortID(key), err)
+	}
+	return out, nil
+}
+
+// PluginDelete removes key from plugin's namespace; a missing key is not
+// an error.
+func (s *Store) PluginDelete(plugin, key string) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := pluginBucket(tx, plugin)
+		if b == nil {
+			return nil
+		}
+		return b.Delete([]byte(key))
+	})
+	if err != nil {
+		return fmt.Errorf("storage: plugin %s: delete %q: %w", plugin, shortID(key), err)
+	}
+	return nil
+}
+
+// PluginList calls fn for every record in plugin's namespace, in key
+// order, inside one read transaction. value is valid only during the call
+// (copy it to keep it). An error from fn stops the walk and is returned.
+func (s *Store) PluginList(plugin string, fn func(key string, value []byte) error) error {
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := pluginBucket(tx, plugin)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			if v == nil {
+				return nil // a nested bucket: not a record
+			}
+			return fn(string(k), v)
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("storage: plugin %s: list: %w", plugin, err)
+	}
+	return nil
+}
+
+func pluginBucket(tx *bolt.Tx, plugin string) *bolt.Bucket {
+	root := tx.Bucket(bucketPluginData)
+	if root == nil {
+		return nil
+	}
+	return root.Bucket([]byte(plugin))
+}
