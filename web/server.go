@@ -51,12 +51,27 @@ type Options struct {
 	Pipes      Pipes        // the pipe runner (/api/v1/pipes, /api/v1/operators); nil disables them
 	PipeFeeds  http.Handler // the republished pipe outputs (PipeFeedHandler); nil disables /feeds/
 	Metrics    http.Handler // e.g. promhttp.HandlerFor(registry, ...); nil disables /metrics
+	// Routes are extra handlers, mounted by plugins (a WebSub hub, its
+	// callbacks, …) without this package knowing them.
+	Routes []Route
 	Logger     *slog.Logger
 	// Token, when set, is required as "Authorization: Bearer TOKEN" on every
 	// request that changes something (POST, PUT, PATCH, DELETE). serve sets
 	// it whenever it listens on a non-loopback address.
 	Token string
 	Now   func() time.Time
+}
+
+// Route is one extra handler of Options.Routes.
+type Route struct {
+	// Pattern is an http.ServeMux pattern, e.g. "POST /websub/hub".
+	Pattern string
+	Handler http.Handler
+	// Public routes take changes without the token: the handler
+	// authenticates its callers itself (a hub's callback checks the
+	// HMAC signature of what it is sent). Cross-origin browser requests
+	// are refused all the same.
+	Public bool
 }
 
 // New returns slogfeed's HTTP handler.
@@ -95,6 +110,13 @@ func New(opt Options) http.Handler {
 	if opt.PipeFeeds != nil {
 		mux.Handle("/feeds/", opt.PipeFeeds)
 	}
+	public := make(map[string]bool)
+	for _, rt := range opt.Routes {
+		mux.Handle(rt.Pattern, rt.Handler)
+		if rt.Public {
+			public[rt.Pattern] = true
+		}
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/" {
 			respondJSON(w, http.StatusOK, map[string]any{
@@ -106,14 +128,18 @@ func New(opt Options) http.Handler {
 		respondError(w, http.StatusNotFound, "no such page: "+r.URL.Path)
 	})
 	var h http.Handler = mux
-	h = authWrites(h, opt.Token)
+	h = authWrites(h, opt.Token, func(r *http.Request) bool {
+		_, pattern := mux.Handler(r)
+		return public[pattern]
+	})
 	h = recoverer(h, opt.Logger)
 	h = logRequests(h, opt.Logger, opt.Now)
 	return h
 }
 
 // authWrites requires the bearer token on requests that change state.
-func authWrites(next http.Handler, token string) http.Handler {
+// Requests for which public reports true pass without it.
+func authWrites(next http.Handler, token string, public func(*http.Request) bool) http.Handler {
 	if token == "" {
 		return next
 	}
@@ -122,6 +148,9 @@ func authWrites(next http.Handler, token string) http.Handler {
 		switch r.Method {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
 		default:
+			if public(r) {
+				break
+			}
 			if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="slogfeed"`)
 				respondError(w, http.StatusUnauthorized, "this slogfeed requires a token for changes: send Authorization: Bearer TOKEN")
