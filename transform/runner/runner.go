@@ -49,6 +49,10 @@ type Options struct {
 	// PreviewItems is how many of each input's newest items a preview
 	// runs on (default 50).
 	PreviewItems int
+	// OnOutput, when set, is told of every run that added items to a
+	// pipe's output feed, after they are stored (sinks, WebSub
+	// distribution). It runs on the pipe's worker: keep it short.
+	OnOutput func(feed storage.Feed, items []storage.Item)
 }
 
 // Runner runs pipes. Its methods are safe for concurrent use.
@@ -578,6 +582,9 @@ func (r *Runner) run(ctx context.Context, p *pipe) (RunResult, error) {
 		r.log.Debug("pipe ran", "pipe", p.id, "slug", p.slug, "in", res.In, "out", res.Out, "added", res.Added)
 		if f, err := r.st.Feed(p.feedID); err == nil {
 			r.Notify(f, added)
+			if r.opt.OnOutput != nil {
+				r.opt.OnOutput(f, added)
+			}
 		}
 	}
 	return res, nil

@@ -405,3 +405,35 @@ func TestHintsFollowOutput(t *testing.T) {
 		t.Errorf("next update %v, want about %v", next, want)
 	}
 }
+
+// OnOutput hears of each run that added output items, and of nothing else.
+func TestOnOutput(t *testing.T) {
+	clock := schedule.NewVirtualClock(t0)
+	e := newEnv(t, clock)
+	var got []string
+	r, err := New(Options{Store: e.st, Clock: clock, OnOutput: func(f storage.Feed, items []storage.Item) {
+		for _, it := range items {
+			got = append(got, f.Slug+":"+it.Title)
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.r = r
+	lab := e.sensor(t, "lab-1")
+	ctx := context.Background()
+	info, err := r.Create(ctx, hotPipe("hot", "sensor/lab-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.post(t, lab, t0, 18, 22)
+	if _, err := r.RunNow(ctx, info.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.RunNow(ctx, info.ID); err != nil { // nothing new
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != "hot:22" {
+		t.Errorf("OnOutput heard %q, want [hot:22]", got)
+	}
+}
