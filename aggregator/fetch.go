@@ -193,6 +193,15 @@ func NewFetcher(opt FetchOptions) *Fetcher {
 	return f
 }
 
+// Client returns an HTTP client for other outgoing requests (webhook
+// deliveries, WebSub verification and distribution) that goes through the
+// fetcher's SSRF guard, dial timeout and redirect limit, with Timeout as
+// its whole-request deadline. Callers bound response bodies themselves
+// (http.MaxBytesReader or io.LimitReader).
+func (f *Fetcher) Client() *http.Client {
+	return &http.Client{Transport: f.client.Transport, CheckRedirect: f.checkRedirect, Timeout: f.opt.Timeout}
+}
+
 // DefaultUserAgent is "slogfeed/<version> (+https://slogfeed.org)", the
 // version coming from the build information.
 func DefaultUserAgent() string {

@@ -926,3 +926,33 @@ func TestFetchThenParse(t *testing.T) {
 		t.Fatal("no items")
 	}
 }
+
+// Fetcher.Client carries the SSRF guard to other outgoing requests.
+func TestFetcherClientGuard(t *testing.T) {
+	l := newLabs(t)
+	l.mux.HandleFunc("/hook", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	tests := []struct {
+		name    string
+		tweak   func(*FetchOptions)
+		url     string
+		blocked bool
+	}{
+		{"allowed target", nil, l.good.URL + "/hook", false},
+		{"not allowed", func(o *FetchOptions) { o.Allow = nil }, l.good.URL + "/hook", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := l.fetcher(tt.tweak).Client()
+			resp, err := c.Post(tt.url, "application/json", strings.NewReader("{}"))
+			if resp != nil {
+				resp.Body.Close()
+			}
+			if got := errors.Is(err, ErrBlocked); got != tt.blocked {
+				t.Fatalf("blocked = %v (%v), want %v", got, err, tt.blocked)
+			}
+			if !tt.blocked && resp.StatusCode != http.StatusNoContent {
+				t.Errorf("status %d", resp.StatusCode)
+			}
+		})
+	}
+}

@@ -45,6 +45,9 @@ type ServiceOptions struct {
 	OnNewItems func(feed storage.Feed, items []storage.Item)
 	// MaxItems caps the items taken from one fetch (default 1000).
 	MaxItems int
+	// Sources are the source adapters feeds with a Source use in place of
+	// the feed parser (plugins.Sources()); nil for none.
+	Sources Sources
 }
 
 // Service is the live loop: the scheduler pops the feed whose predicted

@@ -22,6 +22,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/plugins"
+	_ "github.com/slogfeed/slogfeed/plugins/all" // slogfeed's own source adapters, operators and services
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/transform/pack"
@@ -199,7 +201,15 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	// PACK reduction policies (Feed.Reduce, a pipe's output.reduce) apply
 	// when retention removes items.
 	store.SetReducer(pack.NewReducer())
-	pipes, err := runner.New(runner.Options{Store: store, Logger: log})
+	// Plugin services (sinks, WebSub) hear of every feed's new items; they
+	// are built once the aggregator exists.
+	var services *plugins.Services
+	notifyServices := func(f storage.Feed, items []storage.Item) {
+		if services != nil {
+			services.Notify(f, items)
+		}
+	}
+	pipes, err := runner.New(runner.Options{Store: store, Logger: log, OnOutput: notifyServices})
 	if err != nil {
 		ln.Close()
 		return err
@@ -210,8 +220,12 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	svc, err := aggregator.NewService(aggregator.ServiceOptions{
 		Store: store, Fetcher: fetcher, Logger: log,
-		Scheduler:  schedule.Config{Rate: rate, PerHost: perHost, Workers: workers},
-		OnNewItems: pipes.Notify,
+		Scheduler: schedule.Config{Rate: rate, PerHost: perHost, Workers: workers},
+		OnNewItems: func(f storage.Feed, items []storage.Item) {
+			pipes.Notify(f, items)
+			notifyServices(f, items)
+		},
+		Sources: plugins.Sources(),
 	})
 	if err != nil {
 		ln.Close()
@@ -228,13 +242,24 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	base := "http://" + ln.Addr().String()
-	sensors := web.SensorHandler(store, web.SensorOptions{BaseURL: base, Logger: log, OnNewItems: pipes.Notify})
+	services, err = plugins.NewServices(plugins.Env{
+		Store: store, Logger: log, BaseURL: base, Now: time.Now, Client: fetcher.Client(), Aggregator: svc,
+	})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	sensors := web.SensorHandler(store, web.SensorOptions{BaseURL: base, Logger: log, OnNewItems: func(f storage.Feed, items []storage.Item) {
+		pipes.Notify(f, items)
+		notifyServices(f, items)
+	}})
 	handler := web.New(web.Options{
 		Store: store, Aggregator: svc, Logger: log, Token: token,
 		Metrics:   promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Sensors:   sensors,
 		Pipes:     pipes,
 		PipeFeeds: web.PipeFeedHandler(store, web.PipeFeedOptions{BaseURL: base, Logger: log, Hints: pipes.Hints}),
+		Routes:    services.Routes(),
 	})
 	if pub != nil {
 		existing, err := store.Feeds()
@@ -263,6 +288,8 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	done := make(chan error, 1)
 	pipesDone := make(chan error, 1)
 	go func() { pipesDone <- pipes.Run(runCtx) }()
+	servicesDone := make(chan error, 1)
+	go func() { servicesDone <- services.Run(runCtx) }()
 	go func() { done <- svc.Run(runCtx) }()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -275,6 +302,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		stop()
 		<-done
 		<-pipesDone
+		<-servicesDone
 		return fmt.Errorf("http server: %w", err)
 	}
 	log.Info("shutting down")
@@ -284,6 +312,9 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	_ = srv.Shutdown(shutCtx)
 	err = <-done
 	<-pipesDone
+	if serr := <-servicesDone; serr != nil && err == nil {
+		err = serr
+	}
 	return err
 }
 
