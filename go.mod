@@ -5,10 +5,12 @@ go 1.26.8
 require (
 	github.com/google/cel-go v0.31.0
 	github.com/gorilla/feeds v1.2.0
+	github.com/jmespath-community/go-jmespath v1.1.1
 	github.com/microcosm-cc/bluemonday v1.0.27
 	github.com/mmcdole/gofeed v1.4.2
 	github.com/prometheus/client_golang v1.24.1
 	github.com/robfig/cron/v3 v3.0.1
+	github.com/tetratelabs/wazero v1.12.0
 	go.etcd.io/bbolt v1.4.3
 	golang.org/x/net v0.57.0
 	golang.org/x/text v0.40.0

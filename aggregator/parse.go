@@ -85,6 +85,17 @@ type Parsed struct {
 	// ExtractErr reports an unusable extraction rule (wrapping
 	// ErrExtractRule); the feed itself parsed, without rule readings.
 	ExtractErr error
+	// Skipped reports the records a source adapter left out of a document
+	// it otherwise read (bad values, missing fields): how many and why,
+	// e.g. "3 of 100 rows skipped: row 7: …". The feed keeps it as its
+	// warning.
+	Skipped error
+	// Hubs are the WebSub hubs the document advertises (Atom and RSS
+	// atom:link rel="hub", JSON Feed "hubs" of type WebSub), absolute
+	// http(s) URLs, at most MaxHubs; Self is its rel="self" link (JSON
+	// Feed: feed_url), the topic to subscribe to. See push.go.
+	Hubs []string
+	Self string
 }
 
 // Parse parses an RSS, RDF, Atom or JSON Feed document and normalises its
@@ -176,6 +187,7 @@ func parseXML(body []byte, contentType string, opt ParseOptions) (*Parsed, error
 	}
 	var feed *gofeed.Feed
 	var rf *rss.Feed
+	var af *atom.Feed
 	switch sc.root {
 	case "rss", "rdf":
 		rf, err = (&rss.Parser{}).Parse(bytes.NewReader(body))
@@ -183,7 +195,6 @@ func parseXML(body []byte, contentType string, opt ParseOptions) (*Parsed, error
 			feed, err = (&gofeed.DefaultRSSTranslator{}).Translate(rf)
 		}
 	case "feed":
-		var af *atom.Feed
 		af, err = (&atom.Parser{}).Parse(bytes.NewReader(body))
 		if err == nil {
 			feed, err = (&gofeed.DefaultAtomTranslator{}).Translate(af)
@@ -200,6 +211,7 @@ func parseXML(body []byte, contentType string, opt ParseOptions) (*Parsed, error
 	n.sfKeys = namespaceKeys(body)
 	p := n.feed(feed)
 	p.Truncated = p.Truncated || truncated
+	p.Hubs, p.Self = xmlHubs(rf, af, body, opt.BaseURL)
 	if rf != nil {
 		p.TTL = rssTTL(rf.TTL)
 		if plan, err := schedule.ParseSkip(rf.SkipHours, rf.SkipDays); err == nil {
@@ -253,6 +265,7 @@ func parseJSON(body []byte, opt ParseOptions) (*Parsed, error) {
 	}
 	p := n.feed(feed)
 	p.Truncated = p.Truncated || truncated
+	p.Hubs, p.Self = jsonHubs(top, opt.BaseURL)
 	return p, nil
 }
 

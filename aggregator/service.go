@@ -62,6 +62,7 @@ type Service struct {
 
 	mu     sync.Mutex
 	guards map[uint64]*feedGuard
+	push   pushState // watchers (push.go)
 }
 
 // feedGuard wraps a feed's policy with what the service decides on its own:
@@ -79,6 +80,11 @@ type feedGuard struct {
 	prevPoll  time.Time
 	next      time.Time // the last answer: the feed's next fetch
 	notBefore time.Time // the publisher's cache lifetime ends (when respected)
+	// pushedUntil: a hub pushes the feed until then, polls are fallback
+	// checks (SetPushed); fedAt is the newest observation the policy has
+	// seen (polls and pushes reach it in time order).
+	pushedUntil time.Time
+	fedAt       time.Time
 }
 
 // Next implements schedule.Policy.
@@ -89,6 +95,10 @@ func (g *feedGuard) Next(o schedule.Observation) time.Time {
 	if !g.override.IsZero() {
 		next, g.override = g.override, time.Time{}
 	} else {
+		if o.At.Before(g.fedAt) {
+			o.At = g.fedAt // a push reached the policy meanwhile
+		}
+		g.fedAt = o.At
 		next = g.policy.Next(o)
 		g.notBefore = time.Time{}
 		if g.respect {
@@ -98,6 +108,7 @@ func (g *feedGuard) Next(o schedule.Observation) time.Time {
 			}
 		}
 	}
+	next = g.pushFloor(next, o.At)
 	if !g.sleep.IsZero() {
 		next = g.sleep.Wake(next)
 	}
@@ -196,7 +207,7 @@ func (s *Service) schedule(f storage.Feed, now time.Time, replay bool) error {
 				continue // the live policy never learned from errors either
 			}
 			next = p.Next(o.Schedule())
-			g.prevPoll = o.At
+			g.prevPoll, g.fedAt = o.At, o.At
 		}
 		// Resume the prediction: the policy's answer to the last
 		// observation, unless it is already past (then poll now).
@@ -253,6 +264,9 @@ func (s *Service) Subscribe(f storage.Feed) (storage.Feed, error) {
 	if _, err := schedule.ByName(f.Policy, 0); err != nil {
 		return storage.Feed{}, err
 	}
+	if err := s.prepareSource(&f, s.opt.Clock.Now()); err != nil {
+		return storage.Feed{}, err
+	}
 	if err := s.opt.Store.CreateFeed(&f); err != nil {
 		return storage.Feed{}, err
 	}
@@ -269,7 +283,11 @@ func (s *Service) Unsubscribe(id uint64) error {
 	s.mu.Lock()
 	delete(s.guards, id)
 	s.mu.Unlock()
-	return s.opt.Store.DeleteFeed(id)
+	if err := s.opt.Store.DeleteFeed(id); err != nil {
+		return err
+	}
+	s.removed(id)
+	return nil
 }
 
 // State returns the tracking state of a feed's policy (median, σ, mode),
@@ -392,30 +410,48 @@ func (s *Service) fetch(ctx context.Context, id uint64) schedule.Observation {
 // backoff before the next try.
 func (s *Service) poll(ctx context.Context, f storage.Feed, prev time.Time) (storage.Observation, time.Duration) {
 	start := s.opt.Clock.Now()
-	resp, err := s.opt.Fetcher.Fetch(ctx, Request{URL: f.URL, ETag: f.ETag, LastModified: f.LastModified})
+	etag, lastModified := s.validators(f)
+	resp, err := s.opt.Fetcher.Fetch(ctx, Request{URL: f.URL, ETag: etag, LastModified: lastModified})
 	if err != nil {
 		if ctx.Err() != nil {
 			return storage.Observation{}, 0
 		}
 		return s.failed(f, start, err)
 	}
-	obs := storage.Observation{At: resp.ReceivedAt, Status: resp.Status, Hints: resp.Hints}
-	if obs.At.IsZero() {
-		obs.At = s.opt.Clock.Now()
+	if resp.ReceivedAt.IsZero() {
+		resp.ReceivedAt = s.opt.Clock.Now()
 	}
-	if !f.IgnoreCache {
-		obs.Hints.CacheFor = max(obs.Hints.CacheFor, resp.CacheFor)
-	}
-	obs.MoreData = resp.More
 	var parsed *Parsed
-	var added []storage.Item
 	if !resp.NotModified {
-		parsed, err = Parse(resp.Body, resp.ContentType, ParseOptions{
-			MaxItems: s.opt.MaxItems, Extract: f.Extract, Now: obs.At, BaseURL: resp.FinalURL,
+		parsed, err = s.parseBody(f, resp.Body, resp.ContentType, ParseOptions{
+			MaxItems: s.opt.MaxItems, Extract: f.Extract, Now: resp.ReceivedAt, BaseURL: resp.FinalURL,
 		})
 		if err != nil {
 			return s.failed(f, start, err)
 		}
+	}
+	obs, _, err := s.record(f, resp, parsed, prev, start, false)
+	if err != nil {
+		return s.failed(f, start, err)
+	}
+	return obs, 0
+}
+
+// record stores what one document brought, for a poll (push false) and for
+// a WebSub push (Ingest): the new items (deduplicated, with publish-time
+// estimates), the observation, the feed's counters, then OnNewItems. resp
+// is the fetch's response (a push's headers for Ingest) with ReceivedAt
+// set; parsed is nil when nothing changed. A push leaves the poll state
+// alone (poll count, validators, errors). It returns the observation and
+// the items added; the error is a storage failure that stored no item.
+func (s *Service) record(f storage.Feed, resp *Response, parsed *Parsed, prev, start time.Time, push bool) (storage.Observation, []storage.Item, error) {
+	obs := storage.Observation{At: resp.ReceivedAt, Status: resp.Status, Hints: resp.Hints}
+	if !f.IgnoreCache {
+		obs.Hints.CacheFor = max(obs.Hints.CacheFor, resp.CacheFor)
+	}
+	obs.MoreData = resp.More
+	var added []storage.Item
+	if parsed != nil {
 		if parsed.Truncated {
 			obs.MoreData = true
 		}
@@ -436,9 +472,10 @@ func (s *Service) poll(ctx context.Context, f storage.Feed, prev time.Time) (sto
 			for i := range fresh {
 				fresh[i].Fetched = obs.At
 			}
+			var err error
 			added, err = s.opt.Store.AddItems(f.ID, fresh)
 			if err != nil && len(added) == 0 {
-				return s.failed(f, start, fmt.Errorf("store items: %w", err))
+				return obs, nil, fmt.Errorf("store items: %w", err)
 			}
 			if err != nil {
 				s.log.Warn("some items were not stored", "feed", f.ID, "err", err)
@@ -457,10 +494,12 @@ func (s *Service) poll(ctx context.Context, f storage.Feed, prev time.Time) (sto
 		}
 	}
 	updated, err := s.opt.Store.RecordPoll(f.ID, obs, func(x *storage.Feed) error {
-		x.Polls++
-		x.LastFetch = obs.At
-		x.LastError, x.ErrorCount, x.RetryAfter = "", 0, time.Time{}
-		x.ETag, x.LastModified = resp.ETag, resp.LastModified
+		if !push {
+			x.Polls++
+			x.LastFetch = obs.At
+			x.LastError, x.ErrorCount, x.RetryAfter = "", 0, time.Time{}
+			x.ETag, x.LastModified = resp.ETag, resp.LastModified
+		}
 		if parsed != nil {
 			if x.Title == "" {
 				x.Title = parsed.Title
@@ -469,11 +508,14 @@ func (s *Service) poll(ctx context.Context, f storage.Feed, prev time.Time) (sto
 				x.Site = parsed.Site
 			}
 			x.UpdateHint = parsed.UpdateHint
+			x.Warning = parsed.warning()
 			// The publisher's sleep plan, beside the user's own windows.
 			x.Sleep.SkipHours, x.Sleep.SkipDays = parsed.Sleep.SkipHours, parsed.Sleep.SkipDays
 		}
 		if obs.Hit {
-			x.Hits++
+			if !push {
+				x.Hits++
+			}
 			x.LastHit = obs.At
 			x.Items += int64(len(added))
 			for _, l := range obs.LatencyS {
@@ -486,15 +528,18 @@ func (s *Service) poll(ctx context.Context, f storage.Feed, prev time.Time) (sto
 	if err != nil {
 		s.log.Warn("cannot record poll", "feed", f.ID, "err", err)
 	}
-	s.opt.Metrics.observe(obs, resp.NotModified)
-	s.log.Debug("fetched", "feed", f.ID, "status", resp.Status, "new", len(added), "took", s.opt.Clock.Now().Sub(start))
+	if err == nil {
+		f = updated
+	}
+	if !push {
+		s.opt.Metrics.observe(obs, resp.NotModified)
+		s.log.Debug("fetched", "feed", f.ID, "status", resp.Status, "new", len(added), "took", s.opt.Clock.Now().Sub(start))
+		s.fetched(f, obs.At, parsed, added)
+	}
 	if len(added) > 0 && s.opt.OnNewItems != nil {
-		if err == nil {
-			f = updated
-		}
 		s.opt.OnNewItems(f, added)
 	}
-	return obs, 0
+	return obs, added, nil
 }
 
 // failed records a fetch error on the feed and returns the observation (a

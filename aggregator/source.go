@@ -2,7 +2,13 @@ package aggregator
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
+
+	"github.com/slogfeed/slogfeed/storage"
 )
 
 // A Source turns a document that is not a feed (a JSON API, a CSV file,
@@ -33,4 +39,101 @@ type Source interface {
 // Sources finds a Source by name.
 type Sources interface {
 	Source(name string) (Source, bool)
+}
+
+// A TimedSource is a Source whose items depend on the time of the parse
+// (ParseOptions.Now) as well as on the body, such as the replay of a
+// recorded trace from an unchanging file: when Timed reports true, the
+// aggregator fetches the feed without conditional GET, so that every
+// fetch is parsed.
+type TimedSource interface {
+	Source
+	Timed() bool
+}
+
+// ErrUnknownSource is returned for a feed whose source type no
+// registered adapter has (by Subscribe, and as the feed's error when a
+// stored feed names an adapter this build lacks).
+var ErrUnknownSource = errors.New("aggregator: unknown source type")
+
+// source returns the adapter of feed f (nil for a plain feed).
+func (s *Service) source(f storage.Feed) (Source, error) {
+	if f.Source == nil {
+		return nil, nil
+	}
+	if s.opt.Sources != nil {
+		if src, ok := s.opt.Sources.Source(f.Source.Type); ok {
+			return src, nil
+		}
+	}
+	return nil, fmt.Errorf("%w %q", ErrUnknownSource, clip(f.Source.Type))
+}
+
+// prepareSource checks a new feed's source configuration with its
+// adapter and stores the normalised configuration in f.
+func (s *Service) prepareSource(f *storage.Feed, now time.Time) error {
+	src, err := s.source(*f)
+	if err != nil || src == nil {
+		return err
+	}
+	cfg, err := src.Prepare(f.Source.Config, now)
+	if err != nil {
+		return fmt.Errorf("source %s: %w", src.Name(), err)
+	}
+	spec := *f.Source
+	spec.Config = cfg
+	f.Source = &spec
+	return nil
+}
+
+// validators returns the conditional GET validators of feed f: none for
+// a timed source.
+func (s *Service) validators(f storage.Feed) (etag, lastModified string) {
+	if src, _ := s.source(f); src != nil {
+		if ts, ok := src.(TimedSource); ok && ts.Timed() {
+			return "", ""
+		}
+	}
+	return f.ETag, f.LastModified
+}
+
+// parseBody parses a fetched body: with the feed's source adapter when it
+// has one, else as a feed. A panicking adapter is recovered as
+// ErrMalformed, so one feed's bad data never stops the service.
+func (s *Service) parseBody(f storage.Feed, body []byte, contentType string, opt ParseOptions) (p *Parsed, err error) {
+	src, err := s.source(f)
+	if err != nil {
+		return nil, err
+	}
+	if src == nil {
+		return Parse(body, contentType, opt)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, fmt.Errorf("%w: source %s failed: %s", ErrMalformed, src.Name(), clip(fmt.Sprint(r)))
+		}
+	}()
+	p, err = src.Parse(body, contentType, f.Source.Config, opt)
+	if err == nil && p == nil {
+		p = &Parsed{}
+	}
+	return p, err
+}
+
+// warning says what a successful parse left out, for storage.Feed.Warning.
+func (p *Parsed) warning() string {
+	err := errors.Join(p.Skipped, p.ExtractErr)
+	if err == nil {
+		return ""
+	}
+	return clipTo(err.Error(), storage.MaxWarningLen/4)
+}
+
+// clipTo bounds s to n runes, marking a cut with "…".
+func clipTo(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
 }

@@ -81,6 +81,14 @@ type Env struct {
 	Client *http.Client
 	// Aggregator is the live aggregator (nil in tests that need none).
 	Aggregator *aggregator.Service
+	// Settings are serve's resolved settings by flag name, e.g.
+	// "websub": "true": a service reads its own switches here (nil: every
+	// default).
+	Settings map[string]string
+	// Documents serves this slogfeed's own published feeds in process
+	// (GET /sensors/{sensor}.rss, /feeds/{slug}.json, …): a hub renders
+	// what it distributes with it. Nil when there are none.
+	Documents http.Handler
 }
 
 // A Service runs beside the server: a sink, a hub, a subscriber.

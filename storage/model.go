@@ -63,9 +63,24 @@ type Feed struct {
 	// Reducer set with SetReducer) applied to the items beyond Retention
 	// instead of deleting them.
 	Reduce json.RawMessage `json:"reduce,omitempty"`
+	// Source, when set, names the source adapter that turns the fetched
+	// document (JSON, CSV, a sensor trace) into items in place of the
+	// feed parser (see aggregator.Source).
+	Source *SourceSpec `json:"source,omitempty"`
+	// Warning is what the last parsed fetch left out although the fetch
+	// succeeded, e.g. "3 of 100 rows skipped: row 7: …" (empty when
+	// nothing was).
+	Warning string `json:"warning,omitempty"`
 
 	Created time.Time `json:"created"`
 	Updated time.Time `json:"updated"`
+}
+
+// SourceSpec selects a feed's source adapter and configures it. Config is
+// the adapter's own JSON, as its Prepare normalised it.
+type SourceSpec struct {
+	Type   string          `json:"type"`
+	Config json.RawMessage `json:"config,omitempty"`
 }
 
 // Retention bounds how many items a feed keeps. Zero values mean no bound.

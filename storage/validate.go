@@ -27,6 +27,13 @@ const (
 	MaxURLLen = 4096
 	// MaxSlugLen bounds a sensor or pipe feed's slug, in bytes.
 	MaxSlugLen = 128
+	// MaxSourceTypeLen bounds a feed's source adapter name, in bytes.
+	MaxSourceTypeLen = 64
+	// MaxSourceConfigLen bounds a feed's source adapter configuration
+	// (its JSON), in bytes.
+	MaxSourceConfigLen = 16 << 10
+	// MaxWarningLen bounds a feed's warning, in bytes.
+	MaxWarningLen = 4096
 )
 
 // validateFeed checks a feed before it is written and returns its JSON.
@@ -46,6 +53,12 @@ func validateFeed(f *Feed) ([]byte, error) {
 	if len(f.Title) > MaxTitleLen {
 		return nil, invalidf("title is %d bytes, more than %d", len(f.Title), MaxTitleLen)
 	}
+	if err := validateSource(f.Source); err != nil {
+		return nil, err
+	}
+	if len(f.Warning) > MaxWarningLen {
+		return nil, invalidf("warning is %d bytes, more than %d", len(f.Warning), MaxWarningLen)
+	}
 	if math.IsNaN(f.Weight) || math.IsInf(f.Weight, 0) || f.Weight < 0 {
 		return nil, invalidf("weight %v is not a finite number ≥ 0", f.Weight)
 	}
@@ -57,6 +70,26 @@ func validateFeed(f *Feed) ([]byte, error) {
 		return nil, invalidf("feed record is %d bytes, more than %d", len(raw), MaxFeedSize)
 	}
 	return raw, nil
+}
+
+// validateSource checks a feed's source adapter selection: a printable
+// name and a configuration of bounded size (which adapter exists and what
+// its configuration means is the aggregator's business).
+func validateSource(src *SourceSpec) error {
+	if src == nil {
+		return nil
+	}
+	switch {
+	case src.Type == "":
+		return invalidf("source without a type")
+	case len(src.Type) > MaxSourceTypeLen:
+		return invalidf("source type is %d bytes, more than %d", len(src.Type), MaxSourceTypeLen)
+	case strings.ContainsFunc(src.Type, func(r rune) bool { return r <= ' ' || r >= 0x7f }):
+		return invalidf("source type %q is not printable ASCII", shortID(src.Type))
+	case len(src.Config) > MaxSourceConfigLen:
+		return invalidf("source configuration is %d bytes, more than %d", len(src.Config), MaxSourceConfigLen)
+	}
+	return nil
 }
 
 // validateURL accepts an absolute URL without spaces or control characters.

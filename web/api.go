@@ -44,6 +44,9 @@ type feedRequest struct {
 	IgnoreCache bool                 `json:"ignore_cache,omitempty"`
 	Retention   storage.Retention    `json:"retention,omitempty"`
 	Extract     *storage.ExtractRule `json:"extract,omitempty"`
+	// Source selects a source adapter for data that is not a feed
+	// (docs/plugins.md).
+	Source *storage.SourceSpec `json:"source,omitempty"`
 }
 
 // FeedView is a feed as the API shows it.
@@ -70,6 +73,11 @@ type FeedView struct {
 	ErrorCount     int        `json:"error_count,omitempty"`
 	RetryAfter     *time.Time `json:"retry_after,omitempty"`
 	Created        time.Time  `json:"created"`
+	// Source is the feed's source adapter and its normalised
+	// configuration, when it has one.
+	Source *storage.SourceSpec `json:"source,omitempty"`
+	// Warning is what the last fetch left out (skipped rows), if anything.
+	Warning string `json:"warning,omitempty"`
 }
 
 // recentLatencyPolls is how many recent polls median_latency_s covers.
@@ -84,12 +92,19 @@ func timePtr(t time.Time) *time.Time {
 }
 
 func (a *api) view(f storage.Feed) FeedView {
+	lat, _ := a.store.RecentLatencies([]uint64{f.ID}, recentLatencyPolls)
+	return a.viewWith(f, lat[f.ID])
+}
+
+// viewWith is view with the latencies of the feed's recent polls (from
+// storage.Store.RecentLatencies) already read; it sorts them.
+func (a *api) viewWith(f storage.Feed, lat []float64) FeedView {
 	v := FeedView{
 		ID: f.ID, Kind: string(f.Kind), URL: f.URL, Slug: f.Slug, Title: f.Title, Site: f.Site,
 		Category: f.Category, Policy: f.Policy, Weight: f.Weight,
 		Polls: f.Polls, Hits: f.Hits, Items: f.Items, LastError: f.LastError, ErrorCount: f.ErrorCount,
 		LastFetch: timePtr(f.LastFetch), LastHit: timePtr(f.LastHit), RetryAfter: timePtr(f.RetryAfter),
-		Created: f.Created.UTC(),
+		Created: f.Created.UTC(), Source: f.Source, Warning: f.Warning,
 	}
 	if f.Polls > 0 {
 		v.HitPct = 100 * float64(f.Hits) / float64(f.Polls)
@@ -103,19 +118,13 @@ func (a *api) view(f storage.Feed) FeedView {
 			v.NextFetch = timePtr(t)
 		}
 	}
-	if obs, err := a.store.Observations(f.ID, recentLatencyPolls); err == nil {
-		var lat []float64
-		for _, o := range obs {
-			lat = append(lat, o.LatencyS...)
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		m := lat[len(lat)/2]
+		if len(lat)%2 == 0 {
+			m = (lat[len(lat)/2-1] + lat[len(lat)/2]) / 2
 		}
-		if len(lat) > 0 {
-			slices.Sort(lat)
-			m := lat[len(lat)/2]
-			if len(lat)%2 == 0 {
-				m = (lat[len(lat)/2-1] + lat[len(lat)/2]) / 2
-			}
-			v.MedianLatencyS = &m
-		}
+		v.MedianLatencyS = &m
 	}
 	return v
 }
@@ -140,7 +149,7 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 	}
 	f, err := a.agg.Subscribe(storage.Feed{
 		URL: req.URL, Policy: req.Policy, Title: req.Title, Weight: req.Weight, Category: req.Category,
-		IgnoreCache: req.IgnoreCache, Retention: req.Retention, Extract: req.Extract,
+		IgnoreCache: req.IgnoreCache, Retention: req.Retention, Extract: req.Extract, Source: req.Source,
 	})
 	switch {
 	case errors.Is(err, storage.ErrFeedExists):
@@ -160,9 +169,15 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) {
 		a.internal(w, err)
 		return
 	}
+	// One read for every feed's latencies (a list of many feeds would
+	// otherwise take one transaction per feed).
+	lat, err := a.store.RecentLatencies(nil, recentLatencyPolls)
+	if err != nil { // the list still answers, without medians
+		a.log.Error("api: recent latencies", "err", err)
+	}
 	out := make([]FeedView, 0, len(feeds))
 	for _, f := range feeds {
-		out = append(out, a.view(f))
+		out = append(out, a.viewWith(f, lat[f.ID]))
 	}
 	respondJSON(w, http.StatusOK, out)
 }

@@ -53,6 +53,9 @@ type PipeFeedOptions struct {
 	// ("rss", "atom", "json"; nil: all of them). It is called on every
 	// request, so it should be quick, and must not modify feed.
 	Hints func(feed storage.Feed, now time.Time) (next time.Time, formats []string)
+	// HubURL, when set, is the WebSub hub the feeds advertise, as
+	// SensorOptions.HubURL.
+	HubURL string
 }
 
 // PipeFeedHandler returns the republished feeds of slogfeed's pipes:
@@ -89,6 +92,7 @@ func PipeFeedHandler(st *storage.Store, opt PipeFeedOptions) http.Handler {
 		limit: opt.Limit,
 		load:  opt.Load,
 		hints: opt.Hints,
+		hub:   opt.HubURL,
 		cache: pfCache{entries: make(map[pfKey]*pfEntry)},
 	}
 	if h.now == nil {
@@ -119,6 +123,7 @@ type pfHandler struct {
 	limit int
 	load  *publish.Load
 	hints func(storage.Feed, time.Time) (time.Time, []string)
+	hub   string
 	cache pfCache
 }
 
@@ -213,6 +218,7 @@ func (h *pfHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	WebSubLinks(w.Header(), h.hub, h.base+"/feeds/"+slug+"."+ext)
 	publish.ServeDoc(w, r, d.doc, publish.Hints{
 		Newest: d.newest,
 		Next:   next,
@@ -285,6 +291,7 @@ func (h *pfHandler) render(slug string, fi, limit int) (*pfDoc, storage.Version,
 		ID:          h.feedID(feed),
 		TTL:         typicalPeriod(items),
 		Items:       items,
+		HubURL:      h.hub,
 	})
 	if err != nil {
 		return nil, storage.Version{}, fmt.Errorf("rendering pipe feed %q as %s: %w", slug, format.ext, err)

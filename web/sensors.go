@@ -84,6 +84,10 @@ type SensorOptions struct {
 	// sensor run on it, see runner.Runner.Notify). It runs on the
 	// request: keep it short.
 	OnNewItems func(feed storage.Feed, items []storage.Item)
+	// HubURL, when set, is the WebSub hub the feeds advertise: a
+	// rel="hub" link in the document and, with the self link, in a Link
+	// response header (see WebSubLinks).
+	HubURL string
 }
 
 // SensorHandler returns slogfeed's sensor store:
@@ -119,6 +123,7 @@ func SensorHandler(st *storage.Store, opt SensorOptions) http.Handler {
 		load:   opt.Load,
 		retain: opt.Retention,
 		notify: opt.OnNewItems,
+		hub:    opt.HubURL,
 		states: make(map[string]*sensorState),
 	}
 	if h.now == nil {
@@ -153,6 +158,7 @@ type sensorStore struct {
 	load   *publish.Load
 	retain storage.Retention
 	notify func(storage.Feed, []storage.Item)
+	hub    string
 
 	mu     sync.Mutex
 	states map[string]*sensorState
@@ -531,17 +537,31 @@ func (h *sensorStore) get(w http.ResponseWriter, r *http.Request) {
 		ID:          h.feedID(feed),
 		TTL:         period, // from the stored arrivals only: the same items give the same document
 		Items:       items,
+		HubURL:      h.hub,
 	})
 	if err != nil {
 		h.log.Error("rendering sensor feed", "sensor", name, "format", ext, "err", err)
 		writeSensorError(w, err)
 		return
 	}
+	WebSubLinks(w.Header(), h.hub, h.base+"/sensors/"+name+"."+ext)
 	publish.Serve(w, r, format.contentType, doc, publish.Hints{
 		Newest: newest,
 		Next:   next,
 		Desync: h.load.Hit("sensor/"+name, now),
 	}, now)
+}
+
+// WebSubLinks adds the WebSub discovery header to h when hub is set:
+// Link: <hub>; rel="hub", <self>; rel="self".
+func WebSubLinks(h http.Header, hub, self string) {
+	if hub == "" {
+		return
+	}
+	h.Add("Link", "<"+hub+`>; rel="hub"`)
+	if self != "" {
+		h.Add("Link", "<"+self+`>; rel="self"`)
+	}
 }
 
 // feedID is the sensor feed's permanent id: a tag URI of the server's host

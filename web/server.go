@@ -24,8 +24,25 @@
 //	GET    /feeds/{slug}.rss|.atom|.json  a pipe's output, republished (see PipeFeedHandler)
 //	GET    /healthz                       {"status": "ok"} when the store answers
 //	GET    /metrics                       Prometheus metrics
+//	GET    /                              the list of routes; a browser (Accept: text/html) is sent to /ui/feeds
+//
+// The web UI (Options.UI, package web/ui) serves every path under /ui/:
+//
+//	GET    /ui/feeds, /ui/feeds/{id}      the feeds with their status; one feed's polls, latency and values
+//	POST   /ui/feeds, /ui/feeds/import    subscribe by URL; import an OPML file
+//	GET    /ui/pipes, /ui/pipes/new, /ui/pipes/{id}   the pipes; the chain builder
+//	GET    /ui/sensors, /ui/sensors/{name}            the sensors; post a reading (POST /ui/sensors)
+//	GET    /ui/login, POST /ui/login, POST /ui/logout  sessions (token mode)
+//	GET    /ui/assets/{file}, /ui/static/{file}        the UI's scripts and styles
 //
 // The pipe routes exist when Options.Pipes is set.
+//
+// Security (see Auth): with a token, changes need "Authorization: Bearer
+// TOKEN" or a logged-in UI session with its CSRF token (X-CSRF-Token
+// header), and UI pages need a login. Cross-origin changes from browsers
+// are refused everywhere (http.CrossOriginProtection), and a server on
+// loopback answers only requests for a loopback host (DNS-rebinding
+// guard).
 //
 // Errors are JSON: {"error": "what went wrong"}. An invalid pipe
 // definition is a 400 that also lists each problem with the node and
@@ -34,7 +51,6 @@
 package web
 
 import (
-	"crypto/subtle"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -54,12 +70,19 @@ type Options struct {
 	// Routes are extra handlers, mounted by plugins (a WebSub hub, its
 	// callbacks, …) without this package knowing them.
 	Routes []Route
-	Logger     *slog.Logger
+	Logger *slog.Logger
 	// Token, when set, is required as "Authorization: Bearer TOKEN" on every
 	// request that changes something (POST, PUT, PATCH, DELETE). serve sets
-	// it whenever it listens on a non-loopback address.
+	// it whenever it listens on a non-loopback address. It is used only
+	// when Auth is nil.
 	Token string
-	Now   func() time.Time
+	// Auth guards the server (see Auth); nil means NewAuth with Token.
+	// Pass the same Auth to the web UI.
+	Auth *Auth
+	// UI is the web UI, mounted at /ui/ (see package web/ui); nil
+	// disables it.
+	UI  http.Handler
+	Now func() time.Time
 }
 
 // Route is one extra handler of Options.Routes.
@@ -117,8 +140,17 @@ func New(opt Options) http.Handler {
 			public[rt.Pattern] = true
 		}
 	}
+	if opt.UI != nil {
+		mux.Handle("/ui/", opt.UI)
+		mux.Handle("/ui", opt.UI)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/" {
+			if opt.UI != nil && (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
+				strings.Contains(r.Header.Get("Accept"), "text/html") {
+				http.Redirect(w, r, "/ui/feeds", http.StatusSeeOther)
+				return
+			}
 			respondJSON(w, http.StatusOK, map[string]any{
 				"name": "slogfeed",
 				"api":  index,
@@ -127,38 +159,17 @@ func New(opt Options) http.Handler {
 		}
 		respondError(w, http.StatusNotFound, "no such page: "+r.URL.Path)
 	})
+	if opt.Auth == nil {
+		opt.Auth = NewAuth(AuthOptions{Token: opt.Token, Now: opt.Now, Logger: opt.Logger})
+	}
 	var h http.Handler = mux
-	h = authWrites(h, opt.Token, func(r *http.Request) bool {
+	h = opt.Auth.protect(h, func(r *http.Request) bool {
 		_, pattern := mux.Handler(r)
 		return public[pattern]
 	})
 	h = recoverer(h, opt.Logger)
 	h = logRequests(h, opt.Logger, opt.Now)
 	return h
-}
-
-// authWrites requires the bearer token on requests that change state.
-// Requests for which public reports true pass without it.
-func authWrites(next http.Handler, token string, public func(*http.Request) bool) http.Handler {
-	if token == "" {
-		return next
-	}
-	want := []byte("Bearer " + token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.Method {
-		case http.MethodGet, http.MethodHead, http.MethodOptions:
-		default:
-			if public(r) {
-				break
-			}
-			if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="slogfeed"`)
-				respondError(w, http.StatusUnauthorized, "this slogfeed requires a token for changes: send Authorization: Bearer TOKEN")
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // recoverer turns a handler panic into a 500 for that request only.

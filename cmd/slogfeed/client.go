@@ -116,12 +116,14 @@ func clientCommand(a *app, name string, args []string, extra func(fs *flag.FlagS
 }
 
 func runAdd(ctx context.Context, a *app, args []string) error {
-	var policy, title string
+	var policy, title, source, sourceConfig string
 	var weight float64
 	c, pos, err := clientCommand(a, "add", args, func(fs *flag.FlagSet) {
 		fs.StringVar(&policy, "policy", "", "scheduling `POLICY` (default auto)")
 		fs.StringVar(&title, "title", "", "`TITLE` to show instead of the feed's own")
 		fs.Float64Var(&weight, "weight", 0, "priority `WEIGHT` under a fetch budget (default 1)")
+		fs.StringVar(&source, "source", "", "source adapter `TYPE` for data that is not a feed: json, csv, ulb (docs/plugins.md)")
+		fs.StringVar(&sourceConfig, "source-config", "", "the source adapter's configuration, as `JSON`")
 	})
 	if err != nil {
 		return err
@@ -129,8 +131,22 @@ func runAdd(ctx context.Context, a *app, args []string) error {
 	if len(pos) != 1 {
 		return &usageError{msg: "add takes one feed URL", cmd: "add"}
 	}
+	req := map[string]any{"url": pos[0], "policy": policy, "title": title, "weight": weight}
+	switch {
+	case source != "":
+		spec := map[string]any{"type": source}
+		if sourceConfig != "" {
+			if !json.Valid([]byte(sourceConfig)) {
+				return &usageError{msg: "--source-config is not valid JSON", cmd: "add"}
+			}
+			spec["config"] = json.RawMessage(sourceConfig)
+		}
+		req["source"] = spec
+	case sourceConfig != "":
+		return &usageError{msg: "--source-config needs --source", cmd: "add"}
+	}
 	var f web.FeedView
-	if err := c.do(ctx, http.MethodPost, "/api/v1/feeds", map[string]any{"url": pos[0], "policy": policy, "title": title, "weight": weight}, &f); err != nil {
+	if err := c.do(ctx, http.MethodPost, "/api/v1/feeds", req, &f); err != nil {
 		return err
 	}
 	fmt.Fprintf(a.stdout, "%d\t%s\t%s\n", f.ID, f.Policy, f.URL)

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,12 +25,14 @@ import (
 	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/plugins"
 	_ "github.com/slogfeed/slogfeed/plugins/all" // slogfeed's own source adapters, operators and services
+	"github.com/slogfeed/slogfeed/plugins/websub"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/transform/pack"
 	"github.com/slogfeed/slogfeed/transform/runner"
 	"github.com/slogfeed/slogfeed/web"
 	"github.com/slogfeed/slogfeed/web/demo"
+	"github.com/slogfeed/slogfeed/web/ui"
 )
 
 // serveSettings is the configuration table of `slogfeed serve`:
@@ -44,6 +47,9 @@ import (
 //	--per-host  SLOGFEED_PER_HOST     4                             concurrent fetches per host
 //	--workers   SLOGFEED_WORKERS      16                            fetch workers
 //	--token     SLOGFEED_TOKEN        (none; generated off loopback) bearer token required for changes
+//	--public-url SLOGFEED_PUBLIC_URL  http://ADDRESS                public base URL: self links, the WebSub hub and callbacks
+//	--websub    SLOGFEED_WEBSUB       true                          WebSub hub for the sensor and pipe feeds, and subscriber
+//	                                                                to the hubs remote feeds advertise (docs/websub.md)
 func serveSettings(getenv func(string) string) []setting {
 	return []setting{
 		{Name: "addr", Env: "SLOGFEED_ADDR", Default: "127.0.0.1:8080", Doc: "HTTP listen `ADDRESS`", Check: checkAddr},
@@ -54,7 +60,22 @@ func serveSettings(getenv func(string) string) []setting {
 		{Name: "per-host", Env: "SLOGFEED_PER_HOST", Default: "4", Doc: "concurrent fetches per host (`N`)", Check: checkInt},
 		{Name: "workers", Env: "SLOGFEED_WORKERS", Default: "16", Doc: "fetch workers (`N`)", Check: checkInt},
 		{Name: "token", Env: "SLOGFEED_TOKEN", Default: "", Doc: "bearer `TOKEN` required for changes (generated and printed when listening off loopback without one)"},
+		{Name: "public-url", Env: "SLOGFEED_PUBLIC_URL", Default: "", Doc: "public base `URL` of this slogfeed, for self links, the WebSub hub and callbacks (empty: http://ADDRESS)", Check: checkPublicURL},
+		{Name: "websub", Env: "SLOGFEED_WEBSUB", Default: "true", Doc: "be the WebSub hub of the sensor and pipe feeds and subscribe to the hubs remote feeds advertise", Check: checkBool, Bool: true},
 	}
+}
+
+// checkPublicURL accepts an empty value or an absolute http(s) URL without
+// query or fragment.
+func checkPublicURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return errors.New("want an absolute http or https URL without query, e.g. https://slog.example.org")
+	}
+	return nil
 }
 
 // defaultDataDir is $XDG_DATA_HOME/slogfeed, else ~/.local/share/slogfeed,
@@ -126,7 +147,8 @@ Runs the aggregator: fetches every subscribed feed when its policy predicts
 new data, stores items in the data directory, and serves the JSON API, the
 sensor store, /healthz and /metrics. With --demo it also starts simulated
 sensor publishers on loopback and subscribes to them, so adaptive scheduling
-can be watched with no network: curl http://ADDRESS/api/v1/feeds
+can be watched with no network. Open the printed address in a browser for
+the web UI (feeds, the chain builder, sensors), or: curl http://ADDRESS/api/v1/feeds
 
 Flags:
 `)
@@ -184,7 +206,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		var buf [16]byte
 		_, _ = rand.Read(buf[:])
 		token = hex.EncodeToString(buf[:])
-		fmt.Fprintf(a.stderr, "slogfeed: listening off loopback; changes need: Authorization: Bearer %s\n", token)
+		fmt.Fprintf(a.stderr, "slogfeed: listening off loopback; log in to the web UI with this token, and send it with changes: Authorization: Bearer %s\n", token)
 	}
 
 	var pub *demo.Publishers
@@ -241,24 +263,46 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		ln.Close()
 		return err
 	}
-	base := "http://" + ln.Addr().String()
+	listen := "http://" + ln.Addr().String()
+	base := listen
+	if p := strings.TrimRight(v["public-url"], "/"); p != "" {
+		base = p
+	}
+	// With WebSub on, the sensor and pipe feeds advertise the hub.
+	hubURL := ""
+	if on, _ := strconv.ParseBool(v["websub"]); on {
+		hubURL = base + websub.HubPath
+	}
+	sensors := web.SensorHandler(store, web.SensorOptions{BaseURL: base, Logger: log, HubURL: hubURL, OnNewItems: func(f storage.Feed, items []storage.Item) {
+		pipes.Notify(f, items)
+		notifyServices(f, items)
+	}})
+	pipeFeeds := web.PipeFeedHandler(store, web.PipeFeedOptions{BaseURL: base, Logger: log, Hints: pipes.Hints, HubURL: hubURL})
+	documents := http.NewServeMux() // what a hub distributes
+	documents.Handle("GET /sensors/", sensors)
+	documents.Handle("GET /feeds/", pipeFeeds)
 	services, err = plugins.NewServices(plugins.Env{
 		Store: store, Logger: log, BaseURL: base, Now: time.Now, Client: fetcher.Client(), Aggregator: svc,
+		Settings: v, Documents: documents,
 	})
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	sensors := web.SensorHandler(store, web.SensorOptions{BaseURL: base, Logger: log, OnNewItems: func(f storage.Feed, items []storage.Item) {
-		pipes.Notify(f, items)
-		notifyServices(f, items)
-	}})
+	// The web UI and the API share one guard: the token (off loopback),
+	// sessions with CSRF tokens, and the DNS-rebinding guard on loopback.
+	auth := web.NewAuth(web.AuthOptions{Token: token, Loopback: isLoopback(ln.Addr()), Hosts: urlHosts(v["public-url"]), Logger: log})
+	webUI, err := ui.New(ui.Options{Store: store, Auth: auth, Aggregator: svc, Pipes: pipes, Sensors: sensors, BaseURL: base, Logger: log})
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	handler := web.New(web.Options{
-		Store: store, Aggregator: svc, Logger: log, Token: token,
+		Store: store, Aggregator: svc, Logger: log, Token: token, Auth: auth, UI: webUI,
 		Metrics:   promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Sensors:   sensors,
 		Pipes:     pipes,
-		PipeFeeds: web.PipeFeedHandler(store, web.PipeFeedOptions{BaseURL: base, Logger: log, Hints: pipes.Hints}),
+		PipeFeeds: pipeFeeds,
 		Routes:    services.Routes(),
 	})
 	if pub != nil {
@@ -293,8 +337,9 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	go func() { done <- svc.Run(runCtx) }()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	log.Info("slogfeed serving", "addr", base, "data", dir, "demo", demoOn)
-	fmt.Fprintf(a.stderr, "slogfeed: serving on %s (data in %s)\n", base, dir)
+	log.Info("slogfeed serving", "addr", listen, "public_url", base, "data", dir, "demo", demoOn, "websub", hubURL != "")
+	fmt.Fprintf(a.stderr, "slogfeed: serving on %s (data in %s)\n", listen, dir)
+	fmt.Fprintf(a.stderr, "slogfeed: open %s in a browser\n", browserURL(ln.Addr(), v["public-url"]))
 
 	select {
 	case <-ctx.Done():
@@ -326,6 +371,30 @@ func flagGiven(fs *flag.FlagSet, name string) bool {
 		}
 	})
 	return given
+}
+
+// urlHosts returns the host name of rawURL, as a list (empty when it has
+// none).
+func urlHosts(rawURL string) []string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Hostname() == "" {
+		return nil
+	}
+	return []string{u.Hostname()}
+}
+
+// browserURL is the address of the web UI to print: the public URL when
+// there is one, else the listening address (localhost for a wildcard
+// address, which browsers cannot open).
+func browserURL(a net.Addr, publicURL string) string {
+	if publicURL != "" {
+		return strings.TrimRight(publicURL, "/") + "/"
+	}
+	ap, err := netip.ParseAddrPort(a.String())
+	if err == nil && ap.Addr().IsUnspecified() {
+		return "http://localhost:" + strconv.Itoa(int(ap.Port())) + "/"
+	}
+	return "http://" + a.String() + "/"
 }
 
 func isLoopback(a net.Addr) bool {

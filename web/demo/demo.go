@@ -18,12 +18,17 @@
 //     comes back (bimodal);
 //   - night-owl: a plain RSS feed that declares the hour the demo started
 //     in <skipHours>: slogfeed fetches it once, learns the sleep plan and
-//     does not poll it again until the next hour.
+//     does not poll it again until the next hour;
+//   - ulb-mote-20: a real sensor trace (mote 20 of the ULB sensorNet
+//     Library 1 deployment, temperature, a reading about every 60 s with
+//     real jitter and losses) served as a plain file and replayed 12
+//     times faster by the "ulb" source adapter (plugins/ulb).
 package demo
 
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,6 +52,22 @@ import (
 
 // Category marks the feeds the demo subscribes to.
 const Category = "demo"
+
+// ulbTrace is mote 20 of the ULB sensorNet trace ulb-library1-R1.txt
+// (Université Libre de Bruxelles, Machine Learning Group; see
+// plugins/ulb/testdata/README.md).
+//
+//go:embed ulb-library1-R1-mote20.txt
+var ulbTrace []byte
+
+// ulbPath is where the publishers serve the trace, and ulbConfig how the
+// demo replays it: 12 times faster, so its 60 s period runs as 5 s, from
+// a start (%s) two minutes back, so that a new subscriber finds a backlog
+// like the simulated sensors'.
+const (
+	ulbPath   = "/traces/ulb-library1-R1-mote20.txt"
+	ulbConfig = `{"mote": 20, "quantity": "temperature", "speed": 12, "loop": true, "start": %q}`
+)
 
 // sensor is one simulated sensor.
 type sensor struct {
@@ -154,6 +175,12 @@ func Start(ctx context.Context, log *slog.Logger) (*Publishers, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/sensors/", p.sensors)
 	mux.HandleFunc("GET /night-owl.rss", p.owl)
+	mux.HandleFunc("GET "+ulbPath, func(w http.ResponseWriter, r *http.Request) {
+		// A plain file without validators: the replay source parses every
+		// fetch (it is fetched without conditional GET anyway).
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write(ulbTrace)
+	})
 	p.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = p.srv.Serve(ln) }()
 
@@ -204,6 +231,10 @@ func (p *Publishers) Subscribe(agg Subscriber, existing []storage.Feed) error {
 		}
 	}
 	feeds = append(feeds, storage.Feed{URL: p.base + "/night-owl.rss", Policy: "auto", Title: "night-owl (sleeps this hour)", Category: []string{Category}})
+	feeds = append(feeds, storage.Feed{
+		URL: p.base + ulbPath, Policy: "auto", Title: "ulb-mote-20 (real trace replayed 12x)", Category: []string{Category},
+		Source: &storage.SourceSpec{Type: "ulb", Config: json.RawMessage(fmt.Sprintf(ulbConfig, time.Now().Add(-2*time.Minute).UTC().Format(time.RFC3339)))},
+	})
 	for _, f := range feeds {
 		if _, err := agg.Subscribe(f); err != nil && !errors.Is(err, storage.ErrFeedExists) {
 			return fmt.Errorf("subscribe %s: %w", f.URL, err)
@@ -258,7 +289,8 @@ func (p *Publishers) Push(h http.Handler) {
 // Describe says what runs, for the startup message.
 func (p *Publishers) Describe() string {
 	return fmt.Sprintf("simulated sensors publishing at %s (time compressed: periods of minutes run as seconds): "+
-		"lab-temperature (auto vs fixed-5s), greenhouse-humidity, river-level, buoy-dtn (batched), night-owl (skipHours %d UTC); "+
+		"lab-temperature (auto vs fixed-5s), greenhouse-humidity, river-level, buoy-dtn (batched), night-owl (skipHours %d UTC), "+
+		"ulb-mote-20 (a real sensor trace replayed 12x by the ulb source); "+
 		"watch them learn with: curl /api/v1/feeds; "+
 		"field-north, field-east and field-south post to this slogfeed's sensor store every %v, ready to fuse with a pipe (README)", p.base, p.owlHour, FieldPeriod)
 }

@@ -1,0 +1,534 @@
+// The chain builder: a pipe's nodes on a React Flow canvas, and beside it
+// everything the canvas does, operable from the keyboard: the node list,
+// the selected node's id, inputs and configuration form, the output and
+// trigger, preview and save.
+import { useCallback, useEffect, useId, useMemo, useReducer, useRef, useState } from 'react';
+import Canvas from './Canvas.jsx';
+import { FeedLinks, ItemsTable, NodePanel } from './parts.jsx';
+import { api } from '../lib/api.js';
+import {
+  emptyState,
+  fromPipe,
+  outputNode,
+  problems,
+  reducer,
+  semanticKey,
+  sinks,
+  slugify,
+  sourceOptions,
+  toPipe,
+  TRIGGERS,
+  COLUMN,
+} from './graph.js';
+import { errorMap, errorState } from './errors.js';
+import { indexPreview } from './preview.js';
+
+const LIVE_DELAY_MS = 600;
+
+const FAMILY_NAMES = { pipes: 'Pipes', sensor: 'Sensor numbers', pack: 'PACK data reduction', expr: 'Expressions' };
+
+const TRIGGER_HELP = {
+  update: 'runs whenever an input gains items',
+  mdpt: 'runs when m inputs have new items, polling them the MDPT way',
+  cron: 'runs on a schedule',
+  manual: 'runs only when asked through the API',
+};
+
+/** groupOperators groups the catalogue by family, in catalogue order. */
+function groupOperators(ops) {
+  const groups = new Map();
+  for (const o of ops) {
+    if (!groups.has(o.family)) groups.set(o.family, []);
+    groups.get(o.family).push(o);
+  }
+  return [...groups.entries()];
+}
+
+function Field({ label, id, errors, hint, children, className }) {
+  const errId = `${id}-err`;
+  const hintId = `${id}-hint`;
+  return (
+    <div className={`sb-field${errors?.length ? ' sb-invalid' : ''}${className ? ` ${className}` : ''}`}>
+      <label htmlFor={id}>{label}</label>
+      {children({
+        id,
+        'aria-invalid': errors?.length ? true : undefined,
+        'aria-describedby': [errors?.length ? errId : '', hint ? hintId : ''].filter(Boolean).join(' ') || undefined,
+      })}
+      {errors?.length > 0 && (
+        <ul className="sb-field-error" id={errId}>
+          {errors.map((m, i) => (
+            <li key={i}>{m}</li>
+          ))}
+        </ul>
+      )}
+      {hint && (
+        <p className="sb-hint" id={hintId}>
+          {hint}
+        </p>
+      )}
+    </div>
+  );
+}
+
+export default function App({ initialPipeId }) {
+  const uid = useId();
+  const [catalogue, setCatalogue] = useState(null);
+  const [feeds, setFeeds] = useState([]);
+  const [loadError, setLoadError] = useState('');
+  const [state, dispatch] = useReducer(reducer, undefined, emptyState);
+  const [pipeId, setPipeId] = useState(initialPipeId || '');
+  const [selected, setSelected] = useState('');
+  const [op, setOp] = useState('source');
+  const [slugTouched, setSlugTouched] = useState(false);
+  const [live, setLive] = useState(true);
+  const [preview, setPreview] = useState(null);
+  const [previewErr, setPreviewErr] = useState(null);
+  const [saveErr, setSaveErr] = useState(null);
+  const [saved, setSaved] = useState(null);
+  const [busy, setBusy] = useState('');
+  const [status, setStatus] = useState('Loading the operator catalogue…');
+  const previewSeq = useRef(0);
+  const previewAbort = useRef(null);
+  const nodesHeading = useRef(null);
+
+  const operators = catalogue?.operators || [];
+  const byName = useMemo(() => new Map(operators.map((o) => [o.name, o])), [operators]);
+  const feedOptions = useMemo(() => sourceOptions(feeds), [feeds]);
+  const key = semanticKey(state);
+  const clientProblems = useMemo(() => (catalogue ? problems(state, operators) : []), [key, catalogue]); // eslint-disable-line react-hooks/exhaustive-deps
+  const outId = outputNode(state);
+  const sinkIds = sinks(state);
+
+  // Load the catalogue, the feeds and the pipe being edited.
+  useEffect(() => {
+    let alive = true;
+    (async () => {
+      try {
+        const [cat, fl, info] = await Promise.all([
+          api('/api/v1/operators'),
+          api('/api/v1/feeds').catch(() => []),
+          initialPipeId ? api(`/api/v1/pipes/${encodeURIComponent(initialPipeId)}`).catch((e) => ({ failed: e })) : null,
+        ]);
+        if (!alive) return;
+        setCatalogue({ operators: Array.isArray(cat?.operators) ? cat.operators : [], triggers: cat?.triggers || TRIGGERS });
+        setFeeds(Array.isArray(fl) ? fl : []);
+        if (info?.failed) {
+          setLoadError(`Pipe ${initialPipeId} could not be loaded: ${info.failed.message}. Saving makes a new pipe.`);
+          setPipeId('');
+          setStatus('');
+        } else if (info) {
+          const s = fromPipe(info.pipe);
+          dispatch({ type: 'load', state: s });
+          setSlugTouched(true);
+          // The page lists a saved pipe's feed URLs itself; they show here after a save.
+          setSelected(s.nodes[0]?.id || '');
+          setStatus(`Editing pipe ${info.id}${info.name ? `, ${info.name}` : ''}.`);
+        } else {
+          setStatus('');
+        }
+      } catch (e) {
+        if (alive) {
+          setLoadError(`The chain builder could not load: ${e.message}`);
+          setStatus('');
+        }
+      }
+    })();
+    return () => {
+      alive = false;
+    };
+  }, [initialPipeId]);
+
+  const runPreview = useCallback(
+    async (why) => {
+      const body = toPipe(state);
+      if (!body.output.slug) body.output.slug = 'preview';
+      previewAbort.current?.abort();
+      const ctl = new AbortController();
+      previewAbort.current = ctl;
+      const seq = ++previewSeq.current;
+      setBusy((b) => b || 'preview');
+      try {
+        const pv = await api(pipeId ? `/api/v1/pipes/${encodeURIComponent(pipeId)}/preview` : '/api/v1/pipes/preview', {
+          method: 'POST',
+          body,
+          signal: ctl.signal,
+        });
+        if (seq !== previewSeq.current) return;
+        const ix = indexPreview(pv);
+        setPreview(ix);
+        setPreviewErr(null);
+        if (why === 'button') setStatus(`Preview: ${Object.keys(ix.nodes).length} nodes ran, ${ix.output.length} items out${ix.error ? `; ${ix.error}` : ''}.`);
+      } catch (e) {
+        if (e?.name === 'AbortError' || seq !== previewSeq.current) return;
+        setPreviewErr(errorState(e, body));
+        setPreview(null);
+      } finally {
+        if (seq === previewSeq.current) setBusy((b) => (b === 'preview' ? '' : b));
+      }
+    },
+    [state, pipeId],
+  );
+
+  // Live preview: after each change of meaning, once the definition compiles.
+  useEffect(() => {
+    setSaveErr(null);
+    if (!live || !catalogue || state.nodes.length === 0 || clientProblems.length > 0) return undefined;
+    const t = setTimeout(() => runPreview('live'), LIVE_DELAY_MS);
+    return () => clearTimeout(t);
+  }, [key, live, catalogue]); // eslint-disable-line react-hooks/exhaustive-deps
+
+  useEffect(() => () => previewAbort.current?.abort(), []);
+
+  const save = async () => {
+    const body = toPipe(state);
+    setBusy('save');
+    setStatus('Saving…');
+    try {
+      const info = await api(pipeId ? `/api/v1/pipes/${encodeURIComponent(pipeId)}` : '/api/v1/pipes', { method: pipeId ? 'PUT' : 'POST', body });
+      setSaved(info);
+      setSaveErr(null);
+      setPreviewErr(null);
+      setLoadError('');
+      if (info?.id) {
+        setPipeId(String(info.id));
+        window.history.replaceState(window.history.state, '', `/ui/pipes/${info.id}`);
+      }
+      setStatus(`Saved pipe ${info?.id ?? ''}: its feeds are below.`);
+    } catch (e) {
+      setSaveErr(errorState(e, body));
+      setStatus('');
+    } finally {
+      setBusy('');
+    }
+  };
+
+  const addNode = () => {
+    const info = byName.get(op);
+    if (!info) return;
+    // Sources go down the first column, other nodes right of the selected one.
+    const near = info.max_inputs === 0 ? { x: -COLUMN, y: 0 } : state.nodes.find((n) => n.id === selected);
+    const before = new Set(state.nodes.map((n) => n.id));
+    const next = reducer(state, { type: 'addNode', op, config: {}, near });
+    const added = next.nodes.find((n) => !before.has(n.id));
+    dispatch({ type: 'load', state: next });
+    if (added) {
+      setSelected(added.id);
+      setStatus(`Added node ${added.id}.`);
+    }
+  };
+
+  const removeNode = useCallback(
+    (id) => {
+      dispatch({ type: 'removeNode', id });
+      const rest = state.nodes.filter((n) => n.id !== id);
+      if (selected === id || !rest.some((n) => n.id === selected)) setSelected(rest.length ? rest[rest.length - 1].id : '');
+      setStatus(`Deleted node ${id}.`);
+    },
+    [state.nodes, selected],
+  );
+
+  // "Delete node" removes its own button: the focus goes to the node list.
+  const removeSelected = useCallback(
+    (id) => {
+      removeNode(id);
+      nodesHeading.current?.focus();
+    },
+    [removeNode],
+  );
+
+  const panelDispatch = useCallback(
+    (a) => {
+      if (a.type === 'removeNode') removeSelected(a.id);
+      else dispatch(a);
+    },
+    [removeSelected],
+  );
+
+  const err = saveErr || previewErr;
+  const errs = useMemo(() => errorMap(err?.details, err?.pipe), [err]);
+  const pipeErr = (f) => errs.pipe[f];
+  const node = state.nodes.find((n) => n.id === selected);
+  const nodeProblems = clientProblems.filter((p) => p.node && p.node === selected).map((p) => (p.field ? `${p.field}: ${p.error}` : p.error));
+  const feedList = `${uid}-feeds`;
+
+  if (!catalogue) {
+    return (
+      <div className="sb-app">
+        <p role="status">{status}</p>
+        {loadError && (
+          <div role="alert" className="sb-alert">
+            {loadError}
+          </div>
+        )}
+      </div>
+    );
+  }
+
+  return (
+    <div className="sb-app">
+      <datalist id={feedList}>
+        {feedOptions.map((f) => (
+          <option key={f.ref} value={f.ref}>
+            {f.label}
+          </option>
+        ))}
+      </datalist>
+
+      <section className="sb-head" aria-label="Pipe">
+        <Field label="Name" id={`${uid}-name`} errors={pipeErr('name')}>
+          {(p) => (
+            <input
+              {...p}
+              type="text"
+              value={state.name}
+              autoComplete="off"
+              onChange={(e) => {
+                dispatch({ type: 'meta', field: 'name', value: e.target.value });
+                if (!slugTouched) dispatch({ type: 'meta', field: 'slug', value: slugify(e.target.value) });
+              }}
+            />
+          )}
+        </Field>
+        <Field label="Slug" id={`${uid}-slug`} errors={pipeErr('output.slug')} hint="the feeds' name: /feeds/SLUG.rss">
+          {(p) => (
+            <input
+              {...p}
+              type="text"
+              value={state.slug}
+              autoComplete="off"
+              spellCheck={false}
+              onChange={(e) => {
+                setSlugTouched(true);
+                dispatch({ type: 'meta', field: 'slug', value: e.target.value });
+              }}
+            />
+          )}
+        </Field>
+        <Field label="Feed title" id={`${uid}-title`} errors={pipeErr('output.title')}>
+          {(p) => (
+            <input
+              {...p}
+              type="text"
+              value={state.title}
+              placeholder={state.name || 'default: the slug'}
+              autoComplete="off"
+              onChange={(e) => dispatch({ type: 'meta', field: 'title', value: e.target.value })}
+            />
+          )}
+        </Field>
+        <div className="sb-add-node">
+          <Field label="Operator" id={`${uid}-op`} hint={byName.get(op)?.doc}>
+            {(p) => (
+              <select {...p} value={op} onChange={(e) => setOp(e.target.value)}>
+                {groupOperators(operators).map(([family, ops]) => (
+                  <optgroup key={family} label={FAMILY_NAMES[family] || family}>
+                    {ops.map((o) => (
+                      <option key={o.name} value={o.name}>
+                        {o.name}
+                      </option>
+                    ))}
+                  </optgroup>
+                ))}
+              </select>
+            )}
+          </Field>
+          <button type="button" onClick={addNode}>
+            Add node
+          </button>
+        </div>
+      </section>
+
+      <div className="sb-main">
+        <div className="sb-left">
+          <Canvas
+            state={state}
+            operators={operators}
+            selected={selected}
+            onSelect={setSelected}
+            onRemove={removeNode}
+            dispatch={dispatch}
+            counts={preview?.counts || {}}
+            errs={errs.nodes}
+            outputId={outId}
+          />
+        </div>
+
+        <div className="sb-right">
+          <section className="sb-section" aria-labelledby={`${uid}-nodes-h`}>
+            <h2 id={`${uid}-nodes-h`} ref={nodesHeading} tabIndex={-1}>
+              Nodes
+            </h2>
+            {(pipeErr('nodes') || pipeErr('edges')) && (
+              <ul className="sb-field-error">
+                {[...(pipeErr('nodes') || []), ...(pipeErr('edges') || [])].map((m, i) => (
+                  <li key={i}>{m}</li>
+                ))}
+              </ul>
+            )}
+            {state.nodes.length === 0 ? (
+              <p className="sb-hint">No nodes yet: choose an operator and press “Add node”. Start with a source.</p>
+            ) : (
+              <ul className="sb-node-list" aria-label="Nodes">
+                {state.nodes.map((n) => {
+                  const e = errs.nodes[n.id];
+                  return (
+                    <li key={n.key}>
+                      <button type="button" aria-pressed={n.id === selected} onClick={() => setSelected(n.id)}>
+                        {n.id}
+                      </button>
+                      <span className="sb-op-name">{n.op}</span>
+                      {preview?.counts[n.id] !== undefined && <span className="sb-badge sb-badge-count">{preview.counts[n.id]} items</span>}
+                      {e?.count > 0 && (
+                        <span className="sb-badge sb-badge-error">
+                          {e.count} error{e.count === 1 ? '' : 's'}
+                        </span>
+                      )}
+                      {n.id === outId && <span className="sb-badge sb-badge-output">output</span>}
+                    </li>
+                  );
+                })}
+              </ul>
+            )}
+          </section>
+
+          {node && (
+            <NodePanel
+              key={node.key}
+              node={node}
+              state={state}
+              info={byName.get(node.op)}
+              dispatch={panelDispatch}
+              onSelect={setSelected}
+              errors={errs.nodes[node.id]}
+              output={preview?.nodes[node.id]}
+              feedList={feedList}
+              clientProblems={nodeProblems}
+            />
+          )}
+
+          <section className="sb-section" aria-labelledby={`${uid}-out-h`}>
+            <h2 id={`${uid}-out-h`}>Output and trigger</h2>
+            <Field label="Output from" id={`${uid}-from`} errors={pipeErr('output.from')} hint="the node whose items are republished">
+              {(p) => (
+                <select {...p} value={state.outputFrom} onChange={(e) => dispatch({ type: 'outputFrom', id: e.target.value })}>
+                  <option value="">{sinkIds.length === 1 ? `the sink node (${sinkIds[0]})` : 'the sink node'}</option>
+                  {state.nodes.map((n) => (
+                    <option key={n.key} value={n.id}>
+                      {n.id}
+                    </option>
+                  ))}
+                </select>
+              )}
+            </Field>
+            <Field label="Trigger" id={`${uid}-trigger`} errors={pipeErr('trigger.on')} hint={TRIGGER_HELP[state.trigger.on]}>
+              {(p) => (
+                <select {...p} value={state.trigger.on} onChange={(e) => dispatch({ type: 'trigger', on: e.target.value })}>
+                  {(catalogue.triggers || TRIGGERS).map((t) => (
+                    <option key={t} value={t}>
+                      {t}
+                    </option>
+                  ))}
+                </select>
+              )}
+            </Field>
+            {state.trigger.on === 'mdpt' && (
+              <Field label="m" id={`${uid}-m`} errors={pipeErr('trigger.m')} hint="inputs with new items that end a round (empty: all of them)">
+                {(p) => (
+                  <input
+                    {...p}
+                    type="number"
+                    min={1}
+                    step={1}
+                    inputMode="numeric"
+                    value={state.trigger.m > 0 ? state.trigger.m : ''}
+                    onChange={(e) => dispatch({ type: 'trigger', m: e.target.value === '' ? 0 : Number(e.target.value) })}
+                  />
+                )}
+              </Field>
+            )}
+            {state.trigger.on === 'cron' && (
+              <Field label="Cron" id={`${uid}-cron`} errors={pipeErr('trigger.cron')} hint={'e.g. "*/5 * * * *" or "@every 10m"'}>
+                {(p) => (
+                  <input
+                    {...p}
+                    type="text"
+                    value={state.trigger.cron}
+                    spellCheck={false}
+                    autoComplete="off"
+                    onChange={(e) => dispatch({ type: 'trigger', cron: e.target.value })}
+                  />
+                )}
+              </Field>
+            )}
+          </section>
+
+          <section className="sb-section sb-actions">
+            <div className="sb-field sb-check">
+              <input id={`${uid}-live`} type="checkbox" checked={live} onChange={(e) => setLive(e.target.checked)} />
+              <label htmlFor={`${uid}-live`}>Live preview</label>
+            </div>
+            <div className="sb-buttons">
+              <button type="button" onClick={() => runPreview('button')} disabled={state.nodes.length === 0} aria-busy={busy === 'preview' || undefined}>
+                Preview
+              </button>
+              <button type="button" className="sb-primary" onClick={save} disabled={busy === 'save'}>
+                Save
+              </button>
+            </div>
+            {live && clientProblems.length > 0 && state.nodes.length > 0 && (
+              <div className="sb-hint sb-waiting">
+                <p>The live preview waits until:</p>
+                <ul>
+                  {clientProblems.map((p, i) => (
+                    <li key={i}>{[p.node && `node ${p.node}`, p.field].filter(Boolean).join(', ') + (p.node || p.field ? ': ' : '') + p.error}</li>
+                  ))}
+                </ul>
+              </div>
+            )}
+            <p role="status" className="sb-status">
+              {status}
+            </p>
+          </section>
+
+          <div role="alert" className={err || loadError ? 'sb-alert' : 'sb-alert-empty'}>
+            {loadError && <p>{loadError}</p>}
+            {err && (
+              <>
+                <p>
+                  {saveErr ? 'Not saved: ' : 'Preview failed: '}
+                  {errs.list.length === 0 ? err.message : `${errs.list.length} problem${errs.list.length === 1 ? '' : 's'}.`}
+                </p>
+                {errs.list.length > 0 && (
+                  <ul>
+                    {errs.list.map((d, i) => (
+                      <li key={i}>
+                        {d.node && state.nodes.some((n) => n.id === d.node) ? (
+                          <button type="button" className="sb-link" onClick={() => setSelected(d.node)}>
+                            {d.text}
+                          </button>
+                        ) : (
+                          d.text
+                        )}
+                      </li>
+                    ))}
+                  </ul>
+                )}
+              </>
+            )}
+          </div>
+
+          {saved?.feeds && <FeedLinks feeds={saved.feeds} origin={window.location.origin} />}
+
+          {preview && (
+            <section className="sb-section" aria-labelledby={`${uid}-pv-h`}>
+              <h2 id={`${uid}-pv-h`}>Pipe output (preview)</h2>
+              {preview.error && <p className="sb-field-error">{preview.error}</p>}
+              <ItemsTable caption="Items the pipe would republish" items={preview.output} count={preview.output.length} />
+            </section>
+          )}
+        </div>
+      </div>
+    </div>
+  );
+}
