@@ -193,6 +193,9 @@ export default function App({ initialPipeId }) {
       if (info?.id) {
         setPipeId(String(info.id));
         window.history.replaceState(window.history.state, '', `/ui/pipes/${info.id}`);
+        // The page's heading was rendered for a new pipe: name the saved one.
+        const h1 = document.querySelector('main h1, h1');
+        if (h1 && info.name) h1.textContent = info.name;
       }
       setStatus(`Saved pipe ${info?.id ?? ''}: its feeds are below.`);
     } catch (e) {
