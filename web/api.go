@@ -367,6 +367,13 @@ func queryInt(w http.ResponseWriter, r *http.Request, name string, def, lo, hi i
 	return n, true
 }
 
+// RespondJSON writes v as an indented JSON body with status: the form of
+// every answer of the API, for plugins' routes too.
+func RespondJSON(w http.ResponseWriter, status int, v any) { respondJSON(w, status, v) }
+
+// RespondError writes the API's error body, {"error": msg}, with status.
+func RespondError(w http.ResponseWriter, status int, msg string) { respondError(w, status, msg) }
+
 func respondJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")

@@ -262,7 +262,7 @@ func (s *Store) Run(ctx context.Context) error {
 }
 
 func (s *Store) handleList(w http.ResponseWriter, r *http.Request) {
-	respondJSON(w, http.StatusOK, map[string]any{"modules": s.Modules()})
+	web.RespondJSON(w, http.StatusOK, map[string]any{"modules": s.Modules()})
 }
 
 func (s *Store) handlePut(w http.ResponseWriter, r *http.Request) {
@@ -270,10 +270,10 @@ func (s *Store) handlePut(w http.ResponseWriter, r *http.Request) {
 	bin, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxModuleBytes+1))
 	if err != nil {
 		if _, ok := errorsAs[*http.MaxBytesError](err); ok {
-			respondError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("module too large: at most %d bytes", MaxModuleBytes))
+			web.RespondError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("module too large: at most %d bytes", MaxModuleBytes))
 			return
 		}
-		respondError(w, http.StatusBadRequest, "reading the module: "+err.Error())
+		web.RespondError(w, http.StatusBadRequest, "reading the module: "+err.Error())
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), ValidateTime)
@@ -281,16 +281,16 @@ func (s *Store) handlePut(w http.ResponseWriter, r *http.Request) {
 	mi, created, err := s.Put(ctx, name, bin)
 	switch {
 	case errors.Is(err, errTooLarge):
-		respondError(w, http.StatusRequestEntityTooLarge, err.Error())
+		web.RespondError(w, http.StatusRequestEntityTooLarge, err.Error())
 	case errors.Is(err, errBadName), errors.Is(err, ErrModule):
-		respondError(w, http.StatusBadRequest, err.Error())
+		web.RespondError(w, http.StatusBadRequest, err.Error())
 	case err != nil:
 		s.log.Error("wasm: storing a module", "module", name, "err", err)
-		respondError(w, http.StatusInternalServerError, "storing the module failed")
+		web.RespondError(w, http.StatusInternalServerError, "storing the module failed")
 	case created:
-		respondJSON(w, http.StatusCreated, mi)
+		web.RespondJSON(w, http.StatusCreated, mi)
 	default:
-		respondJSON(w, http.StatusOK, mi)
+		web.RespondJSON(w, http.StatusOK, mi)
 	}
 }
 
@@ -300,16 +300,16 @@ func (s *Store) handleGet(w http.ResponseWriter, r *http.Request) {
 	mi, ok := s.index[name]
 	s.mu.RUnlock()
 	if !ok {
-		respondError(w, http.StatusNotFound, fmt.Sprintf("no module %q", shorten(name, 70)))
+		web.RespondError(w, http.StatusNotFound, fmt.Sprintf("no module %q", shorten(name, 70)))
 		return
 	}
 	switch f := r.URL.Query().Get("format"); f {
 	case "", "json":
-		respondJSON(w, http.StatusOK, mi)
+		web.RespondJSON(w, http.StatusOK, mi)
 	case "wasm":
 		bin, err := s.Wasm(name)
 		if err != nil {
-			respondError(w, http.StatusNotFound, err.Error())
+			web.RespondError(w, http.StatusNotFound, err.Error())
 			return
 		}
 		w.Header().Set("Content-Type", "application/wasm")
@@ -317,7 +317,7 @@ func (s *Store) handleGet(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.wasm"`)
 		_, _ = w.Write(bin)
 	default:
-		respondError(w, http.StatusBadRequest, fmt.Sprintf("format %q: want json or wasm", shorten(f, 20)))
+		web.RespondError(w, http.StatusBadRequest, fmt.Sprintf("format %q: want json or wasm", shorten(f, 20)))
 	}
 }
 
@@ -325,26 +325,13 @@ func (s *Store) handleDelete(w http.ResponseWriter, r *http.Request) {
 	err := s.Delete(r.PathValue("name"))
 	switch {
 	case errors.Is(err, ErrModuleNotFound):
-		respondError(w, http.StatusNotFound, err.Error())
+		web.RespondError(w, http.StatusNotFound, err.Error())
 	case errors.Is(err, errInUse):
-		respondError(w, http.StatusConflict, err.Error())
+		web.RespondError(w, http.StatusConflict, err.Error())
 	case err != nil:
 		s.log.Error("wasm: deleting a module", "err", err)
-		respondError(w, http.StatusInternalServerError, "deleting the module failed")
+		web.RespondError(w, http.StatusInternalServerError, "deleting the module failed")
 	default:
 		w.WriteHeader(http.StatusNoContent)
 	}
-}
-
-func respondJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
-}
-
-func respondError(w http.ResponseWriter, status int, msg string) {
-	respondJSON(w, status, map[string]string{"error": msg})
 }

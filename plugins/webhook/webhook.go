@@ -568,64 +568,51 @@ func (s *Service) handleCreate(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequestBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		respondError(w, http.StatusBadRequest, "want {\"feed\": ..., \"url\": ..., \"secret\": ...}: "+shorten(err.Error(), 200))
+		web.RespondError(w, http.StatusBadRequest, "want {\"feed\": ..., \"url\": ..., \"secret\": ...}: "+shorten(err.Error(), 200))
 		return
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		respondError(w, http.StatusBadRequest, "data after the JSON object")
+		web.RespondError(w, http.StatusBadRequest, "data after the JSON object")
 		return
 	}
 	h, err := s.Create(req.Feed, req.URL, req.Secret)
 	switch {
 	case errors.Is(err, ErrInvalid):
-		respondError(w, http.StatusBadRequest, err.Error())
+		web.RespondError(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, ErrTooMany):
-		respondError(w, http.StatusConflict, err.Error())
+		web.RespondError(w, http.StatusConflict, err.Error())
 	case err != nil:
 		s.log.Error("webhook: creating", "err", err)
-		respondError(w, http.StatusInternalServerError, "storing the webhook failed")
+		web.RespondError(w, http.StatusInternalServerError, "storing the webhook failed")
 	default:
-		respondJSON(w, http.StatusCreated, h)
+		web.RespondJSON(w, http.StatusCreated, h)
 	}
 }
 
 func (s *Service) handleList(w http.ResponseWriter, r *http.Request) {
-	respondJSON(w, http.StatusOK, map[string]any{"webhooks": s.Hooks()})
+	web.RespondJSON(w, http.StatusOK, map[string]any{"webhooks": s.Hooks()})
 }
 
 func (s *Service) handleGet(w http.ResponseWriter, r *http.Request) {
 	h, err := s.Get(r.PathValue("id"))
 	if err != nil {
-		respondError(w, http.StatusNotFound, err.Error())
+		web.RespondError(w, http.StatusNotFound, err.Error())
 		return
 	}
-	respondJSON(w, http.StatusOK, h)
+	web.RespondJSON(w, http.StatusOK, h)
 }
 
 func (s *Service) handleDelete(w http.ResponseWriter, r *http.Request) {
 	err := s.Delete(r.PathValue("id"))
 	switch {
 	case errors.Is(err, ErrNotFound):
-		respondError(w, http.StatusNotFound, err.Error())
+		web.RespondError(w, http.StatusNotFound, err.Error())
 	case err != nil:
 		s.log.Error("webhook: deleting", "err", err)
-		respondError(w, http.StatusInternalServerError, "deleting the webhook failed")
+		web.RespondError(w, http.StatusInternalServerError, "deleting the webhook failed")
 	default:
 		w.WriteHeader(http.StatusNoContent)
 	}
-}
-
-func respondJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
-}
-
-func respondError(w http.ResponseWriter, status int, msg string) {
-	respondJSON(w, status, map[string]string{"error": msg})
 }
 
 // shorten cuts s to at most n bytes of valid UTF-8.
