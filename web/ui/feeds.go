@@ -417,6 +417,8 @@ type feedView struct {
 	LastHit   stamp
 	LastFetch stamp
 	LastError string
+	Warning   string // e.g. rows a source adapter skipped
+	Adapter   string // the source adapter's type, for feeds that are not feeds
 	Polls     int64
 	Hits      int64
 	HitPct    string
@@ -465,6 +467,10 @@ func (u *UI) feedView(f storage.Feed, now time.Time) (*feedView, error) {
 	}
 	if f.Kind == storage.KindRemote {
 		v.URL = f.URL
+	}
+	v.Warning = f.Warning
+	if f.Source != nil {
+		v.Adapter = f.Source.Type
 	}
 	if n, err := u.opt.Store.CountItems(f.ID); err == nil { // Feed.Items counts fetched items only
 		v.Items = int64(n)

@@ -617,3 +617,25 @@ func TestFeedsListLatency(t *testing.T) {
 		t.Fatalf("after slow polls: %q, want %q (before %q)", got, w, before)
 	}
 }
+
+// A feed read by a source adapter names it, and the rows it skipped show
+// as a warning.
+func TestFeedPageSourceWarning(t *testing.T) {
+	e := newEnv(t, envOptions{loopback: true})
+	if _, err := e.st.UpdateFeed(e.remote.ID, func(f *storage.Feed) error {
+		f.Source = &storage.SourceSpec{Type: "csv"}
+		f.Warning = "2 of 40 rows skipped: row 7: field value: \"n/a\" is not a number"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r := e.client(t).get(t, "/ui/feeds/"+strconv.FormatUint(e.remote.ID, 10))
+	if r.status != http.StatusOK {
+		t.Fatalf("status %d", r.status)
+	}
+	for _, want := range []string{"<dt>Source adapter</dt><dd>csv</dd>", "2 of 40 rows skipped: row 7: field value: &#34;n/a&#34; is not a number"} {
+		if !strings.Contains(r.body, want) {
+			t.Errorf("feed page lacks %q", want)
+		}
+	}
+}
