@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/slogfeed/slogfeed/aggregator/feedext"
 	"github.com/slogfeed/slogfeed/storage"
 )
 
@@ -122,8 +123,10 @@ func (u *UI) postReading(w http.ResponseWriter, r *http.Request) {
 		u.renderSensors(w, r, http.StatusUnprocessableEntity, "Give the sensor's name.", form)
 		return
 	}
-	value, err := strconv.ParseFloat(strings.ReplaceAll(form.Value, ",", "."), 64)
-	if err != nil {
+	// Typed by a person: a decimal comma or thousands separators are read
+	// the way the extract rules read them.
+	value, ok := feedext.ParseLocalNumber(form.Value)
+	if !ok {
 		u.renderSensors(w, r, http.StatusUnprocessableEntity, "The value “"+form.Value+"” is not a number.", form)
 		return
 	}
