@@ -131,7 +131,7 @@ type Response struct {
 	// MaxCacheFor.
 	RetryAfter time.Duration
 	// Hints are slogfeed's publisher hints (Slogfeed-Phase,
-	// Slogfeed-Desync) with CacheFor copied in.
+	// Slogfeed-Desync, Slogfeed-Due) with CacheFor copied in.
 	Hints schedule.Hints
 	// More reports Slogfeed-More: the publisher has more data waiting.
 	More bool
@@ -541,6 +541,9 @@ func hints(h http.Header) (hs schedule.Hints, more bool, next time.Time) {
 	}
 	if d, ok := secondsFloat(h.Get(feedext.HeaderDesync), MaxCacheFor); ok {
 		hs.Desync = d
+	}
+	if d, ok := secondsFloat(h.Get(feedext.HeaderDue), schedule.MaxDelay); ok {
+		hs.Due, hs.HasDue = d, true
 	}
 	switch strings.ToLower(strings.TrimSpace(h.Get(feedext.HeaderMore))) {
 	case "1", "true", "yes":

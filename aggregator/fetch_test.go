@@ -712,6 +712,7 @@ func TestFetchHints(t *testing.T) {
 		w.Header().Set("Slogfeed-Desync", "4")
 		w.Header().Set("Slogfeed-More", "1")
 		w.Header().Set("Slogfeed-Next", "2026-11-21T20:30:00Z")
+		w.Header().Set("Slogfeed-Due", "31.25")
 		w.Header().Set("Cache-Control", "public, max-age=60")
 		w.Write([]byte(`<rss><channel/></rss>`))
 	})
@@ -720,7 +721,8 @@ func TestFetchHints(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := r.Hints
-	if !h.HasPhase || h.Phase != 12500*time.Millisecond || h.Desync != 4*time.Second || h.CacheFor != time.Minute {
+	if !h.HasPhase || h.Phase != 12500*time.Millisecond || h.Desync != 4*time.Second || h.CacheFor != time.Minute ||
+		!h.HasDue || h.Due != 31250*time.Millisecond {
 		t.Errorf("hints %+v", h)
 	}
 	if !r.More || !r.Next.Equal(time.Date(2026, 11, 21, 20, 30, 0, 0, time.UTC)) {
@@ -733,27 +735,32 @@ func TestFetchHints(t *testing.T) {
 
 func TestHintHeaders(t *testing.T) {
 	for _, c := range []struct {
-		phase, desync, more string
-		wantPhase           time.Duration
-		hasPhase            bool
-		wantDesync          time.Duration
-		wantMore            bool
+		phase, desync, more, due string
+		wantPhase                time.Duration
+		hasPhase                 bool
+		wantDesync               time.Duration
+		wantMore                 bool
+		wantDue                  time.Duration
+		hasDue                   bool
 	}{
-		{"0", "0", "0", 0, true, 0, false},
-		{"3600", "2.5", "true", time.Hour, true, 2500 * time.Millisecond, true},
-		{"-1", "-3", "no", 0, false, 0, false},
-		{"NaN", "Inf", "", 0, false, 0, false},
-		{"1e300", "1e300", "yes", 0, false, 0, true},
-		{" 7 ", "abc", "1", 7 * time.Second, true, 0, true},
-		{"", "", "", 0, false, 0, false},
+		{"0", "0", "0", "0", 0, true, 0, false, 0, true},
+		{"3600", "2.5", "true", "12.125", time.Hour, true, 2500 * time.Millisecond, true, 12125 * time.Millisecond, true},
+		{"-1", "-3", "no", "-2", 0, false, 0, false, 0, false},
+		{"NaN", "Inf", "", "NaN", 0, false, 0, false, 0, false},
+		{"1e300", "1e300", "yes", "1e300", 0, false, 0, true, 0, false},
+		{" 7 ", "abc", "1", "soon", 7 * time.Second, true, 0, true, 0, false},
+		{"", "", "", "172800", 0, false, 0, false, 48 * time.Hour, true},
+		{"", "", "", "172801", 0, false, 0, false, 0, false},
 	} {
 		h := http.Header{}
 		h.Set("Slogfeed-Phase", c.phase)
 		h.Set("Slogfeed-Desync", c.desync)
 		h.Set("Slogfeed-More", c.more)
+		h.Set("Slogfeed-Due", c.due)
 		hs, more, _ := hints(h)
-		if hs.Phase != c.wantPhase || hs.HasPhase != c.hasPhase || hs.Desync != c.wantDesync || more != c.wantMore {
-			t.Errorf("%q %q %q: got %+v more=%v", c.phase, c.desync, c.more, hs, more)
+		if hs.Phase != c.wantPhase || hs.HasPhase != c.hasPhase || hs.Desync != c.wantDesync || more != c.wantMore ||
+			hs.Due != c.wantDue || hs.HasDue != c.hasDue {
+			t.Errorf("%q %q %q %q: got %+v more=%v", c.phase, c.desync, c.more, c.due, hs, more)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -346,6 +347,78 @@ func TestSetPushed(t *testing.T) {
 		}
 		if !slices.Equal(removed, []uint64{f.ID}) {
 			t.Fatalf("Removed heard of %v, want [%d]", removed, f.ID)
+		}
+	})
+}
+
+// PlannedFetch: when a fetch's items are expected to be stored, which a
+// pipe plans its own updates from.
+func TestPlannedFetch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		hold := make(chan struct{})
+		var held atomic.Bool
+		mux := http.NewServeMux()
+		mux.HandleFunc("/f.rss", func(w http.ResponseWriter, r *http.Request) {
+			if held.Load() {
+				<-hold
+			}
+			time.Sleep(2 * time.Second) // each fetch takes 2 s
+			n := int(time.Since(start) / time.Minute)
+			w.Header().Set("Content-Type", "application/rss+xml")
+			_, _ = w.Write([]byte(pushDoc(start.Add(time.Duration(n)*time.Minute), fmt.Sprint("i", n), fmt.Sprint("i", n-1))))
+		})
+		st, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		svc, err := aggregator.NewService(aggregator.ServiceOptions{
+			Store:     st,
+			Fetcher:   aggregator.NewFetcher(aggregator.FetchOptions{Transport: handlerTransport{mux}}),
+			Scheduler: schedule.Config{Workers: 2},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := svc.PlannedFetch(999, time.Now()); ok {
+			t.Error("a plan for a feed the service does not know")
+		}
+		f, err := svc.Subscribe(storage.Feed{URL: "http://pub.test/f.rss", Policy: "fixed-1m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- svc.Run(ctx) }()
+
+		time.Sleep(3*time.Minute + 30*time.Second)
+		next, ok := svc.NextFetch(f.ID)
+		if !ok || !next.After(time.Now()) {
+			t.Fatalf("next fetch %v (%v), want one ahead", next, ok)
+		}
+		// Twice the 2 s the fetches took.
+		if got, ok := svc.PlannedFetch(f.ID, time.Now()); !ok || !got.Equal(next.Add(4*time.Second)) {
+			t.Errorf("planned %v (%v), want the next fetch %v + 4 s", got, ok, next)
+		}
+		// A fetch under way: planned from now.
+		held.Store(true)
+		time.Sleep(time.Until(next) + time.Second)
+		synctest.Wait()
+		if got, ok := svc.PlannedFetch(f.ID, time.Now()); !ok || !got.Equal(time.Now().Add(4*time.Second)) {
+			t.Errorf("planned during a fetch %v (%v), want now + 4 s", got, ok)
+		}
+		held.Store(false)
+		close(hold)
+		time.Sleep(30 * time.Second)
+		// A pushed feed's items come from its hub, not from fetches.
+		svc.SetPushed(f.ID, time.Now().Add(time.Hour))
+		if got, ok := svc.PlannedFetch(f.ID, time.Now()); ok {
+			t.Errorf("planned %v for a pushed feed", got)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
 		}
 	})
 }

@@ -85,6 +85,7 @@ type feedGuard struct {
 	// seen (polls and pushes reach it in time order).
 	pushedUntil time.Time
 	fedAt       time.Time
+	took        time.Duration // how long the last fetch took, stored items included
 }
 
 // Next implements schedule.Policy.
@@ -316,6 +317,39 @@ func (s *Service) NextFetch(id uint64) (time.Time, bool) {
 	return g.next, true
 }
 
+// Margins of PlannedFetch: the least time a planned fetch is given to
+// fetch, parse and store, and the longest a plan lets it take.
+const (
+	minFetchMargin = time.Second
+	maxFetchMargin = time.Minute
+)
+
+// PlannedFetch returns when what the next fetch of feed id finds is
+// expected to be stored, as of now: the fetch's scheduled time (now, when
+// it is due or under way) plus a margin of twice the last fetch's duration,
+// at least a second and at most a minute. A pipe reading the feed plans its
+// own next update from it (runner.Options.PlannedFetch). It is false when
+// the feed's next items are not expected from a scheduled fetch: the
+// service does not schedule it, or a hub pushes it (WebSub).
+func (s *Service) PlannedFetch(id uint64, now time.Time) (time.Time, bool) {
+	s.mu.Lock()
+	g := s.guards[id]
+	s.mu.Unlock()
+	if g == nil {
+		return time.Time{}, false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.next.IsZero() || g.pushedUntil.After(now) {
+		return time.Time{}, false
+	}
+	at := g.next
+	if at.Before(now) {
+		at = now
+	}
+	return at.Add(min(max(2*g.took, minFetchMargin), maxFetchMargin)), true
+}
+
 // Run fetches feeds as the scheduler grants them until ctx is cancelled,
 // then waits for in-flight fetches to finish or abandon.
 func (s *Service) Run(ctx context.Context) error {
@@ -393,8 +427,10 @@ func (s *Service) fetch(ctx context.Context, id uint64) schedule.Observation {
 	if ctx.Err() != nil && o.At.IsZero() {
 		return schedule.Observation{} // abandoned at shutdown: keep the turn
 	}
+	took := s.opt.Clock.Now().Sub(now)
 	g.mu.Lock()
 	g.prevPoll = o.At
+	g.took = max(took, 0)
 	if backoff > 0 {
 		g.override = o.At.Add(backoff)
 	}

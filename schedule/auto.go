@@ -160,6 +160,7 @@ type Auto struct {
 	misses    uint16
 	quick     bool // the quick retry for this slot is spent
 	mode      Mode
+	plan      plan // the publisher's planned updates (Hints.Due)
 	rng       rand.PCG
 }
 
@@ -322,8 +323,31 @@ func (a *Auto) at(k, off float64) int64 {
 	return t
 }
 
-// Next implements Policy.
+// Next implements Policy. When the publisher plans its next update
+// (Hints.Due) Auto polls right after it, unless its last MaxPlanMisses
+// plan-placed polls in a row found nothing. It learns from every hit
+// either way; a plan-placed poll that misses before Auto's own next poll
+// was due leaves Auto's own retry state alone (the publisher was early in
+// its expectations, Auto's were not tested), so falling back costs no
+// publish.
 func (a *Auto) Next(obs Observation) time.Time {
+	now := obs.At.UnixNano()
+	var own int64
+	if !obs.Hit && a.plan.at != 0 && a.plan.own > now {
+		own = a.plan.own
+	} else {
+		own = a.next(obs).UnixNano()
+	}
+	if obs.Hit && obs.MoreData {
+		a.plan = plan{}
+		return obs.At
+	}
+	a.plan.own = own
+	return clampNext(obs.At, time.Unix(0, a.plan.next(obs, own)).UTC())
+}
+
+// next is Auto's own choice after obs.
+func (a *Auto) next(obs Observation) time.Time {
 	now := obs.At.UnixNano()
 	if obs.Hit {
 		newest, _ := obs.Newest()
@@ -418,7 +442,7 @@ func (a *Auto) finish(obs Observation, next int64) time.Time {
 // once that time has passed: an overdue publish may come at any moment,
 // and a subscriber told to wait would miss it by up to a period.
 func (a *Auto) EarliestNext(now time.Time) (time.Time, bool) {
-	t, ok := a.PredictedPublish()
+	t, ok := a.predicted()
 	if !ok {
 		return time.Time{}, false
 	}
@@ -430,9 +454,18 @@ func (a *Auto) EarliestNext(now time.Time) (time.Time, bool) {
 }
 
 // PredictedPublish returns when the publish the next poll aims at is
-// expected (false while the period is unknown). The scheduler uses it to
-// rank feeds waiting for the fetch budget.
+// expected: the publisher's planned update when the poll follows one,
+// else Auto's own prediction (false while the period is unknown). The
+// scheduler uses it to rank feeds waiting for the fetch budget.
 func (a *Auto) PredictedPublish() (time.Time, bool) {
+	if t, ok := a.plan.predicted(); ok {
+		return t, true
+	}
+	return a.predicted()
+}
+
+// predicted is Auto's own prediction of the publish its next poll aims at.
+func (a *Auto) predicted() (time.Time, bool) {
 	if !a.known() || a.period <= 0 {
 		return time.Time{}, false
 	}

@@ -126,6 +126,28 @@
 // latency within a point of its hit rate; DPT-L gets ~13% in the sweep and
 // under 0.2% on the traces but gives up 5 to 12 points of hit rate.
 //
+// # Planned updates
+//
+// A publisher that knows when it will next update says so: Hints.Due (the
+// Slogfeed-Due header), the delay from the response to the update it
+// plans. slogfeed's pipes send it when their update follows from their
+// own fetch schedule: a pipe of one input is due when that input's next
+// fetch has stored what it finds, a join of twenty inputs when the last of
+// the twenty still missing has (transform/runner). No statistics over past
+// publishes can know this: the fused output of a join comes when its
+// slowest input arrives, which moves from round to round.
+//
+// auto polls right at a plan (the publisher has already spread it over
+// its desynchronisation interval) and keeps learning its own model from
+// every hit. A plan-placed poll that finds nothing is answered with the
+// publisher's next plan; after MaxPlanMisses (3) such misses in a row,
+// auto ignores plans until its next hit. A plan-placed miss before auto's
+// own poll was due leaves auto's own retry state alone, so falling back
+// costs no publish. A publisher whose plans are wrong or made up costs a
+// feed at most three extra polls per publish. The DPT variants keep to the
+// paper and do not read plans (they do honour Cache-Control, which a
+// planning publisher sets to the plan).
+//
 // # Scheduler
 //
 // Scheduler runs the policies of many feeds: a priority queue of next

@@ -39,6 +39,12 @@ type Hints struct {
 	// RSS <ttl>) or a Retry-After delay: a lower bound on the next poll for
 	// feeds that honour it. Policies ignore it; see Respect.
 	CacheFor time.Duration
+	// Due is the publisher's planned next update, as a delay after At,
+	// when HasDue is set: the publisher knows it from its own schedule (a
+	// pipe's next fetch of the inputs it waits for, a cron trigger), not
+	// from statistics over its past publishes. Auto polls right then.
+	Due    time.Duration
+	HasDue bool
 }
 
 // Newest returns the best estimate of the publish time of the newest item

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/transform/runner"
 	"github.com/slogfeed/slogfeed/web/publish"
 )
 
@@ -70,8 +71,8 @@ func BenchmarkPipeFeed(b *testing.B) {
 	ours := PipeFeedHandler(st, PipeFeedOptions{
 		BaseURL: pipeBaseURL,
 		Now:     func() time.Time { return now },
-		Hints: func(storage.Feed, time.Time) (time.Time, []string) {
-			return now.Add(30 * time.Second), nil
+		Hints: func(storage.Feed, time.Time) runner.FeedHints {
+			return runner.FeedHints{Next: now.Add(30 * time.Second)}
 		},
 	})
 	first := pipeGet(ours, "GET", "/feeds/bench.rss", nil)

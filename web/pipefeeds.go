@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/transform/runner"
 	"github.com/slogfeed/slogfeed/web/publish"
 )
 
@@ -48,11 +50,13 @@ type PipeFeedOptions struct {
 	// a Load of its own with DefaultDesyncBase, DefaultDesyncPerRPS and
 	// DefaultDesyncMax, as the sensor store's).
 	Load *publish.Load
-	// Hints gives the pipe's predicted next update (zero: no prediction;
-	// it should lie after now) and the formats it serves, by extension
-	// ("rss", "atom", "json"; nil: all of them). It is called on every
-	// request, so it should be quick, and must not modify feed.
-	Hints func(feed storage.Feed, now time.Time) (next time.Time, formats []string)
+	// Hints gives the pipe's earliest expected next update (Next; zero:
+	// no prediction; it should lie after now), the update it plans (Due;
+	// zero: no plan) and the formats it serves, by extension ("rss",
+	// "atom", "json"; nil: all of them), as runner.Runner.Hints does. It
+	// is called on every request, so it should be quick, and must not
+	// modify feed.
+	Hints func(feed storage.Feed, now time.Time) runner.FeedHints
 	// HubURL, when set, is the WebSub hub the feeds advertise, as
 	// SensorOptions.HubURL.
 	HubURL string
@@ -67,7 +71,9 @@ type PipeFeedOptions struct {
 //	    package publish with stable ids, the items' typed readings and
 //	    <ttl> from the typical gap between the items' publish times; served
 //	    with ETag/Last-Modified, 304s, Cache-Control from the pipe's
-//	    predicted next update and slogfeed's hint headers.
+//	    predicted next update and slogfeed's hint headers, Slogfeed-Due
+//	    among them when the pipe plans its next update (spread over the
+//	    desynchronisation interval per request).
 //
 // HEAD is answered too. Errors are JSON objects {"error": "..."}: 400 for a
 // bad ?limit=, 404 for an unknown pipe or a format the pipe does not serve
@@ -122,7 +128,7 @@ type pfHandler struct {
 	log   *slog.Logger
 	limit int
 	load  *publish.Load
-	hints func(storage.Feed, time.Time) (time.Time, []string)
+	hints func(storage.Feed, time.Time) runner.FeedHints
 	hub   string
 	cache pfCache
 }
@@ -209,20 +215,26 @@ func (h *pfHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeSensorError(w, err)
 		return
 	}
-	var next time.Time
+	var hints runner.FeedHints
 	if h.hints != nil {
-		var formats []string
-		next, formats = h.hints(d.feed, now)
-		if formats != nil && !slices.Contains(formats, ext) {
-			writeSensorError(w, &sensorError{http.StatusNotFound, pfNotServed(slug, formats)})
+		hints = h.hints(d.feed, now)
+		if hints.Formats != nil && !slices.Contains(hints.Formats, ext) {
+			writeSensorError(w, &sensorError{http.StatusNotFound, pfNotServed(slug, hints.Formats)})
 			return
 		}
+	}
+	desync := h.load.Hit("pipe/"+slug, now)
+	if !hints.Due.IsZero() && desync > 0 {
+		// Subscribers poll right at the planned update: spread them over
+		// the desynchronisation interval here, since they do not add it.
+		hints.Due = hints.Due.Add(rand.N(desync))
 	}
 	WebSubLinks(w.Header(), h.hub, h.base+"/feeds/"+slug+"."+ext)
 	publish.ServeDoc(w, r, d.doc, publish.Hints{
 		Newest: d.newest,
-		Next:   next,
-		Desync: h.load.Hit("pipe/"+slug, now),
+		Next:   hints.Next,
+		Desync: desync,
+		Due:    hints.Due,
 	}, now)
 }
 

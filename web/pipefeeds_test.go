@@ -25,6 +25,7 @@ import (
 	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/aggregator/feedext"
 	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/transform/runner"
 	"github.com/slogfeed/slogfeed/web/publish"
 )
 
@@ -142,11 +143,11 @@ func pipeExpected(ext string) []pipeExpect {
 }
 
 // pipeHints is the fixture pipe's prediction: every quarter of an hour.
-func pipeHints(feed storage.Feed, now time.Time) (time.Time, []string) {
+func pipeHints(feed storage.Feed, now time.Time) runner.FeedHints {
 	if feed.Slug == "rss-only" {
-		return time.Time{}, []string{"rss", "json"}
+		return runner.FeedHints{Formats: []string{"rss", "json"}}
 	}
-	return now.Truncate(15 * time.Minute).Add(15 * time.Minute), nil
+	return runner.FeedHints{Next: now.Truncate(15 * time.Minute).Add(15 * time.Minute)}
 }
 
 func (fx *pipeFixture) handler(opt PipeFeedOptions) http.Handler {
@@ -527,6 +528,40 @@ func TestPipeFeedDesync(t *testing.T) {
 	}
 	if w := pipeGet(h, "GET", "/feeds/lab-means.atom", nil); !bytes.Contains(w.Body.Bytes(), []byte("<id>urn:slogfeed:pipe:lab-means</id>")) {
 		t.Errorf("no URN id in\n%s", w.Body)
+	}
+}
+
+// TestPipeFeedDue checks the planned-update hint: Slogfeed-Due is the
+// pipe's plan, spread per request over the desynchronisation interval, so
+// subscribers polling right at the plan do not all arrive at once; with no
+// plan there is no header.
+func TestPipeFeedDue(t *testing.T) {
+	fx := newPipeFixture(t)
+	const plan = 40 * time.Second
+	h := fx.handler(PipeFeedOptions{
+		Load: publish.NewLoad(10*time.Second, 0, 10*time.Second),
+		Hints: func(feed storage.Feed, now time.Time) runner.FeedHints {
+			return runner.FeedHints{Next: now.Add(plan), Due: now.Add(plan)}
+		},
+	})
+	seen := map[float64]bool{}
+	for i := range 50 {
+		w := pipeGet(h, "GET", "/feeds/lab-means.rss", nil)
+		d, err := strconv.ParseFloat(w.Header().Get(feedext.HeaderDue), 64)
+		if err != nil || d < plan.Seconds() || d >= plan.Seconds()+10 {
+			t.Fatalf("request %d: %s %q, want within [40, 50) s", i, feedext.HeaderDue, w.Header().Get(feedext.HeaderDue))
+		}
+		if cc := w.Header().Get("Cache-Control"); cc != "public, max-age=40" {
+			t.Fatalf("request %d: Cache-Control %q, want until the plan", i, cc)
+		}
+		seen[d] = true
+	}
+	if len(seen) < 10 {
+		t.Errorf("50 requests got %d distinct due times, want them spread", len(seen))
+	}
+	w := pipeGet(fx.handler(PipeFeedOptions{}), "GET", "/feeds/lab-means.rss", nil)
+	if got := w.Header().Get(feedext.HeaderDue); got != "" {
+		t.Errorf("%s %q without a plan", feedext.HeaderDue, got)
 	}
 }
 

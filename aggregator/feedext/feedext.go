@@ -21,6 +21,14 @@
 //	    The publisher's own prediction of its next publish (RFC 3339),
 //	    informational; Cache-Control max-age and <ttl> carry it to ordinary
 //	    readers.
+//	Slogfeed-Due: 31.250
+//	    Seconds from this response until the update the publisher plans:
+//	    sent only when its own schedule says when the feed changes next (a
+//	    pipe's next fetch of the inputs it waits for, plus the time that
+//	    fetch takes; a cron trigger), never as a guess from past publishes.
+//	    The publisher spreads it over its desynchronisation interval
+//	    itself. A subscriber polls right then; a plan that keeps missing is
+//	    ignored until the next hit (schedule.MaxPlanMisses).
 //
 // # Typed sensor values
 //
@@ -48,6 +56,7 @@ const (
 	HeaderDesync = "Slogfeed-Desync"
 	HeaderMore   = "Slogfeed-More"
 	HeaderNext   = "Slogfeed-Next"
+	HeaderDue    = "Slogfeed-Due"
 )
 
 // Namespace is the XML namespace of the sensor element; Prefix is the

@@ -231,7 +231,12 @@ func runServe(ctx context.Context, a *app, args []string) error {
 			services.Notify(f, items)
 		}
 	}
-	pipes, err := runner.New(runner.Options{Store: store, Logger: log, OnOutput: notifyServices})
+	// The aggregator tells pipes when their inputs are fetched next, so
+	// that a pipe can tell its subscribers when it plans to update; it is
+	// built after the runner, whose Notify it calls.
+	var svc *aggregator.Service
+	plannedFetch := func(id uint64, now time.Time) (time.Time, bool) { return svc.PlannedFetch(id, now) }
+	pipes, err := runner.New(runner.Options{Store: store, Logger: log, OnOutput: notifyServices, PlannedFetch: plannedFetch})
 	if err != nil {
 		ln.Close()
 		return err
@@ -240,7 +245,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	fetcher := aggregator.NewFetcher(aggregator.FetchOptions{Allow: allow, UserAgent: "slogfeed/" + versionString() + " (+https://slogfeed.org)"})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	svc, err := aggregator.NewService(aggregator.ServiceOptions{
+	svc, err = aggregator.NewService(aggregator.ServiceOptions{
 		Store: store, Fetcher: fetcher, Logger: log,
 		Scheduler: schedule.Config{Rate: rate, PerHost: perHost, Workers: workers},
 		OnNewItems: func(f storage.Feed, items []storage.Item) {

@@ -340,8 +340,8 @@ func (r *Runner) info(p *pipe) (Info, error) {
 		if n, err := r.st.CountItems(f.ID); err == nil {
 			in.Items = int64(n)
 		}
-		if next, _ := r.Hints(f, r.clock.Now()); !next.IsZero() {
-			in.NextUpdate = &next
+		if h := r.Hints(f, r.clock.Now()); !h.Next.IsZero() {
+			in.NextUpdate = &h.Next
 		}
 	}
 	return in, nil
@@ -389,35 +389,6 @@ func (r *Runner) Preview(ctx context.Context, def transform.Pipe, id uint64) (*t
 	}
 	_, pv, _ := g.Run(ctx, r.clock.Now(), items, true)
 	return pv, nil
-}
-
-// Hints returns, for the output feed of a pipe, the pipe's predicted next
-// update and the formats it serves (web.PipeFeedOptions.Hints): the next
-// cron time for cron triggers, nothing for manual ones, and otherwise the
-// earliest next output its model of the output's own arrivals expects
-// (schedule.Auto.EarliestNext), which is what subscribers may safely wait
-// for.
-func (r *Runner) Hints(feed storage.Feed, now time.Time) (next time.Time, formatList []string) {
-	r.mu.Lock()
-	p := r.byFeed[feed.ID]
-	if p != nil && p.cron != nil {
-		next = p.nextCron
-		if !next.After(now) {
-			next = p.cron.Next(now)
-		}
-	}
-	r.mu.Unlock()
-	if p == nil {
-		return time.Time{}, transform.Formats
-	}
-	formatList = formats(p.def)
-	switch p.def.Trigger.On {
-	case transform.OnCron:
-		return next, formatList
-	case transform.OnManual:
-		return time.Time{}, formatList
-	}
-	return r.predict(p, now), formatList
 }
 
 // observe tells the pipe's output model that the output gained items at t.

@@ -49,6 +49,12 @@ type Options struct {
 	// PreviewItems is how many of each input's newest items a preview
 	// runs on (default 50).
 	PreviewItems int
+	// PlannedFetch, when set, tells when what the next fetch of an input
+	// feed finds is expected to be stored, as of now, or false when the
+	// feed's next items do not come from a scheduled fetch
+	// (aggregator.Service.PlannedFetch). With it a pipe plans its next
+	// update and tells subscribers (Hints, Slogfeed-Due).
+	PlannedFetch func(feedID uint64, now time.Time) (time.Time, bool)
 	// OnOutput, when set, is told of every run that added items to a
 	// pipe's output feed, after they are stored (sinks, WebSub
 	// distribution). It runs on the pipe's worker: keep it short.
@@ -96,6 +102,7 @@ type pipe struct {
 	modelMu sync.Mutex
 	model   *schedule.Auto // arrivals of the pipe's output
 	modeled bool
+	fan     fanIn // under modelMu
 }
 
 // state is what a pipe keeps between runs (storage.Pipe.State).
@@ -168,9 +175,15 @@ func (r *Runner) Load() error {
 	return nil
 }
 
+// setInputs sets the pipe's inputs; r.mu is held. p.feeds gets a new
+// array (Hints reads the old one after releasing r.mu), and the fan-in is
+// learned afresh.
 func (p *pipe) setInputs(in []Input) {
 	p.inputs = in
-	p.feeds = p.feeds[:0]
+	p.feeds = make([]uint64, 0, len(in))
+	p.modelMu.Lock()
+	p.fan = fanIn{}
+	p.modelMu.Unlock()
 	for _, i := range in {
 		if !slices.Contains(p.feeds, i.FeedID) {
 			p.feeds = append(p.feeds, i.FeedID)
@@ -505,6 +518,7 @@ func (r *Runner) run(ctx context.Context, p *pipe) (RunResult, error) {
 	}
 
 	inputs := make(map[string][]transform.Item, len(p.inputs))
+	var fresh []uint64 // input feeds with new items
 	for _, in := range p.inputs {
 		key := in.Node + "@" + strconv.FormatUint(in.FeedID, 10)
 		cur := st.Cursors[key]
@@ -532,6 +546,9 @@ func (r *Runner) run(ctx context.Context, p *pipe) (RunResult, error) {
 		}
 		inputs[in.Node] = items
 		res.In += len(items)
+		if len(items) > 0 {
+			fresh = append(fresh, in.FeedID)
+		}
 	}
 	// Drop cursors of sources that are gone.
 	for k := range st.Cursors {
@@ -575,6 +592,9 @@ func (r *Runner) run(ctx context.Context, p *pipe) (RunResult, error) {
 		return res, err
 	}
 	p.graph = g
+	p.modelMu.Lock()
+	p.fan.ran(fresh, len(added) > 0)
+	p.modelMu.Unlock()
 	res.Out, res.Added = len(out), len(added)
 	res.TookS = r.clock.Now().Sub(now).Seconds()
 	if len(added) > 0 {

@@ -293,7 +293,7 @@ func TestTriggers(t *testing.T) {
 				}
 			}
 			f, _ := st.Feed(in.FeedID)
-			if next, _ := e.r.Hints(f, time.Now()); next.IsZero() {
+			if h := e.r.Hints(f, time.Now()); h.Next.IsZero() {
 				t.Error("no next update predicted after 6 regular rounds")
 			}
 			cancel()
@@ -320,8 +320,12 @@ func TestTriggers(t *testing.T) {
 				t.Errorf("runs after 25 min of @every 10m: %d, want 2", in.Runs)
 			}
 			f, _ := e.st.Feed(in.FeedID)
-			if next, _ := e.r.Hints(f, time.Now()); !next.Equal(time.Now().Add(5 * time.Minute)) {
-				t.Errorf("next update %v, want in 5 min", next)
+			h := e.r.Hints(f, time.Now())
+			if !h.Next.Equal(time.Now().Add(5 * time.Minute)) {
+				t.Errorf("next update %v, want in 5 min", h.Next)
+			}
+			if !h.Due.Equal(h.Next.Add(cronMargin)) {
+				t.Errorf("planned update %v, want the cron time plus %v", h.Due, cronMargin)
 			}
 			cancel()
 			<-done
@@ -396,9 +400,13 @@ func TestHintsFollowOutput(t *testing.T) {
 		clock.Advance(5 * time.Minute)
 	}
 	f, _ := e.st.Feed(info.FeedID)
-	next, formats := e.r.Hints(f, clock.Now().Add(-time.Minute))
-	if len(formats) != 3 {
-		t.Errorf("formats %v", formats)
+	h := e.r.Hints(f, clock.Now().Add(-time.Minute))
+	next := h.Next
+	if len(h.Formats) != 3 {
+		t.Errorf("formats %v", h.Formats)
+	}
+	if !h.Due.IsZero() {
+		t.Errorf("planned update %v for a pipe of a posted sensor, want none", h.Due)
 	}
 	want := clock.Now()
 	if d := next.Sub(want); d < -30*time.Second || d > 30*time.Second {

@@ -27,6 +27,11 @@ type Hints struct {
 	// Desync is the interval over which subscribers should spread their
 	// polls after Next (zero: no header); see Load.
 	Desync time.Duration
+	// Due is the update the publisher plans, when its own schedule says
+	// when the feed changes next (zero when it only has a prediction).
+	// It gives the due header, relative to now, so a subscriber needs no
+	// clock agreement; the publisher spreads it over Desync itself.
+	Due time.Time
 	// More tells subscribers that more data is waiting than the document
 	// holds and that they should poll again at once. Set it only when a
 	// second request would return something new (a paged backlog), never
@@ -70,6 +75,8 @@ func NewDoc(b []byte, contentType string) Doc {
 //   - feedext.HeaderPhase: now − h.Newest in seconds with three decimals;
 //   - feedext.HeaderDesync: h.Desync in seconds;
 //   - feedext.HeaderNext: h.Next as RFC 3339;
+//   - feedext.HeaderDue: h.Due − now in seconds with three decimals (0
+//     when h.Due has passed);
 //   - feedext.HeaderMore: "1" when h.More.
 //
 // The hint headers are sent on 304 responses too, so a subscriber that
@@ -100,6 +107,10 @@ func ServeDoc(w http.ResponseWriter, r *http.Request, d Doc, h Hints, now time.T
 	}
 	if !h.Next.IsZero() {
 		hdr.Set(feedext.HeaderNext, h.Next.UTC().Format(time.RFC3339))
+	}
+	if !h.Due.IsZero() {
+		due := max(h.Due.Sub(now), 0)
+		hdr.Set(feedext.HeaderDue, strconv.FormatFloat(due.Seconds(), 'f', 3, 64))
 	}
 	if h.More {
 		hdr.Set(feedext.HeaderMore, "1")

@@ -26,7 +26,7 @@ func TestServe(t *testing.T) {
 		{name: "plain GET", method: "GET", hints: h, wantStatus: 200, wantBody: true, want: map[string]string{
 			"Content-Type": ContentTypeRSS, "ETag": etag, "Last-Modified": "Sat, 21 Nov 2026 19:29:47 GMT",
 			"Cache-Control": "public, max-age=90", feedext.HeaderPhase: "12.500", feedext.HeaderDesync: "2.5",
-			feedext.HeaderNext: "2026-11-21T19:31:30Z", feedext.HeaderMore: "",
+			feedext.HeaderNext: "2026-11-21T19:31:30Z", feedext.HeaderMore: "", feedext.HeaderDue: "",
 		}},
 		{name: "matching If-None-Match", method: "GET", header: map[string]string{"If-None-Match": etag}, hints: h, wantStatus: 304, want: map[string]string{
 			"ETag": etag, "Cache-Control": "public, max-age=90", feedext.HeaderPhase: "12.500", feedext.HeaderDesync: "2.5",
@@ -42,6 +42,15 @@ func TestServe(t *testing.T) {
 		}},
 		{name: "overdue prediction", method: "GET", hints: Hints{Newest: now.Add(time.Hour), Next: now.Add(-time.Second), More: true}, wantStatus: 200, wantBody: true, want: map[string]string{
 			"Cache-Control": "no-cache", feedext.HeaderPhase: "0.000", feedext.HeaderNext: "2026-11-21T19:29:59Z", feedext.HeaderMore: "1",
+		}},
+		{name: "planned update", method: "GET", hints: Hints{Next: now.Add(30 * time.Second), Due: now.Add(31250 * time.Millisecond)}, wantStatus: 200, wantBody: true, want: map[string]string{
+			"Cache-Control": "public, max-age=30", feedext.HeaderDue: "31.250",
+		}},
+		{name: "planned update on a 304", method: "GET", header: map[string]string{"If-None-Match": etag}, hints: Hints{Due: now.Add(5 * time.Second)}, wantStatus: 304, want: map[string]string{
+			feedext.HeaderDue: "5.000",
+		}},
+		{name: "planned update passed: due now", method: "GET", hints: Hints{Due: now.Add(-3 * time.Second)}, wantStatus: 200, wantBody: true, want: map[string]string{
+			feedext.HeaderDue: "0.000",
 		}},
 		{name: "far prediction capped", method: "GET", hints: Hints{Next: now.Add(72 * time.Hour), Desync: 4 * time.Second}, wantStatus: 200, wantBody: true, want: map[string]string{
 			"Cache-Control": "public, max-age=86400", feedext.HeaderDesync: "4",
