@@ -3,7 +3,9 @@
 // items, m of n inputs updated, a cron schedule, or a request), feeds it
 // only the items that arrived since its previous run, and commits the
 // output and the new state in one transaction, so a pipe's republished
-// feed never loses or repeats an item across crashes.
+// feed never loses or repeats an item across crashes. It also tells the
+// subscribers of each pipe's feed when the pipe plans to update next
+// (Hints), from its inputs' fetch schedule and the pipe's learned fan-in.
 package runner
 
 import (

@@ -123,7 +123,7 @@ func (op *calibrateOp) Apply(c *transform.Context, in [][]transform.Item) ([]tra
 			continue
 		}
 		n := transform.Clone(*it)
-		n.Reading.Value = nv
+		n.Reading.Value = transform.TidyValue(nv)
 		if l.unit != "" {
 			n.Reading.Unit = l.unit
 		}

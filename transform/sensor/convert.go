@@ -176,7 +176,7 @@ func (op *convertOp) Apply(c *transform.Context, in [][]transform.Item) ([]trans
 			continue
 		}
 		n := transform.Clone(*it)
-		n.Reading.Value = nv
+		n.Reading.Value = transform.TidyValue(nv)
 		n.Reading.Unit = op.to.name
 		n.Title = readingTitle(*n.Reading)
 		out = append(out, n)

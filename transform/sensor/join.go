@@ -377,7 +377,7 @@ func (op *joinOp) item(cs []contributor, newest int64, id string) (transform.Ite
 		Title:     fmt.Sprintf("%s %s of %d: %s", op.sensor, op.stat, len(cs), withUnit(s, unit)),
 		Summary:   fmt.Sprintf("%s of %d readings observed from %s to %s: %s.", op.stat, len(cs), fmtTime(time.Unix(0, oldest)), fmtTime(at), b.String()),
 		Published: at,
-		Reading:   &storage.Reading{Value: s, Unit: unit, Sensor: op.sensor, Time: at},
+		Reading:   &storage.Reading{Value: transform.TidyValue(s), Unit: unit, Sensor: op.sensor, Time: at},
 	}, true
 }
 

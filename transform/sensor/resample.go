@@ -280,7 +280,7 @@ func (op *resampleOp) close(c *transform.Context, key string, g *resGroup) (tran
 	if name == "" {
 		name = key
 	}
-	r := &storage.Reading{Value: s, Unit: unit, Sensor: b.Sensor, Time: start, Lat: b.Lat, Lon: b.Lon}
+	r := &storage.Reading{Value: transform.TidyValue(s), Unit: unit, Sensor: b.Sensor, Time: start, Lat: b.Lat, Lon: b.Lon}
 	if r.Sensor == "" {
 		r.Sensor = key
 	}

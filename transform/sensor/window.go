@@ -278,7 +278,7 @@ func (op *windowOp) item(it *transform.Item, key string, s float64, n int) trans
 	w := transform.Clone(*it)
 	w.ID = it.ID + "~" + op.stat
 	w.GUID = ""
-	w.Reading.Value = s
+	w.Reading.Value = transform.TidyValue(s)
 	w.Reading.Unit = statUnit(op.stat, w.Reading.Unit)
 	name := sensorName(it.Reading, key)
 	w.Title = strings.TrimSpace(fmt.Sprintf("%s %s(%d): %s", name, op.stat, n, withUnit(s, w.Reading.Unit)))
