@@ -148,9 +148,7 @@ func (s *Service) removed(id uint64) {
 // once (as far as politeness allows) and then on its policy's schedule.
 // It reports whether the service schedules the feed.
 func (s *Service) SetPushed(id uint64, until time.Time) bool {
-	s.mu.Lock()
-	g := s.guards[id]
-	s.mu.Unlock()
+	g := s.guard(id)
 	if g == nil {
 		return false
 	}
@@ -167,9 +165,7 @@ func (s *Service) SetPushed(id uint64, until time.Time) bool {
 
 // Pushed returns until when feed id is marked pushed (zero when it is not).
 func (s *Service) Pushed(id uint64) time.Time {
-	s.mu.Lock()
-	g := s.guards[id]
-	s.mu.Unlock()
+	g := s.guard(id)
 	if g == nil {
 		return time.Time{}
 	}
@@ -238,9 +234,7 @@ func (s *Service) Ingest(ctx context.Context, id uint64, body []byte, header htt
 	if err != nil {
 		return 0, fmt.Errorf("push to feed %d: %w", id, err)
 	}
-	s.mu.Lock()
-	g := s.guards[id]
-	s.mu.Unlock()
+	g := s.guard(id)
 	var prev time.Time
 	if g != nil {
 		g.mu.Lock()

@@ -262,19 +262,7 @@ func TestSetPushed(t *testing.T) {
 			w.Header().Set("Content-Type", "application/rss+xml")
 			_, _ = w.Write([]byte(pushDoc(start.Add(time.Duration(n)*30*time.Second), fmt.Sprint("i", n), fmt.Sprint("i", n-1))))
 		})
-		st, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		svc, err := aggregator.NewService(aggregator.ServiceOptions{
-			Store:     st,
-			Fetcher:   aggregator.NewFetcher(aggregator.FetchOptions{Transport: handlerTransport{mux}}),
-			Scheduler: schedule.Config{Workers: 2},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		st, svc := newMuxService(t, mux)
 		var mu sync.Mutex
 		var fetches []aggregator.Fetched
 		var removed []uint64
@@ -351,6 +339,26 @@ func TestSetPushed(t *testing.T) {
 	})
 }
 
+// newMuxService returns a store in t.TempDir() and a service of two
+// workers fetching from mux.
+func newMuxService(t *testing.T, mux http.Handler) (*storage.Store, *aggregator.Service) {
+	t.Helper()
+	st, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	svc, err := aggregator.NewService(aggregator.ServiceOptions{
+		Store:     st,
+		Fetcher:   aggregator.NewFetcher(aggregator.FetchOptions{Transport: handlerTransport{mux}}),
+		Scheduler: schedule.Config{Workers: 2},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, svc
+}
+
 // PlannedFetch: when a fetch's items are expected to be stored, which a
 // pipe plans its own updates from.
 func TestPlannedFetch(t *testing.T) {
@@ -368,19 +376,7 @@ func TestPlannedFetch(t *testing.T) {
 			w.Header().Set("Content-Type", "application/rss+xml")
 			_, _ = w.Write([]byte(pushDoc(start.Add(time.Duration(n)*time.Minute), fmt.Sprint("i", n), fmt.Sprint("i", n-1))))
 		})
-		st, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		svc, err := aggregator.NewService(aggregator.ServiceOptions{
-			Store:     st,
-			Fetcher:   aggregator.NewFetcher(aggregator.FetchOptions{Transport: handlerTransport{mux}}),
-			Scheduler: schedule.Config{Workers: 2},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, svc := newMuxService(t, mux)
 		if _, ok := svc.PlannedFetch(999, time.Now()); ok {
 			t.Error("a plan for a feed the service does not know")
 		}

@@ -294,21 +294,25 @@ func (s *Service) Unsubscribe(id uint64) error {
 // State returns the tracking state of a feed's policy (median, σ, mode),
 // when its policy tracks one.
 func (s *Service) State(id uint64) (schedule.State, bool) {
-	s.mu.Lock()
-	g := s.guards[id]
-	s.mu.Unlock()
+	g := s.guard(id)
 	if g == nil {
 		return schedule.State{}, false
 	}
 	return g.State()
 }
 
+// guard returns the guard of feed id, nil when the service does not
+// schedule it.
+func (s *Service) guard(id uint64) *feedGuard {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.guards[id]
+}
+
 // NextFetch returns when feed id is next fetched (false for feeds the
 // service does not schedule).
 func (s *Service) NextFetch(id uint64) (time.Time, bool) {
-	s.mu.Lock()
-	g := s.guards[id]
-	s.mu.Unlock()
+	g := s.guard(id)
 	if g == nil {
 		return time.Time{}, false
 	}
@@ -332,9 +336,7 @@ const (
 // the feed's next items are not expected from a scheduled fetch: the
 // service does not schedule it, or a hub pushes it (WebSub).
 func (s *Service) PlannedFetch(id uint64, now time.Time) (time.Time, bool) {
-	s.mu.Lock()
-	g := s.guards[id]
-	s.mu.Unlock()
+	g := s.guard(id)
 	if g == nil {
 		return time.Time{}, false
 	}
@@ -369,9 +371,7 @@ func (s *Service) Run(ctx context.Context) error {
 // inputs of a multi-source pipe when they are expected (MDPT). It
 // reports whether the fetch moved.
 func (s *Service) Expedite(id uint64, at time.Time) bool {
-	s.mu.Lock()
-	g := s.guards[id]
-	s.mu.Unlock()
+	g := s.guard(id)
 	if g == nil {
 		return false
 	}
@@ -403,9 +403,7 @@ func (s *Service) FetchNow(ctx context.Context, id uint64) (storage.Observation,
 
 // fetch is the scheduler's FetchFunc for feed id.
 func (s *Service) fetch(ctx context.Context, id uint64) schedule.Observation {
-	s.mu.Lock()
-	g := s.guards[id]
-	s.mu.Unlock()
+	g := s.guard(id)
 	f, err := s.opt.Store.Feed(id)
 	if err != nil || g == nil {
 		// Deleted meanwhile: an empty observation; Remove forgets it.
