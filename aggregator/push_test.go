@@ -270,13 +270,7 @@ func TestSetPushed(t *testing.T) {
 			Fetched: func(ev aggregator.Fetched) { mu.Lock(); fetches = append(fetches, ev); mu.Unlock() },
 			Removed: func(id uint64) { mu.Lock(); removed = append(removed, id); mu.Unlock() },
 		})
-		f, err := svc.Subscribe(storage.Feed{URL: "http://pub.test/f.rss", Policy: "fixed-1m"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- svc.Run(ctx) }()
+		f, stop := subscribeAndRun(t, svc, "http://pub.test/f.rss", "fixed-1m")
 		polls := func() int64 {
 			x, err := st.Feed(f.ID)
 			if err != nil {
@@ -319,10 +313,7 @@ func TestSetPushed(t *testing.T) {
 		if err := svc.Unsubscribe(f.ID); err != nil {
 			t.Fatal(err)
 		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		stop()
 		mu.Lock()
 		defer mu.Unlock()
 		if len(fetches) < 5 {
@@ -359,6 +350,25 @@ func newMuxService(t *testing.T, mux http.Handler) (*storage.Store, *aggregator.
 	return st, svc
 }
 
+// subscribeAndRun subscribes svc to url on policy and runs it until stop,
+// which fails the test if Run does.
+func subscribeAndRun(t *testing.T, svc *aggregator.Service, url, policy string) (storage.Feed, func()) {
+	t.Helper()
+	f, err := svc.Subscribe(storage.Feed{URL: url, Policy: policy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	return f, func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // PlannedFetch: when a fetch's items are expected to be stored, which a
 // pipe plans its own updates from.
 func TestPlannedFetch(t *testing.T) {
@@ -380,13 +390,7 @@ func TestPlannedFetch(t *testing.T) {
 		if _, ok := svc.PlannedFetch(999, time.Now()); ok {
 			t.Error("a plan for a feed the service does not know")
 		}
-		f, err := svc.Subscribe(storage.Feed{URL: "http://pub.test/f.rss", Policy: "fixed-1m"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- svc.Run(ctx) }()
+		f, stop := subscribeAndRun(t, svc, "http://pub.test/f.rss", "fixed-1m")
 
 		time.Sleep(3*time.Minute + 30*time.Second)
 		next, ok := svc.NextFetch(f.ID)
@@ -412,9 +416,6 @@ func TestPlannedFetch(t *testing.T) {
 		if got, ok := svc.PlannedFetch(f.ID, time.Now()); ok {
 			t.Errorf("planned %v for a pushed feed", got)
 		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		stop()
 	})
 }
