@@ -184,7 +184,14 @@ func (s *Store) Pipes() ([]Pipe, error) {
 // must keep the pipe from running (CommitPipeRun) until UpdatePipe
 // returns, or the run's state and counters are overwritten. The runner
 // holds the pipe's run lock for that.
-func (s *Store) UpdatePipe(p Pipe) error {
+func (s *Store) UpdatePipe(p Pipe) error { return s.UpdatePipeFeed(p, nil) }
+
+// UpdatePipeFeed is UpdatePipe that also applies edit (when not nil) to
+// the pipe's output feed, after any rename, in the same transaction: a new
+// title or new formats never lag behind the definition that set them.
+// edit may not change the feed's kind or slug (ErrInvalid); an error it
+// returns is returned and nothing is changed.
+func (s *Store) UpdatePipeFeed(p Pipe, edit func(*Feed) error) error {
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		old, err := getPipe(tx, p.ID)
 		if err != nil {
@@ -210,6 +217,19 @@ func (s *Store) UpdatePipe(p Pipe) error {
 			}); errors.Is(err, ErrFeedNotFound) {
 				return corruptf("pipe %d: output feed %d missing", old.ID, old.FeedID)
 			} else if err != nil {
+				return err
+			}
+		}
+		if edit != nil {
+			if _, err := s.updateFeedTx(tx, old.FeedID, func(f *Feed) error {
+				if err := edit(f); err != nil {
+					return err
+				}
+				if f.Kind != KindPipe || f.Slug != np.Slug {
+					return fmt.Errorf("%w: the output feed of pipe %d must stay a pipe feed named %q", ErrInvalid, np.ID, np.Slug)
+				}
+				return nil
+			}); err != nil {
 				return err
 			}
 		}

@@ -271,6 +271,57 @@ func TestUpdatePipe(t *testing.T) {
 	}
 }
 
+// UpdatePipeFeed edits the output feed in the pipe's transaction: both
+// change, or neither.
+func TestUpdatePipeFeed(t *testing.T) {
+	s := openTest(t, Options{})
+	p, out := createPipe(t, s, "mean", Retention{})
+	errEdit := errors.New("edit refused")
+	tests := []struct {
+		name  string
+		slug  string
+		edit  func(f *Feed) error
+		want  error
+		title string // the feed's title afterwards
+	}{
+		{"title with the definition", "mean", func(f *Feed) error { f.Title = "Regional mean"; return nil }, nil, "Regional mean"},
+		{"rename and retitle", "fused", func(f *Feed) error { f.Title = "Fused"; return nil }, nil, "Fused"},
+		{"an edit's error", "other", func(f *Feed) error { f.Title = "x"; return errEdit }, errEdit, "Fused"},
+		{"an edit may not rename", "fused", func(f *Feed) error { f.Slug = "elsewhere"; return nil }, ErrInvalid, "Fused"},
+		{"nor change the kind", "fused", func(f *Feed) error { f.Kind = KindSensor; return nil }, ErrInvalid, "Fused"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := takeSnapshot(t, s)
+			in, err := s.Pipe(p.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in.Slug = tt.slug
+			err = s.UpdatePipeFeed(in, tt.edit)
+			if !errors.Is(err, tt.want) || (err == nil) != (tt.want == nil) {
+				t.Fatalf("UpdatePipeFeed = %v, want %v", err, tt.want)
+			}
+			if err != nil {
+				if after := takeSnapshot(t, s); !reflect.DeepEqual(after, before) {
+					t.Errorf("failed UpdatePipeFeed changed the store")
+				}
+			}
+			got, err := s.Pipe(p.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := s.Feed(out.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Slug != got.Slug || f.Title != tt.title {
+				t.Errorf("output feed %q %q, pipe %q; want title %q", f.Slug, f.Title, got.Slug, tt.title)
+			}
+		})
+	}
+}
+
 func TestSavePipeState(t *testing.T) {
 	s := openTest(t)
 	p, _ := createPipe(t, s, "p", Retention{})

@@ -208,17 +208,14 @@ func (r *Runner) Update(ctx context.Context, id uint64, def transform.Pipe) (Inf
 		return Info{}, r.notFound(id, err)
 	}
 	sp.Def, sp.Slug = raw, def.Output.Slug
-	if err := r.st.UpdatePipe(sp); err != nil {
+	if err := r.st.UpdatePipeFeed(sp, func(f *storage.Feed) error {
+		*f = outputFeed(def, *f)
+		return nil
+	}); err != nil {
 		if errors.Is(err, storage.ErrPipeExists) || errors.Is(err, storage.ErrFeedExists) {
 			return Info{}, fmt.Errorf("%w: %q", ErrSlugTaken, def.Output.Slug)
 		}
 		return Info{}, r.notFound(id, err)
-	}
-	if _, err := r.st.UpdateFeed(sp.FeedID, func(f *storage.Feed) error {
-		*f = outputFeed(def, *f) // UpdatePipe has already renamed it
-		return nil
-	}); err != nil {
-		return Info{}, fmt.Errorf("runner: updating output feed of pipe %d: %w", id, err)
 	}
 	r.mu.Lock()
 	r.remove(p)
