@@ -252,7 +252,9 @@ var FieldSensors = []string{"field-north", "field-east", "field-south"}
 const FieldPeriod = 10 * time.Second
 
 // Push starts the field sensors, posting to the sensor store h (the
-// handler of web.SensorHandler) in process. They stop with Close.
+// handler of web.SensorHandler) in process: one reading each at once, so
+// that the sensors exist as soon as serve has started (a pipe can name
+// them right away), then one per period. They stop with Close.
 func (p *Publishers) Push(h http.Handler) {
 	for i, name := range FieldSensors {
 		rng := rand.New(rand.NewPCG(uint64(i)+101, uint64(time.Now().UnixNano())))
@@ -262,10 +264,12 @@ func (p *Publishers) Push(h http.Handler) {
 			defer p.wg.Done()
 			timer := time.NewTimer(0)
 			defer timer.Stop()
-			for {
-				// Each report lands 1 to 3 s into its period.
-				next := time.Now().Truncate(FieldPeriod).Add(FieldPeriod + time.Second + time.Duration(rng.Float64()*2*float64(time.Second)))
-				timer.Reset(time.Until(next))
+			for first := true; ; first = false {
+				if !first {
+					// Each report lands 1 to 3 s into its period.
+					next := time.Now().Truncate(FieldPeriod).Add(FieldPeriod + time.Second + time.Duration(rng.Float64()*2*float64(time.Second)))
+					timer.Reset(time.Until(next))
+				}
 				select {
 				case <-p.ctx.Done():
 					return
