@@ -587,3 +587,55 @@ func encodeState(v any) (json.RawMessage, error) {
 	}
 	return b, nil
 }
+
+// saveGroups encodes st, the saved state of an operator with groups g,
+// after listing the groups into *saved, st's list of groups: one entry a
+// group, made by enc, least recently updated first so that loadGroups
+// restores the order in which groups are forgotten. enc leaves a group
+// out by returning false. st is the operator's own state type, so that it
+// keeps its layout and any fields besides the groups; an operator with
+// nothing to save returns a nil state itself.
+func saveGroups[V, S any](st any, saved *[]S, g *groups[V], enc func(key string, v *V) (S, bool)) (json.RawMessage, error) {
+	*saved = make([]S, 0, g.len())
+	g.each(func(k string, v *V) {
+		if s, ok := enc(k, v); ok {
+			*saved = append(*saved, s)
+		}
+	})
+	return encodeState(st)
+}
+
+// loadGroups restores the groups saved by saveGroups. It forgets every
+// group (reset returns the emptied groups), decodes raw into st (see
+// decodeState), keeps the newest MaxGroups entries of *saved, st's list of
+// groups, and in order marks each entry's group, key(entry) made a valid
+// key, updated and has dec fill it. dec refuses a malformed entry, the
+// i-th kept one, with an error that names it (see malformed); loadGroups
+// then forgets every group again and returns that error, so that a bad
+// state leaves a fresh operator. Fields of st besides the groups are left
+// to the caller.
+func loadGroups[V, S any](raw json.RawMessage, st any, saved *[]S, reset func() *groups[V], key func(*S) string, dec func(i int, s *S, v *V) error) error {
+	g := reset()
+	if err := decodeState(raw, st); err != nil {
+		return err
+	}
+	list := *saved
+	if len(list) > MaxGroups {
+		list = list[len(list)-MaxGroups:]
+	}
+	for i := range list {
+		s := &list[i]
+		v, _ := g.touch(boundKey(key(s)))
+		if err := dec(i, s, v); err != nil {
+			reset()
+			return err
+		}
+	}
+	return nil
+}
+
+// malformed is the LoadState error of the i-th saved group when it is
+// unusable.
+func malformed(i int) error {
+	return fmt.Errorf("%w: group %d is malformed", errState, i)
+}

@@ -2,7 +2,6 @@ package sensor
 
 import (
 	"encoding/json"
-	"fmt"
 	"math"
 
 	"github.com/slogfeed/slogfeed/transform"
@@ -31,11 +30,18 @@ func newDeadband(raw json.RawMessage) (transform.Operator, error) {
 	if cfg.Delta < 0 || !finite(cfg.Delta) {
 		return nil, transform.Fieldf("delta", "must be a finite number ≥ 0")
 	}
-	op := &deadbandOp{delta: cfg.Delta, groups: newGroups[float64](MaxGroups)}
+	op := &deadbandOp{delta: cfg.Delta}
+	op.reset()
 	if op.by, err = newGrouper(cfg.By, "sensor"); err != nil {
 		return nil, err
 	}
 	return op, nil
+}
+
+// reset forgets every group.
+func (op *deadbandOp) reset() *groups[float64] {
+	op.groups = newGroups[float64](MaxGroups)
+	return op.groups
 }
 
 func (op *deadbandOp) Apply(c *transform.Context, in [][]transform.Item) ([]transform.Item, error) {
@@ -79,29 +85,22 @@ func (op *deadbandOp) SaveState() (json.RawMessage, error) {
 	if op.groups.len() == 0 {
 		return nil, nil
 	}
-	st := deadbandState{V: stateVersion, Groups: make([]keyedValue, 0, op.groups.len())}
-	op.groups.each(func(k string, v *float64) { st.Groups = append(st.Groups, keyedValue{K: k, X: *v}) })
-	return encodeState(st)
+	st := deadbandState{V: stateVersion}
+	return saveGroups(&st, &st.Groups, op.groups, func(k string, v *float64) (keyedValue, bool) {
+		return keyedValue{K: k, X: *v}, true
+	})
 }
 
 func (op *deadbandOp) LoadState(raw json.RawMessage) error {
-	op.groups = newGroups[float64](MaxGroups)
 	var st deadbandState
-	if err := decodeState(raw, &st); err != nil {
-		return err
-	}
-	if len(st.Groups) > MaxGroups {
-		st.Groups = st.Groups[len(st.Groups)-MaxGroups:]
-	}
-	for i, sg := range st.Groups {
-		if !finite(sg.X) {
-			op.groups = newGroups[float64](MaxGroups)
-			return fmt.Errorf("%w: group %d is malformed", errState, i)
-		}
-		p, _ := op.groups.touch(boundKey(sg.K))
-		*p = sg.X
-	}
-	return nil
+	return loadGroups(raw, &st, &st.Groups, op.reset, func(s *keyedValue) string { return s.K },
+		func(i int, s *keyedValue, v *float64) error {
+			if !finite(s.X) {
+				return malformed(i)
+			}
+			*v = s.X
+			return nil
+		})
 }
 
 func init() {

@@ -51,7 +51,8 @@ func newGap(raw json.RawMessage) (transform.Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	op := &gapOp{k: 3, groups: newGroups[gapGroup](MaxGroups)}
+	op := &gapOp{k: 3}
+	op.reset()
 	if op.period, err = duration("period", cfg.Period, 0, time.Second); err != nil {
 		return nil, err
 	}
@@ -65,6 +66,12 @@ func newGap(raw json.RawMessage) (transform.Operator, error) {
 		return nil, err
 	}
 	return op, nil
+}
+
+// reset forgets every group.
+func (op *gapOp) reset() *groups[gapGroup] {
+	op.groups = newGroups[gapGroup](MaxGroups)
+	return op.groups
 }
 
 // expected is the group's period: the configured one, or the median of
@@ -195,40 +202,31 @@ func (op *gapOp) SaveState() (json.RawMessage, error) {
 	if op.groups.len() == 0 {
 		return nil, nil
 	}
-	st := gapState{V: stateVersion, Groups: make([]gapSaved, 0, op.groups.len())}
-	op.groups.each(func(k string, g *gapGroup) {
-		st.Groups = append(st.Groups, gapSaved{K: k, Last: g.last, Reported: g.reported, Intervals: g.intervals, Sensor: g.sensor, Feed: g.feed})
+	st := gapState{V: stateVersion}
+	return saveGroups(&st, &st.Groups, op.groups, func(k string, g *gapGroup) (gapSaved, bool) {
+		return gapSaved{K: k, Last: g.last, Reported: g.reported, Intervals: g.intervals, Sensor: g.sensor, Feed: g.feed}, true
 	})
-	return encodeState(st)
 }
 
 func (op *gapOp) LoadState(raw json.RawMessage) error {
-	op.groups = newGroups[gapGroup](MaxGroups)
 	var st gapState
-	if err := decodeState(raw, &st); err != nil {
-		return err
-	}
-	if len(st.Groups) > MaxGroups {
-		st.Groups = st.Groups[len(st.Groups)-MaxGroups:]
-	}
-	for i, sg := range st.Groups {
-		if _, ok := nanoTime(sg.Last); !ok {
-			op.groups = newGroups[gapGroup](MaxGroups)
-			return fmt.Errorf("%w: group %d is malformed", errState, i)
-		}
-		if len(sg.Intervals) > gapIntervals {
-			sg.Intervals = sg.Intervals[len(sg.Intervals)-gapIntervals:]
-		}
-		iv := make([]int64, 0, len(sg.Intervals))
-		for _, x := range sg.Intervals {
-			if x > 0 {
-				iv = append(iv, x)
+	return loadGroups(raw, &st, &st.Groups, op.reset, func(sg *gapSaved) string { return sg.K },
+		func(i int, sg *gapSaved, g *gapGroup) error {
+			if _, ok := nanoTime(sg.Last); !ok {
+				return malformed(i)
 			}
-		}
-		g, _ := op.groups.touch(boundKey(sg.K))
-		*g = gapGroup{last: sg.Last, reported: sg.Reported, intervals: iv, sensor: trunc(sg.Sensor, maxSensorRunes), feed: sg.Feed}
-	}
-	return nil
+			if len(sg.Intervals) > gapIntervals {
+				sg.Intervals = sg.Intervals[len(sg.Intervals)-gapIntervals:]
+			}
+			iv := make([]int64, 0, len(sg.Intervals))
+			for _, x := range sg.Intervals {
+				if x > 0 {
+					iv = append(iv, x)
+				}
+			}
+			*g = gapGroup{last: sg.Last, reported: sg.Reported, intervals: iv, sensor: trunc(sg.Sensor, maxSensorRunes), feed: sg.Feed}
+			return nil
+		})
 }
 
 func init() {

@@ -405,45 +405,39 @@ func (op *joinOp) SaveState() (json.RawMessage, error) {
 	if op.groups.len() == 0 && !op.hasFused {
 		return nil, nil
 	}
-	st := joinState{V: stateVersion, Groups: make([]joinSaved, 0, op.groups.len())}
+	st := joinState{V: stateVersion}
 	if op.hasFused {
 		f := op.fused
 		st.Fused = &f
 	}
-	op.groups.each(func(k string, g *joinGroup) {
+	return saveGroups(&st, &st.Groups, op.groups, func(k string, g *joinGroup) (joinSaved, bool) {
 		h := make([]joinSavedPoint, len(g.hist))
 		for i, p := range g.hist {
 			h[i] = joinSavedPoint{T: p.t, X: p.v}
 		}
-		st.Groups = append(st.Groups, joinSaved{K: k, H: h, ID: g.id, U: g.unit, S: g.sensor})
+		return joinSaved{K: k, H: h, ID: g.id, U: g.unit, S: g.sensor}, true
 	})
-	return encodeState(st)
 }
 
 func (op *joinOp) LoadState(raw json.RawMessage) error {
-	op.reset()
 	var st joinState
-	if err := decodeState(raw, &st); err != nil {
-		return err
-	}
-	if len(st.Groups) > MaxGroups {
-		st.Groups = st.Groups[len(st.Groups)-MaxGroups:]
-	}
-	for i, sg := range st.Groups {
-		if len(sg.H) == 0 || len(sg.H) > joinHistory {
-			op.reset()
-			return fmt.Errorf("%w: group %d has %d readings", errState, i, len(sg.H))
-		}
-		hist := make([]joinPoint, len(sg.H))
-		for j, h := range sg.H {
-			if _, ok := nanoTime(h.T); !ok || !finite(h.X) || (j > 0 && h.T <= hist[j-1].t) {
-				op.reset()
-				return fmt.Errorf("%w: group %d is malformed", errState, i)
+	err := loadGroups(raw, &st, &st.Groups, op.reset, func(sg *joinSaved) string { return sg.K },
+		func(i int, sg *joinSaved, g *joinGroup) error {
+			if len(sg.H) == 0 || len(sg.H) > joinHistory {
+				return fmt.Errorf("%w: group %d has %d readings", errState, i, len(sg.H))
 			}
-			hist[j] = joinPoint{t: h.T, v: h.X}
-		}
-		g, _ := op.groups.touch(boundKey(sg.K))
-		*g = joinGroup{hist: hist, id: boundKey(sg.ID), unit: trunc(sg.U, maxUnitRunes), sensor: trunc(sg.S, maxSensorRunes)}
+			hist := make([]joinPoint, len(sg.H))
+			for j, h := range sg.H {
+				if _, ok := nanoTime(h.T); !ok || !finite(h.X) || (j > 0 && h.T <= hist[j-1].t) {
+					return malformed(i)
+				}
+				hist[j] = joinPoint{t: h.T, v: h.X}
+			}
+			*g = joinGroup{hist: hist, id: boundKey(sg.ID), unit: trunc(sg.U, maxUnitRunes), sensor: trunc(sg.S, maxSensorRunes)}
+			return nil
+		})
+	if err != nil {
+		return err
 	}
 	if st.Fused != nil {
 		if _, ok := nanoTime(*st.Fused); !ok {
@@ -462,10 +456,12 @@ func (op *joinOp) LoadState(raw json.RawMessage) error {
 	return nil
 }
 
-func (op *joinOp) reset() {
+// reset forgets every group and the fused time.
+func (op *joinOp) reset() *groups[joinGroup] {
 	op.groups = newGroups[joinGroup](MaxGroups)
 	op.fused, op.hasFused = 0, false
 	op.open, op.hasOpen = 0, false
+	return op.groups
 }
 
 func init() {

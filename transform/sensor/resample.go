@@ -113,7 +113,8 @@ func newResample(raw json.RawMessage) (transform.Operator, error) {
 	return op, nil
 }
 
-func (op *resampleOp) reset() {
+// reset forgets every group.
+func (op *resampleOp) reset() *groups[resGroup] {
 	op.groups = newGroups[resGroup](MaxGroups)
 	op.groups.onEvict = func(_ string, g *resGroup) {
 		if g.open != nil {
@@ -121,6 +122,7 @@ func (op *resampleOp) reset() {
 		}
 	}
 	op.values = 0
+	return op.groups
 }
 
 // bucketStart is the start of the bucket holding Unix time ns.
@@ -311,38 +313,31 @@ func (op *resampleOp) SaveState() (json.RawMessage, error) {
 	if op.groups.len() == 0 {
 		return nil, nil
 	}
-	st := resampleState{V: stateVersion, Groups: make([]resampleGrp, 0, op.groups.len())}
-	op.groups.each(func(k string, g *resGroup) {
+	st := resampleState{V: stateVersion}
+	return saveGroups(&st, &st.Groups, op.groups, func(k string, g *resGroup) (resampleGrp, bool) {
 		sg := resampleGrp{K: k, Open: g.open}
 		if g.hasClosed {
 			c := g.closed
 			sg.Closed = &c
 		}
-		st.Groups = append(st.Groups, sg)
+		return sg, true
 	})
-	return encodeState(st)
 }
 
 func (op *resampleOp) LoadState(raw json.RawMessage) error {
-	op.reset()
 	var st resampleState
-	if err := decodeState(raw, &st); err != nil {
-		return err
-	}
-	if len(st.Groups) > MaxGroups {
-		st.Groups = st.Groups[len(st.Groups)-MaxGroups:]
-	}
-	for i, sg := range st.Groups {
-		if err := op.loadGroup(sg); err != nil {
-			op.reset()
-			return fmt.Errorf("%w: group %d: %v", errState, i, err)
-		}
-	}
-	return nil
+	return loadGroups(raw, &st, &st.Groups, op.reset, func(sg *resampleGrp) string { return sg.K },
+		func(i int, sg *resampleGrp, g *resGroup) error {
+			if err := op.loadGroup(sg, g); err != nil {
+				return fmt.Errorf("%w: group %d: %v", errState, i, err)
+			}
+			return nil
+		})
 }
 
-func (op *resampleOp) loadGroup(sg resampleGrp) error {
-	g, _ := op.groups.touch(boundKey(sg.K))
+// loadGroup fills g, the group saved as sg, and counts its median
+// values; an error says why sg is unusable.
+func (op *resampleOp) loadGroup(sg *resampleGrp, g *resGroup) error {
 	if g.open != nil { // a repeated key replaces the earlier one
 		op.values -= len(g.open.Vals)
 	}

@@ -43,7 +43,8 @@ func newThreshold(raw json.RawMessage) (transform.Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	op := &thresholdOp{groups: newGroups[string](MaxGroups)}
+	op := &thresholdOp{}
+	op.reset()
 	if cfg.Above == nil {
 		return nil, transform.Fieldf("above", "missing: the value at or above which an alert is raised")
 	}
@@ -70,6 +71,12 @@ func newThreshold(raw json.RawMessage) (transform.Operator, error) {
 		return nil, transform.Fieldf("initial", "want \"low\" or \"high\", not %q", trunc(cfg.Initial, 20))
 	}
 	return op, nil
+}
+
+// reset forgets every group.
+func (op *thresholdOp) reset() *groups[string] {
+	op.groups = newGroups[string](MaxGroups)
+	return op.groups
 }
 
 func (op *thresholdOp) Apply(c *transform.Context, in [][]transform.Item) ([]transform.Item, error) {
@@ -166,33 +173,22 @@ func (op *thresholdOp) SaveState() (json.RawMessage, error) {
 	if op.groups.len() == 0 {
 		return nil, nil
 	}
-	st := thresholdState{V: stateVersion, Groups: make([]keyState, 0, op.groups.len())}
-	op.groups.each(func(k string, s *string) {
-		if *s != "" {
-			st.Groups = append(st.Groups, keyState{K: k, S: *s})
-		}
+	st := thresholdState{V: stateVersion}
+	return saveGroups(&st, &st.Groups, op.groups, func(k string, s *string) (keyState, bool) {
+		return keyState{K: k, S: *s}, *s != ""
 	})
-	return encodeState(st)
 }
 
 func (op *thresholdOp) LoadState(raw json.RawMessage) error {
-	op.groups = newGroups[string](MaxGroups)
 	var st thresholdState
-	if err := decodeState(raw, &st); err != nil {
-		return err
-	}
-	if len(st.Groups) > MaxGroups {
-		st.Groups = st.Groups[len(st.Groups)-MaxGroups:]
-	}
-	for i, sg := range st.Groups {
-		if sg.S != stateLow && sg.S != stateHigh {
-			op.groups = newGroups[string](MaxGroups)
-			return fmt.Errorf("%w: group %d is malformed", errState, i)
-		}
-		s, _ := op.groups.touch(boundKey(sg.K))
-		*s = sg.S
-	}
-	return nil
+	return loadGroups(raw, &st, &st.Groups, op.reset, func(sg *keyState) string { return sg.K },
+		func(i int, sg *keyState, s *string) error {
+			if sg.S != stateLow && sg.S != stateHigh {
+				return malformed(i)
+			}
+			*s = sg.S
+			return nil
+		})
 }
 
 func init() {

@@ -314,61 +314,53 @@ func (op *windowOp) SaveState() (json.RawMessage, error) {
 	if op.groups.len() == 0 {
 		return nil, nil
 	}
-	st := windowState{V: stateVersion, Groups: make([]windowGroup, 0, op.groups.len())}
-	op.groups.each(func(k string, g *winGroup) {
+	st := windowState{V: stateVersion}
+	return saveGroups(&st, &st.Groups, op.groups, func(k string, g *winGroup) (windowGroup, bool) {
 		wg := windowGroup{K: k, N: g.n, V: make([]float64, g.ring.len()), T: make([]int64, g.ring.len())}
 		for i := range wg.V {
 			wg.V[i], wg.T[i] = g.ring.at(i)
 		}
-		st.Groups = append(st.Groups, wg)
+		return wg, true
 	})
-	return encodeState(st)
 }
 
 // reset forgets every group.
-func (op *windowOp) reset() {
+func (op *windowOp) reset() *groups[winGroup] {
 	op.groups = newGroups[winGroup](MaxGroups)
 	op.groups.onEvict = func(_ string, g *winGroup) { op.total -= g.ring.len() }
 	op.total = 0
+	return op.groups
 }
 
 func (op *windowOp) LoadState(raw json.RawMessage) error {
-	op.reset()
 	var st windowState
-	if err := decodeState(raw, &st); err != nil {
-		return err
-	}
-	if len(st.Groups) > MaxGroups {
-		st.Groups = st.Groups[len(st.Groups)-MaxGroups:]
-	}
-	for gi, sg := range st.Groups {
-		if len(sg.V) != len(sg.T) {
-			op.reset()
-			return fmt.Errorf("%w: group %d is malformed", errState, gi)
-		}
-		g, _ := op.groups.touch(boundKey(sg.K))
-		g.n = sg.N
-		start := max(0, len(sg.V)-op.limit())
-		for i := start; i < len(sg.V); i++ {
-			v, t := sg.V[i], sg.T[i]
-			if !finite(v) {
-				continue
+	return loadGroups(raw, &st, &st.Groups, op.reset, func(sg *windowGroup) string { return sg.K },
+		func(gi int, sg *windowGroup, g *winGroup) error {
+			if len(sg.V) != len(sg.T) {
+				return malformed(gi)
 			}
-			if op.span > 0 {
-				if _, ok := nanoTime(t); !ok {
+			g.n = sg.N
+			start := max(0, len(sg.V)-op.limit())
+			for i := start; i < len(sg.V); i++ {
+				v, t := sg.V[i], sg.T[i]
+				if !finite(v) {
 					continue
 				}
+				if op.span > 0 {
+					if _, ok := nanoTime(t); !ok {
+						continue
+					}
+				}
+				if g.ring.len() == 0 || t > g.maxT {
+					g.maxT = t
+				}
+				if !g.ring.push(v, t, op.limit()) {
+					op.total++
+				}
 			}
-			if g.ring.len() == 0 || t > g.maxT {
-				g.maxT = t
-			}
-			if !g.ring.push(v, t, op.limit()) {
-				op.total++
-			}
-		}
-		op.bound()
-	}
-	return nil
+			op.bound()
+			return nil
+		})
 }
 
 func init() {
