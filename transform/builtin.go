@@ -131,6 +131,7 @@ func prefixField(prefix string, err error) error {
 // Apply runs the steps over each item on its own.
 func (l *loopOp) Apply(c *Context, in [][]Item) ([]Item, error) {
 	var out []Item
+	var made int64
 	for _, batch := range in {
 		for _, it := range batch {
 			if err := c.Err(); err != nil {
@@ -150,6 +151,9 @@ func (l *loopOp) Apply(c *Context, in [][]Item) ([]Item, error) {
 			out = append(out, cur...)
 			if len(out) > c.Limits.MaxItems {
 				return nil, fmt.Errorf("%w: the loop made over %d items", ErrLimit, c.Limits.MaxItems)
+			}
+			if made += itemsBytes(cur); c.Limits.MaxNodeBytes > 0 && made > c.Limits.MaxNodeBytes {
+				return nil, fmt.Errorf("%w: the loop made over %d bytes (max_node_bytes)", ErrByteLimit, c.Limits.MaxNodeBytes)
 			}
 		}
 	}

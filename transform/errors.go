@@ -26,6 +26,10 @@ var (
 	ErrTimeLimit = errors.New("pipe run over its time limit")
 	// ErrCostLimit means an expression exceeded its evaluation budget.
 	ErrCostLimit = errors.New("expression over its cost limit")
+	// ErrByteLimit means a run materialised more bytes than
+	// Limits.MaxNodeBytes in one node or Limits.MaxRunBytes in all; the
+	// error names the node and the limit.
+	ErrByteLimit = errors.New("pipe run over its byte budget")
 )
 
 // FieldError is a problem with one field of an operator's configuration

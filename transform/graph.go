@@ -370,7 +370,9 @@ func (g *Graph) SaveState() (map[string]json.RawMessage, error) {
 
 // Run runs the pipe once at now on inputs (the new items of each source
 // node, by node id, oldest first) and returns what its output node
-// emitted. The run ends with ErrTimeLimit after Limits.RunTime. A failing
+// emitted. The run ends with ErrTimeLimit after Limits.RunTime, and with
+// ErrByteLimit when a node's output is over Limits.MaxNodeBytes or all
+// outputs so far over Limits.MaxRunBytes (counted by ItemBytes). A failing
 // node fails the run with a *NodeError; operator states may then be
 // partly updated, so a caller that wants to retry reloads them.
 //
@@ -387,6 +389,8 @@ func (g *Graph) Run(ctx context.Context, now time.Time, inputs map[string][]Item
 		pv = &Preview{Nodes: make([]NodeOutput, 0, len(g.nodes))}
 	}
 	var runErr error
+	bud := budget{lim: g.lim}
+	pvb := previewBudget{left: g.lim.MaxPreviewBytes}
 	for _, gn := range g.nodes {
 		if !gn.used && !trace {
 			continue
@@ -419,6 +423,13 @@ func (g *Graph) Run(ctx context.Context, now time.Time, inputs map[string][]Item
 		if err == nil && len(items) > g.lim.MaxItems {
 			err = fmt.Errorf("%w: %d items, at most %d", ErrLimit, len(items), g.lim.MaxItems)
 		}
+		if err == nil {
+			err = bud.add(items)
+		}
+		if err == nil {
+			// The deadline passed while the operator ran its last item.
+			err = c.Err()
+		}
 		if err != nil {
 			if ne := (*NodeError)(nil); !errors.As(err, &ne) || ne.Node != gn.ID {
 				err = &NodeError{Node: gn.ID, Op: gn.Op, Err: err}
@@ -429,7 +440,7 @@ func (g *Graph) Run(ctx context.Context, now time.Time, inputs map[string][]Item
 			}
 			if trace {
 				pv.Nodes = append(pv.Nodes, NodeOutput{Node: gn.ID, Op: gn.Op, Items: []Item{}, Error: err.Error(), TookS: took.Seconds()})
-				if errors.Is(err, ErrTimeLimit) || ctx.Err() != nil {
+				if errors.Is(err, ErrTimeLimit) || errors.Is(err, ErrByteLimit) || ctx.Err() != nil {
 					break
 				}
 				continue
@@ -438,12 +449,13 @@ func (g *Graph) Run(ctx context.Context, now time.Time, inputs map[string][]Item
 		}
 		outs[gn] = items
 		if trace {
-			pv.Nodes = append(pv.Nodes, NodeOutput{Node: gn.ID, Op: gn.Op, Count: len(items), Items: head(items, PreviewItems), TookS: took.Seconds()})
+			shown, cut := pvb.head(items)
+			pv.Nodes = append(pv.Nodes, NodeOutput{Node: gn.ID, Op: gn.Op, Count: len(items), Items: shown, Truncated: cut, TookS: took.Seconds()})
 		}
 	}
 	out := outs[g.out]
 	if trace {
-		pv.Output = head(out, PreviewItems)
+		pv.Output, pv.Truncated = pvb.head(out)
 		if runErr != nil {
 			pv.Error = runErr.Error()
 		}
@@ -473,6 +485,25 @@ type PanicError struct {
 }
 
 func (e *PanicError) Error() string { return fmt.Sprintf("operator failed: %v", e.Value) }
+
+// previewBudget shares Limits.MaxPreviewBytes among the items a preview
+// shows.
+type previewBudget struct{ left int64 }
+
+// head returns the first items (at most PreviewItems) that fit in what is
+// left of the budget, and whether it left some out.
+func (b *previewBudget) head(items []Item) ([]Item, bool) {
+	n := 0
+	for n < len(items) && n < PreviewItems {
+		size := ItemBytes(&items[n])
+		if size > b.left {
+			break
+		}
+		b.left -= size
+		n++
+	}
+	return head(items, n), n < min(len(items), PreviewItems)
+}
 
 func head(items []Item, n int) []Item {
 	if len(items) > n {

@@ -32,8 +32,26 @@ type Limits struct {
 	// MaxText bounds the bytes of text a string operator (template,
 	// regex replace) may make per field (default 64 KiB).
 	MaxText int `json:"max_text,omitempty"`
-	// RunTime bounds one run (default 10 s).
+	// RunTime bounds one run (default 10 s). Every operator checks it
+	// between items.
 	RunTime time.Duration `json:"run_time,omitempty"`
+	// MaxRegexInput bounds the bytes of one field a regular expression
+	// looks at (default 16 KiB): RE2 is linear in its input, but the
+	// factor is the program's size, so a large program over a long
+	// summary takes a second per item. Regex operators match within the
+	// first MaxRegexInput bytes and keep the rest of the field as it is.
+	MaxRegexInput int `json:"max_regex_input,omitempty"`
+	// MaxNodeBytes bounds the bytes one node's output may hold in a run
+	// (default 32 MiB), counted by ItemBytes.
+	MaxNodeBytes int64 `json:"max_node_bytes,omitempty"`
+	// MaxRunBytes bounds the bytes all the nodes of a run may
+	// materialise together (default 128 MiB), counted by ItemBytes. It
+	// applies to previews and saved pipes alike.
+	MaxRunBytes int64 `json:"max_run_bytes,omitempty"`
+	// MaxPreviewBytes bounds the bytes of the items a preview shows, all
+	// nodes together (default 4 MiB); past it a node shows its count and
+	// fewer items (NodeOutput.Truncated).
+	MaxPreviewBytes int64 `json:"max_preview_bytes,omitempty"`
 }
 
 // DefaultLimits are the limits of a pipe that sets none.
@@ -48,7 +66,15 @@ var DefaultLimits = Limits{
 	MaxItems:     100000,
 	MaxText:      64 << 10,
 	RunTime:      10 * time.Second,
+
+	MaxRegexInput:   16 << 10,
+	MaxNodeBytes:    32 << 20,
+	MaxRunBytes:     128 << 20,
+	MaxPreviewBytes: 4 << 20,
 }
+
+// WithDefaults returns l with its zero fields set to DefaultLimits'.
+func (l Limits) WithDefaults() Limits { return l.withDefaults() }
 
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits
@@ -81,6 +107,18 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.RunTime > 0 {
 		d.RunTime = l.RunTime
+	}
+	if l.MaxRegexInput > 0 {
+		d.MaxRegexInput = l.MaxRegexInput
+	}
+	if l.MaxNodeBytes > 0 {
+		d.MaxNodeBytes = l.MaxNodeBytes
+	}
+	if l.MaxRunBytes > 0 {
+		d.MaxRunBytes = l.MaxRunBytes
+	}
+	if l.MaxPreviewBytes > 0 {
+		d.MaxPreviewBytes = l.MaxPreviewBytes
 	}
 	return d
 }

@@ -59,6 +59,8 @@ type Context struct {
 	Limits Limits
 	// seed makes RANDOM and similar reproducible for the same run.
 	seed uint64
+	// made counts the bytes of text the node made (Grow).
+	made int64
 }
 
 // NewContext returns a Context for running node of pipe at now under ctx.

@@ -12,6 +12,10 @@ type Preview struct {
 	Nodes []NodeOutput `json:"nodes"`
 	// Output is what the pipe would republish (at most PreviewItems).
 	Output []Item `json:"output"`
+	// Truncated is set when Output shows fewer items than PreviewItems
+	// although the output has more: the preview's items together may
+	// take at most Limits.MaxPreviewBytes.
+	Truncated bool `json:"truncated,omitempty"`
 	// Error is the run's error, if it failed (the nodes before the
 	// failing one still show their output).
 	Error string `json:"error,omitempty"`
@@ -19,12 +23,16 @@ type Preview struct {
 
 // NodeOutput is one node's output in a Preview.
 type NodeOutput struct {
-	Node  string  `json:"node"`
-	Op    string  `json:"op"`
-	Count int     `json:"count"` // items emitted (Items holds at most PreviewItems)
-	Items []Item  `json:"items"`
-	Error string  `json:"error,omitempty"`
-	TookS float64 `json:"took_s"`
+	Node  string `json:"node"`
+	Op    string `json:"op"`
+	Count int    `json:"count"` // items emitted (Items holds at most PreviewItems)
+	Items []Item `json:"items"`
+	// Truncated is set when Items shows fewer than PreviewItems items
+	// although Count is larger: past Limits.MaxPreviewBytes a preview
+	// shows counts, not items.
+	Truncated bool    `json:"truncated,omitempty"`
+	Error     string  `json:"error,omitempty"`
+	TookS     float64 `json:"took_s"`
 }
 
 // OperatorInfo is one entry of the operator catalogue.

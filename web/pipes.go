@@ -47,13 +47,46 @@ var pipeTriggers = []string{transform.OnUpdate, transform.OnMDPT, transform.OnCr
 //	409  the output slug is taken
 //	413  a body over 256 KiB
 //	415  a body that is not JSON
-//	422  a preview or run over its time or cost limit
+//	422  a preview or run over its time limit, its byte budget or an
+//	     expression's cost limit: {"error": ..., "details": [...]} names
+//	     the node and the limit
+//	429  more previews and requested runs than Options.MaxPreviews at
+//	     once; Retry-After says when to try again
 //	503  the runner is stopping, or the request was cancelled
 //	500  anything else (logged; the reply says only "internal error")
 type pipeAPI struct {
 	pipes Pipes
 	log   *slog.Logger
+	slots *slots // previews and requested runs in progress
 }
+
+// slots bounds the previews and requested runs in progress.
+type slots struct{ c chan struct{} }
+
+func newSlots(n int) *slots {
+	if n <= 0 {
+		n = DefaultMaxPreviews
+	}
+	return &slots{c: make(chan struct{}, n)}
+}
+
+// previewRetryAfter is the Retry-After of a 429 for a busy runner, in
+// seconds: about what a typical preview takes.
+const previewRetryAfter = "2"
+
+// acquire takes a slot or answers 429; release it when it returns true.
+func (s *slots) acquire(w http.ResponseWriter) bool {
+	select {
+	case s.c <- struct{}{}:
+		return true
+	default:
+		w.Header().Set("Retry-After", previewRetryAfter)
+		respondError(w, http.StatusTooManyRequests, fmt.Sprintf("%d pipe previews or runs are in progress, the most this server runs at once: try again shortly", cap(s.c)))
+		return false
+	}
+}
+
+func (s *slots) release() { <-s.c }
 
 func (a *pipeAPI) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/v1/pipes", a.create)
@@ -167,6 +200,10 @@ func (a *pipeAPI) previewSaved(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *pipeAPI) preview(w http.ResponseWriter, r *http.Request, def *transform.Pipe, id uint64) {
+	if !a.slots.acquire(w) {
+		return
+	}
+	defer a.slots.release()
 	pv, err := a.pipes.Preview(r.Context(), *def, id)
 	if err != nil {
 		a.fail(w, r, err)
@@ -189,6 +226,10 @@ func (a *pipeAPI) run(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if !a.slots.acquire(w) {
+		return
+	}
+	defer a.slots.release()
 	res, err := a.pipes.RunNow(r.Context(), id)
 	if err != nil {
 		a.fail(w, r, err)
@@ -228,8 +269,12 @@ func (a *pipeAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, runner.ErrSlugTaken), errors.Is(err, runner.ErrInUse):
 		respondError(w, http.StatusConflict, err.Error())
 	case errors.Is(err, transform.ErrTimeLimit), errors.Is(err, transform.ErrCostLimit),
-		errors.Is(err, context.DeadlineExceeded):
-		respondError(w, http.StatusUnprocessableEntity, err.Error())
+		errors.Is(err, transform.ErrByteLimit), errors.Is(err, context.DeadlineExceeded):
+		details := transform.Details(err)
+		if details == nil {
+			details = []transform.Detail{}
+		}
+		respondJSON(w, http.StatusUnprocessableEntity, pipeErrorView{Error: err.Error(), Details: details})
 	case errors.Is(err, transform.ErrInvalid), errors.Is(err, transform.ErrLimit),
 		errors.Is(err, runner.ErrInputNotFound):
 		details := transform.Details(err)

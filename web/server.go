@@ -83,7 +83,16 @@ type Options struct {
 	// disables it.
 	UI  http.Handler
 	Now func() time.Time
+	// MaxPreviews bounds the pipe previews and requested runs (POST
+	// /api/v1/pipes/preview, /api/v1/pipes/{id}/preview and
+	// /api/v1/pipes/{id}/run) that run at once (default
+	// DefaultMaxPreviews); one more is answered 429 with Retry-After.
+	MaxPreviews int
 }
+
+// DefaultMaxPreviews is Options.MaxPreviews when it is not set: a run
+// may keep a core busy for its whole time limit.
+const DefaultMaxPreviews = 2
 
 // Route is one extra handler of Options.Routes.
 type Route struct {
@@ -110,7 +119,7 @@ func New(opt Options) http.Handler {
 	a.routes(mux)
 	index := []string{"/api/v1/feeds", "/api/v1/sensors/{sensor}/readings", "/sensors/{sensor}.rss", "/healthz", "/metrics"}
 	if opt.Pipes != nil {
-		(&pipeAPI{pipes: opt.Pipes, log: opt.Logger}).routes(mux)
+		(&pipeAPI{pipes: opt.Pipes, log: opt.Logger, slots: newSlots(opt.MaxPreviews)}).routes(mux)
 		index = append(index, "/api/v1/pipes", "/api/v1/operators")
 	}
 	if opt.PipeFeeds != nil {

@@ -28,6 +28,7 @@ import (
 	"github.com/slogfeed/slogfeed/plugins/websub"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/transform"
 	"github.com/slogfeed/slogfeed/transform/pack"
 	"github.com/slogfeed/slogfeed/transform/runner"
 	"github.com/slogfeed/slogfeed/web"
@@ -50,6 +51,13 @@ import (
 //	--public-url SLOGFEED_PUBLIC_URL  http://ADDRESS                public base URL: self links, the WebSub hub and callbacks
 //	--websub    SLOGFEED_WEBSUB       true                          WebSub hub for the sensor and pipe feeds, and subscriber
 //	                                                                to the hubs remote feeds advertise (docs/websub.md)
+//	--pipe-time SLOGFEED_PIPE_TIME    10s                           time limit of one pipe run or preview, checked by every
+//	                                                                operator between items
+//	--pipe-node-bytes SLOGFEED_PIPE_NODE_BYTES 32MiB                bytes one node of a run may materialise
+//	--pipe-run-bytes  SLOGFEED_PIPE_RUN_BYTES  128MiB               bytes all the nodes of a run may materialise together
+//	--regex-input     SLOGFEED_REGEX_INPUT     16KiB                bytes of a field a regex operator matches in (the rest
+//	                                                                is kept as it is)
+//	--previews  SLOGFEED_PREVIEWS     2                             pipe previews and requested runs at once (more: 429)
 func serveSettings(getenv func(string) string) []setting {
 	return []setting{
 		{Name: "addr", Env: "SLOGFEED_ADDR", Default: "127.0.0.1:8080", Doc: "HTTP listen `ADDRESS`", Check: checkAddr},
@@ -62,7 +70,61 @@ func serveSettings(getenv func(string) string) []setting {
 		{Name: "token", Env: "SLOGFEED_TOKEN", Default: "", Doc: "bearer `TOKEN` required for changes (generated and printed when listening off loopback without one)"},
 		{Name: "public-url", Env: "SLOGFEED_PUBLIC_URL", Default: "", Doc: "public base `URL` of this slogfeed, for self links, the WebSub hub and callbacks (empty: http://ADDRESS)", Check: checkPublicURL},
 		{Name: "websub", Env: "SLOGFEED_WEBSUB", Default: "true", Doc: "be the WebSub hub of the sensor and pipe feeds and subscribe to the hubs remote feeds advertise", Check: checkBool, Bool: true},
+		{Name: "pipe-time", Env: "SLOGFEED_PIPE_TIME", Default: "10s", Doc: "time limit of one pipe run or preview (`DURATION`), checked by every operator between items", Check: checkPipeTime},
+		{Name: "pipe-node-bytes", Env: "SLOGFEED_PIPE_NODE_BYTES", Default: "32MiB", Doc: "`BYTES` one node of a pipe run or preview may materialise (KiB, MiB, GiB suffixes)", Check: checkBytes},
+		{Name: "pipe-run-bytes", Env: "SLOGFEED_PIPE_RUN_BYTES", Default: "128MiB", Doc: "`BYTES` all the nodes of a pipe run or preview may materialise together", Check: checkBytes},
+		{Name: "regex-input", Env: "SLOGFEED_REGEX_INPUT", Default: "16KiB", Doc: "`BYTES` of a field a regex operator matches in; the rest of the field is kept as it is", Check: checkBytes},
+		{Name: "previews", Env: "SLOGFEED_PREVIEWS", Default: "2", Doc: "pipe previews and requested runs (`N`) that run at once; one more is answered 429", Check: checkInt},
 	}
+}
+
+// checkPipeTime accepts a duration from 100ms to 10m.
+func checkPipeTime(s string) error {
+	d, err := time.ParseDuration(s)
+	if err == nil && (d < 100*time.Millisecond || d > 10*time.Minute) {
+		err = errors.New("want 100ms to 10m")
+	}
+	return err
+}
+
+// checkBytes accepts a size parseBytes reads, from 1 KiB to 64 GiB.
+func checkBytes(s string) error {
+	n, err := parseBytes(s)
+	if err == nil && (n < 1<<10 || n > 64<<30) {
+		err = errors.New("want 1KiB to 64GiB")
+	}
+	return err
+}
+
+// parseBytes reads a size in bytes: an integer, maybe followed by KiB,
+// MiB or GiB (or K, M, G, all powers of 1024).
+func parseBytes(s string) (int64, error) {
+	num, mult := strings.TrimSpace(s), int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
+		if rest, ok := strings.CutSuffix(num, u.suffix); ok {
+			num, mult = strings.TrimSpace(rest), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("want a size such as 65536, 64KiB or 32MiB, not %q", s)
+	}
+	return n * mult, nil
+}
+
+// pipeLimits are the limits of pipe runs and previews the settings give.
+func pipeLimits(v map[string]string) transform.Limits {
+	lim := transform.Limits{}
+	lim.RunTime, _ = time.ParseDuration(v["pipe-time"])
+	lim.MaxNodeBytes, _ = parseBytes(v["pipe-node-bytes"])
+	lim.MaxRunBytes, _ = parseBytes(v["pipe-run-bytes"])
+	rx, _ := parseBytes(v["regex-input"])
+	lim.MaxRegexInput = int(rx)
+	return lim
 }
 
 // checkPublicURL accepts an empty value or an absolute http(s) URL without
@@ -181,6 +243,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	rate, _ := strconv.ParseFloat(v["rate"], 64)
 	perHost, _ := strconv.Atoi(v["per-host"])
 	workers, _ := strconv.Atoi(v["workers"])
+	previews, _ := strconv.Atoi(v["previews"])
 	log := a.log
 
 	dir := v["data"]
@@ -236,7 +299,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	// built after the runner, whose Notify it calls.
 	var svc *aggregator.Service
 	plannedFetch := func(id uint64, now time.Time) (time.Time, bool) { return svc.PlannedFetch(id, now) }
-	pipes, err := runner.New(runner.Options{Store: store, Logger: log, OnOutput: notifyServices, PlannedFetch: plannedFetch})
+	pipes, err := runner.New(runner.Options{Store: store, Logger: log, OnOutput: notifyServices, PlannedFetch: plannedFetch, Limits: pipeLimits(v)})
 	if err != nil {
 		ln.Close()
 		return err
@@ -309,6 +372,8 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		Pipes:     pipes,
 		PipeFeeds: pipeFeeds,
 		Routes:    services.Routes(),
+
+		MaxPreviews: previews,
 	})
 	if pub != nil {
 		existing, err := store.Feeds()

@@ -160,25 +160,41 @@ func newMatch(raw json.RawMessage) (transform.Operator, error) {
 		return nil, err
 	}
 	return &filter{run: func(c *transform.Context, q []Item) ([]Item, error) {
-		return keepIf(c, q, func(it *Item) bool {
+		var err error
+		out, kerr := keepIf(c, q, func(it *Item) bool {
+			if err != nil {
+				return false
+			}
+			// A match may take a while: look at the deadline every item.
+			if err = c.Err(); err != nil {
+				return false
+			}
 			v, ok := transform.Get(it, f.Name)
-			return ok && matchValue(rx, v)
+			return ok && matchValue(c, rx, v)
 		})
+		if kerr != nil {
+			return nil, kerr
+		}
+		if err != nil {
+			return nil, fmt.Errorf("pack: %w", err)
+		}
+		return out, nil
 	}}, nil
 }
 
 // matchValue matches a field value as text; a list matches when one of
 // its entries does.
-func matchValue(rx *regexp.Regexp, v any) bool {
+// It looks at the first Limits.MaxRegexInput bytes of each text.
+func matchValue(c *transform.Context, rx *regexp.Regexp, v any) bool {
 	if l, ok := v.([]string); ok {
 		for _, s := range l {
-			if rx.MatchString(s) {
+			if rx.MatchString(c.RegexInput(s)) {
 				return true
 			}
 		}
 		return false
 	}
-	return rx.MatchString(transform.AsString(v))
+	return rx.MatchString(c.RegexInput(transform.AsString(v)))
 }
 
 func newWithin(raw json.RawMessage) (transform.Operator, error) {

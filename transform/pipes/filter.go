@@ -130,6 +130,7 @@ type rule struct {
 type filterOp struct {
 	block bool
 	any   bool
+	regex bool // a rule matches a regular expression
 	rules []rule
 }
 
@@ -161,6 +162,7 @@ func newFilter(cfg FilterConfig) (transform.Operator, error) {
 			return nil, err
 		}
 		f.rules = append(f.rules, cr)
+		f.regex = f.regex || cr.re != nil
 	}
 	return f, nil
 }
@@ -170,7 +172,7 @@ func clip(s string) string {
 	if len(s) <= 40 {
 		return s
 	}
-	return cutUTF8(s, 40) + "…"
+	return transform.CutUTF8(s, 40) + "…"
 }
 
 func checkRule(path string, r Rule) (rule, error) {
@@ -297,11 +299,15 @@ func (f *filterOp) Apply(c *transform.Context, in [][]transform.Item) ([]transfo
 	n := 0
 	for _, items := range in {
 		for i := range items {
-			if err := tick(c, n); err != nil {
+			if f.regex { // a match may take a while: look at the deadline every item
+				if err := c.Err(); err != nil {
+					return nil, err
+				}
+			} else if err := tick(c, n); err != nil {
 				return nil, err
 			}
 			n++
-			if f.match(&items[i], vals) != f.block {
+			if f.match(c, &items[i], vals) != f.block {
 				out = append(out, items[i])
 			}
 		}
@@ -310,9 +316,9 @@ func (f *filterOp) Apply(c *transform.Context, in [][]transform.Item) ([]transfo
 }
 
 // match reports whether it satisfies the rules.
-func (f *filterOp) match(it *transform.Item, vals [][]resolved) bool {
+func (f *filterOp) match(c *transform.Context, it *transform.Item, vals [][]resolved) bool {
 	for i := range f.rules {
-		ok := f.rules[i].holds(it, vals[i])
+		ok := f.rules[i].holds(c, it, vals[i])
 		if f.any && ok {
 			return true
 		}
@@ -324,7 +330,7 @@ func (f *filterOp) match(it *transform.Item, vals [][]resolved) bool {
 }
 
 // holds reports whether rule r holds for it.
-func (r *rule) holds(it *transform.Item, vals []resolved) bool {
+func (r *rule) holds(c *transform.Context, it *transform.Item, vals []resolved) bool {
 	v, ok := transform.Get(it, r.field)
 	if !ok {
 		return r.op.negated()
@@ -345,7 +351,7 @@ func (r *rule) holds(it *transform.Item, vals []resolved) bool {
 		}
 		return found == (r.op == opContains)
 	case opMatches, opNotMatches:
-		found := r.anyElem(v, func(x any) bool { return r.re.MatchString(transform.AsString(x)) })
+		found := r.anyElem(v, func(x any) bool { return r.re.MatchString(c.RegexInput(transform.AsString(x))) })
 		return found == (r.op == opMatches)
 	case opIn, opNotIn:
 		found := r.anyElem(v, func(x any) bool {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/slogfeed/slogfeed/transform"
 )
@@ -84,21 +83,6 @@ func errTooMany(c *transform.Context, n int) error {
 	return fmt.Errorf("%w: node would emit %d items, at most %d", transform.ErrLimit, n, maxItems(c))
 }
 
-// cutUTF8 returns the longest prefix of s of at most n bytes that does
-// not split a UTF-8 sequence.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	if n <= 0 {
-		return ""
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
 // boundedBuilder is a strings.Builder that stops at max bytes, cutting
 // on a UTF-8 boundary.
 type boundedBuilder struct {
@@ -112,7 +96,7 @@ func (bb *boundedBuilder) WriteString(s string) {
 		return
 	}
 	if room := bb.max - bb.b.Len(); len(s) > room {
-		s = cutUTF8(s, room)
+		s = transform.CutUTF8(s, room)
 		bb.full = true
 	}
 	bb.b.WriteString(s)

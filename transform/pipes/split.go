@@ -114,6 +114,12 @@ func (o *splitOp) Apply(c *transform.Context, in [][]transform.Item) ([]transfor
 			v, ok := transform.Get(&items[i], o.field)
 			var parts []string
 			if ok {
+				if o.re != nil {
+					if err := c.Err(); err != nil { // a match may take a while
+						return nil, err
+					}
+					v = c.RegexInput(v.(string))
+				}
 				parts = o.parts(v)
 			}
 			if len(parts) == 0 {

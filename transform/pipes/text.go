@@ -202,14 +202,17 @@ func (o *regexReplaceOp) Apply(c *transform.Context, in [][]transform.Item) ([]t
 	out := concat(in)
 	limit := maxText(c)
 	for i := range out {
-		if err := tick(c, i); err != nil {
+		// A match may take a good part of a second: look at the deadline
+		// before every item.
+		if err := c.Err(); err != nil {
 			return nil, err
 		}
 		v, ok := transform.Get(&out[i], o.field)
 		if !ok {
 			continue
 		}
-		s := v.(string)
+		full := v.(string)
+		s := c.RegexInput(full) // the rest of the field stays as it is
 		var ms [][]int
 		if o.all {
 			ms = o.re.FindAllStringSubmatchIndex(s, -1)
@@ -229,9 +232,13 @@ func (o *regexReplaceOp) Apply(c *transform.Context, in [][]transform.Item) ([]t
 			o.expand(&b, s, m)
 			last = m[1]
 		}
-		b.WriteString(s[last:])
+		b.WriteString(full[last:])
+		text := b.String()
+		if err := c.Grow(len(text)); err != nil {
+			return nil, err
+		}
 		it := transform.Clone(out[i])
-		if err := transform.Set(&it, o.field, b.String()); err != nil {
+		if err := transform.Set(&it, o.field, text); err != nil {
 			continue // an id cannot become empty: leave the item as it is
 		}
 		out[i] = it
@@ -437,8 +444,12 @@ func (o *templateOp) Apply(c *transform.Context, in [][]transform.Item) ([]trans
 		if err := tick(c, i); err != nil {
 			return nil, err
 		}
+		text := o.render(&out[i], limit)
+		if err := c.Grow(len(text)); err != nil {
+			return nil, err
+		}
 		it := transform.Clone(out[i])
-		if err := transform.Set(&it, o.field, o.render(&out[i], limit)); err != nil {
+		if err := transform.Set(&it, o.field, text); err != nil {
 			it = out[i] // an id cannot become empty: leave the item as it is
 		}
 		out[i] = it

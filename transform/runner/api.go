@@ -353,7 +353,10 @@ func formats(def transform.Pipe) []string {
 
 // Preview runs def (or, when def has no nodes, the saved pipe id) on the
 // newest items of its inputs, from a fresh state, and returns every
-// node's output. Nothing is saved.
+// node's output. Nothing is saved. A run over its time limit or byte
+// budget returns the preview so far and an error wrapping
+// transform.ErrTimeLimit or transform.ErrByteLimit that names the node;
+// a node's other failures are in the preview.
 func (r *Runner) Preview(ctx context.Context, def transform.Pipe, id uint64) (*transform.Preview, error) {
 	if len(def.Nodes) == 0 && id != 0 {
 		r.mu.Lock()
@@ -384,7 +387,12 @@ func (r *Runner) Preview(ctx context.Context, def transform.Pipe, id uint64) (*t
 		slices.Reverse(list)
 		items[in.Node] = list
 	}
-	_, pv, _ := g.Run(ctx, r.clock.Now(), items, true)
+	_, pv, err := g.Run(ctx, r.clock.Now(), items, true)
+	if errors.Is(err, transform.ErrTimeLimit) || errors.Is(err, transform.ErrByteLimit) {
+		// Over a limit of the run itself, not a node's bad luck with
+		// an item: the caller answers with the limit, not a preview.
+		return pv, err
+	}
 	return pv, nil
 }
 

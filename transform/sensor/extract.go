@@ -90,7 +90,8 @@ func (op *extractOp) Apply(c *transform.Context, in [][]transform.Item) ([]trans
 	items := flatten(in)
 	out := make([]transform.Item, 0, len(items))
 	for i := range items {
-		if err := checkEvery(c, i); err != nil {
+		// A match may take a while: look at the deadline every item.
+		if err := c.Err(); err != nil {
 			return nil, err
 		}
 		it := &items[i]
@@ -98,7 +99,7 @@ func (op *extractOp) Apply(c *transform.Context, in [][]transform.Item) ([]trans
 			out = append(out, *it)
 			continue
 		}
-		v, ok := op.match(it)
+		v, ok := op.match(c, it)
 		if !ok {
 			if op.keep {
 				out = append(out, *it)
@@ -113,7 +114,7 @@ func (op *extractOp) Apply(c *transform.Context, in [][]transform.Item) ([]trans
 }
 
 // match applies the expression to the item's field.
-func (op *extractOp) match(it *transform.Item) (float64, bool) {
+func (op *extractOp) match(c *transform.Context, it *transform.Item) (float64, bool) {
 	x, ok := transform.Get(it, op.field)
 	if !ok {
 		return 0, false
@@ -122,7 +123,7 @@ func (op *extractOp) match(it *transform.Item) (float64, bool) {
 	if op.field == "summary" || op.field == "content" {
 		text = plainText(text)
 	}
-	m := op.re.FindStringSubmatch(text)
+	m := op.re.FindStringSubmatch(c.RegexInput(text))
 	if len(m) < 2 {
 		return 0, false
 	}
