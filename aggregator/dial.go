@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -174,4 +175,86 @@ func (g *guard) control(network, address string, _ syscall.RawConn) error {
 		return fmt.Errorf("%w: address %q is not numeric", ErrBlocked, address)
 	}
 	return g.check(ip)
+}
+
+// literalHost reads a URL's host name as an IP address when it is one in
+// any form a resolver or a browser accepts, so that it is checked, and
+// dialled, without a DNS query: the usual forms ("127.0.0.1", "::1") and
+// the numeric IPv4 forms of inet_aton and the WHATWG URL standard: one to
+// four dot-separated parts, each decimal, octal (a leading 0) or
+// hexadecimal (0x), the last filling the remaining bytes ("127.1",
+// "2130706433", "0x7f000001", "017700000001", "0"), with an optional
+// trailing dot. ok is false for a host name; err is set for a host whose
+// last label is a number but that is not a valid address ("1.2.3.4.5",
+// "999.1.1.1"), which no resolver should be asked about either.
+// "localhost" and names under ".localhost" (RFC 6761) are the loopback
+// address.
+func literalHost(host string) (ip netip.Addr, ok bool, err error) {
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return ip.WithZone(""), true, nil
+	}
+	if isLocalhost(host) {
+		return netip.AddrFrom4([4]byte{127, 0, 0, 1}), true, nil
+	}
+	h := strings.TrimSuffix(strings.ToLower(host), ".")
+	parts := strings.Split(h, ".")
+	if _, isNum := ipv4Part(parts[len(parts)-1]); !isNum {
+		return netip.Addr{}, false, nil
+	}
+	bad := fmt.Errorf("%w: host %q looks like an IPv4 address but is not one", ErrInvalidURL, host)
+	if len(parts) > 4 {
+		return netip.Addr{}, true, bad
+	}
+	var v uint64
+	for i, p := range parts {
+		n, ok := ipv4Part(p)
+		if !ok {
+			return netip.Addr{}, true, bad
+		}
+		if i < len(parts)-1 {
+			if n > 255 {
+				return netip.Addr{}, true, bad
+			}
+			v = v<<8 | n
+			continue
+		}
+		rest := uint(8 * (4 - i)) // bits the last part fills
+		if n >= 1<<rest {
+			return netip.Addr{}, true, bad
+		}
+		v = v<<rest | n
+	}
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true, nil
+}
+
+// isLocalhost reports whether host is "localhost" or a name under it.
+func isLocalhost(host string) bool {
+	h := strings.TrimSuffix(strings.ToLower(host), ".")
+	return h == "localhost" || strings.HasSuffix(h, ".localhost")
+}
+
+// ipv4Part reads one part of a numeric IPv4 host: decimal, octal with a
+// leading 0, or hexadecimal with 0x ("0x" alone is 0).
+func ipv4Part(p string) (uint64, bool) {
+	if p == "" {
+		return 0, false
+	}
+	base, digits := 10, p
+	switch {
+	case strings.HasPrefix(p, "0x"):
+		base, digits = 16, p[2:]
+		if digits == "" {
+			return 0, true
+		}
+	case len(p) > 1 && p[0] == '0':
+		base, digits = 8, p[1:]
+	}
+	if len(digits) > 32 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(digits, base, 64)
+	if err != nil || n > 1<<32-1 {
+		return 0, false
+	}
+	return n, true
 }

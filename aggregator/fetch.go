@@ -240,12 +240,42 @@ func (f *Fetcher) checkTarget(u *url.URL) error {
 	if host == "" {
 		return fmt.Errorf("%w: no host", ErrInvalidURL)
 	}
-	if ip, err := netip.ParseAddr(host); err == nil {
-		if err := f.guard.check(ip); err != nil {
-			return err
+	ip, literal, err := literalHost(host)
+	switch {
+	case err != nil:
+		return err
+	case !literal:
+		return nil // the guard checks the addresses it resolves to when they are dialled
+	}
+	if err := f.guard.check(ip); err != nil {
+		return err
+	}
+	if !isLocalhost(host) && ip.Is4() && ip.String() != host {
+		// "127.1", "0x7f000001": dial the address itself, with no DNS
+		// query for it.
+		u.Host = ip.String()
+		if p := u.Port(); p != "" {
+			u.Host += ":" + p
 		}
 	}
 	return nil
+}
+
+// CheckURL checks a feed URL before it is stored: an absolute http or
+// https URL with a host, whose host, when it is an IP address in any
+// form (literalHost), is one the SSRF guard lets through; such a host is
+// written in its usual form ("http://127.1/" → "http://127.0.0.1/"). It
+// sends no DNS query: a host name is checked when its addresses are
+// dialled. Errors wrap ErrInvalidURL, ErrScheme or ErrBlocked.
+func (f *Fetcher) CheckURL(raw string) (string, error) {
+	u, err := f.checkURL(raw)
+	if err != nil {
+		if u != nil {
+			return "", fmt.Errorf("%s: %w", RedactURL(u.String()), err)
+		}
+		return "", err
+	}
+	return u.String(), nil
 }
 
 // checkRedirect enforces MaxRedirects and the scheme rule on redirects; the
@@ -259,7 +289,7 @@ func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 		return fmt.Errorf("%w: stopped after %d", ErrTooManyRedirects, max)
 	}
 	if err := f.checkTarget(req.URL); err != nil {
-		return fmt.Errorf("redirect to %s: %w", req.URL.Redacted(), err)
+		return fmt.Errorf("redirect to %s: %w", RedactURL(req.URL.String()), err)
 	}
 	return nil
 }
@@ -275,7 +305,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 	u, err := f.checkURL(req.URL)
 	if err != nil {
 		if u != nil {
-			return nil, fmt.Errorf("fetch %.200s: %w", u.Redacted(), err)
+			return nil, fmt.Errorf("fetch %.200s: %w", RedactURL(u.String()), err)
 		}
 		return nil, fmt.Errorf("fetch %.200q: %w", req.URL, err)
 	}
@@ -283,7 +313,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 	defer cancel()
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return nil, fmt.Errorf("fetch %s: %w: %v", u.Redacted(), ErrInvalidURL, err)
+		return nil, fmt.Errorf("fetch %s: %w: %v", RedactURL(u.String()), ErrInvalidURL, err)
 	}
 	hreq.Header.Set("User-Agent", f.opt.UserAgent)
 	hreq.Header.Set("Accept", acceptHeader)
@@ -332,7 +362,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 		r.Body = body
 		return r, nil
 	default:
-		return nil, fmt.Errorf("fetch %s: %w", u.Redacted(), &HTTPError{
+		return nil, fmt.Errorf("fetch %s: %w", RedactURL(u.String()), &HTTPError{
 			Status:     hresp.StatusCode,
 			RetryAfter: r.RetryAfter,
 			URL:        r.FinalURL,
@@ -374,13 +404,13 @@ func (f *Fetcher) wrapErr(ctx context.Context, u *url.URL, err error) error {
 	switch {
 	case errors.Is(err, ErrBlocked), errors.Is(err, ErrScheme), errors.Is(err, ErrInvalidURL),
 		errors.Is(err, ErrTooManyRedirects), errors.Is(err, ErrTooLarge), errors.Is(err, ErrEncoding):
-		return fmt.Errorf("fetch %s: %w", u.Redacted(), err)
+		return fmt.Errorf("fetch %s: %w", RedactURL(u.String()), err)
 	case context.Cause(ctx) == errTimeout:
-		return fmt.Errorf("fetch %s: %w after %v", u.Redacted(), ErrTimeout, f.opt.Timeout)
+		return fmt.Errorf("fetch %s: %w after %v", RedactURL(u.String()), ErrTimeout, f.opt.Timeout)
 	case errors.As(err, &nerr) && nerr.Timeout():
-		return fmt.Errorf("fetch %s: %w: %v", u.Redacted(), ErrTimeout, err)
+		return fmt.Errorf("fetch %s: %w: %v", RedactURL(u.String()), ErrTimeout, err)
 	}
-	return fmt.Errorf("fetch %s: %w", u.Redacted(), err)
+	return fmt.Errorf("fetch %s: %w", RedactURL(u.String()), err)
 }
 
 // readBody reads the body, decompressing gzip, and fails with ErrTooLarge

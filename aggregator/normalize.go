@@ -3,8 +3,10 @@ package aggregator
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"html"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -64,6 +66,40 @@ type normalizer struct {
 	sfKeys    []string        // extension keys of slogfeed's namespace (XML)
 	jsonItems []jsonItemExtra // per-item extras (JSON Feed)
 	ruleErr   error
+	repairs   Repairs
+}
+
+// badDate records that item id's date field (the text raw) did not parse
+// or was implausible and was dropped.
+func (n *normalizer) badDate(id, field, raw string) {
+	r := &n.repairs
+	if !slices.Contains(r.BadDates, id) {
+		r.BadDates = append(r.BadDates, id)
+	}
+	r.Last = fmt.Sprintf("item %q: %s date %q unreadable or implausible, replaced by the fetch time", clip(id), field, clip(raw))
+}
+
+// utf8 records n invalid UTF-8 bytes, replaced as how says.
+func (r *Repairs) utf8(n int, how string) {
+	if n > 0 {
+		r.InvalidUTF8 += n
+		r.Last = fmt.Sprintf("%d bytes of invalid UTF-8 %s", n, how)
+	}
+}
+
+// Warning is what the repairs of one document say, or "".
+func (r Repairs) Warning() string {
+	var parts []string
+	if r.InvalidUTF8 > 0 {
+		parts = append(parts, fmt.Sprintf("%d bytes of invalid UTF-8 replaced", r.InvalidUTF8))
+	}
+	if n := len(r.BadDates); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d items with an unreadable or implausible date given the fetch time", n))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return strings.Join(parts, "; ") + " (last: " + r.Last + ")"
 }
 
 func newNormalizer(opt ParseOptions) *normalizer {
@@ -108,6 +144,7 @@ func (n *normalizer) feed(f *gofeed.Feed) *Parsed {
 		seen[item.ID] = true
 		p.Items = append(p.Items, item)
 	}
+	p.Repairs = n.repairs
 	return p
 }
 
@@ -163,12 +200,16 @@ func (n *normalizer) item(it *gofeed.Item, extra *jsonItemExtra) storage.Item {
 
 	if it.PublishedParsed != nil && plausibleDate(*it.PublishedParsed, n.opt.Now) {
 		item.Published = it.PublishedParsed.UTC()
+	} else if it.Published != "" {
+		n.badDate(item.ID, "published", it.Published)
 	}
 	if it.UpdatedParsed != nil && plausibleDate(*it.UpdatedParsed, n.opt.Now) {
 		item.Updated = it.UpdatedParsed.UTC()
 		if item.Published.IsZero() {
 			item.Published = item.Updated
 		}
+	} else if it.Updated != "" {
+		n.badDate(item.ID, "updated", it.Updated)
 	}
 
 	switch {

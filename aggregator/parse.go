@@ -96,6 +96,38 @@ type Parsed struct {
 	// Feed: feed_url), the topic to subscribe to. See push.go.
 	Hubs []string
 	Self string
+	// Repairs are what Parse replaced rather than refused: invalid UTF-8
+	// bytes of the document, and item dates that did not parse or were
+	// implausible (before 1990, in the future: a year 9999).
+	Repairs Repairs
+}
+
+// Repairs counts what Parse replaced in one document.
+type Repairs struct {
+	// InvalidUTF8 is how many bytes were not UTF-8 (read as
+	// Windows-1252 in XML, U+FFFD in JSON).
+	InvalidUTF8 int
+	// BadDates are the ids of the items whose publish or update date
+	// was dropped (they get the fetch time).
+	BadDates []string
+	// Last says what the last repair was, for the feed's warning.
+	Last string
+}
+
+// invalidUTF8 counts the bytes of b that are not part of valid UTF-8.
+func invalidUTF8(b []byte) int {
+	if utf8.Valid(b) {
+		return 0
+	}
+	n := 0
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if r == utf8.RuneError && size <= 1 {
+			n++
+		}
+		b = b[size:]
+	}
+	return n
 }
 
 // Parse parses an RSS, RDF, Atom or JSON Feed document and normalises its
@@ -166,7 +198,7 @@ func clip(s string) string {
 
 // parseXML parses RSS, RDF and Atom.
 func parseXML(body []byte, contentType string, opt ParseOptions) (*Parsed, error) {
-	body = toUTF8(body, contentType)
+	body, bad := toUTF8(body, contentType)
 	if n := longestTag(body); n > MaxTagBytes {
 		return nil, fmt.Errorf("%w: a tag of %d bytes (the limit is %d)", ErrMalformed, n, MaxTagBytes)
 	}
@@ -212,6 +244,7 @@ func parseXML(body []byte, contentType string, opt ParseOptions) (*Parsed, error
 	p := n.feed(feed)
 	p.Truncated = p.Truncated || truncated
 	p.Hubs, p.Self = xmlHubs(rf, af, body, opt.BaseURL)
+	p.Repairs.utf8(bad, "read as Windows-1252")
 	if rf != nil {
 		p.TTL = rssTTL(rf.TTL)
 		if plan, err := schedule.ParseSkip(rf.SkipHours, rf.SkipDays); err == nil {
@@ -266,6 +299,7 @@ func parseJSON(body []byte, opt ParseOptions) (*Parsed, error) {
 	p := n.feed(feed)
 	p.Truncated = p.Truncated || truncated
 	p.Hubs, p.Self = jsonHubs(top, opt.BaseURL)
+	p.Repairs.utf8(invalidUTF8(body), "replaced by U+FFFD")
 	return p, nil
 }
 
@@ -311,7 +345,10 @@ var (
 // UTF-8 bytes are read as Windows-1252; a document labelled with another
 // charset that is valid UTF-8 with non-ASCII characters is taken to be
 // mislabelled UTF-8.
-func toUTF8(body []byte, contentType string) []byte {
+//
+// It also returns how many bytes were invalid UTF-8 and read as
+// Windows-1252.
+func toUTF8(body []byte, contentType string) (_ []byte, bad int) {
 	var label string
 	decl := xmlDeclRe.Find(body)
 	if m := encodingRe.FindSubmatch(decl); m != nil {
@@ -325,10 +362,12 @@ func toUTF8(body []byte, contentType string) []byte {
 	enc, name := charset.Lookup(strings.TrimSpace(label))
 	switch {
 	case enc == nil || name == "utf-8" || label == "":
+		bad = invalidUTF8(body)
 		body = repairUTF8(body)
 	case strings.HasPrefix(name, "utf-16") && bytes.IndexByte(body, 0) < 0:
 		// Declared UTF-16 but without a single zero byte: not UTF-16 (a
 		// document converted from UTF-16 above still says UTF-16).
+		bad = invalidUTF8(body)
 		body = repairUTF8(body)
 	case utf8.Valid(body) && hasNonASCII(body):
 		// Mislabelled: legacy text is almost never valid UTF-8 by chance.
@@ -336,6 +375,7 @@ func toUTF8(body []byte, contentType string) []byte {
 		if out, err := enc.NewDecoder().Bytes(body); err == nil {
 			body = out
 		} else {
+			bad = invalidUTF8(body)
 			body = repairUTF8(body)
 		}
 	}
@@ -344,7 +384,7 @@ func toUTF8(body []byte, contentType string) []byte {
 		fixed := encodingRe.ReplaceAll(decl, []byte(`${1}"UTF-8"`))
 		body = append(fixed, body[len(decl):]...)
 	}
-	return stripNonChars(body)
+	return stripNonChars(body), bad
 }
 
 func hasNonASCII(b []byte) bool {

@@ -182,7 +182,7 @@ func (s *Service) Load() error {
 		if err := s.schedule(f, now, true); err != nil {
 			// One bad feed (a policy name from a newer version, say)
 			// must not stop the others.
-			s.log.Error("cannot schedule feed", "feed", f.ID, "url", f.URL, "err", err)
+			s.log.Error("cannot schedule feed", "feed", f.ID, "url", RedactURL(f.URL), "err", err)
 		}
 	}
 	return nil
@@ -251,13 +251,20 @@ func (s starter) Start(now time.Time) time.Time {
 }
 
 // Subscribe validates and stores a new remote feed and schedules its first
-// fetch now. The policy defaults to schedule.DefaultPolicy.
+// fetch now. The policy defaults to schedule.DefaultPolicy. A URL whose
+// host is a loopback, private or link-local address (in any numeric form)
+// that the fetcher's allow-list does not cover is refused with an error
+// wrapping ErrBlocked.
 func (s *Service) Subscribe(f storage.Feed) (storage.Feed, error) {
 	u, err := url.Parse(f.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return storage.Feed{}, fmt.Errorf("%w: %q", ErrBadURL, f.URL)
+		return storage.Feed{}, fmt.Errorf("%w: %q", ErrBadURL, RedactURL(f.URL))
 	}
-	f.URL = u.String()
+	// The SSRF guard, now rather than at the first fetch, for a host
+	// that is an address in any form (no DNS query is sent).
+	if f.URL, err = s.opt.Fetcher.CheckURL(u.String()); err != nil {
+		return storage.Feed{}, err
+	}
 	f.Kind = storage.KindRemote
 	if f.Policy == "" {
 		f.Policy = schedule.DefaultPolicy
@@ -543,6 +550,7 @@ func (s *Service) record(f storage.Feed, resp *Response, parsed *Parsed, prev, s
 			}
 			x.UpdateHint = parsed.UpdateHint
 			x.Warning = parsed.warning()
+			recordRepairs(x, parsed.Repairs, added, obs.At)
 			// The publisher's sleep plan, beside the user's own windows.
 			x.Sleep.SkipHours, x.Sleep.SkipDays = parsed.Sleep.SkipHours, parsed.Sleep.SkipDays
 		}
@@ -604,7 +612,7 @@ func (s *Service) failed(f storage.Feed, start time.Time, ferr error) (storage.O
 		s.log.Warn("cannot record fetch error", "feed", f.ID, "err", err)
 	}
 	s.opt.Metrics.failed()
-	s.log.Info("fetch failed", "feed", f.ID, "url", f.URL, "err", ferr, "errors_in_a_row", n, "retry_in", backoff)
+	s.log.Info("fetch failed", "feed", f.ID, "url", RedactURL(f.URL), "err", ferr, "errors_in_a_row", n, "retry_in", backoff)
 	return obs, backoff
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -123,10 +124,31 @@ func (s *Service) parseBody(f storage.Feed, body []byte, contentType string, opt
 // warning says what a successful parse left out, for storage.Feed.Warning.
 func (p *Parsed) warning() string {
 	err := errors.Join(p.Skipped, p.ExtractErr)
+	if w := p.Repairs.Warning(); w != "" {
+		err = errors.Join(err, errors.New(w))
+	}
 	if err == nil {
 		return ""
 	}
 	return clipTo(err.Error(), storage.MaxWarningLen/4)
+}
+
+// recordRepairs adds the repairs of a fetched document to the feed's
+// counts: its invalid UTF-8 bytes, and the bad dates of the items it
+// added (an item refetched with the same bad date counts once).
+func recordRepairs(f *storage.Feed, r Repairs, added []storage.Item, at time.Time) {
+	bad := 0
+	for _, it := range added {
+		if slices.Contains(r.BadDates, it.ID) {
+			bad++
+		}
+	}
+	if r.InvalidUTF8 == 0 && bad == 0 {
+		return
+	}
+	f.InvalidUTF8 += int64(r.InvalidUTF8)
+	f.BadDates += int64(bad)
+	f.LastRepair, f.LastRepairAt = clipTo(r.Last, storage.MaxWarningLen/4), at
 }
 
 // clipTo bounds s to n runes, marking a cut with "…".

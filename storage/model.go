@@ -71,6 +71,15 @@ type Feed struct {
 	// succeeded, e.g. "3 of 100 rows skipped: row 7: …" (empty when
 	// nothing was).
 	Warning string `json:"warning,omitempty"`
+	// InvalidUTF8 counts the bytes of invalid UTF-8 the feed's fetched
+	// documents held (replaced, not refused); BadDates its new items
+	// whose date was unreadable or implausible (a year 9999) and was
+	// replaced by the fetch time. LastRepair says what the last such
+	// repair was, at LastRepairAt.
+	InvalidUTF8  int64     `json:"invalid_utf8,omitempty"`
+	BadDates     int64     `json:"bad_dates,omitempty"`
+	LastRepair   string    `json:"last_repair,omitempty"`
+	LastRepairAt time.Time `json:"last_repair_at,omitzero"`
 
 	Created time.Time `json:"created"`
 	Updated time.Time `json:"updated"`

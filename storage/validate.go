@@ -56,6 +56,9 @@ func validateFeed(f *Feed) ([]byte, error) {
 	if err := validateSource(f.Source); err != nil {
 		return nil, err
 	}
+	if len(f.LastRepair) > MaxWarningLen {
+		return nil, invalidf("last repair is %d bytes, more than %d", len(f.LastRepair), MaxWarningLen)
+	}
 	if len(f.Warning) > MaxWarningLen {
 		return nil, invalidf("warning is %d bytes, more than %d", len(f.Warning), MaxWarningLen)
 	}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/aggregator/opml"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 )
@@ -27,11 +29,13 @@ type Aggregator interface {
 	NextFetch(id uint64) (time.Time, bool)
 }
 
-// api serves /api/v1/feeds.
+// api serves /api/v1/feeds and /api/v1/opml.
 type api struct {
 	store *storage.Store
 	agg   Aggregator
+	auth  *Auth
 	log   *slog.Logger
+	now   func() time.Time
 }
 
 // feedRequest is the body of POST /api/v1/feeds.
@@ -76,8 +80,17 @@ type FeedView struct {
 	// Source is the feed's source adapter and its normalised
 	// configuration, when it has one.
 	Source *storage.SourceSpec `json:"source,omitempty"`
-	// Warning is what the last fetch left out (skipped rows), if anything.
+	// Warning is what the last fetch left out (skipped rows) or
+	// replaced (invalid UTF-8, bad dates), if anything.
 	Warning string `json:"warning,omitempty"`
+	// InvalidUTF8 and BadDates count what fetches of the feed replaced
+	// since it was subscribed: bytes of invalid UTF-8, new items whose
+	// date was unreadable or implausible; LastRepair is the last such
+	// repair.
+	InvalidUTF8  int64      `json:"invalid_utf8"`
+	BadDates     int64      `json:"bad_dates"`
+	LastRepair   string     `json:"last_repair,omitempty"`
+	LastRepairAt *time.Time `json:"last_repair_at,omitempty"`
 }
 
 // recentLatencyPolls is how many recent polls median_latency_s covers.
@@ -100,11 +113,12 @@ func (a *api) view(f storage.Feed) FeedView {
 // storage.Store.RecentLatencies) already read; it sorts them.
 func (a *api) viewWith(f storage.Feed, lat []float64) FeedView {
 	v := FeedView{
-		ID: f.ID, Kind: string(f.Kind), URL: f.URL, Slug: f.Slug, Title: f.Title, Site: f.Site,
+		ID: f.ID, Kind: string(f.Kind), URL: aggregator.RedactURL(f.URL), Slug: f.Slug, Title: f.Title, Site: f.Site,
 		Category: f.Category, Policy: f.Policy, Weight: f.Weight,
 		Polls: f.Polls, Hits: f.Hits, Items: f.Items, LastError: f.LastError, ErrorCount: f.ErrorCount,
 		LastFetch: timePtr(f.LastFetch), LastHit: timePtr(f.LastHit), RetryAfter: timePtr(f.RetryAfter),
 		Created: f.Created.UTC(), Source: f.Source, Warning: f.Warning,
+		InvalidUTF8: f.InvalidUTF8, BadDates: f.BadDates, LastRepair: f.LastRepair, LastRepairAt: timePtr(f.LastRepairAt),
 	}
 	if f.Polls > 0 {
 		v.HitPct = 100 * float64(f.Hits) / float64(f.Polls)
@@ -136,6 +150,40 @@ func (a *api) routes(mux *http.ServeMux) {
 	mux.HandleFunc("DELETE /api/v1/feeds/{id}", a.remove)
 	mux.HandleFunc("GET /api/v1/feeds/{id}/items", a.items)
 	mux.HandleFunc("GET /api/v1/feeds/{id}/schedule", a.schedule)
+	mux.HandleFunc("GET /api/v1/opml", a.exportOPML)
+}
+
+// exportOPML writes every remote feed as OPML. The export is a backup:
+// unlike every other read it keeps the credentials of feed URLs, so that
+// an export imports back to the same subscriptions, and so on a
+// token-protected server it needs the token (or a logged-in UI session).
+func (a *api) exportOPML(w http.ResponseWriter, r *http.Request) {
+	if !a.auth.Owner(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="slogfeed"`)
+		respondError(w, http.StatusUnauthorized, "the OPML export keeps the credentials of feed URLs: send Authorization: Bearer TOKEN")
+		return
+	}
+	feeds, err := a.store.Feeds()
+	if err != nil {
+		a.internal(w, err)
+		return
+	}
+	out := make([]opml.Outline, 0, len(feeds))
+	for _, f := range feeds {
+		if f.Kind == storage.KindRemote {
+			out = append(out, opml.Outline{URL: f.URL, Title: f.Title, Site: f.Site, Category: f.Category})
+		}
+	}
+	var buf bytes.Buffer
+	if err := opml.Write(&buf, "slogfeed subscriptions", out, a.now()); err != nil {
+		a.internal(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/x-opml; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="slogfeed.opml"`)
+	w.Header().Set("Cache-Control", "private, no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(buf.Bytes())
 }
 
 func (a *api) create(w http.ResponseWriter, r *http.Request) {
@@ -153,7 +201,7 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 	})
 	switch {
 	case errors.Is(err, storage.ErrFeedExists):
-		respondError(w, http.StatusConflict, "already subscribed to "+req.URL)
+		respondError(w, http.StatusConflict, "already subscribed to "+aggregator.RedactURL(req.URL))
 		return
 	case err != nil:
 		respondError(w, http.StatusBadRequest, err.Error())

@@ -107,7 +107,6 @@ type AuthOptions struct {
 // use.
 type Auth struct {
 	token    []byte // sha256 of the token; nil in loopback mode
-	bearer   []byte // "Bearer TOKEN"
 	loopback bool
 	hosts    map[string]bool
 	ttl      time.Duration
@@ -160,7 +159,6 @@ func NewAuth(opt AuthOptions) *Auth {
 	if opt.Token != "" {
 		h := sha256.Sum256([]byte(opt.Token))
 		a.token = h[:]
-		a.bearer = []byte("Bearer " + opt.Token)
 	}
 	for _, h := range opt.Hosts {
 		a.hosts[strings.ToLower(strings.TrimSuffix(h, "."))] = true
@@ -511,10 +509,23 @@ func (a *Auth) authorize(w http.ResponseWriter, r *http.Request, public func(*ht
 }
 
 // bearerOK reports whether the request carries the token as a bearer
-// token.
+// token. The scheme is case-insensitive (RFC 9110: "bearer TOKEN" is
+// "Bearer TOKEN"), and spaces around the token are ignored.
 func (a *Auth) bearerOK(r *http.Request) bool {
-	got := r.Header.Get("Authorization")
-	return got != "" && subtle.ConstantTimeCompare([]byte(got), a.bearer) == 1
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || a.token == nil {
+		return false
+	}
+	got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	return subtle.ConstantTimeCompare(got[:], a.token) == 1
+}
+
+// Owner reports whether the request comes from the owner of a
+// token-protected server (the bearer token, or a logged-in UI session),
+// or the server has no token. Reads that reveal secrets, such as the OPML
+// export with the feeds' credentials, need it.
+func (a *Auth) Owner(r *http.Request) bool {
+	return a.token == nil || a.bearerOK(r) || a.LoggedIn(r)
 }
 
 // truncateForError cuts s to n bytes of valid UTF-8 for an error message.

@@ -9,6 +9,8 @@
 //	DELETE /api/v1/feeds/{id}             unsubscribe (items and observations go too)
 //	GET    /api/v1/feeds/{id}/items       newest items (?limit=, ≤ 1000)
 //	GET    /api/v1/feeds/{id}/schedule    median, σ, mode, next fetch, recent polls (?polls=)
+//	GET    /api/v1/opml                   the remote feeds as OPML, credentials kept (a backup: needs
+//	                                      the token on a token-protected server)
 //	POST   /api/v1/pipes                  create a pipe (body: its definition, ≤ 256 KiB) → 201 with the pipe
 //	GET    /api/v1/pipes                  {"pipes": [...]}: every pipe with its inputs, output feeds and status
 //	GET    /api/v1/pipes/{id}             one pipe
@@ -38,8 +40,10 @@
 // The pipe routes exist when Options.Pipes is set.
 //
 // Security (see Auth): with a token, changes need "Authorization: Bearer
-// TOKEN" or a logged-in UI session with its CSRF token (X-CSRF-Token
-// header), and UI pages need a login. Cross-origin changes from browsers
+// TOKEN" (the scheme in any case) or a logged-in UI session with its CSRF
+// token (X-CSRF-Token header), and UI pages need a login. Every read shows
+// feed URLs with their credentials masked (aggregator.RedactURL), except
+// the OPML export, which needs the token. Cross-origin changes from browsers
 // are refused everywhere (http.CrossOriginProtection), and a server on
 // loopback answers only requests for a loopback host (DNS-rebinding
 // guard).
@@ -114,8 +118,11 @@ func New(opt Options) http.Handler {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
+	if opt.Auth == nil {
+		opt.Auth = NewAuth(AuthOptions{Token: opt.Token, Now: opt.Now, Logger: opt.Logger})
+	}
 	mux := http.NewServeMux()
-	a := &api{store: opt.Store, agg: opt.Aggregator, log: opt.Logger}
+	a := &api{store: opt.Store, agg: opt.Aggregator, auth: opt.Auth, log: opt.Logger, now: opt.Now}
 	a.routes(mux)
 	index := []string{"/api/v1/feeds", "/api/v1/sensors/{sensor}/readings", "/sensors/{sensor}.rss", "/healthz", "/metrics"}
 	if opt.Pipes != nil {
@@ -168,9 +175,6 @@ func New(opt Options) http.Handler {
 		}
 		respondError(w, http.StatusNotFound, "no such page: "+r.URL.Path)
 	})
-	if opt.Auth == nil {
-		opt.Auth = NewAuth(AuthOptions{Token: opt.Token, Now: opt.Now, Logger: opt.Logger})
-	}
 	var h http.Handler = mux
 	h = opt.Auth.protect(h, func(r *http.Request) bool {
 		_, pattern := mux.Handler(r)

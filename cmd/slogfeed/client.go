@@ -83,6 +83,10 @@ func (c *client) do(ctx context.Context, method, path string, in, out any) error
 		}
 		return fmt.Errorf("server answered %s", resp.Status)
 	}
+	if raw, ok := out.(*[]byte); ok {
+		*raw = data
+		return nil
+	}
 	if out != nil && len(data) > 0 {
 		return json.Unmarshal(data, out)
 	}
@@ -319,18 +323,14 @@ func runExport(ctx context.Context, a *app, args []string) error {
 	if len(pos) != 0 {
 		return &usageError{msg: "export takes no arguments; it writes OPML to standard output", cmd: "export"}
 	}
-	var feeds []web.FeedView
-	if err := c.do(ctx, http.MethodGet, "/api/v1/feeds", nil, &feeds); err != nil {
+	// The server's export keeps the credentials of feed URLs, which the
+	// feed list masks; it needs the token of a token-protected server.
+	var doc []byte
+	if err := c.do(ctx, http.MethodGet, "/api/v1/opml", nil, &doc); err != nil {
 		return err
 	}
-	var out []opml.Outline
-	for _, f := range feeds {
-		if f.Kind != "remote" {
-			continue
-		}
-		out = append(out, opml.Outline{URL: f.URL, Title: f.Title, Site: f.Site, Category: f.Category})
-	}
-	return opml.Write(a.stdout, "slogfeed subscriptions", out, time.Now())
+	_, err = a.stdout.Write(doc)
+	return err
 }
 
 func clientUsage(name, args, what string) func(w io.Writer, a *app) {

@@ -332,7 +332,9 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	listen := "http://" + ln.Addr().String()
-	base := listen
+	// Self links need an address a reader can open: localhost, not
+	// 0.0.0.0, when listening on every interface without --public-url.
+	base := strings.TrimSuffix(browserURL(ln.Addr(), ""), "/")
 	if p := strings.TrimRight(v["public-url"], "/"); p != "" {
 		base = p
 	}
@@ -408,8 +410,11 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("slogfeed serving", "addr", listen, "public_url", base, "data", dir, "demo", demoOn, "websub", hubURL != "")
-	fmt.Fprintf(a.stderr, "slogfeed: serving on %s (data in %s)\n", listen, dir)
+	fmt.Fprintf(a.stderr, "slogfeed: serving on %s (data in %s)\n", listenDescription(ln.Addr()), dir)
 	fmt.Fprintf(a.stderr, "slogfeed: open %s in a browser\n", browserURL(ln.Addr(), v["public-url"]))
+	if h := otherMachinesURL(ln.Addr(), v["public-url"], os.Hostname); h != "" {
+		fmt.Fprintf(a.stderr, "slogfeed: from another machine: %s\n", h)
+	}
 
 	select {
 	case <-ctx.Done():
@@ -465,6 +470,32 @@ func browserURL(a net.Addr, publicURL string) string {
 		return "http://localhost:" + strconv.Itoa(int(ap.Port())) + "/"
 	}
 	return "http://" + a.String() + "/"
+}
+
+// listenDescription is the listening address as printed: a wildcard
+// address (0.0.0.0, [::]) is said to be every interface, not given as a
+// URL nobody can open.
+func listenDescription(a net.Addr) string {
+	ap, err := netip.ParseAddrPort(a.String())
+	if err == nil && ap.Addr().IsUnspecified() {
+		return fmt.Sprintf("port %d of every interface (%s)", ap.Port(), a)
+	}
+	return "http://" + a.String()
+}
+
+// otherMachinesURL is the address another machine opens when the server
+// listens on a wildcard address without a public URL: this machine's
+// host name and the port; "" otherwise.
+func otherMachinesURL(a net.Addr, publicURL string, hostname func() (string, error)) string {
+	ap, err := netip.ParseAddrPort(a.String())
+	if publicURL != "" || err != nil || !ap.Addr().IsUnspecified() {
+		return ""
+	}
+	h, err := hostname()
+	if err != nil || h == "" || strings.ContainsAny(h, "/:@ ") {
+		return ""
+	}
+	return "http://" + net.JoinHostPort(h, strconv.Itoa(int(ap.Port()))) + "/"
 }
 
 func isLoopback(a net.Addr) bool {

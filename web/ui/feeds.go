@@ -190,7 +190,7 @@ func feedTitle(f storage.Feed) string {
 	case f.Slug != "":
 		return f.Slug
 	case f.URL != "":
-		return f.URL
+		return aggregator.RedactURL(f.URL)
 	}
 	return "feed " + strconv.FormatUint(f.ID, 10)
 }
@@ -203,7 +203,7 @@ func feedSource(f storage.Feed) string {
 	case storage.KindPipe:
 		return "pipe " + f.Slug
 	}
-	return f.URL
+	return aggregator.RedactURL(f.URL)
 }
 
 // subscribe subscribes to the URL of the form.
@@ -232,6 +232,7 @@ func (u *UI) subscribe(w http.ResponseWriter, r *http.Request) {
 
 // subscribeError says why subscribing to rawURL failed.
 func subscribeError(rawURL string, err error) string {
+	rawURL = aggregator.RedactURL(rawURL)
 	switch {
 	case errors.Is(err, storage.ErrFeedExists):
 		return "You are already subscribed to " + rawURL + "."
@@ -334,7 +335,7 @@ func (u *UI) subscribeAll(ctx context.Context, outlines []opml.Outline, policy s
 			res.skipped++
 		default:
 			res.failed++
-			res.note(o.URL + ": " + err.Error())
+			res.note(aggregator.RedactURL(o.URL) + ": " + err.Error())
 		}
 	}
 	return res
@@ -418,13 +419,17 @@ type feedView struct {
 	LastFetch stamp
 	LastError string
 	Warning   string // e.g. rows a source adapter skipped
-	Adapter   string // the source adapter's type, for feeds that are not feeds
-	Polls     int64
-	Hits      int64
-	HitPct    string
-	Items     int64
-	Links     []feedLink // republished URLs (sensor and pipe feeds)
-	PipeID    uint64     // the pipe whose output it is, when known
+	// Repaired counts what fetches replaced (invalid UTF-8, bad dates),
+	// with the last repair; empty when nothing was.
+	Repaired   string
+	LastRepair string
+	Adapter    string // the source adapter's type, for feeds that are not feeds
+	Polls      int64
+	Hits       int64
+	HitPct     string
+	Items      int64
+	Links      []feedLink // republished URLs (sensor and pipe feeds)
+	PipeID     uint64     // the pipe whose output it is, when known
 
 	Latency     latencyStats
 	HasLatency  bool
@@ -466,9 +471,13 @@ func (u *UI) feedView(f storage.Feed, now time.Time) (*feedView, error) {
 		Polls: f.Polls, Hits: f.Hits, Items: f.Items, CanDelete: u.opt.Aggregator != nil && f.Kind != storage.KindPipe,
 	}
 	if f.Kind == storage.KindRemote {
-		v.URL = f.URL
+		v.URL = aggregator.RedactURL(f.URL)
 	}
 	v.Warning = f.Warning
+	if f.InvalidUTF8 > 0 || f.BadDates > 0 {
+		v.Repaired = fmt.Sprintf("%d bytes of invalid UTF-8, %d items with a bad date", f.InvalidUTF8, f.BadDates)
+		v.LastRepair = f.LastRepair
+	}
 	if f.Source != nil {
 		v.Adapter = f.Source.Type
 	}
