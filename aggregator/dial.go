@@ -198,7 +198,7 @@ func literalHost(host string) (ip netip.Addr, ok bool, err error) {
 	}
 	h := strings.TrimSuffix(strings.ToLower(host), ".")
 	parts := strings.Split(h, ".")
-	if _, isNum := ipv4Part(parts[len(parts)-1]); !isNum {
+	if !numericLabel(parts[len(parts)-1]) {
 		return netip.Addr{}, false, nil
 	}
 	bad := fmt.Errorf("%w: host %q looks like an IPv4 address but is not one", ErrInvalidURL, host)
@@ -231,6 +231,24 @@ func literalHost(host string) (ip netip.Addr, ok bool, err error) {
 func isLocalhost(host string) bool {
 	h := strings.TrimSuffix(strings.ToLower(host), ".")
 	return h == "localhost" || strings.HasSuffix(h, ".localhost")
+}
+
+// numericLabel reports whether a host label is written as a number:
+// decimal digits, or 0x and hexadecimal digits (whatever its value).
+func numericLabel(p string) bool {
+	digits, hex := p, false
+	if rest, ok := strings.CutPrefix(p, "0x"); ok {
+		digits, hex = rest, true
+	}
+	if digits == "" {
+		return hex
+	}
+	for _, c := range digits {
+		if !('0' <= c && c <= '9' || hex && ('a' <= c && c <= 'f')) {
+			return false
+		}
+	}
+	return true
 }
 
 // ipv4Part reads one part of a numeric IPv4 host: decimal, octal with a

@@ -253,9 +253,10 @@ func (f *Fetcher) checkTarget(u *url.URL) error {
 	if !isLocalhost(host) && ip.Is4() && ip.String() != host {
 		// "127.1", "0x7f000001": dial the address itself, with no DNS
 		// query for it.
+		port := u.Port()
 		u.Host = ip.String()
-		if p := u.Port(); p != "" {
-			u.Host += ":" + p
+		if port != "" {
+			u.Host += ":" + port
 		}
 	}
 	return nil
