@@ -225,3 +225,35 @@ func TestAllowedHost(t *testing.T) {
 		t.Error("host checked off loopback")
 	}
 }
+
+func TestBearerToken(t *testing.T) {
+	a := NewAuth(AuthOptions{Token: "t0ken"})
+	for header, ok := range map[string]bool{
+		"Bearer t0ken":    true,
+		"bearer t0ken":    true, // RFC 9110: the scheme is case-insensitive
+		"BEARER t0ken":    true,
+		"Bearer  t0ken  ": true,
+		" bearer t0ken":   true,
+		"Bearer T0KEN":    false, // the token is not
+		"Bearer t0ken2":   false,
+		"Bearert0ken":     false,
+		"Basic t0ken":     false,
+		"Bearer":          false,
+		"t0ken":           false,
+		"":                false,
+	} {
+		r := httptest.NewRequest("GET", "/api/v1/opml", nil)
+		if header != "" {
+			r.Header.Set("Authorization", header)
+		}
+		if got := a.bearerOK(r); got != ok {
+			t.Errorf("%q: bearerOK %v, want %v", header, got, ok)
+		}
+		if got := a.Owner(r); got != ok {
+			t.Errorf("%q: Owner %v, want %v", header, got, ok)
+		}
+	}
+	if open := NewAuth(AuthOptions{}); !open.Owner(httptest.NewRequest("GET", "/", nil)) || open.bearerOK(httptest.NewRequest("GET", "/", nil)) {
+		t.Errorf("loopback mode: everyone is the owner, and no bearer token matches")
+	}
+}

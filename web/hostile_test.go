@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -589,5 +590,37 @@ func TestHostileSubscribeAllowList(t *testing.T) {
 	status, body, _ = e.do(t, "POST", "/api/v1/feeds", `{"url":"http://10.0.0.1/lab.rss"}`, true)
 	if status != http.StatusBadRequest || !strings.Contains(string(body), "not allowed") {
 		t.Errorf("10.0.0.1 with only 127/8 allowed: %d %s", status, body)
+	}
+}
+
+// Invalid UTF-8 and absurd dates (year 9999) were replaced silently: they
+// are counted per feed, with the last repair, in the API.
+func TestHostileRepairsCounted(t *testing.T) {
+	e := newHostileEnv(t, transform.Limits{}, 0)
+	doc := "<rss version=\"2.0\"><channel><title>T\xff</title>" +
+		"<item><guid>a</guid><title>caf\xe9</title><pubDate>Fri, 31 Dec 9999 23:59:59 GMT</pubDate></item>" +
+		"<item><guid>b</guid><title>fine</title><pubDate>not a date</pubDate></item>" +
+		"</channel></rss>"
+	e.reply = func(r *http.Request) *http.Response {
+		return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(strings.NewReader(doc)),
+			Header: http.Header{"Content-Type": {"application/rss+xml"}}, Request: r}
+	}
+	status, body, _ := e.do(t, "POST", "/api/v1/feeds", `{"url":"http://feeds.example.org/broken.rss"}`, true)
+	if status != http.StatusCreated {
+		t.Fatalf("subscribe: %d %s", status, body)
+	}
+	var f web.FeedView
+	_ = json.Unmarshal(body, &f)
+	for range 2 { // the second fetch finds the same items: their dates count once
+		if _, err := e.svc.FetchNow(context.Background(), f.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, body, _ = e.do(t, "GET", fmt.Sprintf("/api/v1/feeds/%d", f.ID), "", false)
+	if err := json.Unmarshal(body, &f); err != nil {
+		t.Fatal(err)
+	}
+	if f.InvalidUTF8 != 4 || f.BadDates != 2 || f.LastRepairAt == nil || !strings.Contains(f.LastRepair, "invalid UTF-8") || !strings.Contains(f.Warning, "2 items with an unreadable or implausible date") {
+		t.Errorf("invalid_utf8 %d (want 2 bytes × 2 fetches), bad_dates %d (want 2), last %q, warning %q", f.InvalidUTF8, f.BadDates, f.LastRepair, f.Warning)
 	}
 }

@@ -28,6 +28,25 @@ type fakePipes struct {
 	defs  []transform.Pipe // the definitions passed, in call order
 	err   error
 	saved transform.Pipe // pipe 7's definition
+	// hold, when set, keeps previews and runs waiting until it is
+	// closed; entered hears of each one that waits.
+	hold, entered chan struct{}
+}
+
+// wait holds a preview or run while f.hold is open.
+func (f *fakePipes) wait(ctx context.Context) {
+	if f.hold == nil {
+		return
+	}
+	select {
+	case f.entered <- struct{}{}:
+	case <-f.hold: // released already: nobody listens
+		return
+	}
+	select {
+	case <-f.hold:
+	case <-ctx.Done():
+	}
 }
 
 const fakeID = 7
@@ -85,6 +104,7 @@ func (f *fakePipes) Preview(ctx context.Context, p transform.Pipe, id uint64) (*
 	if err := f.record(fmt.Sprint("Preview ", id), &p); err != nil {
 		return nil, err
 	}
+	f.wait(ctx)
 	return &transform.Preview{
 		Nodes:  []transform.NodeOutput{{Node: "a", Op: "source", Count: 1, Items: []transform.Item{{ID: "r1"}}}},
 		Output: []transform.Item{{ID: "r1"}},
@@ -95,6 +115,7 @@ func (f *fakePipes) RunNow(ctx context.Context, id uint64) (runner.RunResult, er
 	if err := f.record(fmt.Sprint("RunNow ", id), nil); err != nil {
 		return runner.RunResult{}, err
 	}
+	f.wait(ctx)
 	return runner.RunResult{At: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC), In: 2, Out: 1, Added: 1}, nil
 }
 
@@ -513,5 +534,56 @@ func TestPipesDisabled(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
 	if strings.Contains(rec.Body.String(), "/api/v1/pipes") {
 		t.Errorf("index lists disabled routes: %s", rec.Body)
+	}
+}
+
+// Previews and requested runs share Options.MaxPreviews slots: past them
+// a request is answered 429 with Retry-After at once, and a slot freed
+// serves the next one.
+func TestPreviewSlots(t *testing.T) {
+	e := newPipeEnv(t, "")
+	e.fake.hold, e.fake.entered = make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	statuses := make(chan int, DefaultMaxPreviews)
+	for i := range DefaultMaxPreviews {
+		path := "/api/v1/pipes/preview"
+		if i%2 == 1 {
+			path = "/api/v1/pipes/7/run"
+		}
+		body := bodyPipe
+		if path != "/api/v1/pipes/preview" {
+			body = ""
+		}
+		wg.Go(func() {
+			status, _, _ := e.do(t, "POST", path, body, nil)
+			statuses <- status
+		})
+		<-e.fake.entered
+	}
+	// Every slot is taken: the next ones are turned away without waiting.
+	for _, rt := range []struct{ path, body string }{
+		{"/api/v1/pipes/preview", bodyPipe},
+		{"/api/v1/pipes/7/preview", ""},
+		{"/api/v1/pipes/7/run", ""},
+	} {
+		status, v, rec := e.do(t, "POST", rt.path, rt.body, nil)
+		if status != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
+			t.Errorf("POST %s with every slot taken: %d %v, Retry-After %q", rt.path, status, v, rec.Header().Get("Retry-After"))
+		}
+	}
+	// Other routes do not queue behind previews.
+	if status, _, _ := e.do(t, "GET", "/api/v1/pipes/7", "", nil); status != http.StatusOK {
+		t.Errorf("GET a pipe while previews run: %d", status)
+	}
+	close(e.fake.hold)
+	wg.Wait()
+	close(statuses)
+	for s := range statuses {
+		if s != http.StatusOK {
+			t.Errorf("an admitted request answered %d", s)
+		}
+	}
+	if status, _, _ := e.do(t, "POST", "/api/v1/pipes/preview", bodyPipe, nil); status != http.StatusOK {
+		t.Errorf("after the slots are free: %d", status)
 	}
 }

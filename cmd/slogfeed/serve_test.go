@@ -1,0 +1,89 @@
+package main
+
+import (
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/slogfeed/slogfeed/transform"
+)
+
+func TestParseBytes(t *testing.T) {
+	for s, want := range map[string]int64{
+		"65536": 65536, "64KiB": 64 << 10, "32MiB": 32 << 20, "1GiB": 1 << 30,
+		"16K": 16 << 10, "2M": 2 << 20, "1G": 1 << 30, "512B": 512, " 8 MiB ": 8 << 20,
+	} {
+		if got, err := parseBytes(s); err != nil || got != want {
+			t.Errorf("parseBytes(%q) = %d, %v; want %d", s, got, err, want)
+		}
+	}
+	for _, s := range []string{"", "MiB", "-1", "1.5MiB", "12 parsecs", "9999999999999GiB"} {
+		if _, err := parseBytes(s); err == nil {
+			t.Errorf("parseBytes(%q) accepted", s)
+		}
+	}
+	for s, ok := range map[string]bool{"1KiB": true, "64GiB": true, "1023": false, "65GiB": false} {
+		if err := checkBytes(s); (err == nil) != ok {
+			t.Errorf("checkBytes(%q) = %v", s, err)
+		}
+	}
+	for s, ok := range map[string]bool{"10s": true, "100ms": true, "10m": true, "50ms": false, "1h": false, "ten": false} {
+		if err := checkPipeTime(s); (err == nil) != ok {
+			t.Errorf("checkPipeTime(%q) = %v", s, err)
+		}
+	}
+}
+
+// The defaults of serve's table are the run limits transform uses when
+// none are given, and the settings reach the runner's limits.
+func TestPipeLimits(t *testing.T) {
+	defaults := map[string]string{}
+	for _, s := range serveSettings(func(string) string { return "" }) {
+		defaults[s.Name] = s.Default
+	}
+	got := pipeLimits(defaults).WithDefaults()
+	if got != transform.DefaultLimits {
+		t.Errorf("serve's defaults give %+v, transform's are %+v", got, transform.DefaultLimits)
+	}
+	got = pipeLimits(map[string]string{"pipe-time": "2s", "pipe-node-bytes": "1MiB", "pipe-run-bytes": "4MiB", "regex-input": "4KiB"})
+	want := transform.Limits{RunTime: 2 * time.Second, MaxNodeBytes: 1 << 20, MaxRunBytes: 4 << 20, MaxRegexInput: 4 << 10}
+	if got != want {
+		t.Errorf("pipeLimits = %+v, want %+v", got, want)
+	}
+}
+
+// --addr 0.0.0.0:P prints a URL a person can open, not http://0.0.0.0:P.
+func TestServeURLs(t *testing.T) {
+	host := func() (string, error) { return "lab-pi", nil }
+	noHost := func() (string, error) { return "", errors.New("no name") }
+	tests := []struct {
+		addr, public         string
+		hostname             func() (string, error)
+		listen, open, remote string
+	}{
+		{"0.0.0.0:8080", "", host, "port 8080 of every interface (0.0.0.0:8080)", "http://localhost:8080/", "http://lab-pi:8080/"},
+		{"[::]:9000", "", host, "port 9000 of every interface ([::]:9000)", "http://localhost:9000/", "http://lab-pi:9000/"},
+		{"0.0.0.0:8080", "", noHost, "port 8080 of every interface (0.0.0.0:8080)", "http://localhost:8080/", ""},
+		{"0.0.0.0:8080", "https://slog.example.org", host, "port 8080 of every interface (0.0.0.0:8080)", "https://slog.example.org/", ""},
+		{"127.0.0.1:8080", "", host, "http://127.0.0.1:8080", "http://127.0.0.1:8080/", ""},
+		{"192.168.1.20:8080", "", host, "http://192.168.1.20:8080", "http://192.168.1.20:8080/", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.addr+" "+tt.public, func(t *testing.T) {
+			a, err := net.ResolveTCPAddr("tcp", tt.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := listenDescription(a); got != tt.listen {
+				t.Errorf("listenDescription = %q, want %q", got, tt.listen)
+			}
+			if got := browserURL(a, tt.public); got != tt.open {
+				t.Errorf("browserURL = %q, want %q", got, tt.open)
+			}
+			if got := otherMachinesURL(a, tt.public, tt.hostname); got != tt.remote {
+				t.Errorf("otherMachinesURL = %q, want %q", got, tt.remote)
+			}
+		})
+	}
+}
