@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/transform"
@@ -49,10 +51,15 @@ func (r *Runner) feedOf(ref transform.Ref, subscribe bool) (storage.Feed, error)
 		f, err = r.st.FeedBySlug(storage.KindPipe, ref.Key)
 	case "url":
 		f, err = r.st.FeedByURL(ref.Key)
+		if errors.Is(err, storage.ErrFeedNotFound) && strings.Contains(ref.Key, "@") {
+			// A definition read back from the API has the credentials of
+			// its URLs masked: it names the feed whose URL masks so.
+			f, err = r.feedByMaskedURL(ref.Key)
+		}
 		if errors.Is(err, storage.ErrFeedNotFound) && subscribe && r.opt.Subscribe != nil {
 			f, err = r.opt.Subscribe(storage.Feed{URL: ref.Key, Policy: schedule.DefaultPolicy})
 			if err != nil {
-				return f, fmt.Errorf("subscribing to %s: %w", ref.Key, err)
+				return f, fmt.Errorf("subscribing to %s: %w", aggregator.RedactURL(ref.Key), err)
 			}
 		}
 	default:
@@ -60,9 +67,54 @@ func (r *Runner) feedOf(ref transform.Ref, subscribe bool) (storage.Feed, error)
 	}
 	if errors.Is(err, storage.ErrFeedNotFound) {
 		what := map[string]string{"feed": "no feed", "sensor": "no sensor", "pipe": "no pipe", "url": "no subscribed feed"}[ref.Kind]
-		return f, fmt.Errorf("%w: %s %q", ErrInputNotFound, what, ref.Key)
+		return f, fmt.Errorf("%w: %s %q", ErrInputNotFound, what, aggregator.RedactURL(ref.Key))
 	}
 	return f, err
+}
+
+// feedByMaskedURL finds the remote feed whose URL, its credentials
+// masked (aggregator.RedactURL), is masked; storage.ErrFeedNotFound when
+// none or more than one is.
+func (r *Runner) feedByMaskedURL(masked string) (storage.Feed, error) {
+	if aggregator.RedactURL(masked) != masked {
+		return storage.Feed{}, storage.ErrFeedNotFound // not a masked URL
+	}
+	feeds, err := r.st.Feeds()
+	if err != nil {
+		return storage.Feed{}, err
+	}
+	var found []storage.Feed
+	for _, f := range feeds {
+		if f.Kind == storage.KindRemote && f.URL != masked && aggregator.RedactURL(f.URL) == masked {
+			found = append(found, f)
+		}
+	}
+	if len(found) != 1 {
+		return storage.Feed{}, storage.ErrFeedNotFound
+	}
+	return found[0], nil
+}
+
+// redactDef masks the credentials of the URLs def's source nodes read,
+// for the API (see feedByMaskedURL for the way back).
+func redactDef(def transform.Pipe) transform.Pipe {
+	nodes := slices.Clone(def.Nodes)
+	for i, n := range nodes {
+		if n.Op != "source" || !strings.Contains(string(n.Config), "@") {
+			continue
+		}
+		var cfg map[string]json.RawMessage
+		var feed string
+		if json.Unmarshal(n.Config, &cfg) != nil || json.Unmarshal(cfg["feed"], &feed) != nil {
+			continue
+		}
+		if masked := aggregator.RedactURL(feed); masked != feed {
+			cfg["feed"], _ = json.Marshal(masked)
+			nodes[i].Config, _ = json.Marshal(cfg)
+		}
+	}
+	def.Nodes = nodes
+	return def
 }
 
 // compile checks def as a pipe to store: it compiles, its output's
@@ -311,7 +363,7 @@ func (r *Runner) info(p *pipe) (Info, error) {
 	if err := json.Unmarshal(sp.Def, &def); err != nil {
 		return Info{}, fmt.Errorf("runner: pipe %d definition: %w", p.id, err)
 	}
-	in := Info{ID: sp.ID, Slug: sp.Slug, FeedID: sp.FeedID, Pipe: def, Runs: sp.Runs, LastError: sp.LastError, Created: sp.Created, Updated: sp.Updated}
+	in := Info{ID: sp.ID, Slug: sp.Slug, FeedID: sp.FeedID, Pipe: redactDef(def), Runs: sp.Runs, LastError: sp.LastError, Created: sp.Created, Updated: sp.Updated}
 	in.Name = def.Name
 	if in.Name == "" {
 		in.Name = def.Output.Title
@@ -322,6 +374,9 @@ func (r *Runner) info(p *pipe) (Info, error) {
 	r.mu.Lock()
 	in.Inputs = slices.Clone(p.inputs)
 	r.mu.Unlock()
+	for i := range in.Inputs {
+		in.Inputs[i].Ref = aggregator.RedactURL(in.Inputs[i].Ref)
+	}
 	if in.Inputs == nil {
 		in.Inputs = []Input{}
 	}

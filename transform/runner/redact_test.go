@@ -1,0 +1,53 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/slogfeed/slogfeed/schedule"
+	"github.com/slogfeed/slogfeed/storage"
+)
+
+// A pipe that reads a feed by a URL with credentials shows it masked, and
+// its definition read back from the API (masked) still names that feed.
+func TestPipeMasksInputURLs(t *testing.T) {
+	e := newEnv(t, schedule.NewVirtualClock(t0))
+	const secret = "https://alice:hunter2@feeds.example.org/lab.rss"
+	f := storage.Feed{Kind: storage.KindRemote, URL: secret, Policy: "auto"}
+	if err := e.st.CreateFeed(&f); err != nil {
+		t.Fatal(err)
+	}
+	info, err := e.r.Create(context.Background(), hotPipe("hot", secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.r.Get(info.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(got)
+	if strings.Contains(string(raw), "hunter2") || !strings.Contains(string(raw), "alice:xxxxx@feeds.example.org") {
+		t.Fatalf("pipe info shows %s", raw)
+	}
+	// The masked definition, sent back, still reads the same feed.
+	upd, err := e.r.Update(context.Background(), info.ID, got.Pipe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(upd.Inputs) != 1 || upd.Inputs[0].FeedID != f.ID {
+		t.Errorf("inputs after the update: %+v", upd.Inputs)
+	}
+	if _, err := e.r.Preview(context.Background(), got.Pipe, 0); err != nil {
+		t.Errorf("preview of the masked definition: %v", err)
+	}
+	// A masked URL that names no feed, or two, is no input.
+	other := storage.Feed{Kind: storage.KindRemote, URL: "https://alice:other@feeds.example.org/lab.rss", Policy: "auto"}
+	if err := e.st.CreateFeed(&other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.r.Preview(context.Background(), got.Pipe, 0); err == nil || strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "other@") {
+		t.Errorf("an ambiguous masked URL: %v", err)
+	}
+}
