@@ -41,7 +41,8 @@
 // edges, cycles, wrong numbers of inputs, a missing or malformed output,
 // an unknown trigger or a bad cron schedule, and anything over Limits
 // (nodes, edges, loop nesting, regex length and program size, expression
-// size and cost, items per node, run time).
+// size and cost, items per node; a run's time and bytes are bounded as
+// "Bounds of a run" says).
 //
 // # Items and ids
 //
@@ -86,6 +87,30 @@
 // A preview (Graph.Run with trace) runs every node on the inputs' newest
 // items from a fresh state and returns each node's output and error
 // without saving anything.
+//
+// # Bounds of a run
+//
+// A run, saved pipe or preview alike, is bounded by Limits (serve's
+// --pipe-time, --pipe-node-bytes, --pipe-run-bytes and --regex-input):
+//
+//   - time: Limits.RunTime (10 s). Every operator looks at the deadline
+//     between items (Context.Err), the regex operators before each item,
+//     and a run whose operator returns after the deadline fails all the
+//     same, with ErrTimeLimit naming the node;
+//   - work per item: regular expressions (regex_replace, filter's
+//     matches, split's pattern, PACK's MATCH, extract) look at the first
+//     Limits.MaxRegexInput bytes of a field (16 KiB) and leave the rest as
+//     it is: RE2 is linear in its input, but a large program over a long
+//     summary takes a second per item;
+//   - bytes: each node's output may hold Limits.MaxNodeBytes (32 MiB) and
+//     all the nodes of a run together Limits.MaxRunBytes (128 MiB), as
+//     ItemBytes counts them; operators that make text (template,
+//     regex_replace, loops) count it as they go (Context.Grow). Past
+//     either the run fails with ErrByteLimit naming the node and the
+//     limit (the API answers 422);
+//   - a preview shows at most PreviewItems items of each node, and
+//     Limits.MaxPreviewBytes (4 MiB) of items in all: past it a node shows
+//     its count and fewer items (NodeOutput.Truncated).
 //
 // # Operators
 //

@@ -473,12 +473,12 @@ func browserURL(a net.Addr, publicURL string) string {
 }
 
 // listenDescription is the listening address as printed: a wildcard
-// address (0.0.0.0, [::]) is said to be every interface, not given as a
-// URL nobody can open.
+// address (0.0.0.0, [::]) is said to be every interface, for the lines
+// after it give the URLs to open.
 func listenDescription(a net.Addr) string {
 	ap, err := netip.ParseAddrPort(a.String())
 	if err == nil && ap.Addr().IsUnspecified() {
-		return fmt.Sprintf("port %d of every interface (%s)", ap.Port(), a)
+		return "http://" + a.String() + " (every interface)"
 	}
 	return "http://" + a.String()
 }

@@ -62,10 +62,10 @@ func TestServeURLs(t *testing.T) {
 		hostname             func() (string, error)
 		listen, open, remote string
 	}{
-		{"0.0.0.0:8080", "", host, "port 8080 of every interface (0.0.0.0:8080)", "http://localhost:8080/", "http://lab-pi:8080/"},
-		{"[::]:9000", "", host, "port 9000 of every interface ([::]:9000)", "http://localhost:9000/", "http://lab-pi:9000/"},
-		{"0.0.0.0:8080", "", noHost, "port 8080 of every interface (0.0.0.0:8080)", "http://localhost:8080/", ""},
-		{"0.0.0.0:8080", "https://slog.example.org", host, "port 8080 of every interface (0.0.0.0:8080)", "https://slog.example.org/", ""},
+		{"0.0.0.0:8080", "", host, "http://0.0.0.0:8080 (every interface)", "http://localhost:8080/", "http://lab-pi:8080/"},
+		{"[::]:9000", "", host, "http://[::]:9000 (every interface)", "http://localhost:9000/", "http://lab-pi:9000/"},
+		{"0.0.0.0:8080", "", noHost, "http://0.0.0.0:8080 (every interface)", "http://localhost:8080/", ""},
+		{"0.0.0.0:8080", "https://slog.example.org", host, "http://0.0.0.0:8080 (every interface)", "https://slog.example.org/", ""},
 		{"127.0.0.1:8080", "", host, "http://127.0.0.1:8080", "http://127.0.0.1:8080/", ""},
 		{"192.168.1.20:8080", "", host, "http://192.168.1.20:8080", "http://192.168.1.20:8080/", ""},
 	}

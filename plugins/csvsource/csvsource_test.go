@@ -211,15 +211,15 @@ func TestEndToEnd(t *testing.T) {
 	})
 }
 
-// TestSSRFGuard: without an allow-list the fetcher refuses loopback.
+// TestSSRFGuard: without an allow-list a loopback source is refused when
+// subscribing, before any request.
 func TestSSRFGuard(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t.Error("the guard let a request to loopback through")
 	}))
 	defer srv.Close()
 	env := sourcetest.New(t, nil)
-	f := env.Subscribe(t, srv.URL+"/good.csv", "csv", goodConfig)
-	if f = env.Fetch(t, f.ID); !strings.Contains(f.LastError, aggregator.ErrBlocked.Error()) {
-		t.Fatalf("LastError = %q, want the SSRF guard's refusal", f.LastError)
+	if err := env.Refused(t, srv.URL+"/good.csv", "csv", goodConfig); !errors.Is(err, aggregator.ErrBlocked) {
+		t.Fatalf("subscribe: %v, want the SSRF guard's refusal", err)
 	}
 }

@@ -253,17 +253,15 @@ func TestEndToEnd(t *testing.T) {
 	})
 }
 
-// TestSSRFGuard: without an allow-list the fetcher refuses the loopback
-// server, and that is the feed's error.
+// TestSSRFGuard: without an allow-list the loopback server is refused
+// when subscribing, before any request.
 func TestSSRFGuard(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t.Error("the guard let a request to loopback through")
 	}))
 	defer srv.Close()
 	env := sourcetest.New(t, nil)
-	f := env.Subscribe(t, srv.URL+"/good.json", "json", goodConfig)
-	f = env.Fetch(t, f.ID)
-	if !strings.Contains(f.LastError, aggregator.ErrBlocked.Error()) {
-		t.Fatalf("LastError = %q, want the SSRF guard's refusal", f.LastError)
+	if err := env.Refused(t, srv.URL+"/good.json", "json", goodConfig); !errors.Is(err, aggregator.ErrBlocked) {
+		t.Fatalf("subscribe: %v, want the SSRF guard's refusal", err)
 	}
 }

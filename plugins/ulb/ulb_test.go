@@ -211,9 +211,8 @@ func TestEndToEnd(t *testing.T) {
 	}
 	t.Run("ssrf", func(t *testing.T) {
 		guarded := sourcetest.New(t, nil)
-		g := guarded.Subscribe(t, srv.URL+"/trace.txt", "ulb", `{"mote": 20}`)
-		if g = guarded.Fetch(t, g.ID); !strings.Contains(g.LastError, aggregator.ErrBlocked.Error()) {
-			t.Errorf("LastError = %q", g.LastError)
+		if err := guarded.Refused(t, srv.URL+"/trace.txt", "ulb", `{"mote": 20}`); !errors.Is(err, aggregator.ErrBlocked) {
+			t.Errorf("subscribe: %v, want the SSRF guard's refusal", err)
 		}
 	})
 }

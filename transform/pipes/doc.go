@@ -145,9 +145,12 @@
 // where $1 or ${1} inserts a group by number, $name or ${name} a named
 // group, and $$ a dollar sign, as in Go's regexp.Expand ("$1x" names a
 // group "1x": write "${1}x"). The result is cut at the pipe's text limit
-// (Limits.MaxText, 64 KiB by default) on a UTF-8 boundary. Items lacking
-// the field or without a match are left as they are, and so is an id
-// the replacement would empty.
+// (Limits.MaxText, 64 KiB by default) on a UTF-8 boundary. The pattern
+// is matched within the first Limits.MaxRegexInput bytes of the field
+// (16 KiB by default), and the rest of the field is kept as it is; the
+// run's deadline is looked at before every item. Items lacking the field
+// or without a match are left as they are, and so is an id the
+// replacement would empty.
 //
 //	{"id": "degrees", "op": "regex_replace", "config": {"field": "title", "pattern": "(\\d+)C", "replace": "$1 °C", "all": true}}
 //

@@ -68,6 +68,17 @@ func (e *Env) Subscribe(t testing.TB, url, typ, config string) storage.Feed {
 	return f
 }
 
+// Refused subscribes to url with the adapter typ and returns the error
+// of a subscription that is refused, failing the test when it is not.
+func (e *Env) Refused(t testing.TB, url, typ, config string) error {
+	t.Helper()
+	f, err := e.Service.Subscribe(storage.Feed{URL: url, Source: &storage.SourceSpec{Type: typ, Config: json.RawMessage(config)}})
+	if err == nil {
+		t.Fatalf("subscribe %s with %s %s: subscribed as feed %d", url, typ, config, f.ID)
+	}
+	return err
+}
+
 // Fetch fetches feed id once and returns it as stored afterwards.
 func (e *Env) Fetch(t testing.TB, id uint64) storage.Feed {
 	t.Helper()
