@@ -51,19 +51,21 @@ type feedRequest struct {
 
 // FeedView is a feed as the API shows it.
 type FeedView struct {
-	ID             uint64     `json:"id"`
-	Kind           string     `json:"kind"`
-	URL            string     `json:"url,omitempty"`
-	Slug           string     `json:"slug,omitempty"`
-	Title          string     `json:"title"`
-	Site           string     `json:"site,omitempty"`
-	Category       []string   `json:"category,omitempty"`
-	Policy         string     `json:"policy"`
-	Weight         float64    `json:"weight,omitempty"`
-	NextFetch      *time.Time `json:"next_fetch"`
-	Polls          int64      `json:"polls"`
-	Hits           int64      `json:"hits"`
-	HitPct         float64    `json:"hit_pct"`
+	ID        uint64     `json:"id"`
+	Kind      string     `json:"kind"`
+	URL       string     `json:"url,omitempty"`
+	Slug      string     `json:"slug,omitempty"`
+	Title     string     `json:"title"`
+	Site      string     `json:"site,omitempty"`
+	Category  []string   `json:"category,omitempty"`
+	Policy    string     `json:"policy"`
+	Weight    float64    `json:"weight,omitempty"`
+	NextFetch *time.Time `json:"next_fetch"`
+	Polls     int64      `json:"polls"`
+	Hits      int64      `json:"hits"`
+	HitPct    float64    `json:"hit_pct"`
+	// Items is how many items a remote feed has brought in; for sensor
+	// and pipe feeds, which are not fetched, how many items it holds.
 	Items          int64      `json:"items"`
 	MedianLatencyS *float64   `json:"median_latency_s"`
 	MeanLatencyS   *float64   `json:"mean_latency_s"`
@@ -93,7 +95,13 @@ func timePtr(t time.Time) *time.Time {
 
 func (a *api) view(f storage.Feed) FeedView {
 	lat, _ := a.store.RecentLatencies([]uint64{f.ID}, recentLatencyPolls)
-	return a.viewWith(f, lat[f.ID])
+	v := a.viewWith(f, lat[f.ID])
+	if f.Kind != storage.KindRemote {
+		if n, err := a.store.CountItems(f.ID); err == nil {
+			v.Items = int64(n)
+		}
+	}
+	return v
 }
 
 // viewWith is view with the latencies of the feed's recent polls (from
@@ -175,9 +183,25 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) {
 	if err != nil { // the list still answers, without medians
 		a.log.Error("api: recent latencies", "err", err)
 	}
+	// Sensor and pipe feeds are not fetched: their items count is what
+	// they hold, read for all of them at once.
+	var local []uint64
+	for _, f := range feeds {
+		if f.Kind != storage.KindRemote {
+			local = append(local, f.ID)
+		}
+	}
+	held, err := a.store.ItemCounts(local)
+	if err != nil { // the list still answers, with the counters
+		a.log.Error("api: item counts", "err", err)
+	}
 	out := make([]FeedView, 0, len(feeds))
 	for _, f := range feeds {
-		out = append(out, a.viewWith(f, lat[f.ID]))
+		v := a.viewWith(f, lat[f.ID])
+		if n, ok := held[f.ID]; ok {
+			v.Items = int64(n)
+		}
+		out = append(out, v)
 	}
 	respondJSON(w, http.StatusOK, out)
 }
