@@ -502,6 +502,7 @@ func (s *Service) record(f storage.Feed, resp *Response, parsed *Parsed, prev, s
 			}
 		}
 		if len(fresh) > 0 {
+			timeOrder(fresh) // stored, and read by pipes, oldest first
 			obs.Published = PublishTimes(resp, fresh, prev)
 			for i := range fresh {
 				fresh[i].Fetched = obs.At
