@@ -47,6 +47,8 @@ type feedRequest struct {
 	// Source selects a source adapter for data that is not a feed
 	// (docs/plugins.md).
 	Source *storage.SourceSpec `json:"source,omitempty"`
+	// Reduce is a PACK reduction policy for the items beyond Retention.
+	Reduce json.RawMessage `json:"reduce,omitempty"`
 }
 
 // FeedView is a feed as the API shows it.
@@ -80,6 +82,12 @@ type FeedView struct {
 	Source *storage.SourceSpec `json:"source,omitempty"`
 	// Warning is what the last fetch left out (skipped rows), if anything.
 	Warning string `json:"warning,omitempty"`
+	// The feed's settings besides policy and weight, as POST takes them
+	// (an OPML export keeps them).
+	IgnoreCache bool                 `json:"ignore_cache,omitempty"`
+	Retention   *storage.Retention   `json:"retention,omitempty"`
+	Extract     *storage.ExtractRule `json:"extract,omitempty"`
+	Reduce      json.RawMessage      `json:"reduce,omitempty"`
 }
 
 // recentLatencyPolls is how many recent polls median_latency_s covers.
@@ -113,6 +121,11 @@ func (a *api) viewWith(f storage.Feed, lat []float64) FeedView {
 		Polls: f.Polls, Hits: f.Hits, Items: f.Items, LastError: f.LastError, ErrorCount: f.ErrorCount,
 		LastFetch: timePtr(f.LastFetch), LastHit: timePtr(f.LastHit), RetryAfter: timePtr(f.RetryAfter),
 		Created: f.Created.UTC(), Source: f.Source, Warning: f.Warning,
+		IgnoreCache: f.IgnoreCache, Extract: f.Extract, Reduce: f.Reduce,
+	}
+	if f.Retention != (storage.Retention{}) {
+		r := f.Retention
+		v.Retention = &r
 	}
 	if f.Polls > 0 {
 		v.HitPct = 100 * float64(f.Hits) / float64(f.Polls)
@@ -157,7 +170,7 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 	}
 	f, err := a.agg.Subscribe(storage.Feed{
 		URL: req.URL, Policy: req.Policy, Title: req.Title, Weight: req.Weight, Category: req.Category,
-		IgnoreCache: req.IgnoreCache, Retention: req.Retention, Extract: req.Extract, Source: req.Source,
+		IgnoreCache: req.IgnoreCache, Retention: req.Retention, Extract: req.Extract, Source: req.Source, Reduce: req.Reduce,
 	})
 	switch {
 	case errors.Is(err, storage.ErrFeedExists):

@@ -270,7 +270,7 @@ func orDash(s string) string {
 func runImport(ctx context.Context, a *app, args []string) error {
 	var policy string
 	c, pos, err := clientCommand(a, "import", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&policy, "policy", "", "scheduling `POLICY` for the imported feeds (default auto)")
+		fs.StringVar(&policy, "policy", "", "scheduling `POLICY` for imported feeds whose outline names none (default auto)")
 	})
 	if err != nil {
 		return err
@@ -297,7 +297,11 @@ func runImport(ctx context.Context, a *app, args []string) error {
 		errs = append(errs, perr)
 	}
 	for _, o := range outlines {
-		err := c.do(ctx, http.MethodPost, "/api/v1/feeds", map[string]any{"url": o.URL, "title": o.Title, "category": o.Category, "policy": policy}, nil)
+		f := o.Feed(policy) // with the settings a slogfeed export keeps
+		err := c.do(ctx, http.MethodPost, "/api/v1/feeds", map[string]any{
+			"url": f.URL, "title": f.Title, "category": f.Category, "policy": f.Policy, "weight": f.Weight,
+			"ignore_cache": f.IgnoreCache, "retention": f.Retention, "extract": f.Extract, "source": f.Source, "reduce": f.Reduce,
+		}, nil)
 		switch {
 		case err == nil:
 			added++
@@ -328,7 +332,14 @@ func runExport(ctx context.Context, a *app, args []string) error {
 		if f.Kind != "remote" {
 			continue
 		}
-		out = append(out, opml.Outline{URL: f.URL, Title: f.Title, Site: f.Site, Category: f.Category})
+		o := opml.Outline{URL: f.URL, Title: f.Title, Site: f.Site, Category: f.Category}
+		o.Settings = opml.Settings{
+			Policy: f.Policy, Weight: f.Weight, IgnoreCache: f.IgnoreCache, Source: f.Source, Extract: f.Extract, Reduce: f.Reduce,
+		}
+		if f.Retention != nil {
+			o.Settings.Retention = *f.Retention
+		}
+		out = append(out, o)
 	}
 	return opml.Write(a.stdout, "slogfeed subscriptions", out, time.Now())
 }
