@@ -96,6 +96,10 @@ type Parsed struct {
 	// Feed: feed_url), the topic to subscribe to. See push.go.
 	Hubs []string
 	Self string
+	// Older is the link to the page of older items of a paged feed (RFC
+	// 5005 rel="next" or rel="prev-archive"; JSON Feed next_url), an
+	// absolute http(s) URL, or "". See paging.go.
+	Older string
 }
 
 // Parse parses an RSS, RDF, Atom or JSON Feed document and normalises its
@@ -212,6 +216,7 @@ func parseXML(body []byte, contentType string, opt ParseOptions) (*Parsed, error
 	p := n.feed(feed)
 	p.Truncated = p.Truncated || truncated
 	p.Hubs, p.Self = xmlHubs(rf, af, body, opt.BaseURL)
+	p.Older = olderLink(xmlLinks(rf, af, body), opt.BaseURL)
 	if rf != nil {
 		p.TTL = rssTTL(rf.TTL)
 		if plan, err := schedule.ParseSkip(rf.SkipHours, rf.SkipDays); err == nil {
@@ -266,6 +271,7 @@ func parseJSON(body []byte, opt ParseOptions) (*Parsed, error) {
 	p := n.feed(feed)
 	p.Truncated = p.Truncated || truncated
 	p.Hubs, p.Self = jsonHubs(top, opt.BaseURL)
+	p.Older = jsonOlder(top, opt.BaseURL)
 	return p, nil
 }
 

@@ -463,6 +463,7 @@ func (s *Service) poll(ctx context.Context, f storage.Feed, prev time.Time) (sto
 		if err != nil {
 			return s.failed(f, start, err)
 		}
+		s.follow(ctx, f, resp, parsed) // older pages, when the document shows a gap
 	}
 	obs, _, err := s.record(f, resp, parsed, prev, start, false)
 	if err != nil {
