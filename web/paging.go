@@ -9,40 +9,31 @@ import (
 	"github.com/slogfeed/slogfeed/storage"
 )
 
-// page is what paging decided for one feed document.
-type page struct {
-	next string // URL of the page of older items ("" when none)
-	more bool   // the subscriber missed items: send Slogfeed-More
-}
-
-// pageOf pages a feed document (RFC 5005) served at self. *items holds up
-// to limit+1 items newest first, read with BeforeSeq before (0 for the
-// subscription document); it is cut to limit. When an item is left over,
-// older items exist: the page links the next page, ?before=<Seq of its
-// oldest item> (with the request's limit, when it gave one). On the
-// subscription document, a conditional request whose If-Modified-Since
-// lies before the page's oldest item missed items the page does not
-// hold: more is set.
-func pageOf(r *http.Request, self string, items *[]storage.Item, limit int, before uint64) page {
-	var p page
-	if len(*items) <= limit {
-		return p
+// nextPage pages a feed document (RFC 5005) served at self. *items holds
+// up to limit+1 items newest first (read with ItemQuery.BeforeSeq for a
+// page after the first); it is cut to limit. When an item was left over,
+// older items exist and nextPage returns the link to their page,
+// self?before=<Seq of the document's oldest item>, with &limit=limit when
+// withLimit (a limit the request chose); else "".
+func nextPage(self string, items *[]storage.Item, limit int, withLimit bool) string {
+	if len(*items) <= limit || limit <= 0 {
+		return ""
 	}
 	*items = (*items)[:limit]
-	if limit == 0 {
-		return p
-	}
-	oldest := (*items)[limit-1]
 	q := url.Values{}
-	q.Set("before", strconv.FormatUint(oldest.Seq, 10))
-	if l := r.URL.Query().Get("limit"); l != "" {
-		q.Set("limit", l)
+	q.Set("before", strconv.FormatUint((*items)[limit-1].Seq, 10))
+	if withLimit {
+		q.Set("limit", strconv.Itoa(limit))
 	}
-	p.next = self + "?" + q.Encode()
-	if before == 0 {
-		if ims, err := http.ParseTime(r.Header.Get("If-Modified-Since")); err == nil && ims.Before(oldest.Published.Truncate(time.Second)) {
-			p.more = true
-		}
-	}
-	return p
+	return self + "?" + q.Encode()
+}
+
+// missed reports whether the subscriber making conditional request r
+// missed items of a subscription document whose oldest item was
+// published at oldest and which links an older page: its
+// If-Modified-Since (the newest publish time it has) lies before that
+// oldest item. The publisher then sends Slogfeed-More.
+func missed(r *http.Request, oldest time.Time) bool {
+	ims, err := http.ParseTime(r.Header.Get("If-Modified-Since"))
+	return err == nil && ims.Before(oldest.Truncate(time.Second))
 }

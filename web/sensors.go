@@ -539,7 +539,8 @@ func (h *sensorStore) get(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 
 	self := h.base + "/sensors/" + name + "." + ext
-	page := pageOf(r, self, &items, limit, before)
+	older := nextPage(self, &items, limit, r.URL.Query().Get("limit") != "")
+	more := before == 0 && older != "" && missed(r, items[len(items)-1].Published)
 	var newest time.Time
 	for _, it := range items {
 		if it.Published.After(newest) {
@@ -550,7 +551,7 @@ func (h *sensorStore) get(w http.ResponseWriter, r *http.Request) {
 		Title:       feed.Title,
 		Link:        h.base + "/sensors/" + name,
 		SelfURL:     self,
-		Next:        page.next,
+		Next:        older,
 		Description: "Readings of sensor " + name,
 		ID:          h.feedID(feed),
 		TTL:         period, // from the stored arrivals only: the same items give the same document
@@ -567,7 +568,7 @@ func (h *sensorStore) get(w http.ResponseWriter, r *http.Request) {
 		Newest: newest,
 		Next:   next,
 		Desync: h.load.Hit("sensor/"+name, now),
-		More:   page.more,
+		More:   more,
 	}, now)
 }
 
