@@ -12,26 +12,10 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/web"
 )
-
-type stepClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *stepClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *stepClock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // loopbackService is a downstream aggregator whose fetcher may reach
 // loopback servers.
@@ -61,7 +45,7 @@ func loopbackService(t *testing.T) (*aggregator.Service, *storage.Store) {
 func TestPagedSensorFeedLosesNothing(t *testing.T) {
 	for _, ext := range []string{"rss", "atom", "json"} {
 		t.Run(ext, func(t *testing.T) {
-			clock := &stepClock{t: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)}
+			clock := schedule.NewVirtualClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
 			up, err := storage.Open(filepath.Join(t.TempDir(), "up.db"), storage.Options{NoSync: true, Now: clock.Now})
 			if err != nil {
 				t.Fatal(err)
@@ -71,7 +55,7 @@ func TestPagedSensorFeedLosesNothing(t *testing.T) {
 			defer srv.Close()
 			post := func(n int) {
 				for i := range n {
-					clock.add(time.Second)
+					clock.Advance(time.Second)
 					resp, err := http.Post(srv.URL+"/api/v1/sensors/lab/readings", "application/json", strings.NewReader(fmt.Sprintf(`{"value": %d}`, i)))
 					if err != nil {
 						t.Fatal(err)

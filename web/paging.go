@@ -28,6 +28,20 @@ func nextPage(self string, items *[]storage.Item, limit int, withLimit bool) str
 	return self + "?" + q.Encode()
 }
 
+// pageBefore reads the ?before= of a request for an older page: 0 when
+// there is none, a 400 error when it is not a positive integer.
+func pageBefore(r *http.Request) (uint64, error) {
+	q := r.URL.Query().Get("before")
+	if q == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(q, 10, 64)
+	if err != nil || n == 0 {
+		return 0, sensorBadRequest("before must be a positive integer (an item's seq)")
+	}
+	return n, nil
+}
+
 // missed reports whether the subscriber making conditional request r
 // missed items of a subscription document whose oldest item was
 // published at oldest and which links an older page: its

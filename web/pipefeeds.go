@@ -206,13 +206,10 @@ func (h *pfHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			limit = n
 		}
-		if q := r.URL.Query().Get("before"); q != "" {
-			n, err := strconv.ParseUint(q, 10, 64)
-			if err != nil || n == 0 {
-				writeSensorError(w, sensorBadRequest("before must be a positive integer (an item's seq)"))
-				return
-			}
-			before = n
+		var err error
+		if before, err = pageBefore(r); err != nil {
+			writeSensorError(w, err)
+			return
 		}
 	}
 	now := h.now().UTC()

@@ -500,14 +500,10 @@ func (h *sensorStore) get(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	var before uint64
-	if q := r.URL.Query().Get("before"); q != "" {
-		n, err := strconv.ParseUint(q, 10, 64)
-		if err != nil || n == 0 {
-			writeSensorError(w, sensorBadRequest("before must be a positive integer (a reading's seq)"))
-			return
-		}
-		before = n
+	before, err := pageBefore(r)
+	if err != nil {
+		writeSensorError(w, err)
+		return
 	}
 	s, err := h.state(name, false)
 	if errors.Is(err, errNoSensor) {
