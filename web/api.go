@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/aggregator/opml"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 )
@@ -49,6 +50,8 @@ type feedRequest struct {
 	Source *storage.SourceSpec `json:"source,omitempty"`
 	// Reduce is a PACK reduction policy for the items beyond Retention.
 	Reduce json.RawMessage `json:"reduce,omitempty"`
+	// Sleep are the feed's own sleep windows (opml.Sleep's JSON).
+	Sleep *opml.Sleep `json:"sleep,omitempty"`
 }
 
 // FeedView is a feed as the API shows it.
@@ -88,6 +91,7 @@ type FeedView struct {
 	Retention   *storage.Retention   `json:"retention,omitempty"`
 	Extract     *storage.ExtractRule `json:"extract,omitempty"`
 	Reduce      json.RawMessage      `json:"reduce,omitempty"`
+	Sleep       *opml.Sleep          `json:"sleep,omitempty"`
 }
 
 // recentLatencyPolls is how many recent polls median_latency_s covers.
@@ -121,7 +125,7 @@ func (a *api) viewWith(f storage.Feed, lat []float64) FeedView {
 		Polls: f.Polls, Hits: f.Hits, Items: f.Items, LastError: f.LastError, ErrorCount: f.ErrorCount,
 		LastFetch: timePtr(f.LastFetch), LastHit: timePtr(f.LastHit), RetryAfter: timePtr(f.RetryAfter),
 		Created: f.Created.UTC(), Source: f.Source, Warning: f.Warning,
-		IgnoreCache: f.IgnoreCache, Extract: f.Extract, Reduce: f.Reduce,
+		IgnoreCache: f.IgnoreCache, Extract: f.Extract, Reduce: f.Reduce, Sleep: opml.SleepOf(f.Sleep),
 	}
 	if f.Retention != (storage.Retention{}) {
 		r := f.Retention
@@ -168,9 +172,15 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 		respondError(w, http.StatusBadRequest, fmt.Sprintf("weight must be in (0, %v]", schedule.MaxWeight))
 		return
 	}
+	sleep, err := req.Sleep.Plan()
+	if err != nil {
+		respondError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	f, err := a.agg.Subscribe(storage.Feed{
 		URL: req.URL, Policy: req.Policy, Title: req.Title, Weight: req.Weight, Category: req.Category,
 		IgnoreCache: req.IgnoreCache, Retention: req.Retention, Extract: req.Extract, Source: req.Source, Reduce: req.Reduce,
+		Sleep: sleep,
 	})
 	switch {
 	case errors.Is(err, storage.ErrFeedExists):

@@ -298,10 +298,15 @@ func runImport(ctx context.Context, a *app, args []string) error {
 	}
 	for _, o := range outlines {
 		f := o.Feed(policy) // with the settings a slogfeed export keeps
-		err := c.do(ctx, http.MethodPost, "/api/v1/feeds", map[string]any{
+		req := map[string]any{
 			"url": f.URL, "title": f.Title, "category": f.Category, "policy": f.Policy, "weight": f.Weight,
-			"ignore_cache": f.IgnoreCache, "retention": f.Retention, "extract": f.Extract, "source": f.Source, "reduce": f.Reduce,
-		}, nil)
+			"ignore_cache": f.IgnoreCache, "retention": f.Retention, "extract": f.Extract, "source": f.Source,
+			"sleep": opml.SleepOf(f.Sleep),
+		}
+		if len(f.Reduce) > 0 {
+			req["reduce"] = f.Reduce
+		}
+		err := c.do(ctx, http.MethodPost, "/api/v1/feeds", req, nil)
 		switch {
 		case err == nil:
 			added++
@@ -338,6 +343,9 @@ func runExport(ctx context.Context, a *app, args []string) error {
 		}
 		if f.Retention != nil {
 			o.Settings.Retention = *f.Retention
+		}
+		if sleep, err := f.Sleep.Plan(); err == nil {
+			o.Settings.Sleep = sleep
 		}
 		out = append(out, o)
 	}
