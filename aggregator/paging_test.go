@@ -43,42 +43,50 @@ func loopbackService(t *testing.T) (*aggregator.Service, *storage.Store) {
 // the downstream fetch sees that none of them is stored yet (a gap) and
 // follows the feed's rel="next" pages until it reaches what it has.
 func TestPagedSensorFeedLosesNothing(t *testing.T) {
+	clock := schedule.NewVirtualClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	up, err := storage.Open(filepath.Join(t.TempDir(), "up.db"), storage.Options{NoSync: true, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	srv := httptest.NewServer(web.SensorHandler(up, web.SensorOptions{Now: clock.Now}))
+	defer srv.Close()
+	post := func(n int) {
+		for i := range n {
+			clock.Advance(time.Second)
+			resp, err := http.Post(srv.URL+"/api/v1/sensors/lab/readings", "application/json", strings.NewReader(fmt.Sprintf(`{"value": %d}`, i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusCreated {
+				t.Fatalf("post: %s", resp.Status)
+			}
+		}
+	}
+	// One downstream subscription per format, polled together.
+	svc, down := loopbackService(t)
+	post(10)
+	var feeds []storage.Feed
 	for _, ext := range []string{"rss", "atom", "json"} {
-		t.Run(ext, func(t *testing.T) {
-			clock := schedule.NewVirtualClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
-			up, err := storage.Open(filepath.Join(t.TempDir(), "up.db"), storage.Options{NoSync: true, Now: clock.Now})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer up.Close()
-			srv := httptest.NewServer(web.SensorHandler(up, web.SensorOptions{Now: clock.Now}))
-			defer srv.Close()
-			post := func(n int) {
-				for i := range n {
-					clock.Advance(time.Second)
-					resp, err := http.Post(srv.URL+"/api/v1/sensors/lab/readings", "application/json", strings.NewReader(fmt.Sprintf(`{"value": %d}`, i)))
-					if err != nil {
-						t.Fatal(err)
-					}
-					resp.Body.Close()
-					if resp.StatusCode != http.StatusCreated {
-						t.Fatalf("post: %s", resp.Status)
-					}
-				}
-			}
-			svc, down := loopbackService(t)
-			post(10)
-			f, err := svc.Subscribe(storage.Feed{URL: srv.URL + "/sensors/lab." + ext, Policy: "fixed-1m"})
-			if err != nil {
-				t.Fatal(err)
-			}
+		f, err := svc.Subscribe(storage.Feed{URL: srv.URL + "/sensors/lab." + ext, Policy: "fixed-1m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		feeds = append(feeds, f)
+	}
+	poll := func() {
+		for _, f := range feeds {
 			if _, err := svc.FetchNow(t.Context(), f.ID); err != nil {
 				t.Fatal(err)
 			}
-			post(500)
-			if _, err := svc.FetchNow(t.Context(), f.ID); err != nil {
-				t.Fatal(err)
-			}
+		}
+	}
+	poll()
+	post(500)
+	poll()
+	for _, f := range feeds {
+		t.Run(f.URL[strings.LastIndexByte(f.URL, '.')+1:], func(t *testing.T) {
 			n, err := down.CountItems(f.ID)
 			if err != nil {
 				t.Fatal(err)
