@@ -64,7 +64,8 @@ func sameOrigin(u, feedURL string) bool {
 // Pages are fetched through the fetcher, so the SSRF guard applies, and
 // only on the feed's own origin. A gap left open (a bound, a failed page)
 // is reported as the feed's warning (ErrPagingStopped); the items found
-// are kept.
+// are kept. A gap it closed clears resp.More, so that the scheduler does
+// not pull the feed again at once for what the pages brought.
 func (s *Service) follow(ctx context.Context, f storage.Feed, resp *Response, parsed *Parsed) {
 	if parsed == nil || parsed.Older == "" || len(parsed.Items) == 0 {
 		return
@@ -87,7 +88,8 @@ func (s *Service) follow(ctx context.Context, f storage.Feed, resp *Response, pa
 	var stop error
 	for pages := 0; ; pages++ {
 		if next == "" {
-			return // the oldest page: nothing is missing
+			resp.More = false // the oldest page: nothing is missing
+			return
 		}
 		if pages >= MaxPages || bytes >= MaxPagedBytes {
 			stop = fmt.Errorf("%w: %d pages, %d bytes read", ErrPagingStopped, pages, bytes)
@@ -123,6 +125,7 @@ func (s *Service) follow(ctx context.Context, f storage.Feed, resp *Response, pa
 			parsed.Items = append(parsed.Items, it)
 		}
 		if closed {
+			resp.More = false // what was waiting is here: no pull again
 			return
 		}
 		next = p.Older
