@@ -95,6 +95,15 @@ func TestPagedSensorFeedLosesNothing(t *testing.T) {
 				got, _ := down.Feed(f.ID)
 				t.Fatalf("downstream holds %d readings, want 510 (warning %q)", n, got.Warning)
 			}
+			// The publisher said more was waiting (Slogfeed-More); the
+			// pages brought it, so the poll asks for no pull again.
+			obs, err := down.Observations(f.ID, 1)
+			if err != nil || len(obs) != 1 {
+				t.Fatalf("observations: %d, %v", len(obs), err)
+			}
+			if obs[0].MoreData || !obs[0].Hit {
+				t.Errorf("last poll: hit %v, more data %v; want a hit without more data waiting", obs[0].Hit, obs[0].MoreData)
+			}
 			// Stored oldest first: Seq order is observation order.
 			items, err := down.Items(f.ID, storage.ItemQuery{Order: storage.ByArrivalAsc})
 			if err != nil {
