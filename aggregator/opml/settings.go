@@ -198,10 +198,14 @@ func (s *Settings) readSetting(name, v string) {
 	v = strings.TrimSpace(v)
 	text := func() (string, bool) { return v, v != "" && len(v) <= MaxSettingText && utf8.ValidString(v) }
 	raw := func() (json.RawMessage, bool) {
-		if v == "" || len(v) > MaxSettingJSON || !json.Valid([]byte(v)) {
+		if v == "" || len(v) > MaxSettingJSON {
 			return nil, false
 		}
-		return json.RawMessage(v), true
+		var b bytes.Buffer
+		if err := json.Compact(&b, []byte(v)); err != nil {
+			return nil, false // not JSON
+		}
+		return json.RawMessage(b.Bytes()), true
 	}
 	switch name {
 	case "policy":
