@@ -38,7 +38,7 @@
 // A late reading is never folded in out of order, nor dropped silently:
 // the operator emits a late item for it, a copy of the reading's item
 // with id "<id>~late", category "late", title "<sensor>: late reading
-// 21.3 C observed at <time>" and a summary naming the node and the time
+// 21.3 °C observed at <time>" and a summary naming the node and the time
 // it had processed up to, and counts it in its state ("late"). Items
 // without a usable observation time keep their place in the run.
 //

@@ -196,7 +196,9 @@ func lateNotice(c *transform.Context, l *lateReading, allow time.Duration) trans
 	if name != "" {
 		b.WriteString(name + ": ")
 	}
-	fmt.Fprintf(&b, "late reading %s observed at %s", withUnit(it.Reading.Value, it.Reading.Unit), when)
+	value := *it.Reading
+	value.Sensor = ""
+	fmt.Fprintf(&b, "late reading %s observed at %s", readingTitle(value), when)
 	n.Title = b.String()
 	node := c.Node
 	if node == "" {
