@@ -100,6 +100,10 @@ type Parsed struct {
 	// bytes of the document, and item dates that did not parse or were
 	// implausible (before 1990, in the future: a year 9999).
 	Repairs Repairs
+	// Older is the link to the page of older items of a paged feed (RFC
+	// 5005 rel="next" or rel="prev-archive"; JSON Feed next_url), an
+	// absolute http(s) URL, or "". See paging.go.
+	Older string
 }
 
 // Repairs counts what Parse replaced in one document.
@@ -245,6 +249,7 @@ func parseXML(body []byte, contentType string, opt ParseOptions) (*Parsed, error
 	p.Truncated = p.Truncated || truncated
 	p.Hubs, p.Self = xmlHubs(rf, af, body, opt.BaseURL)
 	p.Repairs.utf8(bad, "read as Windows-1252")
+	p.Older = olderLink(xmlLinks(rf, af, body), opt.BaseURL)
 	if rf != nil {
 		p.TTL = rssTTL(rf.TTL)
 		if plan, err := schedule.ParseSkip(rf.SkipHours, rf.SkipDays); err == nil {
@@ -300,6 +305,7 @@ func parseJSON(body []byte, opt ParseOptions) (*Parsed, error) {
 	p.Truncated = p.Truncated || truncated
 	p.Hubs, p.Self = jsonHubs(top, opt.BaseURL)
 	p.Repairs.utf8(invalidUTF8(body), "replaced by U+FFFD")
+	p.Older = jsonOlder(top, opt.BaseURL)
 	return p, nil
 }
 

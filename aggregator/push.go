@@ -263,6 +263,12 @@ func (s *Service) Ingest(ctx context.Context, id uint64, body []byte, header htt
 // xmlHubs returns the WebSub hubs and self link of an RSS (atom:link) or
 // Atom document.
 func xmlHubs(rf *rss.Feed, af *atom.Feed, body []byte, base string) (hubs []string, self string) {
+	return pickHubs(xmlLinks(rf, af, body), base)
+}
+
+// xmlLinks returns the atom:link elements of an RSS or Atom document (at
+// most maxLinkScan).
+func xmlLinks(rf *rss.Feed, af *atom.Feed, body []byte) []link {
 	var links []link
 	switch {
 	case af != nil:
@@ -288,7 +294,7 @@ func xmlHubs(rf *rss.Feed, af *atom.Feed, body []byte, base string) (hubs []stri
 			}
 		}
 	}
-	return pickHubs(links, base)
+	return links
 }
 
 // jsonHubs returns the WebSub hubs ("hubs" of type WebSub) and self link

@@ -243,8 +243,8 @@ func TestIngest(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if !slices.Equal(notified, []string{"a", "b", "c"}) {
-		t.Fatalf("OnNewItems heard of %q, want a, b (the poll) then c (the push)", notified)
+	if !slices.Equal(notified, []string{"b", "a", "c"}) {
+		t.Fatalf("OnNewItems heard of %q, want b, a (the poll, oldest first) then c (the push)", notified)
 	}
 }
 

@@ -470,6 +470,7 @@ func (s *Service) poll(ctx context.Context, f storage.Feed, prev time.Time) (sto
 		if err != nil {
 			return s.failed(f, start, err)
 		}
+		s.follow(ctx, f, resp, parsed) // older pages, when the document shows a gap
 	}
 	obs, _, err := s.record(f, resp, parsed, prev, start, false)
 	if err != nil {
@@ -509,6 +510,7 @@ func (s *Service) record(f storage.Feed, resp *Response, parsed *Parsed, prev, s
 			}
 		}
 		if len(fresh) > 0 {
+			timeOrder(fresh) // stored, and read by pipes, oldest first
 			obs.Published = PublishTimes(resp, fresh, prev)
 			for i := range fresh {
 				fresh[i].Fetched = obs.At

@@ -36,6 +36,10 @@ type ItemQuery struct {
 	// consumer remembers the last Seq it read and passes it here; Seq
 	// values are store-wide and never reused.
 	AfterSeq uint64
+	// BeforeSeq, when not 0, returns only items with Seq < BeforeSeq,
+	// newest first (the Order must be ByArrival, AfterSeq 0): the next
+	// page of a feed paged by Seq.
+	BeforeSeq uint64
 	// Since and Until, when not zero, keep only items whose publish time
 	// (fetch time for items without one) is in [Since, Until).
 	Since, Until time.Time
@@ -335,6 +339,9 @@ func (s *Store) Items(feedID uint64, q ItemQuery) ([]Item, error) {
 	if q.Order < ByArrival || q.Order > ByArrivalAsc {
 		return nil, fmt.Errorf("storage: items of feed %d: %w", feedID, invalidf("unknown order %d", q.Order))
 	}
+	if q.BeforeSeq > 0 && (q.Order != ByArrival || q.AfterSeq > 0) {
+		return nil, fmt.Errorf("storage: items of feed %d: %w", feedID, invalidf("BeforeSeq needs newest-first arrival order"))
+	}
 	if q.AfterSeq > 0 && q.Order == ByPublished {
 		return nil, fmt.Errorf("storage: items of feed %d: %w", feedID, invalidf("AfterSeq needs arrival order"))
 	}
@@ -393,6 +400,12 @@ func (s *Store) Items(feedID uint64, q ItemQuery) ([]Item, error) {
 		case q.Order == ByArrivalAsc:
 			k, v = c.First()
 			next = c.Next
+		case q.BeforeSeq > 0:
+			if k, _ = c.Seek(u64(q.BeforeSeq)); k == nil {
+				k, v = c.Last()
+			} else {
+				k, v = c.Prev()
+			}
 		default:
 			k, v = c.Last()
 		}

@@ -263,6 +263,11 @@ func TestItemsOrderAndPaging(t *testing.T) {
 		{"after seq 2, ascending", ItemQuery{AfterSeq: 2, Order: ByArrivalAsc, Limit: 1}, []string{"ic"}},
 		{"after last seq", ItemQuery{AfterSeq: 8}, nil},
 		{"after max seq", ItemQuery{AfterSeq: math.MaxUint64}, nil},
+		{"before seq 4", ItemQuery{BeforeSeq: 4}, []string{"ic", "ib", "ia"}},
+		{"before seq 4, limit 2", ItemQuery{BeforeSeq: 4, Limit: 2}, []string{"ic", "ib"}},
+		{"before another feed's seq", ItemQuery{BeforeSeq: 7}, []string{"ie", "id", "ic", "ib", "ia"}},
+		{"before a seq past the last", ItemQuery{BeforeSeq: 100}, []string{"undated", "ie", "id", "ic", "ib", "ia"}},
+		{"before the first seq", ItemQuery{BeforeSeq: 1}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -296,9 +301,34 @@ func TestItemsOrderAndPaging(t *testing.T) {
 		}
 	})
 
+	t.Run("paging with BeforeSeq reads everything once, newest first", func(t *testing.T) {
+		var seen []string
+		var cursor uint64
+		for range 10 {
+			page, err := s.Items(f.ID, ItemQuery{BeforeSeq: cursor, Limit: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page) == 0 {
+				break
+			}
+			seen = append(seen, ids(page)...)
+			if cursor = page[len(page)-1].Seq; cursor == 1 {
+				break
+			}
+		}
+		want := []string{"undated", "ie", "id", "ic", "ib", "ia"}
+		if !slices.Equal(seen, want) {
+			t.Errorf("paged %v, want %v", seen, want)
+		}
+	})
+
 	bad := []ItemQuery{
 		{Order: Order(7)},
 		{Order: ByPublished, AfterSeq: 3},
+		{Order: ByPublished, BeforeSeq: 3},
+		{Order: ByArrivalAsc, BeforeSeq: 3},
+		{AfterSeq: 1, BeforeSeq: 3},
 		{Since: t0, Until: t0.Add(-time.Second)},
 	}
 	for _, q := range bad {

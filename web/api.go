@@ -51,23 +51,29 @@ type feedRequest struct {
 	// Source selects a source adapter for data that is not a feed
 	// (docs/plugins.md).
 	Source *storage.SourceSpec `json:"source,omitempty"`
+	// Reduce is a PACK reduction policy for the items beyond Retention.
+	Reduce json.RawMessage `json:"reduce,omitempty"`
+	// Sleep are the feed's own sleep windows (opml.Sleep's JSON).
+	Sleep *opml.Sleep `json:"sleep,omitempty"`
 }
 
 // FeedView is a feed as the API shows it.
 type FeedView struct {
-	ID             uint64     `json:"id"`
-	Kind           string     `json:"kind"`
-	URL            string     `json:"url,omitempty"`
-	Slug           string     `json:"slug,omitempty"`
-	Title          string     `json:"title"`
-	Site           string     `json:"site,omitempty"`
-	Category       []string   `json:"category,omitempty"`
-	Policy         string     `json:"policy"`
-	Weight         float64    `json:"weight,omitempty"`
-	NextFetch      *time.Time `json:"next_fetch"`
-	Polls          int64      `json:"polls"`
-	Hits           int64      `json:"hits"`
-	HitPct         float64    `json:"hit_pct"`
+	ID        uint64     `json:"id"`
+	Kind      string     `json:"kind"`
+	URL       string     `json:"url,omitempty"`
+	Slug      string     `json:"slug,omitempty"`
+	Title     string     `json:"title"`
+	Site      string     `json:"site,omitempty"`
+	Category  []string   `json:"category,omitempty"`
+	Policy    string     `json:"policy"`
+	Weight    float64    `json:"weight,omitempty"`
+	NextFetch *time.Time `json:"next_fetch"`
+	Polls     int64      `json:"polls"`
+	Hits      int64      `json:"hits"`
+	HitPct    float64    `json:"hit_pct"`
+	// Items is how many items a remote feed has brought in; for sensor
+	// and pipe feeds, which are not fetched, how many items it holds.
 	Items          int64      `json:"items"`
 	MedianLatencyS *float64   `json:"median_latency_s"`
 	MeanLatencyS   *float64   `json:"mean_latency_s"`
@@ -91,6 +97,13 @@ type FeedView struct {
 	BadDates     int64      `json:"bad_dates"`
 	LastRepair   string     `json:"last_repair,omitempty"`
 	LastRepairAt *time.Time `json:"last_repair_at,omitempty"`
+	// The feed's settings besides policy and weight, as POST takes them
+	// (an OPML export keeps them).
+	IgnoreCache bool                 `json:"ignore_cache,omitempty"`
+	Retention   *storage.Retention   `json:"retention,omitempty"`
+	Extract     *storage.ExtractRule `json:"extract,omitempty"`
+	Reduce      json.RawMessage      `json:"reduce,omitempty"`
+	Sleep       *opml.Sleep          `json:"sleep,omitempty"`
 }
 
 // recentLatencyPolls is how many recent polls median_latency_s covers.
@@ -106,7 +119,13 @@ func timePtr(t time.Time) *time.Time {
 
 func (a *api) view(f storage.Feed) FeedView {
 	lat, _ := a.store.RecentLatencies([]uint64{f.ID}, recentLatencyPolls)
-	return a.viewWith(f, lat[f.ID])
+	v := a.viewWith(f, lat[f.ID])
+	if f.Kind != storage.KindRemote {
+		if n, err := a.store.CountItems(f.ID); err == nil {
+			v.Items = int64(n)
+		}
+	}
+	return v
 }
 
 // viewWith is view with the latencies of the feed's recent polls (from
@@ -119,6 +138,11 @@ func (a *api) viewWith(f storage.Feed, lat []float64) FeedView {
 		LastFetch: timePtr(f.LastFetch), LastHit: timePtr(f.LastHit), RetryAfter: timePtr(f.RetryAfter),
 		Created: f.Created.UTC(), Source: f.Source, Warning: f.Warning,
 		InvalidUTF8: f.InvalidUTF8, BadDates: f.BadDates, LastRepair: f.LastRepair, LastRepairAt: timePtr(f.LastRepairAt),
+		IgnoreCache: f.IgnoreCache, Extract: f.Extract, Reduce: f.Reduce, Sleep: opml.SleepOf(f.Sleep),
+	}
+	if f.Retention != (storage.Retention{}) {
+		r := f.Retention
+		v.Retention = &r
 	}
 	if f.Polls > 0 {
 		v.HitPct = 100 * float64(f.Hits) / float64(f.Polls)
@@ -171,7 +195,7 @@ func (a *api) exportOPML(w http.ResponseWriter, r *http.Request) {
 	out := make([]opml.Outline, 0, len(feeds))
 	for _, f := range feeds {
 		if f.Kind == storage.KindRemote {
-			out = append(out, opml.Outline{URL: f.URL, Title: f.Title, Site: f.Site, Category: f.Category})
+			out = append(out, opml.OutlineOf(f))
 		}
 	}
 	var buf bytes.Buffer
@@ -195,9 +219,15 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 		respondError(w, http.StatusBadRequest, fmt.Sprintf("weight must be in (0, %v]", schedule.MaxWeight))
 		return
 	}
+	sleep, err := req.Sleep.Plan()
+	if err != nil {
+		respondError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	f, err := a.agg.Subscribe(storage.Feed{
 		URL: req.URL, Policy: req.Policy, Title: req.Title, Weight: req.Weight, Category: req.Category,
-		IgnoreCache: req.IgnoreCache, Retention: req.Retention, Extract: req.Extract, Source: req.Source,
+		IgnoreCache: req.IgnoreCache, Retention: req.Retention, Extract: req.Extract, Source: req.Source, Reduce: req.Reduce,
+		Sleep: sleep,
 	})
 	switch {
 	case errors.Is(err, storage.ErrFeedExists):
@@ -223,9 +253,25 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) {
 	if err != nil { // the list still answers, without medians
 		a.log.Error("api: recent latencies", "err", err)
 	}
+	// Sensor and pipe feeds are not fetched: their items count is what
+	// they hold, read for all of them at once.
+	var local []uint64
+	for _, f := range feeds {
+		if f.Kind != storage.KindRemote {
+			local = append(local, f.ID)
+		}
+	}
+	held, err := a.store.ItemCounts(local)
+	if err != nil { // the list still answers, with the counters
+		a.log.Error("api: item counts", "err", err)
+	}
 	out := make([]FeedView, 0, len(feeds))
 	for _, f := range feeds {
-		out = append(out, a.viewWith(f, lat[f.ID]))
+		v := a.viewWith(f, lat[f.ID])
+		if n, ok := held[f.ID]; ok {
+			v.Items = int64(n)
+		}
+		out = append(out, v)
 	}
 	respondJSON(w, http.StatusOK, out)
 }

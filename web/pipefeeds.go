@@ -73,7 +73,11 @@ type PipeFeedOptions struct {
 //	    with ETag/Last-Modified, 304s, Cache-Control from the pipe's
 //	    predicted next update and slogfeed's hint headers, Slogfeed-Due
 //	    among them when the pipe plans its next update (spread over the
-//	    desynchronisation interval per request).
+//	    desynchronisation interval per request). Paged as the sensor
+//	    feeds are (RFC 5005): rel="next" and rel="prev-archive" (JSON
+//	    Feed next_url) to ?before=SEQ while older items are stored, and
+//	    Slogfeed-More when If-Modified-Since lies before the document's
+//	    oldest item (see SensorHandler).
 //
 // HEAD is answered too. Errors are JSON objects {"error": "..."}: 400 for a
 // bad ?limit=, 404 for an unknown pipe or a format the pipe does not serve
@@ -192,6 +196,7 @@ func (h *pfHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	limit := h.limit
+	var before uint64
 	if r.URL.RawQuery != "" {
 		if q := r.URL.Query().Get("limit"); q != "" {
 			n, err := strconv.Atoi(q)
@@ -201,9 +206,20 @@ func (h *pfHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			limit = n
 		}
+		var err error
+		if before, err = pageBefore(r); err != nil {
+			writeSensorError(w, err)
+			return
+		}
 	}
 	now := h.now().UTC()
-	d, err := h.document(r.Context(), slug, fi, limit)
+	var d *pfDoc
+	var err error
+	if before > 0 {
+		d, err = h.archive(slug, fi, limit, before)
+	} else {
+		d, err = h.document(r.Context(), slug, fi, limit)
+	}
 	if errors.Is(err, storage.ErrFeedNotFound) {
 		writeSensorError(w, &sensorError{http.StatusNotFound, fmt.Sprintf("unknown pipe feed %q", slug)})
 		return
@@ -230,11 +246,13 @@ func (h *pfHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hints.Due = hints.Due.Add(rand.N(desync))
 	}
 	WebSubLinks(w.Header(), h.hub, h.base+"/feeds/"+slug+"."+ext)
+	more := before == 0 && d.next != "" && missed(r, d.oldest)
 	publish.ServeDoc(w, r, d.doc, publish.Hints{
 		Newest: d.newest,
 		Next:   hints.Next,
 		Desync: desync,
 		Due:    hints.Due,
+		More:   more,
 	}, now)
 }
 
@@ -257,30 +275,53 @@ type pfDoc struct {
 	feed   storage.Feed // the output feed the document was rendered from
 	doc    publish.Doc
 	newest time.Time // the newest publish time among its items
+	oldest time.Time // the publish time of its oldest item
+	next   string    // the link to the page of older items, if any
 }
 
 // document returns the document of the pipe feed slug in format fi with
 // limit items: the cached one when the feed's Version has not changed
 // since it was rendered, else a new rendering.
+//
+// The version and the snapshot cover one item more than the document
+// holds: whether it exists decides the link to the older page.
 func (h *pfHandler) document(ctx context.Context, slug string, fi, limit int) (*pfDoc, error) {
-	v, err := h.st.FeedVersionBySlug(storage.KindPipe, slug, limit)
+	v, err := h.st.FeedVersionBySlug(storage.KindPipe, slug, limit+1)
 	if err != nil {
 		return nil, err
 	}
 	key := pfKey{feed: v.FeedID, format: uint8(fi), limit: limit}
 	return h.cache.get(ctx, key, v, func() (*pfDoc, storage.Version, error) {
-		return h.render(slug, fi, limit)
+		feed, items, v, err := h.st.FeedSnapshot(storage.KindPipe, slug, limit+1)
+		if err != nil {
+			return nil, storage.Version{}, err
+		}
+		d, err := h.render(feed, items, slug, fi, limit)
+		return d, v, err
 	})
 }
 
-// render reads a snapshot of the feed and its newest limit items and
-// renders it.
-func (h *pfHandler) render(slug string, fi, limit int) (*pfDoc, storage.Version, error) {
-	feed, items, v, err := h.st.FeedSnapshot(storage.KindPipe, slug, limit)
+// archive renders the page of the pipe feed slug with the limit items
+// before Seq before (not cached: subscribers read it once, to fill a gap).
+func (h *pfHandler) archive(slug string, fi, limit int, before uint64) (*pfDoc, error) {
+	feed, err := h.st.FeedBySlug(storage.KindPipe, slug)
 	if err != nil {
-		return nil, storage.Version{}, err
+		return nil, err
 	}
+	items, err := h.st.Items(feed.ID, storage.ItemQuery{Limit: limit + 1, Order: storage.ByArrival, BeforeSeq: before})
+	if err != nil {
+		return nil, err
+	}
+	return h.render(feed, items, slug, fi, limit)
+}
+
+// render renders feed with items, up to limit+1 of them newest first: the
+// page of the first limit, linking the older page when there is one more
+// (nextPage; the link names the limit when it is not the default).
+func (h *pfHandler) render(feed storage.Feed, items []storage.Item, slug string, fi, limit int) (*pfDoc, error) {
 	format := &pfFormats[fi]
+	self := h.base + "/feeds/" + slug + "." + format.ext
+	older := nextPage(self, &items, limit, limit != h.limit)
 	var newest time.Time
 	for i := range items {
 		if items[i].Published.After(newest) {
@@ -298,7 +339,8 @@ func (h *pfHandler) render(slug string, fi, limit int) (*pfDoc, storage.Version,
 	b, err := format.render(publish.Feed{
 		Title:       title,
 		Link:        link,
-		SelfURL:     h.base + "/feeds/" + slug + "." + format.ext,
+		SelfURL:     self,
+		Next:        older,
 		Description: "Items republished by slogfeed's pipe " + slug,
 		ID:          h.feedID(feed),
 		TTL:         typicalPeriod(items),
@@ -306,10 +348,14 @@ func (h *pfHandler) render(slug string, fi, limit int) (*pfDoc, storage.Version,
 		HubURL:      h.hub,
 	})
 	if err != nil {
-		return nil, storage.Version{}, fmt.Errorf("rendering pipe feed %q as %s: %w", slug, format.ext, err)
+		return nil, fmt.Errorf("rendering pipe feed %q as %s: %w", slug, format.ext, err)
 	}
 	h.log.Debug("pipe feed rendered", "pipe", slug, "format", format.ext, "items", len(items), "bytes", len(b))
-	return &pfDoc{feed: feed, doc: publish.NewDoc(b, format.contentType), newest: newest}, v, nil
+	d := &pfDoc{feed: feed, doc: publish.NewDoc(b, format.contentType), newest: newest, next: older}
+	if len(items) > 0 {
+		d.oldest = items[len(items)-1].Published
+	}
+	return d, nil
 }
 
 // feedID is the pipe feed's permanent id: a tag URI of the server's host

@@ -106,6 +106,12 @@ type SensorOptions struct {
 //	    with ETag/Last-Modified, 304s, Cache-Control and slogfeed's hint
 //	    headers (package publish), the next publish predicted by a
 //	    schedule.Auto model of the sensor's own arrivals.
+//	    The documents are paged (RFC 5005): when older readings are
+//	    stored, a rel="next" and rel="prev-archive" link (JSON Feed:
+//	    next_url) names the page before, ?before=SEQ (readings with a
+//	    Seq under SEQ). When a request's If-Modified-Since lies before
+//	    the oldest reading of the document and older ones are stored,
+//	    the subscriber missed some: the answer carries Slogfeed-More.
 //
 // Errors are JSON objects {"error": "..."} with status 400 (bad input),
 // 404 (unknown sensor), 413 (body over MaxReadingBody) or 415 (not JSON).
@@ -494,6 +500,11 @@ func (h *sensorStore) get(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
+	before, err := pageBefore(r)
+	if err != nil {
+		writeSensorError(w, err)
+		return
+	}
 	s, err := h.state(name, false)
 	if errors.Is(err, errNoSensor) {
 		writeSensorError(w, &sensorError{http.StatusNotFound, fmt.Sprintf("unknown sensor %q", name)})
@@ -507,7 +518,7 @@ func (h *sensorStore) get(w http.ResponseWriter, r *http.Request) {
 	feed := s.feed
 	next := s.next(now)
 	period := s.policy.State().Median
-	items, err := h.st.Items(feed.ID, storage.ItemQuery{Limit: limit, Order: storage.ByArrival})
+	items, err := h.st.Items(feed.ID, storage.ItemQuery{Limit: limit + 1, Order: storage.ByArrival, BeforeSeq: before})
 	if err != nil {
 		if errors.Is(err, storage.ErrFeedNotFound) { // deleted meanwhile
 			s.loaded = false
@@ -523,6 +534,9 @@ func (h *sensorStore) get(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 
+	self := h.base + "/sensors/" + name + "." + ext
+	older := nextPage(self, &items, limit, r.URL.Query().Get("limit") != "")
+	more := before == 0 && older != "" && missed(r, items[len(items)-1].Published)
 	var newest time.Time
 	for _, it := range items {
 		if it.Published.After(newest) {
@@ -532,7 +546,8 @@ func (h *sensorStore) get(w http.ResponseWriter, r *http.Request) {
 	doc, err := format.render(publish.Feed{
 		Title:       feed.Title,
 		Link:        h.base + "/sensors/" + name,
-		SelfURL:     h.base + "/sensors/" + name + "." + ext,
+		SelfURL:     self,
+		Next:        older,
 		Description: "Readings of sensor " + name,
 		ID:          h.feedID(feed),
 		TTL:         period, // from the stored arrivals only: the same items give the same document
@@ -544,11 +559,12 @@ func (h *sensorStore) get(w http.ResponseWriter, r *http.Request) {
 		writeSensorError(w, err)
 		return
 	}
-	WebSubLinks(w.Header(), h.hub, h.base+"/sensors/"+name+"."+ext)
+	WebSubLinks(w.Header(), h.hub, self)
 	publish.Serve(w, r, format.contentType, doc, publish.Hints{
 		Newest: newest,
 		Next:   next,
 		Desync: h.load.Hit("sensor/"+name, now),
+		More:   more,
 	}, now)
 }
 

@@ -16,7 +16,12 @@
 //	    publisher grows it with its request load.
 //	Slogfeed-More: 1
 //	    More data is waiting than this response holds (a truncated feed):
-//	    poll again at once.
+//	    poll again at once. slogfeed's own feeds send it when the
+//	    request's If-Modified-Since lies before the document's oldest item
+//	    and older items are stored: the subscriber missed some, which the
+//	    document's RFC 5005 link to the older page (rel="next",
+//	    rel="prev-archive"; JSON Feed next_url) leads to. slogfeed's
+//	    fetcher then follows those links.
 //	Slogfeed-Next: 2026-11-21T19:30:00Z
 //	    The publisher's own prediction of its next publish (RFC 3339),
 //	    informational; Cache-Control max-age and <ttl> carry it to ordinary

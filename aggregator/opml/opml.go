@@ -5,8 +5,11 @@
 // outline element with an xmlUrl attribute is a subscription; one without is
 // a folder, whose title becomes part of the Category of every subscription
 // inside it. The OPML 2.0 category attribute ("/a/b,c") adds to that path.
-// Attributes in other namespaces (Miniflux's miniflux:*, FreshRSS's frss:*)
-// and elements other than outline are ignored.
+// Attributes in slogfeed's Namespace restore a subscription's settings
+// (policy, weight, source adapter and its configuration, extract rule,
+// retention, reduction, sleep windows; see Settings); attributes in other
+// namespaces (Miniflux's miniflux:*, FreshRSS's frss:*) and elements
+// other than outline are ignored.
 //
 // The document is hostile input. Parse reads at most MaxSize bytes, accepts
 // outlines nested at most MaxDepth deep and at most MaxOutlines outline
@@ -27,7 +30,9 @@
 // Write produces an OPML 2.0 document that Parse reads back to the same
 // outlines: subscriptions are grouped into nested folders by Category, and
 // sorted by category path, then title, then URL, so that the same
-// subscriptions always give the same bytes.
+// subscriptions always give the same bytes. Each subscription's Settings
+// are written as attributes of Namespace, declared on the root when any
+// subscription has settings.
 package opml
 
 import (
@@ -67,6 +72,9 @@ type Outline struct {
 	// category attribute. It never holds empty names and never more than
 	// MaxDepth-1 of them.
 	Category []string
+	// Settings are slogfeed's own settings of the subscription, from
+	// attributes of Namespace (zero for other readers' exports).
+	Settings Settings
 }
 
 // Errors returned by Parse and Write. Callers branch with errors.Is.

@@ -156,7 +156,12 @@ func (p *parser) start(t xml.StartElement) error {
 	}
 
 	var title, text, xmlURL, htmlURL, category string
+	var settings Settings
 	for _, a := range t.Attr {
+		if a.Name.Space == Namespace {
+			settings.readSetting(a.Name.Local, a.Value)
+			continue
+		}
 		if a.Name.Space != "" {
 			continue // xmlns declarations, miniflux:*, frss:*, …
 		}
@@ -202,11 +207,13 @@ func (p *parser) start(t xml.StartElement) error {
 	if _, err := checkURL(htmlURL); err != nil {
 		htmlURL = ""
 	}
+	settings.finish()
 	p.out = append(p.out, Outline{
 		URL:      xmlURL,
 		Title:    title,
 		Site:     htmlURL,
 		Category: withCategoryAttr(parent.category, category),
+		Settings: settings,
 	})
 	return nil
 }

@@ -37,6 +37,8 @@ func Write(w io.Writer, title string, outlines []Outline, now time.Time) error {
 			URL:   cleanText(o.URL),
 			Title: cleanText(o.Title),
 			Site:  cleanText(o.Site),
+			// Settings are cleaned as attributes are written.
+			Settings: o.Settings,
 		}
 		for _, name := range o.Category {
 			if name = cleanText(name); name != "" {
@@ -83,11 +85,16 @@ func Write(w io.Writer, title string, outlines []Outline, now time.Time) error {
 			open = append(open, folder)
 			path = append(path, name)
 		}
+		attrs := o.Settings.attrs()
+		if len(attrs) > 0 {
+			doc.NS = Namespace
+		}
 		addChild(&doc, open, &xmlOutline{
-			Text:    o.Title,
-			Type:    "rss",
-			XMLURL:  o.URL,
-			HTMLURL: o.Site,
+			Text:     o.Title,
+			Type:     "rss",
+			XMLURL:   o.URL,
+			HTMLURL:  o.Site,
+			Settings: attrs,
 		})
 	}
 
@@ -166,6 +173,7 @@ func isXMLChar(r rune) bool {
 type xmlOPML struct {
 	XMLName xml.Name `xml:"opml"`
 	Version string   `xml:"version,attr"`
+	NS      string   `xml:"xmlns:slogfeed,attr,omitempty"`
 	Head    xmlHead  `xml:"head"`
 	Body    xmlBody  `xml:"body"`
 }
@@ -184,5 +192,6 @@ type xmlOutline struct {
 	Type     string        `xml:"type,attr,omitempty"`
 	XMLURL   string        `xml:"xmlUrl,attr,omitempty"`
 	HTMLURL  string        `xml:"htmlUrl,attr,omitempty"`
+	Settings []xml.Attr    `xml:",any,attr"`
 	Children []*xmlOutline `xml:"outline"`
 }

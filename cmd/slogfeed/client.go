@@ -274,7 +274,7 @@ func orDash(s string) string {
 func runImport(ctx context.Context, a *app, args []string) error {
 	var policy string
 	c, pos, err := clientCommand(a, "import", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&policy, "policy", "", "scheduling `POLICY` for the imported feeds (default auto)")
+		fs.StringVar(&policy, "policy", "", "scheduling `POLICY` for imported feeds whose outline names none (default auto)")
 	})
 	if err != nil {
 		return err
@@ -301,7 +301,16 @@ func runImport(ctx context.Context, a *app, args []string) error {
 		errs = append(errs, perr)
 	}
 	for _, o := range outlines {
-		err := c.do(ctx, http.MethodPost, "/api/v1/feeds", map[string]any{"url": o.URL, "title": o.Title, "category": o.Category, "policy": policy}, nil)
+		f := o.Feed(policy) // with the settings a slogfeed export keeps
+		req := map[string]any{
+			"url": f.URL, "title": f.Title, "category": f.Category, "policy": f.Policy, "weight": f.Weight,
+			"ignore_cache": f.IgnoreCache, "retention": f.Retention, "extract": f.Extract, "source": f.Source,
+			"sleep": opml.SleepOf(f.Sleep),
+		}
+		if len(f.Reduce) > 0 {
+			req["reduce"] = f.Reduce
+		}
+		err := c.do(ctx, http.MethodPost, "/api/v1/feeds", req, nil)
 		switch {
 		case err == nil:
 			added++

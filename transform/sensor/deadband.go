@@ -14,16 +14,21 @@ type DeadbandConfig struct {
 	Delta float64 `json:"delta,omitempty" jsonschema:"minimum=0,description=change a reading must exceed to pass (default 0)"`
 	// By names the item field that groups readings (default "sensor").
 	By *string `json:"by,omitempty" jsonschema:"description=item field that groups readings (default sensor)"`
+	// Lateness is how long a reading may arrive out of time order and
+	// still be processed in order (default 0); see the package
+	// documentation.
+	Lateness *transform.Duration `json:"lateness,omitempty" jsonschema:"description=how long readings are waited for to process them in time order (default 0s)"`
 }
 
 type deadbandOp struct {
 	delta  float64
 	by     grouper
 	groups *groups[float64]
+	seq    *sequencer
 }
 
 func newDeadband(raw json.RawMessage) (transform.Operator, error) {
-	cfg, err := transform.Decode[DeadbandConfig](raw)
+	cfg, err := decode[DeadbandConfig](raw, "lateness")
 	if err != nil {
 		return nil, err
 	}
@@ -35,6 +40,11 @@ func newDeadband(raw json.RawMessage) (transform.Operator, error) {
 	if op.by, err = newGrouper(cfg.By, "sensor"); err != nil {
 		return nil, err
 	}
+	allow, err := lateness(cfg.Lateness)
+	if err != nil {
+		return nil, err
+	}
+	op.seq = newSequencer(allow)
 	return op, nil
 }
 
@@ -46,7 +56,10 @@ func (op *deadbandOp) reset() *groups[float64] {
 
 func (op *deadbandOp) Apply(c *transform.Context, in [][]transform.Item) ([]transform.Item, error) {
 	c = ctxOrZero(c)
-	items := flatten(in)
+	items, late, err := op.seq.order(c, flatten(in), op.by.key)
+	if err != nil {
+		return nil, err
+	}
 	var out []transform.Item
 	for i := range items {
 		if err := checkEvery(c, i); err != nil {
@@ -67,13 +80,14 @@ func (op *deadbandOp) Apply(c *transform.Context, in [][]transform.Item) ([]tran
 		*p = v
 		out = append(out, *it)
 	}
-	return out, nil
+	return append(out, op.seq.notices(c, late)...), nil
 }
 
 // deadbandState is deadband's saved state.
 type deadbandState struct {
 	V      int          `json:"v"`
 	Groups []keyedValue `json:"groups"`
+	Order  *seqState    `json:"order,omitempty"`
 }
 
 type keyedValue struct {
@@ -82,10 +96,11 @@ type keyedValue struct {
 }
 
 func (op *deadbandOp) SaveState() (json.RawMessage, error) {
-	if op.groups.len() == 0 {
+	order := op.seq.save()
+	if op.groups.len() == 0 && order == nil {
 		return nil, nil
 	}
-	st := deadbandState{V: stateVersion}
+	st := deadbandState{V: stateVersion, Order: order}
 	return saveGroups(&st, &st.Groups, op.groups, func(k string, v *float64) (keyedValue, bool) {
 		return keyedValue{K: k, X: *v}, true
 	})
@@ -93,7 +108,7 @@ func (op *deadbandOp) SaveState() (json.RawMessage, error) {
 
 func (op *deadbandOp) LoadState(raw json.RawMessage) error {
 	var st deadbandState
-	return loadGroups(raw, &st, &st.Groups, op.reset, func(s *keyedValue) string { return s.K },
+	err := loadGroups(raw, &st, &st.Groups, op.reset, func(s *keyedValue) string { return s.K },
 		func(i int, s *keyedValue, v *float64) error {
 			if !finite(s.X) {
 				return malformed(i)
@@ -101,6 +116,7 @@ func (op *deadbandOp) LoadState(raw json.RawMessage) error {
 			*v = s.X
 			return nil
 		})
+	return op.seq.loaded(err, &st.Order)
 }
 
 func init() {

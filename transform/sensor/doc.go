@@ -10,8 +10,37 @@
 //
 // Items without a reading (or whose value is not finite) pass through
 // unchanged, except where an operator says otherwise (extract gives them
-// one; gap emits only gap items). Readings are processed in the order
-// given, except by join, which scans a run's readings in time order.
+// one; gap emits only gap items). The stateless operators process
+// readings in the order given.
+//
+// # Time order and late readings
+//
+// The stateful operators (window, deadband, threshold, gap, resample and
+// join) process each group's readings in observation-time order, within
+// a run and across runs, whatever order they arrive in: a DTN link's
+// batch, listed newest first by its feed, is processed oldest first.
+// (The aggregator also stores each fetch's new items oldest first, so
+// that a pipe reads them in that order.)
+//
+// A reading older than one of its group the operator has already
+// processed is late. window, deadband, threshold, gap and resample take a
+// lateness allowance, "lateness" (a duration, default 0): a reading is
+// held back until its group has a reading observed at least lateness
+// after it, or the run's clock is lateness past it, so readings up to
+// lateness out of order are still processed in order (at the cost of
+// that much delay; at most 1000 readings are held, beyond which the
+// oldest are released early). join's allowance is its tolerance: a
+// reading up to tolerance older than the last fused item still takes
+// part in later ones. resample also counts as late a reading for a bucket
+// that has closed (by a later reading or by the clock after grace; give
+// grace at least lateness).
+//
+// A late reading is never folded in out of order, nor dropped silently:
+// the operator emits a late item for it, a copy of the reading's item
+// with id "<id>~late", category "late", title "<sensor>: late reading
+// 21.3 °C observed at <time>" and a summary naming the node and the time
+// it had processed up to, and counts it in its state ("late"). Items
+// without a usable observation time keep their place in the run.
 //
 // The observation time of a reading is its Time, or the item's publish
 // time when it has none. The operators that compute with time (window
@@ -187,8 +216,10 @@
 // (any number of edges); readings are grouped by "by" ("feed" groups by
 // the feed an item came from, by input edge for items without one). The
 // state is the latest reading (value, time, id) of each group. A run's
-// readings are scanned in time order; a reading older than its group's
-// latest is ignored.
+// readings are scanned in time order; a group keeps its last 8 readings,
+// so a reading older than its group's latest still takes part in the
+// rounds to come; one more than tolerance older than the last fused item
+// is late (see above).
 //
 // With "emit": "round" (the default), readings come in rounds: a round
 // starts with the first reading newer than the last fused item and

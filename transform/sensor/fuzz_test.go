@@ -105,6 +105,8 @@ func FuzzLoadState(f *testing.F) {
 		`{"v":1,"fused":1795269600000000000,"anchor":1795269600000000000,"groups":[{"k":"a","x":1,"t":1795269600000000000}]}`,
 		`{"v":1,"groups":[{"k":"a","v":[1],"t":[]}]}`,
 		`{"v":1,"groups":null}`,
+		`{"v":1,"groups":[],"order":{"late":3,"marks":[{"k":"a","done":1795269600000000000,"seen":1795269660000000000}],"held":[{"id":"h","reading":{"value":1,"time":"2026-11-21T12:00:30Z"}}]}}`,
+		`{"v":1,"order":{"marks":[{"k":"a","done":-1,"seen":9e18}],"held":[{"id":"x"}]}}`,
 		`garbage`,
 	}
 	for i := range statefulNames {

@@ -28,6 +28,10 @@ type GapConfig struct {
 	K *float64 `json:"k,omitempty" jsonschema:"description=periods of silence that make a gap (default 3)"`
 	// By names the item field that groups readings (default "sensor").
 	By *string `json:"by,omitempty" jsonschema:"description=item field that groups readings (default sensor)"`
+	// Lateness is how long a reading may arrive out of time order and
+	// still be processed in order (default 0); see the package
+	// documentation.
+	Lateness *transform.Duration `json:"lateness,omitempty" jsonschema:"description=how long readings are waited for to process them in time order (default 0s)"`
 }
 
 type gapOp struct {
@@ -35,6 +39,7 @@ type gapOp struct {
 	k      float64
 	by     grouper
 	groups *groups[gapGroup]
+	seq    *sequencer
 }
 
 // gapGroup is what gap remembers of a group.
@@ -47,7 +52,7 @@ type gapGroup struct {
 }
 
 func newGap(raw json.RawMessage) (transform.Operator, error) {
-	cfg, err := decode[GapConfig](raw, "period")
+	cfg, err := decode[GapConfig](raw, "period", "lateness")
 	if err != nil {
 		return nil, err
 	}
@@ -65,6 +70,11 @@ func newGap(raw json.RawMessage) (transform.Operator, error) {
 	if op.by, err = newGrouper(cfg.By, "sensor"); err != nil {
 		return nil, err
 	}
+	allow, err := lateness(cfg.Lateness)
+	if err != nil {
+		return nil, err
+	}
+	op.seq = newSequencer(allow)
 	return op, nil
 }
 
@@ -101,7 +111,10 @@ func (op *gapOp) isGap(silence, period time.Duration) bool {
 
 func (op *gapOp) Apply(c *transform.Context, in [][]transform.Item) ([]transform.Item, error) {
 	c = ctxOrZero(c)
-	items := flatten(in)
+	items, late, err := op.seq.order(c, flatten(in), op.by.key)
+	if err != nil {
+		return nil, err
+	}
 	var out []transform.Item
 	for i := range items {
 		if err := checkEvery(c, i); err != nil {
@@ -124,7 +137,7 @@ func (op *gapOp) Apply(c *transform.Context, in [][]transform.Item) ([]transform
 			continue
 		}
 		if ns <= g.last {
-			continue // out of order or repeated: the newest reading stays
+			continue // repeated (the sequencer keeps the order): the newest reading stays
 		}
 		silence := time.Duration(ns - g.last)
 		if p, ok := op.expected(g); ok && !g.reported && op.isGap(silence, p) {
@@ -136,8 +149,8 @@ func (op *gapOp) Apply(c *transform.Context, in [][]transform.Item) ([]transform
 		}
 		g.last, g.reported = ns, false
 	}
+	out = append(out, op.seq.notices(c, late)...)
 	// Silence up to now.
-	var err error
 	i := 0
 	op.groups.each(func(key string, g *gapGroup) {
 		if err != nil || g.reported {
@@ -187,6 +200,7 @@ func (op *gapOp) gapItem(c *transform.Context, key string, g *gapGroup, silence,
 type gapState struct {
 	V      int        `json:"v"`
 	Groups []gapSaved `json:"groups"`
+	Order  *seqState  `json:"order,omitempty"`
 }
 
 type gapSaved struct {
@@ -199,10 +213,11 @@ type gapSaved struct {
 }
 
 func (op *gapOp) SaveState() (json.RawMessage, error) {
-	if op.groups.len() == 0 {
+	order := op.seq.save()
+	if op.groups.len() == 0 && order == nil {
 		return nil, nil
 	}
-	st := gapState{V: stateVersion}
+	st := gapState{V: stateVersion, Order: order}
 	return saveGroups(&st, &st.Groups, op.groups, func(k string, g *gapGroup) (gapSaved, bool) {
 		return gapSaved{K: k, Last: g.last, Reported: g.reported, Intervals: g.intervals, Sensor: g.sensor, Feed: g.feed}, true
 	})
@@ -210,7 +225,7 @@ func (op *gapOp) SaveState() (json.RawMessage, error) {
 
 func (op *gapOp) LoadState(raw json.RawMessage) error {
 	var st gapState
-	return loadGroups(raw, &st, &st.Groups, op.reset, func(sg *gapSaved) string { return sg.K },
+	err := loadGroups(raw, &st, &st.Groups, op.reset, func(sg *gapSaved) string { return sg.K },
 		func(i int, sg *gapSaved, g *gapGroup) error {
 			if _, ok := nanoTime(sg.Last); !ok {
 				return malformed(i)
@@ -227,6 +242,7 @@ func (op *gapOp) LoadState(raw json.RawMessage) error {
 			*g = gapGroup{last: sg.Last, reported: sg.Reported, intervals: iv, sensor: trunc(sg.Sensor, maxSensorRunes), feed: sg.Feed}
 			return nil
 		})
+	return op.seq.loaded(err, &st.Order)
 }
 
 func init() {

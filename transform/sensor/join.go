@@ -66,6 +66,7 @@ type joinOp struct {
 	count    map[string]int
 	open     int64 // the earliest reading newer than fused; valid when hasOpen
 	hasOpen  bool
+	late     uint64 // late readings so far
 }
 
 // joinHistory is how many recent readings a group keeps, so that a round
@@ -188,6 +189,12 @@ func (op *joinOp) Apply(c *transform.Context, in [][]transform.Item) ([]transfor
 			// the rounds before it, while the groups' short histories
 			// still hold their readings.
 			out = op.tryRounds(c, out)
+		}
+		if op.hasFused && r.t < op.fused-int64(op.tol) {
+			// Too old for any fused item to come: late, shown.
+			out = append(out, lateNotice(c, &lateReading{it: *r.it, key: r.key, mark: op.fused}, op.tol))
+			op.late++
+			continue
 		}
 		if !op.absorb(r) {
 			continue
@@ -385,6 +392,7 @@ func (op *joinOp) item(cs []contributor, newest int64, id string) (transform.Ite
 type joinState struct {
 	V      int         `json:"v"`
 	Fused  *int64      `json:"fused,omitempty"`
+	Late   uint64      `json:"late,omitempty"`
 	Groups []joinSaved `json:"groups"`
 }
 
@@ -402,10 +410,10 @@ type joinSavedPoint struct {
 }
 
 func (op *joinOp) SaveState() (json.RawMessage, error) {
-	if op.groups.len() == 0 && !op.hasFused {
+	if op.groups.len() == 0 && !op.hasFused && op.late == 0 {
 		return nil, nil
 	}
-	st := joinState{V: stateVersion}
+	st := joinState{V: stateVersion, Late: op.late}
 	if op.hasFused {
 		f := op.fused
 		st.Fused = &f
@@ -446,6 +454,7 @@ func (op *joinOp) LoadState(raw json.RawMessage) error {
 		}
 		op.fused, op.hasFused = *st.Fused, true
 	}
+	op.late = st.Late
 	op.groups.each(func(_ string, g *joinGroup) {
 		for _, p := range g.hist {
 			if (!op.hasFused || p.t > op.fused) && (!op.hasOpen || p.t < op.open) {
@@ -460,6 +469,7 @@ func (op *joinOp) LoadState(raw json.RawMessage) error {
 func (op *joinOp) reset() *groups[joinGroup] {
 	op.groups = newGroups[joinGroup](MaxGroups)
 	op.fused, op.hasFused = 0, false
+	op.late = 0
 	op.open, op.hasOpen = 0, false
 	return op.groups
 }

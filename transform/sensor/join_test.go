@@ -104,10 +104,18 @@ func TestJoinRounds(t *testing.T) {
 		}
 	})
 	t.Run("the same input twice fuses nothing new", func(t *testing.T) {
+		// The older rounds come too late for any fused item: each such
+		// reading is shown as late, none is fused again.
 		op := build(t, "join", cfg)
 		apply(t, op, ctxAt(at(15)), in...)
-		if out := apply(t, op, ctxAt(at(15)), in...); len(out) != 0 {
-			t.Errorf("fused again: %v", values(out))
+		out := apply(t, op, ctxAt(at(15)), in...)
+		for _, it := range out {
+			if !slices.Contains(it.Categories, "late") {
+				t.Errorf("fused again: %s %v", it.ID, it.Reading.Value)
+			}
+		}
+		if n := op.(*joinOp).late; n != uint64(len(out)) || n == 0 {
+			t.Errorf("%d late readings counted, %d shown", n, len(out))
 		}
 	})
 	t.Run("a missing sensor", func(t *testing.T) {

@@ -35,6 +35,10 @@ type ResampleConfig struct {
 	// Grace is how long after a bucket's end the run's clock closes it
 	// when no later reading of its group did (default: Every).
 	Grace *transform.Duration `json:"grace,omitempty" jsonschema:"description=how long after its end a bucket closes by the clock (default every)"`
+	// Lateness is how long a reading may arrive out of time order and
+	// still be processed in order (default 0); see the package
+	// documentation.
+	Lateness *transform.Duration `json:"lateness,omitempty" jsonschema:"description=how long readings are waited for to process them in time order (default 0s)"`
 }
 
 type resampleOp struct {
@@ -47,6 +51,7 @@ type resampleOp struct {
 	groups  *groups[resGroup]
 	values  int // median values held over all groups
 	scratch []float64
+	seq     *sequencer
 }
 
 // resGroup is one group's state: the end of its last closed bucket and
@@ -80,7 +85,7 @@ type bucket struct {
 }
 
 func newResample(raw json.RawMessage) (transform.Operator, error) {
-	cfg, err := decode[ResampleConfig](raw, "every", "align", "grace")
+	cfg, err := decode[ResampleConfig](raw, "every", "align", "grace", "lateness")
 	if err != nil {
 		return nil, err
 	}
@@ -110,6 +115,11 @@ func newResample(raw json.RawMessage) (transform.Operator, error) {
 	if op.grace, err = duration("grace", cfg.Grace, op.every, 0); err != nil {
 		return nil, err
 	}
+	allow, err := lateness(cfg.Lateness)
+	if err != nil {
+		return nil, err
+	}
+	op.seq = newSequencer(allow)
 	return op, nil
 }
 
@@ -138,7 +148,10 @@ func (op *resampleOp) bucketStart(ns int64) int64 {
 
 func (op *resampleOp) Apply(c *transform.Context, in [][]transform.Item) ([]transform.Item, error) {
 	c = ctxOrZero(c)
-	items := flatten(in)
+	items, late, err := op.seq.order(c, flatten(in), op.by.key)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]transform.Item, 0, len(items)/4+1)
 	for i := range items {
 		if err := checkEvery(c, i); err != nil {
@@ -159,12 +172,18 @@ func (op *resampleOp) Apply(c *transform.Context, in [][]transform.Item) ([]tran
 		start := op.bucketStart(ns)
 		g, _ := op.groups.touch(key)
 		if g.hasClosed && start < g.closed {
-			continue // late for a closed bucket: dropped
+			// Late for a bucket the clock closed: shown, not folded in.
+			late = append(late, lateReading{it: *it, key: key, mark: g.closed - 1})
+			op.seq.late++
+			continue
 		}
 		if g.open != nil {
 			switch {
 			case start < g.open.Start:
-				continue // a later bucket opened: this one counts as closed
+				// A later bucket opened: this one counts as closed.
+				late = append(late, lateReading{it: *it, key: key, mark: g.open.Start})
+				op.seq.late++
+				continue
 			case start > g.open.Start:
 				if x, ok := op.close(c, key, g); ok {
 					out = append(out, x)
@@ -177,7 +196,6 @@ func (op *resampleOp) Apply(c *transform.Context, in [][]transform.Item) ([]tran
 		op.add(g.open, v, it)
 	}
 	// The clock closes the buckets whose end + grace has passed.
-	var err error
 	i := 0
 	op.groups.each(func(key string, g *resGroup) {
 		if err != nil || g.open == nil {
@@ -198,7 +216,7 @@ func (op *resampleOp) Apply(c *transform.Context, in [][]transform.Item) ([]tran
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	return append(out, op.seq.notices(c, late)...), nil
 }
 
 // add puts a reading into a bucket.
@@ -301,6 +319,7 @@ func (op *resampleOp) close(c *transform.Context, key string, g *resGroup) (tran
 type resampleState struct {
 	V      int           `json:"v"`
 	Groups []resampleGrp `json:"groups"`
+	Order  *seqState     `json:"order,omitempty"`
 }
 
 type resampleGrp struct {
@@ -310,10 +329,11 @@ type resampleGrp struct {
 }
 
 func (op *resampleOp) SaveState() (json.RawMessage, error) {
-	if op.groups.len() == 0 {
+	order := op.seq.save()
+	if op.groups.len() == 0 && order == nil {
 		return nil, nil
 	}
-	st := resampleState{V: stateVersion}
+	st := resampleState{V: stateVersion, Order: order}
 	return saveGroups(&st, &st.Groups, op.groups, func(k string, g *resGroup) (resampleGrp, bool) {
 		sg := resampleGrp{K: k, Open: g.open}
 		if g.hasClosed {
@@ -326,13 +346,14 @@ func (op *resampleOp) SaveState() (json.RawMessage, error) {
 
 func (op *resampleOp) LoadState(raw json.RawMessage) error {
 	var st resampleState
-	return loadGroups(raw, &st, &st.Groups, op.reset, func(sg *resampleGrp) string { return sg.K },
+	err := loadGroups(raw, &st, &st.Groups, op.reset, func(sg *resampleGrp) string { return sg.K },
 		func(i int, sg *resampleGrp, g *resGroup) error {
 			if err := op.loadGroup(sg, g); err != nil {
 				return fmt.Errorf("%w: group %d: %v", errState, i, err)
 			}
 			return nil
 		})
+	return op.seq.loaded(err, &st.Order)
 }
 
 // loadGroup fills g, the group saved as sg, and counts its median

@@ -43,8 +43,10 @@ func TestResample(t *testing.T) {
 		{"default grace is every", `{"every":"5m"}`, minutes("s", 0, 11), at(20), []float64{0, 5, 10}, []float64{2, 7, 10.5}},
 		{"groups", `{"every":"5m","stat":"max"}`, append(minutes("a", 0, 5), minutes("b", 0, 5)...), at(5),
 			[]float64{0, 0}, []float64{4, 4}},
+		// One group: a's and b's readings are taken in time order, so
+		// the 12:00 bucket holds ten of them.
 		{"one group", `{"every":"5m","stat":"count","by":""}`, append(minutes("a", 0, 5), minutes("b", 0, 5)...), at(5),
-			[]float64{0}, []float64{5}},
+			[]float64{0}, []float64{10}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -110,16 +112,19 @@ func TestResampleState(t *testing.T) {
 		t.Fatalf("run 3: %v", values(out))
 	}
 	op = reload(t, op, "resample", cfg)
-	// Run 4: late readings for closed buckets are dropped; a's 12:05
-	// bucket gets 12:08 and closes at 12:12.
+	// Run 4: late readings for closed buckets are left out, each shown
+	// by a late item; a's 12:05 bucket gets 12:08 and closes at 12:12.
 	out = apply(t, op, ctxAt(at(12)), rd("late-a", "a", -50, at(2)), rd("late-b", "b", -50, at(4)), rd("a5", "a", 102, at(8)))
-	if !near(values(out), []float64{101}) {
-		t.Fatalf("run 4: %v, want [101]", values(out))
+	if !near(values(out), []float64{101, -50, -50}) || !slices.Equal(ids(out[1:]), []string{"late-a~late", "late-b~late"}) {
+		t.Fatalf("run 4: %v %v, want [101] and two late items", ids(out), values(out))
 	}
 	op = reload(t, op, "resample", cfg)
-	// Run 5: a late reading for b's closed bucket is still dropped.
-	if out = apply(t, op, ctxAt(at(12)), rd("late-b2", "b", 1, at(3))); len(out) != 0 {
-		t.Fatalf("run 5: %v", values(out))
+	// Run 5: a late reading for b's closed bucket is still left out.
+	if out = apply(t, op, ctxAt(at(12)), rd("late-b2", "b", 1, at(3))); !slices.Equal(ids(out), []string{"late-b2~late"}) {
+		t.Fatalf("run 5: %v", ids(out))
+	}
+	if n := op.(*resampleOp).seq.late; n != 3 {
+		t.Errorf("%d late readings counted, want 3", n)
 	}
 }
 

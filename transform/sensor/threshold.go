@@ -20,6 +20,10 @@ type ThresholdConfig struct {
 	// Initial is the state a new group starts in: "low" or "high".
 	// Unset, a group's first reading sets its state without an alert.
 	Initial string `json:"initial,omitempty" jsonschema:"enum=low,enum=high,description=state of a new group (default: set by its first reading without an alert)"`
+	// Lateness is how long a reading may arrive out of time order and
+	// still be processed in order (default 0); see the package
+	// documentation.
+	Lateness *transform.Duration `json:"lateness,omitempty" jsonschema:"description=how long readings are waited for to process them in time order (default 0s)"`
 }
 
 // Threshold states.
@@ -36,10 +40,11 @@ type thresholdOp struct {
 	by      grouper
 	initial string
 	groups  *groups[string]
+	seq     *sequencer
 }
 
 func newThreshold(raw json.RawMessage) (transform.Operator, error) {
-	cfg, err := transform.Decode[ThresholdConfig](raw)
+	cfg, err := decode[ThresholdConfig](raw, "lateness")
 	if err != nil {
 		return nil, err
 	}
@@ -70,6 +75,11 @@ func newThreshold(raw json.RawMessage) (transform.Operator, error) {
 	default:
 		return nil, transform.Fieldf("initial", "want \"low\" or \"high\", not %q", trunc(cfg.Initial, 20))
 	}
+	allow, err := lateness(cfg.Lateness)
+	if err != nil {
+		return nil, err
+	}
+	op.seq = newSequencer(allow)
 	return op, nil
 }
 
@@ -81,7 +91,10 @@ func (op *thresholdOp) reset() *groups[string] {
 
 func (op *thresholdOp) Apply(c *transform.Context, in [][]transform.Item) ([]transform.Item, error) {
 	c = ctxOrZero(c)
-	items := flatten(in)
+	items, late, err := op.seq.order(c, flatten(in), op.by.key)
+	if err != nil {
+		return nil, err
+	}
 	var out []transform.Item
 	for i := range items {
 		if err := checkEvery(c, i); err != nil {
@@ -116,7 +129,7 @@ func (op *thresholdOp) Apply(c *transform.Context, in [][]transform.Item) ([]tra
 			}
 		}
 	}
-	return out, nil
+	return append(out, op.seq.notices(c, late)...), nil
 }
 
 func (op *thresholdOp) alert(it *transform.Item, key, to string, v float64) transform.Item {
@@ -162,6 +175,7 @@ func nameOr(name string) string {
 type thresholdState struct {
 	V      int        `json:"v"`
 	Groups []keyState `json:"groups"`
+	Order  *seqState  `json:"order,omitempty"`
 }
 
 type keyState struct {
@@ -170,10 +184,11 @@ type keyState struct {
 }
 
 func (op *thresholdOp) SaveState() (json.RawMessage, error) {
-	if op.groups.len() == 0 {
+	order := op.seq.save()
+	if op.groups.len() == 0 && order == nil {
 		return nil, nil
 	}
-	st := thresholdState{V: stateVersion}
+	st := thresholdState{V: stateVersion, Order: order}
 	return saveGroups(&st, &st.Groups, op.groups, func(k string, s *string) (keyState, bool) {
 		return keyState{K: k, S: *s}, *s != ""
 	})
@@ -181,7 +196,7 @@ func (op *thresholdOp) SaveState() (json.RawMessage, error) {
 
 func (op *thresholdOp) LoadState(raw json.RawMessage) error {
 	var st thresholdState
-	return loadGroups(raw, &st, &st.Groups, op.reset, func(sg *keyState) string { return sg.K },
+	err := loadGroups(raw, &st, &st.Groups, op.reset, func(sg *keyState) string { return sg.K },
 		func(i int, sg *keyState, s *string) error {
 			if sg.S != stateLow && sg.S != stateHigh {
 				return malformed(i)
@@ -189,6 +204,7 @@ func (op *thresholdOp) LoadState(raw json.RawMessage) error {
 			*s = sg.S
 			return nil
 		})
+	return op.seq.loaded(err, &st.Order)
 }
 
 func init() {

@@ -28,6 +28,10 @@ type WindowConfig struct {
 	// Emit is "all" (default: every due reading emits) or "last" (only
 	// the last due reading of each group in a run).
 	Emit string `json:"emit,omitempty" jsonschema:"enum=all,enum=last,description=all (default) or last"`
+	// Lateness is how long a reading may arrive out of time order and
+	// still be processed in order (default 0); see the package
+	// documentation.
+	Lateness *transform.Duration `json:"lateness,omitempty" jsonschema:"description=how long readings are waited for to process them in time order (default 0s)"`
 }
 
 type windowOp struct {
@@ -43,6 +47,7 @@ type windowOp struct {
 	maxTotal int // bound of total (MaxWindowTotal)
 	scratch  []float64
 	vals     []float64
+	seq      *sequencer
 }
 
 // winGroup is one group's window: its readings in arrival order.
@@ -98,7 +103,7 @@ func (r *ring) popFront() {
 }
 
 func newWindow(raw json.RawMessage) (transform.Operator, error) {
-	cfg, err := decode[WindowConfig](raw, "span")
+	cfg, err := decode[WindowConfig](raw, "span", "lateness")
 	if err != nil {
 		return nil, err
 	}
@@ -139,6 +144,11 @@ func newWindow(raw json.RawMessage) (transform.Operator, error) {
 	default:
 		return nil, transform.Fieldf("emit", "want \"all\" or \"last\", not %q", trunc(cfg.Emit, 20))
 	}
+	allow, err := lateness(cfg.Lateness)
+	if err != nil {
+		return nil, err
+	}
+	op.seq = newSequencer(allow)
 	return op, nil
 }
 
@@ -152,7 +162,10 @@ func (op *windowOp) limit() int {
 
 func (op *windowOp) Apply(c *transform.Context, in [][]transform.Item) ([]transform.Item, error) {
 	c = ctxOrZero(c)
-	items := flatten(in)
+	items, late, err := op.seq.order(c, flatten(in), op.by.key)
+	if err != nil {
+		return nil, err
+	}
 
 	// Which readings emit: every Every-th of its group, and with "last"
 	// only the last of those per group.
@@ -224,7 +237,7 @@ func (op *windowOp) Apply(c *transform.Context, in [][]transform.Item) ([]transf
 		}
 		out = append(out, op.item(it, keys[i], s, len(op.vals)))
 	}
-	return out, nil
+	return append(out, op.seq.notices(c, late)...), nil
 }
 
 // add puts a reading into its group's window and returns the group.
@@ -301,6 +314,7 @@ func (op *windowOp) item(it *transform.Item, key string, s float64, n int) trans
 type windowState struct {
 	V      int           `json:"v"`
 	Groups []windowGroup `json:"groups"`
+	Order  *seqState     `json:"order,omitempty"`
 }
 
 type windowGroup struct {
@@ -311,10 +325,11 @@ type windowGroup struct {
 }
 
 func (op *windowOp) SaveState() (json.RawMessage, error) {
-	if op.groups.len() == 0 {
+	order := op.seq.save()
+	if op.groups.len() == 0 && order == nil {
 		return nil, nil
 	}
-	st := windowState{V: stateVersion}
+	st := windowState{V: stateVersion, Order: order}
 	return saveGroups(&st, &st.Groups, op.groups, func(k string, g *winGroup) (windowGroup, bool) {
 		wg := windowGroup{K: k, N: g.n, V: make([]float64, g.ring.len()), T: make([]int64, g.ring.len())}
 		for i := range wg.V {
@@ -334,7 +349,7 @@ func (op *windowOp) reset() *groups[winGroup] {
 
 func (op *windowOp) LoadState(raw json.RawMessage) error {
 	var st windowState
-	return loadGroups(raw, &st, &st.Groups, op.reset, func(sg *windowGroup) string { return sg.K },
+	err := loadGroups(raw, &st, &st.Groups, op.reset, func(sg *windowGroup) string { return sg.K },
 		func(gi int, sg *windowGroup, g *winGroup) error {
 			if len(sg.V) != len(sg.T) {
 				return malformed(gi)
@@ -361,6 +376,7 @@ func (op *windowOp) LoadState(raw json.RawMessage) error {
 			op.bound()
 			return nil
 		})
+	return op.seq.loaded(err, &st.Order)
 }
 
 func init() {

@@ -55,6 +55,9 @@ func Atom(f Feed) ([]byte, error) {
 	if p.hub != "" {
 		doc.Links = append(doc.Links, feeds.AtomLink{Href: p.hub, Rel: "hub"})
 	}
+	if p.next != "" {
+		doc.Links = append(doc.Links, feeds.AtomLink{Href: p.next, Rel: "next"}, feeds.AtomLink{Href: p.next, Rel: "prev-archive"})
+	}
 	for i, ae := range af.Entries {
 		e := &p.entries[i]
 		ae.Id = e.iri

@@ -20,6 +20,10 @@
 //     all three formats.
 //   - Self links: <atom:link rel="self"> in RSS, <link rel="self"> in Atom,
 //     "feed_url" in JSON, plus a WebSub hub link when Feed.HubURL is set.
+//   - Paging (RFC 5005): when Feed.Next is set, the link to the page of
+//     older items, as <atom:link rel="next"> and rel="prev-archive" in
+//     RSS, <link rel="next"> and rel="prev-archive" in Atom, and
+//     "next_url" in JSON.
 //   - <ttl> in RSS from Feed.TTL (whole minutes, at least one).
 //   - slogfeed's typed sensor reading (see package aggregator/feedext):
 //     <sf:reading value=… unit=… sensor=… time=… lat=… lon=…/> in RSS items

@@ -19,6 +19,8 @@ import (
 type jsonDoc struct {
 	*feeds.JSONFeed
 	Items []*jsonItem `json:"items"`
+	// NextURL is JSON Feed's next_url: the page of older items.
+	NextURL string `json:"next_url,omitempty"`
 }
 
 // jsonItem adds the reading extension to gorilla's item.
@@ -83,7 +85,7 @@ func JSON(f Feed) ([]byte, error) {
 	if p.hub != "" {
 		jf.Hubs = []*feeds.JSONHub{{Type: "WebSub", Url: p.hub}}
 	}
-	doc := &jsonDoc{JSONFeed: jf, Items: make([]*jsonItem, 0, len(jf.Items))}
+	doc := &jsonDoc{JSONFeed: jf, Items: make([]*jsonItem, 0, len(jf.Items)), NextURL: p.next}
 	for i, ji := range jf.Items {
 		e := &p.entries[i]
 		pub, upd := e.published, e.updated

@@ -59,6 +59,10 @@ type Feed struct {
 	Items []storage.Item
 	// HubURL is an optional WebSub hub.
 	HubURL string
+	// Next, when set, is the URL of the page of older items (RFC 5005):
+	// RSS and Atom link it as rel="next" (a paged feed) and
+	// rel="prev-archive" (an archived feed), JSON Feed as next_url.
+	Next string
 	// Author is the feed's author for Atom, which requires one
 	// (default: Generator).
 	Author string
@@ -68,6 +72,7 @@ type Feed struct {
 // every id and date decided, shared by the three writers.
 type prepared struct {
 	title, link, self, desc, hub, author string
+	next                                 string
 	id                                   string // the feed's id as an IRI
 	updated                              time.Time
 	ttlMinutes                           int
@@ -92,6 +97,7 @@ func prepare(f Feed) (*prepared, error) {
 		self:   clean(f.SelfURL),
 		desc:   strings.TrimSpace(clean(f.Description)),
 		hub:    clean(f.HubURL),
+		next:   clean(f.Next),
 		author: clean(f.Author),
 	}
 	raw := clean(f.ID)

@@ -146,6 +146,9 @@ func RSS(f Feed) ([]byte, error) {
 	if p.hub != "" {
 		ch.AtomLinks = append(ch.AtomLinks, rssAtomLink{Href: p.hub, Rel: "hub"})
 	}
+	if p.next != "" {
+		ch.AtomLinks = append(ch.AtomLinks, rssAtomLink{Href: p.next, Rel: "next"}, rssAtomLink{Href: p.next, Rel: "prev-archive"})
+	}
 	for i, gi := range rf.Items {
 		e := &p.entries[i]
 		gi.Author = ""

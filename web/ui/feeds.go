@@ -327,7 +327,7 @@ func (u *UI) subscribeAll(ctx context.Context, outlines []opml.Outline, policy s
 			res.note("the request was cancelled")
 			break
 		}
-		_, err := u.opt.Aggregator.Subscribe(storage.Feed{URL: o.URL, Title: o.Title, Site: o.Site, Category: o.Category, Policy: policy})
+		_, err := u.opt.Aggregator.Subscribe(o.Feed(policy)) // with the settings a slogfeed export keeps
 		switch {
 		case err == nil:
 			res.added++

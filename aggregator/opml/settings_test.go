@@ -1,0 +1,146 @@
+package opml
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slogfeed/slogfeed/schedule"
+	"github.com/slogfeed/slogfeed/storage"
+)
+
+// settingsFeeds are feeds with every setting an export keeps.
+func settingsFeeds() []storage.Feed {
+	return []storage.Feed{
+		{
+			URL: "http://127.0.0.1:9000/traces/ulb.csv", Title: "ULB trace replay", Category: []string{"Traces"},
+			Policy: "fixed-5s", Weight: 2.5, IgnoreCache: true,
+			Source:    &storage.SourceSpec{Type: "ulb", Config: json.RawMessage(`{"speed":60,"sensor":"ulb-3"}`)},
+			Retention: storage.Retention{MaxItems: 500, MaxAge: 720 * time.Hour},
+			Reduce:    json.RawMessage(`{"levels":[{"filters":["LATEST"]}]}`),
+			Sleep: schedule.SleepPlan{
+				Daily:   []schedule.DailyWindow{{From: 22 * time.Hour, To: 6 * time.Hour}},
+				Windows: []schedule.Window{{Start: time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC), End: time.Date(2026, 12, 27, 0, 0, 0, 0, time.UTC)}},
+			},
+		},
+		{
+			URL: "https://wx.example.org/roof.rss", Title: "Roof", Site: "https://wx.example.org/",
+			Policy:  "dpt-l",
+			Extract: &storage.ExtractRule{Field: "title", Regex: `(-?\d+(?:[.,]\d+)?)\s*°C & more`, Unit: "C"},
+		},
+		{URL: "https://plain.example.org/feed.xml", Title: "No settings"},
+	}
+}
+
+// An export followed by an import keeps every feed's settings: policy,
+// weight, cache handling, source adapter and its configuration, extract
+// rule, retention, reduction and sleep windows.
+func TestSettingsRoundTrip(t *testing.T) {
+	feeds := settingsFeeds()
+	var out []Outline
+	for _, f := range feeds {
+		out = append(out, OutlineOf(f))
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, "slogfeed subscriptions", out, time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	doc := buf.String()
+	for _, want := range []string{`xmlns:slogfeed="` + Namespace + `"`, `slogfeed:policy="fixed-5s"`, `slogfeed:source="ulb"`} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("export lacks %s:\n%s", want, doc)
+		}
+	}
+	in, err := Parse(strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byURL := map[string]storage.Feed{}
+	for _, o := range in {
+		byURL[o.URL] = o.Feed("auto")
+	}
+	for _, f := range feeds {
+		got, ok := byURL[f.URL]
+		if !ok {
+			t.Errorf("%s not imported", f.URL)
+			continue
+		}
+		want := f
+		if want.Policy == "" {
+			want.Policy = "auto" // the importer's default for outlines without one
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", f.URL, got, want)
+		}
+	}
+}
+
+// The settings written for the fixture feeds (go test -update rewrites
+// the golden file).
+func TestSettingsGolden(t *testing.T) {
+	var out []Outline
+	for _, f := range settingsFeeds() {
+		out = append(out, OutlineOf(f))
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, "slogfeed subscriptions", out, time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "settings.golden.opml")
+	if *update {
+		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Errorf("Write output differs from %s:\n%s", golden, buf.Bytes())
+	}
+}
+
+// Settings that cannot be used are ignored, and the subscription still
+// imports; other readers' attributes never become settings.
+func TestSettingsHostile(t *testing.T) {
+	doc := `<opml version="2.0" xmlns:s="` + Namespace + `" xmlns:miniflux="https://miniflux.app/opml"><body>
+<outline xmlUrl="https://a.example/f" s:weight="NaN" s:retentionItems="-3" s:retentionAge="forever"
+  s:sourceConfig="{not json" s:extractField="title" s:sleep="{&quot;daily&quot;:[{&quot;From&quot;:-5}]}"
+  s:policy="` + strings.Repeat("x", MaxSettingText+1) + `" miniflux:policy="fixed-1s"/>
+<outline xmlUrl="https://b.example/f" s:weight="+Inf" s:sourceConfig="{}" s:ignoreCache="yes"/>
+</body></opml>`
+	got, err := Parse(strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("%d outlines, want 2", len(got))
+	}
+	for _, o := range got {
+		if !o.Settings.IsZero() {
+			t.Errorf("%s: settings %+v, want none", o.URL, o.Settings)
+		}
+	}
+}
+
+// Miniflux and FreshRSS exports carry no slogfeed settings and import as
+// before (their own namespaced attributes are ignored).
+func TestSettingsOfOtherReaders(t *testing.T) {
+	for _, file := range []string{"miniflux.opml", "freshrss.opml"} {
+		got, err := Parse(openFixture(t, file))
+		if err != nil || len(got) == 0 {
+			t.Fatalf("%s: %d outlines, %v", file, len(got), err)
+		}
+		for _, o := range got {
+			if !o.Settings.IsZero() {
+				t.Errorf("%s: %s has settings %+v", file, o.URL, o.Settings)
+			}
+		}
+	}
+}

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/schedule"
+	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/web"
+)
+
+// apiServer is a slogfeed API over a fresh store, for the client commands.
+func apiServer(t *testing.T) (*httptest.Server, *storage.Store) {
+	t.Helper()
+	st, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	svc, err := aggregator.NewService(aggregator.ServiceOptions{Store: st, Fetcher: aggregator.NewFetcher(aggregator.FetchOptions{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(web.New(web.Options{Store: st, Aggregator: svc}))
+	t.Cleanup(srv.Close)
+	return srv, st
+}
+
+// `export` then `import` into another slogfeed keeps each feed's
+// settings: policy, weight, cache handling, extract rule, retention and
+// sleep windows (the issue: fixed-5s came back as auto).
+func TestExportImportKeepsSettings(t *testing.T) {
+	from, fromStore := apiServer(t)
+	to, toStore := apiServer(t)
+	feeds := []storage.Feed{
+		{
+			URL: "https://sensors.example.org/lab.rss", Title: "Lab", Category: []string{"Sensors"},
+			Policy: "fixed-5s", Weight: 3, IgnoreCache: true,
+			Retention: storage.Retention{MaxItems: 200, MaxAge: 48 * time.Hour},
+			Extract:   &storage.ExtractRule{Field: "title", Regex: `(\d+(?:\.\d+)?) C`, Unit: "C"},
+			Sleep:     schedule.SleepPlan{Daily: []schedule.DailyWindow{{From: 22 * time.Hour, To: 6 * time.Hour}}},
+		},
+		{URL: "https://news.example.org/feed.xml", Title: "News", Policy: "dpt-l"},
+	}
+	for i := range feeds {
+		f := feeds[i]
+		f.Kind = storage.KindRemote
+		if err := fromStore.CreateFeed(&f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	out := runCLI(ctx, []string{"export", "--server", from.URL}, quiet, nil)
+	if out.code != 0 {
+		t.Fatalf("export: %d %s", out.code, out.stderr)
+	}
+	if !strings.Contains(out.stdout, `slogfeed:policy="fixed-5s"`) {
+		t.Errorf("export lacks the policy:\n%s", out.stdout)
+	}
+	file := filepath.Join(t.TempDir(), "subs.opml")
+	if err := os.WriteFile(file, []byte(out.stdout), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := runCLI(ctx, []string{"import", "--server", to.URL, "--policy", "auto", file}, quiet, nil)
+	if in.code != 0 {
+		t.Fatalf("import: %d %s %s", in.code, in.stdout, in.stderr)
+	}
+	for _, want := range feeds {
+		got, err := toStore.FeedByURL(want.URL)
+		if err != nil {
+			t.Fatalf("%s not imported: %v", want.URL, err)
+		}
+		if got.Policy != want.Policy || got.Weight != want.Weight || got.IgnoreCache != want.IgnoreCache ||
+			got.Retention != want.Retention || !reflect.DeepEqual(got.Extract, want.Extract) ||
+			!reflect.DeepEqual(got.Sleep.Daily, want.Sleep.Daily) || !reflect.DeepEqual(got.Category, want.Category) {
+			t.Errorf("%s imported as %+v, want the settings of %+v", want.URL, got, want)
+		}
+	}
+}
