@@ -149,13 +149,25 @@ func lossSweepChecks(rep *Report) []string {
 			continue
 		}
 		pss, pfs := r.Params["p_ss"], r.Params["p_fs"]
-		get := func(p string) Row { x, _ := find(rep, p, "p_ss", pss, "p_fs", pfs); return x }
-		a, n, l, au := get("dpt-a"), get("dpt-n"), get("dpt-l"), get("auto")
 		check := func(ok bool, what string) {
 			if !ok {
 				fails++
 				notes = append(notes, fmt.Sprintf("FAIL p_ss=%.2f p_fs=%.1f: %s", pss, pfs, what))
 			}
+		}
+		gone := false
+		get := func(p string) Row {
+			x, ok := require(rep, &notes, p, "p_ss", pss, "p_fs", pfs)
+			if !ok {
+				// A missing row fails its checks: zeros would pass them.
+				gone = true
+				fails++
+			}
+			return x
+		}
+		a, n, l, au := get("dpt-a"), get("dpt-n"), get("dpt-l"), get("auto")
+		if gone {
+			continue
 		}
 		check(l.MedianLatencyS <= 0.25*r.MedianLatencyS, fmt.Sprintf("dpt-l median %.1fs > 25%% of fixed-avg %.1fs", l.MedianLatencyS, r.MedianLatencyS))
 		check(l.HitPct >= r.HitPct-12, fmt.Sprintf("dpt-l hit %.1f%% < fixed-avg %.1f%% − 12", l.HitPct, r.HitPct))
