@@ -9,6 +9,7 @@ func All() []Scenario {
 		Bimodal(),
 		MDPT(),
 		Trace(),
+		ColdStart(),
 		Budget(),
 		Scale(),
 	}
