@@ -47,6 +47,21 @@ type feedRequest struct {
 	// Source selects a source adapter for data that is not a feed
 	// (docs/plugins.md).
 	Source *storage.SourceSpec `json:"source,omitempty"`
+	// Sleep is the feed's own sleep windows in the text form of
+	// schedule.ParseSleep: "22:00-06:00" (daily, UTC), one-off
+	// "START/END" (RFC 3339), comma-separated.
+	Sleep string `json:"sleep,omitempty"`
+}
+
+// sleepRequest is the body of PUT /api/v1/feeds/{id}/sleep.
+type sleepRequest struct {
+	Sleep string `json:"sleep"`
+}
+
+// sleepSetter is implemented by aggregators that apply a feed's new sleep
+// windows before its next fetch (the store has them either way).
+type sleepSetter interface {
+	SetSleep(id uint64, p schedule.SleepPlan)
 }
 
 // FeedView is a feed as the API shows it.
@@ -136,6 +151,37 @@ func (a *api) routes(mux *http.ServeMux) {
 	mux.HandleFunc("DELETE /api/v1/feeds/{id}", a.remove)
 	mux.HandleFunc("GET /api/v1/feeds/{id}/items", a.items)
 	mux.HandleFunc("GET /api/v1/feeds/{id}/schedule", a.schedule)
+	mux.HandleFunc("PUT /api/v1/feeds/{id}/sleep", a.setSleep)
+}
+
+// setSleep replaces the feed's own sleep windows (the publisher's
+// skipHours/skipDays stay) and answers with its schedule view.
+func (a *api) setSleep(w http.ResponseWriter, r *http.Request) {
+	f, ok := a.feed(w, r)
+	if !ok {
+		return
+	}
+	var req sleepRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	p, err := schedule.ParseSleep(req.Sleep)
+	if err != nil {
+		respondError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	f, err = a.store.UpdateFeed(f.ID, func(x *storage.Feed) error {
+		x.Sleep.Daily, x.Sleep.Windows = p.Daily, p.Windows
+		return nil
+	})
+	if err != nil {
+		a.internal(w, err)
+		return
+	}
+	if ss, ok := a.agg.(sleepSetter); ok {
+		ss.SetSleep(f.ID, f.Sleep)
+	}
+	a.schedule(w, r)
 }
 
 func (a *api) create(w http.ResponseWriter, r *http.Request) {
@@ -147,9 +193,15 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 		respondError(w, http.StatusBadRequest, fmt.Sprintf("weight must be in (0, %v]", schedule.MaxWeight))
 		return
 	}
+	sleep, err := schedule.ParseSleep(req.Sleep)
+	if err != nil {
+		respondError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	f, err := a.agg.Subscribe(storage.Feed{
 		URL: req.URL, Policy: req.Policy, Title: req.Title, Weight: req.Weight, Category: req.Category,
 		IgnoreCache: req.IgnoreCache, Retention: req.Retention, Extract: req.Extract, Source: req.Source,
+		Sleep: sleep,
 	})
 	switch {
 	case errors.Is(err, storage.ErrFeedExists):
@@ -266,7 +318,12 @@ type ScheduleView struct {
 	LastPublish    *time.Time         `json:"last_publish,omitempty"`
 	NextFetch      *time.Time         `json:"next_fetch"`
 	Sleep          schedule.SleepPlan `json:"sleep"`
-	RecentPolls    []PollView         `json:"recent_polls"`
+	// SleepText is the feed's own windows as PUT …/sleep takes them.
+	SleepText string `json:"sleep_text"`
+	// LearnedSleep is the daily window the feed's policy has learned the
+	// publisher sleeps through ("20:00-06:00", UTC), when it has one.
+	LearnedSleep string     `json:"learned_sleep,omitempty"`
+	RecentPolls  []PollView `json:"recent_polls"`
 }
 
 func (a *api) schedule(w http.ResponseWriter, r *http.Request) {
@@ -278,9 +335,13 @@ func (a *api) schedule(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	v := ScheduleView{ID: f.ID, Policy: f.Policy, Sleep: f.Sleep, RecentPolls: []PollView{}}
+	v := ScheduleView{ID: f.ID, Policy: f.Policy, Sleep: f.Sleep, SleepText: f.Sleep.SleepText(), RecentPolls: []PollView{}}
 	if a.agg != nil {
-		if st, ok := a.agg.State(f.ID); ok && st.Gaps > 0 {
+		st, ok := a.agg.State(f.ID)
+		if ok && st.HasLearnedSleep {
+			v.LearnedSleep = st.LearnedSleep.String()
+		}
+		if ok && st.Gaps > 0 {
 			md, sg := st.Median.Seconds(), st.Sigma.Seconds()
 			v.Mode, v.MedianS, v.SigmaS = st.Mode.String(), &md, &sg
 			if st.BimodalMedian > 0 {
