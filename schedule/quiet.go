@@ -11,11 +11,14 @@ import "time"
 // publish after it. When the quiet intervals of consecutive days overlap
 // by at least MinLearnedSleep, the overlap of the last two is the learned
 // window; it is in force once LearnedSleepDays days in a row have agreed.
-// A publish inside the window (seen by a later poll) forgets it at once.
+// A publish inside the window (seen by a later poll) cuts the window at its
+// minute, keeping the longer side, and forgets it when less than
+// MinLearnedSleep is left: a publisher that stops sleeping gets its polls
+// back after the first night it publishes through.
 // Times are kept as minutes of the day: the window starts on the minute
-// after the last publish before it and ends on the minute of the earliest
-// first publish after it, so a poll at wake-up is never late for the
-// earliest wake-up seen.
+// after the one of the last publish before it and ends at the start of the
+// minute of the earliest first publish after it, so a poll at wake-up is
+// never late for the earliest wake-up seen.
 
 // Learned sleep constants.
 const (
@@ -45,19 +48,14 @@ type quiet struct {
 // WithoutSleepLearning switches Auto's daily sleep learning off.
 func WithoutSleepLearning() Option { return func(o *options) { o.noSleep = true } }
 
-// minuteOfDay returns the minute of the UTC day of t (Unix ns), rounded up
-// when up is set.
-func minuteOfDay(ns int64, up bool) int {
+// minuteOfDay returns the minute of the UTC day of t (Unix ns).
+func minuteOfDay(ns int64) int {
 	const day = int64(24 * time.Hour)
 	d := ns % day
 	if d < 0 {
 		d += day
 	}
-	m := d / int64(time.Minute)
-	if up && d%int64(time.Minute) != 0 {
-		m++
-	}
-	return int(m) % minutesPerDay
+	return int(d / int64(time.Minute))
 }
 
 // learn takes the gap between publishes at prev and next (Unix ns) of a
@@ -66,17 +64,28 @@ func (q *quiet) learn(prev, next int64, period float64) {
 	if q.off || period <= 0 {
 		return
 	}
-	// A publish inside the learned window: the publisher no longer sleeps
-	// then.
-	if q.n > 0 && q.inside(minuteOfDay(next, false)) {
-		*q = quiet{off: q.off}
+	// A publish inside the learned window: the publisher is awake then
+	// (jitter at an edge, or it no longer sleeps). Cut the window at that
+	// minute, keeping its longer side; forget it when less than
+	// MinLearnedSleep is left.
+	if m := minuteOfDay(next); q.n > 0 && q.inside(m) {
+		before := (m - int(q.from) + minutesPerDay) % minutesPerDay
+		after := int(q.n) - before - 1
+		if before >= after {
+			q.n = uint16(before)
+		} else {
+			q.from, q.n = uint16((m+1)%minutesPerDay), uint16(after)
+		}
+		if int(q.n) < int(MinLearnedSleep/time.Minute) {
+			*q = quiet{off: q.off}
+		}
 	}
 	g := time.Duration(next - prev)
 	if g.Seconds() <= float64(OutagePeriods+1)*period || g < MinLearnedSleep || g >= 24*time.Hour {
 		return
 	}
-	from := minuteOfDay(prev, true)
-	to := minuteOfDay(next, false)
+	from := (minuteOfDay(prev) + 1) % minutesPerDay
+	to := minuteOfDay(next)
 	n := (to - from + minutesPerDay) % minutesPerDay
 	if n < int(MinLearnedSleep/time.Minute) {
 		return
@@ -122,7 +131,7 @@ func (q *quiet) wake(t time.Time) (time.Time, bool) {
 		return t, false
 	}
 	ns := t.UnixNano()
-	m := minuteOfDay(ns, false)
+	m := minuteOfDay(ns)
 	if !q.inside(m) {
 		return t, false
 	}
