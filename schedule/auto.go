@@ -360,6 +360,11 @@ func (a *Auto) next(obs Observation) time.Time {
 		a.quiet.woke = 0
 	}
 	t := a.choose(obs)
+	if a.misses == 0 {
+		// The first poll after a publish: the publisher may be awake
+		// later than it was the days before.
+		return t
+	}
 	if w, ok := a.quiet.wake(t); ok {
 		// No poll inside a learned sleep: the first lands at wake-up, and
 		// the misses after it retry every period (see choose).
@@ -478,7 +483,11 @@ const (
 	probeGrowth = 2
 	// learningShare is the first probe interval after a miss while the
 	// jitter tail is not yet fitted, as a share of the period.
-	learningShare = 1.0 / 16
+	learningShare  = 1.0 / 8
+	learningGrowth = 4
+	// learningResiduals: learning probes stop once this many residuals
+	// are known (the margin has a spread to go by).
+	learningResiduals = 4
 )
 
 // probeNext returns the next cold-start probe after obs and grows the
@@ -497,12 +506,14 @@ func (a *Auto) probeNext(obs Observation) time.Time {
 	return clampNext(obs.At, obs.At.Add(time.Duration(d*1e9)))
 }
 
-// learningProbe returns the next probe after a miss while the jitter tail
-// is not fitted yet (fewer than 8 residuals): intervals that start at
-// learningShare of the period (at least the margin floor) and double, as
-// long as they land before the slot after the missed one.
+// learningProbe returns the next probe after a miss while few residuals
+// are known (fewer than learningResiduals): intervals that start at
+// learningShare of the period (at least the margin floor) and grow
+// learningGrowth times, as long as they land before the slot after the
+// missed one (two probes at most: a late publish is found, a lost one
+// costs little).
 func (a *Auto) learningProbe(now int64) (int64, bool) {
-	if a.models[0].res.n >= 8 || a.slot > OutagePeriods {
+	if a.models[0].res.n >= learningResiduals || a.slot > OutagePeriods {
 		return 0, false
 	}
 	d := float64(a.probe)
@@ -514,7 +525,7 @@ func (a *Auto) learningProbe(now int64) (int64, bool) {
 		a.probe = 0
 		return 0, false
 	}
-	a.probe = float32(d * probeGrowth)
+	a.probe = float32(d * learningGrowth)
 	return next, true
 }
 

@@ -8,13 +8,21 @@ import "time"
 //
 // Every gap of more than OutagePeriods+1 periods and less than a day is a
 // quiet interval of the day (UTC): from the publish before it to the
-// publish after it. When the quiet intervals of consecutive days overlap
-// by at least MinLearnedSleep, the overlap of the last two is the learned
+// publish after it. When the quiet intervals of consecutive days begin and
+// end within 2·sleepEdge (or two periods) of each other and overlap by at
+// least MinLearnedSleep, the overlap of the last two is the learned
 // window; it is in force once LearnedSleepDays days in a row have agreed.
-// A publish inside the window (seen by a later poll) cuts the window at its
-// minute, keeping the longer side, and forgets it when less than
-// MinLearnedSleep is left: a publisher that stops sleeping gets its polls
-// back after the first night it publishes through.
+// Long gaps must come one a day, on consecutive days: a second long gap on
+// the same day, or a day without one, starts over (random outages do not
+// make a sleep). A publish inside the window (seen by a later poll) near
+// one of its edges (within sleepEdge or two periods) moves that edge past
+// it, one deeper inside forgets the window, and so does less than
+// MinLearnedSleep left: a publisher that stops sleeping gets its polls back
+// after the first night it publishes through.
+//
+// The first poll after a publish is never moved (the publisher may still
+// be awake a few minutes later than yesterday: a drifting sunset); only
+// polls after a miss are moved out of the window, to its end.
 // Times are kept as minutes of the day: the window starts on the minute
 // after the one of the last publish before it and ends at the start of the
 // minute of the earliest first publish after it, so a poll at wake-up is
@@ -30,6 +38,11 @@ const (
 	// LearnedSleepDays is how many days in a row must agree on a window
 	// before Auto keeps its polls out of it.
 	LearnedSleepDays = 3
+	// sleepEdge is how close to an edge of the window (at least two
+	// periods) a publish may come and only move that edge: the window of
+	// a solar sensor drifts by minutes a day. A publish deeper inside
+	// forgets the window.
+	sleepEdge = 15 * time.Minute
 )
 
 const minutesPerDay = 24 * 60
@@ -39,6 +52,7 @@ const minutesPerDay = 24 * 60
 // interval is [from, from+n) modulo a day.
 type quiet struct {
 	lastFrom, lastN uint16 // the last quiet interval
+	lastDay         uint16 // the UTC day (Unix days, mod 2^16) the last quiet interval began on
 	from, n         uint16 // the learned window (n = 0: none)
 	days            uint8  // days in a row whose quiet intervals overlapped
 	woke            uint8  // polls since one was moved to a wake-up (0: none)
@@ -71,9 +85,14 @@ func (q *quiet) learn(prev, next int64, period float64) {
 	if m := minuteOfDay(next); q.n > 0 && q.inside(m) {
 		before := (m - int(q.from) + minutesPerDay) % minutesPerDay
 		after := int(q.n) - before - 1
-		if before >= after {
+		edge := max(int(sleepEdge/time.Minute), int(2*period/60))
+		switch {
+		case min(before, after) > edge:
+			// Deep inside: the publisher does not sleep then.
+			*q = quiet{off: q.off}
+		case before >= after:
 			q.n = uint16(before)
-		} else {
+		default:
 			q.from, q.n = uint16((m+1)%minutesPerDay), uint16(after)
 		}
 		if int(q.n) < int(MinLearnedSleep/time.Minute) {
@@ -90,8 +109,25 @@ func (q *quiet) learn(prev, next int64, period float64) {
 	if n < int(MinLearnedSleep/time.Minute) {
 		return
 	}
+	day := uint16(prev / int64(24*time.Hour))
+	switch {
+	case q.lastN > 0 && day == q.lastDay:
+		// A second long gap on one day: the publisher is not sleeping
+		// through one window a day; keep the first.
+		return
+	case q.lastN > 0 && day != q.lastDay+1:
+		// A day without a long gap in between: start over.
+		q.from, q.n, q.lastN = 0, 0, 0
+	}
+	q.lastDay = day
+	// Yesterday's quiet interval must have begun and ended about when
+	// today's did: a sleeper keeps its hours (give or take a drifting
+	// sunrise), two random outages that merely overlap do not.
+	tol := max(int(2*sleepEdge/time.Minute), int(2*period/60))
+	lastTo := (int(q.lastFrom) + int(q.lastN)) % minutesPerDay
+	aligned := circDist(int(q.lastFrom), from) <= tol && circDist(lastTo, to) <= tol
 	if q.lastN > 0 {
-		if f, m := overlap(int(q.lastFrom), int(q.lastN), from, n); m >= int(MinLearnedSleep/time.Minute) && m <= int(maxLearnedSleep/time.Minute) {
+		if f, m := overlap(int(q.lastFrom), int(q.lastN), from, n); aligned && m >= int(MinLearnedSleep/time.Minute) && m <= int(maxLearnedSleep/time.Minute) {
 			q.from, q.n = uint16(f), uint16(m)
 			q.days = min(q.days+1, 250)
 		} else {
@@ -101,6 +137,13 @@ func (q *quiet) learn(prev, next int64, period float64) {
 		q.days = 1
 	}
 	q.lastFrom, q.lastN = uint16(from), uint16(n)
+}
+
+// circDist is the distance between two minutes of the day, around the
+// clock.
+func circDist(a, b int) int {
+	d := (a - b + minutesPerDay) % minutesPerDay
+	return min(d, minutesPerDay-d)
 }
 
 // overlap returns the overlap of two intervals of the day, [f1, f1+n1) and

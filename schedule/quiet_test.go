@@ -150,8 +150,8 @@ func TestAutoLearnedSleepState(t *testing.T) {
 	}
 }
 
-// A publish inside the learned window cuts it at its minute, keeping the
-// longer side; less than MinLearnedSleep left forgets it.
+// A publish inside the learned window near an edge moves that edge past
+// it; one deeper inside forgets the window.
 func TestQuietCut(t *testing.T) {
 	ns := func(h, m int) int64 {
 		return t0.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute).UnixNano()
@@ -161,9 +161,10 @@ func TestQuietCut(t *testing.T) {
 		h, m    int
 		from, n int
 	}{
-		{5, 58, 1131, 667}, // near the end: the end moves in
-		{0, 0, 1, 357},     // at midnight: the morning side is longer
-		{4, 0, 1, 239},     // the start side is longer
+		{5, 58, 1131, 667},  // 1 minute before the end (18:51–05:58)
+		{18, 55, 1136, 662}, // 4 minutes after the start (18:56–05:58)
+		{19, 10, 1151, 647}, // 14 minutes after the start: still an edge (19:11–05:58)
+		{0, 0, 0, 0},        // midnight, hours from either edge: forgotten
 	}
 	for i, s := range steps {
 		q.learn(ns(s.h, s.m)-int64(time.Minute), ns(s.h, s.m), 60)
@@ -171,20 +172,37 @@ func TestQuietCut(t *testing.T) {
 			t.Fatalf("step %d: window %d+%d, want %d+%d", i, q.from, q.n, s.from, s.n)
 		}
 	}
-	// 01:30 in [00:01, 04:00): 89 minutes before, 149 after: 01:31–04:00
-	// stays.
-	q.learn(ns(1, 29), ns(1, 30), 60)
-	if q.from != 91 || q.n != 149 || q.days != 5 {
-		t.Fatalf("window %d+%d days %d, want 91+149 days 5", q.from, q.n, q.days)
+	if q.active() || q.days != 0 {
+		t.Fatalf("window still in force: %+v", q)
 	}
-	// 03:00: 89 minutes before, 59 after: 01:31–03:00 stays.
-	q.learn(ns(2, 59), ns(3, 0), 60)
-	if q.from != 91 || q.n != 89 {
-		t.Fatalf("window %d+%d, want 91+89", q.from, q.n)
+}
+
+// Random outages that overlap on consecutive days are not a sleep: the
+// quiet intervals must begin and end at about the same time every day.
+func TestQuietNeedsAlignedDays(t *testing.T) {
+	day := int64(24 * time.Hour)
+	ns := func(d, h, m int) int64 {
+		return t0.UnixNano() + int64(d)*day + int64(time.Duration(h)*time.Hour+time.Duration(m)*time.Minute)
 	}
-	// 02:15: 44 minutes each side, less than an hour: forgotten.
-	q.learn(ns(2, 14), ns(2, 15), 60)
-	if q.n != 0 || q.days != 0 || q.active() {
-		t.Fatalf("window %d+%d days %d, want forgotten", q.from, q.n, q.days)
+	tests := []struct {
+		name   string
+		gaps   [][2]int64 // quiet intervals (prev publish, next publish)
+		active bool
+	}{
+		{"aligned nights", [][2]int64{{ns(0, 19, 0), ns(1, 6, 0)}, {ns(1, 19, 2), ns(2, 5, 58)}, {ns(2, 19, 4), ns(3, 5, 56)}}, true},
+		{"overlapping outages", [][2]int64{{ns(0, 10, 0), ns(0, 16, 0)}, {ns(1, 12, 0), ns(1, 18, 0)}, {ns(2, 8, 0), ns(2, 14, 0)}}, false},
+		{"a day without a gap", [][2]int64{{ns(0, 19, 0), ns(1, 6, 0)}, {ns(1, 19, 0), ns(2, 6, 0)}, {ns(3, 19, 0), ns(4, 6, 0)}}, false},
+		{"two gaps a day", [][2]int64{{ns(0, 19, 0), ns(1, 6, 0)}, {ns(1, 19, 0), ns(2, 6, 0)}, {ns(2, 7, 0), ns(2, 9, 0)}}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var q quiet
+			for _, g := range tc.gaps {
+				q.learn(g[0], g[1], 600)
+			}
+			if q.active() != tc.active {
+				t.Fatalf("active %v, want %v (%+v)", q.active(), tc.active, q)
+			}
+		})
 	}
 }

@@ -10,6 +10,7 @@ func All() []Scenario {
 		MDPT(),
 		Trace(),
 		ColdStart(),
+		Sleep(),
 		Budget(),
 		Scale(),
 	}
