@@ -110,19 +110,17 @@ func TestAutoColdStartProbes(t *testing.T) {
 
 func TestAutoLearningProbe(t *testing.T) {
 	// Two gaps known (period 160 s), no jitter tail yet: a miss at the
-	// expected publish is probed for within the slot, from 1/16 of the
-	// period (10 s) doubling, until the next probe would reach the next
-	// slot; then the next slot.
+	// expected publish is probed for within the slot, from 1/8 of the
+	// period (20 s), then 4 times further, until the next probe would
+	// reach the next slot; then the next slot.
 	p := learn(NewAuto(), 0, 160, 320)
 	off := 2.0 // floor: min(2% of 160 s, 2 s)
 	runSteps(t, p, []step{
 		{at: 320, pubs: []float64{320}, want: 480 + off},
-		{at: 480 + off, want: 492},
-		{at: 492, want: 512},
-		{at: 512, want: 552},
-		{at: 552, want: 632},
-		// 632 + 160 would pass the next slot (640 + 2): the slot it is.
-		{at: 632, want: 640 + off},
+		{at: 480 + off, want: 502},
+		{at: 502, want: 582},
+		// 582 + 320 would pass the next slot (640 + 2): the slot it is.
+		{at: 582, want: 640 + off},
 		// A late publish found by a probe: back on the grid of the new
 		// publish.
 		{at: 642, pubs: []float64{641}, want: 641 + 160 + off},
