@@ -388,9 +388,12 @@ func (a *Auto) choose(obs Observation) time.Time {
 			return obs.At
 		}
 		if !a.known() {
-			// One publish seen, no gap yet: probe again from the
-			// shortest interval, the next publish may be seconds away.
-			a.probe = 0
+			// One publish seen, no gap yet. Nothing was published
+			// between it and now, so the period is likely longer than
+			// its age: probe from there (at least ProbeStart), the
+			// intervals doubling, i.e. at the publish time plus 2, 4,
+			// 8… times its age.
+			a.probe = float32(max(float64(now-a.last)/1e9, 0))
 			return a.probeNext(obs)
 		}
 		a.probe = 0
@@ -493,10 +496,7 @@ const (
 // probeNext returns the next cold-start probe after obs and grows the
 // interval.
 func (a *Auto) probeNext(obs Observation) time.Time {
-	d := float64(a.probe)
-	if d <= 0 {
-		d = ProbeStart.Seconds()
-	}
+	d := max(float64(a.probe), ProbeStart.Seconds())
 	limit := a.initial.Seconds()
 	if c := obs.Hints.CacheFor.Seconds(); c > 0 && c < limit {
 		limit = c

@@ -71,14 +71,19 @@ func TestAutoMoreDataAndColdStart(t *testing.T) {
 		{at: 14, want: 30},
 		{at: 30, want: 60},
 		{at: 60, want: 90},
-		// The first publish: no gap yet, so probing starts over at 2 s.
-		{at: 90, pubs: []float64{85}, want: 92},
-		{at: 92, want: 96},
-		{at: 96, want: 104},
-		// The second publish gives the period (20 s): one period after it,
-		// plus the margin floor min(2% of 20 s, 2 s) = 0.4 s.
-		{at: 106, pubs: []float64{105}, want: 125.4},
-		{at: 125.4, pubs: []float64{125}, more: true, want: 125.4},
+		// The first publish, 5 s old: no gap yet. Nothing came in those
+		// 5 s, so probing starts over from its age: 85 + 2·5, + 4·5 …
+		{at: 90, pubs: []float64{85}, want: 95},
+		{at: 95, want: 105},
+		// The second publish gives the period (19 s): one period after it,
+		// plus the margin floor min(2% of 19 s, 2 s) = 0.38 s.
+		{at: 105, pubs: []float64{104}, want: 123.38},
+		{at: 123.38, pubs: []float64{123}, more: true, want: 123.38},
+	})
+	// A fresh item (age 0) restarts the probes at ProbeStart.
+	runSteps(t, NewAuto(), []step{
+		{at: 10, pubs: []float64{10}, want: 12},
+		{at: 12, want: 16},
 	})
 }
 
