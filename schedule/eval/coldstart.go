@@ -95,18 +95,12 @@ func runColdStart(ctx context.Context, opt Options) (*Report, error) {
 		phase := time.Duration(rng.Int64N(int64(pt.period)))
 		out := make([]coldOutcome, len(coldStartPolicies))
 		for i, name := range coldStartPolicies {
-			var p schedule.Policy
-			switch name {
-			case "fixed-avg":
-				p = schedule.NewFixed(pt.period, phase)
-			case "miniflux":
-				p = schedule.NewMiniflux()
-			case "commafeed":
-				p = schedule.NewCommaFeed()
-			case "newsblur":
-				p = schedule.NewNewsBlur()
-			default:
-				p = newLearned(name, seedFor(opt.Seed, name, run))
+			var p schedule.Policy = schedule.NewFixed(pt.period, phase)
+			if name != "fixed-avg" {
+				var err error
+				if p, err = schedule.ByName(name, seedFor(opt.Seed, name, run)); err != nil {
+					panic("eval: cold-start policy " + name + ": " + err.Error())
+				}
 			}
 			out[i] = coldRun(p, items, start, window, pt.period, pt.backlog)
 		}
@@ -140,8 +134,8 @@ func runColdStart(ctx context.Context, opt Options) (*Report, error) {
 			per := pt.period.Seconds()
 			var steady any // none when no run had a steady hit
 			if len(ttfs) > 0 {
-				slices.Sort(ttfs)
-				steady = round3(quantileSorted(ttfs, 0.5))
+				med, _, _, _ := sim.Summarize(ttfs)
+				steady = round3(med)
 			}
 			rw.Extra = map[string]any{
 				"mean_pct":      round1(100 * rw.MeanLatencyS / per),
@@ -208,20 +202,6 @@ func coldRun(p schedule.Policy, items []sim.Item, start, window time.Time, perio
 		out.res.Unfetched++
 	}
 	return out
-}
-
-// quantileSorted is the q-quantile of sorted xs (linear interpolation).
-func quantileSorted(xs []float64, q float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	pos := q * float64(len(xs)-1)
-	i := int(pos)
-	if i >= len(xs)-1 {
-		return xs[len(xs)-1]
-	}
-	f := pos - float64(i)
-	return xs[i]*(1-f) + xs[i+1]*f
 }
 
 func round1(x float64) float64 { return math.Round(x*10) / 10 }
