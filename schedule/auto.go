@@ -138,7 +138,13 @@ func WithMissRatio(p float64) Option {
 //     then a miss most likely means "late", not "lost";
 //   - gaps of more than OutagePeriods periods form a second (bimodal)
 //     history; during an outage Auto also polls where that long period says
-//     the next publish is due, so a batched publisher is caught on its own.
+//     the next publish is due, so a batched publisher is caught on its own;
+//   - while the period is unknown it probes at intervals that grow from
+//     ProbeStart (from the first item's age once one is seen), and while
+//     few residuals are known it probes for a missed publish within the
+//     slot;
+//   - a publisher quiet through the same window of every day gets a
+//     learned daily sleep, and polls after a miss are moved out of it.
 //
 // See the package documentation for the measurements behind these choices.
 type Auto struct {
