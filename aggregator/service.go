@@ -394,6 +394,16 @@ func (s *Service) Expedite(id uint64, at time.Time) bool {
 	return s.sched.Expedite(int(id), at)
 }
 
+// SetSleep applies feed id's new sleep plan (already stored) from now on:
+// a fetch that falls inside it is skipped and moved to the wake-up.
+func (s *Service) SetSleep(id uint64, p schedule.SleepPlan) {
+	if g := s.guard(id); g != nil {
+		g.mu.Lock()
+		g.sleep = p
+		g.mu.Unlock()
+	}
+}
+
 // FetchNow fetches one feed outside the schedule (tests, "refresh" in the
 // UI) and returns what it saw. The feed's policy does not learn from it.
 func (s *Service) FetchNow(ctx context.Context, id uint64) (storage.Observation, error) {

@@ -40,11 +40,11 @@ func floor(p float64) float64 { return min(minMargin*p, maxMinMargin) }
 // the recent residuals of its predictions and the scale of their upper tail.
 type model struct {
 	res  window
+	n    uint16  // residuals seen (caps at tailMemory); beside res, in its padding
 	mid  float64 // median residual, seconds
 	tail float64 // running scale of the upper jitter tail, seconds
 	off  float64 // the offset this model needs, seconds
 	top  float64 // largest recent residual, seconds
-	n    uint16  // residuals seen (caps at tailMemory)
 }
 
 // push adds one residual r (seconds).
@@ -138,7 +138,13 @@ func WithMissRatio(p float64) Option {
 //     then a miss most likely means "late", not "lost";
 //   - gaps of more than OutagePeriods periods form a second (bimodal)
 //     history; during an outage Auto also polls where that long period says
-//     the next publish is due, so a batched publisher is caught on its own.
+//     the next publish is due, so a batched publisher is caught on its own;
+//   - while the period is unknown it probes at intervals that grow from
+//     ProbeStart (from the first item's age once one is seen), and while
+//     few residuals are known it probes for a missed publish within the
+//     slot;
+//   - a publisher quiet through the same window of every day gets a
+//     learned daily sleep, and polls after a miss are moved out of it.
 //
 // See the package documentation for the measurements behind these choices.
 type Auto struct {
@@ -146,19 +152,21 @@ type Auto struct {
 	period    float64 // refined period, seconds
 	anchor    int64   // grid model: smoothed instant of the last publish slot, Unix ns
 	models    [2]model
-	grid      bool    // the grid model predicts better than the renewal one
 	off       float64 // poll offset after an expected publish, seconds
 	late      float64 // offset of the quick retry, seconds
 	lateN     float64 // decayed count of misses that were late publishes
 	lostN     float64 // decayed count of misses that were lost publishes
 	missAt    int64   // expected instant of the slot a run of misses began on (0: none)
 	missRatio float64
-	initial   time.Duration
-	slot      uint16 // periods after the last publish the last poll aimed at
-	backoff   uint16 // exponential backoff steps taken past OutagePeriods
-	btries    uint16 // bimodal tries
+	initial   time.Duration // longest probe interval while learning (WithInitial)
+	slot      uint16        // periods after the last publish the last poll aimed at
+	backoff   uint16        // exponential backoff steps taken past OutagePeriods
+	btries    uint16        // bimodal tries
 	misses    uint16
-	quick     bool // the quick retry for this slot is spent
+	probe     float32 // the next probe interval while learning, seconds (0: start over)
+	quiet     quiet   // the learned daily sleep
+	grid      bool    // the grid model predicts better than the renewal one
+	quick     bool    // the quick retry for this slot is spent
 	mode      Mode
 	plan      plan // the publisher's planned updates (Hints.Due)
 	rng       rand.PCG
@@ -169,7 +177,11 @@ func NewAuto(opts ...Option) *Auto {
 	o := buildOptions(opts)
 	// A prior of half a lost miss: quick retries start only once late
 	// misses clearly dominate.
-	a := &Auto{initial: o.initial, missRatio: o.missRatio, lostN: 0.5}
+	a := &Auto{initial: MaxDelay, missRatio: o.missRatio, lostN: 0.5}
+	if o.initialSet {
+		a.initial = o.initial
+	}
+	a.quiet.off = o.noSleep
 	a.rng.Seed(o.seed, 0x6175746f) // "auto"
 	return a
 }
@@ -182,6 +194,7 @@ func (a *Auto) Name() string { return "auto" }
 func (a *Auto) State() State {
 	s := a.tracker.state(a.mode, int(a.misses))
 	s.Median, s.Sigma = seconds(a.period), seconds(a.off)
+	s.LearnedSleep, s.HasLearnedSleep = a.quiet.window()
 	return s
 }
 
@@ -190,6 +203,7 @@ func (a *Auto) State() State {
 // previous publish) and grid (on the smoothed slot grid).
 func (a *Auto) learn(g float64) {
 	t := a.last + int64(g*1e9)
+	a.quiet.learn(a.last, t, a.period)
 	p := a.period
 	if p <= 0 || g > float64(OutagePeriods+1)*p {
 		a.anchor = t // a long outage: the publisher may restart anywhere
@@ -346,8 +360,28 @@ func (a *Auto) Next(obs Observation) time.Time {
 	return clampNext(obs.At, time.Unix(0, a.plan.next(obs, own)).UTC())
 }
 
-// next is Auto's own choice after obs.
+// next is Auto's own choice after obs, moved out of the learned sleep.
 func (a *Auto) next(obs Observation) time.Time {
+	if obs.Hit {
+		a.quiet.woke = 0
+	}
+	t := a.choose(obs)
+	if a.misses == 0 {
+		// The first poll after a publish: the publisher may be awake
+		// later than it was the days before.
+		return t
+	}
+	if w, ok := a.quiet.wake(t); ok {
+		// No poll inside a learned sleep: the first lands at wake-up, and
+		// the misses after it retry every period (see choose).
+		a.quiet.woke = 1
+		return clampNext(obs.At, w)
+	}
+	return t
+}
+
+// choose is Auto's own choice after obs, before the learned sleep.
+func (a *Auto) choose(obs Observation) time.Time {
 	now := obs.At.UnixNano()
 	if obs.Hit {
 		newest, _ := obs.Newest()
@@ -360,8 +394,15 @@ func (a *Auto) next(obs Observation) time.Time {
 			return obs.At
 		}
 		if !a.known() {
-			return obs.At.Add(a.initial)
+			// One publish seen, no gap yet. Nothing was published
+			// between it and now, so the period is likely longer than
+			// its age: probe from there (at least ProbeStart), the
+			// intervals doubling, i.e. at the publish time plus 2, 4,
+			// 8… times its age.
+			a.probe = float32(max(float64(now-a.last)/1e9, 0))
+			return a.probeNext(obs)
 		}
+		a.probe = 0
 		next := a.at(1, a.off)
 		if next <= now {
 			k := math.Floor(float64(now-a.last)/1e9/a.period) + 1
@@ -373,11 +414,22 @@ func (a *Auto) next(obs Observation) time.Time {
 
 	a.misses = min(a.misses+1, math.MaxUint16-1)
 	if !a.known() {
-		shift := min(int(a.misses)-1, 20)
-		return clampNext(obs.At, obs.At.Add(a.initial<<shift))
+		return a.probeNext(obs)
 	}
 	if a.misses == 1 {
 		a.missAt = a.at(float64(a.slot), 0)
+	}
+	// The poll at a learned wake-up missed: the publisher wakes on its own
+	// clock, so look again every period for OutagePeriods periods.
+	if a.quiet.woke > 0 && a.quiet.woke <= OutagePeriods {
+		a.quiet.woke++
+		return a.finish(obs, now+int64(a.period*1e9))
+	}
+	// While too few residuals are known for a jitter tail, a miss is
+	// probed for within the slot, at intervals that grow from a small
+	// share of the period, rather than a whole period later.
+	if next, ok := a.learningProbe(now); ok {
+		return a.finish(obs, next)
 	}
 	// Quick retry, on the first miss of a run only: when misses have
 	// almost always (≥ 90%) been late publishes rather than lost ones, this
@@ -429,6 +481,58 @@ func (a *Auto) next(obs Observation) time.Time {
 		next = now
 	}
 	return a.finish(obs, next+desync(&a.rng, obs.Hints.Desync))
+}
+
+// Cold-start probing: while no publish-to-publish gap is known, polls
+// are spaced ProbeStart, then twice as far apart after every poll, up to
+// the publisher's cache lifetime (Cache-Control, <ttl>) when it gives one
+// and WithInitial's limit (MaxDelay unless set).
+const (
+	ProbeStart  = 2 * time.Second
+	probeGrowth = 2
+	// learningShare is the first probe interval after a miss while the
+	// jitter tail is not yet fitted, as a share of the period.
+	learningShare  = 1.0 / 8
+	learningGrowth = 4
+	// learningResiduals: learning probes stop once this many residuals
+	// are known (the margin has a spread to go by).
+	learningResiduals = 4
+)
+
+// probeNext returns the next cold-start probe after obs and grows the
+// interval.
+func (a *Auto) probeNext(obs Observation) time.Time {
+	d := max(float64(a.probe), ProbeStart.Seconds())
+	limit := a.initial.Seconds()
+	if c := obs.Hints.CacheFor.Seconds(); c > 0 && c < limit {
+		limit = c
+	}
+	d = min(d, limit)
+	a.probe = float32(min(d*probeGrowth, limit))
+	return clampNext(obs.At, obs.At.Add(time.Duration(d*1e9)))
+}
+
+// learningProbe returns the next probe after a miss while few residuals
+// are known (fewer than learningResiduals): intervals that start at
+// learningShare of the period (at least the margin floor) and grow
+// learningGrowth times, as long as they land before the slot after the
+// missed one (two probes at most: a late publish is found, a lost one
+// costs little).
+func (a *Auto) learningProbe(now int64) (int64, bool) {
+	if a.models[0].res.n >= learningResiduals || a.slot > OutagePeriods {
+		return 0, false
+	}
+	d := float64(a.probe)
+	if d <= 0 {
+		d = max(learningShare*a.period, floor(a.period))
+	}
+	next := now + int64(d*1e9)
+	if next >= a.at(float64(a.slot)+1, a.off) {
+		a.probe = 0
+		return 0, false
+	}
+	a.probe = float32(d * learningGrowth)
+	return next, true
 }
 
 func (a *Auto) finish(obs Observation, next int64) time.Time {

@@ -62,11 +62,73 @@ func TestAutoPeriodRobustToHeavyLoss(t *testing.T) {
 }
 
 func TestAutoMoreDataAndColdStart(t *testing.T) {
-	runSteps(t, NewAuto(WithInitial(time.Minute)), []step{
-		{at: 0, want: 60},
-		{at: 60, want: 180},
-		{at: 180, pubs: []float64{170}, want: 240},
-		{at: 240, pubs: []float64{230}, more: true, want: 240},
+	// An empty feed: probes 2 s apart, then twice as far apart after
+	// every miss, up to WithInitial's limit (30 s here).
+	runSteps(t, NewAuto(WithInitial(30*time.Second)), []step{
+		{at: 0, want: 2},
+		{at: 2, want: 6},
+		{at: 6, want: 14},
+		{at: 14, want: 30},
+		{at: 30, want: 60},
+		{at: 60, want: 90},
+		// The first publish, 5 s old: no gap yet. Nothing came in those
+		// 5 s, so probing starts over from its age: 85 + 2·5, + 4·5 …
+		{at: 90, pubs: []float64{85}, want: 95},
+		{at: 95, want: 105},
+		// The second publish gives the period (19 s): one period after it,
+		// plus the margin floor min(2% of 19 s, 2 s) = 0.38 s.
+		{at: 105, pubs: []float64{104}, want: 123.38},
+		{at: 123.38, pubs: []float64{123}, more: true, want: 123.38},
+	})
+	// A fresh item (age 0) restarts the probes at ProbeStart.
+	runSteps(t, NewAuto(), []step{
+		{at: 10, pubs: []float64{10}, want: 12},
+		{at: 12, want: 16},
+	})
+}
+
+func TestAutoColdStartProbes(t *testing.T) {
+	tests := []struct {
+		name  string
+		opts  []Option
+		cache time.Duration
+		want  []float64 // intervals between probes of an empty feed, seconds
+	}{
+		{"default grows to MaxDelay", nil, 0, []float64{2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 172800, 172800}},
+		{"capped by the cache lifetime", nil, 10 * time.Second, []float64{2, 4, 8, 10, 10}},
+		{"capped by WithInitial", []Option{WithInitial(5 * time.Second)}, 0, []float64{2, 4, 5, 5}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := NewAuto(tc.opts...)
+			now := t0
+			for i, w := range tc.want {
+				next := p.Next(Observation{At: now, Hints: Hints{CacheFor: tc.cache}})
+				if got := next.Sub(now).Seconds(); got != w {
+					t.Fatalf("probe %d: interval %v s, want %v s", i, got, w)
+				}
+				now = next
+			}
+		})
+	}
+}
+
+func TestAutoLearningProbe(t *testing.T) {
+	// Two gaps known (period 160 s), no jitter tail yet: a miss at the
+	// expected publish is probed for within the slot, from 1/8 of the
+	// period (20 s), then 4 times further, until the next probe would
+	// reach the next slot; then the next slot.
+	p := learn(NewAuto(), 0, 160, 320)
+	off := 2.0 // floor: min(2% of 160 s, 2 s)
+	runSteps(t, p, []step{
+		{at: 320, pubs: []float64{320}, want: 480 + off},
+		{at: 480 + off, want: 502},
+		{at: 502, want: 582},
+		// 582 + 320 would pass the next slot (640 + 2): the slot it is.
+		{at: 582, want: 640 + off},
+		// A late publish found by a probe: back on the grid of the new
+		// publish.
+		{at: 642, pubs: []float64{641}, want: 641 + 160 + off},
 	})
 }
 

@@ -68,8 +68,8 @@
 // Without bimodal mode (WithoutBimodal, the paper's "DPT-L without
 // bimodal"), the period backoff simply goes on. Every delay is capped at
 // MaxDelay (2 days); expected instants already in the past are skipped.
-// While no gap is known yet, polls are DefaultInitial (5 min) apart,
-// doubling after each miss.
+// While no gap is known yet, the DPT variants poll DefaultInitial (5 min)
+// apart, doubling after each miss (auto probes instead, below).
 //
 // MDPT (Algorithm 3) tracks every source with DPT-L (or another tracker,
 // WithTracker), waits until the m-th earliest expected arrival among the
@@ -118,13 +118,38 @@
 //   - Bimodal on its own: during an outage it also polls where the long
 //     (bimodal) period says the publisher returns, without waiting for
 //     PERIOD_TRIES misses.
+//   - Cold start: a new subscription learns from the dates of the items
+//     its first fetch finds (two dated items give the period at once).
+//     While no publish-to-publish gap is known, auto probes: ProbeStart
+//     (2 s) after the subscription, then twice as far apart after every
+//     poll, never further apart than the publisher's cache lifetime
+//     (Cache-Control max-age, Expires, RSS <ttl>) or WithInitial's limit
+//     (MaxDelay unless set). The first item found starts the probes over
+//     from 2 s (the next one may be seconds away); the second gives the
+//     period. While fewer than learningResiduals (4) residuals are known,
+//     a miss at an expected publish is probed for within the slot, at 1/8
+//     of the period and then at 4 times that, before the next slot:
+//     without a jitter tail the margin is the floor, and a slightly late
+//     publish would otherwise cost a whole period.
+//   - Learned sleep: a publisher quiet through the same window of every
+//     day (a solar sensor at night) gets a learned daily sleep, and auto
+//     moves its polls after a miss out of it, to its end (quiet.go has
+//     the rules: one long gap a day on consecutive days, beginning and
+//     ending within 30 minutes or two periods of the day before, agreeing
+//     on LearnedSleepDays (3) days in a row; a publish near an edge moves
+//     the edge, one deep inside forgets the window). The first poll after
+//     a publish is never moved: the publisher may stay awake a few
+//     minutes longer than the day before. WithoutSleepLearning turns it
+//     off. State().LearnedSleep shows it.
 //
 // Measured by `slogfeed eval` (docs/evaluation.md has the tables): in the
 // loss sweep (λ = 300 s, Laplace b = 10 s) auto's median latency is about
 // 28% of fixed-interval polling's with the same hit rate (±0.5 point) at
 // every p_ss; on the ULB sensor traces about 4% of fixed polling's median
 // latency within a point of its hit rate; DPT-L gets ~13% in the sweep and
-// under 0.2% on the traces but gives up 5 to 12 points of hit rate.
+// under 0.2% on the traces but gives up 5 to 12 points of hit rate. The
+// cold-start scenario measures the first 10 periods of new subscriptions,
+// the sleep scenario the learned sleep.
 //
 // # Planned updates
 //
@@ -156,4 +181,10 @@
 // sleep windows (RSS skipHours/skipDays and explicit ones) during which a
 // feed is never polled; the first poll after a sleep lands at wake-up. Its
 // core is clock-free for simulation; Run drives it live with a Clock.
+//
+// A feed's own sleep windows are set as text (ParseSleep, SleepText):
+// daily "HH:MM-HH:MM" in UTC, "22:00-06:00" running over midnight, and
+// one-off "START/END" in RFC 3339, comma-separated; `slogfeed add
+// --sleep`, the API's "sleep" field (POST /api/v1/feeds, PUT
+// /api/v1/feeds/{id}/sleep) and the UI's subscribe form take this form.
 package schedule

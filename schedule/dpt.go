@@ -95,10 +95,12 @@ func (m Mode) String() string {
 type Option func(*options)
 
 type options struct {
-	seed      uint64
-	unimodal  bool
-	initial   time.Duration
-	missRatio float64 // Auto only
+	seed       uint64
+	unimodal   bool
+	initial    time.Duration
+	initialSet bool
+	missRatio  float64 // Auto only
+	noSleep    bool    // Auto only
 }
 
 // WithSeed seeds the policy's random source (used for the publisher's
@@ -111,11 +113,14 @@ func WithSeed(seed uint64) Option { return func(o *options) { o.seed = seed } }
 // bimodal").
 func WithoutBimodal() Option { return func(o *options) { o.unimodal = true } }
 
-// WithInitial sets the poll interval used while the period is unknown.
+// WithInitial sets the poll interval used while the period is unknown:
+// the DPT variants poll at it, doubling after each miss (DefaultInitial
+// unless set); Auto probes from ProbeStart and never waits longer than it
+// between two probes (MaxDelay unless set).
 func WithInitial(d time.Duration) Option {
 	return func(o *options) {
 		if d > 0 {
-			o.initial = d
+			o.initial, o.initialSet = d, true
 		}
 	}
 }
@@ -358,6 +363,10 @@ type State struct {
 	Gaps          int // gaps in the history
 	LastPublish   time.Time
 	HasPublish    bool
+	// LearnedSleep is the daily window Auto has learned the publisher
+	// sleeps through (HasLearnedSleep): no poll lands inside it.
+	LearnedSleep    DailyWindow
+	HasLearnedSleep bool
 }
 
 // State returns the policy's current estimates.

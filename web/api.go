@@ -53,8 +53,21 @@ type feedRequest struct {
 	Source *storage.SourceSpec `json:"source,omitempty"`
 	// Reduce is a PACK reduction policy for the items beyond Retention.
 	Reduce json.RawMessage `json:"reduce,omitempty"`
-	// Sleep are the feed's own sleep windows (opml.Sleep's JSON).
-	Sleep *opml.Sleep `json:"sleep,omitempty"`
+	// Sleep is the feed's own sleep windows in the text form of
+	// schedule.ParseSleep: "22:00-06:00" (daily, UTC), one-off
+	// "START/END" (RFC 3339), comma-separated.
+	Sleep string `json:"sleep,omitempty"`
+}
+
+// sleepRequest is the body of PUT /api/v1/feeds/{id}/sleep.
+type sleepRequest struct {
+	Sleep string `json:"sleep"`
+}
+
+// sleepSetter is implemented by aggregators that apply a feed's new sleep
+// windows before its next fetch (the store has them either way).
+type sleepSetter interface {
+	SetSleep(id uint64, p schedule.SleepPlan)
 }
 
 // FeedView is a feed as the API shows it.
@@ -103,7 +116,7 @@ type FeedView struct {
 	Retention   *storage.Retention   `json:"retention,omitempty"`
 	Extract     *storage.ExtractRule `json:"extract,omitempty"`
 	Reduce      json.RawMessage      `json:"reduce,omitempty"`
-	Sleep       *opml.Sleep          `json:"sleep,omitempty"`
+	Sleep       string               `json:"sleep,omitempty"`
 }
 
 // recentLatencyPolls is how many recent polls median_latency_s covers.
@@ -138,7 +151,7 @@ func (a *api) viewWith(f storage.Feed, lat []float64) FeedView {
 		LastFetch: timePtr(f.LastFetch), LastHit: timePtr(f.LastHit), RetryAfter: timePtr(f.RetryAfter),
 		Created: f.Created.UTC(), Source: f.Source, Warning: f.Warning,
 		InvalidUTF8: f.InvalidUTF8, BadDates: f.BadDates, LastRepair: f.LastRepair, LastRepairAt: timePtr(f.LastRepairAt),
-		IgnoreCache: f.IgnoreCache, Extract: f.Extract, Reduce: f.Reduce, Sleep: opml.SleepOf(f.Sleep),
+		IgnoreCache: f.IgnoreCache, Extract: f.Extract, Reduce: f.Reduce, Sleep: f.Sleep.SleepText(),
 	}
 	if f.Retention != (storage.Retention{}) {
 		r := f.Retention
@@ -175,6 +188,7 @@ func (a *api) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/feeds/{id}/items", a.items)
 	mux.HandleFunc("GET /api/v1/feeds/{id}/schedule", a.schedule)
 	mux.HandleFunc("GET /api/v1/opml", a.exportOPML)
+	mux.HandleFunc("PUT /api/v1/feeds/{id}/sleep", a.setSleep)
 }
 
 // exportOPML writes every remote feed as OPML. The export is a backup:
@@ -210,6 +224,36 @@ func (a *api) exportOPML(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(buf.Bytes())
 }
 
+// setSleep replaces the feed's own sleep windows (the publisher's
+// skipHours/skipDays stay) and answers with its schedule view.
+func (a *api) setSleep(w http.ResponseWriter, r *http.Request) {
+	f, ok := a.feed(w, r)
+	if !ok {
+		return
+	}
+	var req sleepRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	p, err := schedule.ParseSleep(req.Sleep)
+	if err != nil {
+		respondError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	f, err = a.store.UpdateFeed(f.ID, func(x *storage.Feed) error {
+		x.Sleep.Daily, x.Sleep.Windows = p.Daily, p.Windows
+		return nil
+	})
+	if err != nil {
+		a.internal(w, err)
+		return
+	}
+	if ss, ok := a.agg.(sleepSetter); ok {
+		ss.SetSleep(f.ID, f.Sleep)
+	}
+	a.schedule(w, r)
+}
+
 func (a *api) create(w http.ResponseWriter, r *http.Request) {
 	var req feedRequest
 	if !decodeBody(w, r, &req) {
@@ -219,7 +263,7 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 		respondError(w, http.StatusBadRequest, fmt.Sprintf("weight must be in (0, %v]", schedule.MaxWeight))
 		return
 	}
-	sleep, err := req.Sleep.Plan()
+	sleep, err := schedule.ParseSleep(req.Sleep)
 	if err != nil {
 		respondError(w, http.StatusBadRequest, err.Error())
 		return
@@ -360,7 +404,12 @@ type ScheduleView struct {
 	LastPublish    *time.Time         `json:"last_publish,omitempty"`
 	NextFetch      *time.Time         `json:"next_fetch"`
 	Sleep          schedule.SleepPlan `json:"sleep"`
-	RecentPolls    []PollView         `json:"recent_polls"`
+	// SleepText is the feed's own windows as PUT …/sleep takes them.
+	SleepText string `json:"sleep_text"`
+	// LearnedSleep is the daily window the feed's policy has learned the
+	// publisher sleeps through ("20:00-06:00", UTC), when it has one.
+	LearnedSleep string     `json:"learned_sleep,omitempty"`
+	RecentPolls  []PollView `json:"recent_polls"`
 }
 
 func (a *api) schedule(w http.ResponseWriter, r *http.Request) {
@@ -372,9 +421,13 @@ func (a *api) schedule(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	v := ScheduleView{ID: f.ID, Policy: f.Policy, Sleep: f.Sleep, RecentPolls: []PollView{}}
+	v := ScheduleView{ID: f.ID, Policy: f.Policy, Sleep: f.Sleep, SleepText: f.Sleep.SleepText(), RecentPolls: []PollView{}}
 	if a.agg != nil {
-		if st, ok := a.agg.State(f.ID); ok && st.Gaps > 0 {
+		st, ok := a.agg.State(f.ID)
+		if ok && st.HasLearnedSleep {
+			v.LearnedSleep = st.LearnedSleep.String()
+		}
+		if ok && st.Gaps > 0 {
 			md, sg := st.Median.Seconds(), st.Sigma.Seconds()
 			v.Mode, v.MedianS, v.SigmaS = st.Mode.String(), &md, &sg
 			if st.BimodalMedian > 0 {

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
-	"errors"
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -49,7 +47,7 @@ const (
 //	slogfeed:retentionItems="500"       retention: items kept,
 //	slogfeed:retentionAge="720h0m0s"    age kept
 //	slogfeed:reduce="{…}"               PACK reduction policy (JSON)
-//	slogfeed:sleep="{…}"                the user's sleep windows (JSON)
+//	slogfeed:sleep="22:00-06:00"        the user's sleep windows (schedule.ParseSleep's form)
 //
 // Parse reads them back. A value it cannot use (not a number, invalid
 // JSON, too long) is ignored, and the subscription imports without it;
@@ -66,74 +64,6 @@ type Settings struct {
 	// Sleep holds the user's own sleep windows (Daily and Windows; the
 	// publisher's skipHours/skipDays are learned again from the feed).
 	Sleep schedule.SleepPlan
-}
-
-// Sleep is the JSON form of a feed's own sleep windows, as the
-// slogfeed:sleep attribute and the API's "sleep" carry them:
-//
-//	{"daily": [{"from": "22h0m0s", "to": "6h0m0s"}],
-//	 "windows": [{"start": "2026-12-24T00:00:00Z", "end": "2026-12-27T00:00:00Z"}]}
-//
-// Daily windows are offsets from midnight UTC (Go durations), repeated
-// every day; windows are one-off (RFC 3339).
-type Sleep struct {
-	Daily   []SleepDaily  `json:"daily,omitempty"`
-	Windows []SleepWindow `json:"windows,omitempty"`
-}
-
-// SleepDaily is a daily window of Sleep.
-type SleepDaily struct {
-	From string `json:"from"`
-	To   string `json:"to"`
-}
-
-// SleepWindow is a one-off window of Sleep.
-type SleepWindow struct {
-	Start time.Time `json:"start"`
-	End   time.Time `json:"end"`
-}
-
-// SleepOf returns the daily and one-off windows of p (nil when it has
-// none; the publisher's skipHours and skipDays are left out).
-func SleepOf(p schedule.SleepPlan) *Sleep {
-	if len(p.Daily) == 0 && len(p.Windows) == 0 {
-		return nil
-	}
-	s := &Sleep{}
-	for _, d := range p.Daily {
-		s.Daily = append(s.Daily, SleepDaily{From: d.From.String(), To: d.To.String()})
-	}
-	for _, w := range p.Windows {
-		s.Windows = append(s.Windows, SleepWindow{Start: w.Start.UTC(), End: w.End.UTC()})
-	}
-	return s
-}
-
-// Plan returns the windows of s as a sleep plan, checked by
-// schedule.SleepPlan.Validate (nil s: none).
-func (s *Sleep) Plan() (schedule.SleepPlan, error) {
-	var p schedule.SleepPlan
-	if s == nil {
-		return p, nil
-	}
-	if len(s.Daily) > schedule.MaxSleepWindows || len(s.Windows) > schedule.MaxSleepWindows {
-		return p, fmt.Errorf("%w: more than %d windows", schedule.ErrSleepPlan, schedule.MaxSleepWindows)
-	}
-	for _, d := range s.Daily {
-		from, err1 := time.ParseDuration(d.From)
-		to, err2 := time.ParseDuration(d.To)
-		if err := errors.Join(err1, err2); err != nil {
-			return schedule.SleepPlan{}, fmt.Errorf("%w: daily window %q–%q: %w", schedule.ErrSleepPlan, d.From, d.To, err)
-		}
-		p.Daily = append(p.Daily, schedule.DailyWindow{From: from, To: to})
-	}
-	for _, w := range s.Windows {
-		p.Windows = append(p.Windows, schedule.Window{Start: w.Start, End: w.End})
-	}
-	if err := p.Validate(); err != nil {
-		return schedule.SleepPlan{}, err
-	}
-	return p, nil
 }
 
 // IsZero reports whether s holds no setting.
@@ -173,11 +103,7 @@ func (s Settings) attrs() []xml.Attr {
 		add("retentionAge", s.Retention.MaxAge.String())
 	}
 	add("reduce", compactJSON(s.Reduce))
-	if sl := SleepOf(s.Sleep); sl != nil {
-		if b, err := json.Marshal(sl); err == nil {
-			add("sleep", string(b))
-		}
-	}
+	add("sleep", s.Sleep.SleepText())
 	return out
 }
 
@@ -251,11 +177,8 @@ func (s *Settings) readSetting(name, v string) {
 			s.Reduce = r
 		}
 	case "sleep":
-		var sl Sleep
-		if r, ok := raw(); ok && json.Unmarshal(r, &sl) == nil {
-			if plan, err := sl.Plan(); err == nil {
-				s.Sleep = plan
-			}
+		if plan, err := schedule.ParseSleep(v); err == nil {
+			s.Sleep = plan
 		}
 	}
 }

@@ -111,7 +111,7 @@ func TestSettingsGolden(t *testing.T) {
 func TestSettingsHostile(t *testing.T) {
 	doc := `<opml version="2.0" xmlns:s="` + Namespace + `" xmlns:miniflux="https://miniflux.app/opml"><body>
 <outline xmlUrl="https://a.example/f" s:weight="NaN" s:retentionItems="-3" s:retentionAge="forever"
-  s:sourceConfig="{not json" s:extractField="title" s:sleep="{&quot;daily&quot;:[{&quot;From&quot;:-5}]}"
+  s:sourceConfig="{not json" s:extractField="title" s:sleep="25:00-06:00"
   s:policy="` + strings.Repeat("x", MaxSettingText+1) + `" miniflux:policy="fixed-1s"/>
 <outline xmlUrl="https://b.example/f" s:weight="+Inf" s:sourceConfig="{}" s:ignoreCache="yes"/>
 </body></opml>`

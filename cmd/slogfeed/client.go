@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator/opml"
+	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/web"
 )
 
@@ -120,7 +121,7 @@ func clientCommand(a *app, name string, args []string, extra func(fs *flag.FlagS
 }
 
 func runAdd(ctx context.Context, a *app, args []string) error {
-	var policy, title, source, sourceConfig string
+	var policy, title, source, sourceConfig, sleep string
 	var weight float64
 	c, pos, err := clientCommand(a, "add", args, func(fs *flag.FlagSet) {
 		fs.StringVar(&policy, "policy", "", "scheduling `POLICY` (default auto)")
@@ -128,6 +129,7 @@ func runAdd(ctx context.Context, a *app, args []string) error {
 		fs.Float64Var(&weight, "weight", 0, "priority `WEIGHT` under a fetch budget (default 1)")
 		fs.StringVar(&source, "source", "", "source adapter `TYPE` for data that is not a feed: json, csv, ulb (docs/plugins.md)")
 		fs.StringVar(&sourceConfig, "source-config", "", "the source adapter's configuration, as `JSON`")
+		fs.StringVar(&sleep, "sleep", "", "never poll in these `WINDOWS`: daily HH:MM-HH:MM (UTC) or START/END (RFC 3339), comma-separated")
 	})
 	if err != nil {
 		return err
@@ -136,6 +138,14 @@ func runAdd(ctx context.Context, a *app, args []string) error {
 		return &usageError{msg: "add takes one feed URL", cmd: "add"}
 	}
 	req := map[string]any{"url": pos[0], "policy": policy, "title": title, "weight": weight}
+	if sleep != "" {
+		// Checked here too, so that a typo is a usage error before any
+		// request.
+		if _, err := schedule.ParseSleep(sleep); err != nil {
+			return &usageError{msg: "--sleep: " + err.Error(), cmd: "add"}
+		}
+		req["sleep"] = sleep
+	}
 	switch {
 	case source != "":
 		spec := map[string]any{"type": source}
@@ -243,6 +253,9 @@ func runShow(ctx context.Context, a *app, args []string) error {
 	if s.NextFetch != nil {
 		fmt.Fprintf(w, "  next     %s\n", s.NextFetch.Local().Format(time.RFC3339))
 	}
+	if s.SleepText != "" || s.LearnedSleep != "" {
+		fmt.Fprintf(w, "  sleep    %s   learned %s (UTC)\n", orDash(oneLine(s.SleepText)), orDash(s.LearnedSleep))
+	}
 	if f.LastError != "" {
 		fmt.Fprintf(w, "  error    %s (%d in a row)\n", oneLine(f.LastError), f.ErrorCount)
 	}
@@ -305,7 +318,7 @@ func runImport(ctx context.Context, a *app, args []string) error {
 		req := map[string]any{
 			"url": f.URL, "title": f.Title, "category": f.Category, "policy": f.Policy, "weight": f.Weight,
 			"ignore_cache": f.IgnoreCache, "retention": f.Retention, "extract": f.Extract, "source": f.Source,
-			"sleep": opml.SleepOf(f.Sleep),
+			"sleep": f.Sleep.SleepText(),
 		}
 		if len(f.Reduce) > 0 {
 			req["reduce"] = f.Reduce

@@ -117,6 +117,11 @@ func runEval(ctx context.Context, a *app, args []string) error {
 				break // stdout is gone; the other scenarios could not be shown either
 			}
 		}
+		// A failed check fails the command (exit status 1), after its
+		// report is written, so scripts and CI can rely on the status.
+		if f := r.Failures(); len(f) > 0 {
+			errs = append(errs, fmt.Errorf("eval %s: %w: %d (first: %s)", s.Name, eval.ErrChecksFailed, len(f), f[0]))
+		}
 	}
 	if err := out.close(); err != nil {
 		errs = append(errs, fmt.Errorf("eval: %w", err))

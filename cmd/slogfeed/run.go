@@ -56,7 +56,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{name: "serve", summary: "run the aggregator, the JSON API and the sensor store (--demo for simulated publishers)", run: runServe, usage: serveUsage},
-		{name: "add", summary: "subscribe to a feed", run: runAdd, usage: clientUsage("add", "URL [--policy P] [--title T] [--weight W]", "Subscribes the running slogfeed to the feed at URL.")},
+		{name: "add", summary: "subscribe to a feed", run: runAdd, usage: clientUsage("add", "URL [--policy P] [--title T] [--weight W] [--sleep 20:00-06:00]", "Subscribes the running slogfeed to the feed at URL.")},
 		{name: "list", summary: "list feeds with their schedule status", run: runList, usage: clientUsage("list", "", "Lists every feed: policy, polls, hit %, median latency, next fetch, last error.")},
 		{name: "remove", summary: "unsubscribe from a feed", run: runRemove, usage: clientUsage("remove", "ID", "Removes the feed, its items and its observations.")},
 		{name: "show", summary: "show a feed's schedule state and recent polls", run: runShow, usage: clientUsage("show", "ID", "Shows the feed's learned period and spread, mode, next fetch and recent polls.")},

@@ -57,6 +57,9 @@ func failing() []eval.Scenario {
 		{Name: "nil", Usage: "returns nothing", Run: func(context.Context, eval.Options) (*eval.Report, error) {
 			return nil, nil
 		}},
+		{Name: "check", Usage: "fails a check", Run: func(context.Context, eval.Options) (*eval.Report, error) {
+			return &eval.Report{Scenario: "check", Notes: []string{"FAIL p=1: too slow", "FAIL p=2: too slow"}}, nil
+		}},
 	}
 }
 
@@ -190,6 +193,11 @@ func TestRun(t *testing.T) {
 
 		{name: "scenario error", args: []string{"eval", "broken"}, scenarios: failing(), code: 1, stdout: ptr(""), stderr: ptr("slogfeed: eval broken: boom; second line\n")},
 		{name: "scenario without report", args: []string{"eval", "nil"}, scenarios: failing(), code: 1, stderr: ptr("slogfeed: eval nil: the scenario returned no report\n")},
+		{name: "failed check exits 1", args: []string{"eval", "check"}, scenarios: failing(), code: 1,
+			stdoutHas: []string{"FAIL p=1: too slow\nFAIL p=2: too slow\n"},
+			stderr:    ptr("slogfeed: eval check: acceptance checks failed: 2 (first: FAIL p=1: too slow)\n")},
+		{name: "failed check exits 1 in json", args: []string{"eval", "--json", "check"}, scenarios: failing(), code: 1,
+			stdoutHas: []string{`"FAIL p=1: too slow"`}},
 		{name: "all goes on after errors", args: []string{"eval", "all"}, scenarios: append(failing()[:2], testScenarios()[0]), code: 1,
 			stdout: ptr(fakeTable("fake", "1", "0", "0", "")),
 			stderr: ptr("slogfeed: eval broken: boom; second line\nslogfeed: eval nil: the scenario returned no report\n")},

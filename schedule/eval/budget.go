@@ -278,15 +278,22 @@ func budgetNotes(rep *Report) []string {
 		"weighted latency = Σ W·latency / Σ W over items; items unfetched at the end of the day count with end − publish",
 		"priority: P = W·(t_now − t_pub), the weighted lag of the feed's oldest unseen item; t_pub = the policy's predicted publish time or its due time",
 	}
-	p := wl["priority"]
-	best := true
+	p, best := wl["priority"]
+	if !best {
+		notes = append(notes, missing("priority"))
+	}
 	for _, name := range []string{"round-robin", "fifo"} {
-		if o, ok := wl[name]; ok {
-			if !(p < o) {
-				best = false
-			}
-			notes = append(notes, fmt.Sprintf("priority weighted latency %.1f s vs %s %.1f s (%.0f%%)", p, name, o, 100*p/o))
+		o, ok := wl[name]
+		if !ok {
+			// A missing row fails the check: it must not pass by absence.
+			best = false
+			notes = append(notes, missing(name))
+			continue
 		}
+		if !(p < o) {
+			best = false
+		}
+		notes = append(notes, fmt.Sprintf("priority weighted latency %.1f s vs %s %.1f s (%.0f%%)", p, name, o, 100*p/o))
 	}
 	if best {
 		notes = append(notes, "OK: priority has the lowest weighted mean latency")

@@ -109,11 +109,11 @@ func avgRow(policy string, rs []sim.Result, params map[string]any) Row {
 
 // fixedSet simulates fixed-interval polling with the given period at
 // `phases` random phases and returns one result per phase.
-func fixedSet(items []sim.Item, start, end time.Time, period time.Duration, phases int, rng *rand.Rand) []sim.Result {
+func fixedSet(items []sim.Item, start, end time.Time, period time.Duration, phases int, rng *rand.Rand, opts ...sim.Option) []sim.Result {
 	out := make([]sim.Result, phases)
 	for i := range out {
 		phase := time.Duration(rng.Int64N(int64(period)))
-		out[i] = sim.Run(schedule.NewFixed(period, phase), items, start, end)
+		out[i] = sim.Run(schedule.NewFixed(period, phase), items, start, end, opts...)
 	}
 	return out
 }

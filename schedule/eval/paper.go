@@ -121,15 +121,17 @@ func runBimodal(ctx context.Context, opt Options) (*Report, error) {
 		fig.Series = append(fig.Series, Series{Name: r.Policy, X: []float64{r.HitPct}, Y: []float64{r.MeanLatencyS}})
 	}
 	rep.Figures = []Figure{fig}
-	get := func(p string) Row { r, _ := find(rep, p); return r }
+	var notes []string
+	all := true
+	get := func(p string) Row { r, ok := require(rep, &notes, p); all = all && ok; return r }
 	bi, uni, day := get("bimodal-dpt-l"), get("dpt-l-unimodal"), get("fixed-24h")
-	ok := bi.HitPct > uni.HitPct && bi.MeanLatencyS <= 1.5*uni.MeanLatencyS && bi.MeanLatencyS < day.MeanLatencyS/4
+	ok := all && bi.HitPct > uni.HitPct && bi.MeanLatencyS <= 1.5*uni.MeanLatencyS && bi.MeanLatencyS < day.MeanLatencyS/4
 	verdict := "checks: bimodal DPT-L hit% > unimodal, mean latency ≤ 1.5× unimodal's and far below fixed 1 day"
 	if !ok {
 		verdict = "FAIL " + verdict
 	}
-	rep.Notes = []string{fmt.Sprintf("%s (bimodal %.1f%% / %.0f s, unimodal %.1f%% / %.0f s, fixed 1 day %.0f s)",
-		verdict, bi.HitPct, bi.MeanLatencyS, uni.HitPct, uni.MeanLatencyS, day.MeanLatencyS)}
+	rep.Notes = append(notes, fmt.Sprintf("%s (bimodal %.1f%% / %.0f s, unimodal %.1f%% / %.0f s, fixed 1 day %.0f s)",
+		verdict, bi.HitPct, bi.MeanLatencyS, uni.HitPct, uni.MeanLatencyS, day.MeanLatencyS))
 	return rep, nil
 }
 
@@ -271,17 +273,18 @@ func runMDPT(ctx context.Context, opt Options) (*Report, error) {
 		fig.Series = append(fig.Series, Series{Name: r.Policy, X: []float64{r.HitPct}, Y: []float64{r.MeanLatencyS}})
 	}
 	rep.Figures = []Figure{fig}
-	md, _ := find(rep, "mdpt")
-	ok := md.MeanLatencyS <= 60 && md.HitPct >= 90
+	var notes []string
+	md, ok := require(rep, &notes, "mdpt")
+	ok = ok && md.MeanLatencyS <= 60 && md.HitPct >= 90
 	for _, n := range names[2:] {
-		f, _ := find(rep, n)
-		ok = ok && f.MeanLatencyS > md.MeanLatencyS
+		f, found := require(rep, &notes, n)
+		ok = ok && found && f.MeanLatencyS > md.MeanLatencyS
 	}
 	verdict := fmt.Sprintf("checks: MDPT mean latency %.1f s ≤ 60 s at hit %.1f%% ≥ 90%%, every fixed interval worse on latency", md.MeanLatencyS, md.HitPct)
 	if !ok {
 		verdict = "FAIL " + verdict
 	}
-	rep.Notes = []string{verdict, "items = republishes; polls = source polls"}
+	rep.Notes = append(notes, verdict, "items = republishes; polls = source polls")
 	return rep, nil
 }
 

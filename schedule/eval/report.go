@@ -2,7 +2,10 @@ package eval
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"strings"
 )
 
 // Row is one line of a scenario's result: one policy under one set of
@@ -65,4 +68,53 @@ type Scenario struct {
 	Name  string
 	Usage string
 	Run   func(ctx context.Context, opt Options) (*Report, error)
+}
+
+// FailPrefix starts every note that states a failed acceptance check. A
+// scenario reports a failed check only this way, so that `slogfeed eval`
+// (and any script reading the JSON notes) can tell a run that failed a
+// check from one that passed.
+const FailPrefix = "FAIL"
+
+// ErrChecksFailed is what `slogfeed eval` returns (wrapped, with the
+// scenario's name) when a report states a failed check, so that its exit
+// status is not zero.
+var ErrChecksFailed = errors.New("acceptance checks failed")
+
+// Failures returns the notes that state a failed acceptance check.
+func (r *Report) Failures() []string {
+	var out []string
+	for _, n := range r.Notes {
+		if strings.HasPrefix(n, FailPrefix) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// missing is the failure note for a row a check needs but the report lacks:
+// a missing row must fail its check, never pass as zeros.
+func missing(policy string, kv ...any) string {
+	return fmt.Sprintf("%s: no %s row%s to check", FailPrefix, policy, fmtParams(kv))
+}
+
+func fmtParams(kv []any) string {
+	var b strings.Builder
+	for i := 0; i+1 < len(kv); i += 2 {
+		fmt.Fprintf(&b, " %v=%v", kv[i], kv[i+1])
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return " at" + b.String()
+}
+
+// require returns the row of policy at the given parameter values; when the
+// report lacks it, it appends the failure note to notes and returns false.
+func require(rep *Report, notes *[]string, policy string, kv ...any) (Row, bool) {
+	r, ok := find(rep, policy, kv...)
+	if !ok {
+		*notes = append(*notes, missing(policy, kv...))
+	}
+	return r, ok
 }

@@ -9,6 +9,8 @@ func All() []Scenario {
 		Bimodal(),
 		MDPT(),
 		Trace(),
+		ColdStart(),
+		Sleep(),
 		Budget(),
 		Scale(),
 	}

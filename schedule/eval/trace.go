@@ -166,8 +166,12 @@ func traceChecks(rep *Report) []string {
 			continue
 		}
 		file, sensor := r.Params["file"], r.Params["sensor"]
-		l, _ := find(rep, "dpt-l", "file", file, "sensor", sensor)
-		a, _ := find(rep, "auto", "file", file, "sensor", sensor)
+		l, okL := require(rep, &notes, "dpt-l", "file", file, "sensor", sensor)
+		a, okA := require(rep, &notes, "auto", "file", file, "sensor", sensor)
+		if !okL || !okA {
+			fails++ // a missing row fails its check: zeros would pass it
+			continue
+		}
 		var bad []string
 		if l.MedianLatencyS > 0.30*r.MedianLatencyS {
 			bad = append(bad, fmt.Sprintf("dpt-l median %.2fs > 30%% of fixed-avg %.2fs", l.MedianLatencyS, r.MedianLatencyS))

@@ -245,13 +245,22 @@ func TestLoad(t *testing.T) {
 	}
 }
 
-// TestRealTraces checks the parser against the ULB traces shipped beside
-// the repository, when they are there.
-func TestRealTraces(t *testing.T) {
-	files, _ := filepath.Glob("../../../shared/traces/*.txt")
-	if len(files) == 0 {
-		t.Skip("no shared traces")
+// RealTraceFiles are the excerpts of the ULB traces kept in testdata/ulb
+// (see its README): the tests that replay real publishers read them and
+// fail, never skip, when they are missing.
+func realTraceFiles(t testing.TB) []string {
+	t.Helper()
+	files, _ := filepath.Glob("testdata/ulb/ulb-library1-R*.txt")
+	if len(files) != 3 {
+		t.Fatalf("want the 3 ULB trace excerpts in testdata/ulb, found %q", files)
 	}
+	return files
+}
+
+// TestRealTraces checks the parser against the excerpts of the ULB traces
+// kept in testdata/ulb (motes 1–5 of each file).
+func TestRealTraces(t *testing.T) {
+	files := realTraceFiles(t)
 	for _, path := range files {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			raw, err := os.ReadFile(path)
@@ -268,8 +277,8 @@ func TestRealTraces(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(traces) < 15 || len(traces) > 25 {
-				t.Errorf("%d motes, want about 19", len(traces))
+			if len(traces) != 5 {
+				t.Errorf("%d motes, want 5", len(traces))
 			}
 			items := 0
 			var medians []float64

@@ -5,7 +5,8 @@
 // The publishers are a second slogfeed sensor store (its own data file in a
 // temporary directory) on 127.0.0.1 at a free port, fed by simulated sensors
 // from the publishing model of schedule/sim. Time is compressed: periods
-// that would be minutes in the field are seconds here.
+// that would be minutes in the field are seconds here, and so is the
+// desynchronisation interval the publishers advertise (demoDesyncBase).
 //
 //   - lab-temperature: every 5 s, Laplace jitter b = 0.2 s, lost readings
 //     (p_ss 0.95, p_fs 0.8); subscribed twice, with auto (.rss) and with
@@ -48,6 +49,7 @@ import (
 	"github.com/slogfeed/slogfeed/schedule/sim"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/web"
+	"github.com/slogfeed/slogfeed/web/publish"
 )
 
 // Category marks the feeds the demo subscribes to.
@@ -152,6 +154,15 @@ func (p *Publishers) now() time.Time {
 // sensor feed shows its recent readings to a new subscriber.
 const backlog = 20
 
+// The publishers' desynchronisation interval, compressed like their
+// periods (web.DefaultDesyncBase and the others are for periods of
+// minutes).
+const (
+	demoDesyncBase   = 50 * time.Millisecond
+	demoDesyncPerRPS = 50 * time.Millisecond
+	demoDesyncMax    = time.Second
+)
+
 // Start starts the publishers and their sensors; they run until ctx is done
 // or Close is called.
 func Start(ctx context.Context, log *slog.Logger) (*Publishers, error) {
@@ -171,7 +182,13 @@ func Start(ctx context.Context, log *slog.Logger) (*Publishers, error) {
 		return nil, err
 	}
 	p := &Publishers{log: log, dir: dir, store: st, ln: ln, base: "http://" + ln.Addr().String(), owlHour: time.Now().UTC().Hour()}
-	p.sensors = web.SensorHandler(st, web.SensorOptions{BaseURL: p.base, Logger: log, Now: p.now})
+	// Time is compressed, so is the desynchronisation interval the
+	// publishers advertise: the sensor store's default of 2 s or more,
+	// right for periods of minutes, is half a 5 s period here, and
+	// auto's polls, spread over it as the publisher asks, would land
+	// later than a 5 s timer's (the fixed poller ignores the hint).
+	load := publish.NewLoad(demoDesyncBase, demoDesyncPerRPS, demoDesyncMax)
+	p.sensors = web.SensorHandler(st, web.SensorOptions{BaseURL: p.base, Logger: log, Now: p.now, Load: load})
 	mux := http.NewServeMux()
 	mux.Handle("/sensors/", p.sensors)
 	mux.HandleFunc("GET /night-owl.rss", p.owl)

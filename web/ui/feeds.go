@@ -62,7 +62,7 @@ type feedsView struct {
 	Policies []string
 	CanEdit  bool // an aggregator is there to subscribe
 	// The subscribe form's values after an error.
-	URL, Title, Policy string
+	URL, Title, Policy, Sleep string
 }
 
 func (u *UI) feedsPage(w http.ResponseWriter, r *http.Request) {
@@ -212,6 +212,7 @@ func (u *UI) subscribe(w http.ResponseWriter, r *http.Request) {
 		URL:    strings.TrimSpace(r.PostForm.Get("url")),
 		Title:  strings.TrimSpace(r.PostForm.Get("title")),
 		Policy: strings.TrimSpace(r.PostForm.Get("policy")),
+		Sleep:  strings.TrimSpace(r.PostForm.Get("sleep")),
 	}
 	if u.opt.Aggregator == nil {
 		u.renderFeeds(w, r, http.StatusServiceUnavailable, "This slogfeed does not fetch feeds, so it cannot subscribe.", form)
@@ -221,7 +222,12 @@ func (u *UI) subscribe(w http.ResponseWriter, r *http.Request) {
 		u.renderFeeds(w, r, http.StatusUnprocessableEntity, "Give the URL of the feed to subscribe to.", form)
 		return
 	}
-	f, err := u.opt.Aggregator.Subscribe(storage.Feed{URL: form.URL, Title: form.Title, Policy: form.Policy})
+	sleep, err := schedule.ParseSleep(form.Sleep)
+	if err != nil {
+		u.renderFeeds(w, r, http.StatusUnprocessableEntity, "Sleep windows: "+err.Error(), form)
+		return
+	}
+	f, err := u.opt.Aggregator.Subscribe(storage.Feed{URL: form.URL, Title: form.Title, Policy: form.Policy, Sleep: sleep})
 	if err != nil {
 		u.renderFeeds(w, r, http.StatusUnprocessableEntity, subscribeError(form.URL, err), form)
 		return
@@ -424,6 +430,8 @@ type feedView struct {
 	Repaired   string
 	LastRepair string
 	Adapter    string // the source adapter's type, for feeds that are not feeds
+	Sleep      string // the feed's own sleep windows (schedule.ParseSleep's form)
+	Learned    string // the daily sleep its policy learned, when it has one
 	Polls      int64
 	Hits       int64
 	HitPct     string
@@ -478,6 +486,7 @@ func (u *UI) feedView(f storage.Feed, now time.Time) (*feedView, error) {
 		v.Repaired = fmt.Sprintf("%d bytes of invalid UTF-8, %d items with a bad date", f.InvalidUTF8, f.BadDates)
 		v.LastRepair = f.LastRepair
 	}
+	v.Sleep = f.Sleep.SleepText()
 	if f.Source != nil {
 		v.Adapter = f.Source.Type
 	}
@@ -495,9 +504,13 @@ func (u *UI) feedView(f storage.Feed, now time.Time) (*feedView, error) {
 		v.PipeID = u.pipeOfFeed(f.ID)
 	}
 	if a := u.opt.Aggregator; a != nil {
-		if st, ok := a.State(f.ID); ok && st.Gaps > 0 {
+		st, ok := a.State(f.ID)
+		if ok && st.Gaps > 0 {
 			v.Gap = seconds(st.Median.Seconds()) + " ± " + seconds(st.Sigma.Seconds())
 			v.Mode = st.Mode.String()
+		}
+		if ok && st.HasLearnedSleep {
+			v.Learned = st.LearnedSleep.String()
 		}
 		if t, ok := a.NextFetch(f.ID); ok {
 			v.NextFetch = newStamp(t, now)

@@ -64,10 +64,13 @@ func triggerText(t transform.Trigger) string {
 	case transform.OnCron:
 		return "cron " + t.Cron
 	case transform.OnMDPT:
+		// slogfeed serve does not bring input fetches forward (see the
+		// README): an mdpt pipe runs as an update pipe does.
+		m := "all"
 		if t.M > 0 {
-			return "mdpt (m = " + strconv.Itoa(t.M) + ")"
+			m = strconv.Itoa(t.M)
 		}
-		return "mdpt"
+		return "mdpt (m = " + m + "): runs on every input update, like update; rounds of m inputs are tracked, input fetches are not brought forward"
 	}
 	return t.On
 }

@@ -97,7 +97,7 @@ func TestPages(t *testing.T) {
 		{"/ui/pipes", 200, []string{"<h1>Pipes</h1>", `<a href="/ui/pipes/new" class="button">New pipe</a>`, "Lab mean",
 			`http://127.0.0.1:8080/feeds/lab-mean.rss</a> <button type="button" class="copy" data-copy="http://127.0.0.1:8080/feeds/lab-mean.rss">Copy</button>`,
 			".json</a> <button", "on update"}, nil},
-		{"/ui/pipes/new", 200, []string{`<div id="builder" data-pipe-id=""></div>`, `<script type="module" src="/ui/assets/builder.js?v=`, `href="/ui/assets/builder.css?v=`}, nil},
+		{"/ui/pipes/new", 200, []string{`<div id="builder" data-pipe-id=""></div>`, `id="trigger-note">Trigger mdpt: in this slogfeed it runs like update`, `<script type="module" src="/ui/assets/builder.js?v=`, `href="/ui/assets/builder.css?v=`}, nil},
 		{"/ui/pipes/" + pipeID, 200, []string{`<div id="builder" data-pipe-id="` + pipeID + `"></div>`, "<h1>Lab mean</h1>", "lab-mean.rss</a> <button"}, nil},
 		{"/ui/pipes/" + pipeID + "/delete", 200, []string{">Delete pipe</button>"}, nil},
 		{"/ui/sensors", 200, []string{"<h1>Sensors</h1>", `<label for="reading-sensor">Sensor</label>`, `<label for="reading-value">Value</label>`,
@@ -261,6 +261,7 @@ func TestSubscribe(t *testing.T) {
 		{"already subscribed", url.Values{"url": {"https://example.org/already.rss"}}, 422, "You are already subscribed to https://example.org/already.rss."},
 		{"unknown policy", url.Values{"url": {"https://example.org/new.rss"}, "policy": {"sometimes"}}, 422, "Unknown policy"},
 		{"empty URL", url.Values{"url": {"  "}}, 422, "Give the URL of the feed"},
+		{"bad sleep window", url.Values{"url": {"https://example.org/sleepy.rss"}, "sleep": {"dusk-dawn"}}, 422, "Sleep windows: schedule: invalid sleep plan: daily window"},
 		{"hostile value kept escaped", url.Values{"url": {`https://x.example/"><script>alert(1)</script>`}, "policy": {"nope"}}, 422,
 			`value="https://x.example/&#34;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"`},
 	}
@@ -280,6 +281,22 @@ func TestSubscribe(t *testing.T) {
 			}
 		})
 	}
+	t.Run("with sleep windows", func(t *testing.T) {
+		c := e.client(t)
+		r := c.post(t, "/ui/feeds", url.Values{"url": {"https://example.org/solar.rss"}, "sleep": {"20:00-06:00"}}, true)
+		f, err := e.st.FeedByURL("https://example.org/solar.rss")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.Sleep.SleepText(); got != "20:00-06:00" {
+			t.Errorf("stored sleep %q, want 20:00-06:00", got)
+		}
+		page := c.get(t, r.header.Get("Location"))
+		checkPage(t, page)
+		if !strings.Contains(page.body, "<dt>Sleep (UTC)</dt><dd>20:00-06:00</dd>") {
+			t.Errorf("feed page does not show the sleep window: %.3000s", page.body)
+		}
+	})
 	t.Run("success, with a flash message", func(t *testing.T) {
 		c := e.client(t)
 		r := c.post(t, "/ui/feeds", url.Values{"url": {"https://example.org/new.rss"}, "title": {"<script>alert(1)</script>"}, "policy": {"fixed-15m"}}, true)
