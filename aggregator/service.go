@@ -484,7 +484,7 @@ func (s *Service) record(f storage.Feed, resp *Response, parsed *Parsed, prev, s
 		obs.Hints.CacheFor = max(obs.Hints.CacheFor, resp.CacheFor)
 	}
 	obs.MoreData = resp.More
-	var added []storage.Item
+	var items []storage.Item
 	if parsed != nil {
 		if parsed.Truncated {
 			obs.MoreData = true
@@ -495,42 +495,30 @@ func (s *Service) record(f storage.Feed, resp *Response, parsed *Parsed, prev, s
 		if !f.IgnoreCache && resp.CacheFor == 0 && !resp.Hints.HasPhase && parsed.TTL > obs.Hints.CacheFor {
 			obs.Hints.CacheFor = parsed.TTL
 		}
-		fresh := make([]storage.Item, 0, len(parsed.Items))
-		for _, it := range parsed.Items {
-			if _, err := s.opt.Store.Item(f.ID, it.ID); errors.Is(err, storage.ErrItemNotFound) {
-				fresh = append(fresh, it)
-			}
-		}
-		if len(fresh) > 0 {
-			obs.Published = PublishTimes(resp, fresh, prev)
-			for i := range fresh {
-				fresh[i].Fetched = obs.At
-			}
-			var err error
-			added, err = s.opt.Store.AddItems(f.ID, fresh)
-			if err != nil && len(added) == 0 {
-				return obs, nil, fmt.Errorf("store items: %w", err)
-			}
-			if err != nil {
-				s.log.Warn("some items were not stored", "feed", f.ID, "err", err)
-			}
+		items = parsed.Items
+		for i := range items {
+			items[i].Fetched = obs.At
 		}
 	}
-	obs.Hit = len(added) > 0
-	if !obs.Hit {
-		obs.Published = nil
-	}
-	for _, it := range added {
-		// Use latency counts from the subscription on: the backlog a new
-		// subscription finds was published before anyone asked.
-		if !it.Published.IsZero() && !it.Published.After(obs.At) && !it.Published.Before(f.Created) {
-			obs.LatencyS = append(obs.LatencyS, obs.At.Sub(it.Published).Seconds())
+	// The items, the observation and the feed's counters commit in one
+	// transaction (grouped with concurrent polls' by the store): a crash
+	// keeps all of them or none.
+	rec, err := s.opt.Store.RecordFetch(f.ID, items, obs, func(x *storage.Feed, o *storage.Observation, added []storage.Item) error {
+		o.Hit = len(added) > 0
+		o.Published, o.LatencyS = nil, nil
+		if o.Hit {
+			o.Published = PublishTimes(resp, added, prev)
 		}
-	}
-	updated, err := s.opt.Store.RecordPoll(f.ID, obs, func(x *storage.Feed) error {
+		for _, it := range added {
+			// Use latency counts from the subscription on: the backlog a
+			// new subscription finds was published before anyone asked.
+			if !it.Published.IsZero() && !it.Published.After(o.At) && !it.Published.Before(f.Created) {
+				o.LatencyS = append(o.LatencyS, o.At.Sub(it.Published).Seconds())
+			}
+		}
 		if !push {
 			x.Polls++
-			x.LastFetch = obs.At
+			x.LastFetch = o.At
 			x.LastError, x.ErrorCount, x.RetryAfter = "", 0, time.Time{}
 			x.ETag, x.LastModified = resp.ETag, resp.LastModified
 		}
@@ -546,13 +534,13 @@ func (s *Service) record(f storage.Feed, resp *Response, parsed *Parsed, prev, s
 			// The publisher's sleep plan, beside the user's own windows.
 			x.Sleep.SkipHours, x.Sleep.SkipDays = parsed.Sleep.SkipHours, parsed.Sleep.SkipDays
 		}
-		if obs.Hit {
+		if o.Hit {
 			if !push {
 				x.Hits++
 			}
-			x.LastHit = obs.At
+			x.LastHit = o.At
 			x.Items += int64(len(added))
-			for _, l := range obs.LatencyS {
+			for _, l := range o.LatencyS {
 				x.LatencySumS += l
 				x.LatencyCount++
 			}
@@ -560,11 +548,13 @@ func (s *Service) record(f storage.Feed, resp *Response, parsed *Parsed, prev, s
 		return nil
 	})
 	if err != nil {
-		s.log.Warn("cannot record poll", "feed", f.ID, "err", err)
+		return obs, nil, fmt.Errorf("store fetch: %w", err)
 	}
-	if err == nil {
-		f = updated
+	if rec.ItemErr != nil {
+		s.log.Warn("some items were not stored", "feed", f.ID, "err", rec.ItemErr)
 	}
+	obs, added := rec.Observation, rec.Added
+	f = rec.Feed
 	if !push {
 		s.opt.Metrics.observe(obs, resp.NotModified)
 		s.log.Debug("fetched", "feed", f.ID, "status", resp.Status, "new", len(added), "took", s.opt.Clock.Now().Sub(start))

@@ -71,7 +71,7 @@ func (s *Store) AddItems(feedID uint64, items []Item) (added []Item, err error) 
 	now := s.now()
 	valid, index, errs := prepareItems(feedID, items, now)
 	var res addResult
-	txErr := s.db.Update(func(tx *bolt.Tx) error {
+	txErr := s.update(func(tx *bolt.Tx) error {
 		var err error
 		res, err = s.addItemsTx(tx, feedID, valid, index, now)
 		return err

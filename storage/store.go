@@ -38,13 +38,17 @@ type Options struct {
 
 // Store is slogfeed's data file. It is safe for concurrent use: reads run
 // in parallel, writes are serialised by bbolt, and every method is one
-// transaction, durable when it returns (unless Options.NoSync).
+// transaction, durable when it returns (unless Options.NoSync). The hot
+// writes (AddItems, RecordPoll, RecordFetch, AddObservation) of concurrent
+// callers share one transaction and one fsync (group commit, commit.go);
+// each stays atomic on its own.
 type Store struct {
 	db      *bolt.DB
 	path    string
 	now     func() time.Time
 	maxObs  int
 	reducer atomic.Pointer[reducerBox]
+	commit  committer // group commit of the hot writes (commit.go)
 }
 
 type reducerBox struct{ r Reducer }
