@@ -175,15 +175,15 @@ func NewFetcher(opt FetchOptions) *Fetcher {
 		Control:   f.guard.control,
 	}
 	f.tr = &http.Transport{
-		DialContext:            dialer.DialContext,
-		ForceAttemptHTTP2:      true,
+		DialContext:       dialer.DialContext,
+		ForceAttemptHTTP2: true,
 		// Keep-alive reuse: as many idle connections per host as the
 		// scheduler lets fetches of one host run at once (serve's
 		// --per-host, a few; a sensor network's gateway may be given
 		// more), so that concurrent fetches of a host reuse theirs
 		// instead of dialling anew.
-		MaxIdleConns:        DefaultMaxIdleConns,
-		MaxIdleConnsPerHost: DefaultMaxIdleConnsPerHost,
+		MaxIdleConns:           DefaultMaxIdleConns,
+		MaxIdleConnsPerHost:    DefaultMaxIdleConnsPerHost,
 		IdleConnTimeout:        90 * time.Second,
 		TLSHandshakeTimeout:    opt.DialTimeout,
 		ExpectContinueTimeout:  time.Second,
