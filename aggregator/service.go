@@ -86,6 +86,40 @@ type feedGuard struct {
 	pushedUntil time.Time
 	fedAt       time.Time
 	took        time.Duration // how long the last fetch took, stored items included
+	// seen are the sorted item hashes (Parsed.ItemHashes) of the last
+	// document a poll stored: the next poll does not parse those again.
+	seen []uint64
+}
+
+// seenFunc returns ParseOptions.Seen for the feed's next poll (nil when
+// there is nothing to skip).
+func (g *feedGuard) seenFunc() func(uint64) bool {
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	seen := g.seen
+	g.mu.Unlock()
+	if len(seen) == 0 {
+		return nil
+	}
+	return func(h uint64) bool {
+		_, ok := slices.BinarySearch(seen, h)
+		return ok
+	}
+}
+
+// setSeen remembers the item hashes of a document whose poll is stored.
+func (g *feedGuard) setSeen(hashes []uint64) {
+	if g == nil {
+		return
+	}
+	seen := slices.Clone(hashes)
+	slices.Sort(seen)
+	seen = slices.Compact(seen)
+	g.mu.Lock()
+	g.seen = seen
+	g.mu.Unlock()
 }
 
 // Next implements schedule.Policy.
@@ -397,7 +431,7 @@ func (s *Service) FetchNow(ctx context.Context, id uint64) (storage.Observation,
 	if f.Kind != storage.KindRemote {
 		return storage.Observation{}, ErrNotRemote
 	}
-	o, _ := s.poll(ctx, f, time.Time{})
+	o, _, _ := s.poll(ctx, f, time.Time{})
 	return o, nil
 }
 
@@ -421,7 +455,7 @@ func (s *Service) fetch(ctx context.Context, id uint64) schedule.Observation {
 		g.mu.Unlock()
 		return schedule.Observation{At: now}
 	}
-	o, backoff := s.poll(ctx, f, prev)
+	o, backoff, f2 := s.poll(ctx, f, prev)
 	if ctx.Err() != nil && o.At.IsZero() {
 		return schedule.Observation{} // abandoned at shutdown: keep the turn
 	}
@@ -432,7 +466,7 @@ func (s *Service) fetch(ctx context.Context, id uint64) schedule.Observation {
 	if backoff > 0 {
 		g.override = o.At.Add(backoff)
 	}
-	if f2, err := s.opt.Store.Feed(id); err == nil {
+	if f2.ID == id {
 		g.sleep = f2.Sleep
 	}
 	g.mu.Unlock()
@@ -440,35 +474,41 @@ func (s *Service) fetch(ctx context.Context, id uint64) schedule.Observation {
 }
 
 // poll fetches, parses and stores one feed, records the observation and
-// updates the feed. It returns the observation and, after an error, the
-// backoff before the next try.
-func (s *Service) poll(ctx context.Context, f storage.Feed, prev time.Time) (storage.Observation, time.Duration) {
+// updates the feed. It returns the observation, after an error the
+// backoff before the next try, and the feed as updated (zero when the
+// update was not stored).
+func (s *Service) poll(ctx context.Context, f storage.Feed, prev time.Time) (storage.Observation, time.Duration, storage.Feed) {
 	start := s.opt.Clock.Now()
 	etag, lastModified := s.validators(f)
 	resp, err := s.opt.Fetcher.Fetch(ctx, Request{URL: f.URL, ETag: etag, LastModified: lastModified})
 	if err != nil {
 		if ctx.Err() != nil {
-			return storage.Observation{}, 0
+			return storage.Observation{}, 0, storage.Feed{}
 		}
 		return s.failed(f, start, err)
 	}
 	if resp.ReceivedAt.IsZero() {
 		resp.ReceivedAt = s.opt.Clock.Now()
 	}
+	g := s.guard(f.ID)
 	var parsed *Parsed
 	if !resp.NotModified {
 		parsed, err = s.parseBody(f, resp.Body, resp.ContentType, ParseOptions{
 			MaxItems: s.opt.MaxItems, Extract: f.Extract, Now: resp.ReceivedAt, BaseURL: resp.FinalURL,
+			Seen: g.seenFunc(),
 		})
 		if err != nil {
 			return s.failed(f, start, err)
 		}
 	}
-	obs, _, err := s.record(f, resp, parsed, prev, start, false)
+	obs, _, updated, err := s.record(f, resp, parsed, prev, start, false)
 	if err != nil {
 		return s.failed(f, start, err)
 	}
-	return obs, 0
+	if parsed != nil {
+		g.setSeen(parsed.ItemHashes)
+	}
+	return obs, 0, updated
 }
 
 // record stores what one document brought, for a poll (push false) and for
@@ -477,8 +517,9 @@ func (s *Service) poll(ctx context.Context, f storage.Feed, prev time.Time) (sto
 // is the fetch's response (a push's headers for Ingest) with ReceivedAt
 // set; parsed is nil when nothing changed. A push leaves the poll state
 // alone (poll count, validators, errors). It returns the observation and
-// the items added; the error is a storage failure that stored no item.
-func (s *Service) record(f storage.Feed, resp *Response, parsed *Parsed, prev, start time.Time, push bool) (storage.Observation, []storage.Item, error) {
+// the items added and the feed as updated; the error is a storage failure
+// that stored nothing.
+func (s *Service) record(f storage.Feed, resp *Response, parsed *Parsed, prev, start time.Time, push bool) (storage.Observation, []storage.Item, storage.Feed, error) {
 	obs := storage.Observation{At: resp.ReceivedAt, Status: resp.Status, Hints: resp.Hints}
 	if !f.IgnoreCache {
 		obs.Hints.CacheFor = max(obs.Hints.CacheFor, resp.CacheFor)
@@ -548,7 +589,7 @@ func (s *Service) record(f storage.Feed, resp *Response, parsed *Parsed, prev, s
 		return nil
 	})
 	if err != nil {
-		return obs, nil, fmt.Errorf("store fetch: %w", err)
+		return obs, nil, storage.Feed{}, fmt.Errorf("store fetch: %w", err)
 	}
 	if rec.ItemErr != nil {
 		s.log.Warn("some items were not stored", "feed", f.ID, "err", rec.ItemErr)
@@ -563,13 +604,13 @@ func (s *Service) record(f storage.Feed, resp *Response, parsed *Parsed, prev, s
 	if len(added) > 0 && s.opt.OnNewItems != nil {
 		s.opt.OnNewItems(f, added)
 	}
-	return obs, added, nil
+	return obs, added, f, nil
 }
 
 // failed records a fetch error on the feed and returns the observation (a
 // miss the policy does not learn from: the guard overrides it) and the
-// backoff.
-func (s *Service) failed(f storage.Feed, start time.Time, ferr error) (storage.Observation, time.Duration) {
+// backoff, and the feed as updated (zero when the update failed).
+func (s *Service) failed(f storage.Feed, start time.Time, ferr error) (storage.Observation, time.Duration, storage.Feed) {
 	now := s.opt.Clock.Now()
 	n := f.ErrorCount + 1
 	backoff := ErrorBackoffBase << min(n-1, 20)
@@ -582,7 +623,7 @@ func (s *Service) failed(f storage.Feed, start time.Time, ferr error) (storage.O
 	if he != nil {
 		obs.Status = he.Status
 	}
-	if _, err := s.opt.Store.RecordPoll(f.ID, obs, func(x *storage.Feed) error {
+	updated, err := s.opt.Store.RecordPoll(f.ID, obs, func(x *storage.Feed) error {
 		x.Polls++
 		x.LastFetch = now
 		x.LastError = ferr.Error()
@@ -590,12 +631,13 @@ func (s *Service) failed(f storage.Feed, start time.Time, ferr error) (storage.O
 		x.ErrorCount = n
 		x.RetryAfter = now.Add(backoff)
 		return nil
-	}); err != nil {
+	})
+	if err != nil {
 		s.log.Warn("cannot record fetch error", "feed", f.ID, "err", err)
 	}
 	s.opt.Metrics.failed()
 	s.log.Info("fetch failed", "feed", f.ID, "url", f.URL, "err", ferr, "errors_in_a_row", n, "retry_in", backoff)
-	return obs, backoff
+	return obs, backoff, updated
 }
 
 // RecentPolls returns the newest n observations of a feed, newest first.
