@@ -52,13 +52,14 @@ var benchKinds = []struct {
 // the current ETag. Moving base by 1 makes one item new, by benchItems all
 // of them.
 type benchPublisher struct {
+	epoch   time.Time // item n is published at epoch + n seconds
 	base    atomic.Int64
 	servers []*http.Server
 	hosts   []string // host:port of each address
 }
 
 func newBenchPublisher(b *testing.B) *benchPublisher {
-	p := &benchPublisher{}
+	p := &benchPublisher{epoch: time.Now().UTC().Add(-time.Hour).Truncate(time.Second)}
 	for h := 1; h <= benchHosts; h++ {
 		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.%d:0", h))
 		if err != nil {
@@ -99,11 +100,12 @@ func (p *benchPublisher) serve(w http.ResponseWriter, r *http.Request) {
 	var sb strings.Builder
 	sb.Grow(400 * benchItems)
 	fmt.Fprintf(&sb, `<?xml version="1.0"?><rss version="2.0"><channel><title>feed %s</title><link>http://127.0.0.1/</link><description>bench</description>`, i)
-	now := time.Now().UTC()
 	for k := int64(benchItems - 1); k >= 0; k-- {
+		// Item n is the same document fragment in every response that
+		// lists it, as a real publisher's items are.
 		n := base + k
 		fmt.Fprintf(&sb, `<item><title>reading %d</title><link>http://127.0.0.1/f/%s/%d</link><guid isPermaLink="false">%s-%d</guid><pubDate>%s</pubDate><description>value &lt;b&gt;%d.%d&lt;/b&gt; C</description></item>`,
-			n, i, n, i, n, now.Add(-time.Duration(benchItems-1-k)*time.Minute).Format(time.RFC1123Z), n%50, k)
+			n, i, n, i, n, p.epoch.Add(time.Duration(n)*time.Second).Format(time.RFC1123Z), n%50, n%10)
 	}
 	sb.WriteString(`</channel></rss>`)
 	w.Header().Set("Content-Type", "application/rss+xml")
