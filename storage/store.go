@@ -78,7 +78,13 @@ func open(path string, opt Options, migs []migration) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", path, err)
 	}
-	db, err := openBolt(path, &bolt.Options{Timeout: opt.LockTimeout, NoSync: opt.NoSync})
+	// The free-page list is not written at each commit (bbolt rebuilds
+	// it by a scan when the file is opened): a commit writes only the
+	// pages it changed, and the list, which grows with the file, is not
+	// rewritten by every group commit. The map form frees and allocates
+	// pages in constant time.
+	db, err := openBolt(path, &bolt.Options{Timeout: opt.LockTimeout, NoSync: opt.NoSync,
+		NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
 	switch {
 	case errors.Is(err, bolterrors.ErrTimeout):
 		return nil, fmt.Errorf("storage: data file %s is in use by another slogfeed process (waited %s): %w",
