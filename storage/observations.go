@@ -149,14 +149,14 @@ type Fetched struct {
 // observation that cannot be stored, or a storage failure.
 func (s *Store) RecordFetch(feedID uint64, items []Item, o Observation, fn func(f *Feed, o *Observation, added []Item) error) (Fetched, error) {
 	now := s.now()
-	valid, index, errs := prepareItems(feedID, items, now)
+	valid, errs := prepareItems(feedID, items, now)
 	var out Fetched
 	err := s.update(func(tx *bolt.Tx) error {
 		out = Fetched{}
 		var res addResult
-		if len(valid) > 0 {
+		if len(valid.items) > 0 {
 			var err error
-			if res, err = s.addItemsTx(tx, feedID, valid, index, now); err != nil {
+			if res, err = s.addItemsTx(tx, feedID, valid, now); err != nil {
 				return err
 			}
 		}
