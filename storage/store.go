@@ -140,3 +140,17 @@ func (s *Store) currentReducer() Reducer {
 	}
 	return nil
 }
+
+// Size returns how many bytes of the data file are in use (its pages up to
+// the highest one written; the file itself grows ahead of it in steps).
+func (s *Store) Size() (int64, error) {
+	var n int64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		n = tx.Size()
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("storage: size: %w", err)
+	}
+	return n, nil
+}
