@@ -2,14 +2,16 @@ package aggregator_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,127 +21,356 @@ import (
 	"github.com/slogfeed/slogfeed/storage"
 )
 
-// benchFeeds is how many loopback feeds of benchItems items one iteration
-// fetches.
+// The ingest benchmark's set-up: benchFeeds loopback feeds of benchItems
+// items each, spread over benchHosts publisher addresses (127.0.0.1,
+// 127.0.0.2, …).
 const (
-	benchFeeds = 1000
+	benchFeeds = 10000
 	benchItems = 20
+	benchHosts = 4
+	// benchStall fails a pass that makes no progress for this long (a
+	// fetch error, a lost poll) instead of hanging the run.
+	benchStall = 2 * time.Minute
 )
 
-// benchServer serves /f/{i}: benchItems RSS items whose guids change with
-// the round, so that every 200 carries 20 new items; it answers 304 to an
-// If-None-Match of the current round's ETag.
-func benchServer(round *atomic.Int64) *httptest.Server {
-	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		i := strings.TrimPrefix(r.URL.Path, "/f/")
-		rd := round.Load()
-		etag := fmt.Sprintf(`"%s-%d"`, i, rd)
-		if r.Header.Get("If-None-Match") == etag {
-			w.WriteHeader(http.StatusNotModified)
-			return
-		}
-		var b strings.Builder
-		fmt.Fprintf(&b, `<?xml version="1.0"?><rss version="2.0"><channel><title>feed %s</title><link>http://127.0.0.1/</link><description>bench</description>`, i)
-		now := time.Now().UTC()
-		for k := 0; k < benchItems; k++ {
-			fmt.Fprintf(&b, `<item><title>reading %d</title><link>http://127.0.0.1/f/%s/%d</link><guid isPermaLink="false">%s-%d-%d</guid><pubDate>%s</pubDate><description>value %d.%d C</description></item>`,
-				k, i, k, i, rd, k, now.Add(-time.Duration(k)*time.Minute).Format(time.RFC1123Z), k, k)
-		}
-		b.WriteString(`</channel></rss>`)
-		w.Header().Set("Content-Type", "application/rss+xml")
-		w.Header().Set("ETag", etag)
-		_, _ = io.WriteString(w, b.String())
-	}))
+// benchKinds are the response kinds of BenchmarkIngest and how far each
+// pass moves the publishers' item window: 0 (a 304), 1 (a 200 with 1 new
+// item among 20, what a poll that DPT times right sees) or benchItems (a
+// backlog of 20 new items).
+var benchKinds = []struct {
+	name string
+	step int64
+}{
+	{"304", 0},
+	{"200-1new", 1},
+	{"200-20new", benchItems},
 }
 
-// BenchmarkIngest measures fetch + parse + store of 1,000 loopback feeds of
-// 20 items, for 200 responses (20 new items each) and for 304s, through the
-// aggregator's real path (Service.FetchNow: conditional GET, parse,
-// sanitise, deduplicate, store items, observation and feed counters in
-// bbolt with fsync), beside a bare Go HTTP client loop over the same URLs
-// in the same run. Each sub-benchmark reports feeds/s; divide the two for
-// the ratio.
-func BenchmarkIngest(b *testing.B) {
-	var round atomic.Int64
-	srv := benchServer(&round)
-	defer srv.Close()
-	urls := make([]string, benchFeeds)
-	for i := range urls {
-		urls[i] = srv.URL + "/f/" + strconv.Itoa(i)
-	}
+// benchPublisher serves /f/{i} on several loopback addresses: the
+// benchItems items base … base+benchItems−1 of feed i (base is the same for
+// every feed), with an ETag naming base, and a 304 to an If-None-Match of
+// the current ETag. Moving base by 1 makes one item new, by benchItems all
+// of them.
+type benchPublisher struct {
+	epoch   time.Time // item n is published at epoch + n seconds
+	base    atomic.Int64
+	servers []*http.Server
+	hosts   []string // host:port of each address
+}
 
-	for _, mode := range []string{"200", "304"} {
-		b.Run("slogfeed/"+mode, func(b *testing.B) {
-			st, err := storage.Open(filepath.Join(b.TempDir(), "bench.db"), storage.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer st.Close()
-			fetcher := aggregator.NewFetcher(aggregator.FetchOptions{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
-			svc, err := aggregator.NewService(aggregator.ServiceOptions{Store: st, Fetcher: fetcher, Scheduler: schedule.Config{}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			ids := make([]uint64, len(urls))
-			for i, u := range urls {
-				f, err := svc.Subscribe(storage.Feed{URL: u})
-				if err != nil {
-					b.Fatal(err)
-				}
-				ids[i] = f.ID
-			}
-			ctx := context.Background()
-			// Prime validators for the 304 run.
-			for _, id := range ids {
-				if _, err := svc.FetchNow(ctx, id); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ResetTimer()
-			for n := 0; n < b.N; n++ {
-				if mode == "200" {
-					round.Add(1)
-				}
-				for _, id := range ids {
-					o, err := svc.FetchNow(ctx, id)
-					if err != nil || o.Err != "" {
-						b.Fatalf("feed %d: %v %s", id, err, o.Err)
-					}
-					if mode == "200" && len(o.Published) != benchItems {
-						b.Fatalf("feed %d: %d new items, want %d", id, len(o.Published), benchItems)
-					}
-				}
-			}
-			b.ReportMetric(float64(b.N*benchFeeds)/b.Elapsed().Seconds(), "feeds/s")
-		})
-		b.Run("bare-client/"+mode, func(b *testing.B) {
-			client := &http.Client{Timeout: 30 * time.Second}
-			etags := make([]string, len(urls))
-			for i, u := range urls {
-				resp, err := client.Get(u)
-				if err != nil {
-					b.Fatal(err)
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				etags[i] = resp.Header.Get("ETag")
-			}
-			b.ResetTimer()
-			for n := 0; n < b.N; n++ {
-				for i, u := range urls {
-					req, _ := http.NewRequest(http.MethodGet, u, nil)
-					if mode == "304" {
-						req.Header.Set("If-None-Match", etags[i])
-					}
-					resp, err := client.Do(req)
-					if err != nil {
-						b.Fatal(err)
-					}
-					_, _ = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-				}
-			}
-			b.ReportMetric(float64(b.N*benchFeeds)/b.Elapsed().Seconds(), "feeds/s")
-		})
+func newBenchPublisher(b *testing.B) *benchPublisher {
+	p := &benchPublisher{epoch: time.Now().UTC().Add(-time.Hour).Truncate(time.Second)}
+	for h := 1; h <= benchHosts; h++ {
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.%d:0", h))
+		if err != nil {
+			b.Fatalf("publisher address %d: %v", h, err)
+		}
+		srv := &http.Server{Handler: http.HandlerFunc(p.serve), ReadHeaderTimeout: time.Minute}
+		go func() { _ = srv.Serve(ln) }()
+		p.servers = append(p.servers, srv)
+		p.hosts = append(p.hosts, ln.Addr().String())
 	}
+	return p
+}
+
+func (p *benchPublisher) close() {
+	for _, s := range p.servers {
+		_ = s.Close()
+	}
+}
+
+// urls returns the benchFeeds feed URLs, feed i on host i mod benchHosts.
+func (p *benchPublisher) urls() []string {
+	out := make([]string, benchFeeds)
+	for i := range out {
+		out[i] = "http://" + p.hosts[i%len(p.hosts)] + "/f/" + strconv.Itoa(i)
+	}
+	return out
+}
+
+func (p *benchPublisher) serve(w http.ResponseWriter, r *http.Request) {
+	i := strings.TrimPrefix(r.URL.Path, "/f/")
+	base := p.base.Load()
+	etag := `"` + i + "-" + strconv.FormatInt(base, 10) + `"`
+	if r.Header.Get("If-None-Match") == etag {
+		w.Header().Set("ETag", etag)
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	var sb strings.Builder
+	sb.Grow(400 * benchItems)
+	fmt.Fprintf(&sb, `<?xml version="1.0"?><rss version="2.0"><channel><title>feed %s</title><link>http://127.0.0.1/</link><description>bench</description>`, i)
+	for k := int64(benchItems - 1); k >= 0; k-- {
+		// Item n is the same document fragment in every response that
+		// lists it, as a real publisher's items are.
+		n := base + k
+		fmt.Fprintf(&sb, `<item><title>reading %d</title><link>http://127.0.0.1/f/%s/%d</link><guid isPermaLink="false">%s-%d</guid><pubDate>%s</pubDate><description>value &lt;b&gt;%d.%d&lt;/b&gt; C</description></item>`,
+			n, i, n, i, n, p.epoch.Add(time.Duration(n)*time.Second).Format(time.RFC1123Z), n%50, n%10)
+	}
+	sb.WriteString(`</channel></rss>`)
+	w.Header().Set("Content-Type", "application/rss+xml")
+	w.Header().Set("ETag", etag)
+	_, _ = io.WriteString(w, sb.String())
+}
+
+// benchPass counts the polls of one pass over all feeds as the service's
+// watcher hears of them, checking each against what the pass expects.
+type benchPass struct {
+	want    int64 // polls in the pass
+	newWant int   // new items each poll must store; 0 means a 304
+	done    atomic.Int64
+	mu      sync.Mutex
+	err     error
+	finish  chan struct{}
+}
+
+func (p *benchPass) fetched(ev aggregator.Fetched) {
+	var err error
+	switch {
+	case p.newWant == 0 && !ev.NotModified:
+		err = fmt.Errorf("feed %d: a 200 with %d new items, want a 304", ev.Feed.ID, len(ev.Added))
+	case p.newWant > 0 && len(ev.Added) != p.newWant:
+		err = fmt.Errorf("feed %d: %d new items (not modified %v), want %d", ev.Feed.ID, len(ev.Added), ev.NotModified, p.newWant)
+	}
+	if err != nil {
+		p.mu.Lock()
+		if p.err == nil {
+			p.err = err
+		}
+		p.mu.Unlock()
+	}
+	if p.done.Add(1) == p.want {
+		close(p.finish)
+	}
+}
+
+// wait waits for the pass to end, failing when polls stop coming.
+func (p *benchPass) wait(b *testing.B) {
+	last := int64(-1)
+	for {
+		select {
+		case <-p.finish:
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if p.err != nil {
+				b.Fatal(p.err)
+			}
+			return
+		case <-time.After(benchStall):
+			n := p.done.Load()
+			if n == last {
+				b.Fatalf("pass stalled after %d of %d polls (a fetch failed?)", n, p.want)
+			}
+			last = n
+		}
+	}
+}
+
+// benchEnv is the live aggregator of one concurrency, shared by the kinds
+// of BenchmarkIngest so that subscribing and the first fetch of 10,000
+// feeds happen once.
+type benchEnv struct {
+	svc    *aggregator.Service
+	st     *storage.Store
+	ids    []uint64
+	pass   atomic.Pointer[benchPass]
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func newBenchEnv(b *testing.B, pub *benchPublisher, workers int) *benchEnv {
+	path := filepath.Join(b.TempDir(), "bench.db")
+	// Subscribing is set-up: create the feeds without fsync, then
+	// reopen the file with the durable settings slogfeed runs with.
+	st, err := storage.Open(path, storage.Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, u := range pub.urls() {
+		if err := st.CreateFeed(&storage.Feed{URL: u, Kind: storage.KindRemote, Policy: "cron:0 0 1 1 *"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := st.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if st, err = storage.Open(path, storage.Options{}); err != nil {
+		b.Fatal(err)
+	}
+	fetcher := aggregator.NewFetcher(aggregator.FetchOptions{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	svc, err := aggregator.NewService(aggregator.ServiceOptions{
+		Store: st, Fetcher: fetcher, Scheduler: schedule.Config{Workers: workers},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := &benchEnv{svc: svc, st: st, done: make(chan error, 1)}
+	feeds, err := st.Feeds()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, f := range feeds {
+		e.ids = append(e.ids, f.ID)
+	}
+	svc.Watch(aggregator.Watcher{Fetched: func(ev aggregator.Fetched) {
+		if p := e.pass.Load(); p != nil {
+			p.fetched(ev)
+		}
+	}})
+	// The first fetch of every feed (Load schedules them now).
+	first := e.start(0)
+	if err := svc.Load(); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	go func() { e.done <- svc.Run(ctx) }()
+	first.wait(b)
+	return e
+}
+
+// start begins counting a pass whose polls store newWant new items each
+// (0: a 304).
+func (e *benchEnv) start(newWant int) *benchPass {
+	p := &benchPass{want: int64(len(e.ids)), newWant: newWant, finish: make(chan struct{})}
+	if newWant == 0 && e.pass.Load() == nil {
+		p.newWant = benchItems // the first fetch stores every item
+	}
+	e.pass.Store(p)
+	return p
+}
+
+// run makes every feed due now, so that the scheduler's workers poll each
+// once, and waits until every poll is stored.
+func (e *benchEnv) run(b *testing.B, newWant int) {
+	p := e.start(newWant)
+	now := time.Now()
+	for _, id := range e.ids {
+		if !e.svc.Expedite(id, now) {
+			b.Fatalf("feed %d could not be brought forward", id)
+		}
+	}
+	p.wait(b)
+}
+
+func (e *benchEnv) close() {
+	e.cancel()
+	if err := <-e.done; err != nil && !errors.Is(err, context.Canceled) {
+		panic(err)
+	}
+	_ = e.st.Close()
+}
+
+// BenchmarkIngest measures the live loop at ingest: the scheduler's workers
+// fetch 10,000 loopback feeds of 20 items (conditional GET), parse,
+// sanitise, deduplicate and store what they find (items, observation and
+// feed counters in bbolt, fsync included), beside a bare Go HTTP client
+// fetching the same URLs at the same concurrency in the same run. One
+// iteration is one pass over all feeds; subscribing and the first fetch
+// are set-up. KIND is 304 (nothing new), 200-1new (1 new item among 20)
+// or 200-20new (20 new items); cN is the number of fetches in flight.
+// Each sub-benchmark reports feeds/s; divide slogfeed's by the bare
+// client's for the ratio.
+func BenchmarkIngest(b *testing.B) {
+	pub := newBenchPublisher(b)
+	defer pub.close()
+	urls := pub.urls()
+	for _, c := range []int{1, 64} {
+		var env *benchEnv
+		for _, kind := range benchKinds {
+			b.Run(fmt.Sprintf("slogfeed/%s/c%d", kind.name, c), func(b *testing.B) {
+				if env == nil {
+					env = newBenchEnv(b, pub, c)
+				}
+				newWant := int(kind.step)
+				b.ResetTimer()
+				for n := 0; n < b.N; n++ {
+					pub.base.Add(kind.step)
+					env.run(b, newWant)
+				}
+				b.ReportMetric(float64(b.N*benchFeeds)/b.Elapsed().Seconds(), "feeds/s")
+			})
+		}
+		if env != nil {
+			env.close()
+		}
+		for _, kind := range benchKinds {
+			b.Run(fmt.Sprintf("bare-client/%s/c%d", kind.name, c), func(b *testing.B) {
+				benchBare(b, pub, urls, c, kind.step)
+			})
+		}
+	}
+}
+
+// benchBare is the bare Go client: c goroutines fetch every URL once per
+// iteration with conditional GET, read the body and check the status.
+func benchBare(b *testing.B, pub *benchPublisher, urls []string, c int, step int64) {
+	tr := &http.Transport{MaxIdleConns: 2 * c, MaxIdleConnsPerHost: c, IdleConnTimeout: 90 * time.Second}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	etags := make([]string, len(urls))
+	get := func(i int, want int) error {
+		req, err := http.NewRequest(http.MethodGet, urls[i], nil)
+		if err != nil {
+			return err
+		}
+		if etags[i] != "" {
+			req.Header.Set("If-None-Match", etags[i])
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		if want != 0 && resp.StatusCode != want {
+			return fmt.Errorf("%s: status %d, want %d", urls[i], resp.StatusCode, want)
+		}
+		etags[i] = resp.Header.Get("ETag")
+		return nil
+	}
+	pass := func(want int) error {
+		var next atomic.Int64
+		errs := make(chan error, c)
+		for range c {
+			go func() {
+				for {
+					i := int(next.Add(1) - 1)
+					if i >= len(urls) {
+						errs <- nil
+						return
+					}
+					if err := get(i, want); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		var first error
+		for range c {
+			if err := <-errs; err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	}
+	if err := pass(0); err != nil { // validators, as slogfeed's first fetch
+		b.Fatal(err)
+	}
+	want := http.StatusOK
+	if step == 0 {
+		want = http.StatusNotModified
+	}
+	b.ResetTimer()
+	for n := 0; n < b.N; n++ {
+		pub.base.Add(step)
+		if err := pass(want); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*benchFeeds)/b.Elapsed().Seconds(), "feeds/s")
 }

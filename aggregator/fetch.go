@@ -29,6 +29,10 @@ const (
 	DefaultDialTimeout  = 10 * time.Second
 	DefaultMaxBody      = 10 << 20 // 10 MiB, decompressed
 	DefaultMaxRedirects = 5
+	// DefaultMaxIdleConnsPerHost is how many kept-alive connections the
+	// fetcher keeps per host, DefaultMaxIdleConns in all.
+	DefaultMaxIdleConnsPerHost = 64
+	DefaultMaxIdleConns        = 1024
 )
 
 // MaxCacheFor caps every delay a server can impose through Cache-Control,
@@ -171,10 +175,15 @@ func NewFetcher(opt FetchOptions) *Fetcher {
 		Control:   f.guard.control,
 	}
 	f.tr = &http.Transport{
-		DialContext:            dialer.DialContext,
-		ForceAttemptHTTP2:      true,
-		MaxIdleConns:           100,
-		MaxIdleConnsPerHost:    2,
+		DialContext:       dialer.DialContext,
+		ForceAttemptHTTP2: true,
+		// Keep-alive reuse: as many idle connections per host as the
+		// scheduler lets fetches of one host run at once (serve's
+		// --per-host, a few; a sensor network's gateway may be given
+		// more), so that concurrent fetches of a host reuse theirs
+		// instead of dialling anew.
+		MaxIdleConns:           DefaultMaxIdleConns,
+		MaxIdleConnsPerHost:    DefaultMaxIdleConnsPerHost,
 		IdleConnTimeout:        90 * time.Second,
 		TLSHandshakeTimeout:    opt.DialTimeout,
 		ExpectContinueTimeout:  time.Second,

@@ -75,7 +75,9 @@ func (s *Service) follow(ctx context.Context, f storage.Feed, resp *Response, pa
 		if n, err := s.opt.Store.CountItems(f.ID); err != nil || n == 0 {
 			return // a first fetch takes what the document holds
 		}
-		gap = !s.anyStored(f.ID, parsed.Items)
+		// Items cut before parsing as unchanged (Parsed.Unchanged) are
+		// stored ones: the document overlaps what is held, no gap.
+		gap = parsed.Unchanged == 0 && !s.anyStored(f.ID, parsed.Items)
 	}
 	if !gap {
 		return

@@ -2,10 +2,12 @@ package aggregator
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"mime"
 	"regexp"
@@ -63,6 +65,13 @@ type ParseOptions struct {
 	Now time.Time
 	// BaseURL resolves relative links: the URL the feed was fetched from.
 	BaseURL string
+	// Seen, when set, names item elements of an XML feed that need no
+	// parsing: those whose hash (see Parsed.ItemHashes) it reports. They
+	// are cut from the document before it is parsed and are neither in
+	// Items nor normalised (sanitised) again. The service passes the
+	// hashes of the items the feed's previous fetch stored: an item whose
+	// bytes did not change since needs nothing done.
+	Seen func(hash uint64) bool
 }
 
 // Parsed is a parsed, normalised feed.
@@ -104,6 +113,14 @@ type Parsed struct {
 	// 5005 rel="next" or rel="prev-archive"; JSON Feed next_url), an
 	// absolute http(s) URL, or "". See paging.go.
 	Older string
+	// ItemHashes are the hashes of the complete item elements of an XML
+	// feed (those Seen skipped included), in document order: the raw
+	// bytes of the element with the BaseURL and Extract rule it is
+	// normalised under, so that a change of either changes the hash.
+	// Hashes hold within one process only (they are not stored).
+	ItemHashes []uint64
+	// Unchanged counts the items Seen skipped.
+	Unchanged int
 }
 
 // Repairs counts what Parse replaced in one document.
@@ -221,6 +238,11 @@ func parseXML(body []byte, contentType string, opt ParseOptions) (*Parsed, error
 		body = append(body[:sc.cut:sc.cut], sc.closers...)
 		truncated = true
 	}
+	hashes := itemHashes(body, sc.items, opt)
+	unchanged := 0
+	if opt.Seen != nil {
+		body, unchanged = dropSeen(body, sc.items, hashes, opt.Seen)
+	}
 	var feed *gofeed.Feed
 	var rf *rss.Feed
 	var af *atom.Feed
@@ -228,7 +250,9 @@ func parseXML(body []byte, contentType string, opt ParseOptions) (*Parsed, error
 	case "rss", "rdf":
 		rf, err = (&rss.Parser{}).Parse(bytes.NewReader(body))
 		if err == nil {
-			feed, err = (&gofeed.DefaultRSSTranslator{}).Translate(rf)
+			// slogfeed keeps no item images: spare the translator its
+			// HTML parse of every description in search of one.
+			feed, err = (&gofeed.DefaultRSSTranslator{DisableContentImageScan: true}).Translate(rf)
 		}
 	case "feed":
 		af, err = (&atom.Parser{}).Parse(bytes.NewReader(body))
@@ -247,6 +271,7 @@ func parseXML(body []byte, contentType string, opt ParseOptions) (*Parsed, error
 	n.sfKeys = namespaceKeys(body)
 	p := n.feed(feed)
 	p.Truncated = p.Truncated || truncated
+	p.ItemHashes, p.Unchanged = hashes, unchanged
 	p.Hubs, p.Self = xmlHubs(rf, af, body, opt.BaseURL)
 	p.Repairs.utf8(bad, "read as Windows-1252")
 	p.Older = olderLink(xmlLinks(rf, af, body), opt.BaseURL)
@@ -485,6 +510,63 @@ type scanResult struct {
 	html    bool   // an HTML document
 	cut     int    // > 0: keep body[:cut] (MaxItems items) ...
 	closers []byte // ... followed by these end tags
+	items   []span // the complete item elements (before any cut)
+}
+
+// span is a byte range [start, end) of a document.
+type span struct{ start, end int }
+
+// hashSeed seeds Parsed.ItemHashes for the life of the process.
+var hashSeed = maphash.MakeSeed()
+
+// itemHashes hashes each item element of body with what it is normalised
+// under (see Parsed.ItemHashes).
+func itemHashes(body []byte, items []span, opt ParseOptions) []uint64 {
+	if len(items) == 0 {
+		return nil
+	}
+	var h maphash.Hash
+	h.SetSeed(hashSeed)
+	h.WriteString(opt.BaseURL)
+	h.WriteByte(0)
+	if opt.Extract != nil {
+		rule, _ := json.Marshal(opt.Extract)
+		h.Write(rule)
+	}
+	h.WriteByte(0)
+	prefix := h.Sum64()
+	out := make([]uint64, len(items))
+	for i, sp := range items {
+		h.Reset()
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], prefix)
+		h.Write(b[:])
+		h.Write(body[sp.start:sp.end])
+		out[i] = h.Sum64() | 1 // never 0
+	}
+	return out
+}
+
+// dropSeen returns body without the item elements whose hash seen
+// reports, and how many it dropped.
+func dropSeen(body []byte, items []span, hashes []uint64, seen func(uint64) bool) ([]byte, int) {
+	var out []byte
+	last, n := 0, 0
+	for i, sp := range items {
+		if !seen(hashes[i]) {
+			continue
+		}
+		if out == nil {
+			out = make([]byte, 0, len(body))
+		}
+		out = append(out, body[last:sp.start]...)
+		last = sp.end
+		n++
+	}
+	if n == 0 {
+		return body, 0
+	}
+	return append(out, body[last:]...), n
 }
 
 // scanXML tokenises the document once, with the same non-validating
@@ -502,6 +584,7 @@ func scanXML(body []byte, maxItems int) (scanResult, error) {
 	items, nodes := 0, 0
 	var itemOff int64        // where the current item starts
 	var itemStack []xml.Name // its ancestors
+	itemDepth := -1          // len(stack) outside the current item; -1 outside items
 	cut := func(off int64, ancestors []xml.Name) {
 		res.cut = int(off)
 		for i := len(ancestors) - 1; i >= 0; i-- {
@@ -541,6 +624,7 @@ func scanXML(body []byte, maxItems int) (scanResult, error) {
 					return res, nil
 				}
 				itemOff, itemStack = off, append(itemStack[:0], stack...)
+				itemDepth = len(stack)
 			}
 			if nodes += 1 + len(t.Attr); nodes > MaxNodes {
 				if items >= 2 {
@@ -556,6 +640,10 @@ func scanXML(body []byte, maxItems int) (scanResult, error) {
 		case xml.EndElement:
 			if len(stack) > 0 {
 				stack = stack[:len(stack)-1]
+			}
+			if len(stack) == itemDepth {
+				res.items = append(res.items, span{int(itemOff), int(d.InputOffset())})
+				itemDepth = -1
 			}
 			if len(stack) == 0 {
 				return res, nil // the root is closed: the parser stops here

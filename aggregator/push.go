@@ -241,7 +241,7 @@ func (s *Service) Ingest(ctx context.Context, id uint64, body []byte, header htt
 		prev = g.prevPoll
 		g.mu.Unlock()
 	}
-	obs, added, err := s.record(f, resp, parsed, prev, received, true)
+	obs, added, _, err := s.record(f, resp, parsed, prev, received, true)
 	if err != nil {
 		return 0, fmt.Errorf("push to feed %d: %w", id, err)
 	}

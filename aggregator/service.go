@@ -86,6 +86,40 @@ type feedGuard struct {
 	pushedUntil time.Time
 	fedAt       time.Time
 	took        time.Duration // how long the last fetch took, stored items included
+	// seen are the sorted item hashes (Parsed.ItemHashes) of the last
+	// document a poll stored: the next poll does not parse those again.
+	seen []uint64
+}
+
+// seenFunc returns ParseOptions.Seen for the feed's next poll (nil when
+// there is nothing to skip).
+func (g *feedGuard) seenFunc() func(uint64) bool {
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	seen := g.seen
+	g.mu.Unlock()
+	if len(seen) == 0 {
+		return nil
+	}
+	return func(h uint64) bool {
+		_, ok := slices.BinarySearch(seen, h)
+		return ok
+	}
+}
+
+// setSeen remembers the item hashes of a document whose poll is stored.
+func (g *feedGuard) setSeen(hashes []uint64) {
+	if g == nil {
+		return
+	}
+	seen := slices.Clone(hashes)
+	slices.Sort(seen)
+	seen = slices.Compact(seen)
+	g.mu.Lock()
+	g.seen = seen
+	g.mu.Unlock()
 }
 
 // Next implements schedule.Policy.
@@ -414,7 +448,7 @@ func (s *Service) FetchNow(ctx context.Context, id uint64) (storage.Observation,
 	if f.Kind != storage.KindRemote {
 		return storage.Observation{}, ErrNotRemote
 	}
-	o, _ := s.poll(ctx, f, time.Time{})
+	o, _, _ := s.poll(ctx, f, time.Time{})
 	return o, nil
 }
 
@@ -438,7 +472,7 @@ func (s *Service) fetch(ctx context.Context, id uint64) schedule.Observation {
 		g.mu.Unlock()
 		return schedule.Observation{At: now}
 	}
-	o, backoff := s.poll(ctx, f, prev)
+	o, backoff, f2 := s.poll(ctx, f, prev)
 	if ctx.Err() != nil && o.At.IsZero() {
 		return schedule.Observation{} // abandoned at shutdown: keep the turn
 	}
@@ -449,7 +483,7 @@ func (s *Service) fetch(ctx context.Context, id uint64) schedule.Observation {
 	if backoff > 0 {
 		g.override = o.At.Add(backoff)
 	}
-	if f2, err := s.opt.Store.Feed(id); err == nil {
+	if f2.ID == id {
 		g.sleep = f2.Sleep
 	}
 	g.mu.Unlock()
@@ -457,36 +491,42 @@ func (s *Service) fetch(ctx context.Context, id uint64) schedule.Observation {
 }
 
 // poll fetches, parses and stores one feed, records the observation and
-// updates the feed. It returns the observation and, after an error, the
-// backoff before the next try.
-func (s *Service) poll(ctx context.Context, f storage.Feed, prev time.Time) (storage.Observation, time.Duration) {
+// updates the feed. It returns the observation, after an error the
+// backoff before the next try, and the feed as updated (zero when the
+// update was not stored).
+func (s *Service) poll(ctx context.Context, f storage.Feed, prev time.Time) (storage.Observation, time.Duration, storage.Feed) {
 	start := s.opt.Clock.Now()
 	etag, lastModified := s.validators(f)
 	resp, err := s.opt.Fetcher.Fetch(ctx, Request{URL: f.URL, ETag: etag, LastModified: lastModified})
 	if err != nil {
 		if ctx.Err() != nil {
-			return storage.Observation{}, 0
+			return storage.Observation{}, 0, storage.Feed{}
 		}
 		return s.failed(f, start, err)
 	}
 	if resp.ReceivedAt.IsZero() {
 		resp.ReceivedAt = s.opt.Clock.Now()
 	}
+	g := s.guard(f.ID)
 	var parsed *Parsed
 	if !resp.NotModified {
 		parsed, err = s.parseBody(f, resp.Body, resp.ContentType, ParseOptions{
 			MaxItems: s.opt.MaxItems, Extract: f.Extract, Now: resp.ReceivedAt, BaseURL: resp.FinalURL,
+			Seen: g.seenFunc(),
 		})
 		if err != nil {
 			return s.failed(f, start, err)
 		}
 		s.follow(ctx, f, resp, parsed) // older pages, when the document shows a gap
 	}
-	obs, _, err := s.record(f, resp, parsed, prev, start, false)
+	obs, _, updated, err := s.record(f, resp, parsed, prev, start, false)
 	if err != nil {
 		return s.failed(f, start, err)
 	}
-	return obs, 0
+	if parsed != nil {
+		g.setSeen(parsed.ItemHashes)
+	}
+	return obs, 0, updated
 }
 
 // record stores what one document brought, for a poll (push false) and for
@@ -495,14 +535,15 @@ func (s *Service) poll(ctx context.Context, f storage.Feed, prev time.Time) (sto
 // is the fetch's response (a push's headers for Ingest) with ReceivedAt
 // set; parsed is nil when nothing changed. A push leaves the poll state
 // alone (poll count, validators, errors). It returns the observation and
-// the items added; the error is a storage failure that stored no item.
-func (s *Service) record(f storage.Feed, resp *Response, parsed *Parsed, prev, start time.Time, push bool) (storage.Observation, []storage.Item, error) {
+// the items added and the feed as updated; the error is a storage failure
+// that stored nothing.
+func (s *Service) record(f storage.Feed, resp *Response, parsed *Parsed, prev, start time.Time, push bool) (storage.Observation, []storage.Item, storage.Feed, error) {
 	obs := storage.Observation{At: resp.ReceivedAt, Status: resp.Status, Hints: resp.Hints}
 	if !f.IgnoreCache {
 		obs.Hints.CacheFor = max(obs.Hints.CacheFor, resp.CacheFor)
 	}
 	obs.MoreData = resp.More
-	var added []storage.Item
+	var items []storage.Item
 	if parsed != nil {
 		if parsed.Truncated {
 			obs.MoreData = true
@@ -513,43 +554,31 @@ func (s *Service) record(f storage.Feed, resp *Response, parsed *Parsed, prev, s
 		if !f.IgnoreCache && resp.CacheFor == 0 && !resp.Hints.HasPhase && parsed.TTL > obs.Hints.CacheFor {
 			obs.Hints.CacheFor = parsed.TTL
 		}
-		fresh := make([]storage.Item, 0, len(parsed.Items))
-		for _, it := range parsed.Items {
-			if _, err := s.opt.Store.Item(f.ID, it.ID); errors.Is(err, storage.ErrItemNotFound) {
-				fresh = append(fresh, it)
-			}
-		}
-		if len(fresh) > 0 {
-			timeOrder(fresh) // stored, and read by pipes, oldest first
-			obs.Published = PublishTimes(resp, fresh, prev)
-			for i := range fresh {
-				fresh[i].Fetched = obs.At
-			}
-			var err error
-			added, err = s.opt.Store.AddItems(f.ID, fresh)
-			if err != nil && len(added) == 0 {
-				return obs, nil, fmt.Errorf("store items: %w", err)
-			}
-			if err != nil {
-				s.log.Warn("some items were not stored", "feed", f.ID, "err", err)
-			}
+		items = parsed.Items
+		timeOrder(items) // stored, and read by pipes, oldest first
+		for i := range items {
+			items[i].Fetched = obs.At
 		}
 	}
-	obs.Hit = len(added) > 0
-	if !obs.Hit {
-		obs.Published = nil
-	}
-	for _, it := range added {
-		// Use latency counts from the subscription on: the backlog a new
-		// subscription finds was published before anyone asked.
-		if !it.Published.IsZero() && !it.Published.After(obs.At) && !it.Published.Before(f.Created) {
-			obs.LatencyS = append(obs.LatencyS, obs.At.Sub(it.Published).Seconds())
+	// The items, the observation and the feed's counters commit in one
+	// transaction (grouped with concurrent polls' by the store): a crash
+	// keeps all of them or none.
+	rec, err := s.opt.Store.RecordFetch(f.ID, items, obs, func(x *storage.Feed, o *storage.Observation, added []storage.Item) error {
+		o.Hit = len(added) > 0
+		o.Published, o.LatencyS = nil, nil
+		if o.Hit {
+			o.Published = PublishTimes(resp, added, prev)
 		}
-	}
-	updated, err := s.opt.Store.RecordPoll(f.ID, obs, func(x *storage.Feed) error {
+		for _, it := range added {
+			// Use latency counts from the subscription on: the backlog a
+			// new subscription finds was published before anyone asked.
+			if !it.Published.IsZero() && !it.Published.After(o.At) && !it.Published.Before(f.Created) {
+				o.LatencyS = append(o.LatencyS, o.At.Sub(it.Published).Seconds())
+			}
+		}
 		if !push {
 			x.Polls++
-			x.LastFetch = obs.At
+			x.LastFetch = o.At
 			x.LastError, x.ErrorCount, x.RetryAfter = "", 0, time.Time{}
 			x.ETag, x.LastModified = resp.ETag, resp.LastModified
 		}
@@ -566,13 +595,13 @@ func (s *Service) record(f storage.Feed, resp *Response, parsed *Parsed, prev, s
 			// The publisher's sleep plan, beside the user's own windows.
 			x.Sleep.SkipHours, x.Sleep.SkipDays = parsed.Sleep.SkipHours, parsed.Sleep.SkipDays
 		}
-		if obs.Hit {
+		if o.Hit {
 			if !push {
 				x.Hits++
 			}
-			x.LastHit = obs.At
+			x.LastHit = o.At
 			x.Items += int64(len(added))
-			for _, l := range obs.LatencyS {
+			for _, l := range o.LatencyS {
 				x.LatencySumS += l
 				x.LatencyCount++
 			}
@@ -580,11 +609,13 @@ func (s *Service) record(f storage.Feed, resp *Response, parsed *Parsed, prev, s
 		return nil
 	})
 	if err != nil {
-		s.log.Warn("cannot record poll", "feed", f.ID, "err", err)
+		return obs, nil, storage.Feed{}, fmt.Errorf("store fetch: %w", err)
 	}
-	if err == nil {
-		f = updated
+	if rec.ItemErr != nil {
+		s.log.Warn("some items were not stored", "feed", f.ID, "err", rec.ItemErr)
 	}
+	obs, added := rec.Observation, rec.Added
+	f = rec.Feed
 	if !push {
 		s.opt.Metrics.observe(obs, resp.NotModified)
 		s.log.Debug("fetched", "feed", f.ID, "status", resp.Status, "new", len(added), "took", s.opt.Clock.Now().Sub(start))
@@ -593,13 +624,13 @@ func (s *Service) record(f storage.Feed, resp *Response, parsed *Parsed, prev, s
 	if len(added) > 0 && s.opt.OnNewItems != nil {
 		s.opt.OnNewItems(f, added)
 	}
-	return obs, added, nil
+	return obs, added, f, nil
 }
 
 // failed records a fetch error on the feed and returns the observation (a
 // miss the policy does not learn from: the guard overrides it) and the
-// backoff.
-func (s *Service) failed(f storage.Feed, start time.Time, ferr error) (storage.Observation, time.Duration) {
+// backoff, and the feed as updated (zero when the update failed).
+func (s *Service) failed(f storage.Feed, start time.Time, ferr error) (storage.Observation, time.Duration, storage.Feed) {
 	now := s.opt.Clock.Now()
 	n := f.ErrorCount + 1
 	backoff := ErrorBackoffBase << min(n-1, 20)
@@ -612,7 +643,7 @@ func (s *Service) failed(f storage.Feed, start time.Time, ferr error) (storage.O
 	if he != nil {
 		obs.Status = he.Status
 	}
-	if _, err := s.opt.Store.RecordPoll(f.ID, obs, func(x *storage.Feed) error {
+	updated, err := s.opt.Store.RecordPoll(f.ID, obs, func(x *storage.Feed) error {
 		x.Polls++
 		x.LastFetch = now
 		x.LastError = ferr.Error()
@@ -620,12 +651,13 @@ func (s *Service) failed(f storage.Feed, start time.Time, ferr error) (storage.O
 		x.ErrorCount = n
 		x.RetryAfter = now.Add(backoff)
 		return nil
-	}); err != nil {
+	})
+	if err != nil {
 		s.log.Warn("cannot record fetch error", "feed", f.ID, "err", err)
 	}
 	s.opt.Metrics.failed()
 	s.log.Info("fetch failed", "feed", f.ID, "url", RedactURL(f.URL), "err", ferr, "errors_in_a_row", n, "retry_in", backoff)
-	return obs, backoff
+	return obs, backoff, updated
 }
 
 // RecentPolls returns the newest n observations of a feed, newest first.

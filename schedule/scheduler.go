@@ -643,6 +643,14 @@ func (s *Scheduler) Due(now time.Time) []Grant { return s.AppendDue(nil, now) }
 // and are considered again at the next call. Granted feeds are in flight
 // until Done or Cancel.
 func (s *Scheduler) AppendDue(dst []Grant, now time.Time) []Grant {
+	return s.AppendDueN(dst, now, 0)
+}
+
+// AppendDueN is AppendDue granting at most max feeds (max ≤ 0: no limit).
+// Feeds due beyond max stay due, in their place, and are granted by the
+// next calls: a caller that drains a large burst (a million feeds due at
+// once) in batches of max needs no memory for the whole burst.
+func (s *Scheduler) AppendDueN(dst []Grant, now time.Time, max int) []Grant {
 	n, ok := nanos(now)
 	if !ok {
 		return dst
@@ -652,8 +660,13 @@ func (s *Scheduler) AppendDue(dst []Grant, now time.Time) []Grant {
 	if n > s.last {
 		s.last = n
 	}
+	room := func() bool { return true }
+	if max > 0 {
+		limit := len(dst) + max
+		room = func() bool { return len(dst) < limit }
+	}
 	direct := !s.bucket.limited && s.cfg.PerHost == 0 && s.maxIn == 0 && s.nready == 0
-	for s.waiting.len() > 0 && s.waiting.keys[0] <= n {
+	for s.waiting.len() > 0 && s.waiting.keys[0] <= n && room() {
 		id := s.waiting.ids[0]
 		s.waiting.removeAt(s.pos, 0)
 		if direct {
@@ -662,7 +675,7 @@ func (s *Scheduler) AppendDue(dst []Grant, now time.Time) []Grant {
 		}
 		s.pushReady(id)
 	}
-	for s.nready > 0 {
+	for s.nready > 0 && room() {
 		if s.maxIn > 0 && s.inflight >= s.maxIn {
 			break
 		}

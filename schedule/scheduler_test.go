@@ -869,3 +869,41 @@ func TestSchedulerExpedite(t *testing.T) {
 		t.Error("expedited a feed in flight")
 	}
 }
+
+// TestSchedulerAppendDueN drains a burst of due feeds in bounded batches:
+// each call grants at most max, the rest stay due, and every feed is
+// granted once, at its own due time, whatever the budget.
+func TestSchedulerAppendDueN(t *testing.T) {
+	const n, max = 10, 4
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{{"unlimited", Config{}}, {"per-host", Config{PerHost: 100}}, {"workers", Config{Workers: 100}}} {
+		cfg := tc.cfg
+		t.Run(tc.name, func(t *testing.T) {
+			s := mustNew(t, cfg)
+			for id := range n {
+				p := &schPolicy{start: schAt(time.Duration(id) * time.Second), period: 24 * time.Hour}
+				mustAdd(t, s, id, Feed{Policy: p, Host: "h"}, schAt(-time.Hour))
+			}
+			seen := map[int]bool{}
+			var sizes []int
+			for {
+				gs := s.AppendDueN(nil, schAt(time.Minute), max)
+				if len(gs) == 0 {
+					break
+				}
+				sizes = append(sizes, len(gs))
+				for _, g := range gs {
+					if seen[g.ID] || !g.Due.Equal(schAt(time.Duration(g.ID)*time.Second)) {
+						t.Fatalf("grant %+v: again or at the wrong due time", g)
+					}
+					seen[g.ID] = true
+				}
+			}
+			if len(seen) != n || !equalInts(sizes, []int{4, 4, 2}) {
+				t.Fatalf("granted %d feeds in batches %v, want %d in [4 4 2]", len(seen), sizes, n)
+			}
+		})
+	}
+}

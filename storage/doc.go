@@ -11,6 +11,16 @@
 // anything is written, against the Max* limits, and refused with
 // ErrInvalid; see errors.go for the errors callers branch on.
 //
+// The hot writes (AddItems, RecordFetch, RecordPoll, AddObservation) are
+// group-committed (commit.go): writes that arrive while a commit is under
+// way share the next transaction and its fsync, up to MaxBatch of them. A
+// lone write commits at once, each write stays atomic on its own (one that
+// fails is rolled back alone), and none returns before its group is on
+// disk. RecordFetch stores a poll's items, observation and feed update in
+// one of them, so a crash keeps all or none. Items are validated and
+// encoded before the transaction, so that the single writer does little
+// besides writing.
+//
 // # Layout
 //
 // All integers are 8-byte big-endian, so keys sort numerically.

@@ -88,11 +88,17 @@ func (s *Store) updateFeedTx(tx *bolt.Tx, id uint64, fn func(*Feed) error) (Feed
 	if _, err := validateFeed(&nf); err != nil {
 		return Feed{}, err
 	}
-	if err := unindexFeed(tx, &old); err != nil {
-		return Feed{}, err
-	}
-	if err := indexFeed(tx, &nf); err != nil {
-		return Feed{}, err
+	// The index entry moves only when the key changes (a poll's update
+	// never changes it).
+	oi, ok := indexKey(&old)
+	ni, nk := indexKey(&nf)
+	if !bytes.Equal(oi, ni) || !bytes.Equal(ok, nk) {
+		if err := unindexFeed(tx, &old); err != nil {
+			return Feed{}, err
+		}
+		if err := indexFeed(tx, &nf); err != nil {
+			return Feed{}, err
+		}
 	}
 	if err := putFeed(tx, &nf); err != nil {
 		return Feed{}, err

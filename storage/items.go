@@ -73,11 +73,11 @@ type ItemQuery struct {
 // transaction: when it returns, what it added is durable.
 func (s *Store) AddItems(feedID uint64, items []Item) (added []Item, err error) {
 	now := s.now()
-	valid, index, errs := prepareItems(feedID, items, now)
+	valid, errs := prepareItems(feedID, items, now)
 	var res addResult
-	txErr := s.db.Update(func(tx *bolt.Tx) error {
+	txErr := s.update(func(tx *bolt.Tx) error {
 		var err error
-		res, err = s.addItemsTx(tx, feedID, valid, index, now)
+		res, err = s.addItemsTx(tx, feedID, valid, now)
 		return err
 	})
 	if txErr != nil {
@@ -87,27 +87,36 @@ func (s *Store) AddItems(feedID uint64, items []Item) (added []Item, err error) 
 	return res.added, errors.Join(append(errs, res.retErr)...)
 }
 
+// preparedItems are items made ready for addItemsTx by prepareItems.
+type preparedItems struct {
+	items []Item
+	index []int    // items[i] is the caller's items[index[i]]
+	raw   [][]byte // items[i] encoded (encodeItem), Seq to be set
+}
+
 // prepareItems sets the FeedID, Seq and (when zero) Fetched of copies of
-// items and validates them. It returns the valid ones, the index in items
-// of each (valid[i] is items[index[i]]) and one *ItemError per invalid
-// item.
-func prepareItems(feedID uint64, items []Item, now time.Time) (valid []Item, index []int, errs []error) {
-	valid = make([]Item, 0, len(items))
-	index = make([]int, 0, len(items))
+// items, validates and encodes them, outside the write transaction. It
+// returns the valid ones and one *ItemError per invalid item.
+func prepareItems(feedID uint64, items []Item, now time.Time) (valid preparedItems, errs []error) {
+	valid.items = make([]Item, 0, len(items))
+	valid.index = make([]int, 0, len(items))
+	valid.raw = make([][]byte, 0, len(items))
 	for i := range items {
 		it := items[i]
 		it.FeedID, it.Seq = feedID, 0
 		if it.Fetched.IsZero() {
 			it.Fetched = now
 		}
-		if err := validateItem(&it); err != nil {
+		raw, err := validItem(&it)
+		if err != nil {
 			errs = append(errs, &ItemError{Index: i, ID: shortID(it.ID), Err: err})
 			continue
 		}
-		valid = append(valid, it)
-		index = append(index, i)
+		valid.items = append(valid.items, it)
+		valid.index = append(valid.index, i)
+		valid.raw = append(valid.raw, raw)
 	}
-	return valid, index, errs
+	return valid, errs
 }
 
 // addResult is what addItemsTx did besides failing.
@@ -126,7 +135,8 @@ type addResult struct {
 // (index maps them back to the caller's positions, for ItemError). It
 // sets the Seq of the items of valid it inserts. An error means tx must
 // be rolled back.
-func (s *Store) addItemsTx(tx *bolt.Tx, feedID uint64, valid []Item, index []int, now time.Time) (addResult, error) {
+func (s *Store) addItemsTx(tx *bolt.Tx, feedID uint64, prep preparedItems, now time.Time) (addResult, error) {
+	valid, index := prep.items, prep.index
 	var res addResult
 	feed, err := getFeed(tx, feedID)
 	if err != nil {
@@ -167,7 +177,7 @@ func (s *Store) addItemsTx(tx *bolt.Tx, feedID uint64, valid []Item, index []int
 		if skip(it) {
 			continue
 		}
-		if err := insertItem(tx, fb, it); err != nil {
+		if err := insertItem(tx, fb, it, prep.raw[i]); err != nil {
 			return addResult{}, err
 		}
 		addedAt[it.ID] = len(res.added)
@@ -254,13 +264,19 @@ func sameFloatPtr(a, b *float64) bool {
 }
 
 // insertItem gives it the next Seq and writes it with its index entries.
-func insertItem(tx *bolt.Tx, fb *feedBuckets, it *Item) error {
+// raw is it as encodeItem encoded it, or nil to encode it here.
+func insertItem(tx *bolt.Tx, fb *feedBuckets, it *Item, raw []byte) error {
 	seq, err := nextItemSeq(tx)
 	if err != nil {
 		return err
 	}
 	it.Seq = seq
-	if err := putItemRecord(fb, it); err != nil {
+	if rec := withSeq(raw, seq); rec != nil {
+		err = fb.items.Put(u64(seq), rec)
+	} else {
+		err = putItemRecord(fb, it)
+	}
+	if err != nil {
 		return err
 	}
 	if err := fb.ids.Put([]byte(it.ID), u64(seq)); err != nil {

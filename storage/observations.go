@@ -2,6 +2,7 @@ package storage
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -16,7 +17,7 @@ func (s *Store) AddObservation(feedID uint64, o Observation) error {
 	if err != nil {
 		return err
 	}
-	err = s.db.Update(func(tx *bolt.Tx) error { return s.putObservation(tx, feedID, raw) })
+	err = s.update(func(tx *bolt.Tx) error { return s.putObservation(tx, feedID, raw) })
 	if err != nil {
 		return fmt.Errorf("storage: add observation to feed %d: %w", feedID, err)
 	}
@@ -32,7 +33,7 @@ func (s *Store) RecordPoll(feedID uint64, o Observation, fn func(*Feed) error) (
 		return Feed{}, err
 	}
 	var out Feed
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx) error {
 		if err := s.putObservation(tx, feedID, raw); err != nil {
 			return err
 		}
@@ -120,6 +121,67 @@ func (s *Store) Observations(feedID uint64, limit int) ([]Observation, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("storage: observations of feed %d: %w", feedID, err)
+	}
+	return out, nil
+}
+
+// Fetched is what RecordFetch stored.
+type Fetched struct {
+	// Feed is the feed after the update.
+	Feed Feed
+	// Added are the items stored as new, as AddItems returns them.
+	Added []Item
+	// Observation is the observation as stored.
+	Observation Observation
+	// ItemErr joins the refusals AddItems would return beside stored
+	// items (an *ItemError per refused item, a Reducer's error); the rest
+	// was stored.
+	ItemErr error
+}
+
+// RecordFetch stores what one fetch of feed feedID brought in one
+// transaction: its items (added and updated as by AddItems), its
+// observation and the feed's update, so that a crash keeps all of them or
+// none. Before the observation is encoded, fn completes it and updates the
+// feed (as in UpdateFeed) knowing the items added; fn may run more than
+// once (group commit, see Store) and must only assign. An error means
+// nothing was written: ErrFeedNotFound, fn's error, ErrInvalid for an
+// observation that cannot be stored, or a storage failure.
+func (s *Store) RecordFetch(feedID uint64, items []Item, o Observation, fn func(f *Feed, o *Observation, added []Item) error) (Fetched, error) {
+	now := s.now()
+	valid, errs := prepareItems(feedID, items, now)
+	var out Fetched
+	err := s.update(func(tx *bolt.Tx) error {
+		out = Fetched{}
+		var res addResult
+		if len(valid.items) > 0 {
+			var err error
+			if res, err = s.addItemsTx(tx, feedID, valid, now); err != nil {
+				return err
+			}
+		}
+		obs := o
+		var raw []byte
+		f, err := s.updateFeedTx(tx, feedID, func(f *Feed) error {
+			if err := fn(f, &obs, res.added); err != nil {
+				return err
+			}
+			var err error
+			raw, err = encodeObservation(feedID, obs)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if err := s.putObservation(tx, feedID, raw); err != nil {
+			return err
+		}
+		out = Fetched{Feed: f, Added: res.added, Observation: obs,
+			ItemErr: errors.Join(append(append(errs[:len(errs):len(errs)], res.updateErrs...), res.retErr)...)}
+		return nil
+	})
+	if err != nil {
+		return Fetched{}, fmt.Errorf("storage: record fetch of feed %d: %w", feedID, err)
 	}
 	return out, nil
 }

@@ -410,11 +410,11 @@ func (s *Store) CommitPipeRun(pipeID uint64, state json.RawMessage, out []Item, 
 		}
 		// Items are validated here, once the output feed's id (part of
 		// their encoding) is known.
-		valid, index, errs := prepareItems(p.FeedID, out, now)
+		valid, errs := prepareItems(p.FeedID, out, now)
 		if len(errs) > 0 {
 			return errors.Join(errs...)
 		}
-		res, err = s.addItemsTx(tx, p.FeedID, valid, index, now)
+		res, err = s.addItemsTx(tx, p.FeedID, valid, now)
 		if err != nil {
 			return err
 		}

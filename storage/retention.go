@@ -156,7 +156,7 @@ func (s *Store) retain(tx *bolt.Tx, feed Feed, fb *feedBuckets, now time.Time) (
 				return 0, err
 			}
 		}
-		if err := insertItem(tx, fb, d); err != nil {
+		if err := insertItem(tx, fb, d, nil); err != nil {
 			return 0, err
 		}
 	}

@@ -38,13 +38,17 @@ type Options struct {
 
 // Store is slogfeed's data file. It is safe for concurrent use: reads run
 // in parallel, writes are serialised by bbolt, and every method is one
-// transaction, durable when it returns (unless Options.NoSync).
+// transaction, durable when it returns (unless Options.NoSync). The hot
+// writes (AddItems, RecordPoll, RecordFetch, AddObservation) of concurrent
+// callers share one transaction and one fsync (group commit, commit.go);
+// each stays atomic on its own.
 type Store struct {
 	db      *bolt.DB
 	path    string
 	now     func() time.Time
 	maxObs  int
 	reducer atomic.Pointer[reducerBox]
+	commit  committer // group commit of the hot writes (commit.go)
 }
 
 type reducerBox struct{ r Reducer }
@@ -74,7 +78,13 @@ func open(path string, opt Options, migs []migration) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", path, err)
 	}
-	db, err := openBolt(path, &bolt.Options{Timeout: opt.LockTimeout, NoSync: opt.NoSync})
+	// The free-page list is not written at each commit (bbolt rebuilds
+	// it by a scan when the file is opened): a commit writes only the
+	// pages it changed, and the list, which grows with the file, is not
+	// rewritten by every group commit. The map form frees and allocates
+	// pages in constant time.
+	db, err := openBolt(path, &bolt.Options{Timeout: opt.LockTimeout, NoSync: opt.NoSync,
+		NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
 	switch {
 	case errors.Is(err, bolterrors.ErrTimeout):
 		return nil, fmt.Errorf("storage: data file %s is in use by another slogfeed process (waited %s): %w",
@@ -129,4 +139,18 @@ func (s *Store) currentReducer() Reducer {
 		return b.r
 	}
 	return nil
+}
+
+// Size returns how many bytes of the data file are in use (its pages up to
+// the highest one written; the file itself grows ahead of it in steps).
+func (s *Store) Size() (int64, error) {
+	var n int64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		n = tx.Size()
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("storage: size: %w", err)
+	}
+	return n, nil
 }

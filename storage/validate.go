@@ -1,9 +1,11 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"net/url"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -142,34 +144,66 @@ func validateSlug(s string) error {
 // Its size is measured with the largest possible Seq, so the record
 // written later, with the real Seq, is never larger.
 func validateItem(it *Item) error {
+	_, err := validItem(it)
+	return err
+}
+
+// validItem is validateItem returning the item encoded (encodeItem).
+func validItem(it *Item) ([]byte, error) {
 	switch {
 	case it.ID == "":
-		return invalidf("item without id")
+		return nil, invalidf("item without id")
 	case len(it.ID) > MaxIDLen:
-		return invalidf("id is %d bytes, more than %d", len(it.ID), MaxIDLen)
+		return nil, invalidf("id is %d bytes, more than %d", len(it.ID), MaxIDLen)
 	case !utf8.ValidString(it.ID):
-		return invalidf("id is not valid UTF-8")
+		return nil, invalidf("id is not valid UTF-8")
 	case len(it.Title) > MaxTitleLen:
-		return invalidf("title is %d bytes, more than %d", len(it.Title), MaxTitleLen)
+		return nil, invalidf("title is %d bytes, more than %d", len(it.Title), MaxTitleLen)
 	}
 	if r := it.Reading; r != nil {
 		if !finite(r.Value) {
-			return invalidf("reading value %v is not a finite number", r.Value)
+			return nil, invalidf("reading value %v is not a finite number", r.Value)
 		}
 		if r.Lat != nil && !finite(*r.Lat) || r.Lon != nil && !finite(*r.Lon) {
-			return invalidf("reading position is not finite")
+			return nil, invalidf("reading position is not finite")
 		}
 	}
+	return encodeItem(it)
+}
+
+// seqPlaceholder is the Seq an item is encoded with before it has one
+// (the largest, so that the size check holds for any Seq).
+var seqPlaceholder = []byte(`"seq":18446744073709551615`)
+
+// encodeItem encodes it with seqPlaceholder for its Seq, or fails with
+// ErrInvalid when it cannot be encoded or is larger than MaxItemSize.
+// withSeq turns the result into the record of the item with a given Seq.
+func encodeItem(it *Item) ([]byte, error) {
 	probe := *it
 	probe.Seq = math.MaxUint64
 	raw, err := json.Marshal(&probe)
 	if err != nil {
-		return invalidf("item cannot be encoded: %v", err)
+		return nil, invalidf("item cannot be encoded: %v", err)
 	}
 	if len(raw) > MaxItemSize {
-		return invalidf("item is %d bytes encoded, more than %d", len(raw), MaxItemSize)
+		return nil, invalidf("item is %d bytes encoded, more than %d", len(raw), MaxItemSize)
 	}
-	return nil
+	return raw, nil
+}
+
+// withSeq returns an encodeItem result with seq in place of the
+// placeholder, or nil when raw has none. The first match is the field:
+// inside a JSON string a quote is always escaped.
+func withSeq(raw []byte, seq uint64) []byte {
+	i := bytes.Index(raw, seqPlaceholder)
+	if i < 0 {
+		return nil
+	}
+	out := make([]byte, 0, len(raw))
+	out = append(out, raw[:i]...)
+	out = append(out, `"seq":`...)
+	out = strconv.AppendUint(out, seq, 10)
+	return append(out, raw[i+len(seqPlaceholder):]...)
 }
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }

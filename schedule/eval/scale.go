@@ -28,14 +28,24 @@ const (
 	// chunk and added in chunk order, so results do not depend on the
 	// number of cores.
 	scaleChunk = 64
+	// scaleGCEvery is how many feeds setup adds between two collections.
+	scaleGCEvery = 1 << 16
+)
+
+// The scale scenario's limits: a million feeds and their simulated day in
+// ScaleMaxWall on two cores, in ScaleMaxBytesPerFeed of the process's peak
+// resident memory per feed.
+const (
+	ScaleMaxWall         = 60 * time.Second
+	ScaleMaxBytesPerFeed = 1024
 )
 
 // Scale runs a million feeds (periods log-uniform 1 h–24 h, the DPT
 // publishing model with p_ss 0.95, p_fs 0.80 and Laplace jitter) for one
 // simulated day through the scheduler core with an unlimited budget, each
 // polled by the default policy, and reports the cost: wall time, heap bytes
-// per feed (scheduler, policy and publisher state), allocations during the
-// run, polls.
+// per feed (scheduler, policy and publisher state), the process's peak RSS
+// per feed, allocations during the run, polls.
 func Scale() Scenario {
 	return scaleScenario(func() schedule.Policy { return schedule.NewAuto() }, scaleFeeds)
 }
@@ -169,6 +179,13 @@ func runScale(ctx context.Context, opt Options, newPolicy func() schedule.Policy
 		if err := s.Add(i, schedule.Feed{Policy: p}, start); err != nil {
 			return nil, err
 		}
+		if (i+1)%scaleGCEvery == 0 {
+			// Setup leaves a little garbage per feed (the publisher
+			// stream's constructor returns a pointer): collect it as
+			// it comes, so that it is reused instead of growing the
+			// heap towards twice what is live.
+			runtime.GC()
+		}
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&m1)
@@ -235,7 +252,8 @@ func runScale(ctx context.Context, opt Options, newPolicy func() schedule.Policy
 			now = last
 		}
 		for {
-			grants = s.AppendDue(grants[:0], now)
+			// In batches: all million feeds are due at the start.
+			grants = s.AppendDueN(grants[:0], now, cap(grants))
 			if len(grants) == 0 {
 				break
 			}
@@ -271,6 +289,7 @@ func runScale(ctx context.Context, opt Options, newPolicy func() schedule.Policy
 	}
 	runtime.ReadMemStats(&m2)
 	wall := clock.Now().Sub(wall0)
+	rssPerFeed := float64(peakRSS()) / float64(n)
 
 	var hist latHist
 	for w := range workers {
@@ -306,23 +325,30 @@ func runScale(ctx context.Context, opt Options, newPolicy func() schedule.Policy
 		"setup_s":        round3(setup.Seconds()),
 		"allocs":         int64(m2.Mallocs - m1.Mallocs),
 		"bytes_per_feed": math.Round(bytesPerFeed),
+		"rss_per_feed":   math.Round(rssPerFeed),
 		"polls":          total.polls,
 		"unfetched":      unfetched,
 		"cores":          nw,
 	}
 	rep := &Report{
 		Scenario: "scale",
-		Columns:  []string{"feeds", "wall_s", "setup_s", "bytes_per_feed", "allocs", "polls"},
+		Columns:  []string{"feeds", "wall_s", "setup_s", "bytes_per_feed", "rss_per_feed", "allocs", "polls"},
 		Rows:     []Row{row},
 	}
 	rep.Notes = []string{
-		fmt.Sprintf("%d feeds, one simulated day, unlimited budget, %d cores; bytes_per_feed = heap after setup and GC / feeds (scheduler + policy + publisher)", n, nw),
+		fmt.Sprintf("%d feeds, one simulated day, unlimited budget, %d cores; bytes_per_feed = heap after setup and GC / feeds (scheduler + policy + publisher); rss_per_feed = the process's peak resident set / feeds", n, nw),
 		"median and p90 latency from a 1%-bin histogram; mean and std exact",
 	}
-	okWall, okMem := wall <= 60*time.Second, bytesPerFeed <= 1024
-	rep.Notes = append(rep.Notes, fmt.Sprintf("%s: wall %.1f s (limit 60 s)", okStr(okWall), wall.Seconds()),
-		fmt.Sprintf("%s: %.0f bytes per feed (limit 1024)", okStr(okMem), bytesPerFeed))
-	logf(opt, "scale: %d feeds, %d polls, %.1f s wall, %.0f B/feed", n, total.polls, wall.Seconds(), bytesPerFeed)
+	// The memory verdict is the process's peak RSS per feed (the heap
+	// where the RSS is not known): what a machine has to provide.
+	mem, memName := rssPerFeed, "peak RSS"
+	if mem == 0 {
+		mem, memName = bytesPerFeed, "heap"
+	}
+	okWall, okMem := wall <= ScaleMaxWall, mem <= ScaleMaxBytesPerFeed
+	rep.Notes = append(rep.Notes, fmt.Sprintf("%s: wall %.1f s (limit %.0f s)", okStr(okWall), wall.Seconds(), ScaleMaxWall.Seconds()),
+		fmt.Sprintf("%s: %.0f bytes per feed of %s (limit %d; heap %.0f)", okStr(okMem), mem, memName, ScaleMaxBytesPerFeed, bytesPerFeed))
+	logf(opt, "scale: %d feeds, %d polls, %.1f s wall, %.0f B/feed heap, %.0f B/feed peak RSS", n, total.polls, wall.Seconds(), bytesPerFeed, rssPerFeed)
 	runtime.KeepAlive(pcgs)
 	runtime.KeepAlive(rngs)
 	return rep, nil

@@ -1,0 +1,73 @@
+package aggregator
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestParseSeen: items whose hashes the previous parse reported are cut
+// before parsing; a changed item, a new one, another base URL or another
+// extraction rule make them count as new again.
+func TestParseSeen(t *testing.T) {
+	rss := func(items ...string) string {
+		var b strings.Builder
+		b.WriteString(`<?xml version="1.0"?><rss version="2.0"><channel><title>t</title><link>https://example.org/</link><ttl>7</ttl>`)
+		for _, it := range items {
+			fmt.Fprintf(&b, `<item><guid>%s</guid><title>%s</title><description>&lt;p&gt;%s&lt;/p&gt;</description></item>`, it, it, it)
+		}
+		b.WriteString(`</channel></rss>`)
+		return b.String()
+	}
+	atom := func(items ...string) string {
+		var b strings.Builder
+		b.WriteString(`<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom"><title>t</title><id>urn:x</id><updated>2026-01-01T00:00:00Z</updated>`)
+		for _, it := range items {
+			fmt.Fprintf(&b, `<entry><id>%s</id><title>%s</title><updated>2026-01-01T00:00:00Z</updated></entry>`, it, it)
+		}
+		b.WriteString(`</feed>`)
+		return b.String()
+	}
+	const base = "https://example.org/feed"
+	tests := []struct {
+		name      string
+		doc       func(...string) string
+		next      []string // the second document's items
+		base      string   // the second parse's BaseURL
+		wantItems []string
+		unchanged int
+	}{
+		{"rss: one new item", rss, []string{"d", "a", "b", "c"}, base, []string{"d"}, 3},
+		{"rss: nothing new", rss, []string{"a", "b", "c"}, base, nil, 3},
+		{"rss: a changed item", rss, []string{"a", "b2", "c"}, base, []string{"b2"}, 2},
+		{"rss: another base URL", rss, []string{"a", "b", "c"}, "https://example.org/other", []string{"a", "b", "c"}, 0},
+		{"atom: one new entry", atom, []string{"d", "a", "b", "c"}, base, []string{"d"}, 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			first, err := Parse([]byte(tc.doc("a", "b", "c")), "", ParseOptions{BaseURL: base})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(first.ItemHashes) != 3 || len(first.Items) != 3 || first.Unchanged != 0 {
+				t.Fatalf("first parse: %d hashes, %d items, %d unchanged", len(first.ItemHashes), len(first.Items), first.Unchanged)
+			}
+			seen := func(h uint64) bool { return slices.Contains(first.ItemHashes, h) }
+			p, err := Parse([]byte(tc.doc(tc.next...)), "", ParseOptions{BaseURL: tc.base, Seen: seen})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, it := range p.Items {
+				got = append(got, it.Title)
+			}
+			if !slices.Equal(got, tc.wantItems) || p.Unchanged != tc.unchanged || len(p.ItemHashes) != len(tc.next) {
+				t.Fatalf("items %q, unchanged %d, %d hashes; want %q, %d, %d", got, p.Unchanged, len(p.ItemHashes), tc.wantItems, tc.unchanged, len(tc.next))
+			}
+			if p.Title != "t" {
+				t.Fatalf("channel lost: title %q", p.Title)
+			}
+		})
+	}
+}

@@ -1,0 +1,133 @@
+package storage
+
+import (
+	"errors"
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// MaxBatch bounds how many writes one group commit carries.
+const MaxBatch = 256
+
+// Group commit. The hot writes (AddItems, RecordPoll, RecordFetch,
+// AddObservation) go through Store.update: a write that finds no commit
+// under way commits at once, alone; writes that arrive while a commit runs
+// wait and then commit together in one bbolt transaction, at most MaxBatch
+// of them: one fsync for the whole group. There is no timer, so a lone
+// writer pays no delay, and under load the groups grow by themselves as
+// long as a commit (its fsync) takes. Each write is still atomic on its
+// own and durable when update returns: when one write's function fails,
+// the group is rolled back, that write runs alone (and fails alone), and
+// the others are committed again without it.
+type committer struct {
+	mu      sync.Mutex
+	queue   []*commitReq
+	leading bool // a writer is committing a group
+}
+
+// commitReq is one write waiting in the group.
+type commitReq struct {
+	fn       func(*bolt.Tx) error
+	err      error
+	panicked any
+	// done receives false once the write is committed (or failed), or
+	// true when the write is to lead the next group itself.
+	done chan bool
+}
+
+// update runs fn in a write transaction, grouped with concurrent writes
+// (see committer), and returns fn's error or the commit's. fn may run
+// more than once (after a rollback caused by another write of its group):
+// it must not have effects outside tx besides assignments it repeats.
+// A panic in fn is rolled back and re-raised in the caller.
+func (s *Store) update(fn func(*bolt.Tx) error) error {
+	c := &s.commit
+	r := &commitReq{fn: fn, done: make(chan bool, 1)}
+	c.mu.Lock()
+	c.queue = append(c.queue, r)
+	lead := !c.leading
+	c.leading = true
+	c.mu.Unlock()
+	if !lead && !<-r.done {
+		return r.result()
+	}
+	// Lead: commit what is queued (r among it), then hand the lead to
+	// the first writer still waiting.
+	c.mu.Lock()
+	n := min(len(c.queue), MaxBatch)
+	group := c.queue[:n:n]
+	c.queue = c.queue[n:]
+	c.mu.Unlock()
+	s.commitGroup(group)
+	for _, q := range group {
+		if q != r {
+			q.done <- false
+		}
+	}
+	c.mu.Lock()
+	if len(c.queue) > 0 {
+		c.queue[0].done <- true
+	} else {
+		c.leading = false
+		c.queue = nil
+	}
+	c.mu.Unlock()
+	return r.result()
+}
+
+func (r *commitReq) result() error {
+	if r.panicked != nil {
+		panic(r.panicked)
+	}
+	return r.err
+}
+
+// commitGroup runs the group's functions in one transaction and sets each
+// request's result.
+func (s *Store) commitGroup(group []*commitReq) {
+	if len(group) == 1 {
+		s.commitAlone(group[0])
+		return
+	}
+	failed := -1
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		for i, q := range group {
+			if err := q.call(tx); err != nil {
+				failed = i
+				return err
+			}
+		}
+		return nil
+	})
+	if failed < 0 {
+		for _, q := range group {
+			q.err = err // nil, or the commit's own failure
+		}
+		return
+	}
+	// One write failed and rolled the group back: it runs alone, the
+	// rest again together.
+	s.commitAlone(group[failed])
+	s.commitGroup(append(group[:failed:failed], group[failed+1:]...))
+}
+
+func (s *Store) commitAlone(q *commitReq) {
+	q.panicked = nil
+	q.err = s.db.Update(q.call)
+}
+
+// call runs q's function, turning a panic into an error that rolls the
+// transaction back (update re-raises it in q's own goroutine).
+func (q *commitReq) call(tx *bolt.Tx) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			q.panicked = p
+			err = errPanicked
+		}
+	}()
+	return q.fn(tx)
+}
+
+// errPanicked rolls back a transaction whose function panicked.
+var errPanicked = errors.New("storage: write panicked")

@@ -1,0 +1,201 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// queued waits until n writes wait behind the committing one.
+func queued(s *Store, n int) {
+	for {
+		s.commit.mu.Lock()
+		k := len(s.commit.queue)
+		s.commit.mu.Unlock()
+		if k >= n {
+			return
+		}
+		runtime.Gosched()
+	}
+}
+
+// TestGroupCommit holds one write in its transaction while others queue,
+// then checks that the queued writes share one transaction, that a failing
+// write is rolled back alone, and that a panic reaches its own caller.
+func TestGroupCommit(t *testing.T) {
+	cases := []struct {
+		name   string
+		n      int
+		fail   int // index of the write that fails (-1: none)
+		panics bool
+	}{
+		{"all commit together", 8, -1, false},
+		{"one fails alone", 8, 3, false},
+		{"one panics alone", 8, 5, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openTest(t)
+			f := createRemote(t, s, "https://example.org/feed", Retention{})
+			release, entered := make(chan struct{}), make(chan struct{})
+			first := make(chan error, 1)
+			go func() {
+				first <- s.update(func(tx *bolt.Tx) error {
+					close(entered)
+					<-release
+					return nil
+				})
+			}()
+			<-entered // the first write leads and holds its transaction
+			boom := errors.New("boom")
+			var mu sync.Mutex
+			txOf := map[int][]int{} // write → transactions its function ran in
+			errs := make([]error, tc.n)
+			panics := make([]any, tc.n)
+			var wg sync.WaitGroup
+			for i := range tc.n {
+				wg.Go(func() {
+					defer func() { panics[i] = recover() }()
+					errs[i] = s.update(func(tx *bolt.Tx) error {
+						mu.Lock()
+						txOf[i] = append(txOf[i], tx.ID())
+						mu.Unlock()
+						if err := s.putObservation(tx, f.ID, []byte(fmt.Sprintf(`{"status":%d}`, i))); err != nil {
+							return err
+						}
+						if i == tc.fail {
+							if tc.panics {
+								panic("kaboom")
+							}
+							return boom
+						}
+						return nil
+					})
+				})
+			}
+			queued(s, tc.n)
+			close(release)
+			wg.Wait()
+			if err := <-first; err != nil {
+				t.Fatal(err)
+			}
+			var committed []int
+			for i := range tc.n {
+				switch {
+				case i == tc.fail && tc.panics:
+					if panics[i] != "kaboom" {
+						t.Errorf("write %d: panic %v, want kaboom", i, panics[i])
+					}
+				case i == tc.fail:
+					if !errors.Is(errs[i], boom) {
+						t.Errorf("write %d: %v, want boom", i, errs[i])
+					}
+				default:
+					if errs[i] != nil || panics[i] != nil {
+						t.Errorf("write %d: %v %v", i, errs[i], panics[i])
+					}
+					committed = append(committed, i)
+				}
+			}
+			// The writes that committed did so in one transaction.
+			last := map[int]bool{}
+			for _, i := range committed {
+				last[txOf[i][len(txOf[i])-1]] = true
+			}
+			if len(last) != 1 {
+				t.Errorf("committed writes ran in transactions %v, want one", txOf)
+			}
+			obs, err := s.Observations(f.ID, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int
+			for _, o := range obs {
+				got = append(got, o.Status)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, committed) {
+				t.Errorf("stored observations of writes %v, want %v", got, committed)
+			}
+		})
+	}
+}
+
+func TestRecordFetch(t *testing.T) {
+	s := openTest(t)
+	f := createRemote(t, s, "https://example.org/feed", Retention{})
+	items := []Item{{ID: "a", Title: "A", Published: t0}, {ID: "b", Title: "B", Published: t0}}
+	fn := func(x *Feed, o *Observation, added []Item) error {
+		x.Polls++
+		x.Items += int64(len(added))
+		o.Hit = len(added) > 0
+		return nil
+	}
+	rec, err := s.RecordFetch(f.ID, items, Observation{At: t0, Status: 200}, fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ids(rec.Added), []string{"a", "b"}) || rec.Feed.Polls != 1 || rec.Feed.Items != 2 || !rec.Observation.Hit || rec.ItemErr != nil {
+		t.Fatalf("first fetch: %+v", rec)
+	}
+	// The same items again: nothing added, the observation says so.
+	rec, err = s.RecordFetch(f.ID, items, Observation{At: t0.Add(1), Status: 200}, fn)
+	if err != nil || len(rec.Added) != 0 || rec.Observation.Hit || rec.Feed.Polls != 2 {
+		t.Fatalf("second fetch: %+v, %v", rec, err)
+	}
+	// A failing update stores neither the items nor the observation.
+	boom := errors.New("boom")
+	_, err = s.RecordFetch(f.ID, []Item{{ID: "c", Title: "C"}}, Observation{At: t0.Add(2)}, func(*Feed, *Observation, []Item) error { return boom })
+	if !errors.Is(err, boom) {
+		t.Fatalf("failing update: %v", err)
+	}
+	// An observation that cannot be stored undoes the items too.
+	_, err = s.RecordFetch(f.ID, []Item{{ID: "c", Title: "C"}}, Observation{At: t0.Add(3)}, func(_ *Feed, o *Observation, _ []Item) error {
+		o.Err = string(make([]byte, MaxObservationSize+1))
+		return nil
+	})
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("oversized observation: %v", err)
+	}
+	if _, err := s.Item(f.ID, "c"); !errors.Is(err, ErrItemNotFound) {
+		t.Fatalf("item of a failed record: %v", err)
+	}
+	if obs, _ := s.Observations(f.ID, 0); len(obs) != 2 {
+		t.Fatalf("%d observations, want 2", len(obs))
+	}
+	// An invalid item is refused alone.
+	rec, err = s.RecordFetch(f.ID, []Item{{ID: ""}, {ID: "d", Title: "D"}}, Observation{At: t0.Add(4)}, fn)
+	var ie *ItemError
+	if err != nil || !slices.Equal(ids(rec.Added), []string{"d"}) || !errors.As(rec.ItemErr, &ie) {
+		t.Fatalf("invalid item: %+v, %v", rec, err)
+	}
+	if _, err := s.RecordFetch(999, nil, Observation{At: t0}, fn); !errors.Is(err, ErrFeedNotFound) {
+		t.Fatalf("unknown feed: %v", err)
+	}
+}
+
+// TestWithSeq: a record encoded before its Seq was known, then given one,
+// equals the record encoded with it, whatever the item's strings hold.
+func TestWithSeq(t *testing.T) {
+	for _, id := range []string{"a", `"seq":18446744073709551615`, `x","seq":18446744073709551615,"y`} {
+		t.Run(id, func(t *testing.T) {
+			it := Item{FeedID: 7, ID: id, Title: `"seq":18446744073709551615`, Fetched: t0}
+			raw, err := encodeItem(&it)
+			if err != nil {
+				t.Fatal(err)
+			}
+			it.Seq = 42
+			want, _ := json.Marshal(&it)
+			if got := withSeq(raw, 42); !bytes.Equal(got, want) {
+				t.Fatalf("withSeq = %s\nwant %s", got, want)
+			}
+		})
+	}
+}
