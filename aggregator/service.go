@@ -523,7 +523,13 @@ func (s *Service) poll(ctx context.Context, f storage.Feed, prev time.Time) (sto
 	if err != nil {
 		return s.failed(f, start, err)
 	}
-	if parsed != nil {
+	switch {
+	case parsed == nil:
+	case len(parsed.Repairs.BadDates) > 0:
+		// Items whose dates needed repair are parsed again each fetch, so
+		// the feed's warning keeps naming them while the document has them.
+		g.setSeen(nil)
+	default:
 		g.setSeen(parsed.ItemHashes)
 	}
 	return obs, 0, updated
