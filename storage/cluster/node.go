@@ -175,31 +175,48 @@ func Start(ctx context.Context, js jetstream.JetStream, opt Options) (*Node, err
 		healthy:    true,
 		changed:    make(chan struct{}),
 	}
-	w, err := kv.WatchAll(ctx)
+	// The watcher outlives ctx, which only bounds the start.
+	lctx, cancel := context.WithCancel(context.Background())
+	w, err := kv.WatchAll(lctx)
 	if err != nil {
+		cancel()
 		return nil, fmt.Errorf("cluster: watch %s: %w", opt.Bucket, err)
 	}
-	for e := range w.Updates() {
-		if e == nil { // the initial values are in
-			break
-		}
-		n.apply(e)
-	}
-	if ctx.Err() != nil {
+	if err := n.load(ctx, w); err != nil {
 		w.Stop()
-		return nil, fmt.Errorf("cluster: load %s: %w", opt.Bucket, ctx.Err())
+		cancel()
+		return nil, err
 	}
 	if err := n.writeMember(ctx); err != nil {
 		w.Stop()
+		cancel()
 		return nil, err
 	}
-	lctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	n.wg.Add(2)
 	go n.watch(lctx, w)
 	go n.loop(lctx)
 	n.log.Info("cluster: joined", "instance", n.instance, "shards", opt.Shards, "lease_ttl", opt.Timing.TTL)
 	return n, nil
+}
+
+// load applies the watcher's initial values, up to the marker that ends
+// them.
+func (n *Node) load(ctx context.Context, w jetstream.KeyWatcher) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: load %s: %w", n.opt.Bucket, ctx.Err())
+		case e, ok := <-w.Updates():
+			if !ok {
+				return fmt.Errorf("cluster: load %s: watcher stopped", n.opt.Bucket)
+			}
+			if e == nil {
+				return nil
+			}
+			n.apply(e)
+		}
+	}
 }
 
 func openBucket(ctx context.Context, js jetstream.JetStream, opt Options) (jetstream.KeyValue, error) {
