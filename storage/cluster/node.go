@@ -12,6 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
+
+	sjs "github.com/slogfeed/slogfeed/storage/jetstream"
 )
 
 // DefaultBucket is the lease bucket's name.
@@ -220,39 +222,15 @@ func (n *Node) load(ctx context.Context, w jetstream.KeyWatcher) error {
 }
 
 func openBucket(ctx context.Context, js jetstream.JetStream, opt Options) (jetstream.KeyValue, error) {
-	kv, err := js.KeyValue(ctx, opt.Bucket)
-	if err == nil {
-		return kv, nil
-	}
-	if !errors.Is(err, jetstream.ErrBucketNotFound) {
-		return nil, fmt.Errorf("cluster: open bucket %s: %w", opt.Bucket, err)
-	}
-	cfg := jetstream.KeyValueConfig{
+	kv, err := sjs.KeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket:      opt.Bucket,
 		Description: "slogfeed cluster: shard leases and members",
 		History:     1,
 		Storage:     jetstream.FileStorage,
 		Replicas:    opt.Replicas,
-	}
-	if opt.Replicas == 0 {
-		cfg.Replicas = 3
-		kv, err = js.CreateKeyValue(ctx, cfg)
-		if err == nil || errors.Is(err, jetstream.ErrBucketExists) || ctx.Err() != nil {
-			return retryOpen(ctx, js, opt.Bucket, kv, err)
-		}
-		cfg.Replicas = 1 // a single server, or fewer than 3 in the cluster
-	}
-	kv, err = js.CreateKeyValue(ctx, cfg)
-	return retryOpen(ctx, js, opt.Bucket, kv, err)
-}
-
-// retryOpen opens the bucket another node created meanwhile.
-func retryOpen(ctx context.Context, js jetstream.JetStream, bucket string, kv jetstream.KeyValue, err error) (jetstream.KeyValue, error) {
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		kv, err = js.KeyValue(ctx, bucket)
-	}
+	})
 	if err != nil {
-		return nil, fmt.Errorf("cluster: create bucket %s: %w", bucket, err)
+		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	return kv, nil
 }
@@ -452,7 +430,7 @@ func (n *Node) written(err error) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	switch {
-	case err == nil || isConflict(err):
+	case err == nil || sjs.IsConflict(err):
 		if !n.healthy {
 			now := n.opt.Now()
 			for i := range n.leases {
@@ -487,7 +465,7 @@ func (n *Node) renew(ctx context.Context, st Step) bool {
 		n.setLease(st.Shard, rev, n.leaseValue(), false, sent)
 		n.renewed[st.Shard] = sent
 		n.mu.Unlock()
-	case isConflict(err):
+	case sjs.IsConflict(err):
 		n.opt.Metrics.renewal("conflict")
 		n.log.Warn("cluster: lease lost", "shard", st.Shard)
 		n.mu.Lock()
@@ -526,7 +504,7 @@ func (n *Node) claim(ctx context.Context, st Step) bool {
 		} else {
 			n.log.Debug("cluster: claimed", "shard", st.Shard)
 		}
-	case isConflict(err):
+	case sjs.IsConflict(err):
 		n.refresh(ctx, st.Shard)
 	}
 	return n.written(err)
@@ -551,7 +529,7 @@ func (n *Node) release(ctx context.Context, st Step) bool {
 			n.leases[st.Shard].Seen = n.opt.Now()
 		}
 		n.mu.Unlock()
-	case isConflict(err):
+	case sjs.IsConflict(err):
 		n.refresh(ctx, st.Shard)
 	}
 	return n.written(err)
@@ -601,7 +579,7 @@ func (n *Node) writeMember(ctx context.Context) error {
 		nrev, err = n.kv.Update(wctx, key, b, rev)
 	}
 	n.written(err)
-	if isConflict(err) {
+	if sjs.IsConflict(err) {
 		e, gerr := n.kv.Get(wctx, key)
 		if gerr == nil {
 			var other memberValue
@@ -630,15 +608,6 @@ func (n *Node) fail(err error) {
 	clear(n.renewed)
 	n.mu.Unlock()
 	n.evaluate()
-}
-
-func isConflict(err error) bool {
-	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		return true
-	}
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
 // ownedLocked lists the shards this process may act on at now. n.mu is
@@ -821,14 +790,14 @@ func (n *Node) Close(ctx context.Context) error {
 	n.evaluate()
 	var errs []error
 	for _, st := range mine {
-		if err := n.kv.Delete(ctx, shardKey(st.Shard), jetstream.LastRevision(st.Revision)); err != nil && !isConflict(err) {
+		if err := n.kv.Delete(ctx, shardKey(st.Shard), jetstream.LastRevision(st.Revision)); err != nil && !sjs.IsConflict(err) {
 			errs = append(errs, fmt.Errorf("shard %d: %w", st.Shard, err))
 		} else if err == nil {
 			n.opt.Metrics.release()
 		}
 	}
 	if memberRev != 0 {
-		if err := n.kv.Delete(ctx, nodePrefix+n.opt.Name, jetstream.LastRevision(memberRev)); err != nil && !isConflict(err) {
+		if err := n.kv.Delete(ctx, nodePrefix+n.opt.Name, jetstream.LastRevision(memberRev)); err != nil && !sjs.IsConflict(err) {
 			errs = append(errs, fmt.Errorf("member key: %w", err))
 		}
 	}

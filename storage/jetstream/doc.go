@@ -1,8 +1,9 @@
-// Package jetstream is slogfeed's NATS JetStream side: today the embedded
+// Package jetstream is slogfeed's NATS JetStream side: the embedded
 // JetStream server that `slogfeed serve --nats-embed` runs inside the
-// process (StartEmbedded); in the next stage also the storage backend that
-// keeps feeds, items, policy state and pipes in JetStream (see
-// docs/cluster.md).
+// process (StartEmbedded), and the first part of the storage backend that
+// keeps slogfeed's data in JetStream (Store). docs/cluster.md has the
+// design; the shared storage interface that lets callers use either
+// backend is the next stage.
 //
 // # Embedded server
 //
@@ -18,4 +19,29 @@
 // The sub-package jstest starts such servers in-process for tests: a
 // single server or a 3-server cluster on loopback ports, with stop and
 // restart of one server.
+//
+// # Store
+//
+//	stream SLOGFEED_ITEMS   slogfeed.items.<feed ID>   one subject per feed; Nats-Msg-Id
+//	                                                   <feed ID>/<hash of item ID>; MaxAge as
+//	                                                   the message TTL; MaxItems by purge-keep;
+//	                                                   MaxMsgsPerSubject the hard cap
+//	stream SLOGFEED_OBS     slogfeed.obs.<feed ID>     poll observations, the newest
+//	                                                   MaxObservations per feed
+//	KV slogfeed_defs        feed.<id>                  the feed record (definition, learned
+//	                                                   schedule state, validators, counters)
+//	                        seq.feed                   last feed ID
+//	KV slogfeed_index       url.<hash>, slug.<hash>    unique URLs and slugs → feed ID
+//
+// Streams and buckets get 3 replicas when the cluster can place them,
+// else 1 (KeyValue, Stream). Every record write is a compare-and-set:
+// UpdateFeed and RecordPoll re-read and re-apply on a conflict, so two
+// nodes writing one feed lose no update. AddItems stores an item of a feed
+// once within the duplicate window (10 minutes by default) whichever node
+// publishes it, including two publishing at the same moment.
+//
+// Not yet here: pipes and their durable consumers, plugin records,
+// sensors' readings path, item updates (a changed item with a known ID),
+// the known-ID check beyond the duplicate window, FeedVersion/ETags, and
+// the storage interface both backends implement.
 package jetstream
