@@ -312,3 +312,16 @@ func TestResumeSeen(t *testing.T) {
 		})
 	}
 }
+
+func TestEverythingOwnsAll(t *testing.T) {
+	for _, id := range []uint64{0, 1, 1 << 63} {
+		if !Everything.OwnsFeed(id) || !Everything.OwnsPipe(id) {
+			t.Fatalf("Everything does not own %d", id)
+		}
+	}
+	select {
+	case <-Everything.Changed():
+		t.Fatal("Everything's answers changed")
+	default:
+	}
+}
