@@ -233,6 +233,24 @@ func Decide(v View, t Timing) Plan {
 	return p
 }
 
+// Forgotten returns the members whose key this node has seen unchanged
+// for after (while its writes succeed): nodes gone long enough that their
+// member key is deleted, so they drop out of Status. Its own key is never
+// among them.
+func Forgotten(v View, after time.Duration) []Member {
+	if !v.Healthy {
+		return nil
+	}
+	var out []Member
+	for _, m := range v.Members {
+		if m.Name != v.Self && v.Now.Sub(m.Seen) >= after {
+			out = append(out, m)
+		}
+	}
+	slices.SortFunc(out, func(a, b Member) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
 // byPreference sorts shards by node's rendezvous score, highest first.
 func byPreference(node string, shards []int) {
 	slices.SortFunc(shards, func(a, b int) int {

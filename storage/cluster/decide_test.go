@@ -325,3 +325,21 @@ func TestEverythingOwnsAll(t *testing.T) {
 	default:
 	}
 }
+
+func TestForgotten(t *testing.T) {
+	now := t0.Add(2 * time.Hour)
+	v := View{Self: "me", Now: now, Healthy: true, Members: []Member{
+		{Name: "me", Seen: t0},
+		{Name: "gone", Seen: now.Add(-time.Hour)},
+		{Name: "b-gone-long", Seen: t0},
+		{Name: "recent", Seen: now.Add(-time.Hour + time.Second)},
+	}}
+	got := Forgotten(v, time.Hour)
+	if len(got) != 2 || got[0].Name != "b-gone-long" || got[1].Name != "gone" {
+		t.Fatalf("Forgotten = %+v", got)
+	}
+	v.Healthy = false
+	if got := Forgotten(v, time.Hour); got != nil {
+		t.Fatalf("Forgotten while writes fail = %+v", got)
+	}
+}

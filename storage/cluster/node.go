@@ -19,6 +19,9 @@ import (
 // DefaultBucket is the lease bucket's name.
 const DefaultBucket = "slogfeed_cluster"
 
+// DefaultForgetAfter is how long a departed node stays listed in Status.
+const DefaultForgetAfter = time.Hour
+
 // DefaultTick is how often a node re-decides when Options.Tick is zero.
 const DefaultTick = time.Second
 
@@ -38,6 +41,10 @@ type Options struct {
 	// Tick is how often the node re-decides; zero means DefaultTick, and
 	// it is at most Timing.Renew/2.
 	Tick time.Duration
+	// ForgetAfter is how long a member key may go unrenewed before any
+	// node deletes it (the node then drops out of Status); zero means
+	// DefaultForgetAfter. At least 2×TTL.
+	ForgetAfter time.Duration
 	// WriteTimeout bounds one KV write; zero means Timing.Renew/2.
 	WriteTimeout time.Duration
 	// Bucket is the lease bucket; empty means DefaultBucket.
@@ -83,6 +90,12 @@ func (o *Options) fill() error {
 	o.Tick = min(o.Tick, t.Renew/2)
 	if o.WriteTimeout == 0 {
 		o.WriteTimeout = t.Renew / 2
+	}
+	if o.ForgetAfter == 0 {
+		o.ForgetAfter = DefaultForgetAfter
+	}
+	if o.ForgetAfter < 2*t.TTL {
+		return fmt.Errorf("%w: forget-after %s below twice the lease TTL", ErrInvalid, o.ForgetAfter)
 	}
 	if o.Bucket == "" {
 		o.Bucket = DefaultBucket
@@ -379,7 +392,9 @@ func (n *Node) step(ctx context.Context) {
 		n.mu.Unlock()
 		return
 	}
-	plan := Decide(n.view(n.opt.Now()), n.opt.Timing)
+	v := n.view(n.opt.Now())
+	plan := Decide(v, n.opt.Timing)
+	forget := Forgotten(v, n.opt.ForgetAfter)
 	n.mu.Unlock()
 
 	ok := true
@@ -399,6 +414,12 @@ func (n *Node) step(ctx context.Context) {
 			break
 		}
 		ok = n.claim(ctx, st)
+	}
+	for _, m := range forget {
+		if !ok {
+			break
+		}
+		ok = n.forget(ctx, m)
 	}
 	if ok && n.opt.Now().Sub(n.memberSentAt()) >= n.opt.Timing.Renew {
 		if err := n.writeMember(ctx); err != nil {
@@ -531,6 +552,23 @@ func (n *Node) release(ctx context.Context, st Step) bool {
 		n.mu.Unlock()
 	case sjs.IsConflict(err):
 		n.refresh(ctx, st.Shard)
+	}
+	return n.written(err)
+}
+
+// forget deletes a long-departed member's key, if nobody wrote it since.
+func (n *Node) forget(ctx context.Context, m Member) bool {
+	wctx, cancel := context.WithTimeout(ctx, n.opt.WriteTimeout)
+	defer cancel()
+	err := n.kv.Delete(wctx, nodePrefix+m.Name, jetstream.LastRevision(m.Revision))
+	if err == nil {
+		n.log.Info("cluster: forgot departed node", "member", m.Name)
+		n.mu.Lock()
+		if cur, ok := n.members[m.Name]; ok && cur.Revision == m.Revision {
+			delete(n.members, m.Name)
+			delete(n.memberVals, m.Name)
+		}
+		n.mu.Unlock()
 	}
 	return n.written(err)
 }

@@ -401,6 +401,7 @@ func TestOptionsRefused(t *testing.T) {
 		{"renew above half the TTL", Options{Name: "a", Timing: Timing{TTL: 9 * time.Second, Renew: 5 * time.Second}}},
 		{"margin eats the TTL", Options{Name: "a", Timing: Timing{TTL: 9 * time.Second, Renew: 3 * time.Second, Margin: 6 * time.Second}}},
 		{"replicas", Options{Name: "a", Replicas: 7}},
+		{"forget before two TTLs", Options{Name: "a", ForgetAfter: 10 * time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -412,5 +413,40 @@ func TestOptionsRefused(t *testing.T) {
 	o := Options{Name: "a"}
 	if err := o.fill(); err != nil || o.Shards != DefaultShards || o.Timing != DefaultTiming || o.Tick != DefaultTick || o.Bucket != DefaultBucket {
 		t.Fatalf("defaults: %v %+v", err, o)
+	}
+}
+
+// TestNodeForgetsDepartedNode: with a short lease timing, a killed node's
+// shards move and, ForgetAfter later, its member key is deleted.
+func TestNodeForgetsDepartedNode(t *testing.T) {
+	c := jstest.NewServer(t)
+	short := func(o *Options) {
+		o.Timing = Timing{TTL: time.Second, Renew: 300 * time.Millisecond, Margin: 100 * time.Millisecond}
+		o.Tick = 100 * time.Millisecond
+		o.ForgetAfter = 2 * time.Second
+	}
+	a := startNode(t, c, "a", short)
+	b := startNode(t, c, "b", short)
+	waitFor(t, 10*time.Second, "even share", func() error { return even([]*testNode{a, b}) })
+	b.kill()
+	waitFor(t, 10*time.Second, "a owns everything and forgot b", func() error {
+		st := a.Status()
+		if len(a.Owned()) != testShards || len(st.Nodes) != 1 || st.Nodes[0].Name != "a" {
+			return fmt.Errorf("a owns %d, status nodes %+v", len(a.Owned()), st.Nodes)
+		}
+		return nil
+	})
+	js, err := jetstream.New(c.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	kv, err := js.KeyValue(ctx, DefaultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Get(ctx, "node.b"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("node.b after forgetting: %v", err)
 	}
 }
