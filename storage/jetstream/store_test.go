@@ -18,7 +18,7 @@ import (
 )
 
 // openStore opens a Store on its own connection to c, as one node would.
-func openStore(t *testing.T, c *jstest.Cluster) (*sjs.Store, jetstream.JetStream) {
+func openStore(t testing.TB, c *jstest.Cluster) (*sjs.Store, jetstream.JetStream) {
 	t.Helper()
 	js, err := jetstream.New(c.Connect(t))
 	if err != nil {
