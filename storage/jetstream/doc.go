@@ -40,6 +40,9 @@
 // once within the duplicate window (10 minutes by default) whichever node
 // publishes it, including two publishing at the same moment.
 //
+// Options.Metrics records JetStream publish latency and KV writes by bucket
+// and result (see Metrics).
+//
 // Not yet here: pipes and their durable consumers, plugin records,
 // sensors' readings path, item updates (a changed item with a known ID),
 // the known-ID check beyond the duplicate window, FeedVersion/ETags, and

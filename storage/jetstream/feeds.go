@@ -61,14 +61,14 @@ func (s *Store) CreateFeed(ctx context.Context, f *storage.Feed) error {
 		return err
 	}
 	ik := indexKeyOf(&nf)
-	if _, err := s.index.Create(ctx, ik, []byte(strconv.FormatUint(id, 10))); err != nil {
+	if _, err := s.index.Create(ctx, ik, []byte(strconv.FormatUint(id, 10))); s.opt.Metrics.kvWrite(IndexBucket, err) != nil {
 		if IsConflict(err) {
 			return fmt.Errorf("create feed %s: %w", describe(&nf), storage.ErrFeedExists)
 		}
 		return fmt.Errorf("create feed %s: %w", describe(&nf), err)
 	}
-	if _, err := s.defs.Create(ctx, feedKey(id), data); err != nil {
-		_ = s.index.Delete(ctx, ik)
+	if _, err := s.defs.Create(ctx, feedKey(id), data); s.opt.Metrics.kvWrite(DefsBucket, err) != nil {
+		_ = s.opt.Metrics.kvWrite(IndexBucket, s.index.Delete(ctx, ik))
 		return fmt.Errorf("create feed %s: %w", describe(&nf), err)
 	}
 	*f = nf
@@ -115,6 +115,7 @@ func (s *Store) nextFeedID(ctx context.Context) (uint64, error) {
 		} else {
 			_, err = s.defs.Update(ctx, feedSeqKey, next, rev)
 		}
+		s.opt.Metrics.kvWrite(DefsBucket, err)
 		if err == nil {
 			return last + 1, nil
 		}
@@ -198,7 +199,7 @@ func (s *Store) UpdateFeed(ctx context.Context, id uint64, fn func(*storage.Feed
 			return storage.Feed{}, err
 		}
 		_, err = s.defs.Update(ctx, feedKey(id), data, rev)
-		if err == nil {
+		if s.opt.Metrics.kvWrite(DefsBucket, err) == nil {
 			return nf, nil
 		}
 		if !IsConflict(err) {
@@ -215,14 +216,14 @@ func (s *Store) DeleteFeed(ctx context.Context, id uint64) error {
 	if err != nil {
 		return err
 	}
-	if err := s.defs.Delete(ctx, feedKey(id), jetstream.LastRevision(rev)); err != nil {
+	if err := s.opt.Metrics.kvWrite(DefsBucket, s.defs.Delete(ctx, feedKey(id), jetstream.LastRevision(rev))); err != nil {
 		if IsConflict(err) {
 			return fmt.Errorf("delete feed %d: %w", id, ErrStale)
 		}
 		return fmt.Errorf("delete feed %d: %w", id, err)
 	}
 	var errs []error
-	if err := s.index.Delete(ctx, indexKeyOf(&f)); err != nil {
+	if err := s.opt.Metrics.kvWrite(IndexBucket, s.index.Delete(ctx, indexKeyOf(&f))); err != nil {
 		errs = append(errs, err)
 	}
 	if err := s.items.Purge(ctx, jetstream.WithPurgeSubject(itemSubject(id))); err != nil {
@@ -253,9 +254,11 @@ func (s *Store) RecordPoll(ctx context.Context, feedID uint64, o storage.Observa
 		return storage.Feed{}, err
 	}
 	msgID := strconv.FormatUint(feedID, 10) + "/" + strconv.FormatInt(o.At.UnixNano(), 10)
+	start := time.Now()
 	if _, err := s.js.PublishMsg(ctx, &nats.Msg{Subject: obsSubjectOf(feedID), Data: data}, jetstream.WithMsgID(msgID)); err != nil {
 		return storage.Feed{}, fmt.Errorf("record poll of feed %d: %w", feedID, err)
 	}
+	s.opt.Metrics.published("observation", start)
 	if fn == nil {
 		return s.Feed(ctx, feedID)
 	}

@@ -48,6 +48,7 @@ func (s *Store) AddItems(ctx context.Context, feedID uint64, items []storage.Ite
 		ack  jetstream.PubAckFuture
 	}
 	var sent []pending
+	start := time.Now()
 	for i, it := range items {
 		it.FeedID, it.Seq = feedID, 0
 		if it.Fetched.IsZero() {
@@ -95,6 +96,9 @@ func (s *Store) AddItems(ctx context.Context, feedID uint64, items []storage.Ite
 			p.item.Seq = pa.Sequence
 			added = append(added, p.item)
 		}
+	}
+	if len(sent) > 0 {
+		s.opt.Metrics.published("items", start)
 	}
 	if ret.MaxItems > 0 && len(added) > 0 {
 		if err := s.ApplyRetention(ctx, feedID, ret); err != nil {

@@ -55,6 +55,8 @@ type Options struct {
 	MaxObservations int64
 	// Now stamps Created, Updated and Fetched; nil means time.Now.
 	Now func() time.Time
+	// Metrics, when set, records publish latencies and KV writes.
+	Metrics *Metrics
 }
 
 // Store keeps feeds, their items and their poll observations in

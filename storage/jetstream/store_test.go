@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/slogfeed/slogfeed/storage"
 	sjs "github.com/slogfeed/slogfeed/storage/jetstream"
@@ -302,5 +303,66 @@ func TestRecordPollStateMovesToNextOwner(t *testing.T) {
 	}
 	if _, err := a.RecordPoll(ctx, 999, obs, nil); !errors.Is(err, storage.ErrFeedNotFound) {
 		t.Fatalf("RecordPoll of a missing feed: %v", err)
+	}
+}
+
+// TestMetrics: one feed created, one poll recorded, one batch of items
+// stored: the KV writes and publishes are counted.
+func TestMetrics(t *testing.T) {
+	c := jstest.NewServer(t)
+	js, err := jetstream.New(c.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	reg := prometheus.NewRegistry()
+	st, err := sjs.Open(ctx, js, sjs.Options{Metrics: sjs.NewMetrics(reg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := storage.Feed{Kind: storage.KindRemote, URL: "http://127.0.0.1:1/m.xml"}
+	if err := st.CreateFeed(ctx, &f); err != nil {
+		t.Fatal(err)
+	}
+	dup := f
+	if err := st.CreateFeed(ctx, &dup); !errors.Is(err, storage.ErrFeedExists) {
+		t.Fatal(err)
+	}
+	if _, err := st.RecordPoll(ctx, f.ID, storage.Observation{At: time.Unix(1, 0)}, func(f *storage.Feed) error { f.Polls++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AddItems(ctx, f.ID, items("m", 2), storage.Retention{}); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			key := mf.GetName()
+			for _, l := range m.GetLabel() {
+				key += "," + l.GetValue()
+			}
+			if h := m.GetHistogram(); h != nil {
+				got[key] = float64(h.GetSampleCount())
+			} else {
+				got[key] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	want := map[string]float64{
+		// seq.feed twice (two creates), feed.1 once, then the poll's update
+		"slogfeed_jetstream_kv_writes_total," + sjs.DefsBucket + ",ok":        4,
+		"slogfeed_jetstream_kv_writes_total," + sjs.IndexBucket + ",ok":       1,
+		"slogfeed_jetstream_kv_writes_total," + sjs.IndexBucket + ",conflict": 1,
+		"slogfeed_jetstream_publish_seconds,items":                            1,
+		"slogfeed_jetstream_publish_seconds,observation":                      1,
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
 	}
 }
