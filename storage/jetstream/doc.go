@@ -37,14 +37,15 @@
 // else 1 (KeyValue, Stream). Every record write is a compare-and-set:
 // UpdateFeed and RecordPoll re-read and re-apply on a conflict, so two
 // nodes writing one feed lose no update. AddItems stores an item of a feed
-// once within the duplicate window (10 minutes by default) whichever node
-// publishes it, including two publishing at the same moment.
+// once whichever node publishes it: two nodes publishing at the same
+// moment are de-duplicated by the stream's message IDs (window 10 minutes
+// by default), and beyond the window each Store refuses IDs the feed
+// already has (known.go), read from the subject's message headers.
 //
 // Options.Metrics records JetStream publish latency and KV writes by bucket
 // and result (see Metrics).
 //
 // Not yet here: pipes and their durable consumers, plugin records,
 // sensors' readings path, item updates (a changed item with a known ID),
-// the known-ID check beyond the duplicate window, FeedVersion/ETags, and
-// the storage interface both backends implement.
+// FeedVersion/ETags, and the storage interface both backends implement.
 package jetstream

@@ -222,6 +222,7 @@ func (s *Store) DeleteFeed(ctx context.Context, id uint64) error {
 		}
 		return fmt.Errorf("delete feed %d: %w", id, err)
 	}
+	s.known.forget(id)
 	var errs []error
 	if err := s.opt.Metrics.kvWrite(IndexBucket, s.index.Delete(ctx, indexKeyOf(&f))); err != nil {
 		errs = append(errs, err)

@@ -27,19 +27,22 @@ func MsgID(feedID uint64, itemID string) string {
 
 // AddItems publishes items to feedID's subject and returns those stored,
 // with Seq set to their stream sequence (store-wide, increasing). An item
-// whose message ID the stream has seen within its duplicate window is
-// not stored again and not returned. ret.MaxAge becomes each message's
+// whose ID the feed already has (or had, before retention removed it) is
+// not published; one that another node publishes at the same moment is
+// dropped by the stream's message-ID de-duplication. Neither is returned. ret.MaxAge becomes each message's
 // TTL; ret.MaxItems is applied by purging the subject's oldest items after
 // the publish. Items without an ID or too large for one message are
 // refused with a *storage.ItemError wrapping storage.ErrInvalid while the
 // others are stored; the errors are joined.
 //
-// Unlike the bbolt store, an item republished after the duplicate window
-// is stored again: the owner's check of known item IDs (next stage)
-// guards that case.
+// Unlike the bbolt store, a changed item with a known ID is not merged
+// into the stored one (next stage); it is skipped.
 func (s *Store) AddItems(ctx context.Context, feedID uint64, items []storage.Item, ret storage.Retention) ([]storage.Item, error) {
 	now := s.opt.Now()
 	subject := itemSubject(feedID)
+	if err := s.syncKnown(ctx, feedID); err != nil {
+		return nil, err
+	}
 	var errs []error
 	type pending struct {
 		item storage.Item
@@ -63,7 +66,11 @@ func (s *Store) AddItems(ctx context.Context, feedID uint64, items []storage.Ite
 			errs = append(errs, &storage.ItemError{Index: i, ID: short(it.ID), Err: fmt.Errorf("%w: item of %d bytes (at most %d), %v", storage.ErrInvalid, len(data), s.maxData, err)})
 			continue
 		}
-		opts := []jetstream.PublishOpt{jetstream.WithMsgID(MsgID(feedID, it.ID))}
+		msgID := MsgID(feedID, it.ID)
+		if s.known.has(feedID, msgID) {
+			continue
+		}
+		opts := []jetstream.PublishOpt{jetstream.WithMsgID(msgID)}
 		if ret.MaxAge > 0 {
 			opts = append(opts, jetstream.WithMsgTTL(max(ret.MaxAge, time.Second)))
 		}
@@ -76,6 +83,7 @@ func (s *Store) AddItems(ctx context.Context, feedID uint64, items []storage.Ite
 		sent = append(sent, pending{it, msg, opts, ack})
 	}
 	var added []storage.Item
+	var stored []string
 	for _, p := range sent {
 		var pa *jetstream.PubAck
 		var err error
@@ -95,8 +103,10 @@ func (s *Store) AddItems(ctx context.Context, feedID uint64, items []storage.Ite
 		case !pa.Duplicate:
 			p.item.Seq = pa.Sequence
 			added = append(added, p.item)
+			stored = append(stored, MsgID(feedID, p.item.ID))
 		}
 	}
+	s.known.add(feedID, stored)
 	if len(sent) > 0 {
 		s.opt.Metrics.published("items", start)
 	}

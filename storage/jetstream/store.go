@@ -57,6 +57,9 @@ type Options struct {
 	Now func() time.Time
 	// Metrics, when set, records publish latencies and KV writes.
 	Metrics *Metrics
+	// KnownFeeds bounds how many feeds' item IDs are kept in memory;
+	// zero means DefaultKnownFeeds.
+	KnownFeeds int
 }
 
 // Store keeps feeds, their items and their poll observations in
@@ -75,6 +78,7 @@ type Store struct {
 	index   jetstream.KeyValue
 	opt     Options
 	maxData int
+	known   *known
 }
 
 // Open opens the store's streams and buckets on js, creating them when
@@ -92,10 +96,13 @@ func Open(ctx context.Context, js jetstream.JetStream, opt Options) (*Store, err
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	if opt.DuplicateWindow < 0 || opt.MaxItemsPerFeed < 0 || opt.MaxObservations < 0 || opt.Replicas < 0 || opt.Replicas > 5 {
+	if opt.KnownFeeds == 0 {
+		opt.KnownFeeds = DefaultKnownFeeds
+	}
+	if opt.KnownFeeds < 0 || opt.DuplicateWindow < 0 || opt.MaxItemsPerFeed < 0 || opt.MaxObservations < 0 || opt.Replicas < 0 || opt.Replicas > 5 {
 		return nil, fmt.Errorf("jetstream store: %w: options %+v", storage.ErrInvalid, opt)
 	}
-	s := &Store{js: js, opt: opt, maxData: int(js.Conn().MaxPayload()) - 4096}
+	s := &Store{js: js, opt: opt, maxData: int(js.Conn().MaxPayload()) - 4096, known: newKnown(opt.KnownFeeds)}
 	var err error
 	if s.items, err = Stream(ctx, js, jetstream.StreamConfig{
 		Name:              ItemsStream,

@@ -366,3 +366,86 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 }
+
+// publishes is how many AddItems calls of this registry's store published
+// anything.
+func publishes(t *testing.T, reg *prometheus.Registry) uint64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "slogfeed_jetstream_publish_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() == "items" {
+				return m.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	return 0
+}
+
+// TestKnownItemsAreNotPublished: a node that takes a feed over reads the
+// item IDs the feed has and publishes none of them again, so they stay
+// stored once after the stream's duplicate window too; items another node
+// adds later are picked up, and items retention removed do not come back.
+func TestKnownItemsAreNotPublished(t *testing.T) {
+	c := jstest.NewServer(t)
+	a, _ := openStore(t, c)
+	js, err := jetstream.New(c.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	reg := prometheus.NewRegistry()
+	b, err := sjs.Open(ctx, js, sjs.Options{Metrics: sjs.NewMetrics(reg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.AddItems(ctx, 4, items("k", 3), storage.Retention{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.AddItems(ctx, 4, items("k", 3), storage.Retention{}); err != nil || len(got) != 0 {
+		t.Fatalf("the next owner re-added %q, %v", ids(got), err)
+	}
+	if n := publishes(t, reg); n != 0 {
+		t.Fatalf("the next owner published %d times for known items", n)
+	}
+	// a adds two more; b learns them from the stream, not from memory.
+	if _, err := a.AddItems(ctx, 4, items("k", 5), storage.Retention{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.AddItems(ctx, 4, items("k", 6), storage.Retention{}); err != nil || ids(got) != "k-5" {
+		t.Fatalf("b added %q, %v; want k-5", ids(got), err)
+	}
+	if n := publishes(t, reg); n != 1 {
+		t.Fatalf("b published %d times, want 1", n)
+	}
+	// Retention drops the oldest; they do not come back as new.
+	if _, err := b.AddItems(ctx, 4, items("k", 7), storage.Retention{MaxItems: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.AddItems(ctx, 4, items("k", 7), storage.Retention{MaxItems: 2}); err != nil || len(got) != 0 {
+		t.Fatalf("items beyond retention came back: %q, %v", ids(got), err)
+	}
+	if n, err := b.CountItems(ctx, 4); err != nil || n != 2 {
+		t.Fatalf("CountItems = %d, %v; want 2", n, err)
+	}
+	// A deleted feed forgets its items.
+	f := storage.Feed{Kind: storage.KindSensor, Slug: "k"}
+	if err := b.CreateFeed(ctx, &f); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.AddItems(ctx, f.ID, items("z", 2), storage.Retention{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.DeleteFeed(ctx, f.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.CountItems(ctx, f.ID); err != nil || n != 0 {
+		t.Fatalf("deleted feed has %d items, %v", n, err)
+	}
+}
