@@ -32,6 +32,7 @@
 //	                                                   schedule state, validators, counters)
 //	                        seq.feed                   last feed ID
 //	KV slogfeed_index       url.<hash>, slug.<hash>    unique URLs and slugs → feed ID
+//	consumer slogfeed_pipe_<id> on SLOGFEED_ITEMS     a pipe's inputs (pipes.go)
 //
 // Streams and buckets get 3 replicas when the cluster can place them,
 // else 1 (KeyValue, Stream). Every record write is a compare-and-set:
@@ -45,7 +46,7 @@
 // Options.Metrics records JetStream publish latency and KV writes by bucket
 // and result (see Metrics).
 //
-// Not yet here: pipes and their durable consumers, plugin records,
+// Not yet here: pipe records and runner state, plugin records,
 // sensors' readings path, item updates (a changed item with a known ID),
 // FeedVersion/ETags, and the storage interface both backends implement.
 package jetstream

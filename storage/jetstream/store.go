@@ -60,6 +60,9 @@ type Options struct {
 	// KnownFeeds bounds how many feeds' item IDs are kept in memory;
 	// zero means DefaultKnownFeeds.
 	KnownFeeds int
+	// PipeAckWait is how long a pipe's fetched inputs stay with their node;
+	// zero means DefaultPipeAckWait.
+	PipeAckWait time.Duration
 }
 
 // Store keeps feeds, their items and their poll observations in
@@ -96,10 +99,13 @@ func Open(ctx context.Context, js jetstream.JetStream, opt Options) (*Store, err
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
+	if opt.PipeAckWait == 0 {
+		opt.PipeAckWait = DefaultPipeAckWait
+	}
 	if opt.KnownFeeds == 0 {
 		opt.KnownFeeds = DefaultKnownFeeds
 	}
-	if opt.KnownFeeds < 0 || opt.DuplicateWindow < 0 || opt.MaxItemsPerFeed < 0 || opt.MaxObservations < 0 || opt.Replicas < 0 || opt.Replicas > 5 {
+	if opt.KnownFeeds < 0 || opt.PipeAckWait < 0 || opt.DuplicateWindow < 0 || opt.MaxItemsPerFeed < 0 || opt.MaxObservations < 0 || opt.Replicas < 0 || opt.Replicas > 5 {
 		return nil, fmt.Errorf("jetstream store: %w: options %+v", storage.ErrInvalid, opt)
 	}
 	s := &Store{js: js, opt: opt, maxData: int(js.Conn().MaxPayload()) - 4096, known: newKnown(opt.KnownFeeds)}

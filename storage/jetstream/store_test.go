@@ -449,3 +449,97 @@ func TestKnownItemsAreNotPublished(t *testing.T) {
 		t.Fatalf("deleted feed has %d items, %v", n, err)
 	}
 }
+
+// outputsOf is a deterministic pipe run: one output per input.
+func outputsOf(in []storage.Item) []storage.Item {
+	out := make([]storage.Item, len(in))
+	for i, it := range in {
+		out[i] = storage.Item{ID: "out-" + it.ID, Title: "from " + it.ID}
+	}
+	return out
+}
+
+// TestPipeResumesOnAnotherNode: a pipe reads its inputs through a durable
+// consumer. Node a commits one batch, then fetches and stores the outputs
+// of a second batch but dies before acknowledging it; node b gets that
+// batch again once a's hold lapses, and its rerun emits nothing twice.
+func TestPipeResumesOnAnotherNode(t *testing.T) {
+	c := jstest.NewCluster(t, 3)
+	open := func() *sjs.Store {
+		js, err := jetstream.New(c.Connect(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := sjs.Open(testCtx(t), js, sjs.Options{PipeAckWait: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	a, b := open(), open()
+	ctx := testCtx(t)
+	const pipe, in1, in2, out = 9, 1, 2, 100
+	if _, err := a.AddItems(ctx, in1, items("x", 3), storage.Retention{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.AddItems(ctx, in2, items("y", 2), storage.Retention{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.AddItems(ctx, 3, items("other", 2), storage.Retention{}); err != nil { // not an input
+		t.Fatal(err)
+	}
+	if err := a.PipeInputs(ctx, pipe, []uint64{in1, in2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.PipeInputs(ctx, pipe, nil); !errors.Is(err, storage.ErrInvalid) {
+		t.Fatalf("pipe without inputs: %v", err)
+	}
+	first, err := a.NextPipeBatch(ctx, pipe, 2)
+	if err != nil || ids(first.Items) != "x-0,x-1" {
+		t.Fatalf("first batch %q, %v", ids(first.Items), err)
+	}
+	if _, err := a.CommitPipeBatch(ctx, first, out, outputsOf(first.Items), storage.Retention{}); err != nil {
+		t.Fatal(err)
+	}
+	second, err := a.NextPipeBatch(ctx, pipe, 10)
+	if err != nil || ids(second.Items) != "x-2,y-0,y-1" {
+		t.Fatalf("second batch %q, %v", ids(second.Items), err)
+	}
+	// a stores the outputs and dies before acknowledging.
+	if _, err := a.AddItems(ctx, out, outputsOf(second.Items), storage.Retention{}); err != nil {
+		t.Fatal(err)
+	}
+	var again *sjs.PipeBatch
+	died := time.Now()
+	deadline := died.Add(15 * time.Second)
+	for {
+		if again, err = b.NextPipeBatch(ctx, pipe, 10); err != nil {
+			t.Fatal(err)
+		}
+		if len(again.Items) > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if ids(again.Items) != "x-2,y-0,y-1" {
+		t.Fatalf("b got %q, want the unacknowledged x-2,y-0,y-1", ids(again.Items))
+	}
+	t.Logf("b got the unacknowledged batch %s after a died", time.Since(died).Round(time.Millisecond))
+	added, err := b.CommitPipeBatch(ctx, again, out, outputsOf(again.Items), storage.Retention{})
+	if err != nil || len(added) != 0 {
+		t.Fatalf("the rerun emitted %q again, %v", ids(added), err)
+	}
+	if rest, err := b.NextPipeBatch(ctx, pipe, 10); err != nil || len(rest.Items) != 0 {
+		t.Fatalf("inputs left after commit: %q, %v", ids(rest.Items), err)
+	}
+	got, err := b.Items(ctx, out, 0, 100)
+	if err != nil || ids(got) != "out-x-0,out-x-1,out-x-2,out-y-0,out-y-1" {
+		t.Fatalf("pipe output %q, %v", ids(got), err)
+	}
+	if err := b.DeletePipeInputs(ctx, pipe); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.NextPipeBatch(ctx, pipe, 1); err == nil {
+		t.Fatal("batch from a deleted pipe consumer")
+	}
+}
