@@ -27,7 +27,7 @@ type testNode struct {
 	reg *prometheus.Registry
 }
 
-func startNode(t *testing.T, c *jstest.Cluster, name string, mod func(*Options)) *testNode {
+func startNode(t testing.TB, c *jstest.Cluster, name string, mod func(*Options)) *testNode {
 	t.Helper()
 	nc := c.Connect(t)
 	js, err := jetstream.New(nc)
@@ -99,7 +99,7 @@ func even(nodes []*testNode) error {
 	return nil
 }
 
-func waitFor(t *testing.T, d time.Duration, what string, cond func() error) time.Duration {
+func waitFor(t testing.TB, d time.Duration, what string, cond func() error) time.Duration {
 	t.Helper()
 	start := time.Now()
 	for {
