@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -448,5 +449,52 @@ func TestNodeForgetsDepartedNode(t *testing.T) {
 	}
 	if _, err := kv.Get(ctx, "node.b"); !errors.Is(err, jetstream.ErrKeyNotFound) {
 		t.Fatalf("node.b after forgetting: %v", err)
+	}
+}
+
+// TestStatusJSON pins the field names GET /api/v1/cluster will serve
+// (the web layer adds each node's feed count).
+func TestStatusJSON(t *testing.T) {
+	c := jstest.NewServer(t)
+	a := startNode(t, c, "a", nil)
+	waitFor(t, 5*time.Second, "a owns everything", func() error {
+		if n := len(a.Owned()); n != testShards {
+			return fmt.Errorf("a owns %d", n)
+		}
+		return nil
+	})
+	raw, err := json.Marshal(a.Status())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Nodes []map[string]any `json:"nodes"`
+	}
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	var top map[string]any
+	if err := json.Unmarshal(raw, &top); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]float64{"shards": testShards, "unowned": 0, "lease_ttl_s": 9} {
+		if top[k] != want {
+			t.Errorf("%s = %v, want %v (%s)", k, top[k], want, raw)
+		}
+	}
+	if len(got.Nodes) != 1 {
+		t.Fatalf("nodes = %s", raw)
+	}
+	n := got.Nodes[0]
+	if n["name"] != "a" || n["addr"] != "a:8080" || n["shards"] != float64(testShards) || n["live"] != true {
+		t.Errorf("node = %v", n)
+	}
+	if ids, _ := n["shard_ids"].([]any); len(ids) != testShards {
+		t.Errorf("shard_ids = %v", n["shard_ids"])
+	}
+	if ts, _ := n["last_seen"].(string); ts == "" {
+		t.Errorf("last_seen = %v", n["last_seen"])
+	} else if _, err := time.Parse(time.RFC3339Nano, ts); err != nil {
+		t.Errorf("last_seen %q: %v", ts, err)
 	}
 }
