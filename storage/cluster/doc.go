@@ -33,10 +33,9 @@
 //     members (members whose key was written within TTL); a stable cluster
 //     inside that range writes nothing but renewals.
 //
-// A node writes its renewals one after another (about 2 ms each on
-// loopback R3): the default 64 shards cost a node at most 64 writes per
-// renewal period; clusters of hundreds of shards per node would want
-// renewals written concurrently, which Node does not do yet.
+// A node writes its due renewals concurrently, 16 at a time, so a write
+// that hangs while the bucket has no leader costs one WriteTimeout, not
+// one per lease. Claims and releases go one at a time.
 //
 // Node names must be unique: the member key is written at its last
 // revision, and a second process with the same name makes one of them

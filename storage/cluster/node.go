@@ -397,12 +397,7 @@ func (n *Node) step(ctx context.Context) {
 	forget := Forgotten(v, n.opt.ForgetAfter)
 	n.mu.Unlock()
 
-	ok := true
-	for _, st := range plan.Renew {
-		if ok = n.renew(ctx, st); !ok {
-			break
-		}
-	}
+	ok := n.renewAll(ctx, plan.Renew)
 	for _, st := range plan.Release {
 		if !ok {
 			break
@@ -431,6 +426,36 @@ func (n *Node) step(ctx context.Context) {
 		}
 	}
 	n.evaluate()
+}
+
+// renewConcurrency bounds the renewals a node has in flight at once.
+const renewConcurrency = 16
+
+// renewAll renews the leases concurrently (a node may hold hundreds) and
+// reports whether every write reached the bucket.
+func (n *Node) renewAll(ctx context.Context, steps []Step) bool {
+	if len(steps) == 0 {
+		return true
+	}
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		failed bool
+	)
+	sem := make(chan struct{}, renewConcurrency)
+	for _, st := range steps {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if !n.renew(ctx, st) {
+				mu.Lock()
+				failed = true
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return !failed
 }
 
 func (n *Node) memberSentAt() time.Time {

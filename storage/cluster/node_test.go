@@ -498,3 +498,71 @@ func TestStatusJSON(t *testing.T) {
 		t.Errorf("last_seen %q: %v", ts, err)
 	}
 }
+
+// TestNodesRideOutQuorumLoss stops two of the three JetStream servers, so
+// the lease bucket has no leader and every lease write fails, for longer
+// than a lease TTL; when the servers are back, every node renews the
+// leases it had and no shard changes hands.
+func TestNodesRideOutQuorumLoss(t *testing.T) {
+	c := jstest.NewCluster(t, 3)
+	var nodes []*testNode
+	for i := range 3 {
+		nodes = append(nodes, startNode(t, c, "n"+strconv.Itoa(i+1), nil))
+	}
+	waitFor(t, 30*time.Second, "even share", func() error { return even(nodes) })
+	before := make([][]int, 3)
+	moves := make([]float64, 3)
+	for i, n := range nodes {
+		before[i] = n.Owned()
+		moves[i] = n.counter("claims", "takeover") + n.counter("claims", "free") + n.counter("releases")
+	}
+	c.Stop(1)
+	c.Stop(2)
+	stopped := time.Now()
+	waitFor(t, 20*time.Second, "every node sees its writes fail", func() error {
+		for _, n := range nodes {
+			if n.Healthy() {
+				return fmt.Errorf("%s still healthy", n.Name())
+			}
+		}
+		return nil
+	})
+	// Hold the outage past a TTL: the holders stop acting on their shards.
+	waitFor(t, 20*time.Second, "leases lapse while the bucket has no leader", func() error {
+		if time.Since(stopped) < DefaultTiming.TTL {
+			return errors.New("not a TTL yet")
+		}
+		for _, n := range nodes {
+			if o := n.Owned(); len(o) != 0 {
+				return fmt.Errorf("%s still acts on %v", n.Name(), o)
+			}
+		}
+		return nil
+	})
+	c.Restart(1)
+	c.Restart(2)
+	c.WaitReady()
+	back := time.Now()
+	took := waitFor(t, 30*time.Second, "the same shards owned again", func() error {
+		for i, n := range nodes {
+			if !n.Healthy() {
+				return fmt.Errorf("%s unhealthy", n.Name())
+			}
+			if got := n.Owned(); !slices.Equal(got, before[i]) {
+				return fmt.Errorf("%s owns %v, had %v", n.Name(), got, before[i])
+			}
+		}
+		return nil
+	})
+	t.Logf("outage %s; leases renewed %s after the servers were back", back.Sub(stopped).Round(time.Millisecond), took.Round(time.Millisecond))
+	errs := 0.0
+	for i, n := range nodes {
+		if m := n.counter("claims", "takeover") + n.counter("claims", "free") + n.counter("releases"); m != moves[i] {
+			t.Errorf("%s: %v claims/releases around the outage", n.Name(), m-moves[i])
+		}
+		errs += n.counter("renewals", "error")
+	}
+	if errs == 0 {
+		t.Error("no renewal failed: the outage did not reach the lease writes")
+	}
+}
