@@ -53,7 +53,9 @@
 // over two renewal periods, and a node killed without releasing has its
 // shards owned again within 15 s (about TTL after its last renewal, 9 s in
 // recorded runs); stopping the server that leads the lease bucket changes
-// no node's shards over the following TTL + 2 s; a clean Close hands the
-// shards over at once; a second shard count and a duplicate name are
-// refused.
+// no node's shards over the following TTL + 2 s; with two of three
+// servers down past a TTL every write fails, and afterwards every node
+// renews the leases it had; a clean Close hands the shards over at once;
+// a second shard count and a duplicate name are refused. bench_test.go's
+// BenchmarkFailover measures lease failover over repeated kills.
 package cluster
