@@ -49,8 +49,9 @@ type Options struct {
 	WriteTimeout time.Duration
 	// Bucket is the lease bucket; empty means DefaultBucket.
 	Bucket string
-	// Replicas of the lease bucket when this node creates it; zero means 3
-	// when the JetStream cluster allows it, else 1.
+	// Replicas of the lease bucket when this node creates it; zero means
+	// 3 on a JetStream cluster (waiting, within Start's context, until the
+	// cluster can place them) and 1 on a single server.
 	Replicas int
 	// Logger receives takeovers, releases and errors; nil discards.
 	Logger *slog.Logger

@@ -4,19 +4,59 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
 
 // AutoReplicas is the replica count assets get when their config asks for
-// 0: 3 on a JetStream cluster that can place them, else 1 (a single
-// server, or a cluster of fewer than 3).
+// 0 on a JetStream cluster; a single server (not clustered) gives them 1.
 const AutoReplicas = 3
 
+// JetStream API error codes the asset helpers branch on.
+const (
+	errCodeNoPeers       jetstream.ErrorCode = 10005 // no suitable peers for placement
+	errCodeInsufficient  jetstream.ErrorCode = 10023 // insufficient resources
+	errCodeNotClustered  jetstream.ErrorCode = 10074 // replicas > 1 not supported in non-clustered mode
+	placementRetryPeriod                     = 250 * time.Millisecond
+)
+
+func apiCode(err error) jetstream.ErrorCode {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.ErrorCode
+	}
+	return 0
+}
+
+// createAuto runs create with AutoReplicas replicas, or with 1 when the
+// server is not clustered. While a cluster cannot place them yet (its
+// servers are still joining, as when three `serve --nats-embed` start
+// together) it tries again until ctx ends: falling back to one replica
+// there would leave the data on a single server for good.
+func createAuto[T any](ctx context.Context, create func(replicas int) (T, error)) (T, error) {
+	for {
+		v, err := create(AutoReplicas)
+		switch apiCode(err) {
+		case errCodeNotClustered:
+			return create(1)
+		case errCodeNoPeers, errCodeInsufficient:
+			select {
+			case <-ctx.Done():
+				return v, fmt.Errorf("%w (cluster cannot place %d replicas yet: %v)", ctx.Err(), AutoReplicas, err)
+			case <-time.After(placementRetryPeriod):
+				continue
+			}
+		}
+		return v, err
+	}
+}
+
 // KeyValue opens the KV bucket cfg.Bucket, creating it with cfg when it
-// does not exist. cfg.Replicas 0 means AutoReplicas when the cluster
-// allows it, else 1. An existing bucket is used as it is (its replicas are
-// an operator's choice).
+// does not exist. cfg.Replicas 0 means AutoReplicas on a cluster (waiting,
+// within ctx, until the cluster can place them) and 1 on a single server.
+// An existing bucket is used as it is (its replicas are an operator's
+// choice).
 func KeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	kv, err := js.KeyValue(ctx, cfg.Bucket)
 	if err == nil {
@@ -25,13 +65,13 @@ func KeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValu
 	if !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, fmt.Errorf("open bucket %s: %w", cfg.Bucket, err)
 	}
-	auto := cfg.Replicas == 0
-	if auto {
-		cfg.Replicas = AutoReplicas
-	}
-	kv, err = js.CreateKeyValue(ctx, cfg)
-	if err != nil && auto && !errors.Is(err, jetstream.ErrBucketExists) && ctx.Err() == nil {
-		cfg.Replicas = 1
+	if cfg.Replicas == 0 {
+		kv, err = createAuto(ctx, func(r int) (jetstream.KeyValue, error) {
+			c := cfg
+			c.Replicas = r
+			return js.CreateKeyValue(ctx, c)
+		})
+	} else {
 		kv, err = js.CreateKeyValue(ctx, cfg)
 	}
 	if errors.Is(err, jetstream.ErrBucketExists) { // another node created it meanwhile
@@ -58,13 +98,13 @@ func Stream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamCon
 	if !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, fmt.Errorf("open stream %s: %w", cfg.Name, err)
 	}
-	auto := cfg.Replicas == 0
-	if auto {
-		cfg.Replicas = AutoReplicas
-	}
-	s, err = js.CreateStream(ctx, cfg)
-	if err != nil && auto && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) && ctx.Err() == nil {
-		cfg.Replicas = 1
+	if cfg.Replicas == 0 {
+		s, err = createAuto(ctx, func(r int) (jetstream.Stream, error) {
+			c := cfg
+			c.Replicas = r
+			return js.CreateStream(ctx, c)
+		})
+	} else {
 		s, err = js.CreateStream(ctx, cfg)
 	}
 	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {

@@ -132,6 +132,19 @@ func (e *Embedded) JetStreamReady() bool {
 // IsMetaLeader reports whether this server is the JetStream meta leader.
 func (e *Embedded) IsMetaLeader() bool { return e.srv.JetStreamIsLeader() }
 
+// OnlinePeers is, on the JetStream meta leader, how many JetStream servers
+// of the cluster are online (this one included); 0 on other servers. A
+// server without a cluster counts itself.
+func (e *Embedded) OnlinePeers() int {
+	if !e.srv.JetStreamIsClustered() {
+		if e.JetStreamReady() {
+			return 1
+		}
+		return 0
+	}
+	return len(e.srv.JetStreamClusterPeers())
+}
+
 // Name is the server's name.
 func (e *Embedded) Name() string { return e.opts.ServerName }
 

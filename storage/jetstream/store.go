@@ -43,8 +43,9 @@ const maxRetries = 16
 
 // Options configure a Store.
 type Options struct {
-	// Replicas of the streams and buckets the store creates; 0 means 3
-	// when the cluster allows it, else 1.
+	// Replicas of the streams and buckets the store creates; 0 means 3 on
+	// a JetStream cluster (waiting, within Open's context, until the
+	// cluster can place them) and 1 on a single server.
 	Replicas int
 	// DuplicateWindow; zero means DefaultDuplicateWindow.
 	DuplicateWindow time.Duration

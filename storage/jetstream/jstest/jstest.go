@@ -85,6 +85,7 @@ func NewCluster(t testing.TB, n int) *Cluster {
 		}
 		c.pinClientPort(i)
 	}
+	c.WaitReady()
 	return c
 }
 
@@ -233,7 +234,8 @@ func (c *Cluster) Restart(i int) {
 }
 
 // WaitReady waits until every running server follows a JetStream meta
-// leader and one of them is that leader.
+// leader, one of them is that leader, and the leader sees every running
+// server online (so assets can be placed on all of them).
 func (c *Cluster) WaitReady() {
 	c.t.Helper()
 	deadline := time.Now().Add(ReadyTimeout)
@@ -249,20 +251,25 @@ func (c *Cluster) WaitReady() {
 func (c *Cluster) ready() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	leaders := 0
+	leaders, running, online := 0, 0, 0
 	for i, s := range c.servers {
 		if s == nil {
 			continue
 		}
+		running++
 		if !s.JetStreamReady() {
 			return fmt.Errorf("server %d not current", i)
 		}
 		if s.IsMetaLeader() {
 			leaders++
+			online = s.OnlinePeers()
 		}
 	}
 	if leaders != 1 {
 		return fmt.Errorf("%d meta leaders", leaders)
+	}
+	if len(c.servers) > 1 && online != running {
+		return fmt.Errorf("meta leader sees %d of %d running servers online", online, running)
 	}
 	return nil
 }
