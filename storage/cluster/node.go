@@ -193,7 +193,7 @@ func Start(ctx context.Context, js jetstream.JetStream, opt Options) (*Node, err
 	}
 	// The watcher outlives ctx, which only bounds the start.
 	lctx, cancel := context.WithCancel(context.Background())
-	w, err := kv.WatchAll(lctx)
+	w, err := watchAll(ctx, lctx, kv)
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("cluster: watch %s: %w", opt.Bucket, err)
@@ -214,6 +214,23 @@ func Start(ctx context.Context, js jetstream.JetStream, opt Options) (*Node, err
 	go n.loop(lctx)
 	n.log.Info("cluster: joined", "instance", n.instance, "shards", opt.Shards, "lease_ttl", opt.Timing.TTL)
 	return n, nil
+}
+
+// watchAll starts a watcher living as long as life, trying again while
+// start lasts: creating it is a JetStream API request that a busy or
+// re-electing cluster may time out.
+func watchAll(start, life context.Context, kv jetstream.KeyValue) (jetstream.KeyWatcher, error) {
+	for {
+		w, err := kv.WatchAll(life)
+		if err == nil {
+			return w, nil
+		}
+		select {
+		case <-start.Done():
+			return nil, fmt.Errorf("%w (last error: %v)", start.Err(), err)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // load applies the watcher's initial values, up to the marker that ends

@@ -516,6 +516,15 @@ func TestNodesRideOutQuorumLoss(t *testing.T) {
 		before[i] = n.Owned()
 		moves[i] = n.counter("claims", "takeover") + n.counter("claims", "free") + n.counter("releases")
 	}
+	js, err := jetstream.New(c.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if info, err := js.Stream(ctx, "KV_"+DefaultBucket); err != nil || info.CachedInfo().Config.Replicas != 3 {
+		t.Fatalf("lease bucket: %v; want 3 replicas", err)
+	}
 	c.Stop(1)
 	c.Stop(2)
 	stopped := time.Now()
