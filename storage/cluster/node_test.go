@@ -212,8 +212,16 @@ func TestNodesShareAndTakeOver(t *testing.T) {
 	if int(takeovers) < len(victimShards) {
 		t.Errorf("%v takeovers, want at least the killed node's %d shards", takeovers, len(victimShards))
 	}
-	st := nodes[0].Status()
-	if st.Shards != testShards || st.Unowned != 0 || st.LeaseTTLS != DefaultTiming.TTL.Seconds() {
+	// Status is n1's view: the other survivor's last claims reach it
+	// through its watcher moments later.
+	var st Status
+	waitFor(t, 5*time.Second, "n1's status shows every shard owned", func() error {
+		if st = nodes[0].Status(); st.Unowned != 0 {
+			return fmt.Errorf("%d unowned", st.Unowned)
+		}
+		return nil
+	})
+	if st.Shards != testShards || st.LeaseTTLS != DefaultTiming.TTL.Seconds() {
 		t.Errorf("status %+v", st)
 	}
 	for _, ns := range st.Nodes {
