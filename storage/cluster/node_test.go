@@ -333,9 +333,12 @@ func TestNodeCloseHandsOver(t *testing.T) {
 		return nil
 	})
 	t.Logf("handed over in %s", took.Round(time.Millisecond))
-	if st := b.Status(); len(st.Nodes) != 1 || st.Nodes[0].Name != "b" {
-		t.Errorf("status after a left: %+v", st.Nodes)
-	}
+	waitFor(t, 5*time.Second, "a gone from b's status", func() error {
+		if st := b.Status(); len(st.Nodes) != 1 || st.Nodes[0].Name != "b" {
+			return fmt.Errorf("status nodes %+v", st.Nodes)
+		}
+		return nil
+	})
 }
 
 // TestNodeChangedFires: Changed's channel closes when shards are claimed,
