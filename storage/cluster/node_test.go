@@ -435,6 +435,7 @@ func TestNodeForgetsDepartedNode(t *testing.T) {
 	short := func(o *Options) {
 		o.Timing = Timing{TTL: time.Second, Renew: 300 * time.Millisecond, Margin: 100 * time.Millisecond}
 		o.Tick = 100 * time.Millisecond
+		o.WriteTimeout = 500 * time.Millisecond // a busy test machine
 		o.ForgetAfter = 2 * time.Second
 	}
 	a := startNode(t, c, "a", short)
