@@ -1,0 +1,890 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	sjs "github.com/slogfeed/slogfeed/storage/jetstream"
+)
+
+// DefaultBucket is the lease bucket's name.
+const DefaultBucket = "slogfeed_cluster"
+
+// DefaultForgetAfter is how long a departed node stays listed in Status.
+const DefaultForgetAfter = time.Hour
+
+// DefaultTick is how often a node re-decides when Options.Tick is zero.
+const DefaultTick = time.Second
+
+// Options configure a Node.
+type Options struct {
+	// Name is the node's name, unique in the cluster (see ValidNodeName).
+	Name string
+	// Addr is the node's HTTP address as others should reach it, shown in
+	// Status; informational.
+	Addr string
+	// Shards is the cluster's shard count; zero means DefaultShards. The
+	// first node writes it; a node with another count fails to start
+	// with ErrConfigMismatch.
+	Shards int
+	// Timing is the lease timing; zero fields take DefaultTiming's.
+	Timing Timing
+	// Tick is how often the node re-decides; zero means DefaultTick, and
+	// it is at most Timing.Renew/2.
+	Tick time.Duration
+	// ForgetAfter is how long a member key may go unrenewed before any
+	// node deletes it (the node then drops out of Status); zero means
+	// DefaultForgetAfter. At least 2×TTL.
+	ForgetAfter time.Duration
+	// WriteTimeout bounds one KV write; zero means Timing.Renew/2.
+	WriteTimeout time.Duration
+	// Bucket is the lease bucket; empty means DefaultBucket.
+	Bucket string
+	// Replicas of the lease bucket when this node creates it; zero means
+	// 3 on a JetStream cluster (waiting, within Start's context, until the
+	// cluster can place them) and 1 on a single server.
+	Replicas int
+	// Logger receives takeovers, releases and errors; nil discards.
+	Logger *slog.Logger
+	// Metrics, when set, records the lease metrics.
+	Metrics *Metrics
+	// Now is the clock (with a monotonic reading); nil means time.Now.
+	Now func() time.Time
+}
+
+func (o *Options) fill() error {
+	if err := ValidNodeName(o.Name); err != nil {
+		return err
+	}
+	if o.Shards == 0 {
+		o.Shards = DefaultShards
+	}
+	if o.Shards < 1 || o.Shards > MaxShards {
+		return fmt.Errorf("%w: %d shards (1…%d)", ErrInvalid, o.Shards, MaxShards)
+	}
+	d := DefaultTiming
+	if o.Timing.TTL == 0 {
+		o.Timing.TTL = d.TTL
+	}
+	if o.Timing.Renew == 0 {
+		o.Timing.Renew = o.Timing.TTL / 3
+	}
+	if o.Timing.Margin == 0 {
+		o.Timing.Margin = min(d.Margin, o.Timing.TTL/10)
+	}
+	t := o.Timing
+	if t.TTL <= 0 || t.Renew <= 0 || t.Renew > t.TTL/2 || t.Margin < 0 || t.Margin >= t.TTL-t.Renew {
+		return fmt.Errorf("%w: lease timing %+v (want 0 < renew ≤ ttl/2, margin < ttl−renew)", ErrInvalid, t)
+	}
+	if o.Tick == 0 {
+		o.Tick = DefaultTick
+	}
+	o.Tick = min(o.Tick, t.Renew/2)
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = t.Renew / 2
+	}
+	if o.ForgetAfter == 0 {
+		o.ForgetAfter = DefaultForgetAfter
+	}
+	if o.ForgetAfter < 2*t.TTL {
+		return fmt.Errorf("%w: forget-after %s below twice the lease TTL", ErrInvalid, o.ForgetAfter)
+	}
+	if o.Bucket == "" {
+		o.Bucket = DefaultBucket
+	}
+	if o.Replicas < 0 || o.Replicas > 5 {
+		return fmt.Errorf("%w: %d replicas", ErrInvalid, o.Replicas)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return nil
+}
+
+// leaseValue is a lease's KV value.
+type leaseValue struct {
+	Node     string `json:"node"`
+	Instance string `json:"instance"`
+}
+
+// memberValue is a member key's KV value.
+type memberValue struct {
+	Name     string    `json:"name"`
+	Instance string    `json:"instance"`
+	Addr     string    `json:"addr,omitempty"`
+	Started  time.Time `json:"started"`
+	Shards   []int     `json:"shards"`
+}
+
+type configValue struct {
+	Shards int `json:"shards"`
+}
+
+// maxValue bounds the values read from the bucket: anything longer is
+// not a slogfeed record.
+const maxValue = 64 << 10
+
+// Node is this process's membership of the cluster: it holds leases on
+// shards, renews them, claims free and expired ones and gives back its
+// surplus, and answers "is this shard (feed, pipe) mine?". It is safe for
+// concurrent use.
+type Node struct {
+	opt      Options
+	kv       jetstream.KeyValue
+	instance string
+	started  time.Time
+	log      *slog.Logger
+
+	mu         sync.Mutex
+	leases     []Lease
+	renewed    []time.Time
+	members    map[string]Member
+	memberVals map[string]memberValue
+	healthy    bool
+	lostAt     time.Time // when lease writes began failing
+	memberRev  uint64
+	memberSent time.Time
+	owned      []int // shards owned at the last evaluation
+	changed    chan struct{}
+	err        error
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// Start joins the cluster: it opens (or creates) the lease bucket, checks
+// the shard count, loads the bucket, writes the node's member key and
+// starts renewing and rebalancing in the background until Close. It
+// returns once the node's view is loaded; the node owns shards from its
+// first tick on.
+func Start(ctx context.Context, js jetstream.JetStream, opt Options) (*Node, error) {
+	if err := opt.fill(); err != nil {
+		return nil, err
+	}
+	kv, err := openBucket(ctx, js, opt)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkConfig(ctx, kv, opt.Shards); err != nil {
+		return nil, err
+	}
+	now := opt.Now()
+	n := &Node{
+		opt: opt, kv: kv, instance: nuid.Next(), started: now,
+		log:        opt.Logger.With("node", opt.Name),
+		leases:     make([]Lease, opt.Shards),
+		renewed:    make([]time.Time, opt.Shards),
+		members:    map[string]Member{},
+		memberVals: map[string]memberValue{},
+		healthy:    true,
+		changed:    make(chan struct{}),
+	}
+	// The watcher outlives ctx, which only bounds the start.
+	lctx, cancel := context.WithCancel(context.Background())
+	w, err := watchAll(ctx, lctx, kv)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("cluster: watch %s: %w", opt.Bucket, err)
+	}
+	if err := n.load(ctx, w); err != nil {
+		w.Stop()
+		cancel()
+		return nil, err
+	}
+	if err := n.writeMember(ctx); err != nil {
+		w.Stop()
+		cancel()
+		return nil, err
+	}
+	n.cancel = cancel
+	n.wg.Add(2)
+	go n.watch(lctx, w)
+	go n.loop(lctx)
+	n.log.Info("cluster: joined", "instance", n.instance, "shards", opt.Shards, "lease_ttl", opt.Timing.TTL)
+	return n, nil
+}
+
+// watchAll starts a watcher living as long as life, trying again while
+// start lasts: creating it is a JetStream API request that a busy or
+// re-electing cluster may time out.
+func watchAll(start, life context.Context, kv jetstream.KeyValue) (jetstream.KeyWatcher, error) {
+	for {
+		w, err := kv.WatchAll(life)
+		if err == nil {
+			return w, nil
+		}
+		select {
+		case <-start.Done():
+			return nil, fmt.Errorf("%w (last error: %v)", start.Err(), err)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// load applies the watcher's initial values, up to the marker that ends
+// them.
+func (n *Node) load(ctx context.Context, w jetstream.KeyWatcher) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: load %s: %w", n.opt.Bucket, ctx.Err())
+		case e, ok := <-w.Updates():
+			if !ok {
+				return fmt.Errorf("cluster: load %s: watcher stopped", n.opt.Bucket)
+			}
+			if e == nil {
+				return nil
+			}
+			n.apply(e)
+		}
+	}
+}
+
+func openBucket(ctx context.Context, js jetstream.JetStream, opt Options) (jetstream.KeyValue, error) {
+	kv, err := sjs.KeyValue(ctx, js, jetstream.KeyValueConfig{
+		Bucket:      opt.Bucket,
+		Description: "slogfeed cluster: shard leases and members",
+		History:     1,
+		Storage:     jetstream.FileStorage,
+		Replicas:    opt.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	return kv, nil
+}
+
+func checkConfig(ctx context.Context, kv jetstream.KeyValue, shards int) error {
+	want, _ := json.Marshal(configValue{Shards: shards})
+	_, err := kv.Create(ctx, configKey, want)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, jetstream.ErrKeyExists) {
+		return fmt.Errorf("cluster: write %s: %w", configKey, err)
+	}
+	e, err := kv.Get(ctx, configKey)
+	if err != nil {
+		return fmt.Errorf("cluster: read %s: %w", configKey, err)
+	}
+	var have configValue
+	if len(e.Value()) > maxValue || json.Unmarshal(e.Value(), &have) != nil {
+		return fmt.Errorf("%w: unreadable %s %q", ErrConfigMismatch, configKey, truncate(e.Value()))
+	}
+	if have.Shards != shards {
+		return fmt.Errorf("%w: cluster has %d shards, this node %d", ErrConfigMismatch, have.Shards, shards)
+	}
+	return nil
+}
+
+func truncate(b []byte) string {
+	if len(b) > 64 {
+		return string(b[:64]) + "…"
+	}
+	return string(b)
+}
+
+// apply folds one watched entry into the view.
+func (n *Node) apply(e jetstream.KeyValueEntry) {
+	now := n.opt.Now()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	key := e.Key()
+	deleted := e.Operation() != jetstream.KeyValuePut
+	if s := parseShardKey(key, n.opt.Shards); s >= 0 {
+		n.setLease(s, e.Revision(), e.Value(), deleted, now)
+		return
+	}
+	if len(key) > len(nodePrefix) && key[:len(nodePrefix)] == nodePrefix {
+		name := key[len(nodePrefix):]
+		old, ok := n.members[name]
+		if ok && e.Revision() <= old.Revision {
+			return
+		}
+		if deleted {
+			delete(n.members, name)
+			delete(n.memberVals, name)
+			return
+		}
+		var v memberValue
+		if len(e.Value()) > maxValue || json.Unmarshal(e.Value(), &v) != nil || v.Name != name {
+			v = memberValue{Name: name, Instance: "(unreadable)"}
+		}
+		n.members[name] = Member{Name: name, Instance: v.Instance, Revision: e.Revision(), Seen: now}
+		n.memberVals[name] = v
+	}
+}
+
+// setLease records a newer revision of shard s's lease. n.mu is held.
+func (n *Node) setLease(s int, rev uint64, value []byte, deleted bool, now time.Time) {
+	if rev <= n.leases[s].Revision {
+		return
+	}
+	l := Lease{Revision: rev, Seen: now}
+	if !deleted {
+		var v leaseValue
+		if len(value) > maxValue || json.Unmarshal(value, &v) != nil || v.Node == "" {
+			v = leaseValue{Node: "(unreadable)"}
+		}
+		l.Holder, l.Instance = v.Node, v.Instance
+	}
+	n.leases[s] = l
+	if l.Holder != n.opt.Name || l.Instance != n.instance {
+		n.renewed[s] = time.Time{}
+	}
+}
+
+// watch applies the bucket's changes until ctx ends, re-watching when the
+// watcher stops.
+func (n *Node) watch(ctx context.Context, w jetstream.KeyWatcher) {
+	defer n.wg.Done()
+	for {
+		for e := range w.Updates() {
+			if e != nil {
+				n.apply(e)
+				n.evaluate()
+			}
+		}
+		w.Stop()
+		for {
+			if ctx.Err() != nil {
+				return
+			}
+			var err error
+			if w, err = n.kv.WatchAll(ctx); err == nil {
+				break
+			}
+			n.log.Warn("cluster: re-watch", "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(n.opt.Tick):
+			}
+		}
+	}
+}
+
+func (n *Node) loop(ctx context.Context) {
+	defer n.wg.Done()
+	t := time.NewTicker(n.opt.Tick)
+	defer t.Stop()
+	n.step(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			n.step(ctx)
+		}
+	}
+}
+
+// view copies the node's picture for Decide. n.mu is held.
+func (n *Node) view(now time.Time) View {
+	v := View{
+		Self: n.opt.Name, Instance: n.instance, Now: now, Healthy: n.healthy,
+		Leases: slices.Clone(n.leases), Renewed: slices.Clone(n.renewed),
+	}
+	for _, m := range n.members {
+		v.Members = append(v.Members, m)
+	}
+	return v
+}
+
+// step decides and carries out one round of writes.
+func (n *Node) step(ctx context.Context) {
+	n.mu.Lock()
+	if n.err != nil {
+		n.mu.Unlock()
+		return
+	}
+	v := n.view(n.opt.Now())
+	plan := Decide(v, n.opt.Timing)
+	forget := Forgotten(v, n.opt.ForgetAfter)
+	n.mu.Unlock()
+
+	ok := n.renewAll(ctx, plan.Renew)
+	for _, st := range plan.Release {
+		if !ok {
+			break
+		}
+		ok = n.release(ctx, st)
+	}
+	for _, st := range plan.Claim {
+		if !ok {
+			break
+		}
+		ok = n.claim(ctx, st)
+	}
+	for _, m := range forget {
+		if !ok {
+			break
+		}
+		ok = n.forget(ctx, m)
+	}
+	if ok && n.opt.Now().Sub(n.memberSentAt()) >= n.opt.Timing.Renew {
+		if err := n.writeMember(ctx); err != nil {
+			if errors.Is(err, ErrDuplicateNode) {
+				n.fail(err)
+				return
+			}
+			n.log.Warn("cluster: member key", "err", err)
+		}
+	}
+	n.evaluate()
+}
+
+// renewConcurrency bounds the renewals a node has in flight at once.
+const renewConcurrency = 16
+
+// renewAll renews the leases concurrently (a node may hold hundreds) and
+// reports whether every write reached the bucket.
+func (n *Node) renewAll(ctx context.Context, steps []Step) bool {
+	if len(steps) == 0 {
+		return true
+	}
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		failed bool
+	)
+	sem := make(chan struct{}, renewConcurrency)
+	for _, st := range steps {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if !n.renew(ctx, st) {
+				mu.Lock()
+				failed = true
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return !failed
+}
+
+func (n *Node) memberSentAt() time.Time {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.memberSent
+}
+
+func (n *Node) leaseValue() []byte {
+	b, _ := json.Marshal(leaseValue{Node: n.opt.Name, Instance: n.instance})
+	return b
+}
+
+// written records the outcome of a write: a success makes the KV view
+// healthy again, an unavailable bucket makes it unhealthy. It reports
+// whether the round of writes may go on.
+func (n *Node) written(err error) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case err == nil || sjs.IsConflict(err):
+		if !n.healthy {
+			now := n.opt.Now()
+			for i := range n.leases {
+				n.leases[i].Seen = ResumeSeen(n.leases[i].Seen, n.lostAt, now, n.opt.Timing)
+			}
+			for name, m := range n.members {
+				m.Seen = ResumeSeen(m.Seen, n.lostAt, now, n.opt.Timing)
+				n.members[name] = m
+			}
+			n.healthy = true
+			n.log.Info("cluster: lease writes succeed again", "after", now.Sub(n.lostAt))
+		}
+		return true
+	default:
+		if n.healthy {
+			n.log.Warn("cluster: lease writes fail; keeping leases, claiming none", "err", err)
+			n.healthy, n.lostAt = false, n.opt.Now()
+		}
+		return false
+	}
+}
+
+func (n *Node) renew(ctx context.Context, st Step) bool {
+	wctx, cancel := context.WithTimeout(ctx, n.opt.WriteTimeout)
+	defer cancel()
+	sent := n.opt.Now()
+	rev, err := n.kv.Update(wctx, shardKey(st.Shard), n.leaseValue(), st.Revision)
+	switch {
+	case err == nil:
+		n.opt.Metrics.renewal("ok")
+		n.mu.Lock()
+		n.setLease(st.Shard, rev, n.leaseValue(), false, sent)
+		n.renewed[st.Shard] = sent
+		n.mu.Unlock()
+	case sjs.IsConflict(err):
+		n.opt.Metrics.renewal("conflict")
+		n.log.Warn("cluster: lease lost", "shard", st.Shard)
+		n.mu.Lock()
+		n.renewed[st.Shard] = time.Time{}
+		n.mu.Unlock()
+		n.refresh(ctx, st.Shard)
+	default:
+		n.opt.Metrics.renewal("error")
+	}
+	return n.written(err)
+}
+
+func (n *Node) claim(ctx context.Context, st Step) bool {
+	wctx, cancel := context.WithTimeout(ctx, n.opt.WriteTimeout)
+	defer cancel()
+	n.mu.Lock()
+	prev := n.leases[st.Shard]
+	n.mu.Unlock()
+	sent := n.opt.Now()
+	var rev uint64
+	var err error
+	if prev.Holder == "" {
+		rev, err = n.kv.Create(wctx, shardKey(st.Shard), n.leaseValue())
+	} else {
+		rev, err = n.kv.Update(wctx, shardKey(st.Shard), n.leaseValue(), st.Revision)
+	}
+	switch {
+	case err == nil:
+		n.opt.Metrics.claim(st.Takeover)
+		n.mu.Lock()
+		n.setLease(st.Shard, rev, n.leaseValue(), false, sent)
+		n.renewed[st.Shard] = sent
+		n.mu.Unlock()
+		if st.Takeover {
+			n.log.Info("cluster: takeover", "shard", st.Shard, "from", prev.Holder, "from_instance", prev.Instance)
+		} else {
+			n.log.Debug("cluster: claimed", "shard", st.Shard)
+		}
+	case sjs.IsConflict(err):
+		n.refresh(ctx, st.Shard)
+	}
+	return n.written(err)
+}
+
+func (n *Node) release(ctx context.Context, st Step) bool {
+	// Stop acting on the shard before anyone else may.
+	n.mu.Lock()
+	n.renewed[st.Shard] = time.Time{}
+	n.mu.Unlock()
+	n.evaluate()
+	wctx, cancel := context.WithTimeout(ctx, n.opt.WriteTimeout)
+	defer cancel()
+	err := n.kv.Delete(wctx, shardKey(st.Shard), jetstream.LastRevision(st.Revision))
+	switch {
+	case err == nil:
+		n.opt.Metrics.release()
+		n.log.Info("cluster: released", "shard", st.Shard)
+		n.mu.Lock()
+		if n.leases[st.Shard].Revision == st.Revision {
+			n.leases[st.Shard].Holder, n.leases[st.Shard].Instance = "", ""
+			n.leases[st.Shard].Seen = n.opt.Now()
+		}
+		n.mu.Unlock()
+	case sjs.IsConflict(err):
+		n.refresh(ctx, st.Shard)
+	}
+	return n.written(err)
+}
+
+// forget deletes a long-departed member's key, if nobody wrote it since.
+func (n *Node) forget(ctx context.Context, m Member) bool {
+	wctx, cancel := context.WithTimeout(ctx, n.opt.WriteTimeout)
+	defer cancel()
+	err := n.kv.Delete(wctx, nodePrefix+m.Name, jetstream.LastRevision(m.Revision))
+	if err == nil {
+		n.log.Info("cluster: forgot departed node", "member", m.Name)
+		n.mu.Lock()
+		if cur, ok := n.members[m.Name]; ok && cur.Revision == m.Revision {
+			delete(n.members, m.Name)
+			delete(n.memberVals, m.Name)
+		}
+		n.mu.Unlock()
+	}
+	return n.written(err)
+}
+
+// refresh re-reads shard s's lease after a conflict: the watcher may not
+// have delivered the newer value yet.
+func (n *Node) refresh(ctx context.Context, s int) {
+	rctx, cancel := context.WithTimeout(ctx, n.opt.WriteTimeout)
+	defer cancel()
+	e, err := n.kv.Get(rctx, shardKey(s))
+	now := n.opt.Now()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case err == nil:
+		n.setLease(s, e.Revision(), e.Value(), false, now)
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		// Deleted: a claim creates it again whatever the revision.
+		if n.leases[s].Holder != "" {
+			n.leases[s] = Lease{Revision: n.leases[s].Revision, Seen: now}
+			n.renewed[s] = time.Time{}
+		}
+	}
+}
+
+// writeMember writes the node's member key, conditional on the revision
+// this node last saw, so a second process with the same name is noticed.
+func (n *Node) writeMember(ctx context.Context) error {
+	wctx, cancel := context.WithTimeout(ctx, n.opt.WriteTimeout)
+	defer cancel()
+	n.mu.Lock()
+	v := memberValue{Name: n.opt.Name, Instance: n.instance, Addr: n.opt.Addr, Started: n.started, Shards: n.ownedLocked(n.opt.Now())}
+	rev := n.memberRev
+	if rev == 0 {
+		rev = n.members[n.opt.Name].Revision // a previous run's key
+	}
+	n.mu.Unlock()
+	b, _ := json.Marshal(v)
+	key := nodePrefix + n.opt.Name
+	sent := n.opt.Now()
+	var err error
+	var nrev uint64
+	if rev == 0 {
+		nrev, err = n.kv.Create(wctx, key, b)
+	} else {
+		nrev, err = n.kv.Update(wctx, key, b, rev)
+	}
+	n.written(err)
+	if sjs.IsConflict(err) {
+		e, gerr := n.kv.Get(wctx, key)
+		if gerr == nil {
+			var other memberValue
+			if json.Unmarshal(e.Value(), &other) == nil && other.Instance != n.instance {
+				return fmt.Errorf("%w: %s (instance %s, since %s)", ErrDuplicateNode, n.opt.Name, other.Instance, other.Started.Format(time.RFC3339))
+			}
+			n.mu.Lock()
+			n.memberRev = e.Revision()
+			n.mu.Unlock()
+		}
+		return fmt.Errorf("cluster: member key %s: %w", key, err)
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: member key %s: %w", key, err)
+	}
+	n.mu.Lock()
+	n.memberRev, n.memberSent = nrev, sent
+	n.mu.Unlock()
+	return nil
+}
+
+func (n *Node) fail(err error) {
+	n.log.Error("cluster: node stops acting on shards", "err", err)
+	n.mu.Lock()
+	n.err = err
+	clear(n.renewed)
+	n.mu.Unlock()
+	n.evaluate()
+}
+
+// ownedLocked lists the shards this process may act on at now. n.mu is
+// held.
+func (n *Node) ownedLocked(now time.Time) []int {
+	var s []int
+	for i, l := range n.leases {
+		if n.err == nil && l.Holder == n.opt.Name && l.Instance == n.instance && !n.renewed[i].IsZero() &&
+			now.Before(n.renewed[i].Add(n.opt.Timing.TTL-n.opt.Timing.Margin)) {
+			s = append(s, i)
+		}
+	}
+	return s
+}
+
+// evaluate recomputes the owned shards and wakes Changed's waiters when
+// they differ.
+func (n *Node) evaluate() {
+	now := n.opt.Now()
+	n.mu.Lock()
+	owned := n.ownedLocked(now)
+	v := n.view(now)
+	live := len(v.Live(n.opt.Timing))
+	healthy := n.healthy
+	if !slices.Equal(owned, n.owned) {
+		n.owned = owned
+		close(n.changed)
+		n.changed = make(chan struct{})
+	}
+	n.mu.Unlock()
+	n.opt.Metrics.state(len(owned), live, healthy)
+}
+
+// Shards is the cluster's shard count.
+func (n *Node) Shards() int { return n.opt.Shards }
+
+// Name is the node's name.
+func (n *Node) Name() string { return n.opt.Name }
+
+// Owns reports whether this node may act on shard s now: it holds the
+// lease and renewed it less than TTL−Margin ago.
+func (n *Node) Owns(s int) bool {
+	now := n.opt.Now()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if s < 0 || s >= len(n.leases) || n.err != nil {
+		return false
+	}
+	l := n.leases[s]
+	return l.Holder == n.opt.Name && l.Instance == n.instance && !n.renewed[s].IsZero() &&
+		now.Before(n.renewed[s].Add(n.opt.Timing.TTL-n.opt.Timing.Margin))
+}
+
+// OwnsFeed reports whether this node may poll the feed with this ID.
+func (n *Node) OwnsFeed(id uint64) bool { return n.Owns(ShardOf(KindFeed, id, n.opt.Shards)) }
+
+// OwnsPipe reports whether this node may run the pipe with this ID.
+func (n *Node) OwnsPipe(id uint64) bool { return n.Owns(ShardOf(KindPipe, id, n.opt.Shards)) }
+
+// Owned lists the shards this node may act on now, ascending.
+func (n *Node) Owned() []int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.ownedLocked(n.opt.Now())
+}
+
+// Changed returns a channel that is closed at the next change of the
+// owned shards (a claim, a release, a lost or lapsed lease). Call it
+// again after it fires, then read Owned.
+func (n *Node) Changed() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.changed
+}
+
+// Healthy reports whether the node's lease writes succeed.
+func (n *Node) Healthy() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.err == nil && n.healthy
+}
+
+// Err is the error that made the node stop acting on shards
+// (ErrDuplicateNode), or nil.
+func (n *Node) Err() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.err
+}
+
+// NodeStatus is one member as GET /api/v1/cluster shows it.
+type NodeStatus struct {
+	Name     string    `json:"name"`
+	Addr     string    `json:"addr,omitempty"`
+	Shards   int       `json:"shards"`
+	ShardIDs []int     `json:"shard_ids"`
+	LastSeen time.Time `json:"last_seen"`
+	Live     bool      `json:"live"`
+}
+
+// Status is the cluster as this node sees it.
+type Status struct {
+	Nodes     []NodeStatus `json:"nodes"`
+	Shards    int          `json:"shards"`
+	Unowned   int          `json:"unowned"`
+	LeaseTTLS float64      `json:"lease_ttl_s"`
+}
+
+// Status returns the cluster as this node sees it: every member key with
+// the shards its leases name, and the shards no live lease names.
+func (n *Node) Status() Status {
+	now := n.opt.Now()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	v := n.view(now)
+	live := v.Live(n.opt.Timing)
+	byName := map[string]*NodeStatus{}
+	var order []string
+	add := func(name string) *NodeStatus {
+		if ns, ok := byName[name]; ok {
+			return ns
+		}
+		ns := &NodeStatus{Name: name, ShardIDs: []int{}, Live: slices.Contains(live, name)}
+		if m, ok := n.members[name]; ok {
+			ns.LastSeen = m.Seen
+			ns.Addr = n.memberVals[name].Addr
+		}
+		byName[name] = ns
+		order = append(order, name)
+		return ns
+	}
+	for name := range n.members {
+		add(name)
+	}
+	add(n.opt.Name)
+	st := Status{Shards: n.opt.Shards, LeaseTTLS: n.opt.Timing.TTL.Seconds()}
+	for s, l := range n.leases {
+		if l.Holder == "" || v.expired(l, n.opt.Timing) {
+			st.Unowned++
+			continue
+		}
+		ns := add(l.Holder)
+		ns.ShardIDs = append(ns.ShardIDs, s)
+		ns.Shards++
+	}
+	slices.Sort(order)
+	for _, name := range order {
+		st.Nodes = append(st.Nodes, *byName[name])
+	}
+	return st
+}
+
+// stop ends the background work without giving anything back, as a
+// killed process would.
+func (n *Node) stop() {
+	if n.cancel != nil {
+		n.cancel()
+	}
+	n.wg.Wait()
+}
+
+// Close leaves the cluster: it stops renewing, gives back its leases and
+// deletes its member key, so its shards move at once instead of after a
+// TTL. ctx bounds the writes; leases it could not delete expire.
+func (n *Node) Close(ctx context.Context) error {
+	n.stop()
+	n.mu.Lock()
+	var mine []Step
+	for s, l := range n.leases {
+		if l.Holder == n.opt.Name && l.Instance == n.instance {
+			mine = append(mine, Step{Shard: s, Revision: l.Revision})
+		}
+	}
+	memberRev := n.memberRev
+	if n.err == nil {
+		n.err = ErrClosed
+	}
+	clear(n.renewed)
+	n.mu.Unlock()
+	n.evaluate()
+	var errs []error
+	for _, st := range mine {
+		if err := n.kv.Delete(ctx, shardKey(st.Shard), jetstream.LastRevision(st.Revision)); err != nil && !sjs.IsConflict(err) {
+			errs = append(errs, fmt.Errorf("shard %d: %w", st.Shard, err))
+		} else if err == nil {
+			n.opt.Metrics.release()
+		}
+	}
+	if memberRev != 0 {
+		if err := n.kv.Delete(ctx, nodePrefix+n.opt.Name, jetstream.LastRevision(memberRev)); err != nil && !sjs.IsConflict(err) {
+			errs = append(errs, fmt.Errorf("member key: %w", err))
+		}
+	}
+	n.log.Info("cluster: left", "released", len(mine)-len(errs))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("cluster: close: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,589 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/slogfeed/slogfeed/storage/jetstream/jstest"
+)
+
+const testShards = 16
+
+// testNode is a node with its own client connection, as a process has.
+type testNode struct {
+	*Node
+	nc  *nats.Conn
+	reg *prometheus.Registry
+}
+
+func startNode(t testing.TB, c *jstest.Cluster, name string, mod func(*Options)) *testNode {
+	t.Helper()
+	nc := c.Connect(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	opt := Options{Name: name, Addr: name + ":8080", Shards: testShards, Tick: 200 * time.Millisecond, Metrics: NewMetrics(reg)}
+	if mod != nil {
+		mod(&opt)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := Start(ctx, js, opt)
+	if err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	t.Cleanup(n.stop)
+	return &testNode{Node: n, nc: nc, reg: reg}
+}
+
+// kill stops a node as SIGKILL would: no lease is given back, its
+// connection drops.
+func (n *testNode) kill() {
+	n.stop()
+	n.nc.Close()
+}
+
+func (n *testNode) counter(name string, labels ...string) float64 {
+	m := n.opt.Metrics
+	switch name {
+	case "claims":
+		return testutil.ToFloat64(m.claims.WithLabelValues(labels...))
+	case "renewals":
+		return testutil.ToFloat64(m.renewals.WithLabelValues(labels...))
+	case "releases":
+		return testutil.ToFloat64(m.releases)
+	}
+	panic(name)
+}
+
+// ownership maps each shard to the nodes that own it now.
+func ownership(nodes []*testNode) [][]string {
+	out := make([][]string, testShards)
+	for _, n := range nodes {
+		for _, s := range n.Owned() {
+			out[s] = append(out[s], n.Name())
+		}
+	}
+	return out
+}
+
+// even reports whether every shard has one owner and the owners' counts
+// are the even share.
+func even(nodes []*testNode) error {
+	counts := map[string]int{}
+	for s, o := range ownership(nodes) {
+		if len(o) != 1 {
+			return fmt.Errorf("shard %d owned by %v", s, o)
+		}
+		counts[o[0]]++
+	}
+	floor, ceil := Share(testShards, len(nodes))
+	for _, n := range nodes {
+		if c := counts[n.Name()]; c < floor || c > ceil {
+			return fmt.Errorf("%s owns %d (want %d…%d): %v", n.Name(), c, floor, ceil, counts)
+		}
+	}
+	return nil
+}
+
+func waitFor(t testing.TB, d time.Duration, what string, cond func() error) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		err := cond()
+		if err == nil {
+			return time.Since(start)
+		}
+		if time.Since(start) > d {
+			t.Fatalf("%s not within %s: %v", what, d, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// watchOverlap samples the nodes' ownership every 20 ms until stopped and
+// fails the test if a shard has two owners in three samples in a row (a
+// single sample may straddle a release and the claim that follows it).
+func watchOverlap(t *testing.T, nodes func() []*testNode) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		streak := make([]int, testShards)
+		tk := time.NewTicker(20 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tk.C:
+			}
+			for s, o := range ownership(nodes()) {
+				if len(o) > 1 {
+					streak[s]++
+					if streak[s] == 3 {
+						t.Errorf("shard %d owned by %v for 3 samples", s, o)
+					}
+				} else {
+					streak[s] = 0
+				}
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+// TestNodesShareAndTakeOver runs three nodes on a 3-server JetStream
+// cluster: they share the shards evenly, move nothing while membership is
+// stable, and a node killed abruptly has its shards owned by the others
+// within 15 s, never owned twice.
+func TestNodesShareAndTakeOver(t *testing.T) {
+	c := jstest.NewCluster(t, 3)
+	var mu sync.Mutex
+	var nodes []*testNode
+	current := func() []*testNode { mu.Lock(); defer mu.Unlock(); return slices.Clone(nodes) }
+	stop := watchOverlap(t, current)
+	defer stop()
+	for i := range 3 {
+		n := startNode(t, c, "n"+strconv.Itoa(i+1), nil)
+		mu.Lock()
+		nodes = append(nodes, n)
+		mu.Unlock()
+	}
+	took := waitFor(t, 30*time.Second, "even share", func() error { return even(current()) })
+	t.Logf("3 nodes settled in %s", took.Round(time.Millisecond))
+
+	// Stable: two renewal periods move nothing.
+	before := make([][]int, 3)
+	for i, n := range nodes {
+		before[i] = n.Owned()
+	}
+	moves := func() float64 {
+		var sum float64
+		for _, n := range nodes {
+			sum += n.counter("claims", "free") + n.counter("claims", "takeover") + n.counter("releases")
+		}
+		return sum
+	}
+	m0 := moves()
+	time.Sleep(2*DefaultTiming.Renew + 500*time.Millisecond) // the window observed, not a wait for an event
+	for i, n := range nodes {
+		if got := n.Owned(); !slices.Equal(got, before[i]) {
+			t.Errorf("%s owned %v, then %v while membership was stable", n.Name(), before[i], got)
+		}
+		if n.counter("renewals", "ok") == 0 {
+			t.Errorf("%s renewed nothing", n.Name())
+		}
+	}
+	if m := moves(); m != m0 {
+		t.Errorf("%v claims/releases while membership was stable", m-m0)
+	}
+
+	victim := nodes[2]
+	victimShards := victim.Owned()
+	victim.kill()
+	mu.Lock()
+	nodes = nodes[:2]
+	mu.Unlock()
+	took = waitFor(t, 15*time.Second, "shards of the killed node owned again", func() error {
+		for s, o := range ownership(current()) {
+			if len(o) == 0 {
+				return fmt.Errorf("shard %d unowned", s)
+			}
+		}
+		return nil
+	})
+	t.Logf("the killed node's %d shards were owned again %s after the kill", len(victimShards), took.Round(time.Millisecond))
+	waitFor(t, 10*time.Second, "even share of 2", func() error { return even(current()) })
+	takeovers := nodes[0].counter("claims", "takeover") + nodes[1].counter("claims", "takeover")
+	if int(takeovers) < len(victimShards) {
+		t.Errorf("%v takeovers, want at least the killed node's %d shards", takeovers, len(victimShards))
+	}
+	// Status is n1's view: the other survivor's last claims reach it
+	// through its watcher moments later.
+	var st Status
+	waitFor(t, 5*time.Second, "n1's status shows every shard owned", func() error {
+		if st = nodes[0].Status(); st.Unowned != 0 {
+			return fmt.Errorf("%d unowned", st.Unowned)
+		}
+		return nil
+	})
+	if st.Shards != testShards || st.LeaseTTLS != DefaultTiming.TTL.Seconds() {
+		t.Errorf("status %+v", st)
+	}
+	for _, ns := range st.Nodes {
+		if ns.Name == "n3" && (ns.Live || ns.Shards != 0) {
+			t.Errorf("killed n3 in status: %+v", ns)
+		}
+		if ns.Name != "n3" && (!ns.Live || ns.Shards != len(ns.ShardIDs) || ns.Addr != ns.Name+":8080") {
+			t.Errorf("status of %s: %+v", ns.Name, ns)
+		}
+	}
+}
+
+// TestNodesKeepLeasesWhileNATSServerDown stops the JetStream server that
+// leads the lease bucket: writes fail until a new leader is elected, and
+// no lease moves: every node owns the same shards throughout.
+func TestNodesKeepLeasesWhileNATSServerDown(t *testing.T) {
+	c := jstest.NewCluster(t, 3)
+	var nodes []*testNode
+	for i := range 3 {
+		nodes = append(nodes, startNode(t, c, "n"+strconv.Itoa(i+1), nil))
+	}
+	waitFor(t, 30*time.Second, "even share", func() error { return even(nodes) })
+	before := make([][]int, 3)
+	moves := make([]float64, 3)
+	for i, n := range nodes {
+		before[i] = n.Owned()
+		moves[i] = n.counter("claims", "takeover") + n.counter("claims", "free") + n.counter("releases")
+	}
+
+	js, err := jetstream.New(c.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	info, err := js.Stream(ctx, "KV_"+DefaultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci := info.CachedInfo().Cluster
+	if ci == nil || len(ci.Replicas) != 2 {
+		t.Fatalf("lease bucket cluster %+v, want R3", ci)
+	}
+	leader := -1
+	for i := range c.Size() {
+		if c.Server(i).Name() == ci.Leader {
+			leader = i
+		}
+	}
+	if leader < 0 {
+		t.Fatalf("leader %q not found", ci.Leader)
+	}
+	c.Stop(leader)
+	stopped := time.Now()
+
+	// Past a whole TTL after the stop, every lease would have lapsed had
+	// its holder not renewed it through the re-election.
+	var lapses []string
+	for time.Since(stopped) < DefaultTiming.TTL+2*time.Second {
+		for i, n := range nodes {
+			if got := n.Owned(); !slices.Equal(got, before[i]) {
+				lapses = append(lapses, fmt.Sprintf("%s at +%s: %v", n.Name(), time.Since(stopped).Round(time.Millisecond), got))
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(lapses) > 0 {
+		t.Errorf("ownership changed while one NATS server was down (owned before %v): %v", before, lapses[:min(len(lapses), 5)])
+	}
+	for i, n := range nodes {
+		if m := n.counter("claims", "takeover") + n.counter("claims", "free") + n.counter("releases"); m != moves[i] {
+			t.Errorf("%s: %v claims/releases while one NATS server was down", n.Name(), m-moves[i])
+		}
+		if !n.Healthy() {
+			t.Errorf("%s unhealthy %s after the stop", n.Name(), time.Since(stopped).Round(time.Millisecond))
+		}
+	}
+	info, err = js.Stream(ctx, "KV_"+DefaultBucket)
+	if err != nil {
+		t.Fatalf("lease bucket after the stop: %v", err)
+	}
+	if nl := info.CachedInfo().Cluster.Leader; nl == "" || nl == ci.Leader {
+		t.Errorf("lease bucket leader after stopping %s: %q", ci.Leader, nl)
+	}
+	t.Logf("renewal errors during the re-election: %v, %v, %v",
+		nodes[0].counter("renewals", "error"), nodes[1].counter("renewals", "error"), nodes[2].counter("renewals", "error"))
+}
+
+// TestNodeCloseHandsOver: a node that leaves cleanly gives its shards
+// back at once, well before a TTL.
+func TestNodeCloseHandsOver(t *testing.T) {
+	c := jstest.NewServer(t)
+	a := startNode(t, c, "a", nil)
+	b := startNode(t, c, "b", nil)
+	nodes := []*testNode{a, b}
+	waitFor(t, 20*time.Second, "even share", func() error { return even(nodes) })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := a.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Owned()) != 0 || a.Owns(0) || !errors.Is(a.Err(), ErrClosed) {
+		t.Fatalf("closed node owns %v, err %v", a.Owned(), a.Err())
+	}
+	took := waitFor(t, DefaultTiming.TTL/2, "b owns everything", func() error {
+		if n := len(b.Owned()); n != testShards {
+			return fmt.Errorf("b owns %d", n)
+		}
+		return nil
+	})
+	t.Logf("handed over in %s", took.Round(time.Millisecond))
+	waitFor(t, 5*time.Second, "a gone from b's status", func() error {
+		if st := b.Status(); len(st.Nodes) != 1 || st.Nodes[0].Name != "b" {
+			return fmt.Errorf("status nodes %+v", st.Nodes)
+		}
+		return nil
+	})
+}
+
+// TestNodeChangedFires: Changed's channel closes when shards are claimed,
+// and OwnsFeed agrees with ShardOf.
+func TestNodeChangedFires(t *testing.T) {
+	c := jstest.NewServer(t)
+	a := startNode(t, c, "a", nil)
+	ch := a.Changed()
+	if len(a.Owned()) == 0 {
+		select {
+		case <-ch:
+		case <-time.After(5 * time.Second):
+			t.Fatal("Changed did not fire as the node claimed its shards")
+		}
+	}
+	waitFor(t, 5*time.Second, "a owns everything", func() error {
+		if n := len(a.Owned()); n != testShards {
+			return fmt.Errorf("a owns %d", n)
+		}
+		return nil
+	})
+	for id := range uint64(50) {
+		if !a.OwnsFeed(id) || !a.OwnsPipe(id) {
+			t.Fatalf("sole node does not own feed/pipe %d", id)
+		}
+	}
+	if a.Owns(-1) || a.Owns(testShards) {
+		t.Error("owns a shard out of range")
+	}
+}
+
+func TestNodeRefusesOtherShardCount(t *testing.T) {
+	c := jstest.NewServer(t)
+	startNode(t, c, "a", nil)
+	js, err := jetstream.New(c.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = Start(ctx, js, Options{Name: "b", Shards: 2 * testShards})
+	if !errors.Is(err, ErrConfigMismatch) {
+		t.Fatalf("Start with another shard count = %v, want ErrConfigMismatch", err)
+	}
+}
+
+func TestNodeDuplicateName(t *testing.T) {
+	c := jstest.NewServer(t)
+	a := startNode(t, c, "same", nil)
+	b := startNode(t, c, "same", nil)
+	waitFor(t, 10*time.Second, "one of two same-named nodes stops", func() error {
+		if errors.Is(a.Err(), ErrDuplicateNode) || errors.Is(b.Err(), ErrDuplicateNode) {
+			return nil
+		}
+		return fmt.Errorf("errors %v, %v", a.Err(), b.Err())
+	})
+	for _, n := range []*testNode{a, b} {
+		if n.Err() != nil && len(n.Owned()) != 0 {
+			t.Errorf("stopped node still owns %v", n.Owned())
+		}
+	}
+}
+
+func TestOptionsRefused(t *testing.T) {
+	tests := []struct {
+		name string
+		opt  Options
+	}{
+		{"bad name", Options{Name: "a b"}},
+		{"too many shards", Options{Name: "a", Shards: MaxShards + 1}},
+		{"negative shards", Options{Name: "a", Shards: -1}},
+		{"renew above half the TTL", Options{Name: "a", Timing: Timing{TTL: 9 * time.Second, Renew: 5 * time.Second}}},
+		{"margin eats the TTL", Options{Name: "a", Timing: Timing{TTL: 9 * time.Second, Renew: 3 * time.Second, Margin: 6 * time.Second}}},
+		{"replicas", Options{Name: "a", Replicas: 7}},
+		{"forget before two TTLs", Options{Name: "a", ForgetAfter: 10 * time.Second}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.opt.fill(); !errors.Is(err, ErrInvalid) {
+				t.Fatalf("fill = %v, want ErrInvalid", err)
+			}
+		})
+	}
+	o := Options{Name: "a"}
+	if err := o.fill(); err != nil || o.Shards != DefaultShards || o.Timing != DefaultTiming || o.Tick != DefaultTick || o.Bucket != DefaultBucket {
+		t.Fatalf("defaults: %v %+v", err, o)
+	}
+}
+
+// TestNodeForgetsDepartedNode: with a short lease timing, a killed node's
+// shards move and, ForgetAfter later, its member key is deleted.
+func TestNodeForgetsDepartedNode(t *testing.T) {
+	c := jstest.NewServer(t)
+	short := func(o *Options) {
+		o.Timing = Timing{TTL: time.Second, Renew: 300 * time.Millisecond, Margin: 100 * time.Millisecond}
+		o.Tick = 100 * time.Millisecond
+		o.WriteTimeout = 500 * time.Millisecond // a busy test machine
+		o.ForgetAfter = 2 * time.Second
+	}
+	a := startNode(t, c, "a", short)
+	b := startNode(t, c, "b", short)
+	waitFor(t, 10*time.Second, "even share", func() error { return even([]*testNode{a, b}) })
+	b.kill()
+	waitFor(t, 10*time.Second, "a owns everything and forgot b", func() error {
+		st := a.Status()
+		if len(a.Owned()) != testShards || len(st.Nodes) != 1 || st.Nodes[0].Name != "a" {
+			return fmt.Errorf("a owns %d, status nodes %+v", len(a.Owned()), st.Nodes)
+		}
+		return nil
+	})
+	js, err := jetstream.New(c.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	kv, err := js.KeyValue(ctx, DefaultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Get(ctx, "node.b"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("node.b after forgetting: %v", err)
+	}
+}
+
+// TestStatusJSON pins the field names GET /api/v1/cluster will serve
+// (the web layer adds each node's feed count).
+func TestStatusJSON(t *testing.T) {
+	c := jstest.NewServer(t)
+	a := startNode(t, c, "a", nil)
+	waitFor(t, 5*time.Second, "a owns everything", func() error {
+		if n := len(a.Owned()); n != testShards {
+			return fmt.Errorf("a owns %d", n)
+		}
+		return nil
+	})
+	raw, err := json.Marshal(a.Status())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Nodes []map[string]any `json:"nodes"`
+	}
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	var top map[string]any
+	if err := json.Unmarshal(raw, &top); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]float64{"shards": testShards, "unowned": 0, "lease_ttl_s": 9} {
+		if top[k] != want {
+			t.Errorf("%s = %v, want %v (%s)", k, top[k], want, raw)
+		}
+	}
+	if len(got.Nodes) != 1 {
+		t.Fatalf("nodes = %s", raw)
+	}
+	n := got.Nodes[0]
+	if n["name"] != "a" || n["addr"] != "a:8080" || n["shards"] != float64(testShards) || n["live"] != true {
+		t.Errorf("node = %v", n)
+	}
+	if ids, _ := n["shard_ids"].([]any); len(ids) != testShards {
+		t.Errorf("shard_ids = %v", n["shard_ids"])
+	}
+	if ts, _ := n["last_seen"].(string); ts == "" {
+		t.Errorf("last_seen = %v", n["last_seen"])
+	} else if _, err := time.Parse(time.RFC3339Nano, ts); err != nil {
+		t.Errorf("last_seen %q: %v", ts, err)
+	}
+}
+
+// TestNodesRideOutQuorumLoss stops two of the three JetStream servers, so
+// the lease bucket has no leader and every lease write fails, for longer
+// than a lease TTL; when the servers are back, every node renews the
+// leases it had and no shard changes hands.
+func TestNodesRideOutQuorumLoss(t *testing.T) {
+	c := jstest.NewCluster(t, 3)
+	var nodes []*testNode
+	for i := range 3 {
+		nodes = append(nodes, startNode(t, c, "n"+strconv.Itoa(i+1), nil))
+	}
+	waitFor(t, 30*time.Second, "even share", func() error { return even(nodes) })
+	before := make([][]int, 3)
+	moves := make([]float64, 3)
+	for i, n := range nodes {
+		before[i] = n.Owned()
+		moves[i] = n.counter("claims", "takeover") + n.counter("claims", "free") + n.counter("releases")
+	}
+	js, err := jetstream.New(c.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if info, err := js.Stream(ctx, "KV_"+DefaultBucket); err != nil || info.CachedInfo().Config.Replicas != 3 {
+		t.Fatalf("lease bucket: %v; want 3 replicas", err)
+	}
+	c.Stop(1)
+	c.Stop(2)
+	stopped := time.Now()
+	waitFor(t, 20*time.Second, "every node sees its writes fail", func() error {
+		for _, n := range nodes {
+			if n.Healthy() {
+				return fmt.Errorf("%s still healthy", n.Name())
+			}
+		}
+		return nil
+	})
+	// Hold the outage past a TTL: the holders stop acting on their shards.
+	waitFor(t, 20*time.Second, "leases lapse while the bucket has no leader", func() error {
+		if time.Since(stopped) < DefaultTiming.TTL {
+			return errors.New("not a TTL yet")
+		}
+		for _, n := range nodes {
+			if o := n.Owned(); len(o) != 0 {
+				return fmt.Errorf("%s still acts on %v", n.Name(), o)
+			}
+		}
+		return nil
+	})
+	c.Restart(1)
+	c.Restart(2)
+	c.WaitReady()
+	back := time.Now()
+	took := waitFor(t, 30*time.Second, "the same shards owned again", func() error {
+		for i, n := range nodes {
+			if !n.Healthy() {
+				return fmt.Errorf("%s unhealthy", n.Name())
+			}
+			if got := n.Owned(); !slices.Equal(got, before[i]) {
+				return fmt.Errorf("%s owns %v, had %v", n.Name(), got, before[i])
+			}
+		}
+		return nil
+	})
+	t.Logf("outage %s; leases renewed %s after the servers were back", back.Sub(stopped).Round(time.Millisecond), took.Round(time.Millisecond))
+	errs := 0.0
+	for i, n := range nodes {
+		if m := n.counter("claims", "takeover") + n.counter("claims", "free") + n.counter("releases"); m != moves[i] {
+			t.Errorf("%s: %v claims/releases around the outage", n.Name(), m-moves[i])
+		}
+		errs += n.counter("renewals", "error")
+	}
+	if errs == 0 {
+		t.Error("no renewal failed: the outage did not reach the lease writes")
+	}
+}

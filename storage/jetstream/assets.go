@@ -1,0 +1,117 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// AutoReplicas is the replica count assets get when their config asks for
+// 0 on a JetStream cluster; a single server (not clustered) gives them 1.
+const AutoReplicas = 3
+
+// JetStream API error codes the asset helpers branch on.
+const (
+	errCodeNoPeers       jetstream.ErrorCode = 10005 // no suitable peers for placement
+	errCodeInsufficient  jetstream.ErrorCode = 10023 // insufficient resources
+	errCodeNotClustered  jetstream.ErrorCode = 10074 // replicas > 1 not supported in non-clustered mode
+	placementRetryPeriod                     = 250 * time.Millisecond
+)
+
+func apiCode(err error) jetstream.ErrorCode {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.ErrorCode
+	}
+	return 0
+}
+
+// createAuto runs create with AutoReplicas replicas, or with 1 when the
+// server is not clustered. While a cluster cannot place them yet (its
+// servers are still joining, as when three `serve --nats-embed` start
+// together) it tries again until ctx ends: falling back to one replica
+// there would leave the data on a single server for good.
+func createAuto[T any](ctx context.Context, create func(replicas int) (T, error)) (T, error) {
+	for {
+		v, err := create(AutoReplicas)
+		switch apiCode(err) {
+		case errCodeNotClustered:
+			return create(1)
+		case errCodeNoPeers, errCodeInsufficient:
+			select {
+			case <-ctx.Done():
+				return v, fmt.Errorf("%w (cluster cannot place %d replicas yet: %v)", ctx.Err(), AutoReplicas, err)
+			case <-time.After(placementRetryPeriod):
+				continue
+			}
+		}
+		return v, err
+	}
+}
+
+// KeyValue opens the KV bucket cfg.Bucket, creating it with cfg when it
+// does not exist. cfg.Replicas 0 means AutoReplicas on a cluster (waiting,
+// within ctx, until the cluster can place them) and 1 on a single server.
+// An existing bucket is used as it is (its replicas are an operator's
+// choice).
+func KeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, cfg.Bucket)
+	if err == nil {
+		return kv, nil
+	}
+	if !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, fmt.Errorf("open bucket %s: %w", cfg.Bucket, err)
+	}
+	if cfg.Replicas == 0 {
+		kv, err = createAuto(ctx, func(r int) (jetstream.KeyValue, error) {
+			c := cfg
+			c.Replicas = r
+			return js.CreateKeyValue(ctx, c)
+		})
+	} else {
+		kv, err = js.CreateKeyValue(ctx, cfg)
+	}
+	if errors.Is(err, jetstream.ErrBucketExists) { // another node created it meanwhile
+		kv, err = js.KeyValue(ctx, cfg.Bucket)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create bucket %s: %w", cfg.Bucket, err)
+	}
+	return kv, nil
+}
+
+// Stream opens the stream cfg.Name, creating it with cfg when it does not
+// exist; cfg.Replicas 0 is handled as in KeyValue. An existing stream is
+// updated to cfg's subjects and limits, keeping its replicas.
+func Stream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	s, err := js.Stream(ctx, cfg.Name)
+	if err == nil {
+		cfg.Replicas = s.CachedInfo().Config.Replicas
+		if s, err = js.UpdateStream(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("update stream %s: %w", cfg.Name, err)
+		}
+		return s, nil
+	}
+	if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("open stream %s: %w", cfg.Name, err)
+	}
+	if cfg.Replicas == 0 {
+		s, err = createAuto(ctx, func(r int) (jetstream.Stream, error) {
+			c := cfg
+			c.Replicas = r
+			return js.CreateStream(ctx, c)
+		})
+	} else {
+		s, err = js.CreateStream(ctx, cfg)
+	}
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		s, err = js.Stream(ctx, cfg.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create stream %s: %w", cfg.Name, err)
+	}
+	return s, nil
+}

@@ -1,0 +1,52 @@
+// Package jetstream is slogfeed's NATS JetStream side: the embedded
+// JetStream server that `slogfeed serve --nats-embed` runs inside the
+// process (StartEmbedded), and the first part of the storage backend that
+// keeps slogfeed's data in JetStream (Store). docs/cluster.md has the
+// design; the shared storage interface that lets callers use either
+// backend is the next stage.
+//
+// # Embedded server
+//
+// StartEmbedded runs a nats-server (github.com/nats-io/nats-server/v2 as a
+// library) with JetStream enabled, its data under EmbedOptions.StoreDir,
+// and returns once it accepts clients and JetStream is ready: for a
+// clustered server (ClusterListen set), once the JetStream meta group has
+// a leader this server follows. Three processes started with each other's
+// cluster addresses in Routes form a replicated cluster. The server logs
+// through log/slog, never installs signal handlers, and Shutdown stops it
+// and waits for it to finish.
+//
+// The sub-package jstest starts such servers in-process for tests: a
+// single server or a 3-server cluster on loopback ports, with stop and
+// restart of one server.
+//
+// # Store
+//
+//	stream SLOGFEED_ITEMS   slogfeed.items.<feed ID>   one subject per feed; Nats-Msg-Id
+//	                                                   <feed ID>/<hash of item ID>; MaxAge as
+//	                                                   the message TTL; MaxItems by purge-keep;
+//	                                                   MaxMsgsPerSubject the hard cap
+//	stream SLOGFEED_OBS     slogfeed.obs.<feed ID>     poll observations, the newest
+//	                                                   MaxObservations per feed
+//	KV slogfeed_defs        feed.<id>                  the feed record (definition, learned
+//	                                                   schedule state, validators, counters)
+//	                        seq.feed                   last feed ID
+//	KV slogfeed_index       url.<hash>, slug.<hash>    unique URLs and slugs → feed ID
+//	consumer slogfeed_pipe_<id> on SLOGFEED_ITEMS     a pipe's inputs (pipes.go)
+//
+// Streams and buckets get 3 replicas when the cluster can place them,
+// else 1 (KeyValue, Stream). Every record write is a compare-and-set:
+// UpdateFeed and RecordPoll re-read and re-apply on a conflict, so two
+// nodes writing one feed lose no update. AddItems stores an item of a feed
+// once whichever node publishes it: two nodes publishing at the same
+// moment are de-duplicated by the stream's message IDs (window 10 minutes
+// by default), and beyond the window each Store refuses IDs the feed
+// already has (known.go), read from the subject's message headers.
+//
+// Options.Metrics records JetStream publish latency and KV writes by bucket
+// and result (see Metrics).
+//
+// Not yet here: pipe records and runner state, plugin records,
+// sensors' readings path, item updates (a changed item with a known ID),
+// FeedVersion/ETags, and the storage interface both backends implement.
+package jetstream

@@ -1,0 +1,257 @@
+package jetstream
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// Errors of the embedded server. Callers branch on them with errors.Is.
+var (
+	// ErrEmbedConfig: the options do not describe a server that can run
+	// (a bad address, a missing store directory, a bad route URL).
+	ErrEmbedConfig = errors.New("embedded nats: bad configuration")
+	// ErrNotReady: the server did not accept clients, or JetStream did not
+	// become ready, within EmbedOptions.ReadyTimeout.
+	ErrNotReady = errors.New("embedded nats: not ready")
+)
+
+// DefaultReadyTimeout is how long StartEmbedded waits for the server to be
+// ready when EmbedOptions.ReadyTimeout is zero. A clustered server waits
+// for enough peers to elect a JetStream meta leader, so this covers the
+// other servers starting too.
+const DefaultReadyTimeout = 30 * time.Second
+
+// DefaultClusterName is the NATS cluster name when EmbedOptions.ClusterName
+// is empty. Every server of one cluster must use the same name.
+const DefaultClusterName = "slogfeed"
+
+// EmbedOptions configure an embedded JetStream server. They map one to one
+// onto `slogfeed serve --nats-embed` flags.
+type EmbedOptions struct {
+	// Name is the server's name, unique in the cluster (JetStream's Raft
+	// groups name their peers by it). `serve` passes the node name.
+	Name string
+	// Listen is the client address, host:port (--nats-listen). Port 0
+	// picks a free port; ClientURL tells which. Empty means
+	// 127.0.0.1:4222.
+	Listen string
+	// ClusterListen is the route address, host:port
+	// (--nats-cluster-listen). Empty runs a single server without routes.
+	// Port 0 picks a free port; ClusterURL tells which.
+	ClusterListen string
+	// Routes are the other servers' cluster addresses (--nats-routes),
+	// nats://host:port each. A server may list itself; it is ignored.
+	Routes []string
+	// ClusterName is the NATS cluster name; empty means DefaultClusterName.
+	ClusterName string
+	// StoreDir is where JetStream keeps its data. Required: a server
+	// without it would lose every acknowledged write on restart.
+	StoreDir string
+	// MaxMemory and MaxStore bound JetStream's memory and file storage in
+	// bytes; zero lets the server choose (a share of the machine).
+	MaxMemory, MaxStore int64
+	// ReadyTimeout bounds the wait for readiness; zero means
+	// DefaultReadyTimeout.
+	ReadyTimeout time.Duration
+	// Logger receives the server's log lines; nil discards them.
+	Logger *slog.Logger
+	// Debug passes the server's debug lines to Logger.
+	Debug bool
+}
+
+// Embedded is a running embedded JetStream server.
+type Embedded struct {
+	srv  *server.Server
+	opts *server.Options
+}
+
+// StartEmbedded starts a JetStream server as described by opt and returns
+// it once it accepts clients and JetStream is ready (see the package
+// documentation). On error nothing is left running.
+func StartEmbedded(opt EmbedOptions) (*Embedded, error) {
+	so, err := serverOptions(opt)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := server.NewServer(so)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrEmbedConfig, err)
+	}
+	logger := opt.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	srv.SetLogger(&slogLogger{l: logger.With("component", "nats-server", "server", so.ServerName)}, opt.Debug, false)
+	e := &Embedded{srv: srv, opts: so}
+	timeout := opt.ReadyTimeout
+	if timeout <= 0 {
+		timeout = DefaultReadyTimeout
+	}
+	deadline := time.Now().Add(timeout)
+	srv.Start()
+	if !srv.ReadyForConnections(timeout) {
+		e.Shutdown()
+		return nil, fmt.Errorf("%w: server %s accepts no clients after %s", ErrNotReady, so.ServerName, timeout)
+	}
+	if err := e.WaitReady(time.Until(deadline)); err != nil {
+		e.Shutdown()
+		return nil, err
+	}
+	return e, nil
+}
+
+// WaitReady waits up to d until JetStream on this server is ready: enabled
+// and, when clustered, following (or being) a JetStream meta leader.
+func (e *Embedded) WaitReady(d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		if e.JetStreamReady() {
+			return nil
+		}
+		if !time.Now().Before(deadline) {
+			return fmt.Errorf("%w: JetStream on server %s has no meta leader after %s", ErrNotReady, e.opts.ServerName, d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// JetStreamReady reports whether the server runs, has JetStream enabled
+// and, when clustered, is current with a JetStream meta leader.
+func (e *Embedded) JetStreamReady() bool {
+	return e.srv.Running() && e.srv.JetStreamEnabled() && e.srv.JetStreamIsCurrent()
+}
+
+// IsMetaLeader reports whether this server is the JetStream meta leader.
+func (e *Embedded) IsMetaLeader() bool { return e.srv.JetStreamIsLeader() }
+
+// OnlinePeers is, on the JetStream meta leader, how many JetStream servers
+// of the cluster are online (this one included); 0 on other servers. A
+// server without a cluster counts itself.
+func (e *Embedded) OnlinePeers() int {
+	if !e.srv.JetStreamIsClustered() {
+		if e.JetStreamReady() {
+			return 1
+		}
+		return 0
+	}
+	return len(e.srv.JetStreamClusterPeers())
+}
+
+// Name is the server's name.
+func (e *Embedded) Name() string { return e.opts.ServerName }
+
+// ClientURL is the URL clients connect to, nats://host:port, with the
+// port actually bound.
+func (e *Embedded) ClientURL() string { return e.srv.ClientURL() }
+
+// ClusterURL is the route URL other servers list in their Routes,
+// nats://host:port with the port actually bound; empty for a server
+// without a cluster listener.
+func (e *Embedded) ClusterURL() string {
+	a := e.srv.ClusterAddr()
+	if a == nil {
+		return ""
+	}
+	return "nats://" + net.JoinHostPort(e.opts.Cluster.Host, strconv.Itoa(a.Port))
+}
+
+// Shutdown stops the server and waits until it has stopped. It is safe to
+// call more than once.
+func (e *Embedded) Shutdown() {
+	e.srv.Shutdown()
+	e.srv.WaitForShutdown()
+}
+
+// serverOptions checks opt and turns it into the server's options.
+func serverOptions(opt EmbedOptions) (*server.Options, error) {
+	if opt.StoreDir == "" {
+		return nil, fmt.Errorf("%w: no JetStream store directory", ErrEmbedConfig)
+	}
+	if opt.Name == "" {
+		return nil, fmt.Errorf("%w: no server name", ErrEmbedConfig)
+	}
+	if opt.Listen == "" {
+		opt.Listen = "127.0.0.1:4222"
+	}
+	host, port, err := hostPort(opt.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("%w: listen address %q: %v", ErrEmbedConfig, opt.Listen, err)
+	}
+	so := &server.Options{
+		ServerName:         opt.Name,
+		Host:               host,
+		Port:               port,
+		JetStream:          true,
+		StoreDir:           opt.StoreDir,
+		JetStreamMaxMemory: opt.MaxMemory,
+		JetStreamMaxStore:  opt.MaxStore,
+		NoSigs:             true,
+		// The monitoring, websocket, MQTT and leaf listeners stay off.
+		HTTPPort: 0,
+	}
+	if opt.ClusterListen == "" {
+		if len(opt.Routes) > 0 {
+			return nil, fmt.Errorf("%w: routes given without a cluster listen address", ErrEmbedConfig)
+		}
+		return so, nil
+	}
+	chost, cport, err := hostPort(opt.ClusterListen)
+	if err != nil {
+		return nil, fmt.Errorf("%w: cluster listen address %q: %v", ErrEmbedConfig, opt.ClusterListen, err)
+	}
+	name := opt.ClusterName
+	if name == "" {
+		name = DefaultClusterName
+	}
+	so.Cluster = server.ClusterOpts{Name: name, Host: chost, Port: cport}
+	for _, r := range opt.Routes {
+		u, err := url.Parse(strings.TrimSpace(r))
+		if err != nil || u.Scheme != "nats" || u.Host == "" || u.Port() == "" {
+			return nil, fmt.Errorf("%w: route %q is not nats://host:port", ErrEmbedConfig, r)
+		}
+		so.Routes = append(so.Routes, u)
+	}
+	return so, nil
+}
+
+// hostPort splits host:port; port 0 becomes the server's "any free port".
+func hostPort(addr string) (string, int, error) {
+	host, ps, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	port, err := strconv.Atoi(ps)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("bad port %q", ps)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	return host, port, nil
+}
+
+// slogLogger passes the server's log lines to slog.
+type slogLogger struct{ l *slog.Logger }
+
+func (s *slogLogger) Noticef(format string, v ...any) { s.l.Info(fmt.Sprintf(format, v...)) }
+func (s *slogLogger) Warnf(format string, v ...any)   { s.l.Warn(fmt.Sprintf(format, v...)) }
+func (s *slogLogger) Errorf(format string, v ...any)  { s.l.Error(fmt.Sprintf(format, v...)) }
+func (s *slogLogger) Debugf(format string, v ...any)  { s.l.Debug(fmt.Sprintf(format, v...)) }
+func (s *slogLogger) Tracef(format string, v ...any)  { s.l.Debug(fmt.Sprintf(format, v...)) }
+
+// Fatalf is logged as an error: an embedded server must not exit the
+// process; the server shuts itself down after a fatal error.
+func (s *slogLogger) Fatalf(format string, v ...any) {
+	s.l.Error(fmt.Sprintf(format, v...), "fatal", true)
+}

@@ -1,0 +1,308 @@
+package jetstream
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/slogfeed/slogfeed/storage"
+)
+
+const (
+	feedKeyPrefix = "feed."
+	feedSeqKey    = "seq.feed"
+)
+
+func feedKey(id uint64) string { return feedKeyPrefix + strconv.FormatUint(id, 10) }
+
+// indexKeyOf is the unique-index key of a feed: its URL for remote feeds,
+// its kind and slug otherwise, hashed (URLs and slugs may hold characters
+// KV keys may not).
+func indexKeyOf(f *storage.Feed) string {
+	if f.Kind == storage.KindRemote || f.Kind == "" {
+		return "url." + hashKey(f.URL)
+	}
+	return "slug." + hashKey(string(f.Kind)+"/"+f.Slug)
+}
+
+func hashKey(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return base64.RawURLEncoding.EncodeToString(h[:24])
+}
+
+// CreateFeed stores a new feed and sets f.ID, f.Created and f.Updated. Its
+// ID comes from the seq.feed key, incremented with compare-and-set; its
+// URL (remote feeds) or kind and slug must be unique, else
+// storage.ErrFeedExists. The unique-index key is created first, then the
+// feed; if the second write fails the first is deleted again.
+func (s *Store) CreateFeed(ctx context.Context, f *storage.Feed) error {
+	if f.Kind == storage.KindRemote && f.URL == "" || f.Kind != storage.KindRemote && f.Slug == "" {
+		return fmt.Errorf("create feed: %w: a remote feed needs a URL, others a slug", storage.ErrInvalid)
+	}
+	id, err := s.nextFeedID(ctx)
+	if err != nil {
+		return err
+	}
+	now := s.opt.Now()
+	nf := *f
+	nf.ID, nf.Created, nf.Updated = id, now, now
+	data, err := s.encodeFeed(&nf)
+	if err != nil {
+		return err
+	}
+	ik := indexKeyOf(&nf)
+	if _, err := s.index.Create(ctx, ik, []byte(strconv.FormatUint(id, 10))); s.opt.Metrics.kvWrite(IndexBucket, err) != nil {
+		if IsConflict(err) {
+			return fmt.Errorf("create feed %s: %w", describe(&nf), storage.ErrFeedExists)
+		}
+		return fmt.Errorf("create feed %s: %w", describe(&nf), err)
+	}
+	if _, err := s.defs.Create(ctx, feedKey(id), data); s.opt.Metrics.kvWrite(DefsBucket, err) != nil {
+		_ = s.opt.Metrics.kvWrite(IndexBucket, s.index.Delete(ctx, ik))
+		return fmt.Errorf("create feed %s: %w", describe(&nf), err)
+	}
+	*f = nf
+	return nil
+}
+
+func describe(f *storage.Feed) string {
+	if f.URL != "" {
+		return f.URL
+	}
+	return string(f.Kind) + "/" + f.Slug
+}
+
+func (s *Store) encodeFeed(f *storage.Feed) ([]byte, error) {
+	data, err := json.Marshal(f)
+	if err != nil {
+		return nil, fmt.Errorf("feed %d: %w: %v", f.ID, storage.ErrInvalid, err)
+	}
+	if len(data) > storage.MaxFeedSize || len(data) > s.maxData {
+		return nil, fmt.Errorf("feed %d: %w: record of %d bytes", f.ID, storage.ErrInvalid, len(data))
+	}
+	return data, nil
+}
+
+func (s *Store) nextFeedID(ctx context.Context) (uint64, error) {
+	for range maxRetries {
+		var (
+			last uint64
+			rev  uint64
+		)
+		e, err := s.defs.Get(ctx, feedSeqKey)
+		switch {
+		case err == nil:
+			if last, err = strconv.ParseUint(string(e.Value()), 10, 64); err != nil {
+				return 0, fmt.Errorf("feed sequence: %w: %q", storage.ErrCorrupt, e.Value())
+			}
+			rev = e.Revision()
+		case !errors.Is(err, jetstream.ErrKeyNotFound):
+			return 0, fmt.Errorf("feed sequence: %w", err)
+		}
+		next := []byte(strconv.FormatUint(last+1, 10))
+		if rev == 0 {
+			_, err = s.defs.Create(ctx, feedSeqKey, next)
+		} else {
+			_, err = s.defs.Update(ctx, feedSeqKey, next, rev)
+		}
+		s.opt.Metrics.kvWrite(DefsBucket, err)
+		if err == nil {
+			return last + 1, nil
+		}
+		if !IsConflict(err) {
+			return 0, fmt.Errorf("feed sequence: %w", err)
+		}
+	}
+	return 0, fmt.Errorf("feed sequence: %w", ErrStale)
+}
+
+// Feed returns the feed with this ID, or storage.ErrFeedNotFound.
+func (s *Store) Feed(ctx context.Context, id uint64) (storage.Feed, error) {
+	f, _, err := s.feed(ctx, id)
+	return f, err
+}
+
+func (s *Store) feed(ctx context.Context, id uint64) (storage.Feed, uint64, error) {
+	e, err := s.defs.Get(ctx, feedKey(id))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return storage.Feed{}, 0, fmt.Errorf("feed %d: %w", id, storage.ErrFeedNotFound)
+	}
+	if err != nil {
+		return storage.Feed{}, 0, fmt.Errorf("feed %d: %w", id, err)
+	}
+	var f storage.Feed
+	if err := json.Unmarshal(e.Value(), &f); err != nil || f.ID != id {
+		return storage.Feed{}, 0, fmt.Errorf("feed %d: %w: %v", id, storage.ErrCorrupt, err)
+	}
+	return f, e.Revision(), nil
+}
+
+// Feeds returns every feed, by ID.
+func (s *Store) Feeds(ctx context.Context) ([]storage.Feed, error) {
+	lister, err := s.defs.ListKeysFiltered(ctx, feedKeyPrefix+"*")
+	if err != nil {
+		return nil, fmt.Errorf("list feeds: %w", err)
+	}
+	var ids []uint64
+	for k := range lister.Keys() {
+		if id, err := strconv.ParseUint(strings.TrimPrefix(k, feedKeyPrefix), 10, 64); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	out := make([]storage.Feed, 0, len(ids))
+	slices.Sort(ids)
+	for _, id := range ids {
+		f, err := s.Feed(ctx, id)
+		if errors.Is(err, storage.ErrFeedNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// UpdateFeed applies fn to the stored feed and writes it back at the
+// revision it read; when another node wrote the feed meanwhile, it reads
+// again and re-applies fn (fn must be repeatable), up to 16 times, then
+// fails with ErrStale. fn may not change the ID, kind, URL or slug
+// (storage.ErrInvalid). An error of fn is returned as it is and nothing is
+// written.
+func (s *Store) UpdateFeed(ctx context.Context, id uint64, fn func(*storage.Feed) error) (storage.Feed, error) {
+	for range maxRetries {
+		f, rev, err := s.feed(ctx, id)
+		if err != nil {
+			return storage.Feed{}, err
+		}
+		nf := f
+		if err := fn(&nf); err != nil {
+			return storage.Feed{}, err
+		}
+		if nf.ID != f.ID || nf.Kind != f.Kind || nf.URL != f.URL || nf.Slug != f.Slug {
+			return storage.Feed{}, fmt.Errorf("update feed %d: %w: id, kind, URL and slug are fixed", id, storage.ErrInvalid)
+		}
+		nf.Created, nf.Updated = f.Created, s.opt.Now()
+		data, err := s.encodeFeed(&nf)
+		if err != nil {
+			return storage.Feed{}, err
+		}
+		_, err = s.defs.Update(ctx, feedKey(id), data, rev)
+		if s.opt.Metrics.kvWrite(DefsBucket, err) == nil {
+			return nf, nil
+		}
+		if !IsConflict(err) {
+			return storage.Feed{}, fmt.Errorf("update feed %d: %w", id, err)
+		}
+	}
+	return storage.Feed{}, fmt.Errorf("update feed %d: %w", id, ErrStale)
+}
+
+// DeleteFeed deletes the feed, its unique-index key, its items and its
+// observations.
+func (s *Store) DeleteFeed(ctx context.Context, id uint64) error {
+	f, rev, err := s.feed(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := s.opt.Metrics.kvWrite(DefsBucket, s.defs.Delete(ctx, feedKey(id), jetstream.LastRevision(rev))); err != nil {
+		if IsConflict(err) {
+			return fmt.Errorf("delete feed %d: %w", id, ErrStale)
+		}
+		return fmt.Errorf("delete feed %d: %w", id, err)
+	}
+	s.known.forget(id)
+	var errs []error
+	if err := s.opt.Metrics.kvWrite(IndexBucket, s.index.Delete(ctx, indexKeyOf(&f))); err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.items.Purge(ctx, jetstream.WithPurgeSubject(itemSubject(id))); err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.obs.Purge(ctx, jetstream.WithPurgeSubject(obsSubjectOf(id))); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("delete feed %d: %w", id, err)
+	}
+	return nil
+}
+
+// RecordPoll stores one poll's observation and applies fn to the feed (its
+// learned schedule state, validators and counters) so that a node taking
+// the feed over polls at the learned prediction. The observation is
+// published first, with a message ID from the feed and the poll time so a
+// retry stores it once, then the feed is updated as UpdateFeed does; a
+// crash between the two leaves an observation newer than the feed's
+// state, which a takeover replays.
+func (s *Store) RecordPoll(ctx context.Context, feedID uint64, o storage.Observation, fn func(*storage.Feed) error) (storage.Feed, error) {
+	data, err := json.Marshal(&o)
+	if err != nil || len(data) > storage.MaxObservationSize || len(data) > s.maxData {
+		return storage.Feed{}, fmt.Errorf("record poll of feed %d: %w: observation of %d bytes, %v", feedID, storage.ErrInvalid, len(data), err)
+	}
+	if _, err := s.Feed(ctx, feedID); err != nil {
+		return storage.Feed{}, err
+	}
+	msgID := strconv.FormatUint(feedID, 10) + "/" + strconv.FormatInt(o.At.UnixNano(), 10)
+	start := time.Now()
+	if _, err := s.js.PublishMsg(ctx, &nats.Msg{Subject: obsSubjectOf(feedID), Data: data}, jetstream.WithMsgID(msgID)); err != nil {
+		return storage.Feed{}, fmt.Errorf("record poll of feed %d: %w", feedID, err)
+	}
+	s.opt.Metrics.published("observation", start)
+	if fn == nil {
+		return s.Feed(ctx, feedID)
+	}
+	return s.UpdateFeed(ctx, feedID, fn)
+}
+
+// Observations returns the newest limit observations of the feed, oldest
+// first (limit ≤ 0: all that are kept).
+func (s *Store) Observations(ctx context.Context, feedID uint64, limit int) ([]storage.Observation, error) {
+	subject := obsSubjectOf(feedID)
+	info, err := s.obs.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		return nil, fmt.Errorf("observations of feed %d: %w", feedID, err)
+	}
+	total := int(info.State.Subjects[subject])
+	if total == 0 {
+		return nil, nil
+	}
+	if limit <= 0 || limit > total {
+		limit = total
+	}
+	cons, err := s.obs.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}, InactiveThreshold: 10 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("observations of feed %d: %w", feedID, err)
+	}
+	out := make([]storage.Observation, 0, total)
+	for len(out) < total {
+		batch, err := cons.FetchNoWait(total - len(out))
+		if err != nil {
+			return nil, fmt.Errorf("observations of feed %d: %w", feedID, err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			var o storage.Observation
+			if err := json.Unmarshal(m.Data(), &o); err != nil {
+				return nil, fmt.Errorf("observations of feed %d: %w: %v", feedID, storage.ErrCorrupt, err)
+			}
+			out = append(out, o)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return out[max(0, len(out)-limit):], nil
+}

@@ -1,0 +1,167 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/slogfeed/slogfeed/storage"
+)
+
+// Names of the JetStream assets the store keeps its data in.
+const (
+	ItemsStream  = "SLOGFEED_ITEMS" // subjects slogfeed.items.<feed ID>
+	ObsStream    = "SLOGFEED_OBS"   // subjects slogfeed.obs.<feed ID>
+	DefsBucket   = "slogfeed_defs"  // feed.<id>, seq.feed
+	IndexBucket  = "slogfeed_index" // url.<hash>, slug.<kind>.<hash> → feed ID
+	itemsSubject = "slogfeed.items."
+	obsSubject   = "slogfeed.obs."
+)
+
+// Defaults of Options.
+const (
+	// DefaultDuplicateWindow is how long the items stream remembers message
+	// IDs: a second copy of an item published within it (the overlap poll
+	// at a takeover, a retried publish) is dropped by JetStream.
+	DefaultDuplicateWindow = 10 * time.Minute
+	// DefaultMaxItemsPerFeed is the stream-wide cap on any feed's items
+	// (MaxMsgsPerSubject); a feed's own Retention.MaxItems is applied
+	// below it.
+	DefaultMaxItemsPerFeed = 100_000
+)
+
+// ErrStale is returned when a compare-and-set write kept losing to
+// concurrent writers (another node wrote the same record each time).
+var ErrStale = errors.New("jetstream store: record changed concurrently")
+
+// maxRetries bounds the compare-and-set retry loops.
+const maxRetries = 16
+
+// Options configure a Store.
+type Options struct {
+	// Replicas of the streams and buckets the store creates; 0 means 3 on
+	// a JetStream cluster (waiting, within Open's context, until the
+	// cluster can place them) and 1 on a single server.
+	Replicas int
+	// DuplicateWindow; zero means DefaultDuplicateWindow.
+	DuplicateWindow time.Duration
+	// MaxItemsPerFeed; zero means DefaultMaxItemsPerFeed.
+	MaxItemsPerFeed int64
+	// MaxObservations kept per feed; zero means
+	// storage.DefaultMaxObservations.
+	MaxObservations int64
+	// Now stamps Created, Updated and Fetched; nil means time.Now.
+	Now func() time.Time
+	// Metrics, when set, records publish latencies and KV writes.
+	Metrics *Metrics
+	// KnownFeeds bounds how many feeds' item IDs are kept in memory;
+	// zero means DefaultKnownFeeds.
+	KnownFeeds int
+	// PipeAckWait is how long a pipe's fetched inputs stay with their node;
+	// zero means DefaultPipeAckWait.
+	PipeAckWait time.Duration
+}
+
+// Store keeps feeds, their items and their poll observations in
+// JetStream. It is the first part of the JetStream storage backend (see
+// docs/cluster.md): feed definitions with their policy state and
+// counters, items with de-duplication and retention, observations. Pipes,
+// plugin records and the shared storage interface are the next stage.
+//
+// Every method is bounded by its context; a write is acknowledged once
+// JetStream has stored it on a majority of the replicas.
+type Store struct {
+	js      jetstream.JetStream
+	items   jetstream.Stream
+	obs     jetstream.Stream
+	defs    jetstream.KeyValue
+	index   jetstream.KeyValue
+	opt     Options
+	maxData int
+	known   *known
+}
+
+// Open opens the store's streams and buckets on js, creating them when
+// they do not exist.
+func Open(ctx context.Context, js jetstream.JetStream, opt Options) (*Store, error) {
+	if opt.DuplicateWindow == 0 {
+		opt.DuplicateWindow = DefaultDuplicateWindow
+	}
+	if opt.MaxItemsPerFeed == 0 {
+		opt.MaxItemsPerFeed = DefaultMaxItemsPerFeed
+	}
+	if opt.MaxObservations == 0 {
+		opt.MaxObservations = storage.DefaultMaxObservations
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.PipeAckWait == 0 {
+		opt.PipeAckWait = DefaultPipeAckWait
+	}
+	if opt.KnownFeeds == 0 {
+		opt.KnownFeeds = DefaultKnownFeeds
+	}
+	if opt.KnownFeeds < 0 || opt.PipeAckWait < 0 || opt.DuplicateWindow < 0 || opt.MaxItemsPerFeed < 0 || opt.MaxObservations < 0 || opt.Replicas < 0 || opt.Replicas > 5 {
+		return nil, fmt.Errorf("jetstream store: %w: options %+v", storage.ErrInvalid, opt)
+	}
+	s := &Store{js: js, opt: opt, maxData: int(js.Conn().MaxPayload()) - 4096, known: newKnown(opt.KnownFeeds)}
+	var err error
+	if s.items, err = Stream(ctx, js, jetstream.StreamConfig{
+		Name:              ItemsStream,
+		Description:       "slogfeed items, one subject per feed",
+		Subjects:          []string{itemsSubject + "*"},
+		Storage:           jetstream.FileStorage,
+		Replicas:          opt.Replicas,
+		Duplicates:        opt.DuplicateWindow,
+		MaxMsgsPerSubject: opt.MaxItemsPerFeed,
+		AllowMsgTTL:       true,
+		AllowDirect:       true,
+	}); err != nil {
+		return nil, fmt.Errorf("jetstream store: %w", err)
+	}
+	if s.obs, err = Stream(ctx, js, jetstream.StreamConfig{
+		Name:              ObsStream,
+		Description:       "slogfeed poll observations, one subject per feed",
+		Subjects:          []string{obsSubject + "*"},
+		Storage:           jetstream.FileStorage,
+		Replicas:          opt.Replicas,
+		Duplicates:        opt.DuplicateWindow,
+		MaxMsgsPerSubject: opt.MaxObservations,
+		AllowDirect:       true,
+	}); err != nil {
+		return nil, fmt.Errorf("jetstream store: %w", err)
+	}
+	if s.defs, err = KeyValue(ctx, js, jetstream.KeyValueConfig{
+		Bucket: DefsBucket, Description: "slogfeed feed definitions, policy state and counters",
+		History: 1, Storage: jetstream.FileStorage, Replicas: opt.Replicas,
+	}); err != nil {
+		return nil, fmt.Errorf("jetstream store: %w", err)
+	}
+	if s.index, err = KeyValue(ctx, js, jetstream.KeyValueConfig{
+		Bucket: IndexBucket, Description: "slogfeed unique feed URLs and slugs",
+		History: 1, Storage: jetstream.FileStorage, Replicas: opt.Replicas,
+	}); err != nil {
+		return nil, fmt.Errorf("jetstream store: %w", err)
+	}
+	return s, nil
+}
+
+func itemSubject(feedID uint64) string  { return itemsSubject + strconv.FormatUint(feedID, 10) }
+func obsSubjectOf(feedID uint64) string { return obsSubject + strconv.FormatUint(feedID, 10) }
+
+// IsConflict reports whether err is a compare-and-set that lost: a KV
+// Create of an existing key, an Update or Delete at a revision that is no
+// longer the last, a publish whose expected last sequence did not match.
+func IsConflict(err error) bool {
+	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}

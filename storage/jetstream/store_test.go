@@ -1,0 +1,545 @@
+package jetstream_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/slogfeed/slogfeed/storage"
+	sjs "github.com/slogfeed/slogfeed/storage/jetstream"
+	"github.com/slogfeed/slogfeed/storage/jetstream/jstest"
+)
+
+// openStore opens a Store on its own connection to c, as one node would.
+func openStore(t testing.TB, c *jstest.Cluster) (*sjs.Store, jetstream.JetStream) {
+	t.Helper()
+	js, err := jetstream.New(c.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := sjs.Open(ctx, js, sjs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, js
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func items(prefix string, n int) []storage.Item {
+	out := make([]storage.Item, n)
+	for i := range out {
+		out[i] = storage.Item{ID: fmt.Sprintf("%s-%d", prefix, i), Title: "reading " + strconv.Itoa(i),
+			Published: time.Date(2026, 11, 25, 12, i, 0, 0, time.UTC)}
+	}
+	return out
+}
+
+func ids(its []storage.Item) string {
+	var s []string
+	for _, it := range its {
+		s = append(s, it.ID)
+	}
+	return strings.Join(s, ",")
+}
+
+func TestAddItemsStoresEachItemOnce(t *testing.T) {
+	c := jstest.NewServer(t)
+	st, _ := openStore(t, c)
+	ctx := testCtx(t)
+	added, err := st.AddItems(ctx, 7, items("a", 3), storage.Retention{})
+	if err != nil || len(added) != 3 {
+		t.Fatalf("AddItems = %d added, %v", len(added), err)
+	}
+	for i := 1; i < len(added); i++ {
+		if added[i].Seq <= added[i-1].Seq || added[i].FeedID != 7 || added[i].Fetched.IsZero() {
+			t.Fatalf("added %+v", added)
+		}
+	}
+	// The re-poll finds the same three and one new item.
+	again, err := st.AddItems(ctx, 7, items("a", 4), storage.Retention{})
+	if err != nil || ids(again) != "a-3" {
+		t.Fatalf("re-poll added %q, %v; want only a-3", ids(again), err)
+	}
+	if n, err := st.CountItems(ctx, 7); err != nil || n != 4 {
+		t.Fatalf("CountItems = %d, %v", n, err)
+	}
+	// Another feed's item of the same ID is its own.
+	if other, err := st.AddItems(ctx, 8, items("a", 1), storage.Retention{}); err != nil || len(other) != 1 {
+		t.Fatalf("feed 8: %d added, %v", len(other), err)
+	}
+	got, err := st.Items(ctx, 7, 0, 10)
+	if err != nil || ids(got) != "a-0,a-1,a-2,a-3" {
+		t.Fatalf("Items = %q, %v", ids(got), err)
+	}
+	if got[3].Seq != again[0].Seq || got[0].Title != "reading 0" {
+		t.Fatalf("Items = %+v", got)
+	}
+	after, err := st.Items(ctx, 7, got[1].Seq, 1)
+	if err != nil || ids(after) != "a-2" {
+		t.Fatalf("Items after %d, limit 1 = %q, %v", got[1].Seq, ids(after), err)
+	}
+	if none, err := st.Items(ctx, 99, 0, 10); err != nil || len(none) != 0 {
+		t.Fatalf("Items of an empty feed = %v, %v", none, err)
+	}
+}
+
+func TestAddItemsRefusesBadItemsKeepsOthers(t *testing.T) {
+	c := jstest.NewServer(t)
+	st, _ := openStore(t, c)
+	ctx := testCtx(t)
+	in := items("b", 3)
+	in[0].ID = ""
+	in[2].Content = strings.Repeat("x", 2<<20)
+	added, err := st.AddItems(ctx, 1, in, storage.Retention{})
+	if ids(added) != "b-1" {
+		t.Fatalf("added %q", ids(added))
+	}
+	var ie *storage.ItemError
+	if !errors.Is(err, storage.ErrInvalid) || !errors.As(err, &ie) {
+		t.Fatalf("err = %v, want ItemErrors wrapping ErrInvalid", err)
+	}
+	if !strings.Contains(err.Error(), "item 0") && ie.Index != 0 {
+		t.Errorf("first refused item index %d", ie.Index)
+	}
+}
+
+func TestAddItemsRetention(t *testing.T) {
+	c := jstest.NewServer(t)
+	st, js := openStore(t, c)
+	ctx := testCtx(t)
+	ret := storage.Retention{MaxItems: 3, MaxAge: 90 * time.Minute}
+	if _, err := st.AddItems(ctx, 5, items("r", 5), ret); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.Items(ctx, 5, 0, 10)
+	if err != nil || ids(got) != "r-2,r-3,r-4" {
+		t.Fatalf("after retention Items = %q, %v", ids(got), err)
+	}
+	s, err := js.Stream(ctx, sjs.ItemsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.GetMsg(ctx, got[2].Seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttl := m.Header.Get(jetstream.MsgTTLHeader); ttl == "" {
+		t.Fatalf("item stored without a TTL header (headers %v)", m.Header)
+	}
+}
+
+// TestOverlapPollOnTwoNodes: two nodes (own connections) store the same
+// poll's items at once on a 3-server cluster, as at a takeover; every item
+// is stored once, in an R3 stream.
+func TestOverlapPollOnTwoNodes(t *testing.T) {
+	c := jstest.NewCluster(t, 3)
+	a, js := openStore(t, c)
+	b, _ := openStore(t, c)
+	ctx := testCtx(t)
+	s, err := js.Stream(ctx, sjs.ItemsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.CachedInfo().Config.Replicas; r != 3 {
+		t.Fatalf("items stream has %d replicas, want 3", r)
+	}
+	batch := items("o", 50)
+	var wg sync.WaitGroup
+	var na, nb int
+	var ea, eb error
+	wg.Go(func() { got, err := a.AddItems(ctx, 3, batch, storage.Retention{}); na, ea = len(got), err })
+	wg.Go(func() { got, err := b.AddItems(ctx, 3, batch, storage.Retention{}); nb, eb = len(got), err })
+	wg.Wait()
+	if ea != nil || eb != nil {
+		t.Fatal(ea, eb)
+	}
+	if na+nb != len(batch) {
+		t.Errorf("nodes report %d + %d items added, want %d in all", na, nb, len(batch))
+	}
+	if n, err := a.CountItems(ctx, 3); err != nil || n != len(batch) {
+		t.Fatalf("CountItems = %d, %v; want %d", n, err, len(batch))
+	}
+}
+
+func TestFeeds(t *testing.T) {
+	c := jstest.NewServer(t)
+	st, _ := openStore(t, c)
+	ctx := testCtx(t)
+	if none, err := st.Feeds(ctx); err != nil || len(none) != 0 {
+		t.Fatalf("Feeds of an empty store = %v, %v", none, err)
+	}
+	r := storage.Feed{Kind: storage.KindRemote, URL: "http://127.0.0.1:1/feed.xml", Title: "r", Policy: "auto"}
+	if err := st.CreateFeed(ctx, &r); err != nil || r.ID != 1 || r.Created.IsZero() {
+		t.Fatalf("CreateFeed = %v, %+v", err, r)
+	}
+	dup := storage.Feed{Kind: storage.KindRemote, URL: r.URL}
+	if err := st.CreateFeed(ctx, &dup); !errors.Is(err, storage.ErrFeedExists) {
+		t.Fatalf("same URL again: %v", err)
+	}
+	sensor := storage.Feed{Kind: storage.KindSensor, Slug: "air-1"}
+	if err := st.CreateFeed(ctx, &sensor); err != nil || sensor.ID <= r.ID {
+		t.Fatalf("CreateFeed sensor = %v, id %d", err, sensor.ID)
+	}
+	if err := st.CreateFeed(ctx, &storage.Feed{Kind: storage.KindSensor}); !errors.Is(err, storage.ErrInvalid) {
+		t.Fatalf("sensor without slug: %v", err)
+	}
+	all, err := st.Feeds(ctx)
+	if err != nil || len(all) != 2 || all[0].ID != r.ID || all[1].Slug != "air-1" {
+		t.Fatalf("Feeds = %+v, %v", all, err)
+	}
+	up, err := st.UpdateFeed(ctx, r.ID, func(f *storage.Feed) error { f.Title = "renamed"; return nil })
+	if err != nil || up.Title != "renamed" {
+		t.Fatalf("UpdateFeed = %+v, %v", up, err)
+	}
+	if _, err := st.UpdateFeed(ctx, r.ID, func(f *storage.Feed) error { f.URL = "http://127.0.0.1:1/other"; return nil }); !errors.Is(err, storage.ErrInvalid) {
+		t.Fatalf("URL change: %v", err)
+	}
+	boom := errors.New("boom")
+	if _, err := st.UpdateFeed(ctx, r.ID, func(*storage.Feed) error { return boom }); !errors.Is(err, boom) {
+		t.Fatalf("fn error: %v", err)
+	}
+	if _, err := st.AddItems(ctx, r.ID, items("d", 2), storage.Retention{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteFeed(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Feed(ctx, r.ID); !errors.Is(err, storage.ErrFeedNotFound) {
+		t.Fatalf("deleted feed: %v", err)
+	}
+	if n, err := st.CountItems(ctx, r.ID); err != nil || n != 0 {
+		t.Fatalf("deleted feed keeps %d items, %v", n, err)
+	}
+	again := storage.Feed{Kind: storage.KindRemote, URL: r.URL}
+	if err := st.CreateFeed(ctx, &again); err != nil || again.ID == r.ID {
+		t.Fatalf("re-create after delete = %v, id %d", err, again.ID)
+	}
+}
+
+// TestUpdateFeedConcurrentNodes: two nodes update one feed at once; the
+// compare-and-set loop loses no update.
+func TestUpdateFeedConcurrentNodes(t *testing.T) {
+	c := jstest.NewServer(t)
+	a, _ := openStore(t, c)
+	b, _ := openStore(t, c)
+	ctx := testCtx(t)
+	f := storage.Feed{Kind: storage.KindSensor, Slug: "s"}
+	if err := a.CreateFeed(ctx, &f); err != nil {
+		t.Fatal(err)
+	}
+	const each = 15
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*each)
+	for _, st := range []*sjs.Store{a, b} {
+		wg.Go(func() {
+			for range each {
+				if _, err := st.UpdateFeed(ctx, f.ID, func(f *storage.Feed) error { f.Polls++; return nil }); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	got, err := b.Feed(ctx, f.ID)
+	if err != nil || got.Polls != 2*each {
+		t.Fatalf("Polls = %d, %v; want %d", got.Polls, err, 2*each)
+	}
+}
+
+// TestRecordPollStateMovesToNextOwner: the state one node writes with a
+// poll is what another node reads; a retried observation is kept once.
+func TestRecordPollStateMovesToNextOwner(t *testing.T) {
+	c := jstest.NewServer(t)
+	a, _ := openStore(t, c)
+	b, _ := openStore(t, c)
+	ctx := testCtx(t)
+	f := storage.Feed{Kind: storage.KindRemote, URL: "http://127.0.0.1:1/s.xml", Policy: "auto"}
+	if err := a.CreateFeed(ctx, &f); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	next := at.Add(5 * time.Minute)
+	obs := storage.Observation{At: at, Hit: true, Published: []time.Time{at.Add(-3 * time.Second)}, Status: 200}
+	for range 2 { // the second is a retry of the same poll
+		if _, err := a.RecordPoll(ctx, f.ID, obs, func(f *storage.Feed) error { f.NextFetch = next; f.Polls = 1; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	later := obs
+	later.At, later.Hit = at.Add(5*time.Minute), false
+	if _, err := a.RecordPoll(ctx, f.ID, later, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Feed(ctx, f.ID)
+	if err != nil || !got.NextFetch.Equal(next) || got.Polls != 1 {
+		t.Fatalf("the next owner reads %+v, %v", got, err)
+	}
+	all, err := b.Observations(ctx, f.ID, 0)
+	if err != nil || len(all) != 2 || !all[0].At.Equal(at) || all[1].Hit {
+		t.Fatalf("Observations = %+v, %v", all, err)
+	}
+	last, err := b.Observations(ctx, f.ID, 1)
+	if err != nil || len(last) != 1 || !last[0].At.Equal(later.At) {
+		t.Fatalf("newest observation = %+v, %v", last, err)
+	}
+	if _, err := a.RecordPoll(ctx, 999, obs, nil); !errors.Is(err, storage.ErrFeedNotFound) {
+		t.Fatalf("RecordPoll of a missing feed: %v", err)
+	}
+}
+
+// TestMetrics: one feed created, one poll recorded, one batch of items
+// stored: the KV writes and publishes are counted.
+func TestMetrics(t *testing.T) {
+	c := jstest.NewServer(t)
+	js, err := jetstream.New(c.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	reg := prometheus.NewRegistry()
+	st, err := sjs.Open(ctx, js, sjs.Options{Metrics: sjs.NewMetrics(reg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := storage.Feed{Kind: storage.KindRemote, URL: "http://127.0.0.1:1/m.xml"}
+	if err := st.CreateFeed(ctx, &f); err != nil {
+		t.Fatal(err)
+	}
+	dup := f
+	if err := st.CreateFeed(ctx, &dup); !errors.Is(err, storage.ErrFeedExists) {
+		t.Fatal(err)
+	}
+	if _, err := st.RecordPoll(ctx, f.ID, storage.Observation{At: time.Unix(1, 0)}, func(f *storage.Feed) error { f.Polls++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AddItems(ctx, f.ID, items("m", 2), storage.Retention{}); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			key := mf.GetName()
+			for _, l := range m.GetLabel() {
+				key += "," + l.GetValue()
+			}
+			if h := m.GetHistogram(); h != nil {
+				got[key] = float64(h.GetSampleCount())
+			} else {
+				got[key] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	want := map[string]float64{
+		// seq.feed twice (two creates), feed.1 once, then the poll's update
+		"slogfeed_jetstream_kv_writes_total," + sjs.DefsBucket + ",ok":        4,
+		"slogfeed_jetstream_kv_writes_total," + sjs.IndexBucket + ",ok":       1,
+		"slogfeed_jetstream_kv_writes_total," + sjs.IndexBucket + ",conflict": 1,
+		"slogfeed_jetstream_publish_seconds,items":                            1,
+		"slogfeed_jetstream_publish_seconds,observation":                      1,
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+}
+
+// publishes is how many AddItems calls of this registry's store published
+// anything.
+func publishes(t *testing.T, reg *prometheus.Registry) uint64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "slogfeed_jetstream_publish_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() == "items" {
+				return m.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	return 0
+}
+
+// TestKnownItemsAreNotPublished: a node that takes a feed over reads the
+// item IDs the feed has and publishes none of them again, so they stay
+// stored once after the stream's duplicate window too; items another node
+// adds later are picked up, and items retention removed do not come back.
+func TestKnownItemsAreNotPublished(t *testing.T) {
+	c := jstest.NewServer(t)
+	a, _ := openStore(t, c)
+	js, err := jetstream.New(c.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	reg := prometheus.NewRegistry()
+	b, err := sjs.Open(ctx, js, sjs.Options{Metrics: sjs.NewMetrics(reg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.AddItems(ctx, 4, items("k", 3), storage.Retention{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.AddItems(ctx, 4, items("k", 3), storage.Retention{}); err != nil || len(got) != 0 {
+		t.Fatalf("the next owner re-added %q, %v", ids(got), err)
+	}
+	if n := publishes(t, reg); n != 0 {
+		t.Fatalf("the next owner published %d times for known items", n)
+	}
+	// a adds two more; b learns them from the stream, not from memory.
+	if _, err := a.AddItems(ctx, 4, items("k", 5), storage.Retention{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.AddItems(ctx, 4, items("k", 6), storage.Retention{}); err != nil || ids(got) != "k-5" {
+		t.Fatalf("b added %q, %v; want k-5", ids(got), err)
+	}
+	if n := publishes(t, reg); n != 1 {
+		t.Fatalf("b published %d times, want 1", n)
+	}
+	// Retention drops the oldest; they do not come back as new.
+	if _, err := b.AddItems(ctx, 4, items("k", 7), storage.Retention{MaxItems: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.AddItems(ctx, 4, items("k", 7), storage.Retention{MaxItems: 2}); err != nil || len(got) != 0 {
+		t.Fatalf("items beyond retention came back: %q, %v", ids(got), err)
+	}
+	if n, err := b.CountItems(ctx, 4); err != nil || n != 2 {
+		t.Fatalf("CountItems = %d, %v; want 2", n, err)
+	}
+	// A deleted feed forgets its items.
+	f := storage.Feed{Kind: storage.KindSensor, Slug: "k"}
+	if err := b.CreateFeed(ctx, &f); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.AddItems(ctx, f.ID, items("z", 2), storage.Retention{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.DeleteFeed(ctx, f.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.CountItems(ctx, f.ID); err != nil || n != 0 {
+		t.Fatalf("deleted feed has %d items, %v", n, err)
+	}
+}
+
+// outputsOf is a deterministic pipe run: one output per input.
+func outputsOf(in []storage.Item) []storage.Item {
+	out := make([]storage.Item, len(in))
+	for i, it := range in {
+		out[i] = storage.Item{ID: "out-" + it.ID, Title: "from " + it.ID}
+	}
+	return out
+}
+
+// TestPipeResumesOnAnotherNode: a pipe reads its inputs through a durable
+// consumer. Node a commits one batch, then fetches and stores the outputs
+// of a second batch but dies before acknowledging it; node b gets that
+// batch again once a's hold lapses, and its rerun emits nothing twice.
+func TestPipeResumesOnAnotherNode(t *testing.T) {
+	c := jstest.NewCluster(t, 3)
+	open := func() *sjs.Store {
+		js, err := jetstream.New(c.Connect(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := sjs.Open(testCtx(t), js, sjs.Options{PipeAckWait: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	a, b := open(), open()
+	ctx := testCtx(t)
+	const pipe, in1, in2, out = 9, 1, 2, 100
+	if _, err := a.AddItems(ctx, in1, items("x", 3), storage.Retention{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.AddItems(ctx, in2, items("y", 2), storage.Retention{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.AddItems(ctx, 3, items("other", 2), storage.Retention{}); err != nil { // not an input
+		t.Fatal(err)
+	}
+	if err := a.PipeInputs(ctx, pipe, []uint64{in1, in2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.PipeInputs(ctx, pipe, nil); !errors.Is(err, storage.ErrInvalid) {
+		t.Fatalf("pipe without inputs: %v", err)
+	}
+	first, err := a.NextPipeBatch(ctx, pipe, 2)
+	if err != nil || ids(first.Items) != "x-0,x-1" {
+		t.Fatalf("first batch %q, %v", ids(first.Items), err)
+	}
+	if _, err := a.CommitPipeBatch(ctx, first, out, outputsOf(first.Items), storage.Retention{}); err != nil {
+		t.Fatal(err)
+	}
+	second, err := a.NextPipeBatch(ctx, pipe, 10)
+	if err != nil || ids(second.Items) != "x-2,y-0,y-1" {
+		t.Fatalf("second batch %q, %v", ids(second.Items), err)
+	}
+	// a stores the outputs and dies before acknowledging.
+	if _, err := a.AddItems(ctx, out, outputsOf(second.Items), storage.Retention{}); err != nil {
+		t.Fatal(err)
+	}
+	var again *sjs.PipeBatch
+	died := time.Now()
+	deadline := died.Add(15 * time.Second)
+	for {
+		if again, err = b.NextPipeBatch(ctx, pipe, 10); err != nil {
+			t.Fatal(err)
+		}
+		if len(again.Items) > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if ids(again.Items) != "x-2,y-0,y-1" {
+		t.Fatalf("b got %q, want the unacknowledged x-2,y-0,y-1", ids(again.Items))
+	}
+	t.Logf("b got the unacknowledged batch %s after a died", time.Since(died).Round(time.Millisecond))
+	added, err := b.CommitPipeBatch(ctx, again, out, outputsOf(again.Items), storage.Retention{})
+	if err != nil || len(added) != 0 {
+		t.Fatalf("the rerun emitted %q again, %v", ids(added), err)
+	}
+	if rest, err := b.NextPipeBatch(ctx, pipe, 10); err != nil || len(rest.Items) != 0 {
+		t.Fatalf("inputs left after commit: %q, %v", ids(rest.Items), err)
+	}
+	got, err := b.Items(ctx, out, 0, 100)
+	if err != nil || ids(got) != "out-x-0,out-x-1,out-x-2,out-y-0,out-y-1" {
+		t.Fatalf("pipe output %q, %v", ids(got), err)
+	}
+	if err := b.DeletePipeInputs(ctx, pipe); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.NextPipeBatch(ctx, pipe, 1); err == nil {
+		t.Fatal("batch from a deleted pipe consumer")
+	}
+}
