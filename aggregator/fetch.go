@@ -317,7 +317,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 		if u != nil {
 			return nil, fmt.Errorf("fetch %.200s: %w", RedactURL(u.String()), err)
 		}
-		return nil, fmt.Errorf("fetch %.200q: %w", req.URL, err)
+		return nil, fmt.Errorf("fetch %.200q: %w", RedactURL(req.URL), err)
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, f.opt.Timeout, errTimeout)
 	defer cancel()

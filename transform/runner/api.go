@@ -95,6 +95,20 @@ func (r *Runner) feedByMaskedURL(masked string) (storage.Feed, error) {
 	return found[0], nil
 }
 
+// loadBudget counts an input's items, read from the store before the
+// run, against the run's byte budget: loaded is what the inputs read
+// before took. It returns the new total, or an error wrapping
+// transform.ErrByteLimit that names the source node.
+func loadBudget(lim transform.Limits, in Input, list []transform.Item, loaded int64) (int64, error) {
+	for i := range list {
+		loaded += transform.ItemBytes(&list[i])
+	}
+	if max := lim.WithDefaults().MaxRunBytes; loaded > max {
+		return loaded, &transform.NodeError{Node: in.Node, Op: "source", Err: fmt.Errorf("%w: the inputs read %d bytes by this one, at most %d (max_run_bytes)", transform.ErrByteLimit, loaded, max)}
+	}
+	return loaded, nil
+}
+
 // redactDef masks the credentials of the URLs def's source nodes read,
 // for the API (see feedByMaskedURL for the way back).
 func redactDef(def transform.Pipe) transform.Pipe {
@@ -434,12 +448,21 @@ func (r *Runner) Preview(ctx context.Context, def transform.Pipe, id uint64) (*t
 		return nil, err
 	}
 	items := make(map[string][]transform.Item, len(inputs))
+	byFeed := make(map[uint64][]transform.Item) // sources reading one feed share its items
+	var loaded int64
 	for _, in := range inputs {
-		list, err := r.st.Items(in.FeedID, storage.ItemQuery{Limit: r.opt.PreviewItems, Order: storage.ByArrival})
-		if err != nil {
-			return nil, fmt.Errorf("runner: reading input %s: %w", in.Ref, err)
+		list, ok := byFeed[in.FeedID]
+		if !ok {
+			var err error
+			if list, err = r.st.Items(in.FeedID, storage.ItemQuery{Limit: r.opt.PreviewItems, Order: storage.ByArrival}); err != nil {
+				return nil, fmt.Errorf("runner: reading input %s: %w", aggregator.RedactURL(in.Ref), err)
+			}
+			slices.Reverse(list)
+			byFeed[in.FeedID] = list
+			if loaded, err = loadBudget(g.Limits(), in, list, loaded); err != nil {
+				return nil, err
+			}
 		}
-		slices.Reverse(list)
 		items[in.Node] = list
 	}
 	_, pv, err := g.Run(ctx, r.clock.Now(), items, true)

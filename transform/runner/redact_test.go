@@ -3,11 +3,14 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/transform"
 )
 
 // A pipe that reads a feed by a URL with credentials shows it masked, and
@@ -49,5 +52,38 @@ func TestPipeMasksInputURLs(t *testing.T) {
 	}
 	if _, err := e.r.Preview(context.Background(), got.Pipe, 0); err == nil || strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "other@") {
 		t.Errorf("an ambiguous masked URL: %v", err)
+	}
+}
+
+// The inputs a run reads from the store count against its byte budget
+// before it runs: a preview or run over it fails naming the source.
+func TestInputsByteBudget(t *testing.T) {
+	st := newEnv(t, schedule.NewVirtualClock(t0)).st
+	r, err := New(Options{Store: st, Clock: schedule.NewVirtualClock(t0), Limits: transform.Limits{MaxRunBytes: 64 << 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := storage.Feed{Kind: storage.KindSensor, Slug: "big", Policy: "auto"}
+	if err := st.CreateFeed(&f); err != nil {
+		t.Fatal(err)
+	}
+	var its []storage.Item
+	for i := range 20 {
+		its = append(its, storage.Item{ID: fmt.Sprint("i", i), Summary: strings.Repeat("x", 8<<10), Published: t0, Fetched: t0})
+	}
+	if _, err := st.AddItems(f.ID, its); err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Preview(context.Background(), hotPipe("", "sensor/big"), 0)
+	var ne *transform.NodeError
+	if !errors.Is(err, transform.ErrByteLimit) || !errors.As(err, &ne) || ne.Node != "in0" || ne.Op != "source" {
+		t.Errorf("preview over the budget: %v", err)
+	}
+	info, err := r.Create(context.Background(), hotPipe("big-hot", "sensor/big"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.RunNow(context.Background(), info.ID); !errors.Is(err, transform.ErrByteLimit) {
+		t.Errorf("run over the budget: %v", err)
 	}
 }

@@ -521,6 +521,7 @@ func (r *Runner) run(ctx context.Context, p *pipe) (RunResult, error) {
 
 	inputs := make(map[string][]transform.Item, len(p.inputs))
 	var fresh []uint64 // input feeds with new items
+	var loaded int64   // bytes read, against the run's byte budget
 	for _, in := range p.inputs {
 		key := in.Node + "@" + strconv.FormatUint(in.FeedID, 10)
 		cur := st.Cursors[key]
@@ -539,6 +540,11 @@ func (r *Runner) run(ctx context.Context, p *pipe) (RunResult, error) {
 		}
 		if err != nil {
 			err = fmt.Errorf("reading input %s of node %q: %w", in.Ref, in.Node, err)
+			p.graph = nil
+			r.fail(p, now, err)
+			return res, err
+		}
+		if loaded, err = loadBudget(g.Limits(), in, items, loaded); err != nil {
 			p.graph = nil
 			r.fail(p, now, err)
 			return res, err
