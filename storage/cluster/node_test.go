@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
+	"os"
 	"errors"
 	"fmt"
 	"slices"
@@ -37,6 +39,9 @@ func startNode(t testing.TB, c *jstest.Cluster, name string, mod func(*Options))
 	}
 	reg := prometheus.NewRegistry()
 	opt := Options{Name: name, Addr: name + ":8080", Shards: testShards, Tick: 200 * time.Millisecond, Metrics: NewMetrics(reg)}
+	if os.Getenv("SLOGFEED_CLUSTER_TEST_LOG") != "" {
+		opt.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
 	if mod != nil {
 		mod(&opt)
 	}
