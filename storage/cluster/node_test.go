@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -37,6 +39,9 @@ func startNode(t testing.TB, c *jstest.Cluster, name string, mod func(*Options))
 	}
 	reg := prometheus.NewRegistry()
 	opt := Options{Name: name, Addr: name + ":8080", Shards: testShards, Tick: 200 * time.Millisecond, Metrics: NewMetrics(reg)}
+	if os.Getenv("SLOGFEED_CLUSTER_TEST_LOG") != "" {
+		opt.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
 	if mod != nil {
 		mod(&opt)
 	}
@@ -560,30 +565,68 @@ func TestNodesRideOutQuorumLoss(t *testing.T) {
 		}
 		return nil
 	})
+	// Note when each node's writes succeed again: a holder renews within
+	// TTL of the first node's recovery, or its leases may move (correctly).
+	recovered := make([]time.Time, len(nodes))
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for end := time.Now().Add(90 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+			all := true
+			for i, n := range nodes {
+				if recovered[i].IsZero() && n.Healthy() {
+					recovered[i] = time.Now()
+				}
+				all = all && !recovered[i].IsZero()
+			}
+			if all {
+				return
+			}
+		}
+	}()
 	c.Restart(1)
 	c.Restart(2)
 	c.WaitReady()
 	back := time.Now()
-	took := waitFor(t, 30*time.Second, "the same shards owned again", func() error {
-		for i, n := range nodes {
+	took := waitFor(t, 30*time.Second, "every node healthy, every shard owned once", func() error {
+		for _, n := range nodes {
 			if !n.Healthy() {
 				return fmt.Errorf("%s unhealthy", n.Name())
 			}
-			if got := n.Owned(); !slices.Equal(got, before[i]) {
-				return fmt.Errorf("%s owns %v, had %v", n.Name(), got, before[i])
-			}
 		}
-		return nil
+		return even(nodes)
 	})
-	t.Logf("outage %s; leases renewed %s after the servers were back", back.Sub(stopped).Round(time.Millisecond), took.Round(time.Millisecond))
-	errs := 0.0
-	for i, n := range nodes {
-		if m := n.counter("claims", "takeover") + n.counter("claims", "free") + n.counter("releases"); m != moves[i] {
-			t.Errorf("%s: %v claims/releases around the outage", n.Name(), m-moves[i])
+	<-sampled
+	first, last := recovered[0], recovered[0]
+	for _, r := range recovered {
+		if r.Before(first) {
+			first = r
 		}
+		if r.After(last) {
+			last = r
+		}
+	}
+	t.Logf("outage %s; settled %s after the servers were back; nodes recovered within %s of each other",
+		back.Sub(stopped).Round(time.Millisecond), took.Round(time.Millisecond), last.Sub(first).Round(time.Millisecond))
+	errs := 0.0
+	for _, n := range nodes {
 		errs += n.counter("renewals", "error")
 	}
 	if errs == 0 {
 		t.Error("no renewal failed: the outage did not reach the lease writes")
+	}
+	if last.IsZero() || last.Sub(first) >= DefaultTiming.TTL-DefaultTiming.Renew {
+		// A node that could not write for most of a TTL after another's
+		// recovery may lose leases: that is the rule, not a fault.
+		t.Logf("a node recovered %s after the first (the machine is overloaded): lease moves allowed, ownership checked above", last.Sub(first).Round(time.Millisecond))
+		return
+	}
+	for i, n := range nodes {
+		if got := n.Owned(); !slices.Equal(got, before[i]) {
+			t.Errorf("%s owns %v, had %v before the outage", n.Name(), got, before[i])
+		}
+		if m := n.counter("claims", "takeover") + n.counter("claims", "free") + n.counter("releases"); m != moves[i] {
+			t.Errorf("%s: %v claims/releases around the outage", n.Name(), m-moves[i])
+		}
 	}
 }
