@@ -464,11 +464,20 @@ func (s *Service) fetch(ctx context.Context, id uint64) schedule.Observation {
 	g.mu.Lock()
 	asleep := !g.sleep.IsZero() && g.sleep.Asleep(now)
 	prev := g.prevPoll
+	// A hub began pushing the feed after this fetch was planned: it waits
+	// for the fallback interval since the last poll instead.
+	fallback := g.pushFloor(now, prev)
 	g.mu.Unlock()
-	if asleep {
+	switch {
+	case asleep:
 		// The 48 h cap brought the feed back inside a long sleep: skip.
 		g.mu.Lock()
 		g.override = g.sleep.Wake(now)
+		g.mu.Unlock()
+		return schedule.Observation{At: now}
+	case !prev.IsZero() && fallback.After(now):
+		g.mu.Lock()
+		g.override = fallback
 		g.mu.Unlock()
 		return schedule.Observation{At: now}
 	}
