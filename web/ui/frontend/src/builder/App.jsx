@@ -29,7 +29,7 @@ const FAMILY_NAMES = { pipes: 'Pipes', sensor: 'Sensor numbers', pack: 'PACK dat
 
 const TRIGGER_HELP = {
   update: 'runs whenever an input gains items',
-  mdpt: 'runs when m inputs have new items, polling them the MDPT way',
+  mdpt: 'runs on every input update, like update; rounds of m inputs are tracked, input fetches are not brought forward (to republish m of n, use a join with min m)',
   cron: 'runs on a schedule',
   manual: 'runs only when asked through the API',
 };
