@@ -494,7 +494,11 @@ func (n *Node) written(err error) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	switch {
-	case err == nil || sjs.IsConflict(err):
+	case sjs.IsConflict(err):
+		// The server answered, but a stream leader that has lost its
+		// quorum answers conflicts too: no sign that writes work again.
+		return true
+	case err == nil:
 		if !n.healthy {
 			now := n.opt.Now()
 			for i := range n.leases {
