@@ -1,0 +1,418 @@
+// Package storagetest is the contract suite of slogfeed's storage
+// backends: what the rest of slogfeed relies on of a storage.Backend,
+// checked the same way for every backend (the bbolt storage.Store and the
+// JetStream store of storage/jetstream), so that the two cannot drift
+// apart.
+//
+// A backend that does not implement yet every method a case needs has
+// that case skipped with a message naming the missing methods: a partial
+// backend shows what it lacks instead of passing silently.
+package storagetest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slogfeed/slogfeed/storage"
+)
+
+// Open returns a new, empty backend for one case; the suite does not close
+// it (register that with t.Cleanup). It is typed any so that a backend
+// that implements only part of storage.Backend can be run: each case asks
+// for the methods it needs.
+type Open func(t *testing.T) any
+
+// at is the fixed time the cases stamp observations and items with.
+var at = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+
+// Run runs every contract case against backends made by open.
+func Run(t *testing.T, open Open) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })
+	}
+}
+
+type testCase struct {
+	name string
+	run  func(t *testing.T, b any)
+}
+
+// need returns b as I, or skips the test naming the methods of I that b
+// lacks.
+func need[I any](t *testing.T, b any) I {
+	t.Helper()
+	if v, ok := b.(I); ok {
+		return v
+	}
+	it := reflect.TypeFor[I]()
+	bv := reflect.ValueOf(b)
+	var missing []string
+	for m := range it.Methods() {
+		switch bm := bv.MethodByName(m.Name); {
+		case !bm.IsValid():
+			missing = append(missing, m.Name)
+		case bm.Type() != m.Type:
+			missing = append(missing, m.Name+" (with another signature)")
+		}
+	}
+	t.Skipf("not implemented by %T: %s", b, strings.Join(missing, ", "))
+	var zero I
+	return zero
+}
+
+func remote(url string) *storage.Feed {
+	return &storage.Feed{Kind: storage.KindRemote, URL: url, Title: "t", Policy: "auto"}
+}
+
+func items(ids ...string) []storage.Item {
+	out := make([]storage.Item, len(ids))
+	for i, id := range ids {
+		out[i] = storage.Item{ID: id, Title: "item " + id, Published: at.Add(time.Duration(i) * time.Minute), Fetched: at}
+	}
+	return out
+}
+
+func ids(items []storage.Item) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = it.ID
+	}
+	return out
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantIDs(t *testing.T, what string, got []storage.Item, want ...string) {
+	t.Helper()
+	if g := ids(got); !slices.Equal(g, want) {
+		t.Errorf("%s: items %q, want %q", what, g, want)
+	}
+}
+
+type feedCRUD interface {
+	CreateFeed(f *storage.Feed) error
+	Feed(id uint64) (storage.Feed, error)
+	Feeds() ([]storage.Feed, error)
+	UpdateFeed(id uint64, fn func(*storage.Feed) error) (storage.Feed, error)
+	DeleteFeed(id uint64) error
+}
+
+type feedItems interface {
+	CreateFeed(f *storage.Feed) error
+	UpdateFeed(id uint64, fn func(*storage.Feed) error) (storage.Feed, error)
+	AddItems(feedID uint64, items []storage.Item) ([]storage.Item, error)
+	CountItems(feedID uint64) (int, error)
+	Items(feedID uint64, q storage.ItemQuery) ([]storage.Item, error)
+}
+
+var errEdit = errors.New("edit refused")
+
+var cases = []testCase{
+	{"feeds/crud", func(t *testing.T, b any) {
+		s := need[feedCRUD](t, b)
+		var created []uint64
+		for i := range 3 {
+			f := remote(fmt.Sprintf("http://127.0.0.1/feed/%d", i))
+			must(t, s.CreateFeed(f))
+			if f.ID == 0 || slices.Contains(created, f.ID) {
+				t.Fatalf("CreateFeed gave ID %d after %v", f.ID, created)
+			}
+			created = append(created, f.ID)
+		}
+		got, err := s.Feed(created[1])
+		must(t, err)
+		if got.URL != "http://127.0.0.1/feed/1" || got.Kind != storage.KindRemote || got.Title != "t" {
+			t.Errorf("Feed = %+v", got)
+		}
+		all, err := s.Feeds()
+		must(t, err)
+		var allIDs []uint64
+		for _, f := range all {
+			allIDs = append(allIDs, f.ID)
+		}
+		if !slices.Equal(allIDs, created) || !slices.IsSorted(allIDs) {
+			t.Errorf("Feeds IDs %v, want %v in order", allIDs, created)
+		}
+		up, err := s.UpdateFeed(created[0], func(f *storage.Feed) error { f.Title = "new"; f.Polls = 7; return nil })
+		must(t, err)
+		if up.Title != "new" || up.Polls != 7 {
+			t.Errorf("UpdateFeed returned %+v", up)
+		}
+		if _, err := s.UpdateFeed(created[0], func(f *storage.Feed) error { f.Title = "lost"; return errEdit }); !errors.Is(err, errEdit) {
+			t.Errorf("UpdateFeed with a failing edit: %v, want its error", err)
+		}
+		if got, _ := s.Feed(created[0]); got.Title != "new" || got.Polls != 7 {
+			t.Errorf("after a failed edit Feed = %q %d, want the stored edit kept", got.Title, got.Polls)
+		}
+		must(t, s.DeleteFeed(created[2]))
+		if _, err := s.Feed(created[2]); !errors.Is(err, storage.ErrFeedNotFound) {
+			t.Errorf("Feed of a deleted feed: %v, want ErrFeedNotFound", err)
+		}
+		if _, err := s.Feed(1 << 40); !errors.Is(err, storage.ErrFeedNotFound) {
+			t.Errorf("Feed of an unknown ID: %v, want ErrFeedNotFound", err)
+		}
+		if _, err := s.UpdateFeed(created[2], func(*storage.Feed) error { return nil }); !errors.Is(err, storage.ErrFeedNotFound) {
+			t.Errorf("UpdateFeed of a deleted feed: %v, want ErrFeedNotFound", err)
+		}
+	}},
+	{"feeds/unique-url", func(t *testing.T, b any) {
+		s := need[interface {
+			CreateFeed(f *storage.Feed) error
+			DeleteFeed(id uint64) error
+		}](t, b)
+		f := remote("http://127.0.0.1/same")
+		must(t, s.CreateFeed(f))
+		if err := s.CreateFeed(remote("http://127.0.0.1/same")); !errors.Is(err, storage.ErrFeedExists) {
+			t.Errorf("second CreateFeed of one URL: %v, want ErrFeedExists", err)
+		}
+		sensor := &storage.Feed{Kind: storage.KindSensor, Slug: "buoy-1", Policy: "auto"}
+		must(t, s.CreateFeed(sensor))
+		if err := s.CreateFeed(&storage.Feed{Kind: storage.KindSensor, Slug: "buoy-1", Policy: "auto"}); !errors.Is(err, storage.ErrFeedExists) {
+			t.Errorf("second CreateFeed of one sensor slug: %v, want ErrFeedExists", err)
+		}
+		must(t, s.DeleteFeed(f.ID))
+		if err := s.CreateFeed(remote("http://127.0.0.1/same")); err != nil {
+			t.Errorf("CreateFeed of a deleted feed's URL: %v", err)
+		}
+	}},
+	{"feeds/lookup", func(t *testing.T, b any) {
+		s := need[interface {
+			CreateFeed(f *storage.Feed) error
+			FeedByURL(url string) (storage.Feed, error)
+			FeedBySlug(kind storage.Kind, slug string) (storage.Feed, error)
+		}](t, b)
+		r := remote("http://127.0.0.1/by-url")
+		must(t, s.CreateFeed(r))
+		sensor := &storage.Feed{Kind: storage.KindSensor, Slug: "air-7", Policy: "auto"}
+		must(t, s.CreateFeed(sensor))
+		if got, err := s.FeedByURL(r.URL); err != nil || got.ID != r.ID {
+			t.Errorf("FeedByURL = %d, %v, want %d", got.ID, err, r.ID)
+		}
+		if got, err := s.FeedBySlug(storage.KindSensor, "air-7"); err != nil || got.ID != sensor.ID {
+			t.Errorf("FeedBySlug = %d, %v, want %d", got.ID, err, sensor.ID)
+		}
+		if _, err := s.FeedByURL("http://127.0.0.1/none"); !errors.Is(err, storage.ErrFeedNotFound) {
+			t.Errorf("FeedByURL of an unknown URL: %v, want ErrFeedNotFound", err)
+		}
+		if _, err := s.FeedBySlug(storage.KindPipe, "air-7"); !errors.Is(err, storage.ErrFeedNotFound) {
+			t.Errorf("FeedBySlug of another kind: %v, want ErrFeedNotFound", err)
+		}
+	}},
+	{"items/dedup-by-id", func(t *testing.T, b any) {
+		s := need[feedItems](t, b)
+		f := remote("http://127.0.0.1/items")
+		must(t, s.CreateFeed(f))
+		added, err := s.AddItems(f.ID, items("a", "b", "c"))
+		must(t, err)
+		wantIDs(t, "first AddItems", added, "a", "b", "c")
+		for _, it := range added {
+			if it.FeedID != f.ID || it.Seq == 0 {
+				t.Errorf("added item %q: FeedID %d Seq %d", it.ID, it.FeedID, it.Seq)
+			}
+		}
+		if !slices.IsSortedFunc(added, func(x, y storage.Item) int { return int(x.Seq) - int(y.Seq) }) {
+			t.Errorf("Seq not increasing in input order: %+v", added)
+		}
+		again, err := s.AddItems(f.ID, items("b", "c", "d"))
+		must(t, err)
+		wantIDs(t, "second AddItems", again, "d")
+		n, err := s.CountItems(f.ID)
+		must(t, err)
+		if n != 4 {
+			t.Errorf("CountItems = %d, want 4", n)
+		}
+	}},
+	{"items/order", func(t *testing.T, b any) {
+		s := need[feedItems](t, b)
+		f := remote("http://127.0.0.1/order")
+		must(t, s.CreateFeed(f))
+		added, err := s.AddItems(f.ID, items("a", "b", "c", "d"))
+		must(t, err)
+		for _, c := range []struct {
+			name string
+			q    storage.ItemQuery
+			want []string
+		}{
+			{"arrival", storage.ItemQuery{Order: storage.ByArrival}, []string{"d", "c", "b", "a"}},
+			{"arrival-limit", storage.ItemQuery{Order: storage.ByArrival, Limit: 2}, []string{"d", "c"}},
+			{"arrival-asc", storage.ItemQuery{Order: storage.ByArrivalAsc}, []string{"a", "b", "c", "d"}},
+			{"after-seq", storage.ItemQuery{Order: storage.ByArrivalAsc, AfterSeq: added[1].Seq}, []string{"c", "d"}},
+			{"after-seq-limit", storage.ItemQuery{Order: storage.ByArrivalAsc, AfterSeq: added[0].Seq, Limit: 2}, []string{"b", "c"}},
+			{"before-seq", storage.ItemQuery{Order: storage.ByArrival, BeforeSeq: added[2].Seq}, []string{"b", "a"}},
+			{"published", storage.ItemQuery{Order: storage.ByPublished}, []string{"d", "c", "b", "a"}},
+			{"since-until", storage.ItemQuery{Order: storage.ByPublished, Since: at.Add(time.Minute), Until: at.Add(3 * time.Minute)}, []string{"c", "b"}},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				got, err := s.Items(f.ID, c.q)
+				must(t, err)
+				wantIDs(t, "Items", got, c.want...)
+			})
+		}
+	}},
+	{"items/retention-max-items", func(t *testing.T, b any) {
+		s := need[feedItems](t, b)
+		f := remote("http://127.0.0.1/retention")
+		f.Retention = storage.Retention{MaxItems: 3}
+		must(t, s.CreateFeed(f))
+		_, err := s.AddItems(f.ID, items("a", "b", "c", "d", "e"))
+		must(t, err)
+		n, err := s.CountItems(f.ID)
+		must(t, err)
+		if n != 3 {
+			t.Errorf("CountItems = %d, want MaxItems 3", n)
+		}
+		got, err := s.Items(f.ID, storage.ItemQuery{Order: storage.ByArrivalAsc})
+		must(t, err)
+		wantIDs(t, "kept", got, "c", "d", "e")
+		// An item retention removed does not come back as new.
+		again, err := s.AddItems(f.ID, items("a"))
+		must(t, err)
+		wantIDs(t, "re-added removed item", again)
+	}},
+	{"polls/record-fetch-atomic", func(t *testing.T, b any) {
+		s := need[interface {
+			CreateFeed(f *storage.Feed) error
+			Feed(id uint64) (storage.Feed, error)
+			CountItems(feedID uint64) (int, error)
+			Observations(feedID uint64, limit int) ([]storage.Observation, error)
+			RecordFetch(feedID uint64, items []storage.Item, o storage.Observation, fn func(f *storage.Feed, o *storage.Observation, added []storage.Item) error) (storage.Fetched, error)
+		}](t, b)
+		f := remote("http://127.0.0.1/fetch")
+		must(t, s.CreateFeed(f))
+		// A refused update stores nothing: no item, no observation, no counter.
+		if _, err := s.RecordFetch(f.ID, items("a", "b"), storage.Observation{At: at, Hit: true}, func(*storage.Feed, *storage.Observation, []storage.Item) error { return errEdit }); !errors.Is(err, errEdit) {
+			t.Fatalf("RecordFetch with a failing update: %v, want its error", err)
+		}
+		n, err := s.CountItems(f.ID)
+		must(t, err)
+		obs, err := s.Observations(f.ID, 0)
+		must(t, err)
+		if n != 0 || len(obs) != 0 {
+			t.Errorf("after a failed RecordFetch: %d items, %d observations, want none", n, len(obs))
+		}
+		res, err := s.RecordFetch(f.ID, items("a", "b"), storage.Observation{At: at, Hit: true}, func(f *storage.Feed, o *storage.Observation, added []storage.Item) error {
+			f.Polls++
+			f.Hits++
+			f.Items += int64(len(added))
+			return nil
+		})
+		must(t, err)
+		wantIDs(t, "RecordFetch added", res.Added, "a", "b")
+		if res.Feed.Polls != 1 || res.Feed.Items != 2 {
+			t.Errorf("RecordFetch feed: polls %d items %d, want 1 and 2", res.Feed.Polls, res.Feed.Items)
+		}
+		// The second poll of the same items adds none.
+		res, err = s.RecordFetch(f.ID, items("a", "b"), storage.Observation{At: at.Add(time.Minute)}, func(f *storage.Feed, o *storage.Observation, added []storage.Item) error {
+			f.Polls++
+			f.Items += int64(len(added))
+			return nil
+		})
+		must(t, err)
+		wantIDs(t, "second RecordFetch added", res.Added)
+		got, err := s.Feed(f.ID)
+		must(t, err)
+		obs, err = s.Observations(f.ID, 0)
+		must(t, err)
+		if got.Polls != 2 || got.Items != 2 || len(obs) != 2 || !obs[0].At.Equal(at) || !obs[0].Hit {
+			t.Errorf("after two polls: polls %d items %d, observations %+v", got.Polls, got.Items, obs)
+		}
+	}},
+	{"polls/observations", func(t *testing.T, b any) {
+		s := need[interface {
+			CreateFeed(f *storage.Feed) error
+			Observations(feedID uint64, limit int) ([]storage.Observation, error)
+			RecordPoll(feedID uint64, o storage.Observation, fn func(*storage.Feed) error) (storage.Feed, error)
+		}](t, b)
+		f := remote("http://127.0.0.1/obs")
+		must(t, s.CreateFeed(f))
+		for i := range 5 {
+			got, err := s.RecordPoll(f.ID, storage.Observation{At: at.Add(time.Duration(i) * time.Minute), Hit: i%2 == 0, Status: 200}, func(f *storage.Feed) error {
+				f.Polls++
+				f.NextFetch = at.Add(time.Duration(i+1) * time.Minute)
+				return nil
+			})
+			must(t, err)
+			if got.Polls != int64(i+1) {
+				t.Fatalf("RecordPoll %d: polls %d", i, got.Polls)
+			}
+		}
+		obs, err := s.Observations(f.ID, 3)
+		must(t, err)
+		if len(obs) != 3 {
+			t.Fatalf("Observations(3) = %d observations", len(obs))
+		}
+		for i, o := range obs {
+			if want := at.Add(time.Duration(i+2) * time.Minute); !o.At.Equal(want) || o.Status != 200 {
+				t.Errorf("observation %d at %v status %d, want %v (newest 3, oldest first)", i, o.At, o.Status, want)
+			}
+		}
+		if _, err := s.RecordPoll(1<<40, storage.Observation{At: at}, nil); !errors.Is(err, storage.ErrFeedNotFound) {
+			t.Errorf("RecordPoll of an unknown feed: %v, want ErrFeedNotFound", err)
+		}
+	}},
+	{"pipes/commit-run-once", func(t *testing.T, b any) {
+		s := need[interface {
+			CreatePipe(p *storage.Pipe, out *storage.Feed) error
+			Pipe(id uint64) (storage.Pipe, error)
+			CountItems(feedID uint64) (int, error)
+			CommitPipeRun(pipeID uint64, state json.RawMessage, out []storage.Item, run storage.PipeRun) ([]storage.Item, error)
+		}](t, b)
+		p := &storage.Pipe{Slug: "smooth", Def: json.RawMessage(`{"nodes":[]}`)}
+		out := &storage.Feed{Kind: storage.KindPipe, Slug: "smooth", Policy: "auto"}
+		must(t, s.CreatePipe(p, out))
+		if p.ID == 0 || out.ID == 0 || p.FeedID != out.ID {
+			t.Fatalf("CreatePipe: pipe %+v, output feed %d", p, out.ID)
+		}
+		added, err := s.CommitPipeRun(p.ID, json.RawMessage(`{"cursor":1}`), items("x", "y"), storage.PipeRun{At: at})
+		must(t, err)
+		wantIDs(t, "first run", added, "x", "y")
+		// A rerun of the same inputs (after a crash, a takeover) emits nothing twice.
+		added, err = s.CommitPipeRun(p.ID, json.RawMessage(`{"cursor":2}`), items("y", "z"), storage.PipeRun{At: at.Add(time.Minute)})
+		must(t, err)
+		wantIDs(t, "rerun", added, "z")
+		// A failed run keeps the state and adds nothing.
+		added, err = s.CommitPipeRun(p.ID, json.RawMessage(`{"cursor":9}`), items("w"), storage.PipeRun{At: at.Add(2 * time.Minute), Err: "boom"})
+		must(t, err)
+		wantIDs(t, "failed run", added)
+		got, err := s.Pipe(p.ID)
+		must(t, err)
+		n, err := s.CountItems(out.ID)
+		must(t, err)
+		if string(got.State) != `{"cursor":2}` || got.Runs != 3 || got.ErrorCount != 1 || got.LastError != "boom" || n != 3 {
+			t.Errorf("after 3 runs: state %s runs %d errors %d %q, %d outputs", got.State, got.Runs, got.ErrorCount, got.LastError, n)
+		}
+	}},
+	{"plugins/records", func(t *testing.T, b any) {
+		s := need[storage.PluginStore](t, b)
+		must(t, s.PluginPut("hooks", "b", []byte("2")))
+		must(t, s.PluginPut("hooks", "a", []byte("1")))
+		must(t, s.PluginPut("other", "a", []byte("x")))
+		if v, err := s.PluginGet("hooks", "a"); err != nil || string(v) != "1" {
+			t.Errorf("PluginGet = %q, %v", v, err)
+		}
+		var keys []string
+		must(t, s.PluginList("hooks", func(k string, v []byte) error { keys = append(keys, k+"="+string(v)); return nil }))
+		if !slices.Equal(keys, []string{"a=1", "b=2"}) {
+			t.Errorf("PluginList = %q, want a=1 b=2 in key order", keys)
+		}
+		must(t, s.PluginDelete("hooks", "a"))
+		if _, err := s.PluginGet("hooks", "a"); !errors.Is(err, storage.ErrPluginKeyNotFound) {
+			t.Errorf("PluginGet of a deleted key: %v, want ErrPluginKeyNotFound", err)
+		}
+		if v, err := s.PluginGet("other", "a"); err != nil || string(v) != "x" {
+			t.Errorf("another plugin's record: %q, %v", v, err)
+		}
+	}},
+}
