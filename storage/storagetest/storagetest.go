@@ -399,17 +399,21 @@ var cases = []testCase{
 		must(t, s.PluginPut("hooks", "b", []byte("2")))
 		must(t, s.PluginPut("hooks", "a", []byte("1")))
 		must(t, s.PluginPut("other", "a", []byte("x")))
+		must(t, s.PluginPut("hooks", "a b/c.d*>", []byte("odd")))
 		if v, err := s.PluginGet("hooks", "a"); err != nil || string(v) != "1" {
 			t.Errorf("PluginGet = %q, %v", v, err)
 		}
 		var keys []string
 		must(t, s.PluginList("hooks", func(k string, v []byte) error { keys = append(keys, k+"="+string(v)); return nil }))
-		if !slices.Equal(keys, []string{"a=1", "b=2"}) {
-			t.Errorf("PluginList = %q, want a=1 b=2 in key order", keys)
+		if want := []string{"a=1", "a b/c.d*>=odd", "b=2"}; !slices.Equal(keys, want) {
+			t.Errorf("PluginList = %q, want %q (key order)", keys, want)
 		}
 		must(t, s.PluginDelete("hooks", "a"))
 		if _, err := s.PluginGet("hooks", "a"); !errors.Is(err, storage.ErrPluginKeyNotFound) {
 			t.Errorf("PluginGet of a deleted key: %v, want ErrPluginKeyNotFound", err)
+		}
+		if err := s.PluginPut("hooks", "", []byte("v")); !errors.Is(err, storage.ErrInvalid) {
+			t.Errorf("PluginPut of an empty key: %v, want ErrInvalid", err)
 		}
 		if v, err := s.PluginGet("other", "a"); err != nil || string(v) != "x" {
 			t.Errorf("another plugin's record: %q, %v", v, err)
