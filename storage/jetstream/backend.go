@@ -246,3 +246,90 @@ func (s *Store) feedByIndex(ctx context.Context, key *storage.Feed) (storage.Fee
 	}
 	return f, nil
 }
+
+// Item returns the item of feedID with this ID, or storage.ErrFeedNotFound
+// or storage.ErrItemNotFound. It reads the feed's subject (at most
+// MaxItemsPerFeed messages); a lookup by message ID is next stage.
+func (b *Backend) Item(feedID uint64, itemID string) (storage.Item, error) {
+	ctx, cancel := b.call()
+	defer cancel()
+	if _, err := b.s.Feed(ctx, feedID); err != nil {
+		return storage.Item{}, err
+	}
+	all, err := b.s.Items(ctx, feedID, 0, int(b.s.opt.MaxItemsPerFeed))
+	if err != nil {
+		return storage.Item{}, err
+	}
+	for _, it := range all {
+		if it.ID == itemID {
+			return it, nil
+		}
+	}
+	return storage.Item{}, fmt.Errorf("item %q of feed %d: %w", itemID, feedID, storage.ErrItemNotFound)
+}
+
+// ItemCounts returns CountItems of each feed of ids that exists.
+func (b *Backend) ItemCounts(ids []uint64) (map[uint64]int, error) {
+	ctx, cancel := b.call()
+	defer cancel()
+	out := make(map[uint64]int, len(ids))
+	for _, id := range ids {
+		if _, err := b.s.Feed(ctx, id); errors.Is(err, storage.ErrFeedNotFound) {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		n, err := b.s.CountItems(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out[id] = n
+	}
+	return out, nil
+}
+
+// LastSeq returns the items stream's last sequence: the highest Seq given
+// to an item so far (0 when none); it never goes down, purges included.
+func (b *Backend) LastSeq() (uint64, error) {
+	ctx, cancel := b.call()
+	defer cancel()
+	info, err := b.s.items.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("last item sequence: %w", err)
+	}
+	return info.State.LastSeq, nil
+}
+
+// RecentLatencies returns the latencies recorded by the newest polls
+// observations of each feed of ids (every feed when ids is nil), oldest
+// first; feeds without any are absent. polls ≤ 0 means every kept
+// observation. It reads each feed's observations in turn, not at one
+// moment as the bbolt store does.
+func (b *Backend) RecentLatencies(ids []uint64, polls int) (map[uint64][]float64, error) {
+	ctx, cancel := b.call()
+	defer cancel()
+	if ids == nil {
+		feeds, err := b.s.Feeds(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range feeds {
+			ids = append(ids, f.ID)
+		}
+	}
+	out := make(map[uint64][]float64)
+	for _, id := range ids {
+		obs, err := b.s.Observations(ctx, id, polls)
+		if err != nil {
+			return nil, err
+		}
+		var lat []float64
+		for _, o := range obs {
+			lat = append(lat, o.LatencyS...)
+		}
+		if len(lat) > 0 {
+			out[id] = lat
+		}
+	}
+	return out, nil
+}

@@ -119,6 +119,9 @@ type feedItems interface {
 
 var errEdit = errors.New("edit refused")
 
+// keep is a feed update that changes nothing.
+func keep(*storage.Feed) error { return nil }
+
 var cases = []testCase{
 	{"feeds/crud", func(t *testing.T, b any) {
 		s := need[feedCRUD](t, b)
@@ -261,6 +264,49 @@ var cases = []testCase{
 			})
 		}
 	}},
+	{"items/lookup", func(t *testing.T, b any) {
+		s := need[interface {
+			CreateFeed(f *storage.Feed) error
+			AddItems(feedID uint64, items []storage.Item) ([]storage.Item, error)
+			storage.ItemReader
+		}](t, b)
+		fa, fb := remote("http://127.0.0.1/a"), remote("http://127.0.0.1/b")
+		must(t, s.CreateFeed(fa))
+		must(t, s.CreateFeed(fb))
+		if seq, err := s.LastSeq(); err != nil || seq != 0 {
+			t.Errorf("LastSeq of an empty store = %d, %v", seq, err)
+		}
+		added, err := s.AddItems(fa.ID, items("a", "b"))
+		must(t, err)
+		_, err = s.AddItems(fb.ID, items("c"))
+		must(t, err)
+		it, err := s.Item(fa.ID, "b")
+		must(t, err)
+		if it.ID != "b" || it.FeedID != fa.ID || it.Seq != added[1].Seq || it.Title != "item b" {
+			t.Errorf("Item = %+v, want b of feed %d at Seq %d", it, fa.ID, added[1].Seq)
+		}
+		if _, err := s.Item(fa.ID, "c"); !errors.Is(err, storage.ErrItemNotFound) {
+			t.Errorf("Item of another feed's item: %v, want ErrItemNotFound", err)
+		}
+		if _, err := s.Item(1<<40, "a"); !errors.Is(err, storage.ErrFeedNotFound) {
+			t.Errorf("Item of an unknown feed: %v, want ErrFeedNotFound", err)
+		}
+		counts, err := s.ItemCounts([]uint64{fa.ID, fb.ID, 1 << 40})
+		must(t, err)
+		if len(counts) != 2 || counts[fa.ID] != 2 || counts[fb.ID] != 1 {
+			t.Errorf("ItemCounts = %v, want %d:2 %d:1 and no unknown feed", counts, fa.ID, fb.ID)
+		}
+		last, err := s.LastSeq()
+		must(t, err)
+		more, err := s.AddItems(fb.ID, items("d"))
+		must(t, err)
+		if last < added[1].Seq || more[0].Seq <= last {
+			t.Errorf("LastSeq %d after Seqs %d, %d; next item got %d", last, added[0].Seq, added[1].Seq, more[0].Seq)
+		}
+		if now, err := s.LastSeq(); err != nil || now != more[0].Seq {
+			t.Errorf("LastSeq = %d, %v, want %d", now, err, more[0].Seq)
+		}
+	}},
 	{"items/retention-max-items", func(t *testing.T, b any) {
 		s := need[feedItems](t, b)
 		f := remote("http://127.0.0.1/retention")
@@ -358,8 +404,43 @@ var cases = []testCase{
 				t.Errorf("observation %d at %v status %d, want %v (newest 3, oldest first)", i, o.At, o.Status, want)
 			}
 		}
-		if _, err := s.RecordPoll(1<<40, storage.Observation{At: at}, nil); !errors.Is(err, storage.ErrFeedNotFound) {
+		if _, err := s.RecordPoll(1<<40, storage.Observation{At: at}, keep); !errors.Is(err, storage.ErrFeedNotFound) {
 			t.Errorf("RecordPoll of an unknown feed: %v, want ErrFeedNotFound", err)
+		}
+	}},
+	{"polls/recent-latencies", func(t *testing.T, b any) {
+		s := need[interface {
+			CreateFeed(f *storage.Feed) error
+			RecordPoll(feedID uint64, o storage.Observation, fn func(*storage.Feed) error) (storage.Feed, error)
+			RecentLatencies(ids []uint64, polls int) (map[uint64][]float64, error)
+		}](t, b)
+		f, quiet := remote("http://127.0.0.1/lat"), remote("http://127.0.0.1/quiet")
+		must(t, s.CreateFeed(f))
+		must(t, s.CreateFeed(quiet))
+		for i, lat := range [][]float64{{1, 2}, {3}, nil, {4}} {
+			_, err := s.RecordPoll(f.ID, storage.Observation{At: at.Add(time.Duration(i) * time.Minute), LatencyS: lat}, keep)
+			must(t, err)
+		}
+		_, err := s.RecordPoll(quiet.ID, storage.Observation{At: at}, keep)
+		must(t, err)
+		for _, c := range []struct {
+			name  string
+			ids   []uint64
+			polls int
+			want  map[uint64][]float64
+		}{
+			{"newest-2", []uint64{f.ID, quiet.ID}, 2, map[uint64][]float64{f.ID: {4}}},
+			{"newest-3", []uint64{f.ID}, 3, map[uint64][]float64{f.ID: {3, 4}}},
+			{"all-kept", []uint64{f.ID, 1 << 40}, 0, map[uint64][]float64{f.ID: {1, 2, 3, 4}}},
+			{"every-feed", nil, 0, map[uint64][]float64{f.ID: {1, 2, 3, 4}}},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				got, err := s.RecentLatencies(c.ids, c.polls)
+				must(t, err)
+				if fmt.Sprint(got) != fmt.Sprint(c.want) {
+					t.Errorf("RecentLatencies = %v, want %v", got, c.want)
+				}
+			})
 		}
 	}},
 	{"pipes/commit-run-once", func(t *testing.T, b any) {
