@@ -94,36 +94,42 @@ func (s *Store) encodeFeed(f *storage.Feed) ([]byte, error) {
 }
 
 func (s *Store) nextFeedID(ctx context.Context) (uint64, error) {
+	return s.nextID(ctx, feedSeqKey)
+}
+
+// nextID increments the ID sequence under key with compare-and-set and
+// returns its new value.
+func (s *Store) nextID(ctx context.Context, key string) (uint64, error) {
 	for range maxRetries {
 		var (
 			last uint64
 			rev  uint64
 		)
-		e, err := s.defs.Get(ctx, feedSeqKey)
+		e, err := s.defs.Get(ctx, key)
 		switch {
 		case err == nil:
 			if last, err = strconv.ParseUint(string(e.Value()), 10, 64); err != nil {
-				return 0, fmt.Errorf("feed sequence: %w: %q", storage.ErrCorrupt, e.Value())
+				return 0, fmt.Errorf("%s: %w: %q", key, storage.ErrCorrupt, e.Value())
 			}
 			rev = e.Revision()
 		case !errors.Is(err, jetstream.ErrKeyNotFound):
-			return 0, fmt.Errorf("feed sequence: %w", err)
+			return 0, fmt.Errorf("%s: %w", key, err)
 		}
 		next := []byte(strconv.FormatUint(last+1, 10))
 		if rev == 0 {
-			_, err = s.defs.Create(ctx, feedSeqKey, next)
+			_, err = s.defs.Create(ctx, key, next)
 		} else {
-			_, err = s.defs.Update(ctx, feedSeqKey, next, rev)
+			_, err = s.defs.Update(ctx, key, next, rev)
 		}
 		s.opt.Metrics.kvWrite(DefsBucket, err)
 		if err == nil {
 			return last + 1, nil
 		}
 		if !IsConflict(err) {
-			return 0, fmt.Errorf("feed sequence: %w", err)
+			return 0, fmt.Errorf("%s: %w", key, err)
 		}
 	}
-	return 0, fmt.Errorf("feed sequence: %w", ErrStale)
+	return 0, fmt.Errorf("%s: %w", key, ErrStale)
 }
 
 // Feed returns the feed with this ID, or storage.ErrFeedNotFound.

@@ -475,6 +475,57 @@ var cases = []testCase{
 			t.Errorf("after 3 runs: state %s runs %d errors %d %q, %d outputs", got.State, got.Runs, got.ErrorCount, got.LastError, n)
 		}
 	}},
+	{"pipes/create-delete", func(t *testing.T, b any) {
+		s := need[interface {
+			Feed(id uint64) (storage.Feed, error)
+			CreatePipe(p *storage.Pipe, out *storage.Feed) error
+			Pipe(id uint64) (storage.Pipe, error)
+			Pipes() ([]storage.Pipe, error)
+			DeletePipe(id uint64) error
+			CommitPipeRun(pipeID uint64, state json.RawMessage, out []storage.Item, run storage.PipeRun) ([]storage.Item, error)
+		}](t, b)
+		newPipe := func(slug string) (*storage.Pipe, *storage.Feed) {
+			return &storage.Pipe{Slug: slug, Def: json.RawMessage(`{"nodes":[]}`)}, &storage.Feed{Kind: storage.KindPipe, Slug: slug, Policy: "auto"}
+		}
+		p1, o1 := newPipe("one")
+		must(t, s.CreatePipe(p1, o1))
+		p2, o2 := newPipe("two")
+		must(t, s.CreatePipe(p2, o2))
+		dup, dupOut := newPipe("one")
+		if err := s.CreatePipe(dup, dupOut); !errors.Is(err, storage.ErrPipeExists) || dup.ID != 0 {
+			t.Errorf("CreatePipe of a taken slug: %v (ID %d), want ErrPipeExists", err, dup.ID)
+		}
+		bad, badOut := newPipe("three")
+		badOut.Kind = storage.KindSensor
+		if err := s.CreatePipe(bad, badOut); !errors.Is(err, storage.ErrInvalid) {
+			t.Errorf("CreatePipe with a sensor output feed: %v, want ErrInvalid", err)
+		}
+		all, err := s.Pipes()
+		must(t, err)
+		if len(all) != 2 || all[0].ID != p1.ID || all[1].ID != p2.ID || all[0].FeedID != o1.ID {
+			t.Errorf("Pipes = %+v, want pipes %d and %d in order", all, p1.ID, p2.ID)
+		}
+		// An invalid output refuses the whole commit.
+		outs := items("ok")
+		outs = append(outs, storage.Item{Title: "no id"})
+		if _, err := s.CommitPipeRun(p1.ID, json.RawMessage(`{"c":1}`), outs, storage.PipeRun{At: at}); !errors.Is(err, storage.ErrInvalid) {
+			t.Errorf("CommitPipeRun with an item without ID: %v, want ErrInvalid", err)
+		}
+		if got, err := s.Pipe(p1.ID); err != nil || got.Runs != 0 || got.State != nil {
+			t.Errorf("after a refused commit: %+v, %v, want nothing written", got, err)
+		}
+		must(t, s.DeletePipe(p1.ID))
+		if _, err := s.Pipe(p1.ID); !errors.Is(err, storage.ErrPipeNotFound) {
+			t.Errorf("Pipe of a deleted pipe: %v, want ErrPipeNotFound", err)
+		}
+		if _, err := s.Feed(o1.ID); !errors.Is(err, storage.ErrFeedNotFound) {
+			t.Errorf("output feed of a deleted pipe: %v, want ErrFeedNotFound", err)
+		}
+		again, againOut := newPipe("one")
+		if err := s.CreatePipe(again, againOut); err != nil {
+			t.Errorf("CreatePipe of a deleted pipe's slug: %v", err)
+		}
+	}},
 	{"plugins/records", func(t *testing.T, b any) {
 		s := need[storage.PluginStore](t, b)
 		must(t, s.PluginPut("hooks", "b", []byte("2")))
