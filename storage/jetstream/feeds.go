@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/slogfeed/slogfeed/storage"
@@ -253,19 +252,15 @@ func (s *Store) DeleteFeed(ctx context.Context, id uint64) error {
 // crash between the two leaves an observation newer than the feed's
 // state, which a takeover replays.
 func (s *Store) RecordPoll(ctx context.Context, feedID uint64, o storage.Observation, fn func(*storage.Feed) error) (storage.Feed, error) {
-	data, err := json.Marshal(&o)
-	if err != nil || len(data) > storage.MaxObservationSize || len(data) > s.maxData {
-		return storage.Feed{}, fmt.Errorf("record poll of feed %d: %w: observation of %d bytes, %v", feedID, storage.ErrInvalid, len(data), err)
+	if err := checkObservation(feedID, &o, s.maxData); err != nil {
+		return storage.Feed{}, err
 	}
 	if _, err := s.Feed(ctx, feedID); err != nil {
 		return storage.Feed{}, err
 	}
-	msgID := strconv.FormatUint(feedID, 10) + "/" + strconv.FormatInt(o.At.UnixNano(), 10)
-	start := time.Now()
-	if _, err := s.js.PublishMsg(ctx, &nats.Msg{Subject: obsSubjectOf(feedID), Data: data}, jetstream.WithMsgID(msgID)); err != nil {
+	if err := s.publishObservation(ctx, feedID, &o); err != nil {
 		return storage.Feed{}, fmt.Errorf("record poll of feed %d: %w", feedID, err)
 	}
-	s.opt.Metrics.published("observation", start)
 	if fn == nil {
 		return s.Feed(ctx, feedID)
 	}
