@@ -307,6 +307,50 @@ var cases = []testCase{
 			t.Errorf("LastSeq = %d, %v, want %d", now, err, more[0].Seq)
 		}
 	}},
+	{"versions/snapshot", func(t *testing.T, b any) {
+		s := need[interface {
+			CreateFeed(f *storage.Feed) error
+			UpdateFeed(id uint64, fn func(*storage.Feed) error) (storage.Feed, error)
+			AddItems(feedID uint64, items []storage.Item) ([]storage.Item, error)
+			storage.VersionStore
+		}](t, b)
+		f := &storage.Feed{Kind: storage.KindSensor, Slug: "tide", Policy: "auto"}
+		must(t, s.CreateFeed(f))
+		v0, err := s.FeedVersionBySlug(storage.KindSensor, "tide", 2)
+		must(t, err)
+		if v0 == (storage.Version{}) || v0.FeedID != f.ID || v0.Count != 0 {
+			t.Errorf("version of an empty feed = %+v", v0)
+		}
+		if again, err := s.FeedVersionBySlug(storage.KindSensor, "tide", 2); err != nil || again != v0 {
+			t.Errorf("version read twice: %+v then %+v, %v", v0, again, err)
+		}
+		added, err := s.AddItems(f.ID, items("a", "b", "c"))
+		must(t, err)
+		v1, err := s.FeedVersionBySlug(storage.KindSensor, "tide", 2)
+		must(t, err)
+		if v1 == v0 || v1.Count != 3 || v1.LastSeq != added[2].Seq {
+			t.Errorf("version after 3 items = %+v (before %+v), want Count 3 LastSeq %d", v1, v0, added[2].Seq)
+		}
+		_, err = s.UpdateFeed(f.ID, func(f *storage.Feed) error { f.Title = "renamed"; return nil })
+		must(t, err)
+		v2, err := s.FeedVersionBySlug(storage.KindSensor, "tide", 2)
+		must(t, err)
+		if v2 == v1 {
+			t.Errorf("version unchanged by an edit of the feed: %+v", v2)
+		}
+		sf, newest, sv, err := s.FeedSnapshot(storage.KindSensor, "tide", 2)
+		must(t, err)
+		wantIDs(t, "FeedSnapshot items", newest, "c", "b")
+		if sf.ID != f.ID || sf.Title != "renamed" || sv != v2 {
+			t.Errorf("FeedSnapshot = feed %d %q, version %+v, want %d renamed and %+v", sf.ID, sf.Title, sv, f.ID, v2)
+		}
+		if _, err := s.FeedVersionBySlug(storage.KindSensor, "none", 2); !errors.Is(err, storage.ErrFeedNotFound) {
+			t.Errorf("version of an unknown slug: %v, want ErrFeedNotFound", err)
+		}
+		if _, _, _, err := s.FeedSnapshot(storage.KindPipe, "tide", 2); !errors.Is(err, storage.ErrFeedNotFound) {
+			t.Errorf("snapshot of another kind: %v, want ErrFeedNotFound", err)
+		}
+	}},
 	{"items/retention-max-items", func(t *testing.T, b any) {
 		s := need[feedItems](t, b)
 		f := remote("http://127.0.0.1/retention")
