@@ -268,3 +268,165 @@ func (b *Backend) CommitPipeRun(pipeID uint64, state json.RawMessage, out []stor
 	defer cancel()
 	return b.s.CommitPipeRun(ctx, pipeID, state, out, run)
 }
+
+// UpdatePipeFeed stores p's slug, definition, state and counters and
+// applies edit (when not nil) to the output feed, after a rename, as the
+// bbolt store does; edit may not change the feed's kind or slug
+// (storage.ErrInvalid) and may run more than once. An error of edit (run
+// first on a copy) is returned with nothing written.
+//
+// The steps: a rename first claims the new slug keys (the pipe's and the
+// output feed's, KV Create), then the pipe record is written at the
+// revision read (storage.ErrPipeNotFound, or ErrStale when another writer
+// changed it: the claims are released), then the output feed (re-read and
+// re-applied on a conflict), then the old slug keys are deleted. A crash
+// after the pipe record leaves the output feed under its old slug, which
+// the next UpdatePipeFeed of the pipe repairs.
+func (s *Store) UpdatePipeFeed(ctx context.Context, p storage.Pipe, edit func(*storage.Feed) error) error {
+	old, rev, err := s.pipe(ctx, p.ID)
+	if err != nil {
+		return err
+	}
+	np := old
+	np.Slug, np.Def, np.State = p.Slug, p.Def, p.State
+	np.Runs, np.LastRun, np.LastError, np.ErrorCount = p.Runs, p.LastRun, p.LastError, p.ErrorCount
+	np.Updated = s.opt.Now()
+	if err := storage.ValidatePipe(&np); err != nil {
+		return fmt.Errorf("update pipe %d: %w", p.ID, err)
+	}
+	apply := func(f *storage.Feed) error {
+		if f.Kind != storage.KindPipe {
+			return fmt.Errorf("update pipe %d: %w: output feed %d is a %s feed", p.ID, storage.ErrCorrupt, f.ID, f.Kind)
+		}
+		f.Slug = np.Slug
+		if edit == nil {
+			return nil
+		}
+		if err := edit(f); err != nil {
+			return err
+		}
+		if f.Kind != storage.KindPipe || f.Slug != np.Slug {
+			return fmt.Errorf("update pipe %d: %w: the output feed must stay a pipe feed named %q", p.ID, storage.ErrInvalid, np.Slug)
+		}
+		return nil
+	}
+	f, err := s.Feed(ctx, old.FeedID)
+	if errors.Is(err, storage.ErrFeedNotFound) {
+		return fmt.Errorf("update pipe %d: %w: output feed %d missing", p.ID, storage.ErrCorrupt, old.FeedID)
+	}
+	if err != nil {
+		return err
+	}
+	dry := f
+	if err := apply(&dry); err != nil {
+		return err
+	}
+	oldFeedSlug := f.Slug
+	var claimed []jetstreamKey
+	release := func(err error) error {
+		for _, k := range claimed {
+			err = errors.Join(err, s.opt.Metrics.kvWrite(IndexBucket, s.index.Delete(ctx, k.key)))
+		}
+		return err
+	}
+	if np.Slug != oldFeedSlug || np.Slug != old.Slug {
+		for _, k := range []jetstreamKey{
+			{pipeSlugKey(np.Slug), np.ID, storage.ErrPipeExists},
+			{indexKeyOf(&storage.Feed{Kind: storage.KindPipe, Slug: np.Slug}), f.ID, storage.ErrFeedExists},
+		} {
+			mine, err := s.claimIndex(ctx, k)
+			if err != nil {
+				return fmt.Errorf("update pipe %d: %w", p.ID, release(err))
+			}
+			if mine {
+				claimed = append(claimed, k)
+			}
+		}
+	}
+	data, err := json.Marshal(&np)
+	if err != nil {
+		return fmt.Errorf("update pipe %d: %w", p.ID, release(err))
+	}
+	if _, err := s.defs.Update(ctx, pipeKey(np.ID), data, rev); s.opt.Metrics.kvWrite(DefsBucket, err) != nil {
+		if IsConflict(err) {
+			err = ErrStale
+		}
+		return fmt.Errorf("update pipe %d: %w", p.ID, release(err))
+	}
+	if err := s.rewriteFeed(ctx, f.ID, apply); err != nil {
+		return fmt.Errorf("update pipe %d: output feed: %w", p.ID, err)
+	}
+	var errs []error
+	if old.Slug != np.Slug {
+		errs = append(errs, s.opt.Metrics.kvWrite(IndexBucket, s.index.Delete(ctx, pipeSlugKey(old.Slug))))
+	}
+	if oldFeedSlug != np.Slug {
+		errs = append(errs, s.opt.Metrics.kvWrite(IndexBucket, s.index.Delete(ctx, indexKeyOf(&storage.Feed{Kind: storage.KindPipe, Slug: oldFeedSlug}))))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("update pipe %d: old slug keys: %w", p.ID, err)
+	}
+	return nil
+}
+
+// jetstreamKey is a unique-index key to claim for id; taken is the error
+// when another record holds it.
+type jetstreamKey struct {
+	key   string
+	id    uint64
+	taken error
+}
+
+// claimIndex creates k for k.id; it reports false when k already named
+// k.id (nothing to release) and fails with k.taken when it names another.
+func (s *Store) claimIndex(ctx context.Context, k jetstreamKey) (bool, error) {
+	val := []byte(strconv.FormatUint(k.id, 10))
+	_, err := s.index.Create(ctx, k.key, val)
+	if s.opt.Metrics.kvWrite(IndexBucket, err) == nil {
+		return true, nil
+	}
+	if !IsConflict(err) {
+		return false, err
+	}
+	e, gerr := s.index.Get(ctx, k.key)
+	if gerr == nil && string(e.Value()) == string(val) {
+		return false, nil
+	}
+	return false, k.taken
+}
+
+// rewriteFeed applies fn to the feed and writes it at the revision read,
+// re-reading and re-applying on a conflict. Unlike UpdateFeed, fn may
+// change the slug (the caller keeps the index keys).
+func (s *Store) rewriteFeed(ctx context.Context, id uint64, fn func(*storage.Feed) error) error {
+	for range maxRetries {
+		f, rev, err := s.feed(ctx, id)
+		if err != nil {
+			return err
+		}
+		nf := f
+		if err := fn(&nf); err != nil {
+			return err
+		}
+		nf.ID, nf.Created, nf.Updated = f.ID, f.Created, s.opt.Now()
+		data, err := s.encodeFeed(&nf)
+		if err != nil {
+			return err
+		}
+		_, err = s.defs.Update(ctx, feedKey(id), data, rev)
+		if s.opt.Metrics.kvWrite(DefsBucket, err) == nil {
+			return nil
+		}
+		if !IsConflict(err) {
+			return err
+		}
+	}
+	return ErrStale
+}
+
+// UpdatePipeFeed is Store.UpdatePipeFeed.
+func (b *Backend) UpdatePipeFeed(p storage.Pipe, edit func(*storage.Feed) error) error {
+	ctx, cancel := b.call()
+	defer cancel()
+	return b.s.UpdatePipeFeed(ctx, p, edit)
+}

@@ -570,6 +570,62 @@ var cases = []testCase{
 			t.Errorf("CreatePipe of a deleted pipe's slug: %v", err)
 		}
 	}},
+	{"pipes/update", func(t *testing.T, b any) {
+		s := need[interface {
+			Feed(id uint64) (storage.Feed, error)
+			FeedBySlug(kind storage.Kind, slug string) (storage.Feed, error)
+			CreatePipe(p *storage.Pipe, out *storage.Feed) error
+			Pipe(id uint64) (storage.Pipe, error)
+			UpdatePipeFeed(p storage.Pipe, edit func(*storage.Feed) error) error
+		}](t, b)
+		newPipe := func(slug string) (*storage.Pipe, *storage.Feed) {
+			return &storage.Pipe{Slug: slug, Def: json.RawMessage(`{"v":1}`)}, &storage.Feed{Kind: storage.KindPipe, Slug: slug, Policy: "auto"}
+		}
+		p, out := newPipe("alpha")
+		must(t, s.CreatePipe(p, out))
+		q, qOut := newPipe("beta")
+		must(t, s.CreatePipe(q, qOut))
+		np := *p
+		np.Def = json.RawMessage(`{"v":2}`)
+		must(t, s.UpdatePipeFeed(np, func(f *storage.Feed) error { f.Title = "Alpha"; return nil }))
+		if got, _ := s.Pipe(p.ID); string(got.Def) != `{"v":2}` {
+			t.Errorf("definition after update: %s", got.Def)
+		}
+		if f, _ := s.Feed(out.ID); f.Title != "Alpha" {
+			t.Errorf("output feed title after edit: %q", f.Title)
+		}
+		// A refused edit changes nothing.
+		np.Def = json.RawMessage(`{"v":3}`)
+		if err := s.UpdatePipeFeed(np, func(f *storage.Feed) error { f.Title = "lost"; return errEdit }); !errors.Is(err, errEdit) {
+			t.Errorf("UpdatePipeFeed with a failing edit: %v, want its error", err)
+		}
+		if err := s.UpdatePipeFeed(np, func(f *storage.Feed) error { f.Kind = storage.KindSensor; return nil }); !errors.Is(err, storage.ErrInvalid) {
+			t.Errorf("UpdatePipeFeed turning the output into a sensor feed: %v, want ErrInvalid", err)
+		}
+		if got, _ := s.Pipe(p.ID); string(got.Def) != `{"v":2}` {
+			t.Errorf("definition after refused updates: %s", got.Def)
+		}
+		// Renaming moves the output feed with the pipe; a taken slug is refused.
+		np.Def, np.Slug = json.RawMessage(`{"v":2}`), "gamma"
+		must(t, s.UpdatePipeFeed(np, nil))
+		if f, err := s.FeedBySlug(storage.KindPipe, "gamma"); err != nil || f.ID != out.ID {
+			t.Errorf("output feed under the new slug: %d, %v, want %d", f.ID, err, out.ID)
+		}
+		if _, err := s.FeedBySlug(storage.KindPipe, "alpha"); !errors.Is(err, storage.ErrFeedNotFound) {
+			t.Errorf("output feed under the old slug: %v, want ErrFeedNotFound", err)
+		}
+		np.Slug = "beta"
+		if err := s.UpdatePipeFeed(np, nil); !errors.Is(err, storage.ErrPipeExists) {
+			t.Errorf("renaming onto another pipe's slug: %v, want ErrPipeExists", err)
+		}
+		if got, _ := s.Pipe(p.ID); got.Slug != "gamma" {
+			t.Errorf("slug after a refused rename: %q", got.Slug)
+		}
+		again, againOut := newPipe("alpha")
+		if err := s.CreatePipe(again, againOut); err != nil {
+			t.Errorf("CreatePipe of a renamed pipe's old slug: %v", err)
+		}
+	}},
 	{"plugins/records", func(t *testing.T, b any) {
 		s := need[storage.PluginStore](t, b)
 		must(t, s.PluginPut("hooks", "b", []byte("2")))
