@@ -18,7 +18,13 @@ func TestContracts(t *testing.T) {
 		b := sjs.NewBackend(st, 0)
 		t.Cleanup(func() { b.Close() })
 		return b
-	})
+	}, known...)
+}
+
+// known are the JetStream backend's documented deviations from the
+// contracts (docs/cluster.md), skipped visibly until they are removed.
+var known = []storagetest.Option{
+	storagetest.Known("items/retention-by-publish-time", "MaxItems purges the oldest by arrival (stream order), not by publish time"),
 }
 
 // TestContractsOnCluster runs the suite on a 3-server JetStream cluster
@@ -51,5 +57,5 @@ func TestContractsOnCluster(t *testing.T) {
 			}
 		})
 		return b
-	})
+	}, known...)
 }
