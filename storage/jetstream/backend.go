@@ -22,12 +22,10 @@ const DefaultCallTimeout = 5 * time.Second
 // (storage.FeedStore, storage.ObservationReader, ...). Each call runs with
 // a context bounded by the call timeout and cancelled by Close.
 //
-// It implements the feed contract (storage.FeedStore), AddItems,
-// CountItems, Items and Observations, RecordPoll; not yet the rest of
-// storage.Backend (SetReducer, Item, ItemCounts, LastSeq, RecordFetch,
-// RecentLatencies, the versions, pipe records and runs, plugin records,
-// Check): see docs/cluster.md. The contract suite (storage/storagetest)
-// skips its cases that need those, naming them.
+// It implements every method of storage.Backend but SetReducer (PACK
+// reduction at retention, next stage; see docs/cluster.md), so it is not
+// a storage.Backend yet. The contract suite (storage/storagetest) runs
+// against it.
 type Backend struct {
 	s       *Store
 	timeout time.Duration

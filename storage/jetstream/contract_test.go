@@ -1,8 +1,14 @@
 package jetstream_test
 
 import (
+	"encoding/json"
+	"errors"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/slogfeed/slogfeed/storage"
 
 	sjs "github.com/slogfeed/slogfeed/storage/jetstream"
 	"github.com/slogfeed/slogfeed/storage/jetstream/jstest"
@@ -58,4 +64,46 @@ func TestContractsOnCluster(t *testing.T) {
 		})
 		return b
 	}, known...)
+}
+
+// TestCheckFindsDisagreeingRecords breaks the unique-index keys behind
+// the store's back and expects Check to name each break.
+func TestCheckFindsDisagreeingRecords(t *testing.T) {
+	st, js := openStore(t, jstest.NewServer(t))
+	ctx := testCtx(t)
+	b := sjs.NewBackend(st, 0)
+	defer b.Close()
+	f := &storage.Feed{Kind: storage.KindRemote, URL: "http://127.0.0.1/check", Policy: "auto"}
+	if err := b.CreateFeed(f); err != nil {
+		t.Fatal(err)
+	}
+	p := &storage.Pipe{Slug: "chk", Def: json.RawMessage(`{}`)}
+	if err := b.CreatePipe(p, &storage.Feed{Kind: storage.KindPipe, Slug: "chk", Policy: "auto"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Check(); err != nil {
+		t.Fatalf("Check of a consistent store: %v", err)
+	}
+	index, err := js.KeyValue(ctx, sjs.IndexBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := index.Keys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if err := index.Delete(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = b.Check()
+	if !errors.Is(err, storage.ErrCorrupt) {
+		t.Fatalf("Check with the index deleted: %v, want ErrCorrupt", err)
+	}
+	for _, want := range []string{"feed " + strconv.FormatUint(f.ID, 10) + " ", "pipe " + strconv.FormatUint(p.ID, 10) + " ", "feed " + strconv.FormatUint(p.FeedID, 10) + " "} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Check error %q does not name %q", err, want)
+		}
+	}
 }

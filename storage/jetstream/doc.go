@@ -60,8 +60,8 @@
 // a crash between the steps leaves.
 //
 // Not yet here, so Backend is not a storage.Backend: SetReducer (PACK
-// reduction at retention), UpdatePipeFeed (pipe edits and re-slugging),
-// Check; item updates (a changed item with a known ID is skipped, not
+// reduction at retention; retention also purges by arrival, not publish
+// time); item updates (a changed item with a known ID is skipped, not
 // merged); Items, Item and snapshots read the feed's whole subject
 // (bounded by MaxItemsPerFeed) instead of an index.
 package jetstream

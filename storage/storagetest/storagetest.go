@@ -668,6 +668,35 @@ var cases = []testCase{
 			t.Errorf("CreatePipe of a renamed pipe's old slug: %v", err)
 		}
 	}},
+	{"admin/check-after-writes", func(t *testing.T, b any) {
+		s := need[interface {
+			CreateFeed(f *storage.Feed) error
+			DeleteFeed(id uint64) error
+			CreatePipe(p *storage.Pipe, out *storage.Feed) error
+			UpdatePipeFeed(p storage.Pipe, edit func(*storage.Feed) error) error
+			DeletePipe(id uint64) error
+			AddItems(feedID uint64, items []storage.Item) ([]storage.Item, error)
+			Check() error
+		}](t, b)
+		f := remote("http://127.0.0.1/c1")
+		must(t, s.CreateFeed(f))
+		gone := remote("http://127.0.0.1/c2")
+		must(t, s.CreateFeed(gone))
+		_, err := s.AddItems(f.ID, items("a", "b"))
+		must(t, err)
+		must(t, s.DeleteFeed(gone.ID))
+		p := &storage.Pipe{Slug: "p1", Def: json.RawMessage(`{}`)}
+		must(t, s.CreatePipe(p, &storage.Feed{Kind: storage.KindPipe, Slug: "p1", Policy: "auto"}))
+		np := *p
+		np.Slug = "p2"
+		must(t, s.UpdatePipeFeed(np, nil))
+		q := &storage.Pipe{Slug: "p3", Def: json.RawMessage(`{}`)}
+		must(t, s.CreatePipe(q, &storage.Feed{Kind: storage.KindPipe, Slug: "p3", Policy: "auto"}))
+		must(t, s.DeletePipe(q.ID))
+		if err := s.Check(); err != nil {
+			t.Errorf("Check after creates, edits and deletes: %v", err)
+		}
+	}},
 	{"plugins/records", func(t *testing.T, b any) {
 		s := need[storage.PluginStore](t, b)
 		must(t, s.PluginPut("hooks", "b", []byte("2")))
