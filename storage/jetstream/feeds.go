@@ -154,18 +154,11 @@ func (s *Store) feed(ctx context.Context, id uint64) (storage.Feed, uint64, erro
 
 // Feeds returns every feed, by ID.
 func (s *Store) Feeds(ctx context.Context) ([]storage.Feed, error) {
-	lister, err := s.defs.ListKeysFiltered(ctx, feedKeyPrefix+"*")
+	ids, err := s.listIDs(ctx, feedKeyPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("list feeds: %w", err)
 	}
-	var ids []uint64
-	for k := range lister.Keys() {
-		if id, err := strconv.ParseUint(strings.TrimPrefix(k, feedKeyPrefix), 10, 64); err == nil {
-			ids = append(ids, id)
-		}
-	}
 	out := make([]storage.Feed, 0, len(ids))
-	slices.Sort(ids)
 	for _, id := range ids {
 		f, err := s.Feed(ctx, id)
 		if errors.Is(err, storage.ErrFeedNotFound) {
@@ -177,6 +170,22 @@ func (s *Store) Feeds(ctx context.Context) ([]storage.Feed, error) {
 		out = append(out, f)
 	}
 	return out, nil
+}
+
+// listIDs returns, in order, the IDs of the defs keys <prefix><id>.
+func (s *Store) listIDs(ctx context.Context, prefix string) ([]uint64, error) {
+	lister, err := s.defs.ListKeysFiltered(ctx, prefix+"*")
+	if err != nil {
+		return nil, err
+	}
+	var ids []uint64
+	for k := range lister.Keys() {
+		if id, err := strconv.ParseUint(strings.TrimPrefix(k, prefix), 10, 64); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
 }
 
 // UpdateFeed applies fn to the stored feed and writes it back at the

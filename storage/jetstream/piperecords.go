@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -118,17 +116,10 @@ func (s *Store) pipe(ctx context.Context, id uint64) (storage.Pipe, uint64, erro
 
 // Pipes returns every pipe, by ID.
 func (s *Store) Pipes(ctx context.Context) ([]storage.Pipe, error) {
-	lister, err := s.defs.ListKeysFiltered(ctx, pipeKeyPrefix+"*")
+	ids, err := s.listIDs(ctx, pipeKeyPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("list pipes: %w", err)
 	}
-	var ids []uint64
-	for k := range lister.Keys() {
-		if id, err := strconv.ParseUint(strings.TrimPrefix(k, pipeKeyPrefix), 10, 64); err == nil {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
 	out := make([]storage.Pipe, 0, len(ids))
 	for _, id := range ids {
 		p, err := s.Pipe(ctx, id)
