@@ -107,3 +107,25 @@ func TestCheckFindsDisagreeingRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestFeedsListsEveryCreatedFeedOnCluster: on a replicated bucket, Feeds
+// right after CreateFeed lists the new feed (a key listing through a KV
+// watcher missed about one in twelve).
+func TestFeedsListsEveryCreatedFeedOnCluster(t *testing.T) {
+	c := jstest.NewCluster(t, 3)
+	st, _ := openStore(t, c)
+	ctx := testCtx(t)
+	for i := range 30 {
+		f := &storage.Feed{Kind: storage.KindRemote, URL: "http://127.0.0.1/list/" + strconv.Itoa(i), Policy: "auto"}
+		if err := st.CreateFeed(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+		all, err := st.Feeds(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) != i+1 || all[i].ID != f.ID {
+			t.Fatalf("after %d creates Feeds lists %d feeds", i+1, len(all))
+		}
+	}
+}

@@ -172,20 +172,45 @@ func (s *Store) Feeds(ctx context.Context) ([]storage.Feed, error) {
 	return out, nil
 }
 
-// listIDs returns, in order, the IDs of the defs keys <prefix><id>.
+// listIDs returns, in order, the IDs of the defs keys <prefix><id>,
+// including keys deleted since their last write (callers skip those when
+// their Get finds nothing). It asks the bucket's stream leader for its
+// subjects rather than listing keys through a watcher: on a replicated
+// bucket the watcher's consumer can lag behind a write that was already
+// acknowledged, and the list would miss a feed just created.
 func (s *Store) listIDs(ctx context.Context, prefix string) ([]uint64, error) {
-	lister, err := s.defs.ListKeysFiltered(ctx, prefix+"*")
+	keys, err := s.keysFromLeader(ctx, DefsBucket, prefix)
 	if err != nil {
 		return nil, err
 	}
-	var ids []uint64
-	for k := range lister.Keys() {
-		if id, err := strconv.ParseUint(strings.TrimPrefix(k, prefix), 10, 64); err == nil {
+	ids := make([]uint64, 0, len(keys))
+	for _, k := range keys {
+		if id, err := strconv.ParseUint(k, 10, 64); err == nil {
 			ids = append(ids, id)
 		}
 	}
 	slices.Sort(ids)
 	return ids, nil
+}
+
+// keysFromLeader returns the keys of bucket under prefix (without it), in
+// no order, from the subjects of the bucket's stream as its leader knows
+// them: every key written, deleted ones included.
+func (s *Store) keysFromLeader(ctx context.Context, bucket, prefix string) ([]string, error) {
+	stream, err := s.js.Stream(ctx, "KV_"+bucket)
+	if err != nil {
+		return nil, err
+	}
+	subjPrefix := "$KV." + bucket + "." + prefix
+	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(subjPrefix+"*"))
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, len(info.State.Subjects))
+	for subj := range info.State.Subjects {
+		keys = append(keys, strings.TrimPrefix(subj, subjPrefix))
+	}
+	return keys, nil
 }
 
 // UpdateFeed applies fn to the stored feed and writes it back at the

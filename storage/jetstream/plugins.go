@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -75,28 +74,26 @@ func (s *Store) PluginDelete(ctx context.Context, plugin, key string) error {
 
 // PluginList calls fn for every record in plugin's namespace, in key
 // order. Unlike the bbolt store's one read transaction, it lists the keys
-// and then reads each: a record deleted meanwhile is left out. An error
+// (from the bucket stream's leader, see keysFromLeader) and then reads
+// each: a record deleted meanwhile is left out. An error
 // from fn stops the walk and is returned.
 func (s *Store) PluginList(ctx context.Context, plugin string, fn func(key string, value []byte) error) error {
 	if storage.ValidatePluginRecord(plugin, "k", nil) != nil {
 		return nil
 	}
 	prefix := pluginPrefix(plugin)
-	lister, err := s.plugins.ListKeysFiltered(ctx, prefix+"*")
-	if errors.Is(err, jetstream.ErrNoKeysFound) {
-		return nil
-	}
+	keys, err := s.keysFromLeader(ctx, PluginsBucket, prefix)
 	if err != nil {
 		return fmt.Errorf("plugin %s: list: %w", plugin, err)
 	}
 	type rec struct{ key, kv string }
 	var recs []rec
-	for k := range lister.Keys() {
-		dec, err := b64.DecodeString(strings.TrimPrefix(k, prefix))
+	for _, k := range keys {
+		dec, err := b64.DecodeString(k)
 		if err != nil {
 			return fmt.Errorf("plugin %s: list: %w: key %q", plugin, storage.ErrCorrupt, k)
 		}
-		recs = append(recs, rec{string(dec), k})
+		recs = append(recs, rec{string(dec), prefix + k})
 	}
 	slices.SortFunc(recs, func(a, b rec) int { return cmp.Compare(a.key, b.key) })
 	for _, r := range recs {
