@@ -304,6 +304,10 @@ func (s *Store) RecordPoll(ctx context.Context, feedID uint64, o storage.Observa
 // Observations returns the newest limit observations of the feed, oldest
 // first (limit ≤ 0: all that are kept).
 func (s *Store) Observations(ctx context.Context, feedID uint64, limit int) ([]storage.Observation, error) {
+	return retryNoResponders(ctx, func() ([]storage.Observation, error) { return s.readObservations(ctx, feedID, limit) })
+}
+
+func (s *Store) readObservations(ctx context.Context, feedID uint64, limit int) ([]storage.Observation, error) {
 	subject := obsSubjectOf(feedID)
 	info, err := s.obs.Info(ctx, jetstream.WithSubjectFilter(subject))
 	if err != nil {
