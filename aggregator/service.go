@@ -32,7 +32,7 @@ var (
 
 // ServiceOptions configure the live aggregator.
 type ServiceOptions struct {
-	Store   *storage.Store
+	Store   Store
 	Fetcher *Fetcher
 	// Scheduler is the fetch budget: global rate (fetches per second, 0 =
 	// unlimited), per-host concurrency and workers; Clock is set from Clock.

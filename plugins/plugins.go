@@ -67,7 +67,7 @@ func SourceNames() []string {
 // Env is what a service is built with: serve's own store, clock, logger
 // and network settings. Services never read globals or the environment.
 type Env struct {
-	Store  *storage.Store
+	Store  Store
 	Logger *slog.Logger
 	// BaseURL is where this slogfeed is reached, e.g.
 	// "http://127.0.0.1:8080" (no trailing slash): the base of callback

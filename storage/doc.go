@@ -4,6 +4,13 @@
 // from after a restart, and the pipes (transform chains) with the state
 // their runner keeps between runs.
 //
+// The contracts callers rely on are interfaces (backend.go): FeedStore,
+// ItemStore, VersionStore, PollStore, PipeStore, PluginStore, their
+// read-only parts, and Backend, which embeds them all. The rest of
+// slogfeed takes the narrowest of them, never *Store, so that the
+// JetStream backend (storage/jetstream) can stand in for the bbolt Store;
+// storage/storagetest checks both against the same contract suite.
+//
 // A Store is safe for concurrent use. Every method is one bbolt
 // transaction: a write that returned without error is on disk (unless
 // Options.NoSync), and a failed one changed nothing (AddItems documents its

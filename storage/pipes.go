@@ -429,8 +429,10 @@ func (s *Store) CommitPipeRun(pipeID uint64, state json.RawMessage, out []Item, 
 	return res.added, res.retErr
 }
 
-// truncateUTF8 shortens s to at most n bytes without splitting a UTF-8
-// sequence.
+// TruncateUTF8 shortens s to at most n bytes without splitting a UTF-8
+// sequence, as the stores shorten a pipe's last error.
+func TruncateUTF8(s string, n int) string { return truncateUTF8(s, n) }
+
 func truncateUTF8(s string, n int) string {
 	if len(s) <= n {
 		return s

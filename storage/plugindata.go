@@ -33,9 +33,9 @@ func checkPluginKey(key string) error {
 	return nil
 }
 
-// PluginPut stores value under key in plugin's namespace, replacing what
-// was there.
-func (s *Store) PluginPut(plugin, key string, value []byte) error {
+// ValidatePluginRecord returns an error wrapping ErrInvalid when PluginPut
+// of this record must be refused: every backend refuses the same records.
+func ValidatePluginRecord(plugin, key string, value []byte) error {
 	if err := checkPluginName(plugin); err != nil {
 		return err
 	}
@@ -44,6 +44,15 @@ func (s *Store) PluginPut(plugin, key string, value []byte) error {
 	}
 	if len(value) > MaxPluginValue {
 		return invalidf("plugin %s: record %q is %d bytes, the limit is %d", plugin, shortID(key), len(value), MaxPluginValue)
+	}
+	return nil
+}
+
+// PluginPut stores value under key in plugin's namespace, replacing what
+// was there.
+func (s *Store) PluginPut(plugin, key string, value []byte) error {
+	if err := ValidatePluginRecord(plugin, key, value); err != nil {
+		return err
 	}
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		root := tx.Bucket(bucketPluginData)

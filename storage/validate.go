@@ -3,10 +3,12 @@ package storage
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -207,3 +209,18 @@ func withSeq(raw []byte, seq uint64) []byte {
 }
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+// ValidatePipe returns an error wrapping ErrInvalid when a pipe record
+// must be refused: every backend refuses the same pipes.
+func ValidatePipe(p *Pipe) error {
+	_, err := validatePipe(p)
+	return err
+}
+
+// ValidateItems returns the refusals (an *ItemError wrapping ErrInvalid per
+// item, joined) of items for feed feedID, as the bbolt store refuses them;
+// nil when all are valid. Fetched is taken as now where zero.
+func ValidateItems(feedID uint64, items []Item, now time.Time) error {
+	_, errs := prepareItems(feedID, items, now)
+	return errors.Join(errs...)
+}

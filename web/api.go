@@ -31,7 +31,7 @@ type Aggregator interface {
 
 // api serves /api/v1/feeds and /api/v1/opml.
 type api struct {
-	store *storage.Store
+	store Store
 	agg   Aggregator
 	auth  *Auth
 	log   *slog.Logger

@@ -93,7 +93,7 @@ type PipeFeedOptions struct {
 // rendering, no hashing of the document. The cache holds at most 1024 documents and 64 MiB (a document
 // over 8 MiB is rendered per request); concurrent requests for a document
 // being rendered wait for that rendering instead of repeating it.
-func PipeFeedHandler(st *storage.Store, opt PipeFeedOptions) http.Handler {
+func PipeFeedHandler(st Store, opt PipeFeedOptions) http.Handler {
 	h := &pfHandler{
 		st:    st,
 		base:  strings.TrimRight(opt.BaseURL, "/"),
@@ -125,7 +125,7 @@ func PipeFeedHandler(st *storage.Store, opt PipeFeedOptions) http.Handler {
 }
 
 type pfHandler struct {
-	st    *storage.Store
+	st    Store
 	base  string
 	host  string
 	now   func() time.Time

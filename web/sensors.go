@@ -119,7 +119,7 @@ type SensorOptions struct {
 // and "/sensors/" without stripping the prefixes. It keeps a small model
 // per sensor in memory (at most maxSensorStates, rebuilt from the store
 // when dropped or after a restart).
-func SensorHandler(st *storage.Store, opt SensorOptions) http.Handler {
+func SensorHandler(st Store, opt SensorOptions) http.Handler {
 	h := &sensorStore{
 		st:     st,
 		base:   strings.TrimRight(opt.BaseURL, "/"),
@@ -155,7 +155,7 @@ func SensorHandler(st *storage.Store, opt SensorOptions) http.Handler {
 }
 
 type sensorStore struct {
-	st     *storage.Store
+	st     Store
 	base   string
 	host   string
 	now    func() time.Time

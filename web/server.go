@@ -59,13 +59,11 @@ import (
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/slogfeed/slogfeed/storage"
 )
 
 // Options configure the HTTP handler.
 type Options struct {
-	Store      *storage.Store
+	Store      Store
 	Aggregator Aggregator
 	Sensors    http.Handler // the sensor store (SensorHandler); nil disables it
 	Pipes      Pipes        // the pipe runner (/api/v1/pipes, /api/v1/operators); nil disables them

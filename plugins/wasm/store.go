@@ -44,7 +44,7 @@ type ModuleInfo struct {
 // Store is also a Library: the registered service installs itself with
 // SetLibrary when it is built, so nodes find modules by name.
 type Store struct {
-	st  *storage.Store
+	st  store
 	log *slog.Logger
 	now func() time.Time
 

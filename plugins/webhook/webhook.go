@@ -141,7 +141,7 @@ type hook struct {
 // Options configure a Service.
 type Options struct {
 	// Store keeps the hooks and pending deliveries. Required.
-	Store *storage.Store
+	Store Store
 	// Logger (default: discarded).
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
@@ -159,7 +159,7 @@ type Options struct {
 // Service is the webhook sink (a plugins.Service).
 type Service struct {
 	opt  Options
-	st   *storage.Store
+	st   Store
 	log  *slog.Logger
 	wake chan struct{}
 

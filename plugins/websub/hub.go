@@ -43,7 +43,7 @@ var errGone = errors.New("websub: the callback answered 410 Gone")
 
 // Hub is slogfeed's WebSub hub for its own sensor and pipe feeds.
 type Hub struct {
-	st     *storage.Store
+	st     Store
 	log    *slog.Logger
 	url    string // the hub's URL
 	prefix string // the public URL's path ("" at the root)

@@ -87,7 +87,7 @@ func (c *SubCounters) add(d SubCounters) {
 // Subscriber subscribes slogfeed's remote feeds to the hubs they
 // advertise and stores what they push.
 type Subscriber struct {
-	st     *storage.Store
+	st     Store
 	log    *slog.Logger
 	base   string
 	now    func() time.Time

@@ -149,7 +149,7 @@ type Aggregator interface {
 // Options configure the service.
 type Options struct {
 	// Store keeps the subscriptions (plugin data "websub"). Required.
-	Store *storage.Store
+	Store Store
 	// Logger (default: discarded).
 	Logger *slog.Logger
 	// BaseURL is this slogfeed's public URL (no trailing slash): the base

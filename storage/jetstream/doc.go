@@ -1,9 +1,8 @@
 // Package jetstream is slogfeed's NATS JetStream side: the embedded
 // JetStream server that `slogfeed serve --nats-embed` runs inside the
-// process (StartEmbedded), and the first part of the storage backend that
-// keeps slogfeed's data in JetStream (Store). docs/cluster.md has the
-// design; the shared storage interface that lets callers use either
-// backend is the next stage.
+// process (StartEmbedded), and the storage backend that keeps slogfeed's
+// data in JetStream (Store, with Backend presenting it behind the storage
+// interfaces). docs/cluster.md has the design.
 //
 // # Embedded server
 //
@@ -31,7 +30,11 @@
 //	KV slogfeed_defs        feed.<id>                  the feed record (definition, learned
 //	                                                   schedule state, validators, counters)
 //	                        seq.feed                   last feed ID
+//	                        pipe.<id>, seq.pipe        pipe records (definition, runner
+//	                                                   state, counters), last pipe ID
 //	KV slogfeed_index       url.<hash>, slug.<hash>    unique URLs and slugs → feed ID
+//	                        pipe.<hash>                unique pipe slugs → pipe ID
+//	KV slogfeed_plugins     <b64 plugin>.<b64 key>     plugin records
 //	consumer slogfeed_pipe_<id> on SLOGFEED_ITEMS     a pipe's inputs (pipes.go)
 //
 // Streams and buckets get 3 replicas when the cluster can place them,
@@ -46,7 +49,19 @@
 // Options.Metrics records JetStream publish latency and KV writes by bucket
 // and result (see Metrics).
 //
-// Not yet here: pipe records and runner state, plugin records,
-// sensors' readings path, item updates (a changed item with a known ID),
-// FeedVersion/ETags, and the storage interface both backends implement.
+// # Backend
+//
+// Backend wraps a Store with the bbolt storage.Store's signatures (each
+// call bounded by a timeout), so it stands behind the storage interfaces
+// (storage.FeedStore, ItemStore, VersionStore, PollStore, PipeReader,
+// PluginStore) and runs the contract suite storage/storagetest. Multi-key
+// bbolt transactions (RecordFetch, CreatePipe, CommitPipeRun) are ordered
+// writes whose last step is a compare-and-set; each method documents what
+// a crash between the steps leaves.
+//
+// Not yet here, so Backend is not a storage.Backend: SetReducer (PACK
+// reduction at retention; retention also purges by arrival, not publish
+// time); item updates (a changed item with a known ID is skipped, not
+// merged); Items, Item and snapshots read the feed's whole subject
+// (bounded by MaxItemsPerFeed) instead of an index.
 package jetstream

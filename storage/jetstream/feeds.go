@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/slogfeed/slogfeed/storage"
@@ -94,36 +93,42 @@ func (s *Store) encodeFeed(f *storage.Feed) ([]byte, error) {
 }
 
 func (s *Store) nextFeedID(ctx context.Context) (uint64, error) {
+	return s.nextID(ctx, feedSeqKey)
+}
+
+// nextID increments the ID sequence under key with compare-and-set and
+// returns its new value.
+func (s *Store) nextID(ctx context.Context, key string) (uint64, error) {
 	for range maxRetries {
 		var (
 			last uint64
 			rev  uint64
 		)
-		e, err := s.defs.Get(ctx, feedSeqKey)
+		e, err := s.defs.Get(ctx, key)
 		switch {
 		case err == nil:
 			if last, err = strconv.ParseUint(string(e.Value()), 10, 64); err != nil {
-				return 0, fmt.Errorf("feed sequence: %w: %q", storage.ErrCorrupt, e.Value())
+				return 0, fmt.Errorf("%s: %w: %q", key, storage.ErrCorrupt, e.Value())
 			}
 			rev = e.Revision()
 		case !errors.Is(err, jetstream.ErrKeyNotFound):
-			return 0, fmt.Errorf("feed sequence: %w", err)
+			return 0, fmt.Errorf("%s: %w", key, err)
 		}
 		next := []byte(strconv.FormatUint(last+1, 10))
 		if rev == 0 {
-			_, err = s.defs.Create(ctx, feedSeqKey, next)
+			_, err = s.defs.Create(ctx, key, next)
 		} else {
-			_, err = s.defs.Update(ctx, feedSeqKey, next, rev)
+			_, err = s.defs.Update(ctx, key, next, rev)
 		}
 		s.opt.Metrics.kvWrite(DefsBucket, err)
 		if err == nil {
 			return last + 1, nil
 		}
 		if !IsConflict(err) {
-			return 0, fmt.Errorf("feed sequence: %w", err)
+			return 0, fmt.Errorf("%s: %w", key, err)
 		}
 	}
-	return 0, fmt.Errorf("feed sequence: %w", ErrStale)
+	return 0, fmt.Errorf("%s: %w", key, ErrStale)
 }
 
 // Feed returns the feed with this ID, or storage.ErrFeedNotFound.
@@ -149,18 +154,11 @@ func (s *Store) feed(ctx context.Context, id uint64) (storage.Feed, uint64, erro
 
 // Feeds returns every feed, by ID.
 func (s *Store) Feeds(ctx context.Context) ([]storage.Feed, error) {
-	lister, err := s.defs.ListKeysFiltered(ctx, feedKeyPrefix+"*")
+	ids, err := s.listIDs(ctx, feedKeyPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("list feeds: %w", err)
 	}
-	var ids []uint64
-	for k := range lister.Keys() {
-		if id, err := strconv.ParseUint(strings.TrimPrefix(k, feedKeyPrefix), 10, 64); err == nil {
-			ids = append(ids, id)
-		}
-	}
 	out := make([]storage.Feed, 0, len(ids))
-	slices.Sort(ids)
 	for _, id := range ids {
 		f, err := s.Feed(ctx, id)
 		if errors.Is(err, storage.ErrFeedNotFound) {
@@ -172,6 +170,47 @@ func (s *Store) Feeds(ctx context.Context) ([]storage.Feed, error) {
 		out = append(out, f)
 	}
 	return out, nil
+}
+
+// listIDs returns, in order, the IDs of the defs keys <prefix><id>,
+// including keys deleted since their last write (callers skip those when
+// their Get finds nothing). It asks the bucket's stream leader for its
+// subjects rather than listing keys through a watcher: on a replicated
+// bucket the watcher's consumer can lag behind a write that was already
+// acknowledged, and the list would miss a feed just created.
+func (s *Store) listIDs(ctx context.Context, prefix string) ([]uint64, error) {
+	keys, err := s.keysFromLeader(ctx, DefsBucket, prefix)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]uint64, 0, len(keys))
+	for _, k := range keys {
+		if id, err := strconv.ParseUint(k, 10, 64); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// keysFromLeader returns the keys of bucket under prefix (without it), in
+// no order, from the subjects of the bucket's stream as its leader knows
+// them: every key written, deleted ones included.
+func (s *Store) keysFromLeader(ctx context.Context, bucket, prefix string) ([]string, error) {
+	stream, err := s.js.Stream(ctx, "KV_"+bucket)
+	if err != nil {
+		return nil, err
+	}
+	subjPrefix := "$KV." + bucket + "." + prefix
+	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(subjPrefix+"*"))
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, len(info.State.Subjects))
+	for subj := range info.State.Subjects {
+		keys = append(keys, strings.TrimPrefix(subj, subjPrefix))
+	}
+	return keys, nil
 }
 
 // UpdateFeed applies fn to the stored feed and writes it back at the
@@ -247,19 +286,15 @@ func (s *Store) DeleteFeed(ctx context.Context, id uint64) error {
 // crash between the two leaves an observation newer than the feed's
 // state, which a takeover replays.
 func (s *Store) RecordPoll(ctx context.Context, feedID uint64, o storage.Observation, fn func(*storage.Feed) error) (storage.Feed, error) {
-	data, err := json.Marshal(&o)
-	if err != nil || len(data) > storage.MaxObservationSize || len(data) > s.maxData {
-		return storage.Feed{}, fmt.Errorf("record poll of feed %d: %w: observation of %d bytes, %v", feedID, storage.ErrInvalid, len(data), err)
+	if err := checkObservation(feedID, &o, s.maxData); err != nil {
+		return storage.Feed{}, err
 	}
 	if _, err := s.Feed(ctx, feedID); err != nil {
 		return storage.Feed{}, err
 	}
-	msgID := strconv.FormatUint(feedID, 10) + "/" + strconv.FormatInt(o.At.UnixNano(), 10)
-	start := time.Now()
-	if _, err := s.js.PublishMsg(ctx, &nats.Msg{Subject: obsSubjectOf(feedID), Data: data}, jetstream.WithMsgID(msgID)); err != nil {
+	if err := s.publishObservation(ctx, feedID, &o); err != nil {
 		return storage.Feed{}, fmt.Errorf("record poll of feed %d: %w", feedID, err)
 	}
-	s.opt.Metrics.published("observation", start)
 	if fn == nil {
 		return s.Feed(ctx, feedID)
 	}
@@ -269,6 +304,10 @@ func (s *Store) RecordPoll(ctx context.Context, feedID uint64, o storage.Observa
 // Observations returns the newest limit observations of the feed, oldest
 // first (limit ≤ 0: all that are kept).
 func (s *Store) Observations(ctx context.Context, feedID uint64, limit int) ([]storage.Observation, error) {
+	return retryNoResponders(ctx, func() ([]storage.Observation, error) { return s.readObservations(ctx, feedID, limit) })
+}
+
+func (s *Store) readObservations(ctx context.Context, feedID uint64, limit int) ([]storage.Observation, error) {
 	subject := obsSubjectOf(feedID)
 	info, err := s.obs.Info(ctx, jetstream.WithSubjectFilter(subject))
 	if err != nil {

@@ -178,6 +178,10 @@ func (s *Store) CountItems(ctx context.Context, feedID uint64) (int, error) {
 // Items returns up to limit items of feedID with a Seq above afterSeq, in
 // Seq order.
 func (s *Store) Items(ctx context.Context, feedID, afterSeq uint64, limit int) ([]storage.Item, error) {
+	return retryNoResponders(ctx, func() ([]storage.Item, error) { return s.readItems(ctx, feedID, afterSeq, limit) })
+}
+
+func (s *Store) readItems(ctx context.Context, feedID, afterSeq uint64, limit int) ([]storage.Item, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -223,4 +227,24 @@ func (s *Store) Items(ctx context.Context, feedID, afterSeq uint64, limit int) (
 		}
 	}
 	return out, nil
+}
+
+// retryNoResponders runs read again, a few times with a short growing
+// pause, while it fails with "no responders": on a replicated stream an
+// ephemeral consumer just created is now and then not yet answering its
+// first fetch (about one read in twenty on the 3-server test cluster).
+func retryNoResponders[T any](ctx context.Context, read func() (T, error)) (T, error) {
+	wait := 10 * time.Millisecond
+	for try := 0; ; try++ {
+		v, err := read()
+		if err == nil || !errors.Is(err, nats.ErrNoResponders) || try == 5 {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
 }

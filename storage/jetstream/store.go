@@ -14,12 +14,15 @@ import (
 
 // Names of the JetStream assets the store keeps its data in.
 const (
-	ItemsStream  = "SLOGFEED_ITEMS" // subjects slogfeed.items.<feed ID>
-	ObsStream    = "SLOGFEED_OBS"   // subjects slogfeed.obs.<feed ID>
-	DefsBucket   = "slogfeed_defs"  // feed.<id>, seq.feed
-	IndexBucket  = "slogfeed_index" // url.<hash>, slug.<kind>.<hash> → feed ID
-	itemsSubject = "slogfeed.items."
-	obsSubject   = "slogfeed.obs."
+	ItemsStream = "SLOGFEED_ITEMS" // subjects slogfeed.items.<feed ID>
+	ObsStream   = "SLOGFEED_OBS"   // subjects slogfeed.obs.<feed ID>
+	DefsBucket  = "slogfeed_defs"  // feed.<id>, seq.feed
+	IndexBucket = "slogfeed_index" // url.<hash>, slug.<kind>.<hash> → feed ID
+	// PluginsBucket keeps plugins' records, keyed <plugin>.<key>, both
+	// base64url-encoded (plugin keys may hold any byte).
+	PluginsBucket = "slogfeed_plugins"
+	itemsSubject  = "slogfeed.items."
+	obsSubject    = "slogfeed.obs."
 )
 
 // Defaults of Options.
@@ -80,6 +83,7 @@ type Store struct {
 	obs     jetstream.Stream
 	defs    jetstream.KeyValue
 	index   jetstream.KeyValue
+	plugins jetstream.KeyValue
 	opt     Options
 	maxData int
 	known   *known
@@ -144,6 +148,12 @@ func Open(ctx context.Context, js jetstream.JetStream, opt Options) (*Store, err
 	}
 	if s.index, err = KeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket: IndexBucket, Description: "slogfeed unique feed URLs and slugs",
+		History: 1, Storage: jetstream.FileStorage, Replicas: opt.Replicas,
+	}); err != nil {
+		return nil, fmt.Errorf("jetstream store: %w", err)
+	}
+	if s.plugins, err = KeyValue(ctx, js, jetstream.KeyValueConfig{
+		Bucket: PluginsBucket, Description: "slogfeed plugin records",
 		History: 1, Storage: jetstream.FileStorage, Replicas: opt.Replicas,
 	}); err != nil {
 		return nil, fmt.Errorf("jetstream store: %w", err)

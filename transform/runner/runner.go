@@ -28,7 +28,7 @@ import (
 
 // Options configure a Runner.
 type Options struct {
-	Store *storage.Store
+	Store Store
 	// Clock gives the time of runs and drives cron triggers (default
 	// schedule.RealClock).
 	Clock  schedule.Clock
@@ -66,7 +66,7 @@ type Options struct {
 // Runner runs pipes. Its methods are safe for concurrent use.
 type Runner struct {
 	opt   Options
-	st    *storage.Store
+	st    Store
 	clock schedule.Clock
 	log   *slog.Logger
 

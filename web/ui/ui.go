@@ -15,7 +15,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/web"
 )
 
@@ -46,7 +45,7 @@ const flashCookie = "slogfeed_flash"
 // Options configure New.
 type Options struct {
 	// Store is slogfeed's data file (required).
-	Store *storage.Store
+	Store Store
 	// Auth is the server's guard, the same given to web.New (required).
 	Auth *web.Auth
 	// Aggregator subscribes and unsubscribes feeds and knows their

@@ -1,0 +1,146 @@
+package jetstream_test
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/slogfeed/slogfeed/storage"
+
+	sjs "github.com/slogfeed/slogfeed/storage/jetstream"
+	"github.com/slogfeed/slogfeed/storage/jetstream/jstest"
+	"github.com/slogfeed/slogfeed/storage/storagetest"
+)
+
+// TestContracts runs the storage contract suite against the JetStream
+// backend, each case on its own embedded JetStream server. Cases needing
+// methods the backend lacks are skipped, naming them.
+func TestContracts(t *testing.T) {
+	storagetest.Run(t, func(t *testing.T) any {
+		st, _ := openStore(t, jstest.NewServer(t))
+		b := sjs.NewBackend(st, 0)
+		t.Cleanup(func() { b.Close() })
+		return b
+	}, known...)
+}
+
+// known are the JetStream backend's documented deviations from the
+// contracts (docs/cluster.md), skipped visibly until they are removed.
+var known = []storagetest.Option{
+	storagetest.Known("items/retention-by-publish-time", "MaxItems purges the oldest by arrival (stream order), not by publish time"),
+}
+
+// TestContractsOnCluster runs the suite on a 3-server JetStream cluster
+// (R3 assets), one cluster for every case: each case's assets are deleted
+// after it. It takes 10 s alone and much longer under -race on a busy
+// machine, so it is opt-in: SLOGFEED_JS_CLUSTER_CONTRACTS=1.
+func TestContractsOnCluster(t *testing.T) {
+	if os.Getenv("SLOGFEED_JS_CLUSTER_CONTRACTS") != "1" {
+		t.Skip("opt-in: SLOGFEED_JS_CLUSTER_CONTRACTS=1 (3-server cluster, slow)")
+	}
+	c := jstest.NewCluster(t, 3)
+	storagetest.Run(t, func(t *testing.T) any {
+		st, js := openStore(t, c)
+		b := sjs.NewBackend(st, 0)
+		t.Cleanup(func() {
+			b.Close()
+			ctx := testCtx(t)
+			for _, name := range []string{sjs.ItemsStream, sjs.ObsStream} {
+				if err := js.DeleteStream(ctx, name); err != nil {
+					t.Errorf("delete stream %s: %v", name, err)
+				}
+			}
+			for _, name := range []string{sjs.DefsBucket, sjs.IndexBucket, sjs.PluginsBucket} {
+				if err := js.DeleteKeyValue(ctx, name); err != nil {
+					t.Errorf("delete bucket %s: %v", name, err)
+				}
+			}
+		})
+		return b
+	}, known...)
+}
+
+// TestCheckFindsDisagreeingRecords breaks the unique-index keys behind
+// the store's back and expects Check to name each break.
+func TestCheckFindsDisagreeingRecords(t *testing.T) {
+	st, js := openStore(t, jstest.NewServer(t))
+	ctx := testCtx(t)
+	b := sjs.NewBackend(st, 0)
+	defer b.Close()
+	f := &storage.Feed{Kind: storage.KindRemote, URL: "http://127.0.0.1/check", Policy: "auto"}
+	if err := b.CreateFeed(f); err != nil {
+		t.Fatal(err)
+	}
+	p := &storage.Pipe{Slug: "chk", Def: json.RawMessage(`{}`)}
+	if err := b.CreatePipe(p, &storage.Feed{Kind: storage.KindPipe, Slug: "chk", Policy: "auto"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Check(); err != nil {
+		t.Fatalf("Check of a consistent store: %v", err)
+	}
+	index, err := js.KeyValue(ctx, sjs.IndexBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := index.Keys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if err := index.Delete(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = b.Check()
+	if !errors.Is(err, storage.ErrCorrupt) {
+		t.Fatalf("Check with the index deleted: %v, want ErrCorrupt", err)
+	}
+	for _, want := range []string{"feed " + strconv.FormatUint(f.ID, 10) + " ", "pipe " + strconv.FormatUint(p.ID, 10) + " ", "feed " + strconv.FormatUint(p.FeedID, 10) + " "} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Check error %q does not name %q", err, want)
+		}
+	}
+}
+
+// TestReadsOnCluster pins two reads of a replicated store that used to
+// fail now and then on a 3-server cluster: Feeds right after CreateFeed
+// missed the new feed (a KV key watcher lagging behind an acknowledged
+// write, about one listing in twelve), and reads through an ephemeral
+// consumer answered "no responders" (about one in twenty).
+func TestReadsOnCluster(t *testing.T) {
+	c := jstest.NewCluster(t, 3)
+	st, _ := openStore(t, c)
+	ctx := testCtx(t)
+	t.Run("feeds-after-create", func(t *testing.T) {
+		for i := range 30 {
+			f := &storage.Feed{Kind: storage.KindRemote, URL: "http://127.0.0.1/list/" + strconv.Itoa(i), Policy: "auto"}
+			if err := st.CreateFeed(ctx, f); err != nil {
+				t.Fatal(err)
+			}
+			all, err := st.Feeds(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(all) != i+1 || all[i].ID != f.ID {
+				t.Fatalf("after %d creates Feeds lists %d feeds", i+1, len(all))
+			}
+		}
+	})
+	t.Run("consumer-reads", func(t *testing.T) {
+		for i := range 60 {
+			feed := uint64(i%5 + 1)
+			if _, err := st.AddItems(ctx, feed, items("r"+strconv.Itoa(i), 2), storage.Retention{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Items(ctx, feed, 0, 100); err != nil {
+				t.Fatalf("read %d: %v", i, err)
+			}
+			if _, err := st.Observations(ctx, feed, 10); err != nil {
+				t.Fatalf("observations %d: %v", i, err)
+			}
+		}
+	})
+}

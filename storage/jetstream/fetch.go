@@ -1,0 +1,149 @@
+package jetstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/slogfeed/slogfeed/storage"
+)
+
+// RecordFetch stores what one fetch of feedID brought: its items (as
+// AddItems, with the feed's retention), its observation and the feed's
+// update fn makes knowing the items added. fn may run more than once and
+// must only assign, as for the bbolt store.
+//
+// JetStream has no transaction over a stream and a bucket, so the steps
+// are ordered to keep the bbolt contract where it matters:
+//
+//  1. fn first runs on copies, with the items the feed does not hold yet
+//     (by the node's set of known item IDs): when it refuses, nothing at
+//     all is written and its error is returned.
+//  2. the items are published (each ID once, message-ID de-duplicated);
+//  3. fn runs again with the items actually added, the observation it
+//     completed is published (message ID from the feed and o.At, so a
+//     retry stores it once), then the feed is written at the revision
+//     read; on a conflict steps 3 repeat from a fresh read.
+//
+// A crash after step 2 keeps the items without the observation and the
+// counters of that poll (the next poll finds the items known); that is
+// the at-least-once side of polling, never a duplicate item.
+func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.Item, o storage.Observation, fn func(f *storage.Feed, o *storage.Observation, added []storage.Item) error) (storage.Fetched, error) {
+	f, err := s.Feed(ctx, feedID)
+	if err != nil {
+		return storage.Fetched{}, err
+	}
+	if err := s.syncKnown(ctx, feedID); err != nil {
+		return storage.Fetched{}, err
+	}
+	var fresh []storage.Item
+	seen := make(map[string]bool, len(items))
+	for _, it := range items {
+		if it.ID == "" || seen[it.ID] || s.known.has(feedID, MsgID(feedID, it.ID)) {
+			continue
+		}
+		seen[it.ID] = true
+		it.FeedID = feedID
+		fresh = append(fresh, it)
+	}
+	dryFeed, dryObs := f, o
+	if err := fn(&dryFeed, &dryObs, fresh); err != nil {
+		return storage.Fetched{}, err
+	}
+	if err := checkObservation(feedID, &dryObs, s.maxData); err != nil {
+		return storage.Fetched{}, err
+	}
+	added, itemErr := s.AddItems(ctx, feedID, items, f.Retention)
+	if added == nil && itemErr != nil && len(items) > 0 && !isItemRefusal(itemErr) {
+		return storage.Fetched{}, fmt.Errorf("record fetch of feed %d: %w", feedID, itemErr)
+	}
+	published := false
+	for range maxRetries {
+		cur, rev, err := s.feed(ctx, feedID)
+		if err != nil {
+			return storage.Fetched{}, err
+		}
+		nf, no := cur, o
+		if err := fn(&nf, &no, added); err != nil {
+			return storage.Fetched{}, fmt.Errorf("record fetch of feed %d: %d items stored, then the update failed: %w", feedID, len(added), err)
+		}
+		if nf.ID != cur.ID || nf.Kind != cur.Kind || nf.URL != cur.URL || nf.Slug != cur.Slug {
+			return storage.Fetched{}, fmt.Errorf("record fetch of feed %d: %w: id, kind, URL and slug are fixed", feedID, storage.ErrInvalid)
+		}
+		if !published {
+			if err := s.publishObservation(ctx, feedID, &no); err != nil {
+				return storage.Fetched{}, err
+			}
+			published = true
+		}
+		nf.Created, nf.Updated = cur.Created, s.opt.Now()
+		data, err := s.encodeFeed(&nf)
+		if err != nil {
+			return storage.Fetched{}, err
+		}
+		_, err = s.defs.Update(ctx, feedKey(feedID), data, rev)
+		if s.opt.Metrics.kvWrite(DefsBucket, err) == nil {
+			return storage.Fetched{Feed: nf, Added: added, Observation: no, ItemErr: itemErr}, nil
+		}
+		if !IsConflict(err) {
+			return storage.Fetched{}, fmt.Errorf("record fetch of feed %d: %w", feedID, err)
+		}
+	}
+	return storage.Fetched{}, fmt.Errorf("record fetch of feed %d: %w", feedID, ErrStale)
+}
+
+// isItemRefusal reports whether err holds only refusals of single items.
+func isItemRefusal(err error) bool {
+	var ie *storage.ItemError
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if !isItemRefusal(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return errors.As(err, &ie)
+}
+
+// checkObservation refuses, with storage.ErrInvalid, an observation JSON
+// cannot hold or larger than storage.MaxObservationSize or one message.
+func checkObservation(feedID uint64, o *storage.Observation, maxData int) error {
+	data, err := json.Marshal(o)
+	if err != nil || len(data) > storage.MaxObservationSize || len(data) > maxData {
+		return fmt.Errorf("observation of feed %d: %w: %d bytes, %v", feedID, storage.ErrInvalid, len(data), err)
+	}
+	return nil
+}
+
+// publishObservation publishes o to the feed's observation subject with a
+// message ID from the feed and o.At, so that a retry stores it once.
+func (s *Store) publishObservation(ctx context.Context, feedID uint64, o *storage.Observation) error {
+	if err := checkObservation(feedID, o, s.maxData); err != nil {
+		return err
+	}
+	data, err := json.Marshal(o)
+	if err != nil {
+		return fmt.Errorf("observation of feed %d: %w", feedID, err)
+	}
+	msgID := strconv.FormatUint(feedID, 10) + "/" + strconv.FormatInt(o.At.UnixNano(), 10)
+	start := time.Now()
+	if _, err := s.js.PublishMsg(ctx, &nats.Msg{Subject: obsSubjectOf(feedID), Data: data}, jetstream.WithMsgID(msgID)); err != nil {
+		return fmt.Errorf("observation of feed %d: %w", feedID, err)
+	}
+	s.opt.Metrics.published("observation", start)
+	return nil
+}
+
+// RecordFetch is Store.RecordFetch.
+func (b *Backend) RecordFetch(feedID uint64, items []storage.Item, o storage.Observation, fn func(f *storage.Feed, o *storage.Observation, added []storage.Item) error) (storage.Fetched, error) {
+	ctx, cancel := b.call()
+	defer cancel()
+	return b.s.RecordFetch(ctx, feedID, items, o, fn)
+}
