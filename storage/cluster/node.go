@@ -266,9 +266,23 @@ func openBucket(ctx context.Context, js jetstream.JetStream, opt Options) (jetst
 	return kv, nil
 }
 
+// streamLeaderRetry is how long a node waits before asking a new bucket
+// again whose stream has no leader yet.
+const streamLeaderRetry = 200 * time.Millisecond
+
 func checkConfig(ctx context.Context, kv jetstream.KeyValue, shards int) error {
 	want, _ := json.Marshal(configValue{Shards: shards})
 	_, err := kv.Create(ctx, configKey, want)
+	// A bucket just created answers only once its stream has a leader:
+	// a node starting while the cluster forms waits for it, within ctx.
+	for errors.Is(err, jetstream.ErrNoStreamResponse) {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: write %s: %w (%w)", configKey, err, ctx.Err())
+		case <-time.After(streamLeaderRetry):
+		}
+		_, err = kv.Create(ctx, configKey, want)
+	}
 	if err == nil {
 		return nil
 	}
