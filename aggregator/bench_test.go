@@ -270,7 +270,8 @@ func (e *benchEnv) close() {
 // are set-up. KIND is 304 (nothing new), 200-1new (1 new item among 20)
 // or 200-20new (20 new items); cN is the number of fetches in flight.
 // Each sub-benchmark reports feeds/s; divide slogfeed's by the bare
-// client's for the ratio.
+// client's for the ratio. With b.Loop, -benchtime 3x is three passes and
+// the set-up runs once.
 func BenchmarkIngest(b *testing.B) {
 	pub := newBenchPublisher(b)
 	defer pub.close()
@@ -283,8 +284,7 @@ func BenchmarkIngest(b *testing.B) {
 					env = newBenchEnv(b, pub, c)
 				}
 				newWant := int(kind.step)
-				b.ResetTimer()
-				for n := 0; n < b.N; n++ {
+				for b.Loop() {
 					pub.base.Add(kind.step)
 					env.run(b, newWant)
 				}
@@ -365,8 +365,7 @@ func benchBare(b *testing.B, pub *benchPublisher, urls []string, c int, step int
 	if step == 0 {
 		want = http.StatusNotModified
 	}
-	b.ResetTimer()
-	for n := 0; n < b.N; n++ {
+	for b.Loop() {
 		pub.base.Add(step)
 		if err := pass(want); err != nil {
 			b.Fatal(err)
