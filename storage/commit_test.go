@@ -179,6 +179,9 @@ func TestRecordFetch(t *testing.T) {
 	if _, err := s.RecordFetch(999, nil, Observation{At: t0}, fn); !errors.Is(err, ErrFeedNotFound) {
 		t.Fatalf("unknown feed: %v", err)
 	}
+	if n, err := s.Size(); err != nil || n <= 0 {
+		t.Fatalf("Size = %d, %v", n, err)
+	}
 }
 
 // TestWithSeq: a record encoded before its Seq was known, then given one,
