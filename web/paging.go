@@ -46,8 +46,10 @@ func pageBefore(r *http.Request) (uint64, error) {
 // missed items of a subscription document whose oldest item was
 // published at oldest and which links an older page: its
 // If-Modified-Since (the newest publish time it has) lies before that
-// oldest item. The publisher then sends Slogfeed-More.
+// oldest item. The publisher then sends Slogfeed-More. HTTP dates have
+// whole seconds, so a subscriber whose newest item is in the oldest
+// item's second is told too: an extra page costs it less than a loss.
 func missed(r *http.Request, oldest time.Time) bool {
 	ims, err := http.ParseTime(r.Header.Get("If-Modified-Since"))
-	return err == nil && ims.Before(oldest.Truncate(time.Second))
+	return err == nil && !ims.After(oldest.Truncate(time.Second))
 }

@@ -79,11 +79,56 @@ func TestInputsByteBudget(t *testing.T) {
 	if !errors.Is(err, transform.ErrByteLimit) || !errors.As(err, &ne) || ne.Node != "in0" || ne.Op != "source" {
 		t.Errorf("preview over the budget: %v", err)
 	}
+}
+
+// A saved pipe whose input gained more than a run may hold reads it a
+// part per run, oldest first, and catches up: every item once, no run
+// over the budget, never stuck failing on the same items.
+func TestSavedPipeCatchesUpOnBacklog(t *testing.T) {
+	st := newEnv(t, schedule.NewVirtualClock(t0)).st
+	lim := transform.Limits{MaxRunBytes: 64 << 10}
+	r, err := New(Options{Store: st, Clock: schedule.NewVirtualClock(t0), Limits: lim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := storage.Feed{Kind: storage.KindSensor, Slug: "big", Policy: "auto"}
+	if err := st.CreateFeed(&f); err != nil {
+		t.Fatal(err)
+	}
+	add := func(from, n int) {
+		var its []storage.Item
+		for i := from; i < from+n; i++ {
+			its = append(its, storage.Item{ID: fmt.Sprint("i", i), Summary: strings.Repeat("x", 8<<10), Published: t0, Fetched: t0})
+		}
+		if _, err := st.AddItems(f.ID, its); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(0, 1)
 	info, err := r.Create(context.Background(), hotPipe("big-hot", "sensor/big"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.RunNow(context.Background(), info.ID); !errors.Is(err, transform.ErrByteLimit) {
-		t.Errorf("run over the budget: %v", err)
+	if res, err := r.RunNow(context.Background(), info.ID); err != nil || res.In != 1 {
+		t.Fatalf("first run: %+v %v", res, err)
+	}
+	add(1, 20) // 20 × 8 KiB: more than half of the 64 KiB run budget
+	total, runs := 0, 0
+	for total < 20 && runs < 20 {
+		res, err := r.RunNow(context.Background(), info.ID)
+		if err != nil {
+			t.Fatalf("run %d: %v", runs, err)
+		}
+		if res.In == 0 || res.In >= 20 {
+			t.Fatalf("run %d read %d items, want a part of the backlog", runs, res.In)
+		}
+		total += res.In
+		runs++
+	}
+	if total != 20 {
+		t.Errorf("%d runs read %d items, want 20", runs, total)
+	}
+	if res, err := r.RunNow(context.Background(), info.ID); err != nil || res.In != 0 {
+		t.Errorf("run after catching up: %+v %v", res, err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -535,8 +536,13 @@ func (r *Runner) run(ctx context.Context, p *pipe) (RunResult, error) {
 			}
 			items, err = r.st.Items(in.FeedID, storage.ItemQuery{Limit: backlog, Order: storage.ByArrival})
 			slices.Reverse(items)
+			items = items[len(items)-fitBytes(slices.Backward(items), readAllowance(g.Limits(), loaded)):] // the newest that fit
 		} else {
 			items, err = r.st.Items(in.FeedID, storage.ItemQuery{AfterSeq: cur, Order: storage.ByArrivalAsc, Limit: g.Limits().MaxItems})
+			// A backlog larger than a run may hold is read a part per run,
+			// oldest first: the cursor moves over what was read, so the
+			// pipe catches up instead of failing on the same items forever.
+			items = items[:fitBytes(slices.All(items), readAllowance(g.Limits(), loaded))]
 		}
 		if err != nil {
 			err = fmt.Errorf("reading input %s of node %q: %w", in.Ref, in.Node, err)
@@ -627,4 +633,26 @@ func (r *Runner) fail(p *pipe, now time.Time, err error) {
 	if _, cerr := r.st.CommitPipeRun(p.id, nil, nil, storage.PipeRun{At: now, Err: msg}); cerr != nil && !errors.Is(cerr, storage.ErrPipeNotFound) {
 		r.log.Error("recording pipe failure", "pipe", p.id, "err", cerr)
 	}
+}
+
+// readAllowance is how many bytes of items a saved pipe's run reads from
+// one more input, loaded bytes having been read already: half of the node
+// and of the run budget, so that its operators have room for their output.
+func readAllowance(lim transform.Limits, loaded int64) int64 {
+	lim = lim.WithDefaults()
+	return min(lim.MaxNodeBytes, lim.MaxRunBytes)/2 - loaded
+}
+
+// fitBytes returns how many of the items seq yields, in its order, fit in
+// max bytes (transform.ItemBytes), and at least one, so that a run always
+// moves on.
+func fitBytes(seq iter.Seq2[int, storage.Item], max int64) int {
+	n, used := 0, int64(0)
+	for _, it := range seq {
+		if used += transform.ItemBytes(&it); n > 0 && used > max {
+			break
+		}
+		n++
+	}
+	return n
 }

@@ -163,8 +163,10 @@ func (op *gapOp) Apply(c *transform.Context, in [][]transform.Item) ([]transform
 		if c.Now.IsZero() {
 			return
 		}
+		// The last allow of it may be readings the sequencer holds back
+		// for the lateness allowance: they have arrived, not silence.
 		silence := c.Now.Sub(time.Unix(0, g.last))
-		if p, ok := op.expected(g); ok && op.isGap(silence, p) {
+		if p, ok := op.expected(g); ok && op.isGap(silence-op.seq.allow, p) {
 			out = append(out, op.gapItem(c, key, g, silence, p))
 			g.reported = true
 		}

@@ -1,6 +1,7 @@
 package sensor
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -123,4 +124,39 @@ func TestGapConfigErrors(t *testing.T) {
 		{`{"by":"mood"}`, "by"},
 		{`{"tolerance":"1m"}`, "tolerance"},
 	})
+}
+
+// With a lateness allowance, readings the sequencer holds back are not
+// silence: a sensor reporting every minute, run every minute with a 5m
+// allowance and k = 3, never has a gap; once it stops, the gap comes
+// allow later than without the allowance.
+func TestGapWithLateness(t *testing.T) {
+	const cfg = `{"period":"1m","k":3,"lateness":"5m"}`
+	op := build(t, "gap", cfg)
+	for m := 0.0; m <= 20; m++ {
+		op = reload(t, op, "gap", cfg)
+		for _, it := range apply(t, op, ctxAt(at(m)), rd(fmt.Sprint("r", m), "lab-1", m, at(m))) {
+			if slices.Contains(it.Categories, "gap") {
+				t.Fatalf("at +%vm: gap %q while the sensor reports every minute", m, it.Title)
+			}
+		}
+	}
+	// The last reading (20m) is released at 25m; silence counts from it,
+	// less the allowance: more than 3m of it only after 28m.
+	for _, s := range []struct {
+		now float64
+		gap bool
+	}{{27, false}, {28, false}, {29, true}} {
+		op = reload(t, op, "gap", cfg)
+		gap := false
+		for _, it := range apply(t, op, ctxAt(at(s.now))) {
+			gap = gap || slices.Contains(it.Categories, "gap")
+		}
+		if gap != s.gap {
+			t.Fatalf("at +%vm: gap %v, want %v", s.now, gap, s.gap)
+		}
+		if gap {
+			break
+		}
+	}
 }
