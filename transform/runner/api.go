@@ -56,7 +56,7 @@ func (r *Runner) feedOf(ref transform.Ref, subscribe bool) (storage.Feed, error)
 			// its URLs masked: it names the feed whose URL masks so.
 			f, err = r.feedByMaskedURL(ref.Key)
 		}
-		if errors.Is(err, storage.ErrFeedNotFound) && subscribe && r.opt.Subscribe != nil {
+		if errors.Is(err, storage.ErrFeedNotFound) && subscribe && r.opt.Subscribe != nil && !masked(ref.Key) {
 			f, err = r.opt.Subscribe(storage.Feed{URL: ref.Key, Policy: schedule.DefaultPolicy})
 			if err != nil {
 				return f, fmt.Errorf("subscribing to %s: %w", aggregator.RedactURL(ref.Key), err)
@@ -70,6 +70,47 @@ func (r *Runner) feedOf(ref transform.Ref, subscribe bool) (storage.Feed, error)
 		return f, fmt.Errorf("%w: %s %q", ErrInputNotFound, what, aggregator.RedactURL(ref.Key))
 	}
 	return f, err
+}
+
+// masked reports whether url has credentials and they are masked, as
+// the API shows them: such a URL names a subscribed feed, never one to
+// subscribe to.
+func masked(url string) bool {
+	return strings.Contains(url, "@") && aggregator.RedactURL(url) == url && strings.Contains(url, aggregator.Masked+"@")
+}
+
+// unmask gives the source nodes of def whose URL is the masked form of
+// the URL the same node reads in old (the stored definition) that URL
+// back, so that a definition read from the API and sent back keeps
+// reading the feeds it read.
+func unmask(def, old transform.Pipe) transform.Pipe {
+	feedOf := func(n transform.Node) (map[string]json.RawMessage, string, bool) {
+		var cfg map[string]json.RawMessage
+		var feed string
+		if n.Op != "source" || json.Unmarshal(n.Config, &cfg) != nil || json.Unmarshal(cfg["feed"], &feed) != nil {
+			return nil, "", false
+		}
+		return cfg, feed, true
+	}
+	real := make(map[string]string)
+	for _, n := range old.Nodes {
+		if _, feed, ok := feedOf(n); ok && aggregator.RedactURL(feed) != feed {
+			real[n.ID] = feed
+		}
+	}
+	if len(real) == 0 {
+		return def
+	}
+	nodes := slices.Clone(def.Nodes)
+	for i, n := range nodes {
+		cfg, feed, ok := feedOf(n)
+		if was, known := real[n.ID]; ok && known && aggregator.RedactURL(was) == feed {
+			cfg["feed"], _ = json.Marshal(was)
+			nodes[i].Config, _ = json.Marshal(cfg)
+		}
+	}
+	def.Nodes = nodes
+	return def
 }
 
 // feedByMaskedURL finds the remote feed whose URL, its credentials
@@ -259,6 +300,9 @@ func (r *Runner) Update(ctx context.Context, id uint64, def transform.Pipe) (Inf
 	if p == nil {
 		return Info{}, fmt.Errorf("%w: %d", ErrNotFound, id)
 	}
+	r.mu.Lock()
+	def = unmask(def, p.def)
+	r.mu.Unlock()
 	_, inputs, err := r.compile(def, id)
 	if err != nil {
 		return Info{}, err

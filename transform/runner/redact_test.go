@@ -53,6 +53,40 @@ func TestPipeMasksInputURLs(t *testing.T) {
 	if _, err := e.r.Preview(context.Background(), got.Pipe, 0); err == nil || strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "other@") {
 		t.Errorf("an ambiguous masked URL: %v", err)
 	}
+	// The stored pipe's masked definition, sent back once the mask is
+	// ambiguous, still reads the feed it read, and stores its real URL.
+	upd, err = e.r.Update(context.Background(), info.ID, got.Pipe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(upd.Inputs) != 1 || upd.Inputs[0].FeedID != f.ID {
+		t.Errorf("inputs after an update with an ambiguous mask: %+v", upd.Inputs)
+	}
+	if sp, err := e.st.Pipe(info.ID); err != nil || !strings.Contains(string(sp.Def), "hunter2") {
+		t.Errorf("stored definition: %s %v", sp.Def, err)
+	}
+	// A new pipe naming an ambiguous masked URL is refused: nothing is
+	// subscribed to the masked URL itself.
+	var subscribed []string
+	r2, err := New(Options{Store: e.st, Clock: schedule.NewVirtualClock(t0), Subscribe: func(f storage.Feed) (storage.Feed, error) {
+		subscribed = append(subscribed, f.URL)
+		f.Kind = storage.KindRemote
+		err := e.st.CreateFeed(&f)
+		return f, err
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r2.Create(context.Background(), hotPipe("hot2", "https://alice:xxxxx@feeds.example.org/lab.rss")); !errors.Is(err, ErrInputNotFound) {
+		t.Errorf("create with an ambiguous masked URL: %v", err)
+	}
+	if len(subscribed) != 0 {
+		t.Errorf("subscribed to %q", subscribed)
+	}
+	// An unknown URL with credentials of its own is subscribed as before.
+	if _, err := r2.Create(context.Background(), hotPipe("hot3", "https://bob:pw@feeds.example.org/new.rss")); err != nil || len(subscribed) != 1 {
+		t.Errorf("create with a new URL: %v, subscribed %q", err, subscribed)
+	}
 }
 
 // The inputs a run reads from the store count against its byte budget
