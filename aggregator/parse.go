@@ -587,6 +587,11 @@ func scanXML(body []byte, maxItems int) (scanResult, error) {
 	itemDepth := -1          // len(stack) outside the current item; -1 outside items
 	cut := func(off int64, ancestors []xml.Name) {
 		res.cut = int(off)
+		// Items past the cut are not in the document parsed: no hash of
+		// theirs may name bytes beyond it.
+		for len(res.items) > 0 && res.items[len(res.items)-1].end > res.cut {
+			res.items = res.items[:len(res.items)-1]
+		}
 		for i := len(ancestors) - 1; i >= 0; i-- {
 			res.closers = append(res.closers, "</"+qualified(ancestors[i])+">"...)
 		}

@@ -71,3 +71,37 @@ func TestParseSeen(t *testing.T) {
 		})
 	}
 }
+
+// A document cut at the element limit hashes only the items it keeps, so
+// that the next parse, told those hashes, neither reads past the cut nor
+// fails.
+func TestParseSeenAfterNodeLimitCut(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`<?xml version="1.0"?><rss version="2.0"><channel><title>t</title>`)
+	for _, id := range []string{"a", "b", "c"} {
+		fmt.Fprintf(&b, `<item><guid>%s</guid><title>%s</title></item>`, id, id)
+	}
+	for range MaxNodes + 1 {
+		b.WriteString(`<x/>`)
+	}
+	b.WriteString(`</channel></rss>`)
+	doc := []byte(b.String())
+	first, err := Parse(doc, "application/rss+xml", ParseOptions{BaseURL: "https://example.org/feed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.ItemHashes) != len(first.Items) {
+		t.Fatalf("%d hashes for %d items kept", len(first.ItemHashes), len(first.Items))
+	}
+	seen := map[uint64]bool{}
+	for _, h := range first.ItemHashes {
+		seen[h] = true
+	}
+	second, err := Parse(doc, "application/rss+xml", ParseOptions{BaseURL: "https://example.org/feed", Seen: func(h uint64) bool { return seen[h] }})
+	if err != nil {
+		t.Fatalf("second parse: %v", err)
+	}
+	if len(second.Items) != 0 || second.Unchanged != len(first.Items) {
+		t.Errorf("second parse: %d items, %d unchanged; want 0 and %d", len(second.Items), second.Unchanged, len(first.Items))
+	}
+}

@@ -544,6 +544,32 @@ func (s *Service) poll(ctx context.Context, f storage.Feed, prev time.Time) (sto
 	return obs, 0, updated
 }
 
+// estimatePublished estimates, in document order (newest first), the
+// publish times of the items of feed id not stored yet, writing them into
+// items that carry no date of their own (and readings with no time), and
+// returns them as the poll's publish times (see PublishTimes). Items
+// already stored are left alone: their estimates were stored with them.
+func (s *Service) estimatePublished(id uint64, resp *Response, items []storage.Item, prev time.Time) []time.Time {
+	var fresh []int
+	for i := range items {
+		if _, err := s.opt.Store.Item(id, items[i].ID); errors.Is(err, storage.ErrItemNotFound) {
+			fresh = append(fresh, i)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	sub := make([]storage.Item, len(fresh))
+	for j, i := range fresh {
+		sub[j] = items[i]
+	}
+	published := PublishTimes(resp, sub, prev)
+	for j, i := range fresh {
+		items[i].Published = sub[j].Published // a reading's time is set through its pointer
+	}
+	return published
+}
+
 // record stores what one document brought, for a poll (push false) and for
 // a WebSub push (Ingest): the new items (deduplicated, with publish-time
 // estimates), the observation, the feed's counters, then OnNewItems. resp
@@ -559,6 +585,7 @@ func (s *Service) record(f storage.Feed, resp *Response, parsed *Parsed, prev, s
 	}
 	obs.MoreData = resp.More
 	var items []storage.Item
+	var published []time.Time // the new items' publish times (PublishTimes)
 	if parsed != nil {
 		if parsed.Truncated {
 			obs.MoreData = true
@@ -570,6 +597,7 @@ func (s *Service) record(f storage.Feed, resp *Response, parsed *Parsed, prev, s
 			obs.Hints.CacheFor = parsed.TTL
 		}
 		items = parsed.Items
+		published = s.estimatePublished(f.ID, resp, items, prev)
 		timeOrder(items) // stored, and read by pipes, oldest first
 		for i := range items {
 			items[i].Fetched = obs.At
@@ -582,7 +610,7 @@ func (s *Service) record(f storage.Feed, resp *Response, parsed *Parsed, prev, s
 		o.Hit = len(added) > 0
 		o.Published, o.LatencyS = nil, nil
 		if o.Hit {
-			o.Published = PublishTimes(resp, added, prev)
+			o.Published = published
 		}
 		for _, it := range added {
 			// Use latency counts from the subscription on: the backlog a
