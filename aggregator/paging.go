@@ -87,6 +87,7 @@ func (s *Service) follow(ctx context.Context, f storage.Feed, resp *Response, pa
 		seen[it.ID] = true
 	}
 	next, bytes := parsed.Older, 0
+	visited := map[string]bool{resp.FinalURL: true, f.URL: true}
 	var stop error
 	for pages := 0; ; pages++ {
 		if next == "" {
@@ -97,6 +98,11 @@ func (s *Service) follow(ctx context.Context, f storage.Feed, resp *Response, pa
 			stop = fmt.Errorf("%w: %d pages, %d bytes read", ErrPagingStopped, pages, bytes)
 			break
 		}
+		if visited[next] {
+			stop = fmt.Errorf("%w: page %s links back to a page read", ErrPagingStopped, clip(next))
+			break
+		}
+		visited[next] = true
 		if !sameOrigin(next, f.URL) && !sameOrigin(next, resp.FinalURL) {
 			stop = fmt.Errorf("%w: page %s is on another server", ErrPagingStopped, clip(next))
 			break

@@ -154,3 +154,52 @@ func TestPagingStaysOnOrigin(t *testing.T) {
 		t.Fatalf("%d items, warning %q; want 2 and the page on another server named", n, got.Warning)
 	}
 }
+
+// A page whose older link leads back to a page already read ends the
+// walk at once, with the loop named, rather than fetching it again up to
+// MaxPages times.
+func TestPagingStopsOnLoop(t *testing.T) {
+	var mu sync.Mutex
+	round, older := 0, 0
+	mux := http.NewServeMux()
+	mux.HandleFunc("/f.rss", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		round++
+		n := round
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/rss+xml")
+		fmt.Fprintf(w, `<rss version="2.0" xmlns:atom="http://www.w3.org/2005/Atom"><channel><title>f</title>`+
+			`<atom:link rel="next" href="/older.rss"/>`+
+			`<item><guid>r%d</guid><title>r%d</title></item></channel></rss>`, n, n)
+	})
+	mux.HandleFunc("/older.rss", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		older++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/rss+xml")
+		fmt.Fprint(w, `<rss version="2.0" xmlns:atom="http://www.w3.org/2005/Atom"><channel><title>f</title>`+
+			`<atom:link rel="next" href="/older.rss"/>`+
+			`<item><guid>old</guid><title>old</title></item></channel></rss>`)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	svc, down := loopbackService(t)
+	f, err := svc.Subscribe(storage.Feed{URL: srv.URL + "/f.rss"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := svc.FetchNow(t.Context(), f.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := down.Feed(f.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if older != 1 || !strings.Contains(got.Warning, "links back") {
+		t.Fatalf("older page fetched %d times, warning %q; want once and the loop named", older, got.Warning)
+	}
+}

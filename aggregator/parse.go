@@ -534,6 +534,9 @@ func itemHashes(body []byte, items []span, opt ParseOptions) []uint64 {
 		h.Write(rule)
 	}
 	h.WriteByte(0)
+	// The root's start tag declares the namespaces that reading
+	// extraction goes by: a change to it changes every item's reading.
+	h.Write(rootTag(body[:items[0].start]))
 	prefix := h.Sum64()
 	out := make([]uint64, len(items))
 	for i, sp := range items {
@@ -545,6 +548,28 @@ func itemHashes(body []byte, items []span, opt ParseOptions) []uint64 {
 		out[i] = h.Sum64() | 1 // never 0
 	}
 	return out
+}
+
+// rootTag returns the first start tag of head (a document's bytes before
+// its first item), past the XML declaration, comments and doctype; nil
+// when there is none.
+func rootTag(head []byte) []byte {
+	for i := 0; ; {
+		j := bytes.IndexByte(head[i:], '<')
+		if j < 0 {
+			return nil
+		}
+		i += j
+		k := bytes.IndexByte(head[i:], '>')
+		if k < 0 {
+			return nil
+		}
+		if i+1 < len(head) && (head[i+1] == '?' || head[i+1] == '!') {
+			i += k + 1
+			continue
+		}
+		return head[i : i+k+1]
+	}
 }
 
 // dropSeen returns body without the item elements whose hash seen

@@ -105,3 +105,33 @@ func TestParseSeenAfterNodeLimitCut(t *testing.T) {
 		t.Errorf("second parse: %d items, %d unchanged; want 0 and %d", len(second.Items), second.Unchanged, len(first.Items))
 	}
 }
+
+// A change to the root's namespace declarations (which reading extraction
+// goes by) makes every item new to parsing, though its own bytes are the
+// same.
+func TestParseSeenRootChange(t *testing.T) {
+	doc := func(ns string) []byte {
+		return []byte(`<?xml version="1.0"?><!-- a feed --><rss version="2.0" xmlns:sf="` + ns + `"><channel><title>t</title>` +
+			`<item><guid>a</guid><title>a</title></item><item><guid>b</guid><title>b</title></item></channel></rss>`)
+	}
+	first, err := Parse(doc("urn:old"), "application/rss+xml", ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[uint64]bool{}
+	for _, h := range first.ItemHashes {
+		seen[h] = true
+	}
+	for _, tc := range []struct {
+		ns        string
+		unchanged int
+	}{{"urn:old", 2}, {"urn:new", 0}} {
+		p, err := Parse(doc(tc.ns), "application/rss+xml", ParseOptions{Seen: func(h uint64) bool { return seen[h] }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Unchanged != tc.unchanged {
+			t.Errorf("root with %s: %d unchanged, want %d", tc.ns, p.Unchanged, tc.unchanged)
+		}
+	}
+}
