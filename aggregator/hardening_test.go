@@ -120,6 +120,8 @@ func TestRedactURL(t *testing.T) {
 		"":                                     "",
 		"sensor/lab-1":                         "sensor/lab-1",
 		"http://u:pw@[::1]:8080/feed.rss#frag": "http://u:xxxxx@[::1]:8080/feed.rss#frag",
+		"u:pw@host/feed":                       Masked, // no scheme: "u" parses as one
+		"apikey@host/feed":                     Masked,
 	} {
 		if got := RedactURL(raw); got != want {
 			t.Errorf("RedactURL(%q) = %q, want %q", raw, got, want)

@@ -23,6 +23,10 @@ func RedactURL(raw string) string {
 		return Masked
 	}
 	if u.User == nil {
+		if strings.Contains(u.Opaque, "@") || u.Host == "" && strings.Contains(u.Path, "@") {
+			// No "//": "user:secret@host/feed" parses as scheme "user".
+			return Masked
+		}
 		return raw
 	}
 	if _, ok := u.User.Password(); ok {
