@@ -29,7 +29,10 @@
 // after it, or the run's clock is lateness past it, so readings up to
 // lateness out of order are still processed in order (at the cost of
 // that much delay; at most 1000 readings are held, beyond which the
-// oldest are released early). join's allowance is its tolerance: a
+// oldest are released early). Held readings are released only when the
+// pipe runs: a pipe triggered by updates whose sensor falls silent keeps
+// its last readings held until an input brings items again, so give such
+// a pipe a cron trigger when that wait must be bounded. join's allowance is its tolerance: a
 // reading up to tolerance older than the last fused item still takes
 // part in later ones. resample also counts as late a reading for a bucket
 // that has closed (by a later reading or by the clock after grace; give
