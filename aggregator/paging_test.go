@@ -7,7 +7,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -118,21 +118,23 @@ func TestPagedSensorFeedLosesNothing(t *testing.T) {
 	}
 }
 
-// Pages are followed only on the feed's own server, and a gap left open
-// is the feed's warning.
-func TestPagingStaysOnOrigin(t *testing.T) {
-	var mu sync.Mutex
-	round := 0
-	mux := http.NewServeMux()
+// rssPage writes a one-item RSS page whose older page is older.
+func rssPage(w http.ResponseWriter, older, id string) {
+	w.Header().Set("Content-Type", "application/rss+xml")
+	fmt.Fprintf(w, `<rss version="2.0" xmlns:atom="http://www.w3.org/2005/Atom"><channel><title>f</title>`+
+		`<atom:link rel="next" href="%s"/>`+
+		`<item><guid>%s</guid><title>%s</title></item></channel></rss>`, older, id, id)
+}
+
+// pollPaged serves mux with a /f.rss that brings a new item at each
+// request and links older as its older page, subscribes to it, polls it
+// twice (the second poll shows a gap) and returns the feed as stored and
+// how many items it holds.
+func pollPaged(t *testing.T, mux *http.ServeMux, older string) (storage.Feed, int) {
+	t.Helper()
+	var round atomic.Int64
 	mux.HandleFunc("/f.rss", func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		round++
-		n := round
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/rss+xml")
-		fmt.Fprintf(w, `<rss version="2.0" xmlns:atom="http://www.w3.org/2005/Atom"><channel><title>f</title>`+
-			`<atom:link rel="next" href="http://127.0.0.2:1/older.rss"/>`+
-			`<item><guid>r%d</guid><title>r%d</title></item></channel></rss>`, n, n)
+		rssPage(w, older, fmt.Sprint("r", round.Add(1)))
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
@@ -150,7 +152,15 @@ func TestPagingStaysOnOrigin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := down.CountItems(f.ID); n != 2 || !strings.Contains(got.Warning, "another server") {
+	n, _ := down.CountItems(f.ID)
+	return got, n
+}
+
+// Pages are followed only on the feed's own server, and a gap left open
+// is the feed's warning.
+func TestPagingStaysOnOrigin(t *testing.T) {
+	got, n := pollPaged(t, http.NewServeMux(), "http://127.0.0.2:1/older.rss")
+	if n != 2 || !strings.Contains(got.Warning, "another server") {
 		t.Fatalf("%d items, warning %q; want 2 and the page on another server named", n, got.Warning)
 	}
 }
@@ -159,47 +169,14 @@ func TestPagingStaysOnOrigin(t *testing.T) {
 // walk at once, with the loop named, rather than fetching it again up to
 // MaxPages times.
 func TestPagingStopsOnLoop(t *testing.T) {
-	var mu sync.Mutex
-	round, older := 0, 0
+	var older atomic.Int64
 	mux := http.NewServeMux()
-	mux.HandleFunc("/f.rss", func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		round++
-		n := round
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/rss+xml")
-		fmt.Fprintf(w, `<rss version="2.0" xmlns:atom="http://www.w3.org/2005/Atom"><channel><title>f</title>`+
-			`<atom:link rel="next" href="/older.rss"/>`+
-			`<item><guid>r%d</guid><title>r%d</title></item></channel></rss>`, n, n)
-	})
 	mux.HandleFunc("/older.rss", func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		older++
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/rss+xml")
-		fmt.Fprint(w, `<rss version="2.0" xmlns:atom="http://www.w3.org/2005/Atom"><channel><title>f</title>`+
-			`<atom:link rel="next" href="/older.rss"/>`+
-			`<item><guid>old</guid><title>old</title></item></channel></rss>`)
+		older.Add(1)
+		rssPage(w, "/older.rss", "old")
 	})
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
-	svc, down := loopbackService(t)
-	f, err := svc.Subscribe(storage.Feed{URL: srv.URL + "/f.rss"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 2 {
-		if _, err := svc.FetchNow(t.Context(), f.ID); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, err := down.Feed(f.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if older != 1 || !strings.Contains(got.Warning, "links back") {
-		t.Fatalf("older page fetched %d times, warning %q; want once and the loop named", older, got.Warning)
+	got, _ := pollPaged(t, mux, "/older.rss")
+	if n := older.Load(); n != 1 || !strings.Contains(got.Warning, "links back") {
+		t.Fatalf("older page fetched %d times, warning %q; want once and the loop named", n, got.Warning)
 	}
 }
