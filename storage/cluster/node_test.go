@@ -239,22 +239,30 @@ func TestNodesShareAndTakeOver(t *testing.T) {
 	}
 }
 
+// settledNodes starts nodes n1–n3 on c and waits for an even share; it
+// returns them with the shards each owns and the lease moves (claims and
+// releases) each has made so far.
+func settledNodes(t *testing.T, c *jstest.Cluster) (nodes []*testNode, before [][]int, moves []float64) {
+	t.Helper()
+	for i := range 3 {
+		nodes = append(nodes, startNode(t, c, "n"+strconv.Itoa(i+1), nil))
+	}
+	waitFor(t, 30*time.Second, "even share", func() error { return even(nodes) })
+	before = make([][]int, 3)
+	moves = make([]float64, 3)
+	for i, n := range nodes {
+		before[i] = n.Owned()
+		moves[i] = n.counter("claims", "takeover") + n.counter("claims", "free") + n.counter("releases")
+	}
+	return nodes, before, moves
+}
+
 // TestNodesKeepLeasesWhileNATSServerDown stops the JetStream server that
 // leads the lease bucket: writes fail until a new leader is elected, and
 // no lease moves: every node owns the same shards throughout.
 func TestNodesKeepLeasesWhileNATSServerDown(t *testing.T) {
 	c := jstest.NewCluster(t, 3)
-	var nodes []*testNode
-	for i := range 3 {
-		nodes = append(nodes, startNode(t, c, "n"+strconv.Itoa(i+1), nil))
-	}
-	waitFor(t, 30*time.Second, "even share", func() error { return even(nodes) })
-	before := make([][]int, 3)
-	moves := make([]float64, 3)
-	for i, n := range nodes {
-		before[i] = n.Owned()
-		moves[i] = n.counter("claims", "takeover") + n.counter("claims", "free") + n.counter("releases")
-	}
+	nodes, before, moves := settledNodes(t, c)
 
 	js, err := jetstream.New(c.Connect(t))
 	if err != nil {
@@ -522,17 +530,7 @@ func TestStatusJSON(t *testing.T) {
 // leases it had and no shard changes hands.
 func TestNodesRideOutQuorumLoss(t *testing.T) {
 	c := jstest.NewCluster(t, 3)
-	var nodes []*testNode
-	for i := range 3 {
-		nodes = append(nodes, startNode(t, c, "n"+strconv.Itoa(i+1), nil))
-	}
-	waitFor(t, 30*time.Second, "even share", func() error { return even(nodes) })
-	before := make([][]int, 3)
-	moves := make([]float64, 3)
-	for i, n := range nodes {
-		before[i] = n.Owned()
-		moves[i] = n.counter("claims", "takeover") + n.counter("claims", "free") + n.counter("releases")
-	}
+	nodes, before, moves := settledNodes(t, c)
 	js, err := jetstream.New(c.Connect(t))
 	if err != nil {
 		t.Fatal(err)
