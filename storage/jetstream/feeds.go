@@ -324,24 +324,15 @@ func (s *Store) readObservations(ctx context.Context, feedID uint64, limit int) 
 	if err != nil {
 		return nil, fmt.Errorf("observations of feed %d: %w", feedID, err)
 	}
-	out := make([]storage.Observation, 0, total)
-	for len(out) < total {
-		batch, err := cons.FetchNoWait(total - len(out))
-		if err != nil {
-			return nil, fmt.Errorf("observations of feed %d: %w", feedID, err)
+	out, err := fetchAll(ctx, cons, total, fmt.Sprintf("observations of feed %d", feedID), func(m jetstream.Msg) (storage.Observation, error) {
+		var o storage.Observation
+		if err := json.Unmarshal(m.Data(), &o); err != nil {
+			return o, fmt.Errorf("%w: %v", storage.ErrCorrupt, err)
 		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			var o storage.Observation
-			if err := json.Unmarshal(m.Data(), &o); err != nil {
-				return nil, fmt.Errorf("observations of feed %d: %w: %v", feedID, storage.ErrCorrupt, err)
-			}
-			out = append(out, o)
-		}
-		if n == 0 {
-			break
-		}
+		return o, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out[max(0, len(out)-limit):], nil
 }

@@ -196,28 +196,41 @@ func (s *Store) readItems(ctx context.Context, feedID, afterSeq uint64, limit in
 	if err != nil {
 		return nil, fmt.Errorf("read items of feed %d: %w", feedID, err)
 	}
-	var out []storage.Item
+	return fetchAll(ctx, cons, limit, fmt.Sprintf("read items of feed %d", feedID), func(m jetstream.Msg) (storage.Item, error) {
+		var it storage.Item
+		if err := json.Unmarshal(m.Data(), &it); err != nil {
+			return it, fmt.Errorf("%w: %v", storage.ErrCorrupt, err)
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return it, err
+		}
+		it.Seq = md.Sequence.Stream
+		return it, nil
+	})
+}
+
+// fetchAll reads up to limit messages from the ordered consumer cons,
+// decoding each, until the consumer has no more; errors are prefixed
+// with what. It returns what it read before an error too.
+func fetchAll[T any](ctx context.Context, cons jetstream.Consumer, limit int, what string, decode func(jetstream.Msg) (T, error)) ([]T, error) {
+	var out []T
 	for len(out) < limit {
 		batch, err := cons.FetchNoWait(limit - len(out))
 		if err != nil {
-			return out, fmt.Errorf("read items of feed %d: %w", feedID, err)
+			return out, fmt.Errorf("%s: %w", what, err)
 		}
 		n := 0
 		for m := range batch.Messages() {
 			n++
-			var it storage.Item
-			if err := json.Unmarshal(m.Data(), &it); err != nil {
-				return out, fmt.Errorf("read items of feed %d: %w: %v", feedID, storage.ErrCorrupt, err)
-			}
-			md, err := m.Metadata()
+			v, err := decode(m)
 			if err != nil {
-				return out, fmt.Errorf("read items of feed %d: %w", feedID, err)
+				return out, fmt.Errorf("%s: %w", what, err)
 			}
-			it.Seq = md.Sequence.Stream
-			out = append(out, it)
+			out = append(out, v)
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			return out, fmt.Errorf("read items of feed %d: %w", feedID, err)
+			return out, fmt.Errorf("%s: %w", what, err)
 		}
 		if n == 0 {
 			break
