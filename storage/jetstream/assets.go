@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -58,6 +59,10 @@ func createAuto[T any](ctx context.Context, create func(replicas int) (T, error)
 // An existing bucket is used as it is (its replicas are an operator's
 // choice).
 func KeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	return retryUnanswered(ctx, func(ctx context.Context) (jetstream.KeyValue, error) { return keyValue(ctx, js, cfg) })
+}
+
+func keyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	kv, err := js.KeyValue(ctx, cfg.Bucket)
 	if err == nil {
 		return kv, nil
@@ -87,6 +92,10 @@ func KeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValu
 // exist; cfg.Replicas 0 is handled as in KeyValue. An existing stream is
 // updated to cfg's subjects and limits, keeping its replicas.
 func Stream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	return retryUnanswered(ctx, func(ctx context.Context) (jetstream.Stream, error) { return stream(ctx, js, cfg) })
+}
+
+func stream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
 	s, err := js.Stream(ctx, cfg.Name)
 	if err == nil {
 		cfg.Replicas = s.CachedInfo().Config.Replicas
@@ -114,4 +123,31 @@ func Stream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamCon
 		return nil, fmt.Errorf("create stream %s: %w", cfg.Name, err)
 	}
 	return s, nil
+}
+
+// assetAttempt bounds one try of opening or creating an asset.
+const assetAttempt = 5 * time.Second
+
+// retryUnanswered runs open, each time within assetAttempt, again while
+// the cluster leaves it unanswered (a JetStream API request timing out, no
+// responders, no response from a stream: a meta or stream leader being
+// elected, as while servers start together), until ctx ends. Other
+// errors, and success, end it at once. Opening and creating are
+// idempotent: an attempt whose create went through finds the asset next.
+func retryUnanswered[T any](ctx context.Context, open func(context.Context) (T, error)) (T, error) {
+	for {
+		actx, cancel := context.WithTimeout(ctx, assetAttempt)
+		v, err := open(actx)
+		cancel()
+		unanswered := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+			errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
+		if err == nil || !unanswered || ctx.Err() != nil {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(placementRetryPeriod):
+		}
+	}
 }

@@ -56,37 +56,65 @@ func NewCluster(t testing.TB, n int) *Cluster {
 	if n < 1 {
 		t.Fatalf("jstest: cluster of %d servers", n)
 	}
-	ports := freePorts(t, n)
+	c := &Cluster{t: t, servers: make([]*jetstream.Embedded, n), opts: make([]jetstream.EmbedOptions, n)}
+	t.Cleanup(c.shutdownAll)
+	// The cluster ports are free when picked, but an outgoing connection
+	// may take one before its server binds it: a start that fails is
+	// tried again on other ports.
+	var errs []error
+	for try := 0; try < startTries; try++ {
+		if errs = c.startOn(freePorts(t, n)); errs == nil {
+			break
+		}
+		c.shutdownAll()
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("jstest: start server %d (after %d tries): %v", i, startTries, err)
+		}
+	}
+	for i := range n {
+		c.pinClientPort(i)
+	}
+	c.WaitReady()
+	return c
+}
+
+// startTries is how many times NewCluster starts its servers, on fresh
+// ports, before it fails the test.
+const startTries = 3
+
+// startOn starts c's servers together with cluster ports ports (a
+// clustered server is ready only once a quorum is up); nil when every
+// one started, else the error of each.
+func (c *Cluster) startOn(ports []int) []error {
+	n := len(ports)
 	routes := make([]string, n)
 	for i, p := range ports {
 		routes[i] = "nats://127.0.0.1:" + strconv.Itoa(p)
 	}
-	c := &Cluster{t: t, servers: make([]*jetstream.Embedded, n), opts: make([]jetstream.EmbedOptions, n)}
 	for i := range n {
-		o := baseOptions(t, "s"+strconv.Itoa(i))
+		o := baseOptions(c.t, "s"+strconv.Itoa(i))
 		o.Listen = "127.0.0.1:0"
 		o.ClusterListen = "127.0.0.1:" + strconv.Itoa(ports[i])
 		o.ClusterName = "jstest"
 		o.Routes = routes
+		c.mu.Lock()
 		c.opts[i] = o
+		c.mu.Unlock()
 	}
-	t.Cleanup(c.shutdownAll)
-	// A clustered server is ready only once a quorum is up, so they start
-	// together.
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i := range n {
 		wg.Go(func() { errs[i] = c.startErr(i) })
 	}
 	wg.Wait()
-	for i, err := range errs {
+	for _, err := range errs {
 		if err != nil {
-			t.Fatalf("jstest: start server %d: %v", i, err)
+			return errs
 		}
-		c.pinClientPort(i)
 	}
-	c.WaitReady()
-	return c
+	return nil
 }
 
 func baseOptions(t testing.TB, name string) jetstream.EmbedOptions {
