@@ -158,15 +158,19 @@ type Auto struct {
 	lostN     float64 // decayed count of misses that were lost publishes
 	missAt    int64   // expected instant of the slot a run of misses began on (0: none)
 	missRatio float64
-	initial   time.Duration // longest probe interval while learning (WithInitial)
-	slot      uint16        // periods after the last publish the last poll aimed at
-	backoff   uint16        // exponential backoff steps taken past OutagePeriods
-	btries    uint16        // bimodal tries
+	empty     int64  // when a poll first found the feed empty, Unix ns (0: never)
+	slot      uint16 // periods after the last publish the last poll aimed at
+	backoff   uint16 // exponential backoff steps taken past OutagePeriods
+	btries    uint16 // bimodal tries
 	misses    uint16
-	probe     float32 // the next probe interval while learning, seconds (0: start over)
-	quiet     quiet   // the learned daily sleep
+	probe     float32 // the next learning probe interval, seconds (0: start over)
+	lower     float32 // one publish known: how long the feed is known to have been quiet around it, seconds
+	initial   float32 // longest probe interval while learning (WithInitial), seconds
+	coldN     uint16  // polls made while the period was unknown
 	grid      bool    // the grid model predicts better than the renewal one
 	quick     bool    // the quick retry for this slot is spent
+	quiet     quiet   // the learned daily sleep
+	half      bool    // the last poll looked at the middle of the only known gap
 	mode      Mode
 	plan      plan // the publisher's planned updates (Hints.Due)
 	rng       rand.PCG
@@ -177,9 +181,9 @@ func NewAuto(opts ...Option) *Auto {
 	o := buildOptions(opts)
 	// A prior of half a lost miss: quick retries start only once late
 	// misses clearly dominate.
-	a := &Auto{initial: MaxDelay, missRatio: o.missRatio, lostN: 0.5}
+	a := &Auto{initial: float32(MaxDelay.Seconds()), missRatio: o.missRatio, lostN: 0.5}
 	if o.initialSet {
-		a.initial = o.initial
+		a.initial = float32(min(o.initial, MaxDelay).Seconds())
 	}
 	a.quiet.off = o.noSleep
 	a.rng.Seed(o.seed, 0x6175746f) // "auto"
@@ -285,9 +289,24 @@ func (a *Auto) refresh() {
 	okG := a.models[1].fit(a.missRatio, a.period)
 	switch {
 	case !okR:
-		// Too few residuals for a tail yet: three σ after the period.
+		// Too few residuals for a tail yet: three σ after the period,
+		// σ being the spread of the gaps around whole multiples of the
+		// refined period (the tracker's σ goes by the raw median, which
+		// a lost reading among few gaps moves to a multiple).
 		a.grid = false
-		a.off = max(3*a.sigma, floor(a.period))
+		js := a.gaps.values(&buf)
+		n := 0
+		for _, g := range js {
+			if g <= float64(OutagePeriods+1)*a.period {
+				js[n] = jitter(g, a.period)
+				n++
+			}
+		}
+		a.off = max(3*stddev(js[:n]), floor(a.period))
+		if n < 2 {
+			// One gap: no spread to go by at all.
+			a.off = max(a.off, oneGapMargin*a.period)
+		}
 		a.late = 2 * a.off
 	default:
 		a.grid = okG && a.models[1].spread() < a.models[0].spread()
@@ -383,26 +402,42 @@ func (a *Auto) next(obs Observation) time.Time {
 // choose is Auto's own choice after obs, before the learned sleep.
 func (a *Auto) choose(obs Observation) time.Time {
 	now := obs.At.UnixNano()
+	if !a.known() && a.coldN < math.MaxUint16 {
+		a.coldN++
+	}
 	if obs.Hit {
 		newest, _ := obs.Newest()
 		a.classify(obs.Published, newest)
 		if a.observe(obs.Published, newest, a.learn) {
 			a.refresh()
 		}
-		a.slot, a.backoff, a.btries, a.misses, a.quick, a.mode = 1, 0, 0, 0, false, ModeFast
+		a.slot, a.backoff, a.btries, a.misses, a.quick, a.half, a.mode = 1, 0, 0, 0, false, false, ModeFast
+		if !a.known() {
+			// One publish seen, no gap yet. Nothing was published
+			// between it and now, nor between the first empty poll and
+			// it: the period is most likely longer than both.
+			q := max(float64(now-a.last)/1e9, 0)
+			if a.empty != 0 && a.last > a.empty {
+				q = max(q, float64(a.last-a.empty)/1e9)
+			}
+			a.lower = float32(q)
+		}
 		if obs.MoreData {
 			return obs.At
 		}
 		if !a.known() {
-			// One publish seen, no gap yet. Nothing was published
-			// between it and now, so the period is likely longer than
-			// its age: probe from there (at least ProbeStart), the
-			// intervals doubling, i.e. at the publish time plus 2, 4,
-			// 8… times its age.
-			a.probe = float32(max(float64(now-a.last)/1e9, 0))
-			return a.probeNext(obs)
+			return a.probeAfter(obs)
 		}
 		a.probe = 0
+		if a.gaps.len() == 1 && a.period >= 2*float64(a.lower) {
+			// One gap: a reading lost inside it would make it two
+			// periods long. Look at its middle first, unless the feed
+			// is known to have been quiet for longer than that.
+			if h := a.last + int64((a.period/2+a.off)*1e9); h > now {
+				a.half = true
+				return a.finish(obs, h+desync(&a.rng, obs.Hints.Desync))
+			}
+		}
 		next := a.at(1, a.off)
 		if next <= now {
 			k := math.Floor(float64(now-a.last)/1e9/a.period) + 1
@@ -412,8 +447,19 @@ func (a *Auto) choose(obs Observation) time.Time {
 		return a.finish(obs, next+desync(&a.rng, obs.Hints.Desync))
 	}
 
+	if a.half {
+		// The middle of the only gap is quiet: the gap is one period.
+		a.half = false
+		return a.finish(obs, a.at(1, a.off)+desync(&a.rng, obs.Hints.Desync))
+	}
 	a.misses = min(a.misses+1, math.MaxUint16-1)
 	if !a.known() {
+		if a.hasPub {
+			return a.probeAfter(obs)
+		}
+		if a.empty == 0 {
+			a.empty = now
+		}
 		return a.probeNext(obs)
 	}
 	if a.misses == 1 {
@@ -483,13 +529,32 @@ func (a *Auto) choose(obs Observation) time.Time {
 	return a.finish(obs, next+desync(&a.rng, obs.Hints.Desync))
 }
 
-// Cold-start probing: while no publish-to-publish gap is known, polls
-// are spaced ProbeStart, then twice as far apart after every poll, up to
-// the publisher's cache lifetime (Cache-Control, <ttl>) when it gives one
-// and WithInitial's limit (MaxDelay unless set).
+// Cold start. While no publish-to-publish gap is known, Auto probes; the
+// spacing comes from the cold-start budget, ColdPolls polls per period
+// over the first ColdPeriods periods of a subscription (the requests of
+// fixed polling at the true period, three times over).
 const (
-	ProbeStart  = 2 * time.Second
-	probeGrowth = 2
+	// ProbeStart is the first probe interval of a feed found empty, and
+	// the least interval between two probes.
+	ProbeStart = 2 * time.Second
+	// probeShare: the interval between probes of a feed that has shown
+	// no item yet is this share of the time since it was first found
+	// empty. From ProbeStart a day is reached in about 13 probes.
+	probeShare = 1.3
+	// ColdPolls and ColdPeriods: the cold-start budget.
+	ColdPolls   = 3
+	ColdPeriods = 10
+	// coldReserve is the part of the budget kept for the periods after
+	// the period is found (one poll each and the retries of a lossy
+	// publisher); the rest goes to the search.
+	coldReserve = 13
+	// After the first publish, the probes' offsets from it grow
+	// coarseGrowth times up to the quiet time known around it, then
+	// between fineGrowth[0] and fineGrowth[1] times (see probeAfter).
+	coarseGrowth = 3
+	// oneGapMargin is the least margin after the expected publish, as a
+	// share of the period, while a single gap is known (no spread yet).
+	oneGapMargin = 0.04
 	// learningShare is the first probe interval after a miss while the
 	// jitter tail is not yet fitted, as a share of the period.
 	learningShare  = 1.0 / 8
@@ -499,16 +564,56 @@ const (
 	learningResiduals = 4
 )
 
-// probeNext returns the next cold-start probe after obs and grows the
-// interval.
-func (a *Auto) probeNext(obs Observation) time.Time {
-	d := max(float64(a.probe), ProbeStart.Seconds())
-	limit := a.initial.Seconds()
-	if c := obs.Hints.CacheFor.Seconds(); c > 0 && c < limit {
-		limit = c
+var fineGrowth = [2]float64{1.1, 1.5}
+
+// limit is the longest interval between two cold-start probes: the
+// publisher's cache lifetime or stated period when it gives one, and
+// WithInitial's limit.
+func (a *Auto) limit(h Hints) float64 {
+	l := float64(a.initial)
+	if c := h.CacheFor.Seconds(); c > 0 && c < l {
+		l = c
 	}
-	d = min(d, limit)
-	a.probe = float32(min(d*probeGrowth, limit))
+	if p := h.Period.Seconds(); p > 0 && p < l {
+		l = p
+	}
+	return max(l, ProbeStart.Seconds())
+}
+
+// probeNext returns the next probe of a feed that has shown no item yet:
+// probeShare of the time since it was first found empty, at least
+// ProbeStart, at most limit.
+func (a *Auto) probeNext(obs Observation) time.Time {
+	d := max(float64(obs.At.UnixNano()-a.empty)/1e9*probeShare, ProbeStart.Seconds())
+	d = min(d, a.limit(obs.Hints))
+	return clampNext(obs.At, obs.At.Add(time.Duration(d*1e9)))
+}
+
+// probeAfter returns the next probe while exactly one publish is known.
+// The period is most likely longer than the quiet time known around that
+// publish (a.lower): if the feed was empty since its first poll and the
+// publish came u later, a period P ≥ u is exceeded by x·u with
+// probability about 1/x. So the probes' offsets from the publish grow
+// coarseGrowth times while below a.lower (readings lost before it, or a
+// publisher that started late, make the period shorter), then by a ratio
+// r: about r/(r−1) probes find a period of that distribution. r spends
+// what the search has left of the cold-start budget, between
+// fineGrowth[0] and fineGrowth[1]: a short period, found with few probes
+// so far, gets fine probes, a long one coarse.
+func (a *Auto) probeAfter(obs Observation) time.Time {
+	o := max(float64(obs.At.UnixNano()-a.last)/1e9, 0)
+	l := float64(a.lower)
+	r := fineGrowth[1]
+	if left := ColdPolls*ColdPeriods - coldReserve - float64(a.coldN); left > 1 {
+		r = min(max(left/(left-1), fineGrowth[0]), fineGrowth[1])
+	}
+	var n float64
+	if coarseGrowth*o < l {
+		n = coarseGrowth * o
+	} else {
+		n = max(o, l) * r
+	}
+	d := min(max(n-o, ProbeStart.Seconds()), a.limit(obs.Hints))
 	return clampNext(obs.At, obs.At.Add(time.Duration(d*1e9)))
 }
 

@@ -62,28 +62,26 @@ func TestAutoPeriodRobustToHeavyLoss(t *testing.T) {
 }
 
 func TestAutoMoreDataAndColdStart(t *testing.T) {
-	// An empty feed: probes 2 s apart, then twice as far apart after
-	// every miss, up to WithInitial's limit (30 s here).
-	runSteps(t, NewAuto(WithInitial(30*time.Second)), []step{
-		{at: 0, want: 2},
-		{at: 2, want: 6},
-		{at: 6, want: 14},
-		{at: 14, want: 30},
-		{at: 30, want: 60},
-		{at: 60, want: 90},
-		// The first publish, 5 s old: no gap yet. Nothing came in those
-		// 5 s, so probing starts over from its age: 85 + 2·5, + 4·5 …
-		{at: 90, pubs: []float64{85}, want: 95},
-		{at: 95, want: 105},
-		// The second publish gives the period (19 s): one period after it,
-		// plus the margin floor min(2% of 19 s, 2 s) = 0.38 s.
-		{at: 105, pubs: []float64{104}, want: 123.38},
-		{at: 123.38, pubs: []float64{123}, more: true, want: 123.38},
-	})
-	// A fresh item (age 0) restarts the probes at ProbeStart.
 	runSteps(t, NewAuto(), []step{
-		{at: 10, pubs: []float64{10}, want: 12},
-		{at: 12, want: 16},
+		// An empty feed: probes 1.3 times the time waited apart, at
+		// least ProbeStart (2 s).
+		{at: 0, want: 2},
+		{at: 2, want: 4.6},
+		{at: 4.6, want: 10.58},
+		{at: 10.58, want: 24.334},
+		// The first publish, at 20: the feed was quiet for the 20 s
+		// before it and the 4.334 s after it, so the period is most
+		// likely over 20 s. Below that the probes' offsets from the
+		// publish triple (3 × 4.334 = 13.002); 5 polls spent leave 12 of
+		// the search's 17: a fine ratio, at least 1.1.
+		{at: 24.334, pubs: []float64{20}, want: 33.002},
+		{at: 33.002, want: 42},    // 20 + 1.1 × 20
+		{at: 42, want: 44.444444}, // 7 spent, 10 left: × 10/9
+		// The second publish gives the period (23 s): one period after
+		// it plus 4% of it while one gap is known (no spread yet). The
+		// feed was quiet for 20 s, so no look at the gap's middle.
+		{at: 44.444444, pubs: []float64{43}, want: 66.92},
+		{at: 66.92, pubs: []float64{66}, more: true, want: 66.92},
 	})
 }
 
@@ -91,25 +89,77 @@ func TestAutoColdStartProbes(t *testing.T) {
 	tests := []struct {
 		name  string
 		opts  []Option
-		cache time.Duration
+		hints Hints
 		want  []float64 // intervals between probes of an empty feed, seconds
 	}{
-		{"default grows to MaxDelay", nil, 0, []float64{2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 172800, 172800}},
-		{"capped by the cache lifetime", nil, 10 * time.Second, []float64{2, 4, 8, 10, 10}},
-		{"capped by WithInitial", []Option{WithInitial(5 * time.Second)}, 0, []float64{2, 4, 5, 5}},
+		{"a share of the time waited", nil, Hints{}, []float64{2, 2.6, 5.98, 13.754, 31.6342, 72.75866}},
+		{"capped by the cache lifetime", nil, Hints{CacheFor: 10 * time.Second}, []float64{2, 2.6, 5.98, 10, 10}},
+		{"capped by the stated period", nil, Hints{Period: 5 * time.Second}, []float64{2, 2.6, 5, 5}},
+		{"capped by WithInitial", []Option{WithInitial(4 * time.Second)}, Hints{}, []float64{2, 2.6, 4, 4}},
+		{"never below ProbeStart", []Option{WithInitial(time.Second)}, Hints{Period: time.Second}, []float64{2, 2, 2}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p := NewAuto(tc.opts...)
 			now := t0
 			for i, w := range tc.want {
-				next := p.Next(Observation{At: now, Hints: Hints{CacheFor: tc.cache}})
-				if got := next.Sub(now).Seconds(); got != w {
+				next := p.Next(Observation{At: now, Hints: tc.hints})
+				if got := next.Sub(now).Seconds(); math.Abs(got-w) > 1e-6 {
 					t.Fatalf("probe %d: interval %v s, want %v s", i, got, w)
 				}
 				now = next
 			}
 		})
+	}
+	// Waiting for the first item, the probes reach a day in about 13
+	// polls; a year of waiting is capped at MaxDelay.
+	p := NewAuto()
+	now, n := t0, 0
+	for now.Sub(t0) < 24*time.Hour {
+		now = p.Next(Observation{At: now})
+		n++
+	}
+	if n < 12 || n > 15 {
+		t.Errorf("%d probes to wait a day, want 12–15", n)
+	}
+	for range 40 {
+		next := p.Next(Observation{At: now})
+		if d := next.Sub(now); d > MaxDelay {
+			t.Fatalf("probe interval %v > MaxDelay", d)
+		}
+		now = next
+	}
+}
+
+func TestAutoColdStartHalfGap(t *testing.T) {
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{
+			// One item at subscription, then one 60 s later: the gap
+			// may hold a lost reading. Its middle (+ 4% of 60 s) first.
+			name: "middle quiet: back to the gap",
+			steps: []step{
+				{at: 0, pubs: []float64{0}, want: 2},
+				{at: 60, pubs: []float64{60}, want: 92.4},
+				{at: 92.4, want: 122.4},
+				// Two gaps of 60 s: no spread, the floor (2% of 60 s).
+				{at: 122.4, pubs: []float64{120}, want: 181.2},
+			},
+		},
+		{
+			// The middle held a publish: the period is 30 s.
+			name: "middle holds a publish",
+			steps: []step{
+				{at: 0, pubs: []float64{0}, want: 2},
+				{at: 60, pubs: []float64{60}, want: 92.4},
+				{at: 92.4, pubs: []float64{90}, want: 120.6},
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { runSteps(t, NewAuto(), tc.steps) })
 	}
 }
 

@@ -39,6 +39,11 @@ type Hints struct {
 	// RSS <ttl>) or a Retry-After delay: a lower bound on the next poll for
 	// feeds that honour it. Policies ignore it; see Respect.
 	CacheFor time.Duration
+	// Period is the update interval the publisher states (RSS syndication
+	// module: sy:updatePeriod / sy:updateFrequency). It is a hint, not a
+	// bound: many publishers state a default ("hourly") whatever they
+	// do. Auto's cold-start probes are never further apart than it.
+	Period time.Duration
 	// Due is the publisher's planned next update, as a delay after At,
 	// when HasDue is set: the publisher knows it from its own schedule (a
 	// pipe's next fetch of the inputs it waits for, a cron trigger), not
