@@ -584,6 +584,9 @@ func (s *Service) record(f storage.Feed, resp *Response, parsed *Parsed, prev, s
 		obs.Hints.CacheFor = max(obs.Hints.CacheFor, resp.CacheFor)
 	}
 	obs.MoreData = resp.More
+	// The stated update interval (sy:updatePeriod) is a period hint for
+	// the policy: the document's, or as stored when nothing changed.
+	obs.Hints.Period = f.UpdateHint
 	var items []storage.Item
 	var published []time.Time // the new items' publish times (PublishTimes)
 	if parsed != nil {
@@ -596,6 +599,7 @@ func (s *Service) record(f storage.Feed, resp *Response, parsed *Parsed, prev, s
 		if !f.IgnoreCache && resp.CacheFor == 0 && !resp.Hints.HasPhase && parsed.TTL > obs.Hints.CacheFor {
 			obs.Hints.CacheFor = parsed.TTL
 		}
+		obs.Hints.Period = parsed.UpdateHint
 		items = parsed.Items
 		published = s.estimatePublished(f.ID, resp, items, prev)
 		timeOrder(items) // stored, and read by pipes, oldest first
