@@ -139,10 +139,12 @@ func WithMissRatio(p float64) Option {
 //   - gaps of more than OutagePeriods periods form a second (bimodal)
 //     history; during an outage Auto also polls where that long period says
 //     the next publish is due, so a batched publisher is caught on its own;
-//   - while the period is unknown it probes at intervals that grow from
-//     ProbeStart (from the first item's age once one is seen), and while
-//     few residuals are known it probes for a missed publish within the
-//     slot;
+//   - while the period is unknown it probes, within a budget of polls:
+//     spaced by the time waited until an item shows, then at offsets from
+//     that item that grow past the time the feed is known to have been
+//     quiet around it (probeNext, probeAfter); it checks the first gap's
+//     middle for a lost reading, and while few residuals are known it
+//     probes for a missed publish within the slot;
 //   - a publisher quiet through the same window of every day gets a
 //     learned daily sleep, and polls after a miss are moved out of it.
 //

@@ -34,7 +34,7 @@ type Feed struct {
 	Weight      float64            `json:"weight,omitempty"`       // best-effort priority weight (0 = 1)
 	IgnoreCache bool               `json:"ignore_cache,omitempty"` // do not treat Cache-Control/Expires/<ttl> as a lower bound
 	Sleep       schedule.SleepPlan `json:"sleep"`                  // from <skipHours>/<skipDays> and the user's windows
-	UpdateHint  time.Duration      `json:"update_hint,omitempty"`  // sy:updatePeriod/updateFrequency, informational
+	UpdateHint  time.Duration      `json:"update_hint,omitempty"`  // sy:updatePeriod/updateFrequency; polls pass it to the policy as Hints.Period
 	NextFetch   time.Time          `json:"next_fetch"`             // what the scheduler last chose
 
 	// HTTP validators for conditional GET.
