@@ -552,8 +552,10 @@ const (
 	coldReserve = 13
 	// After the first publish, the probes' offsets from it grow
 	// coarseGrowth times up to the quiet time known around it, then
-	// between fineGrowth[0] and fineGrowth[1] times (see probeAfter).
-	coarseGrowth = 3
+	// between fineGrowthMin and fineGrowthMax times (see probeAfter).
+	coarseGrowth  = 3
+	fineGrowthMin = 1.1
+	fineGrowthMax = 1.5
 	// oneGapMargin is the least margin after the expected publish, as a
 	// share of the period, while a single gap is known (no spread yet).
 	oneGapMargin = 0.04
@@ -565,8 +567,6 @@ const (
 	// are known (the margin has a spread to go by).
 	learningResiduals = 4
 )
-
-var fineGrowth = [2]float64{1.1, 1.5}
 
 // limit is the longest interval between two cold-start probes: the
 // publisher's cache lifetime or stated period when it gives one, and
@@ -600,14 +600,14 @@ func (a *Auto) probeNext(obs Observation) time.Time {
 // publisher that started late, make the period shorter), then by a ratio
 // r: about r/(r−1) probes find a period of that distribution. r spends
 // what the search has left of the cold-start budget, between
-// fineGrowth[0] and fineGrowth[1]: a short period, found with few probes
+// fineGrowthMin and fineGrowthMax: a short period, found with few probes
 // so far, gets fine probes, a long one coarse.
 func (a *Auto) probeAfter(obs Observation) time.Time {
 	o := max(float64(obs.At.UnixNano()-a.last)/1e9, 0)
 	l := float64(a.lower)
-	r := fineGrowth[1]
+	r := fineGrowthMax
 	if left := ColdPolls*ColdPeriods - coldReserve - float64(a.coldN); left > 1 {
-		r = min(max(left/(left-1), fineGrowth[0]), fineGrowth[1])
+		r = min(max(left/(left-1), fineGrowthMin), fineGrowthMax)
 	}
 	var n float64
 	if coarseGrowth*o < l {

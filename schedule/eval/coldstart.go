@@ -50,11 +50,11 @@ var coldPeriods = []time.Duration{10 * time.Second, time.Minute, 5 * time.Minute
 // auto's mean and p90 latency as shares of the period, its polls as a
 // multiple of fixed polling at the period.
 const (
-	coldPeriodsN  = 10
+	coldPeriodsN  = schedule.ColdPeriods
 	coldBacklog   = 20
 	coldMeanShare = 0.20
 	coldP90Share  = 0.50
-	coldPollsX    = 3.0
+	coldPollsX    = float64(schedule.ColdPolls)
 	// coldRuns is the default number of runs per point.
 	coldRuns = 200
 	// coldSteadyRun is how many hits in a row make a hit "steady".
