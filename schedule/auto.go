@@ -568,15 +568,17 @@ const (
 	learningResiduals = 4
 )
 
-// limit is the longest interval between two cold-start probes: the
-// publisher's cache lifetime or stated period when it gives one, and
+// limit is the longest interval between two cold-start probes after
+// waiting waited seconds: the publisher's cache lifetime when it gives
+// one, its stated period as long as no more than ColdPeriods of them
+// have been waited for in vain (a stated period is often a default), and
 // WithInitial's limit.
-func (a *Auto) limit(h Hints) float64 {
+func (a *Auto) limit(h Hints, waited float64) float64 {
 	l := float64(a.initial)
 	if c := h.CacheFor.Seconds(); c > 0 && c < l {
 		l = c
 	}
-	if p := h.Period.Seconds(); p > 0 && p < l {
+	if p := h.Period.Seconds(); p > 0 && p < l && waited <= ColdPeriods*p {
 		l = p
 	}
 	return max(l, ProbeStart.Seconds())
@@ -586,8 +588,8 @@ func (a *Auto) limit(h Hints) float64 {
 // probeShare of the time since it was first found empty, at least
 // ProbeStart, at most limit.
 func (a *Auto) probeNext(obs Observation) time.Time {
-	d := max(float64(obs.At.UnixNano()-a.empty)/1e9*probeShare, ProbeStart.Seconds())
-	d = min(d, a.limit(obs.Hints))
+	waited := float64(obs.At.UnixNano()-a.empty) / 1e9
+	d := min(max(waited*probeShare, ProbeStart.Seconds()), a.limit(obs.Hints, waited))
 	return clampNext(obs.At, obs.At.Add(time.Duration(d*1e9)))
 }
 
@@ -615,7 +617,7 @@ func (a *Auto) probeAfter(obs Observation) time.Time {
 	} else {
 		n = max(o, l) * r
 	}
-	d := min(max(n-o, ProbeStart.Seconds()), a.limit(obs.Hints))
+	d := min(max(n-o, ProbeStart.Seconds()), a.limit(obs.Hints, o))
 	return clampNext(obs.At, obs.At.Add(time.Duration(d*1e9)))
 }
 

@@ -94,7 +94,9 @@ func TestAutoColdStartProbes(t *testing.T) {
 	}{
 		{"a share of the time waited", nil, Hints{}, []float64{2, 2.6, 5.98, 13.754, 31.6342, 72.75866}},
 		{"capped by the cache lifetime", nil, Hints{CacheFor: 10 * time.Second}, []float64{2, 2.6, 5.98, 10, 10}},
-		{"capped by the stated period", nil, Hints{Period: 5 * time.Second}, []float64{2, 2.6, 5, 5}},
+		// A stated period caps the spacing for 10 periods of waiting,
+		// then the probes spread out again.
+		{"capped by the stated period", nil, Hints{Period: 5 * time.Second}, []float64{2, 2.6, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 70.98}},
 		{"capped by WithInitial", []Option{WithInitial(4 * time.Second)}, Hints{}, []float64{2, 2.6, 4, 4}},
 		{"never below ProbeStart", []Option{WithInitial(time.Second)}, Hints{Period: time.Second}, []float64{2, 2, 2}},
 	}

@@ -137,8 +137,9 @@
 //     probes are closer than ProbeStart, nor further apart than the
 //     publisher's cache lifetime (Cache-Control max-age, Expires, RSS
 //     <ttl>), its stated period (Hints.Period: the RSS syndication
-//     module's sy:updatePeriod/sy:updateFrequency) or WithInitial's
-//     limit (MaxDelay unless set). The first gap may hold a lost reading
+//     module's sy:updatePeriod/sy:updateFrequency; trusted for 10 stated
+//     periods of waiting, since many publishers state a default) or
+//     WithInitial's limit (MaxDelay unless set). The first gap may hold a lost reading
 //     (then it is two periods): unless the feed is known to have been
 //     quiet for more than half of it, auto polls its middle first. While
 //     a single gap is known the margin after the expected publish is at

@@ -42,7 +42,8 @@ type Hints struct {
 	// Period is the update interval the publisher states (RSS syndication
 	// module: sy:updatePeriod / sy:updateFrequency). It is a hint, not a
 	// bound: many publishers state a default ("hourly") whatever they
-	// do. Auto's cold-start probes are never further apart than it.
+	// do. Auto's cold-start probes are never further apart than it
+	// until ColdPeriods of it have passed without the data it expects.
 	Period time.Duration
 	// Due is the publisher's planned next update, as a delay after At,
 	// when HasDue is set: the publisher knows it from its own schedule (a
