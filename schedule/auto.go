@@ -296,15 +296,8 @@ func (a *Auto) refresh() {
 		// refined period (the tracker's σ goes by the raw median, which
 		// a lost reading among few gaps moves to a multiple).
 		a.grid = false
-		js := a.gaps.values(&buf)
-		n := 0
-		for _, g := range js {
-			if g <= float64(OutagePeriods+1)*a.period {
-				js[n] = jitter(g, a.period)
-				n++
-			}
-		}
-		a.off = max(3*stddev(js[:n]), floor(a.period))
+		sd, n := jitterSpread(a.gaps.values(&buf), a.period)
+		a.off = max(3*sd, floor(a.period))
 		if n < 2 {
 			// One gap: no spread to go by at all.
 			a.off = max(a.off, oneGapMargin*a.period)

@@ -217,18 +217,8 @@ func (t *tracker) addGap(g float64) {
 		}
 		t.bsigma = stddev(lv)
 	}
-	// σ: the spread of the publishing jitter, i.e. of each gap's deviation
-	// from the nearest whole multiple of the median; long outages are left
-	// out.
-	js := t.gaps.values(&buf)
-	n := 0
-	for _, g := range js {
-		if g <= float64(OutagePeriods+1)*t.med {
-			js[n] = jitter(g, t.med)
-			n++
-		}
-	}
-	t.sigma = stddev(js[:n])
+	// σ: the spread of the publishing jitter around the median.
+	t.sigma, _ = jitterSpread(t.gaps.values(&buf), t.med)
 }
 
 func (t *tracker) known() bool { return t.gaps.len() > 0 && t.med > 0 }

@@ -66,6 +66,20 @@ func jitter(g, med float64) float64 {
 	return g - k*med
 }
 
+// jitterSpread returns the spread of the publishing jitter in gaps: the
+// population standard deviation of each gap's deviation from the nearest
+// whole multiple of period, gaps of more than OutagePeriods+1 periods
+// (long outages) left out, and how many gaps it counted. It overwrites gs.
+func jitterSpread(gs []float64, period float64) (sd float64, n int) {
+	for _, g := range gs {
+		if g <= float64(OutagePeriods+1)*period {
+			gs[n] = jitter(g, period)
+			n++
+		}
+	}
+	return stddev(gs[:n]), n
+}
+
 // stddev returns the population standard deviation of xs.
 func stddev(xs []float64) float64 {
 	if len(xs) < 2 {
