@@ -563,12 +563,7 @@ func (s *Service) poll(ctx context.Context, f storage.Feed, prev time.Time) (sto
 // returns them as the poll's publish times (see PublishTimes). Items
 // already stored are left alone: their estimates were stored with them.
 func (s *Service) estimatePublished(id uint64, resp *Response, items []storage.Item, prev time.Time) []time.Time {
-	var fresh []int
-	for i := range items {
-		if _, err := s.opt.Store.Item(id, items[i].ID); errors.Is(err, storage.ErrItemNotFound) {
-			fresh = append(fresh, i)
-		}
-	}
+	fresh := s.freshItems(id, items)
 	if len(fresh) == 0 {
 		return nil
 	}

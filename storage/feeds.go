@@ -85,7 +85,8 @@ func (s *Store) updateFeedTx(tx *bolt.Tx, id uint64, fn func(*Feed) error) (Feed
 		return Feed{}, err
 	}
 	nf.ID, nf.Created, nf.Updated = old.ID, old.Created, s.now()
-	if _, err := validateFeed(&nf); err != nil {
+	raw, err := validateFeed(&nf)
+	if err != nil {
 		return Feed{}, err
 	}
 	// The index entry moves only when the key changes (a poll's update
@@ -100,7 +101,11 @@ func (s *Store) updateFeedTx(tx *bolt.Tx, id uint64, fn func(*Feed) error) (Feed
 			return Feed{}, err
 		}
 	}
-	if err := putFeed(tx, &nf); err != nil {
+	feeds, err := bucket(tx, bucketFeeds)
+	if err != nil {
+		return Feed{}, err
+	}
+	if err := feeds.Put(u64(nf.ID), raw); err != nil { // validated and encoded above
 		return Feed{}, err
 	}
 	return nf, nil

@@ -468,6 +468,28 @@ func (s *Store) Item(feedID uint64, itemID string) (Item, error) {
 	return it, nil
 }
 
+// HasItems reports, for each of ids, whether feed feedID holds an item
+// with that ID, in one read transaction (Item would take one per ID). It
+// fails with ErrFeedNotFound. It is not part of Backend: callers use it
+// when the store has it and fall back to Item.
+func (s *Store) HasItems(feedID uint64, ids []string) ([]bool, error) {
+	out := make([]bool, len(ids))
+	err := s.db.View(func(tx *bolt.Tx) error {
+		fb, err := s.feedBuckets(tx, feedID)
+		if err != nil {
+			return err
+		}
+		for i, id := range ids {
+			out[i] = id != "" && len(id) <= bolt.MaxKeySize && fb.ids.Get([]byte(id)) != nil
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("storage: items of feed %d: %w", feedID, err)
+	}
+	return out, nil
+}
+
 // CountItems returns how many items feed feedID holds, or ErrFeedNotFound.
 func (s *Store) CountItems(feedID uint64) (int, error) {
 	var n uint64
