@@ -67,7 +67,7 @@ func (s *Store) UpdateFeed(id uint64, fn func(*Feed) error) (Feed, error) {
 
 // updateFeedTx is UpdateFeed inside tx.
 func (s *Store) updateFeedTx(tx *bolt.Tx, id uint64, fn func(*Feed) error) (Feed, error) {
-	old, err := getFeed(tx, id)
+	old, err := s.memoFeed(tx, id, true)
 	if err != nil {
 		return Feed{}, err
 	}
@@ -115,9 +115,20 @@ func (s *Store) updateFeedTx(tx *bolt.Tx, id uint64, fn func(*Feed) error) (Feed
 func (s *Store) Feed(id uint64) (Feed, error) {
 	var f Feed
 	err := s.db.View(func(tx *bolt.Tx) error {
-		var err error
-		f, err = getFeed(tx, id)
-		return err
+		feeds, err := bucket(tx, bucketFeeds)
+		if err != nil {
+			return err
+		}
+		k := u64(id)
+		v := feeds.Get(k)
+		if v == nil {
+			return ErrFeedNotFound
+		}
+		if f, err = decodeFeed(k, v); err != nil {
+			return err
+		}
+		s.feedMemo.put(id, v, &f) // for the poll's write that follows
+		return nil
 	})
 	if err != nil {
 		return Feed{}, fmt.Errorf("storage: feed %d: %w", id, err)
@@ -239,6 +250,26 @@ func getFeed(tx *bolt.Tx, id uint64) (Feed, error) {
 	v := feeds.Get(k)
 	if v == nil {
 		return Feed{}, ErrFeedNotFound
+	}
+	return decodeFeed(k, v)
+}
+
+// memoFeed is getFeed for a write: it uses the feed Store.Feed decoded
+// from the same bytes when there is one (see feedMemo), and takes it out
+// of the memo when the write rewrites the feed (take). Without take, the
+// feed returned is the memo's own: read it, do not change it.
+func (s *Store) memoFeed(tx *bolt.Tx, id uint64, take bool) (Feed, error) {
+	feeds, err := bucket(tx, bucketFeeds)
+	if err != nil {
+		return Feed{}, err
+	}
+	k := u64(id)
+	v := feeds.Get(k)
+	if v == nil {
+		return Feed{}, ErrFeedNotFound
+	}
+	if f, ok := s.feedMemo.get(id, v, take); ok {
+		return f, nil
 	}
 	return decodeFeed(k, v)
 }

@@ -138,7 +138,7 @@ type addResult struct {
 func (s *Store) addItemsTx(tx *bolt.Tx, feedID uint64, prep preparedItems, now time.Time) (addResult, error) {
 	valid, index := prep.items, prep.index
 	var res addResult
-	feed, err := getFeed(tx, feedID)
+	feed, err := s.memoFeed(tx, feedID, false) // retention is read, the feed not changed
 	if err != nil {
 		return addResult{}, err
 	}
