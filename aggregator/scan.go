@@ -20,7 +20,7 @@ func scanPlain(body []byte, maxItems int) (res scanResult, ok bool) {
 	if !plainChars(body) {
 		return scanResult{}, false
 	}
-	var stack []string // the open elements' local names
+	var stack [][]byte // the open elements' local names
 	items, nodes := 0, 0
 	itemStart, itemDepth := 0, -1
 	n := len(body)
@@ -67,17 +67,17 @@ func scanPlain(body []byte, maxItems int) (res scanResult, ok bool) {
 				return scanResult{}, false
 			}
 			pi := body[i+2 : i+2+k]
-			target, m := plainName(pi)
+			m, _ := plainName(pi)
 			if m == 0 {
 				return scanResult{}, false
 			}
-			if target == (xmlName{local: "xml"}) && !plainXMLDecl(pi[m:]) {
+			if string(pi[:m]) == "xml" && !plainXMLDecl(pi[m:]) {
 				return scanResult{}, false
 			}
 			i += 2 + k + 2
 			continue
 		case c == '/':
-			_, m := plainName(body[i+2:])
+			m, _ := plainName(body[i+2:])
 			if m == 0 || len(stack) == 0 {
 				return scanResult{}, false
 			}
@@ -100,10 +100,11 @@ func scanPlain(body []byte, maxItems int) (res scanResult, ok bool) {
 			continue
 		}
 		// A start tag.
-		nm, m := plainName(body[i+1:])
+		m, lo := plainName(body[i+1:])
 		if m == 0 {
 			return scanResult{}, false
 		}
+		local := body[i+1+lo : i+1+m]
 		k := i + 1 + m
 		attrs := 0
 		empty := false
@@ -127,7 +128,7 @@ func scanPlain(body []byte, maxItems int) (res scanResult, ok bool) {
 				empty = true
 				break attrLoop
 			}
-			_, am := plainName(body[k:])
+			am, _ := plainName(body[k:])
 			if am == 0 {
 				return scanResult{}, false
 			}
@@ -157,12 +158,12 @@ func scanPlain(body []byte, maxItems int) (res scanResult, ok bool) {
 			attrs++
 		}
 		if len(stack) == 0 {
-			res.root = strings.ToLower(nm.local)
+			res.root = strings.ToLower(string(local))
 			if res.root == "html" {
 				return scanResult{}, false
 			}
 		}
-		if isItemName(nm.local, stack) {
+		if isItemName(local, stack) {
 			items++
 			if items > maxItems {
 				return scanResult{}, false
@@ -172,7 +173,7 @@ func scanPlain(body []byte, maxItems int) (res scanResult, ok bool) {
 		if nodes += 1 + attrs; nodes > MaxNodes {
 			return scanResult{}, false
 		}
-		stack = append(stack, nm.local)
+		stack = append(stack, local)
 		if len(stack) > MaxDepth {
 			return scanResult{}, false
 		}
@@ -203,39 +204,34 @@ func plainChars(b []byte) bool {
 	return utf8.Valid(b) && !bytes.Contains(b, []byte("\xef\xbf\xbe")) && !bytes.Contains(b, []byte("\xef\xbf\xbf"))
 }
 
-// xmlName is an element or attribute name split as the tokenizer splits
-// it (prefix:local).
-type xmlName struct{ space, local string }
-
 // plainName reads an ASCII XML name at the start of b, as the tokenizer
 // reads one (it ends at the first byte that cannot be in a name), and
-// returns it and its length, or 0 for no name or one the tokenizer would
-// refuse or that is not ASCII.
-func plainName(b []byte) (xmlName, int) {
+// returns its length m, 0 for no name, one the tokenizer would refuse
+// (two colons) or one going on outside ASCII, and where its local part
+// begins: after the colon of prefix:local, else 0.
+func plainName(b []byte) (m, lo int) {
 	if len(b) == 0 {
-		return xmlName{}, 0
+		return 0, 0
 	}
 	if c := b[0]; !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || c == '_' || c == ':') {
-		return xmlName{}, 0
+		return 0, 0
 	}
-	m := 1
-	for m < len(b) && isNameByteASCII(b[m]) {
-		m++
+	colon := -1
+	for m = 0; m < len(b) && isNameByteASCII(b[m]); m++ {
+		if b[m] == ':' {
+			if colon >= 0 {
+				return 0, 0 // the tokenizer refuses a second colon
+			}
+			colon = m
+		}
 	}
 	if m < len(b) && b[m] >= utf8.RuneSelf {
-		return xmlName{}, 0 // a name going on outside ASCII
+		return 0, 0 // a name going on outside ASCII
 	}
-	s := string(b[:m])
-	switch strings.Count(s, ":") {
-	case 0:
-		return xmlName{local: s}, m
-	case 1:
-		if space, local, _ := strings.Cut(s, ":"); space != "" && local != "" {
-			return xmlName{space: space, local: local}, m
-		}
-		return xmlName{local: s}, m
+	if colon > 0 && colon < m-1 {
+		return m, colon + 1
 	}
-	return xmlName{}, 0
+	return m, 0 // no prefix (a colon first or last is part of the name)
 }
 
 func isNameByteASCII(c byte) bool {
@@ -269,15 +265,15 @@ func plainXMLDecl(decl []byte) bool {
 
 // isItemName is isItemElement on local names: an RSS item (rss>channel>
 // item, rss>item, rdf:RDF>item) or an Atom entry (feed>entry).
-func isItemName(local string, stack []string) bool {
-	if !strings.EqualFold(local, "item") && !strings.EqualFold(local, "entry") {
+func isItemName(local []byte, stack [][]byte) bool {
+	if !bytes.EqualFold(local, []byte("item")) && !bytes.EqualFold(local, []byte("entry")) {
 		return false
 	}
 	switch len(stack) {
 	case 1:
 		return true
 	case 2:
-		return strings.EqualFold(stack[1], "channel")
+		return bytes.EqualFold(stack[1], []byte("channel"))
 	}
 	return false
 }
