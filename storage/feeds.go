@@ -115,14 +115,9 @@ func (s *Store) updateFeedTx(tx *bolt.Tx, id uint64, fn func(*Feed) error) (Feed
 func (s *Store) Feed(id uint64) (Feed, error) {
 	var f Feed
 	err := s.db.View(func(tx *bolt.Tx) error {
-		feeds, err := bucket(tx, bucketFeeds)
+		k, v, err := feedRecord(tx, id)
 		if err != nil {
 			return err
-		}
-		k := u64(id)
-		v := feeds.Get(k)
-		if v == nil {
-			return ErrFeedNotFound
 		}
 		if f, err = decodeFeed(k, v); err != nil {
 			return err
@@ -242,16 +237,25 @@ func bucket(tx *bolt.Tx, name []byte) (*bolt.Bucket, error) {
 }
 
 func getFeed(tx *bolt.Tx, id uint64) (Feed, error) {
-	feeds, err := bucket(tx, bucketFeeds)
+	k, v, err := feedRecord(tx, id)
 	if err != nil {
 		return Feed{}, err
 	}
-	k := u64(id)
-	v := feeds.Get(k)
-	if v == nil {
-		return Feed{}, ErrFeedNotFound
-	}
 	return decodeFeed(k, v)
+}
+
+// feedRecord returns the key and stored bytes of feed id's record, or
+// ErrFeedNotFound.
+func feedRecord(tx *bolt.Tx, id uint64) (k, v []byte, err error) {
+	feeds, err := bucket(tx, bucketFeeds)
+	if err != nil {
+		return nil, nil, err
+	}
+	k = u64(id)
+	if v = feeds.Get(k); v == nil {
+		return nil, nil, ErrFeedNotFound
+	}
+	return k, v, nil
 }
 
 // memoFeed is getFeed for a write: it uses the feed Store.Feed decoded
@@ -259,14 +263,9 @@ func getFeed(tx *bolt.Tx, id uint64) (Feed, error) {
 // of the memo when the write rewrites the feed (take). Without take, the
 // feed returned is the memo's own: read it, do not change it.
 func (s *Store) memoFeed(tx *bolt.Tx, id uint64, take bool) (Feed, error) {
-	feeds, err := bucket(tx, bucketFeeds)
+	k, v, err := feedRecord(tx, id)
 	if err != nil {
 		return Feed{}, err
-	}
-	k := u64(id)
-	v := feeds.Get(k)
-	if v == nil {
-		return Feed{}, ErrFeedNotFound
 	}
 	if f, ok := s.feedMemo.get(id, v, take); ok {
 		return f, nil
