@@ -601,6 +601,14 @@ func dropSeen(body []byte, items []span, hashes []uint64, seen func(uint64) bool
 // than maxItems items, so that a huge feed costs no more memory than a
 // feed of maxItems items.
 func scanXML(body []byte, maxItems int) (scanResult, error) {
+	if res, ok := scanPlain(body, maxItems); ok {
+		return res, nil // the common case, without the tokenizer (scan.go)
+	}
+	return scanTokens(body, maxItems)
+}
+
+// scanTokens is scanXML with the tokenizer.
+func scanTokens(body []byte, maxItems int) (scanResult, error) {
 	var res scanResult
 	d := xml.NewDecoder(bytes.NewReader(body))
 	d.Strict = false

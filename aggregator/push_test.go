@@ -419,3 +419,33 @@ func TestPlannedFetch(t *testing.T) {
 		stop()
 	})
 }
+
+// TestPushedSkipWaitsOneFallback: a fetch planned before a hub began
+// pushing the feed is skipped, and the next poll comes one fallback
+// interval after the last poll, not one after the skipped fetch.
+func TestPushedSkipWaitsOneFallback(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mux := http.NewServeMux()
+		mux.HandleFunc("/f.rss", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/rss+xml")
+			_, _ = w.Write([]byte(pushDoc(time.Now().Add(-time.Minute), "a", "b")))
+		})
+		st, svc := newMuxService(t, mux)
+		f, stop := subscribeAndRun(t, svc, "http://pub.test/f.rss", "fixed-1m")
+		defer stop()
+		time.Sleep(5*time.Minute + 30*time.Second) // between two polls of the grid
+		if !svc.SetPushed(f.ID, time.Now().Add(24*time.Hour)) {
+			t.Fatal("SetPushed failed")
+		}
+		time.Sleep(time.Minute) // the fetch planned at 6 min is skipped
+		x, err := st.Feed(f.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := x.LastFetch.Add(aggregator.PushFallback(0))
+		if next, _ := svc.NextFetch(f.ID); !next.Equal(want) {
+			t.Fatalf("next fetch %v after the last poll, want %v (one fallback interval)",
+				next.Sub(x.LastFetch), want.Sub(x.LastFetch))
+		}
+	})
+}

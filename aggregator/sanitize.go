@@ -47,6 +47,12 @@ func SanitizeHTML(s string, base *url.URL) string {
 	if strings.TrimSpace(s) == "" {
 		return ""
 	}
+	if !strings.ContainsAny(s, "<>&\"'\r") {
+		// Plain text: the policy would give it back unchanged (it
+		// escapes only these characters, and the HTML tokenizer turns
+		// \r into \n), so spare the parse.
+		return strings.TrimSpace(s)
+	}
 	out := ugcPolicy().Sanitize(s)
 	return strings.TrimSpace(rewriteLinks(out, base))
 }
@@ -55,9 +61,14 @@ func SanitizeHTML(s string, base *url.URL) string {
 // and sets rel on links. Its input is bluemonday's output, so it only has
 // to look at the few elements the policy lets through.
 func rewriteLinks(s string, base *url.URL) string {
-	if !strings.Contains(s, "<") {
-		return s
+	if !strings.Contains(s, "<") || !mayHaveURLAttr(s) {
+		return s // no element to change: the tokens' bytes are s
 	}
+	return rewriteTokens(s, base)
+}
+
+// rewriteTokens is rewriteLinks on every token.
+func rewriteTokens(s string, base *url.URL) string {
 	var b strings.Builder
 	b.Grow(len(s) + 64)
 	z := nethtml.NewTokenizer(strings.NewReader(s))
@@ -96,6 +107,13 @@ func rewriteLinks(s string, base *url.URL) string {
 			b.Write(z.Raw())
 		}
 	}
+}
+
+// mayHaveURLAttr reports whether sanitised HTML s may hold an element
+// hasURLAttr picks (the policy's output has lower-case names).
+func mayHaveURLAttr(s string) bool {
+	return strings.Contains(s, "<a") || strings.Contains(s, "href") ||
+		strings.Contains(s, "src") || strings.Contains(s, "cite")
 }
 
 func hasURLAttr(tok nethtml.Token) bool {

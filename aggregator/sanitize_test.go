@@ -124,9 +124,37 @@ func FuzzSanitize(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in string) {
 		checkSafeHTML(t, in, SanitizeHTML(in, base))
 		checkSafeHTML(t, in, SanitizeHTML(in, nil))
+		checkSanitizeFast(t, in, base)
 		out := PlainText(in, 50)
 		if !utf8.ValidString(out) || utf8.RuneCountInString(out) > 50 {
 			t.Fatalf("PlainText(%q) = %q", in, out)
 		}
 	})
+}
+
+// checkSanitizeFast fails when SanitizeHTML's shortcuts (plain text, no
+// link to rewrite) give anything but the full path's result.
+func checkSanitizeFast(t *testing.T, in string, base *url.URL) {
+	t.Helper()
+	want := ""
+	if c := cleanText(in, true); strings.TrimSpace(c) != "" {
+		want = strings.TrimSpace(rewriteTokens(ugcPolicy().Sanitize(c), base))
+	}
+	if got := SanitizeHTML(in, base); got != want {
+		t.Fatalf("SanitizeHTML(%q) = %q, the full path gives %q", in, got, want)
+	}
+}
+
+// TestSanitizeShortcuts: plain text and HTML without links come out of
+// SanitizeHTML as the policy and the link rewriter would make them.
+func TestSanitizeShortcuts(t *testing.T) {
+	base, _ := url.Parse("https://example.org/posts/1")
+	for _, in := range []string{
+		"21.5 C", "  spaced\ttext\n", "line\r\nbreaks\rhere", "quotes \" and ' and & and > and <",
+		"value <b>21.5</b> C", "<p>para</p><abbr title=x>a</abbr>", `<a href="/x">rel</a>`,
+		`<img src="x.png">`, `<q cite="../c">q</q>`, "text mentioning src and href", "\u202e\x00bidi",
+		"", "   ",
+	} {
+		t.Run(in, func(t *testing.T) { checkSanitizeFast(t, in, base) })
+	}
 }

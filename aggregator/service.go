@@ -87,18 +87,25 @@ type feedGuard struct {
 	fedAt       time.Time
 	took        time.Duration // how long the last fetch took, stored items included
 	// seen are the sorted item hashes (Parsed.ItemHashes) of the last
-	// document a poll stored: the next poll does not parse those again.
-	seen []uint64
+	// document a poll stored: the next poll does not parse those again,
+	// as long as the feed's retention is still seenRet (items it refused
+	// may be admitted under another).
+	seen    []uint64
+	seenRet storage.Retention
 }
 
-// seenFunc returns ParseOptions.Seen for the feed's next poll (nil when
-// there is nothing to skip).
-func (g *feedGuard) seenFunc() func(uint64) bool {
+// seenFunc returns ParseOptions.Seen for the feed's next poll under
+// retention ret (nil when there is nothing to skip, or the hashes were
+// stored under another retention).
+func (g *feedGuard) seenFunc(ret storage.Retention) func(uint64) bool {
 	if g == nil {
 		return nil
 	}
 	g.mu.Lock()
 	seen := g.seen
+	if g.seenRet != ret {
+		seen, g.seen = nil, nil
+	}
 	g.mu.Unlock()
 	if len(seen) == 0 {
 		return nil
@@ -109,8 +116,9 @@ func (g *feedGuard) seenFunc() func(uint64) bool {
 	}
 }
 
-// setSeen remembers the item hashes of a document whose poll is stored.
-func (g *feedGuard) setSeen(hashes []uint64) {
+// setSeen remembers the item hashes of a document whose poll is stored
+// under retention ret.
+func (g *feedGuard) setSeen(hashes []uint64, ret storage.Retention) {
 	if g == nil {
 		return
 	}
@@ -118,7 +126,7 @@ func (g *feedGuard) setSeen(hashes []uint64) {
 	slices.Sort(seen)
 	seen = slices.Compact(seen)
 	g.mu.Lock()
-	g.seen = seen
+	g.seen, g.seenRet = seen, ret
 	g.mu.Unlock()
 }
 
@@ -127,8 +135,13 @@ func (g *feedGuard) Next(o schedule.Observation) time.Time {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var next time.Time
+	floorAt := o.At
 	if !g.override.IsZero() {
 		next, g.override = g.override, time.Time{}
+		// The fallback interval counts from the last poll: a fetch
+		// skipped because the feed is pushed set the override to that
+		// floor already, and must not wait another interval.
+		floorAt = g.prevPoll
 	} else {
 		if o.At.Before(g.fedAt) {
 			o.At = g.fedAt // a push reached the policy meanwhile
@@ -143,7 +156,7 @@ func (g *feedGuard) Next(o schedule.Observation) time.Time {
 			}
 		}
 	}
-	next = g.pushFloor(next, o.At)
+	next = g.pushFloor(next, floorAt)
 	if !g.sleep.IsZero() {
 		next = g.sleep.Wake(next)
 	}
@@ -521,7 +534,7 @@ func (s *Service) poll(ctx context.Context, f storage.Feed, prev time.Time) (sto
 	if !resp.NotModified {
 		parsed, err = s.parseBody(f, resp.Body, resp.ContentType, ParseOptions{
 			MaxItems: s.opt.MaxItems, Extract: f.Extract, Now: resp.ReceivedAt, BaseURL: resp.FinalURL,
-			Seen: g.seenFunc(),
+			Seen: g.seenFunc(f.Retention),
 		})
 		if err != nil {
 			return s.failed(f, start, err)
@@ -537,9 +550,9 @@ func (s *Service) poll(ctx context.Context, f storage.Feed, prev time.Time) (sto
 	case len(parsed.Repairs.BadDates) > 0:
 		// Items whose dates needed repair are parsed again each fetch, so
 		// the feed's warning keeps naming them while the document has them.
-		g.setSeen(nil)
+		g.setSeen(nil, f.Retention)
 	default:
-		g.setSeen(parsed.ItemHashes)
+		g.setSeen(parsed.ItemHashes, f.Retention)
 	}
 	return obs, 0, updated
 }
@@ -550,12 +563,7 @@ func (s *Service) poll(ctx context.Context, f storage.Feed, prev time.Time) (sto
 // returns them as the poll's publish times (see PublishTimes). Items
 // already stored are left alone: their estimates were stored with them.
 func (s *Service) estimatePublished(id uint64, resp *Response, items []storage.Item, prev time.Time) []time.Time {
-	var fresh []int
-	for i := range items {
-		if _, err := s.opt.Store.Item(id, items[i].ID); errors.Is(err, storage.ErrItemNotFound) {
-			fresh = append(fresh, i)
-		}
-	}
+	fresh := s.freshItems(id, items)
 	if len(fresh) == 0 {
 		return nil
 	}

@@ -2,6 +2,7 @@ package aggregator_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -102,5 +103,62 @@ func TestBadFeedsAreIsolated(t *testing.T) {
 	}
 	if good.LastError != "" || good.Items != 2 || good.Title != "good" {
 		t.Fatalf("good feed: error %q items %d title %q, want no error, 2 items, title good", good.LastError, good.Items, good.Title)
+	}
+}
+
+// TestSeenClearedOnRetentionChange: items a poll's retention refused are
+// parsed again once the feed's retention changes (they are not cut as
+// unchanged), so that a wider retention stores them.
+func TestSeenClearedOnRetentionChange(t *testing.T) {
+	doc := `<?xml version="1.0"?><rss version="2.0"><channel><title>t</title>` +
+		`<item><guid>c</guid><title>c</title><pubDate>Mon, 05 Jan 2026 10:10:00 +0000</pubDate></item>` +
+		`<item><guid>b</guid><title>b</title><pubDate>Mon, 05 Jan 2026 10:05:00 +0000</pubDate></item>` +
+		`<item><guid>a</guid><title>a</title><pubDate>Mon, 05 Jan 2026 10:00:00 +0000</pubDate></item>` +
+		`</channel></rss>`
+	st, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/f.rss", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/rss+xml")
+		_, _ = io.WriteString(w, doc)
+	})
+	svc, err := aggregator.NewService(aggregator.ServiceOptions{Store: st, Fetcher: aggregator.NewFetcher(aggregator.FetchOptions{Transport: handlerTransport{mux}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := svc.Subscribe(storage.Feed{URL: "http://pub.test/f.rss", Policy: "fixed-1h", Retention: storage.Retention{MaxItems: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func() int {
+		n, err := st.CountItems(f.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for i, tc := range []struct {
+		ret  *storage.Retention // set before the poll (nil: unchanged)
+		want int
+	}{
+		{nil, 2},                  // a is refused by MaxItems 2
+		{nil, 2},                  // the same document: every item cut as unchanged
+		{&storage.Retention{}, 3}, // no limit: a is parsed again and stored
+		{&storage.Retention{MaxItems: 3}, 3},
+	} {
+		if tc.ret != nil {
+			if _, err := st.UpdateFeed(f.ID, func(x *storage.Feed) error { x.Retention = *tc.ret; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := svc.FetchNow(context.Background(), f.ID); err != nil {
+			t.Fatal(err)
+		}
+		if n := count(); n != tc.want {
+			t.Fatalf("poll %d: %d items stored, want %d", i, n, tc.want)
+		}
 	}
 }

@@ -25,8 +25,11 @@
 // fails is rolled back alone), and none returns before its group is on
 // disk. RecordFetch stores a poll's items, observation and feed update in
 // one of them, so a crash keeps all or none. Items are validated and
-// encoded before the transaction, so that the single writer does little
-// besides writing.
+// encoded before the transaction, and the feed record a poll read with
+// Feed is handed to its write when its bytes are unchanged (feedmemo.go),
+// so that the single writer does little besides writing. HasItems (not
+// part of Backend) answers which of many item IDs a feed holds in one
+// read.
 //
 // # Layout
 //

@@ -67,7 +67,7 @@ func (s *Store) UpdateFeed(id uint64, fn func(*Feed) error) (Feed, error) {
 
 // updateFeedTx is UpdateFeed inside tx.
 func (s *Store) updateFeedTx(tx *bolt.Tx, id uint64, fn func(*Feed) error) (Feed, error) {
-	old, err := getFeed(tx, id)
+	old, err := s.memoFeed(tx, id, true)
 	if err != nil {
 		return Feed{}, err
 	}
@@ -85,7 +85,8 @@ func (s *Store) updateFeedTx(tx *bolt.Tx, id uint64, fn func(*Feed) error) (Feed
 		return Feed{}, err
 	}
 	nf.ID, nf.Created, nf.Updated = old.ID, old.Created, s.now()
-	if _, err := validateFeed(&nf); err != nil {
+	raw, err := validateFeed(&nf)
+	if err != nil {
 		return Feed{}, err
 	}
 	// The index entry moves only when the key changes (a poll's update
@@ -100,7 +101,11 @@ func (s *Store) updateFeedTx(tx *bolt.Tx, id uint64, fn func(*Feed) error) (Feed
 			return Feed{}, err
 		}
 	}
-	if err := putFeed(tx, &nf); err != nil {
+	feeds, err := bucket(tx, bucketFeeds)
+	if err != nil {
+		return Feed{}, err
+	}
+	if err := feeds.Put(u64(nf.ID), raw); err != nil { // validated and encoded above
 		return Feed{}, err
 	}
 	return nf, nil
@@ -110,9 +115,15 @@ func (s *Store) updateFeedTx(tx *bolt.Tx, id uint64, fn func(*Feed) error) (Feed
 func (s *Store) Feed(id uint64) (Feed, error) {
 	var f Feed
 	err := s.db.View(func(tx *bolt.Tx) error {
-		var err error
-		f, err = getFeed(tx, id)
-		return err
+		k, v, err := feedRecord(tx, id)
+		if err != nil {
+			return err
+		}
+		if f, err = decodeFeed(k, v); err != nil {
+			return err
+		}
+		s.feedMemo.put(id, v, &f) // for the poll's write that follows
+		return nil
 	})
 	if err != nil {
 		return Feed{}, fmt.Errorf("storage: feed %d: %w", id, err)
@@ -226,14 +237,38 @@ func bucket(tx *bolt.Tx, name []byte) (*bolt.Bucket, error) {
 }
 
 func getFeed(tx *bolt.Tx, id uint64) (Feed, error) {
-	feeds, err := bucket(tx, bucketFeeds)
+	k, v, err := feedRecord(tx, id)
 	if err != nil {
 		return Feed{}, err
 	}
-	k := u64(id)
-	v := feeds.Get(k)
-	if v == nil {
-		return Feed{}, ErrFeedNotFound
+	return decodeFeed(k, v)
+}
+
+// feedRecord returns the key and stored bytes of feed id's record, or
+// ErrFeedNotFound.
+func feedRecord(tx *bolt.Tx, id uint64) (k, v []byte, err error) {
+	feeds, err := bucket(tx, bucketFeeds)
+	if err != nil {
+		return nil, nil, err
+	}
+	k = u64(id)
+	if v = feeds.Get(k); v == nil {
+		return nil, nil, ErrFeedNotFound
+	}
+	return k, v, nil
+}
+
+// memoFeed is getFeed for a write: it uses the feed Store.Feed decoded
+// from the same bytes when there is one (see feedMemo), and takes it out
+// of the memo when the write rewrites the feed (take). Without take, the
+// feed returned is the memo's own: read it, do not change it.
+func (s *Store) memoFeed(tx *bolt.Tx, id uint64, take bool) (Feed, error) {
+	k, v, err := feedRecord(tx, id)
+	if err != nil {
+		return Feed{}, err
+	}
+	if f, ok := s.feedMemo.get(id, v, take); ok {
+		return f, nil
 	}
 	return decodeFeed(k, v)
 }

@@ -138,7 +138,7 @@ type addResult struct {
 func (s *Store) addItemsTx(tx *bolt.Tx, feedID uint64, prep preparedItems, now time.Time) (addResult, error) {
 	valid, index := prep.items, prep.index
 	var res addResult
-	feed, err := getFeed(tx, feedID)
+	feed, err := s.memoFeed(tx, feedID, false) // retention is read, the feed not changed
 	if err != nil {
 		return addResult{}, err
 	}
@@ -466,6 +466,28 @@ func (s *Store) Item(feedID uint64, itemID string) (Item, error) {
 		return Item{}, fmt.Errorf("storage: item %q of feed %d: %w", shortID(itemID), feedID, err)
 	}
 	return it, nil
+}
+
+// HasItems reports, for each of ids, whether feed feedID holds an item
+// with that ID, in one read transaction (Item would take one per ID). It
+// fails with ErrFeedNotFound. It is not part of Backend: callers use it
+// when the store has it and fall back to Item.
+func (s *Store) HasItems(feedID uint64, ids []string) ([]bool, error) {
+	out := make([]bool, len(ids))
+	err := s.db.View(func(tx *bolt.Tx) error {
+		fb, err := s.feedBuckets(tx, feedID)
+		if err != nil {
+			return err
+		}
+		for i, id := range ids {
+			out[i] = id != "" && len(id) <= bolt.MaxKeySize && fb.ids.Get([]byte(id)) != nil
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("storage: items of feed %d: %w", feedID, err)
+	}
+	return out, nil
 }
 
 // CountItems returns how many items feed feedID holds, or ErrFeedNotFound.

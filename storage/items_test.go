@@ -362,3 +362,34 @@ func TestItemsPublishedBeforeEpoch(t *testing.T) {
 		t.Errorf("got %v, want %v", ids(got), want)
 	}
 }
+
+// TestHasItems: one read tells which IDs a feed holds; an unknown feed
+// fails with ErrFeedNotFound.
+func TestHasItems(t *testing.T) {
+	s := openTest(t)
+	f := createRemote(t, s, "https://example.org/feed", Retention{})
+	if _, err := s.AddItems(f.ID, []Item{{ID: "a", Title: "a"}, {ID: "c", Title: "c"}}); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("x", 40000)
+	tests := []struct {
+		name string
+		ids  []string
+		want []bool
+	}{
+		{"mixed", []string{"a", "b", "c"}, []bool{true, false, true}},
+		{"none", nil, []bool{}},
+		{"empty and oversized IDs", []string{"", long}, []bool{false, false}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := s.HasItems(f.ID, tc.ids)
+			if err != nil || !slices.Equal(got, tc.want) {
+				t.Fatalf("HasItems(%q) = %v, %v; want %v", tc.ids, got, err, tc.want)
+			}
+		})
+	}
+	if _, err := s.HasItems(f.ID+1, []string{"a"}); !errors.Is(err, ErrFeedNotFound) {
+		t.Fatalf("unknown feed: %v, want ErrFeedNotFound", err)
+	}
+}

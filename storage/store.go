@@ -49,6 +49,9 @@ type Store struct {
 	maxObs  int
 	reducer atomic.Pointer[reducerBox]
 	commit  committer // group commit of the hot writes (commit.go)
+	// feedMemo hands the feeds Store.Feed decoded to the writes that
+	// follow (feedmemo.go).
+	feedMemo feedMemo
 }
 
 type reducerBox struct{ r Reducer }
