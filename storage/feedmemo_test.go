@@ -84,3 +84,94 @@ func TestFeedMemo(t *testing.T) {
 		}
 	})
 }
+
+// TestCloneFeedSharesNothing: every slice, map and pointer reachable from
+// a Feed is copied by cloneFeed, so a field added to Feed (or to a type it
+// holds) that cloneFeed does not copy fails here instead of letting a
+// caller's change reach the memo.
+func TestCloneFeedSharesNothing(t *testing.T) {
+	var f Feed
+	fillExported(reflect.ValueOf(&f).Elem(), 0)
+	c := cloneFeed(&f)
+	if !reflect.DeepEqual(c, f) {
+		t.Fatalf("clone differs from the original:\n%+v\n%+v", c, f)
+	}
+	checkNoAlias(t, "Feed", reflect.ValueOf(f), reflect.ValueOf(c))
+}
+
+// fillExported gives every settable exported field a non-zero value, with
+// one element in each slice and map and a value behind each pointer.
+func fillExported(v reflect.Value, depth int) {
+	if depth > 8 || !v.CanSet() {
+		return
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				fillExported(v.Field(i), depth+1)
+			}
+		}
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		fillExported(v.Elem(), depth+1)
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+		fillExported(v.Index(0), depth+1)
+	case reflect.Map:
+		m := reflect.MakeMap(v.Type())
+		k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
+		fillExported(k, depth+1)
+		fillExported(e, depth+1)
+		m.SetMapIndex(k, e)
+		v.Set(m)
+	case reflect.String:
+		v.SetString("x")
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt(1)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		v.SetUint(1)
+	case reflect.Float32, reflect.Float64:
+		v.SetFloat(1)
+	}
+}
+
+// checkNoAlias fails when a and b (equal values) share the memory behind
+// any slice, map or pointer.
+func checkNoAlias(t *testing.T, path string, a, b reflect.Value) {
+	t.Helper()
+	switch a.Kind() {
+	case reflect.Struct:
+		for i := range a.NumField() {
+			if a.Type().Field(i).IsExported() {
+				checkNoAlias(t, path+"."+a.Type().Field(i).Name, a.Field(i), b.Field(i))
+			}
+		}
+	case reflect.Pointer:
+		if a.IsNil() {
+			return
+		}
+		if a.Pointer() == b.Pointer() {
+			t.Errorf("%s: the clone shares the pointer", path)
+			return
+		}
+		checkNoAlias(t, path, a.Elem(), b.Elem())
+	case reflect.Slice:
+		if a.Len() == 0 {
+			return
+		}
+		if a.Pointer() == b.Pointer() {
+			t.Errorf("%s: the clone shares the slice", path)
+			return
+		}
+		for i := range a.Len() {
+			checkNoAlias(t, path+"[]", a.Index(i), b.Index(i))
+		}
+	case reflect.Map:
+		if a.Len() > 0 && a.Pointer() == b.Pointer() {
+			t.Errorf("%s: the clone shares the map", path)
+		}
+	}
+}
