@@ -96,7 +96,7 @@ type pipe struct {
 	id, feedID uint64
 	slug       string
 	def        transform.Pipe
-	raw        []byte // def as stored (storage.Pipe.Def)
+	raw        []byte  // def as stored (storage.Pipe.Def)
 	inputs     []Input // resolved sources, in definition order
 	feeds      []uint64
 	cron       cron.Schedule
