@@ -16,21 +16,15 @@ import (
 )
 
 // TestContracts runs the storage contract suite against the JetStream
-// backend, each case on its own embedded JetStream server. Cases needing
-// methods the backend lacks are skipped, naming them.
+// backend, each case on its own embedded JetStream server: every case
+// passes, none is skipped.
 func TestContracts(t *testing.T) {
 	storagetest.Run(t, func(t *testing.T) any {
 		st, _ := openStore(t, jstest.NewServer(t))
 		b := sjs.NewBackend(st, 0)
 		t.Cleanup(func() { b.Close() })
 		return b
-	}, known...)
-}
-
-// known are the JetStream backend's documented deviations from the
-// contracts (docs/cluster.md), skipped visibly until they are removed.
-var known = []storagetest.Option{
-	storagetest.Known("items/retention-by-publish-time", "MaxItems purges the oldest by arrival (stream order), not by publish time"),
+	})
 }
 
 // TestContractsOnCluster runs the suite on a 3-server JetStream cluster
@@ -60,7 +54,7 @@ func TestContractsOnCluster(t *testing.T) {
 			}
 		})
 		return b
-	}, known...)
+	})
 }
 
 // TestCheckFindsDisagreeingRecords breaks the unique-index keys behind

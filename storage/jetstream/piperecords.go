@@ -190,7 +190,7 @@ func (s *Store) CommitPipeRun(ctx context.Context, pipeID uint64, state json.Raw
 		if err := storage.ValidateItems(p.FeedID, out, s.opt.Now()); err != nil {
 			return nil, fmt.Errorf("commit run of pipe %d: %w", pipeID, err)
 		}
-		if added, err = s.AddItems(ctx, p.FeedID, out, f.Retention); err != nil {
+		if added, err = s.AddFeedItems(ctx, f, out); err != nil {
 			return nil, fmt.Errorf("commit run of pipe %d: %w", pipeID, err)
 		}
 	}

@@ -118,28 +118,52 @@ func TestAddItemsRefusesBadItemsKeepsOthers(t *testing.T) {
 	}
 }
 
+// TestAddItemsRetention: MaxItems keeps the newest by publish time,
+// MaxAge refuses items published before it and gives the others a
+// message TTL counted from their publish time (no Reducer).
 func TestAddItemsRetention(t *testing.T) {
 	c := jstest.NewServer(t)
-	st, js := openStore(t, c)
-	ctx := testCtx(t)
-	ret := storage.Retention{MaxItems: 3, MaxAge: 90 * time.Minute}
-	if _, err := st.AddItems(ctx, 5, items("r", 5), ret); err != nil {
+	js, err := jetstream.New(c.Connect(t))
+	if err != nil {
 		t.Fatal(err)
 	}
+	ctx := testCtx(t)
+	now := time.Date(2026, 11, 25, 12, 30, 0, 0, time.UTC) // items are published 12:00-12:05
+	st, err := sjs.Open(ctx, js, sjs.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ret := storage.Retention{MaxItems: 3, MaxAge: 31 * time.Minute}
+	in := items("r", 6)
+	in[0].Published = now.Add(-time.Hour) // past MaxAge: refused
+	in[1].Published = now                 // newest, arrives early
+	added, err := st.AddItems(ctx, 5, in, ret)
+	if err != nil || ids(added) != "r-1,r-4,r-5" {
+		t.Fatalf("added %q, %v; want r-1,r-4,r-5", ids(added), err)
+	}
 	got, err := st.Items(ctx, 5, 0, 10)
-	if err != nil || ids(got) != "r-2,r-3,r-4" {
+	if err != nil || ids(got) != "r-1,r-4,r-5" {
 		t.Fatalf("after retention Items = %q, %v", ids(got), err)
 	}
 	s, err := js.Stream(ctx, sjs.ItemsStream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := s.GetMsg(ctx, got[2].Seq)
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range []struct {
+		item storage.Item
+		ttl  string
+	}{{got[0], "31m0s"}, {got[2], "6m0s"}} { // r-5 was published at 12:05
+		m, err := s.GetMsg(ctx, c.item.Seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl := m.Header.Get(jetstream.MsgTTLHeader); ttl != c.ttl {
+			t.Errorf("%s stored with TTL %q, want %q (headers %v)", c.item.ID, ttl, c.ttl, m.Header)
+		}
 	}
-	if ttl := m.Header.Get(jetstream.MsgTTLHeader); ttl == "" {
-		t.Fatalf("item stored without a TTL header (headers %v)", m.Header)
+	// A late item older than the 3 kept is not stored.
+	if again, err := st.AddItems(ctx, 5, []storage.Item{{ID: "late", Published: now.Add(-29 * time.Minute)}}, ret); err != nil || len(again) != 0 {
+		t.Fatalf("a late item older than those kept was added: %q, %v", ids(again), err)
 	}
 }
 
