@@ -271,6 +271,7 @@ func (s *Service) schedule(f storage.Feed, now time.Time, replay bool) error {
 		if f.RetryAfter.After(first) {
 			first = f.RetryAfter
 		}
+		s.log.Debug("feed resumes its learned schedule", "feed", f.ID, "observations", len(obs), "prediction", next, "first", first)
 	}
 	s.mu.Lock()
 	s.guards[f.ID] = g

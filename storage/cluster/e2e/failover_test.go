@@ -1,0 +1,462 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/schedule"
+	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/storage/cluster"
+	sjs "github.com/slogfeed/slogfeed/storage/jetstream"
+	"github.com/slogfeed/slogfeed/storage/jetstream/jstest"
+	"github.com/slogfeed/slogfeed/web"
+)
+
+// The simulated feeds: nFeeds feeds, each publishing one item every
+// period at its own phase, each item up to ±jitter (whole seconds) off
+// the grid; a document lists the docItems newest items.
+const (
+	nFeeds   = 12
+	period   = 20 * time.Second
+	jitter   = 2
+	docItems = 12
+	shards   = 16
+	history  = 15 * time.Minute // observations stored before the nodes start
+)
+
+// The issue's bounds.
+const (
+	maxReown = 15 * time.Second // a dead node's shards owned again
+	maxRepol = maxReown + period
+)
+
+// publisher serves /f/{i}.rss and records every poll with the polling
+// node (from the User-Agent).
+type publisher struct {
+	base time.Time
+	mu   sync.Mutex
+	logs []poll
+}
+
+type poll struct {
+	feed int
+	node string
+	at   time.Time
+}
+
+// pub is when item k of feed i is published.
+func (p *publisher) pub(i, k int) time.Time {
+	h := fnv.New32a()
+	fmt.Fprintf(h, "%d/%d", i, k)
+	j := time.Duration(int(h.Sum32()%(2*jitter+1))-jitter) * time.Second
+	return p.base.Add(time.Duration(i)*period/nFeeds + time.Duration(k)*period + j).Truncate(time.Second)
+}
+
+// latest is the newest item of feed i published by t (-1: none).
+func (p *publisher) latest(i int, t time.Time) int {
+	k := int(t.Sub(p.base)/period) + 1
+	for k >= 0 && p.pub(i, k).After(t) {
+		k--
+	}
+	return k
+}
+
+func guid(i, k int) string { return fmt.Sprintf("f%d-%d", i, k) }
+
+func (p *publisher) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	name, ok := strings.CutPrefix(r.URL.Path, "/f/")
+	name, ok2 := strings.CutSuffix(name, ".rss")
+	i, err := strconv.Atoi(name)
+	if !ok || !ok2 || err != nil || i < 0 || i >= nFeeds {
+		http.NotFound(w, r)
+		return
+	}
+	now := time.Now()
+	node := r.Header.Get("User-Agent")
+	if _, rest, ok := strings.Cut(node, "(node "); ok {
+		node, _, _ = strings.Cut(rest, ";")
+	}
+	p.mu.Lock()
+	p.logs = append(p.logs, poll{feed: i, node: node, at: now})
+	p.mu.Unlock()
+	var b strings.Builder
+	b.WriteString(`<?xml version="1.0"?><rss version="2.0"><channel><title>sim</title>`)
+	for k := p.latest(i, now); k >= 0 && k > p.latest(i, now)-docItems; k-- {
+		fmt.Fprintf(&b, "<item><title>%s</title><guid>%s</guid><pubDate>%s</pubDate></item>", guid(i, k), guid(i, k), p.pub(i, k).UTC().Format(time.RFC1123Z))
+	}
+	b.WriteString("</channel></rss>")
+	w.Header().Set("Content-Type", "application/rss+xml")
+	io.WriteString(w, b.String())
+}
+
+// polls returns the polls of feed i at or after t, in order.
+func (p *publisher) polls(i int, t time.Time) []poll {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []poll
+	for _, l := range p.logs {
+		if l.feed == i && !l.at.Before(t) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// node is one slogfeed cluster node: its connection, JetStream store,
+// lease node and aggregator.
+type node struct {
+	name    string
+	nc      *nats.Conn
+	backend *sjs.Backend
+	lease   *cluster.Node
+	svc     *aggregator.Service
+	stop    context.CancelFunc
+	done    chan error
+}
+
+func startNode(t *testing.T, ctx context.Context, c *jstest.Cluster, name string, log *slog.Logger) *node {
+	t.Helper()
+	nc := c.Connect(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sjs.Open(ctx, js, sjs.Options{})
+	if err != nil {
+		t.Fatalf("%s: open store: %v", name, err)
+	}
+	b := sjs.NewBackend(st, 0)
+	lease, err := cluster.Start(ctx, js, cluster.Options{Name: name, Shards: shards, Logger: log})
+	if err != nil {
+		t.Fatalf("%s: join: %v", name, err)
+	}
+	svc, err := aggregator.NewService(aggregator.ServiceOptions{
+		Store: b,
+		Fetcher: aggregator.NewFetcher(aggregator.FetchOptions{
+			Allow:     []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+			UserAgent: aggregator.UserAgent("test", name),
+		}),
+		Scheduler: schedule.Config{Workers: 4},
+		Owner:     lease,
+		Logger:    log.With("node", name),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Load(); err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	n := &node{name: name, nc: nc, backend: b, lease: lease, svc: svc, stop: stop, done: make(chan error, 1)}
+	go func() { n.done <- svc.Run(rctx) }()
+	return n
+}
+
+// kill stops the node as SIGKILL would: the aggregator stops, the
+// connection drops, no lease is given back.
+func (n *node) kill() {
+	n.stop()
+	<-n.done
+	n.nc.Close()
+}
+
+// close stops the node cleanly.
+func (n *node) close(t *testing.T) {
+	n.stop()
+	if err := <-n.done; err != nil {
+		t.Errorf("%s: run: %v", n.name, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = n.lease.Close(ctx)
+	_ = n.backend.Close()
+}
+
+// waitFor polls cond every 100 ms until it is nil or d has passed.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() error) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		err := cond()
+		if err == nil {
+			return time.Since(start)
+		}
+		if time.Since(start) > d {
+			t.Fatalf("%s: not after %v: %v", what, d, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestNodeKilled: three aggregators on three lease nodes over a 3-server
+// JetStream cluster poll simulated feeds whose period they learned (the
+// stored observations of 15 minutes). One node is stopped abruptly. Its
+// shards are owned again within 15 s; each of its feeds is polled again
+// within 15 s plus one period, at the learned prediction (within 2σ of
+// the replayed policy's answer) or at once when that passed during the
+// outage; no item is stored twice and none published while the feeds
+// were polled is missing. A reading posted to one node is in another
+// node's feed of that sensor.
+func TestNodeKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a minute of real time")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	level := slog.LevelWarn
+	if l := os.Getenv("SLOGFEED_E2E_LOG"); l != "" {
+		_ = level.UnmarshalText([]byte(l))
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	c := jstest.NewCluster(t, 3)
+
+	start := time.Now()
+	pub := &publisher{base: start.Add(-history)}
+	srv := httptest.NewServer(pub)
+	defer srv.Close()
+
+	// The feeds, with the observations of the polls a previous owner
+	// made 3 s after each publication.
+	nc := c.Connect(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sjs.Open(ctx, js, sjs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := sjs.NewBackend(st, 0)
+	ids := make([]uint64, nFeeds)
+	for i := range nFeeds {
+		f := storage.Feed{URL: fmt.Sprintf("%s/f/%d.rss", srv.URL, i), Kind: storage.KindRemote, Policy: "auto"}
+		if err := seed.CreateFeed(&f); err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = f.ID
+		for k := 0; pub.pub(i, k).Add(3*time.Second).Before(start); k++ {
+			o := storage.Observation{At: pub.pub(i, k).Add(3 * time.Second), Hit: true, Published: []time.Time{pub.pub(i, k)}, Status: 200}
+			if _, err := seed.RecordPoll(f.ID, o, func(x *storage.Feed) error { x.Polls++; x.LastFetch = o.At; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Logf("%d feeds with %v of observations stored in %v", nFeeds, history, time.Since(start).Round(time.Millisecond))
+
+	nodes := []*node{
+		startNode(t, ctx, c, "n1", log),
+		startNode(t, ctx, c, "n2", log),
+		startNode(t, ctx, c, "n3", log),
+	}
+	live := time.Now()
+	waitFor(t, 30*time.Second, "every feed polled by its owner", func() error {
+		for i := range nFeeds {
+			if len(pub.polls(i, live)) == 0 {
+				return fmt.Errorf("feed #%d not polled yet", i)
+			}
+		}
+		return nil
+	})
+
+	// A reading posted to n1 is in n2's feed of the sensor.
+	t.Run("reading posted to one node is in another's feed", func(t *testing.T) {
+		a := httptest.NewServer(web.SensorHandler(nodes[0].backend, web.SensorOptions{Logger: log}))
+		defer a.Close()
+		b := httptest.NewServer(web.SensorHandler(nodes[1].backend, web.SensorOptions{Logger: log}))
+		defer b.Close()
+		resp, err := http.Post(a.URL+"/api/v1/sensors/lab-7/readings", "application/json", strings.NewReader(`{"value": 21.375, "unit": "C"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			t.Fatalf("POST to n1: %s", resp.Status)
+		}
+		resp, err = http.Get(b.URL + "/sensors/lab-7.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "21.375") {
+			t.Fatalf("n2's feed of the sensor: %s\n%s", resp.Status, body)
+		}
+	})
+
+	// The victim: the node polling the most feeds.
+	victim := 0
+	count := func(n *node) int {
+		k := 0
+		for _, id := range ids {
+			if n.lease.OwnsFeed(id) {
+				k++
+			}
+		}
+		return k
+	}
+	for i, n := range nodes {
+		if count(n) > count(nodes[victim]) {
+			victim = i
+		}
+	}
+	dead := nodes[victim]
+	var survivors []*node
+	for i, n := range nodes {
+		if i != victim {
+			survivors = append(survivors, n)
+		}
+	}
+	var lostFeeds []int
+	for i, id := range ids {
+		if dead.lease.OwnsFeed(id) {
+			lostFeeds = append(lostFeeds, i)
+		}
+	}
+	lostShards := dead.lease.Owned()
+	if len(lostFeeds) == 0 {
+		t.Fatal("the victim polls no feed")
+	}
+	dead.kill()
+	killed := time.Now()
+	t.Logf("killed %s with %d shards and %d feeds", dead.name, len(lostShards), len(lostFeeds))
+
+	// Its shards are owned again within 15 s; when each was is the
+	// takeover of its feeds.
+	takenAt := map[int]time.Time{}
+	reown := waitFor(t, maxReown+5*time.Second, "every shard owned again", func() error {
+		missing := 0
+		for s := range shards {
+			if _, ok := takenAt[s]; ok {
+				continue
+			}
+			for _, n := range survivors {
+				if n.lease.Owns(s) {
+					takenAt[s] = time.Now()
+				}
+			}
+			if _, ok := takenAt[s]; !ok {
+				missing++
+			}
+		}
+		if missing > 0 {
+			return fmt.Errorf("%d shards unowned", missing)
+		}
+		return nil
+	})
+	t.Logf("shards owned again %v after the kill", reown.Round(10*time.Millisecond))
+	if reown > maxReown {
+		t.Errorf("shards owned again %v after the kill, want ≤ %v", reown, maxReown)
+	}
+
+	// Each of its feeds is polled again by a survivor.
+	firstPoll := map[int]poll{}
+	waitFor(t, maxRepol+5*time.Second, "every lost feed polled again", func() error {
+		for _, i := range lostFeeds {
+			if _, ok := firstPoll[i]; ok {
+				continue
+			}
+			for _, p := range pub.polls(i, killed) {
+				if p.node == dead.name {
+					return fmt.Errorf("feed #%d polled by the dead node after the kill", i)
+				}
+				firstPoll[i] = p
+				break
+			}
+			if _, ok := firstPoll[i]; !ok {
+				return fmt.Errorf("feed #%d not polled since the kill", i)
+			}
+		}
+		return nil
+	})
+	for _, i := range lostFeeds {
+		p := firstPoll[i]
+		after := p.at.Sub(killed)
+		if after > maxRepol {
+			t.Errorf("feed #%d polled again %v after the kill, want ≤ %v", i, after, maxRepol)
+		}
+		// The prediction the next owner resumes at: the policy replaying
+		// the feed's stored observations, those before its first poll.
+		taken := takenAt[cluster.ShardOf(cluster.KindFeed, ids[i], shards)]
+		obs, err := survivors[0].backend.Observations(ids[i], 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pol, err := schedule.ByName("auto", ids[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var next time.Time
+		for _, o := range obs {
+			if o.Err == "" && o.At.Before(p.at) {
+				next = pol.Next(o.Schedule())
+			}
+		}
+		state := pol.(interface{ State() schedule.State }).State()
+		if d := state.Median - period; d < -2*state.Sigma-time.Second || d > 2*state.Sigma+time.Second {
+			t.Errorf("feed #%d: learned period %v (σ %v), want %v", i, state.Median, state.Sigma, period)
+		}
+		switch {
+		case next.After(taken):
+			off := p.at.Sub(next)
+			t.Logf("feed #%d: taken over by %s %v after the kill, polled %v after the kill, %+v from the prediction (σ %v)",
+				i, p.node, taken.Sub(killed).Round(10*time.Millisecond), after.Round(10*time.Millisecond), off.Round(10*time.Millisecond), state.Sigma)
+			if math.Abs(float64(off)) > float64(2*state.Sigma) {
+				t.Errorf("feed #%d: first poll after the takeover %v off the prediction, want within 2σ = %v", i, off, 2*state.Sigma)
+			}
+		default:
+			// Due during the outage: polled as soon as it is owned.
+			late := p.at.Sub(taken)
+			t.Logf("feed #%d: due during the outage (%v), taken over by %s %v after the kill, polled %v after the takeover",
+				i, next.Sub(killed).Round(10*time.Millisecond), p.node, taken.Sub(killed).Round(10*time.Millisecond), late.Round(10*time.Millisecond))
+			if late > 3*time.Second {
+				t.Errorf("feed #%d was due during the outage and polled %v after its takeover, want at once", i, late)
+			}
+		}
+	}
+
+	// Every item is stored once, and none published while the nodes
+	// polled is missing: each item published from the first live poll
+	// to a second before the last one.
+	for _, n := range survivors {
+		n.close(t)
+	}
+	for i, id := range ids {
+		its, err := seed.Items(id, storage.ItemQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int{}
+		for _, it := range its {
+			got[it.GUID]++
+		}
+		for g, k := range got {
+			if k > 1 {
+				t.Errorf("feed #%d: item %s stored %d times", i, g, k)
+			}
+		}
+		polls := pub.polls(i, live)
+		first, last := polls[0].at, polls[len(polls)-1].at.Add(-time.Second)
+		for k := pub.latest(i, first); k <= pub.latest(i, last); k++ {
+			if k >= 0 && got[guid(i, k)] == 0 {
+				t.Errorf("feed #%d: item %s (published %v) missing", i, guid(i, k), pub.pub(i, k).Sub(start).Round(time.Second))
+			}
+		}
+	}
+}
