@@ -220,7 +220,7 @@ func (s *Store) FeedBySlug(ctx context.Context, kind storage.Kind, slug string) 
 }
 
 func (s *Store) feedByIndex(ctx context.Context, key *storage.Feed) (storage.Feed, error) {
-	e, err := s.index.Get(ctx, indexKeyOf(key))
+	e, err := s.get(ctx, s.index, IndexBucket, indexKeyOf(key))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return storage.Feed{}, fmt.Errorf("feed %s: %w", describe(key), storage.ErrFeedNotFound)
 	}

@@ -123,6 +123,26 @@ func TestReadsOnCluster(t *testing.T) {
 			}
 		}
 	})
+	// A KV Get is answered by any replica: one that has not applied the
+	// create yet must not make the new feed (a sensor's, created on its
+	// first reading and read back at once) look missing.
+	t.Run("feed-after-create", func(t *testing.T) {
+		for i := range 60 {
+			f := &storage.Feed{Kind: storage.KindSensor, Slug: "raw-" + strconv.Itoa(i), Policy: "auto"}
+			if err := st.CreateFeed(ctx, f); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Feed(ctx, f.ID); err != nil {
+				t.Fatalf("create %d: Feed: %v", i, err)
+			}
+			if _, err := st.FeedBySlug(ctx, storage.KindSensor, f.Slug); err != nil {
+				t.Fatalf("create %d: FeedBySlug: %v", i, err)
+			}
+		}
+		if _, err := st.Feed(ctx, 1<<40); !errors.Is(err, storage.ErrFeedNotFound) {
+			t.Errorf("a feed never created: %v, want ErrFeedNotFound", err)
+		}
+	})
 	t.Run("consumer-reads", func(t *testing.T) {
 		for i := range 60 {
 			feed := uint64(i%5 + 1)

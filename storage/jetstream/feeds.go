@@ -138,7 +138,7 @@ func (s *Store) Feed(ctx context.Context, id uint64) (storage.Feed, error) {
 }
 
 func (s *Store) feed(ctx context.Context, id uint64) (storage.Feed, uint64, error) {
-	e, err := s.defs.Get(ctx, feedKey(id))
+	e, err := s.get(ctx, s.defs, DefsBucket, feedKey(id))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return storage.Feed{}, 0, fmt.Errorf("feed %d: %w", id, storage.ErrFeedNotFound)
 	}

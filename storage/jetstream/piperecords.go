@@ -100,7 +100,7 @@ func (s *Store) Pipe(ctx context.Context, id uint64) (storage.Pipe, error) {
 }
 
 func (s *Store) pipe(ctx context.Context, id uint64) (storage.Pipe, uint64, error) {
-	e, err := s.defs.Get(ctx, pipeKey(id))
+	e, err := s.get(ctx, s.defs, DefsBucket, pipeKey(id))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return storage.Pipe{}, 0, fmt.Errorf("pipe %d: %w", id, storage.ErrPipeNotFound)
 	}
