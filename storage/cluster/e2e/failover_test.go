@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"log/slog"
 	"math"
@@ -11,9 +10,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,13 +26,11 @@ import (
 	"github.com/slogfeed/slogfeed/web"
 )
 
-// The simulated feeds: nFeeds feeds, each publishing one item every
-// period at its own phase, each item up to ±jitter (whole seconds) off
-// the grid; a document lists the docItems newest items.
+// The simulated feeds (see Publisher) and the cluster's shards.
 const (
 	nFeeds   = 12
 	period   = 20 * time.Second
-	jitter   = 2
+	jitter   = 2 * time.Second
 	docItems = 12
 	shards   = 16
 	history  = 15 * time.Minute // observations stored before the nodes start
@@ -46,78 +41,6 @@ const (
 	maxReown = 15 * time.Second // a dead node's shards owned again
 	maxRepol = maxReown + period
 )
-
-// publisher serves /f/{i}.rss and records every poll with the polling
-// node (from the User-Agent).
-type publisher struct {
-	base time.Time
-	mu   sync.Mutex
-	logs []poll
-}
-
-type poll struct {
-	feed int
-	node string
-	at   time.Time
-}
-
-// pub is when item k of feed i is published.
-func (p *publisher) pub(i, k int) time.Time {
-	h := fnv.New32a()
-	fmt.Fprintf(h, "%d/%d", i, k)
-	j := time.Duration(int(h.Sum32()%(2*jitter+1))-jitter) * time.Second
-	return p.base.Add(time.Duration(i)*period/nFeeds + time.Duration(k)*period + j).Truncate(time.Second)
-}
-
-// latest is the newest item of feed i published by t (-1: none).
-func (p *publisher) latest(i int, t time.Time) int {
-	k := int(t.Sub(p.base)/period) + 1
-	for k >= 0 && p.pub(i, k).After(t) {
-		k--
-	}
-	return k
-}
-
-func guid(i, k int) string { return fmt.Sprintf("f%d-%d", i, k) }
-
-func (p *publisher) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	name, ok := strings.CutPrefix(r.URL.Path, "/f/")
-	name, ok2 := strings.CutSuffix(name, ".rss")
-	i, err := strconv.Atoi(name)
-	if !ok || !ok2 || err != nil || i < 0 || i >= nFeeds {
-		http.NotFound(w, r)
-		return
-	}
-	now := time.Now()
-	node := r.Header.Get("User-Agent")
-	if _, rest, ok := strings.Cut(node, "(node "); ok {
-		node, _, _ = strings.Cut(rest, ";")
-	}
-	p.mu.Lock()
-	p.logs = append(p.logs, poll{feed: i, node: node, at: now})
-	p.mu.Unlock()
-	var b strings.Builder
-	b.WriteString(`<?xml version="1.0"?><rss version="2.0"><channel><title>sim</title>`)
-	for k := p.latest(i, now); k >= 0 && k > p.latest(i, now)-docItems; k-- {
-		fmt.Fprintf(&b, "<item><title>%s</title><guid>%s</guid><pubDate>%s</pubDate></item>", guid(i, k), guid(i, k), p.pub(i, k).UTC().Format(time.RFC1123Z))
-	}
-	b.WriteString("</channel></rss>")
-	w.Header().Set("Content-Type", "application/rss+xml")
-	io.WriteString(w, b.String())
-}
-
-// polls returns the polls of feed i at or after t, in order.
-func (p *publisher) polls(i int, t time.Time) []poll {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []poll
-	for _, l := range p.logs {
-		if l.feed == i && !l.at.Before(t) {
-			out = append(out, l)
-		}
-	}
-	return out
-}
 
 // node is one slogfeed cluster node: its connection, JetStream store,
 // lease node and aggregator.
@@ -228,7 +151,7 @@ func TestNodeKilled(t *testing.T) {
 	c := jstest.NewCluster(t, 3)
 
 	start := time.Now()
-	pub := &publisher{base: start.Add(-history)}
+	pub := NewPublisher(start.Add(-history), nFeeds, period, jitter, docItems)
 	srv := httptest.NewServer(pub)
 	defer srv.Close()
 
@@ -251,8 +174,8 @@ func TestNodeKilled(t *testing.T) {
 			t.Fatal(err)
 		}
 		ids[i] = f.ID
-		for k := 0; pub.pub(i, k).Add(3*time.Second).Before(start); k++ {
-			o := storage.Observation{At: pub.pub(i, k).Add(3 * time.Second), Hit: true, Published: []time.Time{pub.pub(i, k)}, Status: 200}
+		for k := 0; pub.Pub(i, k).Add(3 * time.Second).Before(start); k++ {
+			o := storage.Observation{At: pub.Pub(i, k).Add(3 * time.Second), Hit: true, Published: []time.Time{pub.Pub(i, k)}, Status: 200}
 			if _, err := seed.RecordPoll(f.ID, o, func(x *storage.Feed) error { x.Polls++; x.LastFetch = o.At; return nil }); err != nil {
 				t.Fatal(err)
 			}
@@ -268,7 +191,7 @@ func TestNodeKilled(t *testing.T) {
 	live := time.Now()
 	waitFor(t, 30*time.Second, "every feed polled by its owner", func() error {
 		for i := range nFeeds {
-			if len(pub.polls(i, live)) == 0 {
+			if len(pub.Polls(i, live)) == 0 {
 				return fmt.Errorf("feed #%d not polled yet", i)
 			}
 		}
@@ -366,14 +289,14 @@ func TestNodeKilled(t *testing.T) {
 	}
 
 	// Each of its feeds is polled again by a survivor.
-	firstPoll := map[int]poll{}
+	firstPoll := map[int]Poll{}
 	waitFor(t, maxRepol+5*time.Second, "every lost feed polled again", func() error {
 		for _, i := range lostFeeds {
 			if _, ok := firstPoll[i]; ok {
 				continue
 			}
-			for _, p := range pub.polls(i, killed) {
-				if p.node == dead.name {
+			for _, p := range pub.Polls(i, killed) {
+				if p.Node == dead.name {
 					return fmt.Errorf("feed #%d polled by the dead node after the kill", i)
 				}
 				firstPoll[i] = p
@@ -387,7 +310,7 @@ func TestNodeKilled(t *testing.T) {
 	})
 	for _, i := range lostFeeds {
 		p := firstPoll[i]
-		after := p.at.Sub(killed)
+		after := p.At.Sub(killed)
 		if after > maxRepol {
 			t.Errorf("feed #%d polled again %v after the kill, want ≤ %v", i, after, maxRepol)
 		}
@@ -404,7 +327,7 @@ func TestNodeKilled(t *testing.T) {
 		}
 		var next time.Time
 		for _, o := range obs {
-			if o.Err == "" && o.At.Before(p.at) {
+			if o.Err == "" && o.At.Before(p.At) {
 				next = pol.Next(o.Schedule())
 			}
 		}
@@ -414,17 +337,17 @@ func TestNodeKilled(t *testing.T) {
 		}
 		switch {
 		case next.After(taken):
-			off := p.at.Sub(next)
+			off := p.At.Sub(next)
 			t.Logf("feed #%d: taken over by %s %v after the kill, polled %v after the kill, %+v from the prediction (σ %v)",
-				i, p.node, taken.Sub(killed).Round(10*time.Millisecond), after.Round(10*time.Millisecond), off.Round(10*time.Millisecond), state.Sigma)
+				i, p.Node, taken.Sub(killed).Round(10*time.Millisecond), after.Round(10*time.Millisecond), off.Round(10*time.Millisecond), state.Sigma)
 			if math.Abs(float64(off)) > float64(2*state.Sigma) {
 				t.Errorf("feed #%d: first poll after the takeover %v off the prediction, want within 2σ = %v", i, off, 2*state.Sigma)
 			}
 		default:
 			// Due during the outage: polled as soon as it is owned.
-			late := p.at.Sub(taken)
+			late := p.At.Sub(taken)
 			t.Logf("feed #%d: due during the outage (%v), taken over by %s %v after the kill, polled %v after the takeover",
-				i, next.Sub(killed).Round(10*time.Millisecond), p.node, taken.Sub(killed).Round(10*time.Millisecond), late.Round(10*time.Millisecond))
+				i, next.Sub(killed).Round(10*time.Millisecond), p.Node, taken.Sub(killed).Round(10*time.Millisecond), late.Round(10*time.Millisecond))
 			if late > 3*time.Second {
 				t.Errorf("feed #%d was due during the outage and polled %v after its takeover, want at once", i, late)
 			}
@@ -451,11 +374,11 @@ func TestNodeKilled(t *testing.T) {
 				t.Errorf("feed #%d: item %s stored %d times", i, g, k)
 			}
 		}
-		polls := pub.polls(i, live)
-		first, last := polls[0].at, polls[len(polls)-1].at.Add(-time.Second)
-		for k := pub.latest(i, first); k <= pub.latest(i, last); k++ {
-			if k >= 0 && got[guid(i, k)] == 0 {
-				t.Errorf("feed #%d: item %s (published %v) missing", i, guid(i, k), pub.pub(i, k).Sub(start).Round(time.Second))
+		polls := pub.Polls(i, live)
+		first, last := polls[0].At, polls[len(polls)-1].At.Add(-time.Second)
+		for k := pub.Latest(i, first); k <= pub.Latest(i, last); k++ {
+			if k >= 0 && got[GUID(i, k)] == 0 {
+				t.Errorf("feed #%d: item %s (published %v) missing", i, GUID(i, k), pub.Pub(i, k).Sub(start).Round(time.Second))
 			}
 		}
 	}
