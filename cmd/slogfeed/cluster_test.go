@@ -146,7 +146,7 @@ func TestClusterProcesses(t *testing.T) {
 	// Ready: /healthz 200 on every node (NATS connected, lease writes
 	// succeed).
 	started := time.Now()
-	waitFor(t, 90*time.Second, "every node healthy", func() error {
+	e2e.WaitFor(t, 90*time.Second, "every node healthy", func() error {
 		for _, n := range nodes {
 			select {
 			case <-n.exited:
@@ -180,7 +180,7 @@ func TestClusterProcesses(t *testing.T) {
 		ids[i] = f.ID
 	}
 	subscribed := time.Now()
-	waitFor(t, 45*time.Second, "every feed polled", func() error {
+	e2e.WaitFor(t, 45*time.Second, "every feed polled", func() error {
 		for i := range procFeeds {
 			if len(pub.Polls(i, subscribed)) < 2 {
 				return fmt.Errorf("feed #%d polled %d times", i, len(pub.Polls(i, subscribed)))
@@ -198,7 +198,7 @@ func TestClusterProcesses(t *testing.T) {
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("POST reading to n1: %s", resp.Status)
 	}
-	waitFor(t, 5*time.Second, "the reading in n2's sensor feed", func() error {
+	e2e.WaitFor(t, 5*time.Second, "the reading in n2's sensor feed", func() error {
 		r, err := http.Get(nodes[1].url("/sensors/lab-3.json"))
 		if err != nil {
 			return err
@@ -250,7 +250,7 @@ func TestClusterProcesses(t *testing.T) {
 	killed := time.Now()
 	t.Logf("killed %s (%d shards, %d feeds)", dead.name, len(lost), most)
 
-	reown := waitFor(t, procReown+10*time.Second, "the dead node's shards owned again", func() error {
+	reown := e2e.WaitFor(t, procReown+10*time.Second, "the dead node's shards owned again", func() error {
 		for _, n := range survivors {
 			var st web.ClusterStatus
 			if err := n.getJSON("/api/v1/cluster", &st); err != nil {
@@ -271,7 +271,7 @@ func TestClusterProcesses(t *testing.T) {
 	if reown > procReown {
 		t.Errorf("shards owned again %v after the kill, want ≤ %v", reown, procReown)
 	}
-	waitFor(t, procReown+procPeriod+10*time.Second, "the dead node's feeds polled again", func() error {
+	e2e.WaitFor(t, procReown+procPeriod+10*time.Second, "the dead node's feeds polled again", func() error {
 		for _, i := range lost {
 			if len(pub.Polls(i, killed)) == 0 {
 				return fmt.Errorf("feed #%d not polled since the kill", i)
@@ -297,38 +297,9 @@ func TestClusterProcesses(t *testing.T) {
 		if err := survivors[0].getJSON(fmt.Sprintf("/api/v1/feeds/%d/items?limit=1000", id), &items); err != nil {
 			t.Fatal(err)
 		}
-		got := map[string]int{}
-		for _, it := range items {
-			got[it.GUID]++
-		}
-		for g, k := range got {
-			if k > 1 {
-				t.Errorf("feed #%d: item %s stored %d times", i, g, k)
-			}
-		}
 		polls := pub.Polls(i, subscribed)
-		first, last := polls[0].At, polls[len(polls)-2].At.Add(-time.Second)
-		for k := pub.Latest(i, first); k <= pub.Latest(i, last); k++ {
-			if k >= 0 && got[e2e.GUID(i, k)] == 0 {
-				t.Errorf("feed #%d: item %s missing", i, e2e.GUID(i, k))
-			}
+		for _, err := range pub.CheckStored(i, items, polls[0].At, polls[len(polls)-2].At) {
+			t.Error(err)
 		}
-	}
-}
-
-// waitFor polls cond every 200 ms until it is nil, failing the test after
-// d; it returns how long it took.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() error) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for {
-		err := cond()
-		if err == nil {
-			return time.Since(start)
-		}
-		if time.Since(start) > d {
-			t.Fatalf("%s: not after %v: %v", what, d, err)
-		}
-		time.Sleep(200 * time.Millisecond)
 	}
 }

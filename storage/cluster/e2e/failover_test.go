@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,6 +24,8 @@ import (
 	"github.com/slogfeed/slogfeed/storage/cluster"
 	sjs "github.com/slogfeed/slogfeed/storage/jetstream"
 	"github.com/slogfeed/slogfeed/storage/jetstream/jstest"
+	"github.com/slogfeed/slogfeed/transform"
+	"github.com/slogfeed/slogfeed/transform/runner"
 	"github.com/slogfeed/slogfeed/web"
 )
 
@@ -50,11 +53,13 @@ type node struct {
 	backend *sjs.Backend
 	lease   *cluster.Node
 	svc     *aggregator.Service
+	pipes   *runner.Runner
 	stop    context.CancelFunc
-	done    chan error
+	done    chan error // the aggregator's and the runner's Run
 }
 
-func startNode(t *testing.T, ctx context.Context, c *jstest.Cluster, name string, log *slog.Logger) *node {
+// connect opens a connection to the cluster and the JetStream store on it.
+func connect(t *testing.T, ctx context.Context, c *jstest.Cluster) (*nats.Conn, jetstream.JetStream, *sjs.Backend) {
 	t.Helper()
 	nc := c.Connect(t)
 	js, err := jetstream.New(nc)
@@ -63,9 +68,14 @@ func startNode(t *testing.T, ctx context.Context, c *jstest.Cluster, name string
 	}
 	st, err := sjs.Open(ctx, js, sjs.Options{})
 	if err != nil {
-		t.Fatalf("%s: open store: %v", name, err)
+		t.Fatalf("open store: %v", err)
 	}
-	b := sjs.NewBackend(st, 0)
+	return nc, js, sjs.NewBackend(st, 0)
+}
+
+func startNode(t *testing.T, ctx context.Context, c *jstest.Cluster, name string, log *slog.Logger) *node {
+	t.Helper()
+	nc, js, b := connect(t, ctx, c)
 	lease, err := cluster.Start(ctx, js, cluster.Options{Name: name, Shards: shards, Logger: log})
 	if err != nil {
 		t.Fatalf("%s: join: %v", name, err)
@@ -86,10 +96,31 @@ func startNode(t *testing.T, ctx context.Context, c *jstest.Cluster, name string
 	if err := svc.Load(); err != nil {
 		t.Fatal(err)
 	}
+	pipes, err := runner.New(runner.Options{Store: b, Owner: lease, Logger: log.With("node", name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pipes.Load(); err != nil {
+		t.Fatal(err)
+	}
 	rctx, stop := context.WithCancel(ctx)
-	n := &node{name: name, nc: nc, backend: b, lease: lease, svc: svc, stop: stop, done: make(chan error, 1)}
+	n := &node{name: name, nc: nc, backend: b, lease: lease, svc: svc, pipes: pipes, stop: stop, done: make(chan error, 2)}
 	go func() { n.done <- svc.Run(rctx) }()
+	go func() { n.done <- pipes.Run(rctx) }()
 	return n
+}
+
+// post posts a reading of sensor lab-7 to n's sensor store.
+func (n *node) post(t *testing.T, v float64) {
+	t.Helper()
+	h := web.SensorHandler(n.backend, web.SensorOptions{})
+	req := httptest.NewRequest("POST", "/api/v1/sensors/lab-7/readings", strings.NewReader(fmt.Sprintf(`{"value": %v, "unit": "C"}`, v)))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusCreated {
+		t.Fatalf("%s: POST reading %v: %d %s", n.name, v, rec.Code, rec.Body)
+	}
 }
 
 // kill stops the node as SIGKILL would: the aggregator stops, the
@@ -97,35 +128,22 @@ func startNode(t *testing.T, ctx context.Context, c *jstest.Cluster, name string
 func (n *node) kill() {
 	n.stop()
 	<-n.done
+	<-n.done
 	n.nc.Close()
 }
 
 // close stops the node cleanly.
 func (n *node) close(t *testing.T) {
 	n.stop()
-	if err := <-n.done; err != nil {
-		t.Errorf("%s: run: %v", n.name, err)
+	for range 2 {
+		if err := <-n.done; err != nil {
+			t.Errorf("%s: run: %v", n.name, err)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = n.lease.Close(ctx)
 	_ = n.backend.Close()
-}
-
-// waitFor polls cond every 100 ms until it is nil or d has passed.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() error) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for {
-		err := cond()
-		if err == nil {
-			return time.Since(start)
-		}
-		if time.Since(start) > d {
-			t.Fatalf("%s: not after %v: %v", what, d, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // TestNodeKilled: three aggregators on three lease nodes over a 3-server
@@ -134,9 +152,10 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() error) time
 // shards are owned again within 15 s; each of its feeds is polled again
 // within 15 s plus one period, at the learned prediction (within 2σ of
 // the replayed policy's answer) or at once when that passed during the
-// outage; no item is stored twice and none published while the feeds
-// were polled is missing. A reading posted to one node is in another
-// node's feed of that sensor.
+// outage. Then one NATS server is stopped: every feed is polled and
+// stored again within a period plus 15 s. No item is stored twice and
+// none published while the feeds were polled is missing. A reading posted
+// to one node is in another node's feed of that sensor.
 func TestNodeKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a minute of real time")
@@ -157,16 +176,7 @@ func TestNodeKilled(t *testing.T) {
 
 	// The feeds, with the observations of the polls a previous owner
 	// made 3 s after each publication.
-	nc := c.Connect(t)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := sjs.Open(ctx, js, sjs.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seed := sjs.NewBackend(st, 0)
+	_, _, seed := connect(t, ctx, c)
 	ids := make([]uint64, nFeeds)
 	for i := range nFeeds {
 		f := storage.Feed{URL: fmt.Sprintf("%s/f/%d.rss", srv.URL, i), Kind: storage.KindRemote, Policy: "auto"}
@@ -189,7 +199,7 @@ func TestNodeKilled(t *testing.T) {
 		startNode(t, ctx, c, "n3", log),
 	}
 	live := time.Now()
-	waitFor(t, 30*time.Second, "every feed polled by its owner", func() error {
+	WaitFor(t, 30*time.Second, "every feed polled by its owner", func() error {
 		for i := range nFeeds {
 			if len(pub.Polls(i, live)) == 0 {
 				return fmt.Errorf("feed #%d not polled yet", i)
@@ -223,7 +233,48 @@ func TestNodeKilled(t *testing.T) {
 		}
 	})
 
-	// The victim: the node polling the most feeds.
+	// A pipe republishes lab-7's readings above 20; it runs on the owner
+	// of its shard, whichever node it was created and the readings
+	// posted on.
+	def := transform.Pipe{
+		Nodes: []transform.Node{
+			{ID: "in", Op: "source", Config: json.RawMessage(`{"feed": "sensor/lab-7"}`)},
+			{ID: "hot", Op: "filter", Config: json.RawMessage(`{"rules":[{"field":"value","op":"gt","value":20}]}`)},
+		},
+		Edges:  []transform.Edge{{From: "in", To: "hot"}},
+		Output: transform.Output{Slug: "hot", From: "hot"},
+	}
+	info, err := nodes[0].pipes.Create(ctx, def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []float64{25, 15, 30} {
+		nodes[0].post(t, v)
+	}
+	outputs := func(want int) func() error {
+		return func() error {
+			its, err := seed.Items(info.FeedID, storage.ItemQuery{})
+			if err != nil {
+				return err
+			}
+			seen := map[string]bool{}
+			for _, it := range its {
+				if seen[it.GUID] {
+					t.Fatalf("pipe output %s emitted twice", it.GUID)
+				}
+				seen[it.GUID] = true
+			}
+			if len(its) != want {
+				return fmt.Errorf("%d outputs, want %d", len(its), want)
+			}
+			return nil
+		}
+	}
+	WaitFor(t, 15*time.Second, "the pipe's outputs", outputs(3)) // 21.375, 25, 30
+
+	// The victim: the node running the pipe when it polls feeds too (the
+	// pipe then moves with its shard), else the node polling the most
+	// feeds.
 	victim := 0
 	count := func(n *node) int {
 		k := 0
@@ -237,6 +288,12 @@ func TestNodeKilled(t *testing.T) {
 	for i, n := range nodes {
 		if count(n) > count(nodes[victim]) {
 			victim = i
+		}
+	}
+	pipeMoves := false
+	for i, n := range nodes {
+		if n.lease.OwnsPipe(info.ID) && count(n) > 0 {
+			victim, pipeMoves = i, true
 		}
 	}
 	dead := nodes[victim]
@@ -263,7 +320,7 @@ func TestNodeKilled(t *testing.T) {
 	// Its shards are owned again within 15 s; when each was is the
 	// takeover of its feeds.
 	takenAt := map[int]time.Time{}
-	reown := waitFor(t, maxReown+5*time.Second, "every shard owned again", func() error {
+	reown := WaitFor(t, maxReown+5*time.Second, "every shard owned again", func() error {
 		missing := 0
 		for s := range shards {
 			if _, ok := takenAt[s]; ok {
@@ -290,7 +347,7 @@ func TestNodeKilled(t *testing.T) {
 
 	// Each of its feeds is polled again by a survivor.
 	firstPoll := map[int]Poll{}
-	waitFor(t, maxRepol+5*time.Second, "every lost feed polled again", func() error {
+	WaitFor(t, maxRepol+5*time.Second, "every lost feed polled again", func() error {
 		for _, i := range lostFeeds {
 			if _, ok := firstPoll[i]; ok {
 				continue
@@ -354,6 +411,32 @@ func TestNodeKilled(t *testing.T) {
 		}
 	}
 
+	// The pipe goes on (on its new owner when it moved), each output once.
+	for _, v := range []float64{22, 5, 40} {
+		survivors[0].post(t, v)
+	}
+	took := WaitFor(t, 20*time.Second, "the pipe's outputs after the kill", outputs(5))
+	t.Logf("pipe moved with its shard: %v; its outputs complete %v after the last reading, each once", pipeMoves, took.Round(10*time.Millisecond))
+
+	// One NATS server stopped: the survivors go on polling and storing
+	// every feed (each feed's stored last fetch moves past the stop) and
+	// reading.
+	c.Stop(0)
+	stopped := time.Now()
+	took = WaitFor(t, period+maxReown, "every feed polled and stored with a NATS server down", func() error {
+		for i, id := range ids {
+			f, err := survivors[i%len(survivors)].backend.Feed(id)
+			if err != nil {
+				return err
+			}
+			if !f.LastFetch.After(stopped) {
+				return fmt.Errorf("feed #%d last stored fetch %v before the stop", i, f.LastFetch.Sub(stopped).Round(10*time.Millisecond))
+			}
+		}
+		return nil
+	})
+	t.Logf("NATS server 0 stopped: every feed polled and stored again within %v", took.Round(10*time.Millisecond))
+
 	// Every item is stored once, and none published while the nodes
 	// polled is missing: each item published from the first live poll
 	// to a second before the last one.
@@ -365,21 +448,9 @@ func TestNodeKilled(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := map[string]int{}
-		for _, it := range its {
-			got[it.GUID]++
-		}
-		for g, k := range got {
-			if k > 1 {
-				t.Errorf("feed #%d: item %s stored %d times", i, g, k)
-			}
-		}
 		polls := pub.Polls(i, live)
-		first, last := polls[0].At, polls[len(polls)-1].At.Add(-time.Second)
-		for k := pub.Latest(i, first); k <= pub.Latest(i, last); k++ {
-			if k >= 0 && got[GUID(i, k)] == 0 {
-				t.Errorf("feed #%d: item %s (published %v) missing", i, GUID(i, k), pub.Pub(i, k).Sub(start).Round(time.Second))
-			}
+		for _, err := range pub.CheckStored(i, its, polls[0].At, polls[len(polls)-1].At) {
+			t.Error(err)
 		}
 	}
 }

@@ -8,7 +8,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
+
+	"github.com/slogfeed/slogfeed/storage"
 )
 
 // Publisher serves simulated feeds for the cluster tests: /f/{i}.rss, i
@@ -101,4 +104,44 @@ func (p *Publisher) Polls(i int, t time.Time) []Poll {
 		}
 	}
 	return out
+}
+
+// CheckStored compares the items a node stores for feed i with what was
+// published: it returns one error per item stored more than once and per
+// item published from the poll at from to a second before the one at to
+// that is missing.
+func (p *Publisher) CheckStored(i int, items []storage.Item, from, to time.Time) []error {
+	got := map[string]int{}
+	for _, it := range items {
+		got[it.GUID]++
+	}
+	var errs []error
+	for g, k := range got {
+		if k > 1 {
+			errs = append(errs, fmt.Errorf("feed #%d: item %s stored %d times", i, g, k))
+		}
+	}
+	for k := max(p.Latest(i, from), 0); k <= p.Latest(i, to.Add(-time.Second)); k++ {
+		if got[GUID(i, k)] == 0 {
+			errs = append(errs, fmt.Errorf("feed #%d: item %s (published %v) missing", i, GUID(i, k), p.Pub(i, k).Format(time.TimeOnly)))
+		}
+	}
+	return errs
+}
+
+// WaitFor calls cond every 100 ms until it returns nil, and fails the
+// test when d has passed first; it returns how long it took.
+func WaitFor(t testing.TB, d time.Duration, what string, cond func() error) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		err := cond()
+		if err == nil {
+			return time.Since(start)
+		}
+		if time.Since(start) > d {
+			t.Fatalf("%s: not after %v: %v", what, d, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
