@@ -251,31 +251,47 @@ func (s *Store) readItems(ctx context.Context, feedID, afterSeq uint64, limit in
 // with what. It returns what it read before an error too.
 func fetchAll[T any](ctx context.Context, cons jetstream.Consumer, limit int, what string, decode func(jetstream.Msg) (T, error)) ([]T, error) {
 	var out []T
-	for len(out) < limit {
-		batch, err := cons.FetchNoWait(limit - len(out))
+	err := eachMsg(ctx, cons, limit, what, func(m jetstream.Msg) error {
+		v, err := decode(m)
+		if err == nil {
+			out = append(out, v)
+		}
+		return err
+	})
+	return out, err
+}
+
+// fetchBatch bounds one fetch of eachMsg.
+const fetchBatch = 4096
+
+// eachMsg calls fn for up to limit messages of the ordered consumer cons,
+// in order, until the consumer has no more; errors are prefixed with
+// what.
+func eachMsg(ctx context.Context, cons jetstream.Consumer, limit int, what string, fn func(jetstream.Msg) error) error {
+	for seen := 0; seen < limit; {
+		batch, err := cons.FetchNoWait(min(limit-seen, fetchBatch))
 		if err != nil {
-			return out, fmt.Errorf("%s: %w", what, err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		n := 0
 		for m := range batch.Messages() {
 			n++
-			v, err := decode(m)
-			if err != nil {
-				return out, fmt.Errorf("%s: %w", what, err)
+			if err := fn(m); err != nil {
+				return fmt.Errorf("%s: %w", what, err)
 			}
-			out = append(out, v)
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			return out, fmt.Errorf("%s: %w", what, err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		if n == 0 {
 			break
 		}
+		seen += n
 		if err := ctx.Err(); err != nil {
-			return out, err
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // retryNoResponders runs read again, a few times with a short growing
