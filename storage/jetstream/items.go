@@ -232,6 +232,7 @@ func (s *Store) readItems(ctx context.Context, feedID, afterSeq uint64, limit in
 	if err != nil {
 		return nil, fmt.Errorf("read items of feed %d: %w", feedID, err)
 	}
+	defer s.release(s.items, cons)
 	return fetchAll(ctx, cons, limit, fmt.Sprintf("read items of feed %d", feedID), func(m jetstream.Msg) (storage.Item, error) {
 		var it storage.Item
 		if err := json.Unmarshal(m.Data(), &it); err != nil {
@@ -313,3 +314,24 @@ func retryNoResponders[T any](ctx context.Context, read func() (T, error)) (T, e
 		wait *= 2
 	}
 }
+
+// release deletes the ephemeral consumer cons of stream once a read is
+// done with it, in the background (bounded by releaseTimeout), instead of
+// leaving it to its inactivity threshold: JetStream allows 1,000
+// consumers per stream by default, and reads at a few hundred a second
+// would reach that within the threshold.
+func (s *Store) release(stream jetstream.Stream, cons jetstream.Consumer) {
+	info := cons.CachedInfo()
+	if info == nil {
+		return
+	}
+	name := info.Name
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+		defer cancel()
+		_ = stream.DeleteConsumer(ctx, name) // at worst it expires by itself
+	}()
+}
+
+// releaseTimeout bounds the deletion of a read's consumer.
+const releaseTimeout = 5 * time.Second

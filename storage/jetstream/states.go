@@ -49,6 +49,7 @@ func (s *Store) FeedStates(ctx context.Context, want func(id uint64) bool, obsLi
 	if err != nil {
 		return nil, fmt.Errorf("feed states: %w", err)
 	}
+	defer s.release(defs, cons)
 	err = eachMsg(ctx, cons, math.MaxInt, "feed states: records", func(m jetstream.Msg) error {
 		id, err := strconv.ParseUint(strings.TrimPrefix(m.Subject(), prefix), 10, 64)
 		if err != nil || want != nil && !want(id) || m.Headers().Get(kvOperationHeader) != "" {
@@ -99,6 +100,7 @@ func (s *Store) readObservationsOf(ctx context.Context, subjects []string, out m
 	if err != nil {
 		return fmt.Errorf("feed states: %w", err)
 	}
+	defer s.release(s.obs, cons)
 	return eachMsg(ctx, cons, math.MaxInt, "feed states: observations", func(m jetstream.Msg) error {
 		id, err := strconv.ParseUint(strings.TrimPrefix(m.Subject(), obsSubject), 10, 64)
 		st := out[id]

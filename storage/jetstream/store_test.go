@@ -641,3 +641,59 @@ func TestPipeResumesOnAnotherNode(t *testing.T) {
 		t.Fatal("batch from a deleted pipe consumer")
 	}
 }
+
+// TestReadsLeaveNoConsumers: polls of a feed written by two nodes catch up
+// with each other's items by direct gets, without a consumer, and the
+// consumers of reads are deleted once read, not left for their 10 s
+// inactivity threshold (JetStream allows 1,000 per stream by default).
+func TestReadsLeaveNoConsumers(t *testing.T) {
+	c := jstest.NewServer(t)
+	a, js := openStore(t, c)
+	b, _ := openStore(t, c)
+	ctx := testCtx(t)
+	stream, err := js.Stream(ctx, sjs.ItemsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	consumers := func() int {
+		info, err := stream.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Consumers
+	}
+	var stored int
+	for i := range 10 {
+		st := a
+		if i%2 == 1 {
+			st = b
+		}
+		in := items("p"+strconv.Itoa(i), 2)
+		if i > 0 {
+			in = append(in, items("p"+strconv.Itoa(i-1), 2)...) // the other node's last poll again
+		}
+		added, err := st.AddItems(ctx, 3, in, storage.Retention{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored += len(added)
+	}
+	if stored != 20 {
+		t.Errorf("stored %d items, want 20 (each once)", stored)
+	}
+	if n := consumers(); n != 0 {
+		t.Errorf("%d consumers after polls, want none", n)
+	}
+	for range 20 {
+		if _, err := a.Items(ctx, 3, 0, 100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second) // below the 10 s inactivity threshold
+	for consumers() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d read consumers left after 5 s", consumers())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
