@@ -324,6 +324,7 @@ func (s *Store) readObservations(ctx context.Context, feedID uint64, limit int) 
 	if err != nil {
 		return nil, fmt.Errorf("observations of feed %d: %w", feedID, err)
 	}
+	defer s.release(s.obs, cons)
 	out, err := fetchAll(ctx, cons, total, fmt.Sprintf("observations of feed %d", feedID), func(m jetstream.Msg) (storage.Observation, error) {
 		var o storage.Observation
 		if err := json.Unmarshal(m.Data(), &o); err != nil {

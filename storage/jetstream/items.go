@@ -232,6 +232,7 @@ func (s *Store) readItems(ctx context.Context, feedID, afterSeq uint64, limit in
 	if err != nil {
 		return nil, fmt.Errorf("read items of feed %d: %w", feedID, err)
 	}
+	defer s.release(s.items, cons)
 	return fetchAll(ctx, cons, limit, fmt.Sprintf("read items of feed %d", feedID), func(m jetstream.Msg) (storage.Item, error) {
 		var it storage.Item
 		if err := json.Unmarshal(m.Data(), &it); err != nil {
@@ -251,31 +252,47 @@ func (s *Store) readItems(ctx context.Context, feedID, afterSeq uint64, limit in
 // with what. It returns what it read before an error too.
 func fetchAll[T any](ctx context.Context, cons jetstream.Consumer, limit int, what string, decode func(jetstream.Msg) (T, error)) ([]T, error) {
 	var out []T
-	for len(out) < limit {
-		batch, err := cons.FetchNoWait(limit - len(out))
+	err := eachMsg(ctx, cons, limit, what, func(m jetstream.Msg) error {
+		v, err := decode(m)
+		if err == nil {
+			out = append(out, v)
+		}
+		return err
+	})
+	return out, err
+}
+
+// fetchBatch bounds one fetch of eachMsg.
+const fetchBatch = 4096
+
+// eachMsg calls fn for up to limit messages of the ordered consumer cons,
+// in order, until the consumer has no more; errors are prefixed with
+// what.
+func eachMsg(ctx context.Context, cons jetstream.Consumer, limit int, what string, fn func(jetstream.Msg) error) error {
+	for seen := 0; seen < limit; {
+		batch, err := cons.FetchNoWait(min(limit-seen, fetchBatch))
 		if err != nil {
-			return out, fmt.Errorf("%s: %w", what, err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		n := 0
 		for m := range batch.Messages() {
 			n++
-			v, err := decode(m)
-			if err != nil {
-				return out, fmt.Errorf("%s: %w", what, err)
+			if err := fn(m); err != nil {
+				return fmt.Errorf("%s: %w", what, err)
 			}
-			out = append(out, v)
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			return out, fmt.Errorf("%s: %w", what, err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		if n == 0 {
 			break
 		}
+		seen += n
 		if err := ctx.Err(); err != nil {
-			return out, err
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // retryNoResponders runs read again, a few times with a short growing
@@ -297,3 +314,24 @@ func retryNoResponders[T any](ctx context.Context, read func() (T, error)) (T, e
 		wait *= 2
 	}
 }
+
+// release deletes the ephemeral consumer cons of stream once a read is
+// done with it, in the background (bounded by releaseTimeout), instead of
+// leaving it to its inactivity threshold: JetStream allows 1,000
+// consumers per stream by default, and reads at a few hundred a second
+// would reach that within the threshold.
+func (s *Store) release(stream jetstream.Stream, cons jetstream.Consumer) {
+	info := cons.CachedInfo()
+	if info == nil {
+		return
+	}
+	name := info.Name
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+		defer cancel()
+		_ = stream.DeleteConsumer(ctx, name) // at worst it expires by itself
+	}()
+}
+
+// releaseTimeout bounds the deletion of a read's consumer.
+const releaseTimeout = 5 * time.Second

@@ -238,6 +238,10 @@ func itemHeaders(key string, it *storage.Item) nats.Header {
 	}
 }
 
+// directCatchUp is how many new messages of a feed syncKnown reads by
+// direct gets before it reads the rest through a consumer.
+const directCatchUp = 16
+
 // syncKnown brings this Store's index of feedID up to the subject's last
 // message: nothing to read when no one published to the feed since, the
 // new messages' headers when someone did, everything when the Store has
@@ -263,14 +267,41 @@ func (s *Store) syncKnown(ctx context.Context, feedID uint64) error {
 		upTo = 0
 	}
 	var items []knownItem
-	if last > upTo {
+	// A few new messages (this node's own publishes, a reading posted
+	// elsewhere) are read by direct gets, answered by any replica without
+	// a consumer: a consumer per poll would pile up against the stream's
+	// consumer limit (1,000 by default) at a few hundred polls a second.
+	next := upTo + 1
+	for range directCatchUp {
+		if next > last {
+			break
+		}
+		m, err := s.items.GetMsg(ctx, next, jetstream.WithGetMsgSubject(subject))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			next = last + 1 // removed since
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("item IDs of feed %d: %w", feedID, err)
+		}
+		it, err := s.knownOf(ctx, m.Sequence, m.Header)
+		if err != nil {
+			return fmt.Errorf("item IDs of feed %d: %w", feedID, err)
+		}
+		if it.key != "" {
+			items = append(items, it)
+		}
+		next = m.Sequence + 1
+	}
+	if next <= last {
 		cons, err := s.items.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 			FilterSubjects: []string{subject}, HeadersOnly: true, InactiveThreshold: 10 * time.Second,
-			DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: upTo + 1,
+			DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: next,
 		})
 		if err != nil {
 			return fmt.Errorf("item IDs of feed %d: %w", feedID, err)
 		}
+		defer s.release(s.items, cons)
 		for done := false; !done; {
 			batch, err := cons.FetchNoWait(1000)
 			if err != nil {

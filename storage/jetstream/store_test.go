@@ -330,6 +330,80 @@ func TestRecordPollStateMovesToNextOwner(t *testing.T) {
 	}
 }
 
+// TestFeedStatesMatchesPerFeedReads: the state FeedStates loads in its
+// passes (records, then the wanted feeds' observations) is what a KV get
+// and Observations per feed answer; deleted and unwanted feeds are left
+// out, and obsLimit keeps the newest.
+func TestFeedStatesMatchesPerFeedReads(t *testing.T) {
+	c := jstest.NewServer(t)
+	a, _ := openStore(t, c)
+	b, _ := openStore(t, c)
+	ctx := testCtx(t)
+	at := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	var ids []uint64
+	for i := range 6 {
+		f := storage.Feed{Kind: storage.KindRemote, URL: "http://127.0.0.1:1/" + strconv.Itoa(i), Policy: "auto"}
+		if err := a.CreateFeed(ctx, &f); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, f.ID)
+		for p := range i { // feed i has i observations
+			o := storage.Observation{At: at.Add(time.Duration(p) * time.Minute), Hit: p%2 == 0, Status: 200}
+			if _, err := a.RecordPoll(ctx, f.ID, o, func(f *storage.Feed) error { f.Polls++; f.NextFetch = o.At.Add(time.Minute); return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := a.DeleteFeed(ctx, ids[5]); err != nil {
+		t.Fatal(err)
+	}
+	odd := func(id uint64) bool { return id%2 == 1 }
+	for _, c := range []struct {
+		name  string
+		want  func(uint64) bool
+		limit int
+	}{
+		{"every-feed", nil, 0},
+		{"odd-ids", odd, 0},
+		{"newest-2", nil, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := b.FeedStates(ctx, c.want, c.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, id := range ids[:5] {
+				if c.want != nil && !c.want(id) {
+					continue
+				}
+				n++
+				f, err := b.Feed(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				obs, err := b.Observations(ctx, id, c.limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				st := got[id]
+				if st == nil {
+					t.Fatalf("feed %d missing", id)
+				}
+				if st.Feed.Polls != f.Polls || !st.Feed.NextFetch.Equal(f.NextFetch) || st.Feed.URL != f.URL {
+					t.Errorf("feed %d: state %+v, record %+v", id, st.Feed, f)
+				}
+				if fmt.Sprint(st.Observations) != fmt.Sprint(obs) {
+					t.Errorf("feed %d: observations %v, want %v", id, st.Observations, obs)
+				}
+			}
+			if len(got) != n {
+				t.Errorf("FeedStates has %d feeds, want %d (deleted and unwanted left out)", len(got), n)
+			}
+		})
+	}
+}
+
 // TestMetrics: one feed created, one poll recorded, one batch of items
 // stored: the KV writes and publishes are counted.
 func TestMetrics(t *testing.T) {
@@ -565,5 +639,61 @@ func TestPipeResumesOnAnotherNode(t *testing.T) {
 	}
 	if _, err := b.NextPipeBatch(ctx, pipe, 1); err == nil {
 		t.Fatal("batch from a deleted pipe consumer")
+	}
+}
+
+// TestReadsLeaveNoConsumers: polls of a feed written by two nodes catch up
+// with each other's items by direct gets, without a consumer, and the
+// consumers of reads are deleted once read, not left for their 10 s
+// inactivity threshold (JetStream allows 1,000 per stream by default).
+func TestReadsLeaveNoConsumers(t *testing.T) {
+	c := jstest.NewServer(t)
+	a, js := openStore(t, c)
+	b, _ := openStore(t, c)
+	ctx := testCtx(t)
+	stream, err := js.Stream(ctx, sjs.ItemsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	consumers := func() int {
+		info, err := stream.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Consumers
+	}
+	var stored int
+	for i := range 10 {
+		st := a
+		if i%2 == 1 {
+			st = b
+		}
+		in := items("p"+strconv.Itoa(i), 2)
+		if i > 0 {
+			in = append(in, items("p"+strconv.Itoa(i-1), 2)...) // the other node's last poll again
+		}
+		added, err := st.AddItems(ctx, 3, in, storage.Retention{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored += len(added)
+	}
+	if stored != 20 {
+		t.Errorf("stored %d items, want 20 (each once)", stored)
+	}
+	if n := consumers(); n != 0 {
+		t.Errorf("%d consumers after polls, want none", n)
+	}
+	for range 20 {
+		if _, err := a.Items(ctx, 3, 0, 100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second) // below the 10 s inactivity threshold
+	for consumers() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d read consumers left after 5 s", consumers())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

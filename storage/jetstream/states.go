@@ -1,0 +1,123 @@
+package jetstream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/slogfeed/slogfeed/storage"
+)
+
+// FeedState is what a node needs to schedule a feed it takes over at its
+// learned prediction: the feed's record (policy, next fetch, retry-after,
+// validators, counters) and its newest observations, which the aggregator
+// replays through the policy.
+type FeedState struct {
+	Feed         storage.Feed
+	Observations []storage.Observation // oldest first
+}
+
+// FeedStates returns the state of every feed whose ID want accepts (every
+// feed when want is nil), by ID, with at most obsLimit newest observations
+// each (obsLimit ≤ 0: all the stream keeps).
+//
+// It reads in passes of ordered consumers instead of a KV get and a
+// consumer per feed: one over the last value of every feed key of the defs
+// bucket, then one per 10,000 wanted feeds over their observations. That
+// is what a node taking over shards needs (a third of 10^5 feeds: 5 passes;
+// docs/cluster.md, Measurements). The passes read what the servers hold when each starts;
+// a feed written meanwhile may be read before or after its write.
+func (s *Store) FeedStates(ctx context.Context, want func(id uint64) bool, obsLimit int) (map[uint64]*FeedState, error) {
+	out := map[uint64]*FeedState{}
+	defs, err := s.js.Stream(ctx, "KV_"+DefsBucket)
+	if err != nil {
+		return nil, fmt.Errorf("feed states: %w", err)
+	}
+	prefix := "$KV." + DefsBucket + "." + feedKeyPrefix
+	cons, err := defs.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{prefix + "*"}, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy,
+		InactiveThreshold: 10 * time.Second,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("feed states: %w", err)
+	}
+	defer s.release(defs, cons)
+	err = eachMsg(ctx, cons, math.MaxInt, "feed states: records", func(m jetstream.Msg) error {
+		id, err := strconv.ParseUint(strings.TrimPrefix(m.Subject(), prefix), 10, 64)
+		if err != nil || want != nil && !want(id) || m.Headers().Get(kvOperationHeader) != "" {
+			return nil // not a feed, not wanted, or deleted
+		}
+		st := &FeedState{}
+		if err := json.Unmarshal(m.Data(), &st.Feed); err != nil || st.Feed.ID != id {
+			return fmt.Errorf("feed %d: %w: %v", id, storage.ErrCorrupt, err)
+		}
+		out[id] = st
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return out, nil
+	}
+	// The observations of the wanted feeds only: ordered consumers
+	// filtered on their subjects, obsFilterChunk subjects each (one
+	// consumer request stays far below a message's size).
+	ids := slices.Sorted(maps.Keys(out))
+	for chunk := range slices.Chunk(ids, obsFilterChunk) {
+		subjects := make([]string, len(chunk))
+		for i, id := range chunk {
+			subjects[i] = obsSubjectOf(id)
+		}
+		if err := s.readObservationsOf(ctx, subjects, out, obsLimit); err != nil {
+			return nil, err
+		}
+	}
+	for _, st := range out {
+		if obsLimit > 0 && len(st.Observations) > obsLimit {
+			st.Observations = st.Observations[len(st.Observations)-obsLimit:]
+		}
+	}
+	return out, nil
+}
+
+// obsFilterChunk is how many feeds' observation subjects one consumer of
+// FeedStates filters on.
+const obsFilterChunk = 10_000
+
+// readObservationsOf appends the observations on subjects to their feeds'
+// states, keeping at most obsLimit newest (all when ≤ 0).
+func (s *Store) readObservationsOf(ctx context.Context, subjects []string, out map[uint64]*FeedState, obsLimit int) error {
+	cons, err := s.obs.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: subjects, InactiveThreshold: 10 * time.Second})
+	if err != nil {
+		return fmt.Errorf("feed states: %w", err)
+	}
+	defer s.release(s.obs, cons)
+	return eachMsg(ctx, cons, math.MaxInt, "feed states: observations", func(m jetstream.Msg) error {
+		id, err := strconv.ParseUint(strings.TrimPrefix(m.Subject(), obsSubject), 10, 64)
+		st := out[id]
+		if err != nil || st == nil {
+			return nil
+		}
+		var o storage.Observation
+		if err := json.Unmarshal(m.Data(), &o); err != nil {
+			return fmt.Errorf("observation of feed %d: %w: %v", id, storage.ErrCorrupt, err)
+		}
+		st.Observations = append(st.Observations, o)
+		if obsLimit > 0 && len(st.Observations) >= 2*obsLimit {
+			st.Observations = append(st.Observations[:0], st.Observations[len(st.Observations)-obsLimit:]...)
+		}
+		return nil
+	})
+}
+
+// kvOperationHeader marks a KV delete or purge (the key has no value).
+const kvOperationHeader = "KV-Operation"
