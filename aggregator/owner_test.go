@@ -145,6 +145,17 @@ func TestServiceFollowsOwner(t *testing.T) {
 			},
 		},
 		{
+			name:   "a fetch drops a feed another node deleted",
+			owned:  []int{0, 1},
+			resync: -1,
+			act: func(t *testing.T, e *env) ([]string, []string) {
+				if err := e.st.DeleteFeed(e.ids[1]); err != nil {
+					t.Fatal(err)
+				}
+				return []string{"/f/0.rss"}, []string{"/f/1.rss"}
+			},
+		},
+		{
 			name:  "resync picks up a feed another node created and drops one it deleted",
 			owned: []int{0, 1, 2, 3},
 			act: func(t *testing.T, e *env) ([]string, []string) {

@@ -485,6 +485,10 @@ func (s *Service) FetchNow(ctx context.Context, id uint64) (storage.Observation,
 func (s *Service) fetch(ctx context.Context, id uint64) schedule.Observation {
 	g := s.guard(id)
 	f, err := s.opt.Store.Feed(id)
+	if errors.Is(err, storage.ErrFeedNotFound) && g != nil {
+		// Deleted on another node since the last resync: forget it.
+		s.drop(id)
+	}
 	if err != nil || g == nil {
 		// Deleted meanwhile: an empty observation; Remove forgets it.
 		return schedule.Observation{At: s.opt.Clock.Now()}

@@ -22,7 +22,8 @@ import (
 )
 
 // clientSettings is the configuration table of the commands that talk to a
-// running `slogfeed serve` (add, list, remove, show, import, export):
+// running `slogfeed serve` (add, list, remove, show, import, export,
+// cluster):
 //
 //	flag       environment variable  default                 meaning
 //	--server   SLOGFEED_SERVER       http://127.0.0.1:8080   the running slogfeed's base URL
