@@ -36,6 +36,42 @@ type FeedState struct {
 // docs/cluster.md, Measurements). The passes read what the servers hold when each starts;
 // a feed written meanwhile may be read before or after its write.
 func (s *Store) FeedStates(ctx context.Context, want func(id uint64) bool, obsLimit int) (map[uint64]*FeedState, error) {
+	// A fresh consumer of a replicated stream now and then answers its
+	// first fetch with "no responders": each pass is then read again.
+	out, err := retryNoResponders(ctx, func() (map[uint64]*FeedState, error) { return s.readRecords(ctx, want) })
+	if err != nil || len(out) == 0 {
+		return out, err
+	}
+	// The observations of the wanted feeds only: ordered consumers
+	// filtered on their subjects, obsFilterChunk subjects each (one
+	// consumer request stays far below a message's size).
+	ids := slices.Sorted(maps.Keys(out))
+	for chunk := range slices.Chunk(ids, obsFilterChunk) {
+		subjects := make([]string, len(chunk))
+		for i, id := range chunk {
+			subjects[i] = obsSubjectOf(id)
+		}
+		_, err := retryNoResponders(ctx, func() (struct{}, error) {
+			for _, id := range chunk {
+				out[id].Observations = nil
+			}
+			return struct{}{}, s.readObservationsOf(ctx, subjects, out, obsLimit)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	for _, st := range out {
+		if obsLimit > 0 && len(st.Observations) > obsLimit {
+			st.Observations = st.Observations[len(st.Observations)-obsLimit:]
+		}
+	}
+	return out, nil
+}
+
+// readRecords reads the last value of every feed key of the defs bucket
+// whose ID want accepts.
+func (s *Store) readRecords(ctx context.Context, want func(id uint64) bool) (map[uint64]*FeedState, error) {
 	out := map[uint64]*FeedState{}
 	defs, err := s.js.Stream(ctx, "KV_"+DefsBucket)
 	if err != nil {
@@ -64,27 +100,6 @@ func (s *Store) FeedStates(ctx context.Context, want func(id uint64) bool, obsLi
 	})
 	if err != nil {
 		return nil, err
-	}
-	if len(out) == 0 {
-		return out, nil
-	}
-	// The observations of the wanted feeds only: ordered consumers
-	// filtered on their subjects, obsFilterChunk subjects each (one
-	// consumer request stays far below a message's size).
-	ids := slices.Sorted(maps.Keys(out))
-	for chunk := range slices.Chunk(ids, obsFilterChunk) {
-		subjects := make([]string, len(chunk))
-		for i, id := range chunk {
-			subjects[i] = obsSubjectOf(id)
-		}
-		if err := s.readObservationsOf(ctx, subjects, out, obsLimit); err != nil {
-			return nil, err
-		}
-	}
-	for _, st := range out {
-		if obsLimit > 0 && len(st.Observations) > obsLimit {
-			st.Observations = st.Observations[len(st.Observations)-obsLimit:]
-		}
 	}
 	return out, nil
 }
