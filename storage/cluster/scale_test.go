@@ -258,7 +258,6 @@ func checkState(st *sjs.FeedState, rounds int) error {
 func runScale(tb testing.TB, cfg scaleConfig) scaleResult {
 	tb.Helper()
 	res := scaleResult{feeds: cfg.feeds}
-	heap0, rss0 := heap(), rss()
 	var opts []jstest.Option
 	if cfg.maxStore > 0 {
 		opts = append(opts, jstest.WithMaxStore(cfg.maxStore))
@@ -333,10 +332,8 @@ func runScale(tb testing.TB, cfg scaleConfig) scaleResult {
 		res.itemCalls += gathered(tb, n.reg, "slogfeed_jetstream_publish_seconds", map[string]string{"op": "items"})
 	}
 	heap2, rss2 := heap(), rss()
-	res.serverHeap = float64(heap2-heap1) / float64(cfg.feeds) / 3
+	res.serverHeap = float64(int64(heap2)-int64(heap1)) / float64(cfg.feeds) / 3
 	res.serverRSS = float64(int64(rss2)-int64(rss1)) / float64(cfg.feeds) / 3
-	_ = heap0
-	_ = rss0
 
 	// Each node loads the state of its feeds, as at its start.
 	held := make([]map[uint64]*sjs.FeedState, len(nodes))
@@ -348,7 +345,7 @@ func runScale(tb testing.TB, cfg scaleConfig) scaleResult {
 			tb.Fatal(err)
 		}
 		res.initialLoad = max(res.initialLoad, time.Since(t))
-		res.nodeHeap += float64(heap()-before) / float64(max(len(held[i]), 1)) / float64(len(nodes))
+		res.nodeHeap += float64(int64(heap())-int64(before)) / float64(max(len(held[i]), 1)) / float64(len(nodes))
 		if len(held[i]) != len(owned[i]) {
 			tb.Fatalf("%s loaded %d feeds, owns %d", n.Name(), len(held[i]), len(owned[i]))
 		}
