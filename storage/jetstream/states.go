@@ -14,14 +14,9 @@ import (
 	"github.com/slogfeed/slogfeed/storage"
 )
 
-// FeedState is what a node needs to schedule a feed it takes over at its
-// learned prediction: the feed's record (policy, next fetch, retry-after,
-// validators, counters) and its newest observations, which the aggregator
-// replays through the policy.
-type FeedState struct {
-	Feed         storage.Feed
-	Observations []storage.Observation // oldest first
-}
+// FeedState is storage.FeedState: a feed's record and newest
+// observations.
+type FeedState = storage.FeedState
 
 // FeedStates returns the state of every feed whose ID want accepts (every
 // feed when want is nil), by ID, with at most obsLimit newest observations
@@ -141,3 +136,15 @@ func (s *Store) readAllObservations(ctx context.Context, out map[uint64]*FeedSta
 
 // kvOperationHeader marks a KV delete or purge (the key has no value).
 const kvOperationHeader = "KV-Operation"
+
+// DefaultLoadTimeout bounds Backend.FeedStates: one pass over 10^5 feeds
+// takes longer than a call's timeout.
+const DefaultLoadTimeout = 5 * time.Minute
+
+// FeedStates is Store.FeedStates (storage.StateLoader), bounded by
+// DefaultLoadTimeout and cancelled by Close.
+func (b *Backend) FeedStates(want func(id uint64) bool, obsLimit int) (map[uint64]*FeedState, error) {
+	ctx, cancel := context.WithTimeout(b.ctx, DefaultLoadTimeout)
+	defer cancel()
+	return b.s.FeedStates(ctx, want, obsLimit)
+}
