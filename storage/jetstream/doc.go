@@ -68,6 +68,12 @@
 // (ItemKeyHeader, ItemTimeHeader), so only the items a Reducer is given
 // are read.
 //
+// FeedStates loads the records and observations of many feeds (those of
+// the shards a node takes over) in two ordered-consumer passes. Reads
+// delete their ephemeral consumers once done, and polls catch up with a
+// feed's new items by direct gets, so that no consumers pile up against
+// the stream's limit (1,000 by default).
+//
 // Not yet here: item updates (a changed item with a known ID is skipped,
 // not merged); Items, Item and snapshots read the feed's whole subject
 // (bounded by MaxItemsPerFeed) instead of an index.

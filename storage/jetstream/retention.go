@@ -241,4 +241,7 @@ func (b *Backend) ApplyRetention(feedID uint64) (int, error) {
 	return b.s.ApplyRetention(ctx, f)
 }
 
-var _ storage.Backend = (*Backend)(nil)
+var (
+	_ storage.Backend     = (*Backend)(nil)
+	_ storage.StateLoader = (*Backend)(nil)
+)

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,26 +14,63 @@ import (
 	"github.com/slogfeed/slogfeed/storage"
 )
 
-// FeedState is what a node needs to schedule a feed it takes over at its
-// learned prediction: the feed's record (policy, next fetch, retry-after,
-// validators, counters) and its newest observations, which the aggregator
-// replays through the policy.
-type FeedState struct {
-	Feed         storage.Feed
-	Observations []storage.Observation // oldest first
-}
+// FeedState is storage.FeedState: a feed's record and newest
+// observations.
+type FeedState = storage.FeedState
 
 // FeedStates returns the state of every feed whose ID want accepts (every
 // feed when want is nil), by ID, with at most obsLimit newest observations
 // each (obsLimit ≤ 0: all the stream keeps).
 //
-// It reads in passes of ordered consumers instead of a KV get and a
+// It reads in two passes of ordered consumers instead of a KV get and a
 // consumer per feed: one over the last value of every feed key of the defs
-// bucket, then one per 10,000 wanted feeds over their observations. That
-// is what a node taking over shards needs (a third of 10^5 feeds: 5 passes;
-// docs/cluster.md, Measurements). The passes read what the servers hold when each starts;
+// bucket, one over the observations stream (for more than 16 wanted
+// feeds; fewer are read one by one). That is what a node taking over
+// shards needs (docs/cluster.md, Measurements). The passes read what the servers hold when each starts;
 // a feed written meanwhile may be read before or after its write.
 func (s *Store) FeedStates(ctx context.Context, want func(id uint64) bool, obsLimit int) (map[uint64]*FeedState, error) {
+	// A fresh consumer of a replicated stream now and then answers its
+	// first fetch with "no responders": each pass is then read again.
+	out, err := retryNoResponders(ctx, func() (map[uint64]*FeedState, error) { return s.readRecords(ctx, want) })
+	if err != nil || len(out) == 0 {
+		return out, err
+	}
+	// The observations: for a few feeds, a consumer on each one's subject;
+	// for more, one pass over the whole stream, keeping the wanted feeds'.
+	// (A consumer filtered on many subjects scans the stream once per
+	// consumer and filters slowly: 3,333 subjects of a 30,000-message
+	// stream took 14 s in filters of 10,000 and 9 s in filters of 100,
+	// the whole stream 0.25 s.)
+	if len(out) <= perFeedObservations {
+		for id, st := range out {
+			obs, err := s.Observations(ctx, id, obsLimit)
+			if err != nil {
+				return nil, err
+			}
+			st.Observations = obs
+		}
+		return out, nil
+	}
+	_, err = retryNoResponders(ctx, func() (struct{}, error) {
+		for _, st := range out {
+			st.Observations = nil
+		}
+		return struct{}{}, s.readAllObservations(ctx, out, obsLimit)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, st := range out {
+		if obsLimit > 0 && len(st.Observations) > obsLimit {
+			st.Observations = st.Observations[len(st.Observations)-obsLimit:]
+		}
+	}
+	return out, nil
+}
+
+// readRecords reads the last value of every feed key of the defs bucket
+// whose ID want accepts.
+func (s *Store) readRecords(ctx context.Context, want func(id uint64) bool) (map[uint64]*FeedState, error) {
 	out := map[uint64]*FeedState{}
 	defs, err := s.js.Stream(ctx, "KV_"+DefsBucket)
 	if err != nil {
@@ -65,38 +100,18 @@ func (s *Store) FeedStates(ctx context.Context, want func(id uint64) bool, obsLi
 	if err != nil {
 		return nil, err
 	}
-	if len(out) == 0 {
-		return out, nil
-	}
-	// The observations of the wanted feeds only: ordered consumers
-	// filtered on their subjects, obsFilterChunk subjects each (one
-	// consumer request stays far below a message's size).
-	ids := slices.Sorted(maps.Keys(out))
-	for chunk := range slices.Chunk(ids, obsFilterChunk) {
-		subjects := make([]string, len(chunk))
-		for i, id := range chunk {
-			subjects[i] = obsSubjectOf(id)
-		}
-		if err := s.readObservationsOf(ctx, subjects, out, obsLimit); err != nil {
-			return nil, err
-		}
-	}
-	for _, st := range out {
-		if obsLimit > 0 && len(st.Observations) > obsLimit {
-			st.Observations = st.Observations[len(st.Observations)-obsLimit:]
-		}
-	}
 	return out, nil
 }
 
-// obsFilterChunk is how many feeds' observation subjects one consumer of
-// FeedStates filters on.
-const obsFilterChunk = 10_000
+// perFeedObservations is up to how many feeds FeedStates reads the
+// observations of one feed at a time.
+const perFeedObservations = 16
 
-// readObservationsOf appends the observations on subjects to their feeds'
-// states, keeping at most obsLimit newest (all when ≤ 0).
-func (s *Store) readObservationsOf(ctx context.Context, subjects []string, out map[uint64]*FeedState, obsLimit int) error {
-	cons, err := s.obs.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: subjects, InactiveThreshold: 10 * time.Second})
+// readAllObservations appends the observations of the feeds of out to
+// their states, in one pass over the observations stream, keeping at most
+// obsLimit newest (all when ≤ 0).
+func (s *Store) readAllObservations(ctx context.Context, out map[uint64]*FeedState, obsLimit int) error {
+	cons, err := s.obs.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{obsSubject + "*"}, InactiveThreshold: 10 * time.Second})
 	if err != nil {
 		return fmt.Errorf("feed states: %w", err)
 	}
@@ -121,3 +136,15 @@ func (s *Store) readObservationsOf(ctx context.Context, subjects []string, out m
 
 // kvOperationHeader marks a KV delete or purge (the key has no value).
 const kvOperationHeader = "KV-Operation"
+
+// DefaultLoadTimeout bounds Backend.FeedStates: one pass over 10^5 feeds
+// takes longer than a call's timeout.
+const DefaultLoadTimeout = 5 * time.Minute
+
+// FeedStates is Store.FeedStates (storage.StateLoader), bounded by
+// DefaultLoadTimeout and cancelled by Close.
+func (b *Backend) FeedStates(want func(id uint64) bool, obsLimit int) (map[uint64]*FeedState, error) {
+	ctx, cancel := context.WithTimeout(b.ctx, DefaultLoadTimeout)
+	defer cancel()
+	return b.s.FeedStates(ctx, want, obsLimit)
+}

@@ -341,20 +341,20 @@ func TestFeedStatesMatchesPerFeedReads(t *testing.T) {
 	ctx := testCtx(t)
 	at := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	var ids []uint64
-	for i := range 6 {
+	for i := range 24 {
 		f := storage.Feed{Kind: storage.KindRemote, URL: "http://127.0.0.1:1/" + strconv.Itoa(i), Policy: "auto"}
 		if err := a.CreateFeed(ctx, &f); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, f.ID)
-		for p := range i { // feed i has i observations
+		for p := range i % 5 { // feed i has i%5 observations
 			o := storage.Observation{At: at.Add(time.Duration(p) * time.Minute), Hit: p%2 == 0, Status: 200}
 			if _, err := a.RecordPoll(ctx, f.ID, o, func(f *storage.Feed) error { f.Polls++; f.NextFetch = o.At.Add(time.Minute); return nil }); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if err := a.DeleteFeed(ctx, ids[5]); err != nil {
+	if err := a.DeleteFeed(ctx, ids[23]); err != nil {
 		t.Fatal(err)
 	}
 	odd := func(id uint64) bool { return id%2 == 1 }
@@ -363,8 +363,8 @@ func TestFeedStatesMatchesPerFeedReads(t *testing.T) {
 		want  func(uint64) bool
 		limit int
 	}{
-		{"every-feed", nil, 0},
-		{"odd-ids", odd, 0},
+		{"every-feed", nil, 0}, // one pass over the observations
+		{"odd-ids", odd, 0},    // 12 feeds: read one by one
 		{"newest-2", nil, 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -373,7 +373,7 @@ func TestFeedStatesMatchesPerFeedReads(t *testing.T) {
 				t.Fatal(err)
 			}
 			n := 0
-			for _, id := range ids[:5] {
+			for _, id := range ids[:23] {
 				if c.want != nil && !c.want(id) {
 					continue
 				}

@@ -681,6 +681,41 @@ var cases = []testCase{
 			})
 		}
 	}},
+	{"polls/feed-states", func(t *testing.T, b any) {
+		s := need[interface {
+			CreateFeed(f *storage.Feed) error
+			DeleteFeed(id uint64) error
+			RecordPoll(feedID uint64, o storage.Observation, fn func(*storage.Feed) error) (storage.Feed, error)
+			storage.StateLoader
+		}](t, b)
+		var ids []uint64
+		for i := range 4 {
+			f := remote(fmt.Sprintf("http://127.0.0.1/state/%d", i))
+			must(t, s.CreateFeed(f))
+			ids = append(ids, f.ID)
+			for p := range i + 1 { // feed i has i+1 observations
+				_, err := s.RecordPoll(f.ID, storage.Observation{At: at.Add(time.Duration(p) * time.Minute), Status: 200 + p}, func(f *storage.Feed) error { f.Polls++; return nil })
+				must(t, err)
+			}
+		}
+		must(t, s.DeleteFeed(ids[3]))
+		got, err := s.FeedStates(nil, 0)
+		must(t, err)
+		if len(got) != 3 {
+			t.Fatalf("FeedStates(every feed) = %d feeds, want 3 (the deleted one left out)", len(got))
+		}
+		for i, id := range ids[:3] {
+			st := got[id]
+			if st == nil || st.Feed.ID != id || st.Feed.Polls != int64(i+1) || len(st.Observations) != i+1 || st.Observations[i].Status != 200+i {
+				t.Errorf("state of feed %d = %+v, want %d polls and observations, oldest first", id, st, i+1)
+			}
+		}
+		newest, err := s.FeedStates(func(id uint64) bool { return id == ids[2] }, 2)
+		must(t, err)
+		if st := newest[ids[2]]; len(newest) != 1 || st == nil || len(st.Observations) != 2 || st.Observations[0].Status != 201 || st.Observations[1].Status != 202 {
+			t.Errorf("FeedStates(one feed, newest 2) = %+v", newest)
+		}
+	}},
 	{"pipes/commit-run-once", func(t *testing.T, b any) {
 		s := need[interface {
 			CreatePipe(p *storage.Pipe, out *storage.Feed) error
