@@ -88,9 +88,9 @@ func (s *Service) reconcile() (busy bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	now := s.opt.Clock.Now()
 	listed := make(map[uint64]bool, len(feeds))
-	took, lost := 0, 0
+	var take []storage.Feed
+	lost := 0
 	for _, f := range feeds {
 		if f.Kind != storage.KindRemote {
 			continue
@@ -99,25 +99,49 @@ func (s *Service) reconcile() (busy bool, err error) {
 		has := s.guard(f.ID) != nil
 		switch own := s.owns(f.ID); {
 		case own && !has:
-			err := s.schedule(f, now, true)
-			switch {
-			case err == nil:
-				took++
-			case errors.Is(err, schedule.ErrFeedBusy):
-				s.mu.Lock()
-				delete(s.guards, f.ID)
-				s.mu.Unlock()
-				busy = true
-			default:
-				s.mu.Lock()
-				delete(s.guards, f.ID)
-				s.mu.Unlock()
-				s.log.Error("cannot schedule feed", "feed", f.ID, "url", RedactURL(f.URL), "err", err)
-			}
+			take = append(take, f)
 		case !own && has:
 			if s.drop(f.ID) {
 				lost++
 			}
+		}
+	}
+	// The feeds taken over resume at their learned prediction: their
+	// stored observations are replayed, read for all of them at once
+	// where the store can (storage.StateLoader: two passes on JetStream
+	// instead of reads per feed).
+	var states map[uint64]*storage.FeedState
+	if loader, ok := s.opt.Store.(storage.StateLoader); ok && len(take) > 0 {
+		want := make(map[uint64]bool, len(take))
+		for _, f := range take {
+			want[f.ID] = true
+		}
+		if states, err = loader.FeedStates(func(id uint64) bool { return want[id] }, 0); err != nil {
+			s.log.Warn("cannot load the taken-over feeds' states at once; reading them one by one", "feeds", len(take), "err", err)
+		}
+	}
+	now := s.opt.Clock.Now()
+	took := 0
+	for _, f := range take {
+		var err error
+		if st := states[f.ID]; st != nil {
+			err = s.scheduleFrom(st.Feed, st.Observations, now, true)
+		} else {
+			err = s.schedule(f, now, true)
+		}
+		switch {
+		case err == nil:
+			took++
+		case errors.Is(err, schedule.ErrFeedBusy):
+			s.mu.Lock()
+			delete(s.guards, f.ID)
+			s.mu.Unlock()
+			busy = true
+		default:
+			s.mu.Lock()
+			delete(s.guards, f.ID)
+			s.mu.Unlock()
+			s.log.Error("cannot schedule feed", "feed", f.ID, "url", RedactURL(f.URL), "err", err)
 		}
 	}
 	// Feeds deleted on another node.
