@@ -1,8 +1,10 @@
 package aggregator
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/slogfeed/slogfeed/schedule"
@@ -83,41 +85,47 @@ func (s *Service) owned(ctx context.Context) {
 // reconcile makes the scheduled feeds the owned remote feeds of the store.
 // busy reports a feed that could not be scheduled yet (its fetch from
 // before it was lost is still under way).
+//
+// With a storage.StateLoader (bbolt and JetStream both are), the owned
+// feeds not polled yet are read with their observations in one call (on
+// JetStream: a pass over the feed records and one over the observations,
+// not a KV get per feed, which for many feeds outlasts a call's
+// timeout); a feed deleted on another node is dropped at its next fetch.
+// Without one, the store's feeds are listed and each taken-over feed's
+// observations read on its own.
 func (s *Service) reconcile() (busy bool, err error) {
-	feeds, err := s.opt.Store.Feeds()
-	if err != nil {
-		return false, err
-	}
-	listed := make(map[uint64]bool, len(feeds))
-	var take []storage.Feed
 	lost := 0
-	for _, f := range feeds {
-		if f.Kind != storage.KindRemote {
-			continue
-		}
-		listed[f.ID] = true
-		has := s.guard(f.ID) != nil
-		switch own := s.owns(f.ID); {
-		case own && !has:
-			take = append(take, f)
-		case !own && has:
-			if s.drop(f.ID) {
-				lost++
-			}
+	s.mu.Lock()
+	ids := make([]uint64, 0, len(s.guards))
+	for id := range s.guards {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	for _, id := range ids {
+		if !s.owns(id) && s.drop(id) {
+			lost++
 		}
 	}
-	// The feeds taken over resume at their learned prediction: their
-	// stored observations are replayed, read for all of them at once
-	// where the store can (storage.StateLoader: two passes on JetStream
-	// instead of reads per feed).
+	var take []storage.Feed
 	var states map[uint64]*storage.FeedState
-	if loader, ok := s.opt.Store.(storage.StateLoader); ok && len(take) > 0 {
-		want := make(map[uint64]bool, len(take))
-		for _, f := range take {
-			want[f.ID] = true
+	if loader, ok := s.opt.Store.(storage.StateLoader); ok {
+		states, err = loader.FeedStates(func(id uint64) bool {
+			return s.owns(id) && s.guard(id) == nil && !s.isNotPolled(id)
+		}, 0)
+		if err != nil {
+			return false, err
 		}
-		if states, err = loader.FeedStates(func(id uint64) bool { return want[id] }, 0); err != nil {
-			s.log.Warn("cannot load the taken-over feeds' states at once; reading them one by one", "feeds", len(take), "err", err)
+		for id, st := range states {
+			if st.Feed.Kind != storage.KindRemote {
+				s.setNotPolled(id)
+				continue
+			}
+			take = append(take, st.Feed)
+		}
+		slices.SortFunc(take, func(a, b storage.Feed) int { return cmp.Compare(a.ID, b.ID) })
+	} else {
+		if take, err = s.listTake(); err != nil {
+			return false, err
 		}
 	}
 	now := s.opt.Clock.Now()
@@ -144,7 +152,30 @@ func (s *Service) reconcile() (busy bool, err error) {
 			s.log.Error("cannot schedule feed", "feed", f.ID, "url", RedactURL(f.URL), "err", err)
 		}
 	}
-	// Feeds deleted on another node.
+	if took > 0 || lost > 0 {
+		s.log.Info("feeds follow the cluster's shards", "taken", took, "lost", lost, "polled_here", s.sched.Len())
+	}
+	return busy, nil
+}
+
+// listTake lists the store's feeds and returns the owned remote feeds not
+// polled yet; it drops the polled feeds another node deleted.
+func (s *Service) listTake() ([]storage.Feed, error) {
+	feeds, err := s.opt.Store.Feeds()
+	if err != nil {
+		return nil, err
+	}
+	listed := make(map[uint64]bool, len(feeds))
+	var take []storage.Feed
+	for _, f := range feeds {
+		if f.Kind != storage.KindRemote {
+			continue
+		}
+		listed[f.ID] = true
+		if s.owns(f.ID) && s.guard(f.ID) == nil {
+			take = append(take, f)
+		}
+	}
 	s.mu.Lock()
 	var gone []uint64
 	for id := range s.guards {
@@ -159,8 +190,22 @@ func (s *Service) reconcile() (busy bool, err error) {
 			s.removed(id)
 		}
 	}
-	if took > 0 || lost > 0 {
-		s.log.Info("feeds follow the cluster's shards", "taken", took, "lost", lost, "polled_here", s.sched.Len())
+	return take, nil
+}
+
+// isNotPolled reports whether feed id is known not to be a remote feed
+// (a sensor's, a pipe's output): reconcile does not load it again.
+func (s *Service) isNotPolled(id uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.notPolled[id]
+}
+
+func (s *Service) setNotPolled(id uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.notPolled == nil {
+		s.notPolled = map[uint64]bool{}
 	}
-	return busy, nil
+	s.notPolled[id] = true
 }

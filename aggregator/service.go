@@ -72,9 +72,10 @@ type Service struct {
 	sched *schedule.Scheduler
 	log   *slog.Logger
 
-	mu     sync.Mutex
-	guards map[uint64]*feedGuard
-	push   pushState // watchers (push.go)
+	mu        sync.Mutex
+	guards    map[uint64]*feedGuard
+	push      pushState       // watchers (push.go)
+	notPolled map[uint64]bool // feeds a clustered service found not remote (owner.go)
 }
 
 // feedGuard wraps a feed's policy with what the service decides on its own:
