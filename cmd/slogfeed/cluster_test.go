@@ -107,7 +107,9 @@ func TestClusterProcesses(t *testing.T) {
 			}
 		}
 		n := &servedNode{name: name, addr: addrs[i], exited: make(chan struct{})}
-		n.cmd = exec.CommandContext(ctx, bin, "--log-level", "info", "serve",
+		// Not CommandContext: the test's context ends before the
+		// cleanups, which stop the nodes and show their logs.
+		n.cmd = exec.Command(bin, "--log-level", "info", "serve",
 			"--addr", addrs[i], "--data", t.TempDir(), "--node", name, "--allow", "127.0.0.0/8",
 			"--nats-embed", "--nats-listen", clients[i], "--nats-cluster-listen", routes[i],
 			"--nats-routes", strings.Join(others, ","), "--websub=false")
@@ -249,6 +251,23 @@ func TestClusterProcesses(t *testing.T) {
 	<-dead.exited
 	killed := time.Now()
 	t.Logf("killed %s (%d shards, %d feeds)", dead.name, len(lost), most)
+	t.Cleanup(func() { // before the nodes stop: what the survivors plan
+		if !t.Failed() {
+			return
+		}
+		for _, n := range survivors {
+			var feeds []web.FeedView
+			if err := n.getJSON("/api/v1/feeds", &feeds); err != nil {
+				t.Logf("%s: %v", n.name, err)
+				continue
+			}
+			for _, f := range feeds {
+				var sv web.ScheduleView
+				_ = n.getJSON(fmt.Sprintf("/api/v1/feeds/%d/schedule", f.ID), &sv)
+				t.Logf("%s: feed %d polls %d next %v mode %q median %v error %q", n.name, f.ID, f.Polls, f.NextFetch, sv.Mode, ptrVal(sv.MedianS), f.LastError)
+			}
+		}
+	})
 
 	reown := e2e.WaitFor(t, procReown+10*time.Second, "the dead node's shards owned again", func() error {
 		for _, n := range survivors {
@@ -302,4 +321,11 @@ func TestClusterProcesses(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+func ptrVal(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }
