@@ -1,10 +1,8 @@
 package aggregator
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/slogfeed/slogfeed/schedule"
@@ -85,97 +83,44 @@ func (s *Service) owned(ctx context.Context) {
 // reconcile makes the scheduled feeds the owned remote feeds of the store.
 // busy reports a feed that could not be scheduled yet (its fetch from
 // before it was lost is still under way).
-//
-// With a storage.StateLoader (bbolt and JetStream both are), the owned
-// feeds not polled yet are read with their observations in one call (on
-// JetStream: a pass over the feed records and one over the observations,
-// not a KV get per feed, which for many feeds outlasts a call's
-// timeout); a feed deleted on another node is dropped at its next fetch.
-// Without one, the store's feeds are listed and each taken-over feed's
-// observations read on its own.
 func (s *Service) reconcile() (busy bool, err error) {
-	lost := 0
-	s.mu.Lock()
-	ids := make([]uint64, 0, len(s.guards))
-	for id := range s.guards {
-		ids = append(ids, id)
-	}
-	s.mu.Unlock()
-	for _, id := range ids {
-		if !s.owns(id) && s.drop(id) {
-			lost++
-		}
-	}
-	var take []storage.Feed
-	var states map[uint64]*storage.FeedState
-	if loader, ok := s.opt.Store.(storage.StateLoader); ok {
-		states, err = loader.FeedStates(func(id uint64) bool {
-			return s.owns(id) && s.guard(id) == nil && !s.isNotPolled(id)
-		}, 0)
-		if err != nil {
-			return false, err
-		}
-		for id, st := range states {
-			if st.Feed.Kind != storage.KindRemote {
-				s.setNotPolled(id)
-				continue
-			}
-			take = append(take, st.Feed)
-		}
-		slices.SortFunc(take, func(a, b storage.Feed) int { return cmp.Compare(a.ID, b.ID) })
-	} else {
-		if take, err = s.listTake(); err != nil {
-			return false, err
-		}
-	}
-	now := s.opt.Clock.Now()
-	took := 0
-	for _, f := range take {
-		var err error
-		if st := states[f.ID]; st != nil {
-			err = s.scheduleFrom(st.Feed, st.Observations, now, true)
-		} else {
-			err = s.schedule(f, now, true)
-		}
-		switch {
-		case err == nil:
-			took++
-		case errors.Is(err, schedule.ErrFeedBusy):
-			s.mu.Lock()
-			delete(s.guards, f.ID)
-			s.mu.Unlock()
-			busy = true
-		default:
-			s.mu.Lock()
-			delete(s.guards, f.ID)
-			s.mu.Unlock()
-			s.log.Error("cannot schedule feed", "feed", f.ID, "url", RedactURL(f.URL), "err", err)
-		}
-	}
-	if took > 0 || lost > 0 {
-		s.log.Info("feeds follow the cluster's shards", "taken", took, "lost", lost, "polled_here", s.sched.Len())
-	}
-	return busy, nil
-}
-
-// listTake lists the store's feeds and returns the owned remote feeds not
-// polled yet; it drops the polled feeds another node deleted.
-func (s *Service) listTake() ([]storage.Feed, error) {
 	feeds, err := s.opt.Store.Feeds()
 	if err != nil {
-		return nil, err
+		return false, err
 	}
+	now := s.opt.Clock.Now()
 	listed := make(map[uint64]bool, len(feeds))
-	var take []storage.Feed
+	took, lost := 0, 0
 	for _, f := range feeds {
 		if f.Kind != storage.KindRemote {
 			continue
 		}
 		listed[f.ID] = true
-		if s.owns(f.ID) && s.guard(f.ID) == nil {
-			take = append(take, f)
+		has := s.guard(f.ID) != nil
+		switch own := s.owns(f.ID); {
+		case own && !has:
+			err := s.schedule(f, now, true)
+			switch {
+			case err == nil:
+				took++
+			case errors.Is(err, schedule.ErrFeedBusy):
+				s.mu.Lock()
+				delete(s.guards, f.ID)
+				s.mu.Unlock()
+				busy = true
+			default:
+				s.mu.Lock()
+				delete(s.guards, f.ID)
+				s.mu.Unlock()
+				s.log.Error("cannot schedule feed", "feed", f.ID, "url", RedactURL(f.URL), "err", err)
+			}
+		case !own && has:
+			if s.drop(f.ID) {
+				lost++
+			}
 		}
 	}
+	// Feeds deleted on another node.
 	s.mu.Lock()
 	var gone []uint64
 	for id := range s.guards {
@@ -190,22 +135,8 @@ func (s *Service) listTake() ([]storage.Feed, error) {
 			s.removed(id)
 		}
 	}
-	return take, nil
-}
-
-// isNotPolled reports whether feed id is known not to be a remote feed
-// (a sensor's, a pipe's output): reconcile does not load it again.
-func (s *Service) isNotPolled(id uint64) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.notPolled[id]
-}
-
-func (s *Service) setNotPolled(id uint64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.notPolled == nil {
-		s.notPolled = map[uint64]bool{}
+	if took > 0 || lost > 0 {
+		s.log.Info("feeds follow the cluster's shards", "taken", took, "lost", lost, "polled_here", s.sched.Len())
 	}
-	s.notPolled[id] = true
+	return busy, nil
 }

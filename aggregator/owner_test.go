@@ -116,9 +116,6 @@ func TestServiceFollowsOwner(t *testing.T) {
 		// resync is ServiceOptions.Resync (negative: never, so that
 		// only the fetch's own check can drop a feed).
 		resync time.Duration
-		// listOnly hides the store's StateLoader: the service lists
-		// feeds and reads each one's observations.
-		listOnly bool
 		// act runs at 2 min 30 s; it returns the feeds that must be
 		// polled after 5 min more, and those that must not be.
 		act func(t *testing.T, e *env) (polled, idle []string)
@@ -173,22 +170,6 @@ func TestServiceFollowsOwner(t *testing.T) {
 				return []string{"/f/0.rss", "/f/1.rss", "/f/2.rss", "/f/new.rss"}, []string{"/f/3.rss"}
 			},
 		},
-		{
-			name:     "without a StateLoader, resync picks up a feed another node created and drops one it deleted",
-			listOnly: true,
-			owned:    []int{0, 1, 2, 3},
-			act: func(t *testing.T, e *env) ([]string, []string) {
-				f := storage.Feed{URL: "http://pub.test/f/new.rss", Kind: storage.KindRemote, Policy: "fixed-1m"}
-				if err := e.st.CreateFeed(&f); err != nil {
-					t.Fatal(err)
-				}
-				if err := e.st.DeleteFeed(e.ids[3]); err != nil {
-					t.Fatal(err)
-				}
-				e.owner.setSilently(e.ids[0], e.ids[1], e.ids[2], f.ID)
-				return []string{"/f/0.rss", "/f/1.rss", "/f/2.rss", "/f/new.rss"}, []string{"/f/3.rss"}
-			},
-		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -207,22 +188,13 @@ func TestServiceFollowsOwner(t *testing.T) {
 					}
 					e.ids = append(e.ids, f.ID)
 				}
-				// A sensor's feed, owned like any other, is never polled.
-				sensor := storage.Feed{Kind: storage.KindSensor, Slug: "lab", Policy: "auto"}
-				if err := st.CreateFeed(&sensor); err != nil {
-					t.Fatal(err)
-				}
 				var owned []uint64
 				for _, i := range tt.owned {
 					owned = append(owned, e.ids[i])
 				}
-				e.owner = newFakeOwner(append(owned, sensor.ID)...)
-				var store aggregator.Store = st
-				if tt.listOnly {
-					store = struct{ aggregator.Store }{st}
-				}
+				e.owner = newFakeOwner(owned...)
 				e.svc, err = aggregator.NewService(aggregator.ServiceOptions{
-					Store:     store,
+					Store:     st,
 					Fetcher:   aggregator.NewFetcher(aggregator.FetchOptions{Transport: handlerTransport{pub}, UserAgent: aggregator.UserAgent("test", "n1")}),
 					Scheduler: schedule.Config{Workers: 2},
 					Owner:     e.owner,

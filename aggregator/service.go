@@ -72,10 +72,9 @@ type Service struct {
 	sched *schedule.Scheduler
 	log   *slog.Logger
 
-	mu        sync.Mutex
-	guards    map[uint64]*feedGuard
-	push      pushState       // watchers (push.go)
-	notPolled map[uint64]bool // feeds a clustered service found not remote (owner.go)
+	mu     sync.Mutex
+	guards map[uint64]*feedGuard
+	push   pushState // watchers (push.go)
 }
 
 // feedGuard wraps a feed's policy with what the service decides on its own:
@@ -245,19 +244,6 @@ func (s *Service) Load() error {
 // schedule adds feed f to the scheduler; with replay, its policy first
 // relearns the stored observations.
 func (s *Service) schedule(f storage.Feed, now time.Time, replay bool) error {
-	var obs []storage.Observation
-	if replay {
-		var err error
-		if obs, err = s.opt.Store.Observations(f.ID, 0); err != nil {
-			return err
-		}
-	}
-	return s.scheduleFrom(f, obs, now, replay)
-}
-
-// scheduleFrom is schedule with the feed's stored observations (oldest
-// first) already read.
-func (s *Service) scheduleFrom(f storage.Feed, obs []storage.Observation, now time.Time, replay bool) error {
 	p, err := schedule.ByName(f.Policy, f.ID)
 	if err != nil {
 		return err
@@ -265,6 +251,10 @@ func (s *Service) scheduleFrom(f storage.Feed, obs []storage.Observation, now ti
 	g := &feedGuard{policy: p, respect: !f.IgnoreCache, sleep: f.Sleep}
 	first := now
 	if replay {
+		obs, err := s.opt.Store.Observations(f.ID, 0)
+		if err != nil {
+			return err
+		}
 		var next time.Time
 		for _, o := range obs {
 			if o.Err != "" {
