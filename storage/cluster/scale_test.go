@@ -94,33 +94,17 @@ func startScaleNode(tb testing.TB, c *jstest.Cluster, name string, cfg scaleConf
 	return &scaleNode{testNode: n, st: st}
 }
 
-// owners maps each of the shards to the nodes that own it now.
-func owners(nodes []*scaleNode, shards int) [][]string {
-	out := make([][]string, shards)
-	for _, n := range nodes {
-		for _, s := range n.Owned() {
-			out[s] = append(out[s], n.Name())
-		}
+// testNodes returns the lease nodes of nodes.
+func testNodes(nodes []*scaleNode) []*testNode {
+	out := make([]*testNode, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.testNode
 	}
 	return out
 }
 
-func evenShare(nodes []*scaleNode) error {
-	counts := map[string]int{}
-	for s, o := range owners(nodes, DefaultShards) {
-		if len(o) != 1 {
-			return fmt.Errorf("shard %d owned by %v", s, o)
-		}
-		counts[o[0]]++
-	}
-	floor, ceil := Share(DefaultShards, len(nodes))
-	for _, n := range nodes {
-		if c := counts[n.Name()]; c < floor || c > ceil {
-			return fmt.Errorf("%s owns %d (want %d…%d)", n.Name(), c, floor, ceil)
-		}
-	}
-	return nil
-}
+// owners maps each of the shards to the nodes that own it now.
+func owners(nodes []*scaleNode, shards int) [][]string { return ownershipOf(testNodes(nodes), shards) }
 
 // gathered sums the samples (counters) or sample counts (histograms) of
 // the metric name whose labels include match.
@@ -267,7 +251,7 @@ func runScale(tb testing.TB, cfg scaleConfig) scaleResult {
 	for i := range nodes {
 		nodes[i] = startScaleNode(tb, c, "n"+strconv.Itoa(i+1), cfg)
 	}
-	waitFor(tb, 60*time.Second, "even share", func() error { return evenShare(nodes) })
+	waitFor(tb, 60*time.Second, "even share", func() error { return evenOf(testNodes(nodes), DefaultShards) })
 	heap1, rss1 := heap(), rss()
 	js, err := jetstream.New(nodes[0].nc)
 	if err != nil {
