@@ -79,6 +79,10 @@ func (s *Store) retain(ctx context.Context, f storage.Feed, now time.Time) (int,
 	if r.MaxItems <= 0 && r.MaxAge <= 0 {
 		return 0, nil
 	}
+	// Nothing over (the usual case): decided without sorting the index.
+	if n, oldest := s.known.oldest(f.ID); n > 0 && (r.MaxItems <= 0 || n <= r.MaxItems) && (r.MaxAge <= 0 || oldest >= now.Add(-r.MaxAge).UnixNano()) {
+		return 0, nil
+	}
 	live, ok := s.known.live(f.ID)
 	if !ok {
 		// Evicted from the index since the caller synced it.
