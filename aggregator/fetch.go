@@ -212,13 +212,25 @@ func (f *Fetcher) Client() *http.Client {
 }
 
 // DefaultUserAgent is "slogfeed/<version> (+https://slogfeed.org)", the
-// version coming from the build information.
+// version coming from the build information: UserAgent of a single node.
 func DefaultUserAgent() string {
 	v := "dev"
 	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
 		v = strings.TrimPrefix(info.Main.Version, "v")
 	}
-	return "slogfeed/" + v + " (+https://slogfeed.org)"
+	return UserAgent(v, "")
+}
+
+// UserAgent is the fetcher's User-Agent for a version and a cluster
+// node: "slogfeed/<version> (node <node>; +https://slogfeed.org)", so
+// publishers and logs can tell a cluster's nodes apart. A single slogfeed
+// (node "") sends "slogfeed/<version> (+https://slogfeed.org)", without a
+// host name.
+func UserAgent(version, node string) string {
+	if node == "" {
+		return "slogfeed/" + version + " (+https://slogfeed.org)"
+	}
+	return "slogfeed/" + version + " (node " + node + "; +https://slogfeed.org)"
 }
 
 // CloseIdleConnections closes the connections kept alive for reuse.

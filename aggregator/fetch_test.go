@@ -920,6 +920,23 @@ func TestDefaultUserAgent(t *testing.T) {
 	}
 }
 
+// UserAgent names the cluster node that fetches, and no host name on a
+// single node.
+func TestUserAgent(t *testing.T) {
+	tests := []struct{ version, node, want string }{
+		{"1.2.0", "", "slogfeed/1.2.0 (+https://slogfeed.org)"},
+		{"1.2.0", "n1", "slogfeed/1.2.0 (node n1; +https://slogfeed.org)"},
+		{"dev", "host.example", "slogfeed/dev (node host.example; +https://slogfeed.org)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.version+"/"+tt.node, func(t *testing.T) {
+			if got := UserAgent(tt.version, tt.node); got != tt.want {
+				t.Errorf("UserAgent(%q, %q) = %q, want %q", tt.version, tt.node, got, tt.want)
+			}
+		})
+	}
+}
+
 // Parse and fetch meet in the service; a round trip through both keeps the
 // feed's items.
 func TestFetchThenParse(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/storage/cluster"
 )
 
 // Error backoff: a feed that fails waits min(ErrorBackoffBase·2^(n−1),
@@ -48,6 +49,17 @@ type ServiceOptions struct {
 	// Sources are the source adapters feeds with a Source use in place of
 	// the feed parser (plugins.Sources()); nil for none.
 	Sources Sources
+	// Owner says which feeds this node polls (a cluster node's shards);
+	// nil means cluster.Everything, a single slogfeed that polls all.
+	// The service follows its Changed: it schedules feeds it comes to
+	// own at their learned prediction and stops polling those it lost;
+	// a fetch asks OwnsFeed again just before it starts.
+	Owner cluster.Owner
+	// Resync is how often a clustered service lists the store's feeds
+	// to pick up those created or deleted on other nodes; zero means
+	// DefaultResync with an Owner other than cluster.Everything, never
+	// without one; negative means never.
+	Resync time.Duration
 }
 
 // Service is the live loop: the scheduler pops the feed whose predicted
@@ -198,6 +210,12 @@ func NewService(opt ServiceOptions) (*Service, error) {
 	if opt.MaxItems <= 0 {
 		opt.MaxItems = 1000
 	}
+	if opt.Owner == nil {
+		opt.Owner = cluster.Everything
+	}
+	if opt.Resync == 0 && opt.Owner != cluster.Everything {
+		opt.Resync = DefaultResync
+	}
 	cfg := opt.Scheduler
 	cfg.Clock = opt.Clock
 	sched, err := schedule.New(cfg)
@@ -214,8 +232,9 @@ func (s *Service) SetMetrics(m *Metrics) { s.opt.Metrics = m }
 // Scheduler returns the scheduler (for metrics and tests).
 func (s *Service) Scheduler() *schedule.Scheduler { return s.sched }
 
-// Load schedules every remote feed of the store, rebuilding each policy
-// from its stored observations. Call it once before Run.
+// Load schedules every remote feed of the store that this node owns,
+// rebuilding each policy from its stored observations. Call it once
+// before Run.
 func (s *Service) Load() error {
 	feeds, err := s.opt.Store.Feeds()
 	if err != nil {
@@ -223,7 +242,7 @@ func (s *Service) Load() error {
 	}
 	now := s.opt.Clock.Now()
 	for _, f := range feeds {
-		if f.Kind != storage.KindRemote {
+		if f.Kind != storage.KindRemote || !s.owns(f.ID) {
 			continue
 		}
 		if err := s.schedule(f, now, true); err != nil {
@@ -265,6 +284,7 @@ func (s *Service) schedule(f storage.Feed, now time.Time, replay bool) error {
 		if f.RetryAfter.After(first) {
 			first = f.RetryAfter
 		}
+		s.log.Debug("feed resumes its learned schedule", "feed", f.ID, "observations", len(obs), "prediction", next, "first", first)
 	}
 	s.mu.Lock()
 	s.guards[f.ID] = g
@@ -298,7 +318,8 @@ func (s starter) Start(now time.Time) time.Time {
 }
 
 // Subscribe validates and stores a new remote feed and schedules its first
-// fetch now. The policy defaults to schedule.DefaultPolicy. A URL whose
+// fetch now (on a cluster node that does not own the feed's shard, its
+// owner picks it up at its next Resync). The policy defaults to schedule.DefaultPolicy. A URL whose
 // host is a loopback, private or link-local address (in any numeric form)
 // that the fetcher's allow-list does not cover is refused with an error
 // wrapping ErrBlocked.
@@ -324,6 +345,9 @@ func (s *Service) Subscribe(f storage.Feed) (storage.Feed, error) {
 	}
 	if err := s.opt.Store.CreateFeed(&f); err != nil {
 		return storage.Feed{}, err
+	}
+	if !s.owns(f.ID) {
+		return f, nil
 	}
 	if err := s.schedule(f, s.opt.Clock.Now(), false); err != nil {
 		_ = s.opt.Store.DeleteFeed(f.ID)
@@ -409,6 +433,11 @@ func (s *Service) PlannedFetch(id uint64, now time.Time) (time.Time, bool) {
 // Run fetches feeds as the scheduler grants them until ctx is cancelled,
 // then waits for in-flight fetches to finish or abandon.
 func (s *Service) Run(ctx context.Context) error {
+	ownCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { s.owned(ownCtx) })
+	defer wg.Wait()
+	defer stop()
 	err := s.sched.Run(ctx, func(ctx context.Context, id int) schedule.Observation {
 		return s.fetch(ctx, uint64(id))
 	})
@@ -469,8 +498,17 @@ func (s *Service) FetchNow(ctx context.Context, id uint64) (storage.Observation,
 func (s *Service) fetch(ctx context.Context, id uint64) schedule.Observation {
 	g := s.guard(id)
 	f, err := s.opt.Store.Feed(id)
+	if errors.Is(err, storage.ErrFeedNotFound) && g != nil {
+		// Deleted on another node since the last resync: forget it.
+		s.drop(id)
+	}
 	if err != nil || g == nil {
 		// Deleted meanwhile: an empty observation; Remove forgets it.
+		return schedule.Observation{At: s.opt.Clock.Now()}
+	}
+	if !s.owns(id) {
+		// Another node's now: it polls the feed from here on.
+		s.drop(id)
 		return schedule.Observation{At: s.opt.Clock.Now()}
 	}
 	now := s.opt.Clock.Now()

@@ -185,3 +185,27 @@ func (s *Store) RecordFetch(feedID uint64, items []Item, o Observation, fn func(
 	}
 	return out, nil
 }
+
+// FeedStates implements StateLoader: Feeds, then Observations of each
+// wanted feed (each a local read; a feed deleted in between is left out).
+func (s *Store) FeedStates(want func(id uint64) bool, obsLimit int) (map[uint64]*FeedState, error) {
+	feeds, err := s.Feeds()
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[uint64]*FeedState)
+	for _, f := range feeds {
+		if want != nil && !want(f.ID) {
+			continue
+		}
+		obs, err := s.Observations(f.ID, obsLimit)
+		if errors.Is(err, ErrFeedNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[f.ID] = &FeedState{Feed: f, Observations: obs}
+	}
+	return out, nil
+}

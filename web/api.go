@@ -15,6 +15,7 @@ import (
 	"github.com/slogfeed/slogfeed/aggregator/opml"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/storage/cluster"
 )
 
 // maxBody caps every JSON request body.
@@ -36,6 +37,9 @@ type api struct {
 	auth  *Auth
 	log   *slog.Logger
 	now   func() time.Time
+	// clusterStatus and node: see Options.Cluster and Options.Node.
+	clusterStatus func() cluster.Status
+	node          string
 }
 
 // feedRequest is the body of POST /api/v1/feeds.
@@ -189,6 +193,7 @@ func (a *api) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/feeds/{id}/schedule", a.schedule)
 	mux.HandleFunc("GET /api/v1/opml", a.exportOPML)
 	mux.HandleFunc("PUT /api/v1/feeds/{id}/sleep", a.setSleep)
+	mux.HandleFunc("GET /api/v1/cluster", a.cluster)
 }
 
 // exportOPML writes every remote feed as OPML. The export is a backup:

@@ -24,7 +24,11 @@
 //	POST   /api/v1/sensors/{sensor}/readings   the sensor store (see SensorHandler)
 //	GET    /sensors/{sensor}.rss|.atom|.json  a sensor's readings as a feed
 //	GET    /feeds/{slug}.rss|.atom|.json  a pipe's output, republished (see PipeFeedHandler)
-//	GET    /healthz                       {"status": "ok"} when the store answers
+//	GET    /api/v1/cluster                the cluster: nodes (name, addr, shards, feeds, last_seen), shards,
+//	                                      unowned, lease_ttl_s (ClusterStatus; one node, mode "single",
+//	                                      without a cluster)
+//	GET    /healthz                       {"status": "ok"} when the store answers and Options.Ready is nil;
+//	                                      else 503 with the reason
 //	GET    /metrics                       Prometheus metrics
 //	GET    /                              the list of routes; a browser (Accept: text/html) is sent to /ui/feeds
 //
@@ -59,6 +63,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/slogfeed/slogfeed/storage/cluster"
 )
 
 // Options configure the HTTP handler.
@@ -85,6 +91,16 @@ type Options struct {
 	// disables it.
 	UI  http.Handler
 	Now func() time.Time
+	// Ready, when set, tells whether the node can take writes (a cluster
+	// node: NATS connected, its lease writes succeed); /healthz answers
+	// 503 with its error until it returns nil.
+	Ready func() error
+	// Cluster, when set, is the lease view of a cluster node
+	// (cluster.Node.Status) that GET /api/v1/cluster shows; nil means a
+	// single slogfeed, shown as one node named Node.
+	Cluster func() cluster.Status
+	// Node names this node in GET /api/v1/cluster (default "local").
+	Node string
 	// MaxPreviews bounds the pipe previews and requested runs (POST
 	// /api/v1/pipes/preview, /api/v1/pipes/{id}/preview and
 	// /api/v1/pipes/{id}/run) that run at once (default
@@ -120,9 +136,13 @@ func New(opt Options) http.Handler {
 		opt.Auth = NewAuth(AuthOptions{Token: opt.Token, Now: opt.Now, Logger: opt.Logger})
 	}
 	mux := http.NewServeMux()
-	a := &api{store: opt.Store, agg: opt.Aggregator, auth: opt.Auth, log: opt.Logger, now: opt.Now}
+	if opt.Node == "" {
+		opt.Node = "local"
+	}
+	a := &api{store: opt.Store, agg: opt.Aggregator, auth: opt.Auth, log: opt.Logger, now: opt.Now,
+		clusterStatus: opt.Cluster, node: opt.Node}
 	a.routes(mux)
-	index := []string{"/api/v1/feeds", "/api/v1/sensors/{sensor}/readings", "/sensors/{sensor}.rss", "/healthz", "/metrics"}
+	index := []string{"/api/v1/feeds", "/api/v1/cluster", "/api/v1/sensors/{sensor}/readings", "/sensors/{sensor}.rss", "/healthz", "/metrics"}
 	if opt.Pipes != nil {
 		(&pipeAPI{pipes: opt.Pipes, log: opt.Logger, slots: newSlots(opt.MaxPreviews)}).routes(mux)
 		index = append(index, "/api/v1/pipes", "/api/v1/operators")
@@ -134,6 +154,12 @@ func New(opt Options) http.Handler {
 		if _, err := opt.Store.LastSeq(); err != nil {
 			respondJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": err.Error()})
 			return
+		}
+		if opt.Ready != nil {
+			if err := opt.Ready(); err != nil {
+				respondJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": err.Error()})
+				return
+			}
 		}
 		respondJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

@@ -22,7 +22,8 @@ import (
 )
 
 // clientSettings is the configuration table of the commands that talk to a
-// running `slogfeed serve` (add, list, remove, show, import, export):
+// running `slogfeed serve` (add, list, remove, show, import, export,
+// cluster):
 //
 //	flag       environment variable  default                 meaning
 //	--server   SLOGFEED_SERVER       http://127.0.0.1:8080   the running slogfeed's base URL
@@ -359,4 +360,47 @@ func clientUsage(name, args, what string) func(w io.Writer, a *app) {
 	return func(w io.Writer, a *app) {
 		fmt.Fprintf(w, "Usage:\n  slogfeed %s %s\n\n%s\nIt talks to the running `slogfeed serve` (--server, SLOGFEED_SERVER).\n", name, args, what)
 	}
+}
+
+func runCluster(ctx context.Context, a *app, args []string) error {
+	c, pos, err := clientCommand(a, "cluster", args, nil)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return &usageError{msg: "cluster takes no arguments", cmd: "cluster"}
+	}
+	var st web.ClusterStatus
+	if err := c.do(ctx, http.MethodGet, "/api/v1/cluster", nil, &st); err != nil {
+		return err
+	}
+	writeCluster(a.stdout, st)
+	return nil
+}
+
+// writeCluster prints GET /api/v1/cluster as a table, one row per node,
+// and a summary line.
+func writeCluster(w io.Writer, st web.ClusterStatus) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tADDR\tSHARDS\tFEEDS\tLIVE\tLAST SEEN")
+	for _, n := range st.Nodes {
+		addr, seen, live := n.Addr, "-", "no"
+		if addr == "" {
+			addr = "-"
+		}
+		if !n.LastSeen.IsZero() {
+			seen = n.LastSeen.UTC().Format(time.RFC3339)
+		}
+		if n.Live {
+			live = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", oneLine(n.Name), oneLine(addr), n.Shards, n.Feeds, live, seen)
+	}
+	_ = tw.Flush()
+	if st.Mode == web.ModeSingle {
+		fmt.Fprintf(w, "single node (no cluster): %d feeds\n", st.Feeds)
+		return
+	}
+	fmt.Fprintf(w, "%d shards, %d unowned (%d feeds not polled now), %d feeds, lease TTL %gs\n",
+		st.Shards, st.Unowned, st.UnownedFeeds, st.Feeds, st.LeaseTTLS)
 }

@@ -54,3 +54,42 @@ func TestAddSleep(t *testing.T) {
 		})
 	}
 }
+
+// cluster prints GET /api/v1/cluster as a table: a node per row and a
+// summary; a single node says so.
+func TestClusterCommand(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want []string
+	}{
+		{"cluster", `{"mode":"cluster","nodes":[{"name":"n1","addr":"127.0.0.1:8081","shards":32,"shard_ids":[],"last_seen":"2026-11-25T12:00:00Z","live":true,"feeds":10},` +
+			`{"name":"n2","shards":0,"shard_ids":[],"last_seen":"2026-11-25T11:59:00Z","live":false,"feeds":0}],"shards":64,"unowned":32,"lease_ttl_s":9,"feeds":20,"unowned_feeds":10}`,
+			[]string{"NODE", "n1", "127.0.0.1:8081", "32", "10", "yes", "2026-11-25T12:00:00Z", "n2", "no", "64 shards, 32 unowned (10 feeds not polled now), 20 feeds, lease TTL 9s"}},
+		{"single", `{"mode":"single","nodes":[{"name":"local","shards":1,"shard_ids":[0],"last_seen":"2026-11-25T12:00:00Z","live":true,"feeds":3}],"shards":1,"unowned":0,"lease_ttl_s":0,"feeds":3,"unowned_feeds":0}`,
+			[]string{"local", "single node (no cluster): 3 feeds"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/api/v1/cluster" {
+					http.NotFound(w, r)
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.Write([]byte(tc.body))
+			}))
+			defer srv.Close()
+			env := map[string]string{"SLOGFEED_LOG_LEVEL": "error", "SLOGFEED_SERVER": srv.URL}
+			r := runCLI(context.Background(), []string{"cluster"}, env, nil)
+			if r.code != 0 {
+				t.Fatalf("code %d: %s", r.code, r.stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(r.stdout, w) {
+					t.Errorf("output lacks %q:\n%s", w, r.stdout)
+				}
+			}
+		})
+	}
+}

@@ -62,6 +62,7 @@ func commands() []command {
 		{name: "show", summary: "show a feed's schedule state and recent polls", run: runShow, usage: clientUsage("show", "ID", "Shows the feed's learned period and spread, mode, next fetch and recent polls.")},
 		{name: "import", summary: "subscribe to the feeds of an OPML file", run: runImport, usage: clientUsage("import", "FILE.opml [--policy P]", "Imports an OPML subscription list (nested folders become categories).")},
 		{name: "export", summary: "write the subscriptions as OPML", run: runExport, usage: clientUsage("export", "", "Writes every subscription as OPML 2.0 to standard output.")},
+		{name: "cluster", summary: "show the cluster's nodes, shards and feeds", run: runCluster, usage: clientUsage("cluster", "", "Shows each node of the cluster (name, address, shards, feeds it polls, last seen) and the unowned shards; a slogfeed without --nats shows itself as one node.")},
 		{name: "eval", summary: "run a scheduling evaluation scenario and print its results", run: runEval, usage: evalUsage},
 		{name: "help", summary: "show help for slogfeed or for one command", run: runHelp, usage: helpUsage},
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/slogfeed/slogfeed/plugins/websub"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/storage/cluster"
 	"github.com/slogfeed/slogfeed/transform"
 	"github.com/slogfeed/slogfeed/transform/pack"
 	"github.com/slogfeed/slogfeed/transform/runner"
@@ -58,8 +59,21 @@ import (
 //	--regex-input     SLOGFEED_REGEX_INPUT     16KiB                bytes of a field a regex operator matches in (the rest
 //	                                                                is kept as it is)
 //	--previews  SLOGFEED_PREVIEWS     2                             pipe previews and requested runs at once (more: 429)
+//
+// and the cluster rows (clusterSettings; docs/cluster.md). Without --nats
+// and --nats-embed, serve is a single slogfeed on its bbolt file:
+//
+//	--nats      SLOGFEED_NATS         (none)                        NATS server URLs: join a cluster, data in JetStream
+//	--node      SLOGFEED_NODE         the host name                 this node's name, unique in the cluster
+//	--nats-embed SLOGFEED_NATS_EMBED  false                         run a JetStream server in this process (data in DIR/nats)
+//	--nats-listen SLOGFEED_NATS_LISTEN 127.0.0.1:4222               the embedded server's client address
+//	--nats-cluster-listen SLOGFEED_NATS_CLUSTER_LISTEN (none)       the embedded server's route address
+//	--nats-routes SLOGFEED_NATS_ROUTES (none)                       the other embedded servers' route URLs
+//	--nats-replicas SLOGFEED_NATS_REPLICAS 0                        replicas of slogfeed's streams and buckets (0: 3 on a
+//	                                                                cluster, 1 on a single server)
+//	--shards    SLOGFEED_SHARDS       64                            shards of the feeds and pipes (fixed by the first node)
 func serveSettings(getenv func(string) string) []setting {
-	return []setting{
+	return append([]setting{
 		{Name: "addr", Env: "SLOGFEED_ADDR", Default: "127.0.0.1:8080", Doc: "HTTP listen `ADDRESS`", Check: checkAddr},
 		{Name: "data", Env: "SLOGFEED_DATA", Default: defaultDataDir(getenv), Doc: "data `DIR` (holds slogfeed.db)"},
 		{Name: "demo", Env: "SLOGFEED_DEMO", Default: "false", Doc: "start simulated sensor publishers on loopback and subscribe to them", Check: checkBool, Bool: true},
@@ -75,7 +89,7 @@ func serveSettings(getenv func(string) string) []setting {
 		{Name: "pipe-run-bytes", Env: "SLOGFEED_PIPE_RUN_BYTES", Default: "128MiB", Doc: "`BYTES` all the nodes of a pipe run or preview may materialise together", Check: checkBytes},
 		{Name: "regex-input", Env: "SLOGFEED_REGEX_INPUT", Default: "16KiB", Doc: "`BYTES` of a field a regex operator matches in; the rest of the field is kept as it is", Check: checkBytes},
 		{Name: "previews", Env: "SLOGFEED_PREVIEWS", Default: "2", Doc: "pipe previews and requested runs (`N`) that run at once; one more is answered 429", Check: checkInt},
-	}
+	}, clusterSettings()...)
 }
 
 // checkPipeTime accepts a duration from 100ms to 10m.
@@ -254,16 +268,46 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	store, err := storage.Open(filepath.Join(dir, "slogfeed.db"), storage.Options{LockTimeout: time.Second})
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-
 	ln, err := net.Listen("tcp", v["addr"])
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// The store: the bbolt file, or with --nats/--nats-embed JetStream,
+	// with a lease node that says which feeds and pipes are this node's.
+	var store storage.Backend
+	owner := cluster.Everything
+	userAgent := aggregator.UserAgent(versionString(), "")
+	var node *clusterNode
+	if clusterEnabled(v) {
+		addr := v["public-url"]
+		if addr == "" {
+			addr = ln.Addr().String()
+		}
+		node, err = startCluster(ctx, v, dir, addr, log, reg)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			node.close(cctx)
+		}()
+		store, owner = node.backend, node.node
+		userAgent = aggregator.UserAgent(versionString(), v["node"])
+		log.Info("cluster node started", "node", v["node"], "shards", node.node.Shards())
+	} else {
+		bolt, err := storage.Open(filepath.Join(dir, "slogfeed.db"), storage.Options{LockTimeout: time.Second})
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		store = bolt
+	}
+	defer store.Close()
+
 	token := v["token"]
 	if !isLoopback(ln.Addr()) && token == "" {
 		var buf [16]byte
@@ -299,16 +343,15 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	// built after the runner, whose Notify it calls.
 	var svc *aggregator.Service
 	plannedFetch := func(id uint64, now time.Time) (time.Time, bool) { return svc.PlannedFetch(id, now) }
-	pipes, err := runner.New(runner.Options{Store: store, Logger: log, OnOutput: notifyServices, PlannedFetch: plannedFetch, Limits: pipeLimits(v)})
+	pipes, err := runner.New(runner.Options{Store: store, Logger: log, OnOutput: notifyServices, PlannedFetch: plannedFetch, Limits: pipeLimits(v), Owner: owner})
 	if err != nil {
 		ln.Close()
 		return err
 	}
 
-	fetcher := aggregator.NewFetcher(aggregator.FetchOptions{Allow: allow, UserAgent: "slogfeed/" + versionString() + " (+https://slogfeed.org)"})
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	fetcher := aggregator.NewFetcher(aggregator.FetchOptions{Allow: allow, UserAgent: userAgent})
 	svc, err = aggregator.NewService(aggregator.ServiceOptions{
+		Owner: owner,
 		Store: store, Fetcher: fetcher, Logger: log,
 		Scheduler: schedule.Config{Rate: rate, PerHost: perHost, Workers: workers},
 		OnNewItems: func(f storage.Feed, items []storage.Item) {
@@ -376,6 +419,9 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		Routes:    services.Routes(),
 
 		MaxPreviews: previews,
+		Node:        v["node"],
+		Ready:       clusterReady(node),
+		Cluster:     clusterStatusOf(node),
 	})
 	if pub != nil {
 		existing, err := store.Feeds()

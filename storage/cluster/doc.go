@@ -41,6 +41,12 @@
 // revision, and a second process with the same name makes one of them
 // stop with ErrDuplicateNode.
 //
+// `slogfeed serve --nats` (cmd/slogfeed/cluster.go) starts a Node and
+// passes it as the Owner of the aggregator (aggregator.ServiceOptions)
+// and of the pipe runner (runner.Options), which poll and run only what
+// their node owns and follow Changed; storage/cluster/e2e and
+// cmd/slogfeed's TestClusterProcesses kill a node under them.
+//
 // # Tests
 //
 // decide_test.go pins Decide, Owned, Share, ResumeSeen, ShardOf and

@@ -76,8 +76,11 @@ func (n *testNode) counter(name string, labels ...string) float64 {
 }
 
 // ownership maps each shard to the nodes that own it now.
-func ownership(nodes []*testNode) [][]string {
-	out := make([][]string, testShards)
+func ownership(nodes []*testNode) [][]string { return ownershipOf(nodes, testShards) }
+
+// ownershipOf maps each of shards shards to the nodes that own it now.
+func ownershipOf(nodes []*testNode, shards int) [][]string {
+	out := make([][]string, shards)
 	for _, n := range nodes {
 		for _, s := range n.Owned() {
 			out[s] = append(out[s], n.Name())
@@ -88,15 +91,18 @@ func ownership(nodes []*testNode) [][]string {
 
 // even reports whether every shard has one owner and the owners' counts
 // are the even share.
-func even(nodes []*testNode) error {
+func even(nodes []*testNode) error { return evenOf(nodes, testShards) }
+
+// evenOf is even for a cluster of shards shards.
+func evenOf(nodes []*testNode, shards int) error {
 	counts := map[string]int{}
-	for s, o := range ownership(nodes) {
+	for s, o := range ownershipOf(nodes, shards) {
 		if len(o) != 1 {
 			return fmt.Errorf("shard %d owned by %v", s, o)
 		}
 		counts[o[0]]++
 	}
-	floor, ceil := Share(testShards, len(nodes))
+	floor, ceil := Share(shards, len(nodes))
 	for _, n := range nodes {
 		if c := counts[n.Name()]; c < floor || c > ceil {
 			return fmt.Errorf("%s owns %d (want %d…%d): %v", n.Name(), c, floor, ceil, counts)

@@ -22,10 +22,8 @@ const DefaultCallTimeout = 5 * time.Second
 // (storage.FeedStore, storage.ObservationReader, ...). Each call runs with
 // a context bounded by the call timeout and cancelled by Close.
 //
-// It implements every method of storage.Backend but SetReducer (PACK
-// reduction at retention, next stage; see docs/cluster.md), so it is not
-// a storage.Backend yet. The contract suite (storage/storagetest) runs
-// against it.
+// It is a storage.Backend: the contract suite (storage/storagetest) runs
+// against it, every case passing.
 type Backend struct {
 	s       *Store
 	timeout time.Duration
@@ -128,7 +126,7 @@ func (b *Backend) AddItems(feedID uint64, items []storage.Item) ([]storage.Item,
 	if err != nil {
 		return nil, err
 	}
-	return b.s.AddItems(ctx, feedID, items, f.Retention)
+	return b.s.AddFeedItems(ctx, f, items)
 }
 
 // CountItems is Store.CountItems.
@@ -222,7 +220,7 @@ func (s *Store) FeedBySlug(ctx context.Context, kind storage.Kind, slug string) 
 }
 
 func (s *Store) feedByIndex(ctx context.Context, key *storage.Feed) (storage.Feed, error) {
-	e, err := s.index.Get(ctx, indexKeyOf(key))
+	e, err := s.get(ctx, s.index, IndexBucket, indexKeyOf(key))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return storage.Feed{}, fmt.Errorf("feed %s: %w", describe(key), storage.ErrFeedNotFound)
 	}

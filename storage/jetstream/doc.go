@@ -45,6 +45,8 @@
 // moment are de-duplicated by the stream's message IDs (window 10 minutes
 // by default), and beyond the window each Store refuses IDs the feed
 // already has (known.go), read from the subject's message headers.
+// The items of a feed are deleted by retention one message at a time
+// (ApplyRetention).
 //
 // Options.Metrics records JetStream publish latency and KV writes by bucket
 // and result (see Metrics).
@@ -59,9 +61,20 @@
 // writes whose last step is a compare-and-set; each method documents what
 // a crash between the steps leaves.
 //
-// Not yet here, so Backend is not a storage.Backend: SetReducer (PACK
-// reduction at retention; retention also purges by arrival, not publish
-// time); item updates (a changed item with a known ID is skipped, not
-// merged); Items, Item and snapshots read the feed's whole subject
+// Backend is a storage.Backend. Retention is by publish time, as in the
+// bbolt store, with the Reducer of SetReducer (PACK) given the items it
+// removes (retention.go); the order comes from each Store's index of a
+// feed's items (known.go), rebuilt from the item messages' headers
+// (ItemKeyHeader, ItemTimeHeader), so only the items a Reducer is given
+// are read.
+//
+// FeedStates loads the records and observations of many feeds (those of
+// the shards a node takes over) in two ordered-consumer passes. Reads
+// delete their ephemeral consumers once done, and polls catch up with a
+// feed's new items by direct gets, so that no consumers pile up against
+// the stream's limit (1,000 by default).
+//
+// Not yet here: item updates (a changed item with a known ID is skipped,
+// not merged); Items, Item and snapshots read the feed's whole subject
 // (bounded by MaxItemsPerFeed) instead of an index.
 package jetstream

@@ -138,7 +138,7 @@ func (s *Store) Feed(ctx context.Context, id uint64) (storage.Feed, error) {
 }
 
 func (s *Store) feed(ctx context.Context, id uint64) (storage.Feed, uint64, error) {
-	e, err := s.defs.Get(ctx, feedKey(id))
+	e, err := s.get(ctx, s.defs, DefsBucket, feedKey(id))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return storage.Feed{}, 0, fmt.Errorf("feed %d: %w", id, storage.ErrFeedNotFound)
 	}
@@ -324,6 +324,7 @@ func (s *Store) readObservations(ctx context.Context, feedID uint64, limit int) 
 	if err != nil {
 		return nil, fmt.Errorf("observations of feed %d: %w", feedID, err)
 	}
+	defer s.release(s.obs, cons)
 	out, err := fetchAll(ctx, cons, total, fmt.Sprintf("observations of feed %d", feedID), func(m jetstream.Msg) (storage.Observation, error) {
 		var o storage.Observation
 		if err := json.Unmarshal(m.Data(), &o); err != nil {

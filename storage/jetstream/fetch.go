@@ -59,7 +59,7 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 	if err := checkObservation(feedID, &dryObs, s.maxData); err != nil {
 		return storage.Fetched{}, err
 	}
-	added, itemErr := s.AddItems(ctx, feedID, items, f.Retention)
+	added, itemErr := s.AddFeedItems(ctx, f, items)
 	if added == nil && itemErr != nil && len(items) > 0 && !isItemRefusal(itemErr) {
 		return storage.Fetched{}, fmt.Errorf("record fetch of feed %d: %w", feedID, itemErr)
 	}
@@ -98,9 +98,11 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 	return storage.Fetched{}, fmt.Errorf("record fetch of feed %d: %w", feedID, ErrStale)
 }
 
-// isItemRefusal reports whether err holds only refusals of single items.
+// isItemRefusal reports whether err holds only refusals of single items
+// and errors of retention, which leave what was stored in place.
 func isItemRefusal(err error) bool {
 	var ie *storage.ItemError
+	var re *retentionError
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		for _, e := range j.Unwrap() {
 			if !isItemRefusal(e) {
@@ -109,7 +111,7 @@ func isItemRefusal(err error) bool {
 		}
 		return true
 	}
-	return errors.As(err, &ie)
+	return errors.As(err, &ie) || errors.As(err, &re)
 }
 
 // checkObservation refuses, with storage.ErrInvalid, an observation JSON

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -25,24 +26,44 @@ func MsgID(feedID uint64, itemID string) string {
 	return strconv.FormatUint(feedID, 10) + "/" + base64.RawURLEncoding.EncodeToString(h[:18])
 }
 
-// AddItems publishes items to feedID's subject and returns those stored,
-// with Seq set to their stream sequence (store-wide, increasing). An item
-// whose ID the feed already has (or had, before retention removed it) is
-// not published; one that another node publishes at the same moment is
-// dropped by the stream's message-ID de-duplication. Neither is returned. ret.MaxAge becomes each message's
-// TTL; ret.MaxItems is applied by purging the subject's oldest items after
-// the publish. Items without an ID or too large for one message are
-// refused with a *storage.ItemError wrapping storage.ErrInvalid while the
-// others are stored; the errors are joined.
+// AddItems is AddFeedItems for a feed known by its ID and retention
+// only: a Reducer is given a feed record with just these two set. Callers
+// holding the feed record use AddFeedItems.
+func (s *Store) AddItems(ctx context.Context, feedID uint64, items []storage.Item, ret storage.Retention) ([]storage.Item, error) {
+	return s.AddFeedItems(ctx, storage.Feed{ID: feedID, Retention: ret}, items)
+}
+
+// AddFeedItems publishes items to feed f's subject and returns those
+// stored, with Seq set to their stream sequence (store-wide, increasing).
+// An item whose ID the feed already has (or had, before retention removed
+// it) is not published; one that another node publishes at the same
+// moment is dropped by the stream's message-ID de-duplication. Neither is
+// returned. Items without an ID or too large for one message are refused
+// with a *storage.ItemError wrapping storage.ErrInvalid while the others
+// are stored; the errors are joined.
+//
+// Retention is by publish time (the fetch time for items without one), as
+// in the bbolt store: an item retention would drop at once is not stored
+// (older than f.Retention.MaxAge, or, when the feed already holds MaxItems,
+// not newer than the oldest it holds), and after the publish the feed's
+// retention is applied (ApplyRetention); items it removed are not
+// returned as added. Without a Reducer, MaxAge is also each message's TTL,
+// counted from its publish time, so age applies to feeds that stopped
+// publishing. An error of the Reducer (or of a removal) does not undo the
+// additions: it is joined to the result, and retention runs again on the
+// next call.
 //
 // Unlike the bbolt store, a changed item with a known ID is not merged
 // into the stored one (next stage); it is skipped.
-func (s *Store) AddItems(ctx context.Context, feedID uint64, items []storage.Item, ret storage.Retention) ([]storage.Item, error) {
+func (s *Store) AddFeedItems(ctx context.Context, f storage.Feed, items []storage.Item) ([]storage.Item, error) {
 	now := s.opt.Now()
+	feedID, ret := f.ID, f.Retention
 	subject := itemSubject(feedID)
 	if err := s.syncKnown(ctx, feedID); err != nil {
 		return nil, err
 	}
+	red := s.reducer()
+	skip := s.admission(feedID, ret, now)
 	var errs []error
 	type pending struct {
 		item storage.Item
@@ -67,14 +88,14 @@ func (s *Store) AddItems(ctx context.Context, feedID uint64, items []storage.Ite
 			continue
 		}
 		msgID := MsgID(feedID, it.ID)
-		if s.known.has(feedID, msgID) {
+		if s.known.has(feedID, msgID) || skip(&it) {
 			continue
 		}
 		opts := []jetstream.PublishOpt{jetstream.WithMsgID(msgID)}
-		if ret.MaxAge > 0 {
-			opts = append(opts, jetstream.WithMsgTTL(max(ret.MaxAge, time.Second)))
+		if ret.MaxAge > 0 && red == nil {
+			opts = append(opts, jetstream.WithMsgTTL(max(sortTime(&it).Add(ret.MaxAge).Sub(now), time.Second)))
 		}
-		msg := &nats.Msg{Subject: subject, Data: data}
+		msg := &nats.Msg{Subject: subject, Data: data, Header: itemHeaders(msgID, &it)}
 		ack, err := s.js.PublishMsgAsync(msg, opts...)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("publish item %d of feed %d: %w", i, feedID, err))
@@ -83,7 +104,7 @@ func (s *Store) AddItems(ctx context.Context, feedID uint64, items []storage.Ite
 		sent = append(sent, pending{it, msg, opts, ack})
 	}
 	var added []storage.Item
-	var stored []string
+	var stored []knownItem
 	for _, p := range sent {
 		var pa *jetstream.PubAck
 		var err error
@@ -103,19 +124,46 @@ func (s *Store) AddItems(ctx context.Context, feedID uint64, items []storage.Ite
 		case !pa.Duplicate:
 			p.item.Seq = pa.Sequence
 			added = append(added, p.item)
-			stored = append(stored, MsgID(feedID, p.item.ID))
+			stored = append(stored, knownItem{key: MsgID(feedID, p.item.ID), seq: pa.Sequence, at: sortTime(&p.item).UnixNano()})
 		}
 	}
 	s.known.add(feedID, stored)
 	if len(sent) > 0 {
 		s.opt.Metrics.published("items", start)
 	}
-	if ret.MaxItems > 0 && len(added) > 0 {
-		if err := s.ApplyRetention(ctx, feedID, ret); err != nil {
+	if ret != (storage.Retention{}) {
+		removed, err := s.retain(ctx, f, now)
+		if err != nil {
 			errs = append(errs, err)
+		}
+		if removed > 0 {
+			// Retention may have removed (or a digest replaced) items
+			// added here: report only those still stored as added.
+			added = slices.DeleteFunc(added, func(it storage.Item) bool {
+				return s.known.stored(feedID, MsgID(feedID, it.ID)) != it.Seq
+			})
 		}
 	}
 	return added, errors.Join(errs...)
+}
+
+// admission returns the filter of the items retention would remove at
+// once (see AddFeedItems), from the feed's index.
+func (s *Store) admission(feedID uint64, r storage.Retention, now time.Time) func(*storage.Item) bool {
+	var cutoff int64
+	if r.MaxAge > 0 {
+		cutoff = now.Add(-r.MaxAge).UnixNano()
+	}
+	full, oldest := false, int64(0)
+	if r.MaxItems > 0 {
+		if n, at := s.known.oldest(feedID); n >= r.MaxItems {
+			full, oldest = true, at
+		}
+	}
+	return func(it *storage.Item) bool {
+		t := sortTime(it).UnixNano()
+		return r.MaxAge > 0 && t < cutoff || full && t <= oldest
+	}
 }
 
 // errDuplicateInProcess is JetStream's answer to a message whose ID
@@ -138,7 +186,7 @@ func (s *Store) republish(ctx context.Context, msg *nats.Msg, opts []jetstream.P
 			return nil, ctx.Err()
 		case <-time.After(wait):
 		}
-		pa, err := s.js.PublishMsg(ctx, &nats.Msg{Subject: msg.Subject, Data: msg.Data}, opts...)
+		pa, err := s.js.PublishMsg(ctx, &nats.Msg{Subject: msg.Subject, Data: msg.Data, Header: msg.Header}, opts...)
 		if !inProcess(err) {
 			return pa, err
 		}
@@ -151,18 +199,6 @@ func short(id string) string {
 		return id[:80]
 	}
 	return id
-}
-
-// ApplyRetention purges feedID's items beyond ret.MaxItems, oldest first.
-// (MaxAge needs no pass: it is each message's TTL.)
-func (s *Store) ApplyRetention(ctx context.Context, feedID uint64, ret storage.Retention) error {
-	if ret.MaxItems <= 0 {
-		return nil
-	}
-	if err := s.items.Purge(ctx, jetstream.WithPurgeSubject(itemSubject(feedID)), jetstream.WithPurgeKeep(uint64(ret.MaxItems))); err != nil {
-		return fmt.Errorf("retention of feed %d: %w", feedID, err)
-	}
-	return nil
 }
 
 // CountItems returns how many items feedID has.
@@ -196,6 +232,7 @@ func (s *Store) readItems(ctx context.Context, feedID, afterSeq uint64, limit in
 	if err != nil {
 		return nil, fmt.Errorf("read items of feed %d: %w", feedID, err)
 	}
+	defer s.release(s.items, cons)
 	return fetchAll(ctx, cons, limit, fmt.Sprintf("read items of feed %d", feedID), func(m jetstream.Msg) (storage.Item, error) {
 		var it storage.Item
 		if err := json.Unmarshal(m.Data(), &it); err != nil {
@@ -215,31 +252,47 @@ func (s *Store) readItems(ctx context.Context, feedID, afterSeq uint64, limit in
 // with what. It returns what it read before an error too.
 func fetchAll[T any](ctx context.Context, cons jetstream.Consumer, limit int, what string, decode func(jetstream.Msg) (T, error)) ([]T, error) {
 	var out []T
-	for len(out) < limit {
-		batch, err := cons.FetchNoWait(limit - len(out))
+	err := eachMsg(ctx, cons, limit, what, func(m jetstream.Msg) error {
+		v, err := decode(m)
+		if err == nil {
+			out = append(out, v)
+		}
+		return err
+	})
+	return out, err
+}
+
+// fetchBatch bounds one fetch of eachMsg.
+const fetchBatch = 4096
+
+// eachMsg calls fn for up to limit messages of the ordered consumer cons,
+// in order, until the consumer has no more; errors are prefixed with
+// what.
+func eachMsg(ctx context.Context, cons jetstream.Consumer, limit int, what string, fn func(jetstream.Msg) error) error {
+	for seen := 0; seen < limit; {
+		batch, err := cons.FetchNoWait(min(limit-seen, fetchBatch))
 		if err != nil {
-			return out, fmt.Errorf("%s: %w", what, err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		n := 0
 		for m := range batch.Messages() {
 			n++
-			v, err := decode(m)
-			if err != nil {
-				return out, fmt.Errorf("%s: %w", what, err)
+			if err := fn(m); err != nil {
+				return fmt.Errorf("%s: %w", what, err)
 			}
-			out = append(out, v)
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			return out, fmt.Errorf("%s: %w", what, err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		if n == 0 {
 			break
 		}
+		seen += n
 		if err := ctx.Err(); err != nil {
-			return out, err
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // retryNoResponders runs read again, a few times with a short growing
@@ -261,3 +314,24 @@ func retryNoResponders[T any](ctx context.Context, read func() (T, error)) (T, e
 		wait *= 2
 	}
 }
+
+// release deletes the ephemeral consumer cons of stream once a read is
+// done with it, in the background (bounded by releaseTimeout), instead of
+// leaving it to its inactivity threshold: JetStream allows 1,000
+// consumers per stream by default, and reads at a few hundred a second
+// would reach that within the threshold.
+func (s *Store) release(stream jetstream.Stream, cons jetstream.Consumer) {
+	info := cons.CachedInfo()
+	if info == nil {
+		return
+	}
+	name := info.Name
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+		defer cancel()
+		_ = stream.DeleteConsumer(ctx, name) // at worst it expires by itself
+	}()
+}
+
+// releaseTimeout bounds the deletion of a read's consumer.
+const releaseTimeout = 5 * time.Second

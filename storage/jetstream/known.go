@@ -1,14 +1,21 @@
 package jetstream
 
 import (
+	"cmp"
 	"container/list"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/slogfeed/slogfeed/storage"
 )
 
 // DefaultKnownFeeds is how many feeds' item IDs a Store keeps in memory
@@ -16,13 +23,28 @@ import (
 // stream on its next AddItems.
 const DefaultKnownFeeds = 4096
 
-// known remembers, per feed, the message IDs of the items the stream
-// holds (and of items retention removed since), complete up to a stream
-// sequence, so AddItems stores an item once even after the stream's
-// duplicate window. When the feed's subject has messages beyond that
-// sequence (this node's own publishes, or another node's: a sensor
-// reading posted elsewhere, the overlap poll at a takeover), only those
-// are read.
+// Headers of every item message. The item's key (MsgID of its feed and
+// ID) and its sort time let a Store rebuild a feed's index from the
+// headers alone (a headers-only consumer), without the items' bodies.
+const (
+	// ItemKeyHeader holds MsgID(feed, item ID). Ordinary items also carry
+	// it as Nats-Msg-Id (de-duplication); digest items of a Reducer, which
+	// replace an item of the same ID, carry it only here.
+	ItemKeyHeader = "Slogfeed-Item"
+	// ItemTimeHeader holds the item's publish time (its fetch time when it
+	// has none) in Unix nanoseconds: what retention orders by.
+	ItemTimeHeader = "Slogfeed-Time"
+)
+
+// known is each Store's index of the items of recently used feeds: per
+// item key (MsgID), the stream sequence and the sort time (publish time,
+// else fetch time) of the message holding it, and the keys of items
+// retention removed since, so AddItems stores an item once even after the
+// stream's duplicate window and retention orders by publish time without
+// reading the items. A feed's index is complete up to a stream sequence;
+// when the feed's subject has messages beyond it (this node's own
+// publishes, or another node's: a sensor reading posted elsewhere, the
+// overlap poll at a takeover), only those are read.
 type known struct {
 	mu    sync.Mutex
 	max   int
@@ -30,9 +52,16 @@ type known struct {
 	feeds map[uint64]*knownFeed
 }
 
+// knownItem is where and when an item of a feed is stored.
+type knownItem struct {
+	key string // MsgID(feed, item ID)
+	seq uint64 // stream sequence; 0: removed by retention
+	at  int64  // sort time, Unix nanoseconds
+}
+
 type knownFeed struct {
-	ids     map[string]struct{}
-	lastSeq uint64 // ids are complete up to this stream sequence
+	items   map[string]knownItem
+	lastSeq uint64 // items are complete up to this stream sequence
 	elem    *list.Element
 }
 
@@ -40,7 +69,7 @@ func newKnown(max int) *known {
 	return &known{max: max, order: list.New(), feeds: map[uint64]*knownFeed{}}
 }
 
-// upTo returns the sequence the feed's IDs are complete up to.
+// upTo returns the sequence the feed's index is complete up to.
 func (k *known) upTo(feedID uint64) (uint64, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -52,10 +81,10 @@ func (k *known) upTo(feedID uint64) (uint64, bool) {
 	return f.lastSeq, true
 }
 
-// extend adds ids read from the stream and makes the feed's set complete
-// up to lastSeq; reset starts the set afresh. It evicts the least recently
-// used feed beyond the bound.
-func (k *known) extend(feedID, lastSeq uint64, ids []string, reset bool) {
+// extend adds items read from the stream and makes the feed's index
+// complete up to lastSeq; reset starts the index afresh. It evicts the
+// least recently used feed beyond the bound.
+func (k *known) extend(feedID, lastSeq uint64, items []knownItem, reset bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	f, ok := k.feeds[feedID]
@@ -65,10 +94,10 @@ func (k *known) extend(feedID, lastSeq uint64, ids []string, reset bool) {
 		reset = true
 	}
 	if reset {
-		f.ids = make(map[string]struct{}, len(ids))
+		f.items = make(map[string]knownItem, len(items))
 	}
-	for _, id := range ids {
-		f.ids[id] = struct{}{}
+	for _, it := range items {
+		f.put(it)
 	}
 	f.lastSeq = lastSeq
 	k.order.MoveToFront(f.elem)
@@ -78,28 +107,109 @@ func (k *known) extend(feedID, lastSeq uint64, ids []string, reset bool) {
 	}
 }
 
-// add records IDs just stored; they do not make the set complete to a
-// later sequence (other writers may have published in between).
-func (k *known) add(feedID uint64, ids []string) {
+// put records it unless the index has a later message of the same key.
+func (f *knownFeed) put(it knownItem) {
+	if old, ok := f.items[it.key]; ok && old.seq > it.seq {
+		return
+	}
+	f.items[it.key] = it
+}
+
+// add records items just stored; they do not make the index complete to
+// a later sequence (other writers may have published in between).
+func (k *known) add(feedID uint64, items []knownItem) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if f, ok := k.feeds[feedID]; ok {
-		for _, id := range ids {
-			f.ids[id] = struct{}{}
+		for _, it := range items {
+			f.put(it)
 		}
 	}
 }
 
-// has reports whether the feed's set holds the message ID.
-func (k *known) has(feedID uint64, msgID string) bool {
+// removed marks the items retention removed (a key whose index entry has
+// moved to another message since is left alone): their keys stay known,
+// so the items do not come back as new.
+func (k *known) removed(feedID uint64, items []knownItem) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	f, ok := k.feeds[feedID]
+	if !ok {
+		return
+	}
+	for _, it := range items {
+		if cur, ok := f.items[it.key]; ok && cur.seq == it.seq {
+			cur.seq = 0
+			f.items[it.key] = cur
+		}
+	}
+}
+
+// has reports whether the feed's index holds the key, stored or removed.
+func (k *known) has(feedID uint64, key string) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	f, ok := k.feeds[feedID]
 	if !ok {
 		return false
 	}
-	_, in := f.ids[msgID]
+	_, in := f.items[key]
 	return in
+}
+
+// live returns the stored items of the feed's index, oldest first by
+// sort time, then sequence; false when the feed has no index.
+func (k *known) live(feedID uint64) ([]knownItem, bool) {
+	k.mu.Lock()
+	f, ok := k.feeds[feedID]
+	var out []knownItem
+	if ok {
+		out = make([]knownItem, 0, len(f.items))
+		for _, it := range f.items {
+			if it.seq != 0 {
+				out = append(out, it)
+			}
+		}
+	}
+	k.mu.Unlock()
+	slices.SortFunc(out, func(a, b knownItem) int {
+		if c := cmp.Compare(a.at, b.at); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	return out, ok
+}
+
+// oldest returns how many items the feed's index holds stored and the
+// oldest sort time among them (0, 0 when the feed has no index or none).
+func (k *known) oldest(feedID uint64) (n int, at int64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	f, ok := k.feeds[feedID]
+	if !ok {
+		return 0, 0
+	}
+	for _, it := range f.items {
+		if it.seq == 0 {
+			continue
+		}
+		if n == 0 || it.at < at {
+			at = it.at
+		}
+		n++
+	}
+	return n, at
+}
+
+// stored returns the sequence of the message holding key (0 when none).
+func (k *known) stored(feedID uint64, key string) uint64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if f, ok := k.feeds[feedID]; ok {
+		return f.items[key].seq
+	}
+	return 0
 }
 
 func (k *known) forget(feedID uint64) {
@@ -111,10 +221,31 @@ func (k *known) forget(feedID uint64) {
 	}
 }
 
-// syncKnown brings this Store's set of feedID's item message IDs up to
-// the subject's last message: nothing to read when no one published to
-// the feed since, the new messages' headers when someone did, everything
-// when the Store has no set for the feed or the subject was purged below
+// sortTime is what retention orders items by: the publish time, the
+// fetch time for an item without one (as the bbolt store).
+func sortTime(it *storage.Item) time.Time {
+	if it.Published.IsZero() {
+		return it.Fetched
+	}
+	return it.Published
+}
+
+// itemHeaders returns the headers of item it's message.
+func itemHeaders(key string, it *storage.Item) nats.Header {
+	return nats.Header{
+		ItemKeyHeader:  []string{key},
+		ItemTimeHeader: []string{strconv.FormatInt(sortTime(it).UnixNano(), 10)},
+	}
+}
+
+// directCatchUp is how many new messages of a feed syncKnown reads by
+// direct gets before it reads the rest through a consumer.
+const directCatchUp = 16
+
+// syncKnown brings this Store's index of feedID up to the subject's last
+// message: nothing to read when no one published to the feed since, the
+// new messages' headers when someone did, everything when the Store has
+// no index of the feed or the subject's last message was removed below
 // what it remembers.
 func (s *Store) syncKnown(ctx context.Context, feedID uint64) error {
 	subject := itemSubject(feedID)
@@ -135,15 +266,42 @@ func (s *Store) syncKnown(ctx context.Context, feedID uint64) error {
 	if reset {
 		upTo = 0
 	}
-	var ids []string
-	if last > upTo {
+	var items []knownItem
+	// A few new messages (this node's own publishes, a reading posted
+	// elsewhere) are read by direct gets, answered by any replica without
+	// a consumer: a consumer per poll would pile up against the stream's
+	// consumer limit (1,000 by default) at a few hundred polls a second.
+	next := upTo + 1
+	for range directCatchUp {
+		if next > last {
+			break
+		}
+		m, err := s.items.GetMsg(ctx, next, jetstream.WithGetMsgSubject(subject))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			next = last + 1 // removed since
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("item IDs of feed %d: %w", feedID, err)
+		}
+		it, err := s.knownOf(ctx, m.Sequence, m.Header)
+		if err != nil {
+			return fmt.Errorf("item IDs of feed %d: %w", feedID, err)
+		}
+		if it.key != "" {
+			items = append(items, it)
+		}
+		next = m.Sequence + 1
+	}
+	if next <= last {
 		cons, err := s.items.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 			FilterSubjects: []string{subject}, HeadersOnly: true, InactiveThreshold: 10 * time.Second,
-			DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: upTo + 1,
+			DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: next,
 		})
 		if err != nil {
 			return fmt.Errorf("item IDs of feed %d: %w", feedID, err)
 		}
+		defer s.release(s.items, cons)
 		for done := false; !done; {
 			batch, err := cons.FetchNoWait(1000)
 			if err != nil {
@@ -152,16 +310,51 @@ func (s *Store) syncKnown(ctx context.Context, feedID uint64) error {
 			n := 0
 			for msg := range batch.Messages() {
 				n++
-				if id := msg.Headers().Get(jetstream.MsgIDHeader); id != "" {
-					ids = append(ids, id)
+				md, err := msg.Metadata()
+				if err != nil {
+					return fmt.Errorf("item IDs of feed %d: %w", feedID, err)
 				}
-				if md, err := msg.Metadata(); err == nil && md.Sequence.Stream >= last {
-					done = true
+				it, err := s.knownOf(ctx, md.Sequence.Stream, msg.Headers())
+				if err != nil {
+					return fmt.Errorf("item IDs of feed %d: %w", feedID, err)
 				}
+				if it.key != "" {
+					items = append(items, it)
+				}
+				done = done || md.Sequence.Stream >= last
 			}
 			done = done || n == 0
 		}
 	}
-	s.known.extend(feedID, last, ids, reset)
+	s.known.extend(feedID, last, items, reset)
 	return nil
+}
+
+// knownOf returns the index entry of the message at seq from its
+// headers; a message without the time header has its body read.
+func (s *Store) knownOf(ctx context.Context, seq uint64, h nats.Header) (knownItem, error) {
+	it := knownItem{key: h.Get(ItemKeyHeader), seq: seq}
+	if it.key == "" {
+		it.key = h.Get(jetstream.MsgIDHeader)
+	}
+	if at, err := strconv.ParseInt(h.Get(ItemTimeHeader), 10, 64); err == nil {
+		it.at = at
+		return it, nil
+	}
+	m, err := s.items.GetMsg(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return knownItem{}, nil // removed since
+	}
+	if err != nil {
+		return knownItem{}, err
+	}
+	var item storage.Item
+	if err := json.Unmarshal(m.Data, &item); err != nil {
+		return knownItem{}, fmt.Errorf("%w: message %d: %v", storage.ErrCorrupt, seq, err)
+	}
+	it.at = sortTime(&item).UnixNano()
+	if it.key == "" {
+		it.key = MsgID(item.FeedID, item.ID)
+	}
+	return it, nil
 }

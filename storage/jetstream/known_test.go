@@ -1,36 +1,89 @@
 package jetstream
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
+
+// ki builds index entries key@seq at sort time seq*10 (seq 0: removed).
+func ki(keyseq ...any) []knownItem {
+	var out []knownItem
+	for i := 0; i < len(keyseq); i += 2 {
+		seq := uint64(keyseq[i+1].(int))
+		out = append(out, knownItem{key: keyseq[i].(string), seq: seq, at: int64(seq) * 10})
+	}
+	return out
+}
+
+func keys(items []knownItem) []string {
+	var out []string
+	for _, it := range items {
+		out = append(out, it.key)
+	}
+	return out
+}
 
 func TestKnownBoundsFeedsAndTracksSequences(t *testing.T) {
 	k := newKnown(2)
-	k.extend(1, 10, []string{"a"}, false)
-	k.extend(2, 20, []string{"b"}, false)
+	k.extend(1, 10, ki("a", 10), false)
+	k.extend(2, 20, ki("b", 20), false)
 	if _, ok := k.upTo(1); !ok { // 1 is now the most recently used
 		t.Fatal("feed 1 missing")
 	}
-	k.extend(3, 30, []string{"c"}, false) // evicts 2
+	k.extend(3, 30, ki("c", 30), false) // evicts 2
 	if _, ok := k.upTo(2); ok {
 		t.Fatal("feed 2 not evicted")
 	}
 	if !k.has(1, "a") || !k.has(3, "c") || k.has(2, "b") {
 		t.Fatal("wrong members after eviction")
 	}
-	k.add(1, []string{"a2"})
+	k.add(1, ki("a2", 12))
 	if up, _ := k.upTo(1); up != 10 || !k.has(1, "a2") {
 		t.Fatalf("add moved the sequence to %d or lost the ID", up)
 	}
-	k.extend(1, 15, []string{"a3"}, false)
+	k.extend(1, 15, ki("a3", 15), false)
 	if up, _ := k.upTo(1); up != 15 || !k.has(1, "a") || !k.has(1, "a3") {
 		t.Fatal("extend did not keep earlier IDs")
 	}
-	k.extend(1, 5, []string{"x"}, true)
+	k.extend(1, 5, ki("x", 5), true)
 	if k.has(1, "a") || !k.has(1, "x") {
 		t.Fatal("reset kept old IDs")
 	}
-	k.add(9, []string{"q"}) // unknown feed: nothing
+	k.add(9, ki("q", 1)) // unknown feed: nothing
 	k.forget(1)
 	if _, ok := k.upTo(1); ok || k.has(9, "q") {
 		t.Fatal("forget or add on an unknown feed misbehaved")
+	}
+}
+
+// TestKnownOrdersByTimeAndKeepsRemoved pins what retention reads from the
+// index: stored items oldest first by sort time, then sequence; removed
+// items known but not stored; a key moved to a later message (a digest
+// replacing an item) not marked removed by the removal of its old one.
+func TestKnownOrdersByTimeAndKeepsRemoved(t *testing.T) {
+	k := newKnown(4)
+	k.extend(1, 4, []knownItem{{key: "late", seq: 1, at: 50}, {key: "b", seq: 2, at: 20}, {key: "c", seq: 3, at: 20}, {key: "d", seq: 4, at: 10}}, false)
+	live, ok := k.live(1)
+	if !ok || !slices.Equal(keys(live), []string{"d", "b", "c", "late"}) {
+		t.Fatalf("live = %v, %v; want d b c late", keys(live), ok)
+	}
+	if n, at := k.oldest(1); n != 4 || at != 10 {
+		t.Fatalf("oldest = %d, %d; want 4, 10", n, at)
+	}
+	k.removed(1, []knownItem{{key: "d", seq: 4}})
+	if n, at := k.oldest(1); n != 3 || at != 20 || !k.has(1, "d") || k.stored(1, "d") != 0 {
+		t.Fatalf("after removing d: oldest %d, %d; has %v stored %d", n, at, k.has(1, "d"), k.stored(1, "d"))
+	}
+	k.add(1, []knownItem{{key: "b", seq: 9, at: 30}}) // b replaced by a later message
+	k.removed(1, []knownItem{{key: "b", seq: 2}})     // its old message removed
+	if k.stored(1, "b") != 9 {
+		t.Fatalf("b stored at %d, want 9", k.stored(1, "b"))
+	}
+	k.add(1, []knownItem{{key: "b", seq: 2, at: 20}}) // an older message does not win
+	if k.stored(1, "b") != 9 {
+		t.Fatalf("an older message replaced b: %d", k.stored(1, "b"))
+	}
+	if _, ok := k.live(7); ok {
+		t.Fatal("live of a feed without index")
 	}
 }

@@ -100,7 +100,7 @@ func (s *Store) Pipe(ctx context.Context, id uint64) (storage.Pipe, error) {
 }
 
 func (s *Store) pipe(ctx context.Context, id uint64) (storage.Pipe, uint64, error) {
-	e, err := s.defs.Get(ctx, pipeKey(id))
+	e, err := s.get(ctx, s.defs, DefsBucket, pipeKey(id))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return storage.Pipe{}, 0, fmt.Errorf("pipe %d: %w", id, storage.ErrPipeNotFound)
 	}
@@ -190,7 +190,7 @@ func (s *Store) CommitPipeRun(ctx context.Context, pipeID uint64, state json.Raw
 		if err := storage.ValidateItems(p.FeedID, out, s.opt.Now()); err != nil {
 			return nil, fmt.Errorf("commit run of pipe %d: %w", pipeID, err)
 		}
-		if added, err = s.AddItems(ctx, p.FeedID, out, f.Retention); err != nil {
+		if added, err = s.AddFeedItems(ctx, f, out); err != nil {
 			return nil, fmt.Errorf("commit run of pipe %d: %w", pipeID, err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -70,10 +71,10 @@ type Options struct {
 }
 
 // Store keeps feeds, their items and their poll observations in
-// JetStream. It is the first part of the JetStream storage backend (see
-// docs/cluster.md): feed definitions with their policy state and
-// counters, items with de-duplication and retention, observations. Pipes,
-// plugin records and the shared storage interface are the next stage.
+// JetStream (see docs/cluster.md): feed definitions with their policy
+// state and counters, items with de-duplication and retention by publish
+// time, observations, pipes and plugin records. Backend presents it as a
+// storage.Backend.
 //
 // Every method is bounded by its context; a write is acknowledged once
 // JetStream has stored it on a majority of the replicas.
@@ -87,6 +88,7 @@ type Store struct {
 	opt     Options
 	maxData int
 	known   *known
+	red     atomic.Pointer[reducerBox]
 }
 
 // Open opens the store's streams and buckets on js, creating them when

@@ -118,28 +118,52 @@ func TestAddItemsRefusesBadItemsKeepsOthers(t *testing.T) {
 	}
 }
 
+// TestAddItemsRetention: MaxItems keeps the newest by publish time,
+// MaxAge refuses items published before it and gives the others a
+// message TTL counted from their publish time (no Reducer).
 func TestAddItemsRetention(t *testing.T) {
 	c := jstest.NewServer(t)
-	st, js := openStore(t, c)
-	ctx := testCtx(t)
-	ret := storage.Retention{MaxItems: 3, MaxAge: 90 * time.Minute}
-	if _, err := st.AddItems(ctx, 5, items("r", 5), ret); err != nil {
+	js, err := jetstream.New(c.Connect(t))
+	if err != nil {
 		t.Fatal(err)
 	}
+	ctx := testCtx(t)
+	now := time.Date(2026, 11, 25, 12, 30, 0, 0, time.UTC) // items are published 12:00-12:05
+	st, err := sjs.Open(ctx, js, sjs.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ret := storage.Retention{MaxItems: 3, MaxAge: 31 * time.Minute}
+	in := items("r", 6)
+	in[0].Published = now.Add(-time.Hour) // past MaxAge: refused
+	in[1].Published = now                 // newest, arrives early
+	added, err := st.AddItems(ctx, 5, in, ret)
+	if err != nil || ids(added) != "r-1,r-4,r-5" {
+		t.Fatalf("added %q, %v; want r-1,r-4,r-5", ids(added), err)
+	}
 	got, err := st.Items(ctx, 5, 0, 10)
-	if err != nil || ids(got) != "r-2,r-3,r-4" {
+	if err != nil || ids(got) != "r-1,r-4,r-5" {
 		t.Fatalf("after retention Items = %q, %v", ids(got), err)
 	}
 	s, err := js.Stream(ctx, sjs.ItemsStream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := s.GetMsg(ctx, got[2].Seq)
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range []struct {
+		item storage.Item
+		ttl  string
+	}{{got[0], "31m0s"}, {got[2], "6m0s"}} { // r-5 was published at 12:05
+		m, err := s.GetMsg(ctx, c.item.Seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl := m.Header.Get(jetstream.MsgTTLHeader); ttl != c.ttl {
+			t.Errorf("%s stored with TTL %q, want %q (headers %v)", c.item.ID, ttl, c.ttl, m.Header)
+		}
 	}
-	if ttl := m.Header.Get(jetstream.MsgTTLHeader); ttl == "" {
-		t.Fatalf("item stored without a TTL header (headers %v)", m.Header)
+	// A late item older than the 3 kept is not stored.
+	if again, err := st.AddItems(ctx, 5, []storage.Item{{ID: "late", Published: now.Add(-29 * time.Minute)}}, ret); err != nil || len(again) != 0 {
+		t.Fatalf("a late item older than those kept was added: %q, %v", ids(again), err)
 	}
 }
 
@@ -303,6 +327,80 @@ func TestRecordPollStateMovesToNextOwner(t *testing.T) {
 	}
 	if _, err := a.RecordPoll(ctx, 999, obs, nil); !errors.Is(err, storage.ErrFeedNotFound) {
 		t.Fatalf("RecordPoll of a missing feed: %v", err)
+	}
+}
+
+// TestFeedStatesMatchesPerFeedReads: the state FeedStates loads in its
+// passes (records, then the wanted feeds' observations) is what a KV get
+// and Observations per feed answer; deleted and unwanted feeds are left
+// out, and obsLimit keeps the newest.
+func TestFeedStatesMatchesPerFeedReads(t *testing.T) {
+	c := jstest.NewServer(t)
+	a, _ := openStore(t, c)
+	b, _ := openStore(t, c)
+	ctx := testCtx(t)
+	at := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	var ids []uint64
+	for i := range 24 {
+		f := storage.Feed{Kind: storage.KindRemote, URL: "http://127.0.0.1:1/" + strconv.Itoa(i), Policy: "auto"}
+		if err := a.CreateFeed(ctx, &f); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, f.ID)
+		for p := range i % 5 { // feed i has i%5 observations
+			o := storage.Observation{At: at.Add(time.Duration(p) * time.Minute), Hit: p%2 == 0, Status: 200}
+			if _, err := a.RecordPoll(ctx, f.ID, o, func(f *storage.Feed) error { f.Polls++; f.NextFetch = o.At.Add(time.Minute); return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := a.DeleteFeed(ctx, ids[23]); err != nil {
+		t.Fatal(err)
+	}
+	odd := func(id uint64) bool { return id%2 == 1 }
+	for _, c := range []struct {
+		name  string
+		want  func(uint64) bool
+		limit int
+	}{
+		{"every-feed", nil, 0}, // one pass over the observations
+		{"odd-ids", odd, 0},    // 12 feeds: read one by one
+		{"newest-2", nil, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := b.FeedStates(ctx, c.want, c.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, id := range ids[:23] {
+				if c.want != nil && !c.want(id) {
+					continue
+				}
+				n++
+				f, err := b.Feed(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				obs, err := b.Observations(ctx, id, c.limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				st := got[id]
+				if st == nil {
+					t.Fatalf("feed %d missing", id)
+				}
+				if st.Feed.Polls != f.Polls || !st.Feed.NextFetch.Equal(f.NextFetch) || st.Feed.URL != f.URL {
+					t.Errorf("feed %d: state %+v, record %+v", id, st.Feed, f)
+				}
+				if fmt.Sprint(st.Observations) != fmt.Sprint(obs) {
+					t.Errorf("feed %d: observations %v, want %v", id, st.Observations, obs)
+				}
+			}
+			if len(got) != n {
+				t.Errorf("FeedStates has %d feeds, want %d (deleted and unwanted left out)", len(got), n)
+			}
+		})
 	}
 }
 
@@ -541,5 +639,61 @@ func TestPipeResumesOnAnotherNode(t *testing.T) {
 	}
 	if _, err := b.NextPipeBatch(ctx, pipe, 1); err == nil {
 		t.Fatal("batch from a deleted pipe consumer")
+	}
+}
+
+// TestReadsLeaveNoConsumers: polls of a feed written by two nodes catch up
+// with each other's items by direct gets, without a consumer, and the
+// consumers of reads are deleted once read, not left for their 10 s
+// inactivity threshold (JetStream allows 1,000 per stream by default).
+func TestReadsLeaveNoConsumers(t *testing.T) {
+	c := jstest.NewServer(t)
+	a, js := openStore(t, c)
+	b, _ := openStore(t, c)
+	ctx := testCtx(t)
+	stream, err := js.Stream(ctx, sjs.ItemsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	consumers := func() int {
+		info, err := stream.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Consumers
+	}
+	var stored int
+	for i := range 10 {
+		st := a
+		if i%2 == 1 {
+			st = b
+		}
+		in := items("p"+strconv.Itoa(i), 2)
+		if i > 0 {
+			in = append(in, items("p"+strconv.Itoa(i-1), 2)...) // the other node's last poll again
+		}
+		added, err := st.AddItems(ctx, 3, in, storage.Retention{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored += len(added)
+	}
+	if stored != 20 {
+		t.Errorf("stored %d items, want 20 (each once)", stored)
+	}
+	if n := consumers(); n != 0 {
+		t.Errorf("%d consumers after polls, want none", n)
+	}
+	for range 20 {
+		if _, err := a.Items(ctx, 3, 0, 100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second) // below the 10 s inactivity threshold
+	for consumers() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d read consumers left after 5 s", consumers())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

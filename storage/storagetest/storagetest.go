@@ -144,7 +144,43 @@ type feedItems interface {
 	Items(feedID uint64, q storage.ItemQuery) ([]storage.Item, error)
 }
 
-var errEdit = errors.New("edit refused")
+var (
+	errEdit   = errors.New("edit refused")
+	errReduce = errors.New("reduction refused")
+)
+
+// digestReducer keeps items titled "keep" and summarises the others in
+// one digest item, "digest", whose title counts every item dropped so
+// far; a previous digest given back is merged into the new one.
+type digestReducer struct {
+	calls   [][]string // IDs given to each call
+	dropped int
+	err     error
+	invalid bool // the digest has no ID
+}
+
+func (r *digestReducer) Reduce(feed storage.Feed, in []storage.Item) (keep, digest []storage.Item, err error) {
+	r.calls = append(r.calls, ids(in))
+	if r.err != nil {
+		return nil, nil, r.err
+	}
+	var newest time.Time
+	for _, it := range in {
+		switch {
+		case it.Title == "keep":
+			keep = append(keep, it)
+		case it.ID == "digest":
+		default:
+			r.dropped++
+			newest = it.Published
+		}
+	}
+	d := storage.Item{ID: "digest", Title: fmt.Sprintf("%d dropped", r.dropped), Published: newest}
+	if r.invalid {
+		d.ID = ""
+	}
+	return keep, []storage.Item{d}, nil
+}
 
 // keep is a feed update that changes nothing.
 func keep(*storage.Feed) error { return nil }
@@ -413,6 +449,122 @@ var cases = []testCase{
 		must(t, err)
 		wantIDs(t, "kept", got, "a", "c")
 	}},
+	{"items/retention-max-age", func(t *testing.T, b any) {
+		s := need[feedItems](t, b)
+		f := remote("http://127.0.0.1/aged")
+		f.Retention = storage.Retention{MaxAge: time.Hour}
+		must(t, s.CreateFeed(f))
+		// Both arrive now; the one published two hours ago is past MaxAge
+		// and not stored (age counts from the publish time, not arrival).
+		now := time.Now()
+		added, err := s.AddItems(f.ID, []storage.Item{
+			{ID: "old", Title: "old", Published: now.Add(-2 * time.Hour)},
+			{ID: "new", Title: "new", Published: now.Add(-time.Minute)},
+			{ID: "undated", Title: "no publish time: its fetch time counts"},
+		})
+		must(t, err)
+		wantIDs(t, "added", added, "new", "undated")
+		n, err := s.CountItems(f.ID)
+		must(t, err)
+		if n != 2 {
+			t.Errorf("CountItems = %d, want 2", n)
+		}
+	}},
+	{"items/retention-reducer", func(t *testing.T, b any) {
+		s := need[interface {
+			feedItems
+			Item(feedID uint64, itemID string) (storage.Item, error)
+			SetReducer(r storage.Reducer)
+		}](t, b)
+		r := &digestReducer{}
+		s.SetReducer(r)
+		f := remote("http://127.0.0.1/reduced")
+		f.Retention = storage.Retention{MaxItems: 3}
+		must(t, s.CreateFeed(f))
+		pub := func(m int) time.Time { return at.Add(time.Duration(m) * time.Minute) }
+		// Arrival order c, a, e, b, d; publish order a..e: the reducer is
+		// given the oldest by publish time.
+		added, err := s.AddItems(f.ID, []storage.Item{
+			{ID: "c", Title: "c", Published: pub(3)},
+			{ID: "a", Title: "keep", Published: pub(1)},
+			{ID: "e", Title: "e", Published: pub(5)},
+			{ID: "b", Title: "b", Published: pub(2)},
+			{ID: "d", Title: "d", Published: pub(4)},
+		})
+		must(t, err)
+		if len(r.calls) != 1 || !slices.Equal(r.calls[0], []string{"a", "b"}) {
+			t.Fatalf("reducer calls %q, want [[a b]]", r.calls)
+		}
+		wantIDs(t, "added (retention removed b)", added, "c", "a", "e", "d")
+		got, err := s.Items(f.ID, storage.ItemQuery{Order: storage.ByPublished})
+		must(t, err)
+		wantIDs(t, "stored", got, "e", "d", "c", "digest", "a")
+		d1, err := s.Item(f.ID, "digest")
+		must(t, err)
+		if d1.Title != "1 dropped" || d1.FeedID != f.ID || d1.Seq == 0 || d1.Fetched.IsZero() {
+			t.Errorf("digest = %+v", d1)
+		}
+
+		// The next item pushes a, the digest and c over: a is kept again,
+		// c dropped, the digest replaced by a merged one with a new Seq.
+		_, err = s.AddItems(f.ID, []storage.Item{{ID: "f", Title: "f", Published: pub(6)}})
+		must(t, err)
+		if got := r.calls[len(r.calls)-1]; !slices.Equal(got, []string{"a", "digest", "c"}) {
+			t.Errorf("second reducer call got %q, want [a digest c]", got)
+		}
+		d2, err := s.Item(f.ID, "digest")
+		must(t, err)
+		if d2.Title != "2 dropped" || d2.Seq <= d1.Seq {
+			t.Errorf("merged digest = %+v (first had Seq %d)", d2, d1.Seq)
+		}
+		after, err := s.Items(f.ID, storage.ItemQuery{Order: storage.ByArrivalAsc, AfterSeq: d1.Seq})
+		must(t, err)
+		if !slices.Contains(ids(after), "digest") {
+			t.Errorf("an incremental reader does not see the merged digest: %q", ids(after))
+		}
+		if _, err := s.Item(f.ID, "c"); !errors.Is(err, storage.ErrItemNotFound) {
+			t.Errorf("c not dropped: %v", err)
+		}
+		all, err := s.Items(f.ID, storage.ItemQuery{Order: storage.ByPublished})
+		must(t, err)
+		wantIDs(t, "stored after the merge", all, "f", "e", "d", "digest", "a")
+
+		// A failing reducer keeps everything: the new item is stored and
+		// reported, the reducer's error returned, nothing removed.
+		r.err = errReduce
+		added, err = s.AddItems(f.ID, []storage.Item{{ID: "g", Title: "g", Published: pub(7)}})
+		if !errors.Is(err, errReduce) {
+			t.Errorf("AddItems with a failing reducer: %v, want its error", err)
+		}
+		wantIDs(t, "added with a failing reducer", added, "g")
+		n, err := s.CountItems(f.ID)
+		must(t, err)
+		if n != 6 {
+			t.Errorf("CountItems after a failed reduction = %d, want 6", n)
+		}
+		r.err = nil
+
+		// An invalid digest item fails the reduction the same way.
+		r.invalid = true
+		added, err = s.AddItems(f.ID, []storage.Item{{ID: "h", Title: "h", Published: pub(8)}})
+		if !errors.Is(err, storage.ErrInvalid) {
+			t.Errorf("AddItems with an invalid digest: %v, want ErrInvalid", err)
+		}
+		wantIDs(t, "added with an invalid digest", added, "h")
+		r.invalid = false
+
+		// Without a reducer the oldest beyond MaxItems are deleted.
+		s.SetReducer(nil)
+		calls := len(r.calls)
+		_, err = s.AddItems(f.ID, []storage.Item{{ID: "i", Title: "i", Published: pub(9)}})
+		must(t, err)
+		got, err = s.Items(f.ID, storage.ItemQuery{Order: storage.ByPublished})
+		must(t, err)
+		wantIDs(t, "stored without a reducer", got, "i", "h", "g")
+		if len(r.calls) != calls {
+			t.Errorf("a removed reducer was called")
+		}
+	}},
 	{"polls/record-fetch-atomic", func(t *testing.T, b any) {
 		s := need[interface {
 			CreateFeed(f *storage.Feed) error
@@ -527,6 +679,41 @@ var cases = []testCase{
 					t.Errorf("RecentLatencies = %v, want %v", got, c.want)
 				}
 			})
+		}
+	}},
+	{"polls/feed-states", func(t *testing.T, b any) {
+		s := need[interface {
+			CreateFeed(f *storage.Feed) error
+			DeleteFeed(id uint64) error
+			RecordPoll(feedID uint64, o storage.Observation, fn func(*storage.Feed) error) (storage.Feed, error)
+			storage.StateLoader
+		}](t, b)
+		var ids []uint64
+		for i := range 4 {
+			f := remote(fmt.Sprintf("http://127.0.0.1/state/%d", i))
+			must(t, s.CreateFeed(f))
+			ids = append(ids, f.ID)
+			for p := range i + 1 { // feed i has i+1 observations
+				_, err := s.RecordPoll(f.ID, storage.Observation{At: at.Add(time.Duration(p) * time.Minute), Status: 200 + p}, func(f *storage.Feed) error { f.Polls++; return nil })
+				must(t, err)
+			}
+		}
+		must(t, s.DeleteFeed(ids[3]))
+		got, err := s.FeedStates(nil, 0)
+		must(t, err)
+		if len(got) != 3 {
+			t.Fatalf("FeedStates(every feed) = %d feeds, want 3 (the deleted one left out)", len(got))
+		}
+		for i, id := range ids[:3] {
+			st := got[id]
+			if st == nil || st.Feed.ID != id || st.Feed.Polls != int64(i+1) || len(st.Observations) != i+1 || st.Observations[i].Status != 200+i {
+				t.Errorf("state of feed %d = %+v, want %d polls and observations, oldest first", id, st, i+1)
+			}
+		}
+		newest, err := s.FeedStates(func(id uint64) bool { return id == ids[2] }, 2)
+		must(t, err)
+		if st := newest[ids[2]]; len(newest) != 1 || st == nil || len(st.Observations) != 2 || st.Observations[0].Status != 201 || st.Observations[1].Status != 202 {
+			t.Errorf("FeedStates(one feed, newest 2) = %+v", newest)
 		}
 	}},
 	{"pipes/commit-run-once", func(t *testing.T, b any) {

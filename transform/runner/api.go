@@ -276,7 +276,7 @@ func (r *Runner) Create(ctx context.Context, def transform.Pipe) (Info, error) {
 		}
 		return Info{}, fmt.Errorf("runner: storing pipe: %w", err)
 	}
-	p := &pipe{id: sp.ID, feedID: sp.FeedID, slug: sp.Slug, def: def}
+	p := &pipe{id: sp.ID, feedID: sp.FeedID, slug: sp.Slug, def: def, raw: raw}
 	p.setInputs(inputs)
 	p.setTrigger(def)
 	r.mu.Lock()
@@ -329,7 +329,7 @@ func (r *Runner) Update(ctx context.Context, id uint64, def transform.Pipe) (Inf
 	}
 	r.mu.Lock()
 	r.remove(p)
-	p.def, p.slug, p.graph = def, sp.Slug, nil
+	p.def, p.raw, p.slug, p.graph = def, raw, sp.Slug, nil
 	p.setInputs(inputs)
 	p.setTrigger(def)
 	p.nextCron = time.Time{}

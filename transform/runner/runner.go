@@ -24,6 +24,7 @@ import (
 
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/storage/cluster"
 	"github.com/slogfeed/slogfeed/transform"
 )
 
@@ -62,6 +63,15 @@ type Options struct {
 	// pipe's output feed, after they are stored (sinks, WebSub
 	// distribution). It runs on the pipe's worker: keep it short.
 	OnOutput func(feed storage.Feed, items []storage.Item)
+	// Owner says which pipes this node runs (a cluster node's shards);
+	// nil means cluster.Everything, a single slogfeed that runs all.
+	// Every pipe is loaded (for the API and the output feeds' hints);
+	// only owned pipes run, and the runner follows Owner.Changed.
+	Owner cluster.Owner
+	// Resync is how often a clustered runner re-reads the stored pipes
+	// and checks the owned pipes' inputs for new items (DefaultResync
+	// when zero); without an Owner it is unused.
+	Resync time.Duration
 }
 
 // Runner runs pipes. Its methods are safe for concurrent use.
@@ -86,6 +96,7 @@ type pipe struct {
 	id, feedID uint64
 	slug       string
 	def        transform.Pipe
+	raw        []byte  // def as stored (storage.Pipe.Def)
 	inputs     []Input // resolved sources, in definition order
 	feeds      []uint64
 	cron       cron.Schedule
@@ -137,6 +148,12 @@ func New(opt Options) (*Runner, error) {
 	if opt.PreviewItems <= 0 {
 		opt.PreviewItems = 50
 	}
+	if opt.Owner == nil {
+		opt.Owner = cluster.Everything
+	}
+	if opt.Resync <= 0 {
+		opt.Resync = DefaultResync
+	}
 	return &Runner{
 		opt: opt, st: opt.Store, clock: opt.Clock, log: opt.Logger,
 		pipes:   make(map[uint64]*pipe),
@@ -156,26 +173,31 @@ func (r *Runner) Load() error {
 		return fmt.Errorf("runner: loading pipes: %w", err)
 	}
 	for _, sp := range sps {
-		var def transform.Pipe
-		if err := json.Unmarshal(sp.Def, &def); err != nil {
-			r.log.Error("pipe definition unreadable", "pipe", sp.ID, "slug", sp.Slug, "err", err)
-			continue
-		}
-		p := &pipe{id: sp.ID, feedID: sp.FeedID, slug: sp.Slug, def: def}
-		if g, err := transform.Compile(def, r.opt.Limits); err != nil {
-			r.log.Warn("pipe does not compile", "pipe", sp.ID, "slug", sp.Slug, "err", err)
-		} else if inputs, err := r.resolve(g, false); err != nil {
-			r.log.Warn("pipe inputs missing", "pipe", sp.ID, "slug", sp.Slug, "err", err)
-		} else {
-			p.setInputs(inputs)
-		}
-		p.setTrigger(def)
-		r.mu.Lock()
-		r.add(p)
-		r.mu.Unlock()
+		r.loadPipe(sp)
 	}
 	r.kickCron()
 	return nil
+}
+
+// loadPipe adds stored pipe sp to the runner.
+func (r *Runner) loadPipe(sp storage.Pipe) {
+	var def transform.Pipe
+	if err := json.Unmarshal(sp.Def, &def); err != nil {
+		r.log.Error("pipe definition unreadable", "pipe", sp.ID, "slug", sp.Slug, "err", err)
+		return
+	}
+	p := &pipe{id: sp.ID, feedID: sp.FeedID, slug: sp.Slug, def: def, raw: sp.Def}
+	if g, err := transform.Compile(def, r.opt.Limits); err != nil {
+		r.log.Warn("pipe does not compile", "pipe", sp.ID, "slug", sp.Slug, "err", err)
+	} else if inputs, err := r.resolve(g, false); err != nil {
+		r.log.Warn("pipe inputs missing", "pipe", sp.ID, "slug", sp.Slug, "err", err)
+	} else {
+		p.setInputs(inputs)
+	}
+	p.setTrigger(def)
+	r.mu.Lock()
+	r.add(p)
+	r.mu.Unlock()
 }
 
 // setInputs sets the pipe's inputs; r.mu is held. p.feeds gets a new
@@ -359,6 +381,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	r.running = true
 	r.mu.Unlock()
 	var wg sync.WaitGroup
+	wg.Go(func() { r.owned(ctx) })
 	for range r.opt.Workers {
 		wg.Add(1)
 		go func() {
@@ -395,6 +418,9 @@ func (r *Runner) work(ctx context.Context) {
 			case r.wake <- struct{}{}:
 			default:
 			}
+		}
+		if !r.owns(p) {
+			continue // another node's: it runs the pipe
 		}
 		if _, err := r.run(ctx, p); err != nil && ctx.Err() == nil {
 			r.log.Warn("pipe run failed", "pipe", p.id, "slug", p.slug, "err", err)

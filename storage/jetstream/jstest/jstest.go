@@ -34,6 +34,7 @@ type Cluster struct {
 	mu      sync.Mutex
 	servers []*jetstream.Embedded // nil while stopped
 	opts    []jetstream.EmbedOptions
+	mods    []Option
 }
 
 // NewServer starts a single JetStream server without routes.
@@ -48,15 +49,24 @@ func NewServer(t testing.TB) *Cluster {
 	return c
 }
 
+// Option adjusts the servers of NewCluster.
+type Option func(*jetstream.EmbedOptions)
+
+// WithMaxStore sets each server's JetStream file-store limit (256 MiB
+// by default); the scale benchmarks need more.
+func WithMaxStore(bytes int64) Option {
+	return func(o *jetstream.EmbedOptions) { o.MaxStore = bytes }
+}
+
 // NewCluster starts n JetStream servers (n ≥ 1) routed to each other on
 // loopback ports and returns once every one follows a JetStream meta
 // leader.
-func NewCluster(t testing.TB, n int) *Cluster {
+func NewCluster(t testing.TB, n int, opts ...Option) *Cluster {
 	t.Helper()
 	if n < 1 {
 		t.Fatalf("jstest: cluster of %d servers", n)
 	}
-	c := &Cluster{t: t, servers: make([]*jetstream.Embedded, n), opts: make([]jetstream.EmbedOptions, n)}
+	c := &Cluster{t: t, servers: make([]*jetstream.Embedded, n), opts: make([]jetstream.EmbedOptions, n), mods: opts}
 	t.Cleanup(c.shutdownAll)
 	// The cluster ports are free when picked, but an outgoing connection
 	// may take one before its server binds it: a start that fails is
@@ -99,6 +109,9 @@ func (c *Cluster) startOn(ports []int) []error {
 		o.ClusterListen = "127.0.0.1:" + strconv.Itoa(ports[i])
 		o.ClusterName = "jstest"
 		o.Routes = routes
+		for _, m := range c.mods {
+			m(&o)
+		}
 		c.mu.Lock()
 		c.opts[i] = o
 		c.mu.Unlock()

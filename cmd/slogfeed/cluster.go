@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/slogfeed/slogfeed/storage/cluster"
+	"github.com/slogfeed/slogfeed/storage/jetstream"
+)
+
+// clusterSettings are the rows of serve's configuration table that make a
+// slogfeed a cluster node (see serveSettings and docs/cluster.md).
+func clusterSettings() []setting {
+	return []setting{
+		{Name: "nats", Env: "SLOGFEED_NATS", Default: "", Doc: "comma-separated NATS server `URLS` (nats://h1:4222,nats://h2:4222): join a slogfeed cluster and keep the data in JetStream instead of the bbolt file", Check: checkNATSURLs},
+		{Name: "node", Env: "SLOGFEED_NODE", Default: defaultNodeName(), Doc: "this cluster node's `NAME`, unique in the cluster (default: the host name)"},
+		{Name: "nats-embed", Env: "SLOGFEED_NATS_EMBED", Default: "false", Doc: "run a JetStream server inside this process (data in DIR/nats) and join the cluster through it", Check: checkBool, Bool: true},
+		{Name: "nats-listen", Env: "SLOGFEED_NATS_LISTEN", Default: "127.0.0.1:4222", Doc: "client `ADDRESS` of the embedded NATS server", Check: checkAddr},
+		{Name: "nats-cluster-listen", Env: "SLOGFEED_NATS_CLUSTER_LISTEN", Default: "", Doc: "route `ADDRESS` of the embedded NATS server (empty: a single server without routes)", Check: func(s string) error {
+			if s == "" {
+				return nil
+			}
+			return checkAddr(s)
+		}},
+		{Name: "nats-routes", Env: "SLOGFEED_NATS_ROUTES", Default: "", Doc: "comma-separated route `URLS` of the other embedded servers (nats://h2:6222,nats://h3:6222)", Check: checkNATSURLs},
+		{Name: "nats-replicas", Env: "SLOGFEED_NATS_REPLICAS", Default: "0", Doc: "replicas (`N`) of the streams and buckets slogfeed creates (0: 3 on a JetStream cluster, 1 on a single server)", Check: func(s string) error {
+			n, err := strconv.Atoi(s)
+			if err == nil && (n < 0 || n > 5) {
+				err = errors.New("want 0 to 5")
+			}
+			return err
+		}},
+		{Name: "shards", Env: "SLOGFEED_SHARDS", Default: strconv.Itoa(cluster.DefaultShards), Doc: "shards (`N`) the feeds and pipes are split into; fixed by the cluster's first node", Check: func(s string) error {
+			n, err := strconv.Atoi(s)
+			if err == nil && (n < 1 || n > cluster.MaxShards) {
+				err = fmt.Errorf("want 1 to %d", cluster.MaxShards)
+			}
+			return err
+		}},
+	}
+}
+
+// defaultNodeName is the host name, cut to what a node name may be; "node"
+// when there is none.
+func defaultNodeName() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "node"
+	}
+	h = strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '-'
+	}, h)
+	h = strings.Trim(h, ".-_")
+	if len(h) > 63 {
+		h = strings.Trim(h[:63], ".-_")
+	}
+	if cluster.ValidNodeName(h) != nil {
+		return "node"
+	}
+	return h
+}
+
+// checkNATSURLs accepts an empty list or nats:// (tls://) URLs with a
+// host, comma-separated.
+func checkNATSURLs(s string) error {
+	for _, u := range splitList(s) {
+		if !strings.HasPrefix(u, "nats://") && !strings.HasPrefix(u, "tls://") || len(u) <= len("nats://") {
+			return fmt.Errorf("%q: want nats://HOST:PORT", u)
+		}
+	}
+	return nil
+}
+
+// splitList splits a comma-separated list, dropping empty entries.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// clusterStartTimeout bounds joining the cluster: the embedded server
+// waiting for its peers, and creating the streams and buckets with their
+// replicas.
+const clusterStartTimeout = 90 * time.Second
+
+// clusterNode is what a cluster node runs besides the aggregator: the
+// embedded NATS server (with --nats-embed), the connection, the
+// JetStream store and the lease node.
+type clusterNode struct {
+	emb     *jetstream.Embedded
+	nc      *nats.Conn
+	store   *jetstream.Store
+	backend *jetstream.Backend
+	node    *cluster.Node
+	log     *slog.Logger
+}
+
+// clusterEnabled reports whether the settings make serve a cluster node.
+func clusterEnabled(v map[string]string) bool {
+	embed, _ := strconv.ParseBool(v["nats-embed"])
+	return embed || v["nats"] != ""
+}
+
+// startCluster joins the cluster the settings describe: it starts the
+// embedded server (with --nats-embed, keeping its data in dataDir/nats),
+// connects, opens the JetStream store and starts the lease node, whose
+// address in the cluster's status is addr. Metrics go to reg.
+func startCluster(ctx context.Context, v map[string]string, dataDir, addr string, log *slog.Logger, reg prometheus.Registerer) (*clusterNode, error) {
+	name := v["node"]
+	if err := cluster.ValidNodeName(name); err != nil {
+		return nil, fmt.Errorf("--node: %w", err)
+	}
+	shards, _ := strconv.Atoi(v["shards"])
+	replicas, _ := strconv.Atoi(v["nats-replicas"])
+	ctx, cancel := context.WithTimeout(ctx, clusterStartTimeout)
+	defer cancel()
+	c := &clusterNode{log: log}
+	urls := splitList(v["nats"])
+	if embed, _ := strconv.ParseBool(v["nats-embed"]); embed {
+		storeDir := filepath.Join(dataDir, "nats")
+		if err := os.MkdirAll(storeDir, 0o700); err != nil {
+			return nil, fmt.Errorf("nats data directory: %w", err)
+		}
+		emb, err := jetstream.StartEmbedded(jetstream.EmbedOptions{
+			Name: name, Listen: v["nats-listen"], ClusterListen: v["nats-cluster-listen"],
+			Routes: splitList(v["nats-routes"]), StoreDir: storeDir, Logger: log,
+			ReadyTimeout: clusterStartTimeout,
+		})
+		if err != nil {
+			return nil, err
+		}
+		c.emb = emb
+		urls = append([]string{emb.ClientURL()}, urls...)
+		log.Info("embedded NATS server ready", "client_url", emb.ClientURL(), "cluster_url", emb.ClusterURL())
+	}
+	nc, err := nats.Connect(strings.Join(urls, ","),
+		nats.Name("slogfeed "+name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250*time.Millisecond),
+		nats.RetryOnFailedConnect(true),
+		nats.Timeout(5*time.Second),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("NATS disconnected", "err", err) }),
+		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("NATS reconnected", "url", nc.ConnectedUrlRedacted()) }),
+	)
+	if err != nil {
+		c.close(context.Background())
+		return nil, fmt.Errorf("connect to NATS %s: %w", strings.Join(urls, ","), err)
+	}
+	c.nc = nc
+	js, err := natsjs.New(nc)
+	if err != nil {
+		c.close(context.Background())
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	c.store, err = jetstream.Open(ctx, js, jetstream.Options{Replicas: replicas, Metrics: jetstream.NewMetrics(reg)})
+	if err != nil {
+		c.close(context.Background())
+		return nil, fmt.Errorf("open the JetStream store: %w", err)
+	}
+	c.backend = jetstream.NewBackend(c.store, 0)
+	c.node, err = cluster.Start(ctx, js, cluster.Options{
+		Name: name, Addr: addr, Shards: shards, Replicas: replicas,
+		Logger: log, Metrics: cluster.NewMetrics(reg),
+	})
+	if err != nil {
+		c.close(context.Background())
+		return nil, fmt.Errorf("join the cluster: %w", err)
+	}
+	return c, nil
+}
+
+// Ready is nil once the node can take writes: connected to NATS, its lease
+// writes succeeding.
+func (c *clusterNode) Ready() error {
+	if !c.nc.IsConnected() {
+		return errors.New("not connected to NATS")
+	}
+	if err := c.node.Err(); err != nil {
+		return err
+	}
+	if !c.node.Healthy() {
+		return errors.New("cluster lease writes are failing (no JetStream quorum?)")
+	}
+	return nil
+}
+
+// close leaves the cluster (giving the shards back at once), closes the
+// store and the connection, and stops the embedded server.
+func (c *clusterNode) close(ctx context.Context) {
+	if c.node != nil {
+		if err := c.node.Close(ctx); err != nil {
+			c.log.Warn("leaving the cluster", "err", err)
+		}
+	}
+	if c.backend != nil {
+		_ = c.backend.Close()
+	}
+	if c.nc != nil {
+		c.nc.Close()
+	}
+	if c.emb != nil {
+		c.emb.Shutdown()
+	}
+}
+
+// clusterReady is web.Options.Ready: nil without a cluster.
+func clusterReady(c *clusterNode) func() error {
+	if c == nil {
+		return nil
+	}
+	return c.Ready
+}
+
+// clusterStatusOf is web.Options.Cluster: nil without a cluster.
+func clusterStatusOf(c *clusterNode) func() cluster.Status {
+	if c == nil {
+		return nil
+	}
+	return c.node.Status
+}

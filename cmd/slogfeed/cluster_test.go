@@ -1,0 +1,331 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/storage/cluster"
+	"github.com/slogfeed/slogfeed/storage/cluster/e2e"
+	"github.com/slogfeed/slogfeed/web"
+)
+
+// The simulated feeds of TestClusterProcesses.
+const (
+	procFeeds  = 9
+	procPeriod = 10 * time.Second
+	procReown  = 15 * time.Second
+)
+
+// servedNode is one `slogfeed serve --nats-embed` process.
+type servedNode struct {
+	name, addr string
+	cmd        *exec.Cmd
+	mu         sync.Mutex
+	log        []string // its stderr
+	exited     chan struct{}
+}
+
+func (n *servedNode) url(path string) string { return "http://" + n.addr + path }
+
+func (n *servedNode) getJSON(path string, out any) error {
+	c := &http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get(n.url(path))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s: %s", path, resp.Status, body)
+	}
+	return json.Unmarshal(body, out)
+}
+
+func (n *servedNode) tail() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return strings.Join(n.log[max(0, len(n.log)-30):], "\n")
+}
+
+// TestClusterProcesses runs a 3-node cluster as the README starts one,
+// three `slogfeed serve --nats-embed` processes on loopback, over a
+// loopback publisher, and kills one with SIGKILL: its shards are owned
+// again within 15 s, each of its feeds is polled again within 15 s plus
+// one period, no item is stored twice and none published while the feeds
+// were polled is missing, and the cluster goes on answering; a reading
+// posted to one node is in another node's feed of that sensor. The
+// in-process test (storage/cluster/e2e) also checks the timing against
+// the learned prediction, which needs stored history.
+func TestClusterProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs three of it for a minute")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	bin := filepath.Join(t.TempDir(), "slogfeed")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	pub := e2e.NewPublisher(time.Now().Truncate(time.Second), procFeeds, procPeriod, time.Second, 20)
+	feeds := httptest.NewServer(pub)
+	defer feeds.Close()
+
+	// Three nodes, as in the README's "Run a cluster".
+	names := []string{"n1", "n2", "n3"}
+	routes := make([]string, 3)
+	clients := make([]string, 3)
+	addrs := make([]string, 3)
+	for i := range names {
+		routes[i], clients[i], addrs[i] = freeAddr(t), freeAddr(t), freeAddr(t)
+	}
+	nodes := make([]*servedNode, 3)
+	for i, name := range names {
+		var others []string
+		for j := range names {
+			if j != i {
+				others = append(others, "nats://"+routes[j])
+			}
+		}
+		n := &servedNode{name: name, addr: addrs[i], exited: make(chan struct{})}
+		// Not CommandContext: the test's context ends before the
+		// cleanups, which stop the nodes and show their logs.
+		n.cmd = exec.Command(bin, "--log-level", "info", "serve",
+			"--addr", addrs[i], "--data", t.TempDir(), "--node", name, "--allow", "127.0.0.0/8",
+			"--nats-embed", "--nats-listen", clients[i], "--nats-cluster-listen", routes[i],
+			"--nats-routes", strings.Join(others, ","), "--websub=false")
+		stderr, err := n.cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			sc := bufio.NewScanner(stderr)
+			sc.Buffer(make([]byte, 64<<10), 1<<20)
+			for sc.Scan() {
+				n.mu.Lock()
+				n.log = append(n.log, sc.Text())
+				n.mu.Unlock()
+			}
+			_ = n.cmd.Wait()
+			close(n.exited)
+		}()
+		nodes[i] = n
+		t.Cleanup(func() {
+			_ = n.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-n.exited:
+			case <-time.After(15 * time.Second):
+				_ = n.cmd.Process.Kill()
+				<-n.exited
+			}
+			if t.Failed() {
+				t.Logf("%s's last log lines:\n%s", n.name, n.tail())
+			}
+		})
+	}
+	// Ready: /healthz 200 on every node (NATS connected, lease writes
+	// succeed).
+	started := time.Now()
+	e2e.WaitFor(t, 90*time.Second, "every node healthy", func() error {
+		for _, n := range nodes {
+			select {
+			case <-n.exited:
+				t.Fatalf("%s exited:\n%s", n.name, n.tail())
+			default:
+			}
+			var h map[string]string
+			if err := n.getJSON("/healthz", &h); err != nil {
+				return fmt.Errorf("%s: %w", n.name, err)
+			}
+		}
+		return nil
+	})
+	t.Logf("3 nodes healthy %v after starting", time.Since(started).Round(10*time.Millisecond))
+
+	// Subscribe every feed through n1; the owners of their shards poll
+	// them.
+	ids := make([]uint64, procFeeds)
+	for i := range procFeeds {
+		body := fmt.Sprintf(`{"url": %q, "policy": "auto"}`, fmt.Sprintf("%s/f/%d.rss", feeds.URL, i))
+		resp, err := http.Post(nodes[0].url("/api/v1/feeds"), "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f web.FeedView
+		err = json.NewDecoder(resp.Body).Decode(&f)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated || err != nil {
+			t.Fatalf("subscribe feed %d: %s %v", i, resp.Status, err)
+		}
+		ids[i] = f.ID
+	}
+	subscribed := time.Now()
+	e2e.WaitFor(t, 45*time.Second, "every feed polled", func() error {
+		for i := range procFeeds {
+			if len(pub.Polls(i, subscribed)) < 2 {
+				return fmt.Errorf("feed #%d polled %d times", i, len(pub.Polls(i, subscribed)))
+			}
+		}
+		return nil
+	})
+
+	// A reading posted to n1 is in n2's feed of the sensor.
+	resp, err := http.Post(nodes[0].url("/api/v1/sensors/lab-3/readings"), "application/json", strings.NewReader(`{"value": 17.625, "unit": "C"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST reading to n1: %s", resp.Status)
+	}
+	e2e.WaitFor(t, 5*time.Second, "the reading in n2's sensor feed", func() error {
+		r, err := http.Get(nodes[1].url("/sensors/lab-3.json"))
+		if err != nil {
+			return err
+		}
+		body, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		if !strings.Contains(string(body), "17.625") {
+			return fmt.Errorf("%s: %s", r.Status, body)
+		}
+		return nil
+	})
+
+	// The victim: the node with the most feeds, as /api/v1/cluster says.
+	var st web.ClusterStatus
+	if err := nodes[1].getJSON("/api/v1/cluster", &st); err != nil {
+		t.Fatal(err)
+	}
+	victim, most := -1, -1
+	for _, n := range st.Nodes {
+		for i := range nodes {
+			if nodes[i].name == n.Name && n.Feeds > most {
+				victim, most = i, n.Feeds
+			}
+		}
+	}
+	if st.Unowned != 0 || most <= 0 {
+		t.Fatalf("before the kill: %+v", st)
+	}
+	dead := nodes[victim]
+	var lost []int // feed indices of its shards
+	for i, id := range ids {
+		s := cluster.ShardOf(cluster.KindFeed, id, st.Shards)
+		for _, n := range st.Nodes {
+			if n.Name == dead.name && slices.Contains(n.ShardIDs, s) {
+				lost = append(lost, i)
+			}
+		}
+	}
+	var survivors []*servedNode
+	for i, n := range nodes {
+		if i != victim {
+			survivors = append(survivors, n)
+		}
+	}
+	if err := dead.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-dead.exited
+	killed := time.Now()
+	t.Logf("killed %s (%d shards, %d feeds)", dead.name, len(lost), most)
+	t.Cleanup(func() { // before the nodes stop: what the survivors plan
+		if !t.Failed() {
+			return
+		}
+		for _, n := range survivors {
+			var feeds []web.FeedView
+			if err := n.getJSON("/api/v1/feeds", &feeds); err != nil {
+				t.Logf("%s: %v", n.name, err)
+				continue
+			}
+			for _, f := range feeds {
+				var sv web.ScheduleView
+				_ = n.getJSON(fmt.Sprintf("/api/v1/feeds/%d/schedule", f.ID), &sv)
+				t.Logf("%s: feed %d polls %d next %v mode %q median %v error %q", n.name, f.ID, f.Polls, f.NextFetch, sv.Mode, ptrVal(sv.MedianS), f.LastError)
+			}
+		}
+	})
+
+	reown := e2e.WaitFor(t, procReown+10*time.Second, "the dead node's shards owned again", func() error {
+		for _, n := range survivors {
+			var st web.ClusterStatus
+			if err := n.getJSON("/api/v1/cluster", &st); err != nil {
+				return err
+			}
+			if st.Unowned != 0 {
+				return fmt.Errorf("%s: %d shards unowned", n.name, st.Unowned)
+			}
+			for _, m := range st.Nodes {
+				if m.Name == dead.name && m.Shards > 0 {
+					return fmt.Errorf("%s: %s holds %d shards", n.name, dead.name, m.Shards)
+				}
+			}
+		}
+		return nil
+	})
+	t.Logf("shards owned again %v after the kill", reown.Round(10*time.Millisecond))
+	if reown > procReown {
+		t.Errorf("shards owned again %v after the kill, want ≤ %v", reown, procReown)
+	}
+	e2e.WaitFor(t, procReown+procPeriod+10*time.Second, "the dead node's feeds polled again", func() error {
+		for _, i := range lost {
+			if len(pub.Polls(i, killed)) == 0 {
+				return fmt.Errorf("feed #%d not polled since the kill", i)
+			}
+		}
+		return nil
+	})
+	for _, i := range lost {
+		p := pub.Polls(i, killed)[0]
+		t.Logf("feed #%d polled again by %s %v after the kill", i, p.Node, p.At.Sub(killed).Round(10*time.Millisecond))
+		if p.Node == dead.name {
+			t.Errorf("feed #%d polled by the dead node", i)
+		}
+		if d := p.At.Sub(killed); d > procReown+procPeriod {
+			t.Errorf("feed #%d polled again %v after the kill, want ≤ %v", i, d, procReown+procPeriod)
+		}
+	}
+	// What a survivor serves against what was published: every item
+	// stored once, none missing that was published from the first poll
+	// to the one before the last (the last may be under way).
+	for i, id := range ids {
+		var items []storage.Item
+		if err := survivors[0].getJSON(fmt.Sprintf("/api/v1/feeds/%d/items?limit=1000", id), &items); err != nil {
+			t.Fatal(err)
+		}
+		polls := pub.Polls(i, subscribed)
+		for _, err := range pub.CheckStored(i, items, polls[0].At, polls[len(polls)-2].At) {
+			t.Error(err)
+		}
+	}
+}
+
+func ptrVal(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}

@@ -1,0 +1,568 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/slogfeed/slogfeed/storage"
+	sjs "github.com/slogfeed/slogfeed/storage/jetstream"
+	"github.com/slogfeed/slogfeed/storage/jetstream/jstest"
+)
+
+// The many-feeds measurement: three nodes, each with its own connection,
+// JetStream Store and lease Node, over an embedded 3-server JetStream
+// cluster (R3). N feeds are written into the defs bucket, every node
+// polls the feeds of its shards (RecordFetch with one new item, the
+// observation and the record's counters, as the aggregator records a
+// poll), each node loads the state of its feeds (FeedStates), then one
+// node is killed and the survivors take its shards over and load the
+// state of every feed in them, the record and the observations the
+// aggregator replays to resume each feed at its learned prediction.
+
+// scaleConfig is one run of the measurement.
+type scaleConfig struct {
+	feeds   int
+	rounds  int // polls per feed
+	workers int // concurrent polls per node
+	timing  Timing
+	tick    time.Duration
+	// perFeedSample bounds how many taken-over feeds the per-feed loader
+	// (a KV get and Observations per feed) is timed on, beside FeedStates
+	// on the same feeds.
+	perFeedSample int
+	maxStore      int64 // per server
+	// settle is how long a survivor waits, after its last newly owned
+	// shard, before it loads them (0: at once, one load per change).
+	settle time.Duration
+}
+
+// scaleResult is what a run measured.
+type scaleResult struct {
+	feeds, polls  int
+	pollTook      time.Duration
+	retries       int     // polls tried again after a failure (a timeout)
+	defsWrites    float64 // KV writes to the defs bucket, all results
+	defsConflicts float64
+	obsPublishes  float64 // observation publishes
+	itemCalls     float64 // item publish calls (AddItems with something new)
+	serverHeap    float64 // bytes per feed per JetStream server (heap)
+	serverRSS     float64 // bytes per feed per JetStream server (RSS)
+	nodeHeap      float64 // bytes per owned feed, the node's loaded states
+	initialLoad   time.Duration
+	takenOver     int // feeds in the killed node's shards
+	ownedAfter    time.Duration
+	loadedAfter   time.Duration
+	loads         int // FeedStates calls of the survivors during takeover
+	sampled       int
+	perFeedTook   time.Duration // per-feed loader on the sample
+	passTook      time.Duration // FeedStates on the same sample
+}
+
+type scaleNode struct {
+	*testNode
+	st *sjs.Store
+}
+
+func startScaleNode(tb testing.TB, c *jstest.Cluster, name string, cfg scaleConfig) *scaleNode {
+	tb.Helper()
+	n := startNode(tb, c, name, func(o *Options) {
+		o.Shards = DefaultShards
+		o.Timing = cfg.timing
+		o.Tick = cfg.tick
+	})
+	js, err := jetstream.New(n.nc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	st, err := sjs.Open(ctx, js, sjs.Options{Metrics: sjs.NewMetrics(n.reg)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &scaleNode{testNode: n, st: st}
+}
+
+// testNodes returns the lease nodes of nodes.
+func testNodes(nodes []*scaleNode) []*testNode {
+	out := make([]*testNode, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.testNode
+	}
+	return out
+}
+
+// owners maps each of the shards to the nodes that own it now.
+func owners(nodes []*scaleNode, shards int) [][]string { return ownershipOf(testNodes(nodes), shards) }
+
+// gathered sums the samples (counters) or sample counts (histograms) of
+// the metric name whose labels include match.
+func gathered(tb testing.TB, reg *prometheus.Registry, name string, match map[string]string) float64 {
+	tb.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range mf.GetMetric() {
+			for k, v := range match {
+				if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == k && l.GetValue() == v }) {
+					continue metrics
+				}
+			}
+			switch {
+			case m.GetCounter() != nil:
+				sum += m.GetCounter().GetValue()
+			case m.GetHistogram() != nil:
+				sum += float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return sum
+}
+
+// heap returns the live heap after a collection.
+func heap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// rss returns the process's resident set (0 where /proc is missing).
+func rss() uint64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+var scaleT0 = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+
+const scalePeriod = time.Minute
+
+// createFeeds writes feeds 1..n into the defs bucket with asynchronous KV
+// puts, as setup: CreateFeed's unique-index key and ID sequence are not
+// written, nothing in the run reads them.
+func createFeeds(tb testing.TB, js jetstream.JetStream, n int) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	for id := 1; id <= n; id++ {
+		f := storage.Feed{
+			ID: uint64(id), Kind: storage.KindRemote, URL: "http://127.0.0.1:1/sensor/" + strconv.Itoa(id) + ".xml",
+			Title: "sensor " + strconv.Itoa(id), Policy: "auto", Retention: storage.Retention{MaxItems: 100},
+			Created: scaleT0, Updated: scaleT0,
+		}
+		data, err := json.Marshal(&f)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if _, err := js.PublishAsync("$KV."+sjs.DefsBucket+".feed."+strconv.Itoa(id), data); err != nil {
+			tb.Fatal(err)
+		}
+		if id%1000 == 0 || id == n {
+			select {
+			case <-js.PublishAsyncComplete():
+			case <-ctx.Done():
+				tb.Fatal("creating feeds: ", ctx.Err())
+			}
+		}
+	}
+}
+
+// poll records one simulated poll of feed id in round r: one new reading,
+// the observation, the record's counters and validators.
+func poll(ctx context.Context, st *sjs.Store, id uint64, r int) error {
+	at := scaleT0.Add(time.Duration(r) * scalePeriod)
+	v := float64(id%97) + float64(r)/10
+	items := []storage.Item{{
+		ID: "r" + strconv.Itoa(r), Title: fmt.Sprintf("reading %.1f", v), Published: at.Add(-5 * time.Second),
+		Fetched: at, Reading: &storage.Reading{Value: v, Unit: "µg/m³", Time: at.Add(-5 * time.Second)},
+	}}
+	o := storage.Observation{At: at, Status: 200}
+	_, err := st.RecordFetch(ctx, id, items, o, func(x *storage.Feed, o *storage.Observation, added []storage.Item) error {
+		o.Hit = len(added) > 0
+		o.Published, o.LatencyS = nil, nil
+		for _, it := range added {
+			o.Published = append(o.Published, it.Published)
+			o.LatencyS = append(o.LatencyS, o.At.Sub(it.Published).Seconds())
+		}
+		x.Polls++
+		x.LastFetch = o.At
+		x.ETag = `"` + strconv.Itoa(r) + `"`
+		if o.Hit {
+			x.Hits++
+			x.LastHit = o.At
+			x.Items += int64(len(added))
+			for _, l := range o.LatencyS {
+				x.LatencySumS += l
+				x.LatencyCount++
+			}
+		}
+		return nil
+	})
+	return err
+}
+
+// checkState fails unless st is what cfg.rounds polls left.
+func checkState(st *sjs.FeedState, rounds int) error {
+	if st.Feed.Polls != int64(rounds) || len(st.Observations) != rounds {
+		return fmt.Errorf("feed %d: %d polls, %d observations; want %d", st.Feed.ID, st.Feed.Polls, len(st.Observations), rounds)
+	}
+	if last := st.Observations[rounds-1]; !last.At.Equal(scaleT0.Add(time.Duration(rounds-1)*scalePeriod)) || !last.Hit {
+		return fmt.Errorf("feed %d: last observation %+v", st.Feed.ID, last)
+	}
+	return nil
+}
+
+func runScale(tb testing.TB, cfg scaleConfig) scaleResult {
+	tb.Helper()
+	res := scaleResult{feeds: cfg.feeds}
+	var opts []jstest.Option
+	if cfg.maxStore > 0 {
+		opts = append(opts, jstest.WithMaxStore(cfg.maxStore))
+	}
+	c := jstest.NewCluster(tb, 3, opts...)
+	nodes := make([]*scaleNode, 3)
+	for i := range nodes {
+		nodes[i] = startScaleNode(tb, c, "n"+strconv.Itoa(i+1), cfg)
+	}
+	waitFor(tb, 60*time.Second, "even share", func() error { return evenOf(testNodes(nodes), DefaultShards) })
+	heap1, rss1 := heap(), rss()
+	js, err := jetstream.New(nodes[0].nc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	createFeeds(tb, js, cfg.feeds)
+
+	// Every node polls the feeds of its shards, cfg.rounds times each.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
+	defer cancel()
+	owned := make([][]uint64, len(nodes))
+	for id := uint64(1); id <= uint64(cfg.feeds); id++ {
+		for i, n := range nodes {
+			if n.OwnsFeed(id) {
+				owned[i] = append(owned[i], id)
+			}
+		}
+	}
+	start := time.Now()
+	var retries atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, len(nodes)*cfg.workers)
+	for i, n := range nodes {
+		for w := range cfg.workers {
+			wg.Go(func() {
+				for r := range cfg.rounds {
+					for j := w; j < len(owned[i]); j += cfg.workers {
+						// Each poll bounded as a Backend call is; one that
+						// fails is tried again (its writes are idempotent),
+						// as the aggregator polls a feed again.
+						var err error
+						for try := 0; try < 3; try++ {
+							pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+							err = poll(pctx, n.st, owned[i][j], r)
+							cancel()
+							if err == nil {
+								break
+							}
+							retries.Add(1)
+						}
+						if err != nil {
+							errs <- fmt.Errorf("%s: poll %d of feed %d: %w", n.Name(), r, owned[i][j], err)
+							return
+						}
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		tb.Fatal(err)
+	}
+	res.pollTook = time.Since(start)
+	res.retries = int(retries.Load())
+	for _, n := range nodes {
+		res.polls += len(owned[slices.Index(nodes, n)]) * cfg.rounds
+		res.defsWrites += gathered(tb, n.reg, "slogfeed_jetstream_kv_writes_total", map[string]string{"bucket": sjs.DefsBucket})
+		res.defsConflicts += gathered(tb, n.reg, "slogfeed_jetstream_kv_writes_total", map[string]string{"bucket": sjs.DefsBucket, "result": "conflict"})
+		res.obsPublishes += gathered(tb, n.reg, "slogfeed_jetstream_publish_seconds", map[string]string{"op": "observation"})
+		res.itemCalls += gathered(tb, n.reg, "slogfeed_jetstream_publish_seconds", map[string]string{"op": "items"})
+	}
+	heap2, rss2 := heap(), rss()
+	res.serverHeap = float64(int64(heap2)-int64(heap1)) / float64(cfg.feeds) / 3
+	res.serverRSS = float64(int64(rss2)-int64(rss1)) / float64(cfg.feeds) / 3
+
+	// Each node loads the state of its feeds, as at its start.
+	held := make([]map[uint64]*sjs.FeedState, len(nodes))
+	for i, n := range nodes {
+		before := heap()
+		t := time.Now()
+		held[i], err = n.st.FeedStates(ctx, n.OwnsFeed, 0)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		res.initialLoad = max(res.initialLoad, time.Since(t))
+		res.nodeHeap += float64(int64(heap())-int64(before)) / float64(max(len(held[i]), 1)) / float64(len(nodes))
+		if len(held[i]) != len(owned[i]) {
+			tb.Fatalf("%s loaded %d feeds, owns %d", n.Name(), len(held[i]), len(owned[i]))
+		}
+		for _, st := range held[i] {
+			if err := checkState(st, cfg.rounds); err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
+
+	// Kill the third node; the survivors load the state of every feed of
+	// each shard they take over, as soon as they own it.
+	victim, survivors := nodes[2], nodes[:2]
+	lost := victim.Owned()
+	for _, s := range lost {
+		for id := uint64(1); id <= uint64(cfg.feeds); id++ {
+			if ShardOf(KindFeed, id, DefaultShards) == s {
+				res.takenOver++
+			}
+		}
+	}
+	var mu sync.Mutex
+	loadedBy := map[int]string{} // shard → survivor that loaded its feeds
+	var loadErr error
+	done := make(chan struct{})
+	var lw sync.WaitGroup
+	for _, n := range survivors {
+		had := map[int]bool{}
+		for _, s := range n.Owned() {
+			had[s] = true
+		}
+		lw.Go(func() {
+			for {
+				changed := n.Changed()
+				fresh := map[int]bool{}
+				for _, s := range n.Owned() {
+					if !had[s] {
+						fresh[s] = true
+					}
+				}
+				if len(fresh) > 0 && cfg.settle > 0 {
+					// Claims of a dead node's shards come over a few
+					// ticks: load once they stop coming, in one pass.
+					select {
+					case <-changed:
+						continue
+					case <-time.After(cfg.settle):
+					case <-done:
+						return
+					}
+				}
+				if len(fresh) > 0 {
+					var states map[uint64]*sjs.FeedState
+					var err error
+					for try := 0; try < 3; try++ { // a lost reply times out; load again
+						lctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+						states, err = n.st.FeedStates(lctx, func(id uint64) bool { return fresh[ShardOf(KindFeed, id, DefaultShards)] }, 0)
+						cancel()
+						if err == nil {
+							break
+						}
+					}
+					for _, st := range states {
+						if err == nil {
+							err = checkState(st, cfg.rounds)
+						}
+					}
+					mu.Lock()
+					res.loads++
+					if err != nil && loadErr == nil {
+						loadErr = fmt.Errorf("%s: %w", n.Name(), err)
+					}
+					for s := range fresh {
+						loadedBy[s] = n.Name()
+						had[s] = true
+					}
+					mu.Unlock()
+				}
+				select {
+				case <-changed:
+				case <-done:
+					return
+				}
+			}
+		})
+	}
+	killed := time.Now()
+	victim.kill()
+	res.ownedAfter = waitFor(tb, 5*time.Minute, "shards re-owned", func() error {
+		for s, o := range owners(survivors, DefaultShards) {
+			if len(o) != 1 {
+				return fmt.Errorf("shard %d owned by %v", s, o)
+			}
+		}
+		return nil
+	})
+	waitFor(tb, 30*time.Minute, "taken-over feeds loaded", func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if loadErr != nil {
+			tb.Fatal(loadErr)
+		}
+		o := owners(survivors, DefaultShards)
+		for _, s := range lost {
+			if len(o[s]) != 1 || loadedBy[s] != o[s][0] {
+				return fmt.Errorf("shard %d owned by %v, loaded by %q", s, o[s], loadedBy[s])
+			}
+		}
+		return nil
+	})
+	res.loadedAfter = time.Since(killed)
+	close(done)
+	lw.Wait()
+
+	// Side by side on the same taken-over feeds: a KV get and
+	// Observations per feed, and one FeedStates.
+	var sample []uint64
+	lostSet := map[int]bool{}
+	for _, s := range lost {
+		lostSet[s] = true
+	}
+	for id := uint64(1); id <= uint64(cfg.feeds) && len(sample) < cfg.perFeedSample; id++ {
+		if lostSet[ShardOf(KindFeed, id, DefaultShards)] {
+			sample = append(sample, id)
+		}
+	}
+	res.sampled = len(sample)
+	n := survivors[0]
+	t := time.Now()
+	for _, id := range sample {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		f, err := n.st.Feed(rctx, id)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		obs, err := n.st.Observations(rctx, id, 0)
+		cancel()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := checkState(&sjs.FeedState{Feed: f, Observations: obs}, cfg.rounds); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	res.perFeedTook = time.Since(t)
+	inSample := map[uint64]bool{}
+	for _, id := range sample {
+		inSample[id] = true
+	}
+	t = time.Now()
+	states, err := n.st.FeedStates(ctx, func(id uint64) bool { return inSample[id] }, 0)
+	res.passTook = time.Since(t)
+	if err != nil || len(states) != len(sample) {
+		tb.Fatalf("FeedStates of the sample: %d states, %v; want %d", len(states), err, len(sample))
+	}
+	runtime.KeepAlive(held)
+	return res
+}
+
+func (r scaleResult) log(tb testing.TB) {
+	tb.Helper()
+	tb.Logf("feeds %d: polls %d (%d tried again) in %s (%.0f/s); per poll: %.2f defs KV writes (%.0f conflicts), %.2f observation publishes, %.2f item publish calls",
+		r.feeds, r.polls, r.retries, r.pollTook.Round(time.Millisecond), float64(r.polls)/r.pollTook.Seconds(),
+		r.defsWrites/float64(r.polls), r.defsConflicts, r.obsPublishes/float64(r.polls), r.itemCalls/float64(r.polls))
+	tb.Logf("memory per feed: %.0f B heap and %.0f B RSS per JetStream server; %.0f B heap per owned feed in a node (loaded state); initial load of a node's feeds %s",
+		r.serverHeap, r.serverRSS, r.nodeHeap, r.initialLoad.Round(time.Millisecond))
+	tb.Logf("takeover of %d feeds: shards owned %s after the kill, state loaded %s after (%d FeedStates calls); on %d of them: per-feed reads %s, FeedStates %s (%.1f×)",
+		r.takenOver, r.ownedAfter.Round(time.Millisecond), r.loadedAfter.Round(time.Millisecond), r.loads,
+		r.sampled, r.perFeedTook.Round(time.Millisecond), r.passTook.Round(time.Millisecond), r.perFeedTook.Seconds()/r.passTook.Seconds())
+}
+
+// TestManyFeedsTakeOver is the many-feeds measurement at a test size (300
+// feeds, two polls each, short leases): one poll writes the feed record
+// once and publishes one observation, and after a kill the survivors own
+// every shard and have loaded the state of every feed they took over.
+func TestManyFeedsTakeOver(t *testing.T) {
+	r := runScale(t, scaleConfig{
+		feeds: 300, rounds: 2, workers: 4, perFeedSample: 50,
+		timing: Timing{TTL: 2 * time.Second, Renew: 600 * time.Millisecond, Margin: 200 * time.Millisecond},
+		tick:   100 * time.Millisecond,
+	})
+	r.log(t)
+	if r.polls != 600 {
+		t.Errorf("%d polls, want 600", r.polls)
+	}
+	// One record write and one observation publish per poll (a poll tried
+	// again after a timeout may have written before it timed out).
+	lo, hi := float64(r.polls), float64(r.polls+r.retries)
+	if r.defsWrites < lo || r.defsWrites > hi || r.defsConflicts != 0 || r.obsPublishes < lo || r.obsPublishes > hi {
+		t.Errorf("per poll: %v defs writes (%v conflicts), %v observation publishes over %d polls; want one write and one publish each",
+			r.defsWrites, r.defsConflicts, r.obsPublishes, r.polls)
+	}
+	if r.takenOver == 0 || r.loads == 0 {
+		t.Errorf("nothing taken over: %d feeds, %d loads", r.takenOver, r.loads)
+	}
+}
+
+// BenchmarkManyFeeds is the many-feeds measurement at 10^4, 10^5 and 10^6
+// feeds with the default lease timing (tick 200 ms), three polls per feed.
+// A survivor loads the state of its new shards at each change of its
+// ownership (load=per-change) or once no new shard came for 600 ms
+// (load=settled):
+//
+//	go test -run xxx -bench 'BenchmarkManyFeeds/feeds=10000$/load=settled' -benchtime 1x -timeout 2h ./storage/cluster/
+func BenchmarkManyFeeds(b *testing.B) {
+	for _, n := range []int{10_000, 100_000, 1_000_000} {
+		b.Run("feeds="+strconv.Itoa(n), func(b *testing.B) {
+			for _, load := range []struct {
+				name   string
+				settle time.Duration
+			}{{"per-change", 0}, {"settled", 600 * time.Millisecond}} {
+				b.Run("load="+load.name, func(b *testing.B) {
+					for range b.N {
+						r := runScale(b, scaleConfig{
+							feeds: n, rounds: 3, workers: 32, perFeedSample: 2000,
+							timing: DefaultTiming, tick: 200 * time.Millisecond, settle: load.settle,
+							maxStore: max(256<<20, int64(n)*16<<10),
+						})
+						r.log(b)
+						b.ReportMetric(float64(r.polls)/r.pollTook.Seconds(), "polls/s")
+						b.ReportMetric(r.defsWrites/float64(r.polls), "kv-writes/poll")
+						b.ReportMetric(r.obsPublishes/float64(r.polls), "obs-publishes/poll")
+						b.ReportMetric(r.serverHeap, "server-heap-B/feed")
+						b.ReportMetric(r.nodeHeap, "node-heap-B/feed")
+						b.ReportMetric(r.ownedAfter.Seconds(), "owned-s")
+						b.ReportMetric(r.loadedAfter.Seconds(), "loaded-s")
+						b.ReportMetric(float64(r.takenOver), "taken-over-feeds")
+					}
+				})
+			}
+		})
+	}
+}
