@@ -90,14 +90,24 @@ type Plan struct {
 func (p Plan) Empty() bool { return len(p.Renew)+len(p.Release)+len(p.Claim) == 0 }
 
 // ResumeSeen is the observation time of a value seen at seen once KV
-// writes succeed again at now after failing since lostAt: a value that
-// had not expired by lostAt counts as seen now (its holder gets a whole
-// TTL to renew it), one that had stays as it was.
+// writes succeed again at now after failing since lostAt. A value that
+// had expired by lostAt stays as it was. One that had not keeps the age
+// it had, the outage included, but expires no sooner than TTL−Renew after
+// now: a live holder, whose renewal is overdue and is written as soon as
+// its own writes succeed, gets that long to show itself, while the lease
+// of a holder that died with the bucket's leader (a SIGKILLed
+// --nats-embed node) is claimed TTL−Renew after the re-election instead of
+// a whole TTL after it. Safety does not rest on this: a holder stops
+// acting TTL−Margin after its last successful write, before any observer
+// that saw that write can count TTL from it.
 func ResumeSeen(seen, lostAt, now time.Time, t Timing) time.Time {
 	if lostAt.Sub(seen) >= t.TTL {
 		return seen
 	}
-	return now
+	if floor := now.Add(-t.Renew); seen.Before(floor) { // expiry at now + TTL−Renew
+		return floor
+	}
+	return seen
 }
 
 // mine reports whether l was written by this node process.

@@ -293,21 +293,28 @@ func TestOwned(t *testing.T) {
 func TestResumeSeen(t *testing.T) {
 	lost := t0.Add(time.Minute)
 	back := lost.Add(5 * time.Second)
+	grace := tm.TTL - tm.Renew // a live holder's time to renew after back
 	tests := []struct {
-		name string
-		seen time.Time
-		want time.Time
+		name       string
+		seen, back time.Time
+		want       time.Time
 	}{
-		{"renewed just before the outage: a whole TTL from now", lost.Add(-time.Second), back},
-		{"seen during the outage: a whole TTL from now", lost.Add(time.Second), back},
-		{"one tick short of expiry at the outage: still saved", lost.Add(-tm.TTL + time.Millisecond), back},
-		{"expired when the outage began: stays expired", lost.Add(-tm.TTL), lost.Add(-tm.TTL)},
-		{"long dead: stays dead", t0, t0},
+		{"renewed just before a long outage: expires grace after it", lost.Add(-time.Second), back, back.Add(grace - tm.TTL)},
+		{"seen during the outage: expires grace after it", lost.Add(time.Second), back, back.Add(grace - tm.TTL)},
+		{"one tick short of expiry at the outage: still saved", lost.Add(-tm.TTL + time.Millisecond), back, back.Add(grace - tm.TTL)},
+		{"short outage: keeps its age", lost.Add(-time.Second), lost.Add(time.Second), lost.Add(-time.Second)},
+		{"seen after the grace point: unchanged", back.Add(-time.Second), back, back.Add(-time.Second)},
+		{"old observation, short outage: expires grace after it", lost.Add(-tm.TTL + tm.Renew), lost.Add(tm.Renew), lost},
+		{"expired when the outage began: stays expired", lost.Add(-tm.TTL), back, lost.Add(-tm.TTL)},
+		{"long dead: stays dead", t0, back, t0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := ResumeSeen(tt.seen, lost, back, tm); !got.Equal(tt.want) {
+			if got := ResumeSeen(tt.seen, lost, tt.back, tm); !got.Equal(tt.want) {
 				t.Fatalf("ResumeSeen = %s, want %s", got.Sub(t0), tt.want.Sub(t0))
+			}
+			if got := ResumeSeen(tt.seen, lost, tt.back, tm); got.Before(tt.seen) {
+				t.Fatalf("ResumeSeen moved the observation back, to %s", got.Sub(t0))
 			}
 		})
 	}
