@@ -149,3 +149,37 @@ func freeAddr(t *testing.T) string {
 	defer ln.Close()
 	return ln.Addr().String()
 }
+
+// freeAddrs returns n distinct loopback addresses whose ports are free
+// right now and lie below Linux's ephemeral range (32768 and up), so that
+// no outgoing connection of a process started before another (an embedded
+// NATS server dialing its routes) takes a port chosen for the next one.
+func freeAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	port := 20000 + rand.IntN(10000)
+	for tries := 0; len(lns) < n && tries < 5000; tries++ {
+		port++
+		if port >= 32768 {
+			port = 20000
+		}
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		lns = append(lns, ln)
+	}
+	if len(lns) < n {
+		t.Fatalf("found %d free ports below 32768, want %d", len(lns), n)
+	}
+	addrs := make([]string, n)
+	for i, ln := range lns {
+		addrs[i] = ln.Addr().String()
+	}
+	return addrs
+}
