@@ -81,6 +81,7 @@ func connect(t testing.TB, ctx context.Context, c *jstest.Cluster, callTimeout t
 type nodeOptions struct {
 	workers     int
 	callTimeout time.Duration
+	resync      time.Duration // ServiceOptions.Resync
 	shards      int
 	watch       aggregator.Watcher
 }
@@ -103,6 +104,7 @@ func startNode(t testing.TB, ctx context.Context, c *jstest.Cluster, name string
 		}),
 		Scheduler: schedule.Config{Workers: opt.workers},
 		Owner:     lease,
+		Resync:    opt.resync,
 		Logger:    log.With("node", name),
 	})
 	if err != nil {

@@ -30,6 +30,7 @@ var (
 	pollWorkers = flag.Int("poll.workers", 64, "BenchmarkPolling: aggregator workers per node")
 	pollWarmup  = flag.Duration("poll.warmup", pollPeriod, "BenchmarkPolling: time after the first fetches before the measurement")
 	pollMeasure = flag.Duration("poll.measure", 2*pollPeriod, "BenchmarkPolling: measured time")
+	pollResync  = flag.Duration("poll.resync", 0, "BenchmarkPolling: how often a JetStream node lists every feed (aggregator ServiceOptions.Resync; 0: its default, 15 s; negative: never)")
 )
 
 const (
@@ -43,8 +44,9 @@ const (
 	// pollCallTimeout bounds each JetStream backend call. Listing the
 	// feeds (Load, and each resync of a clustered aggregator) is one call
 	// of a KV get per feed: within serve's 5 s (DefaultCallTimeout) it
-	// failed for 1,000 feeds on the 3-server cluster.
-	pollCallTimeout = 2 * time.Minute
+	// failed for 1,000 feeds on the 3-server cluster, and 2 minutes were
+	// not enough for 20,000.
+	pollCallTimeout = 10 * time.Minute
 	// pollStall fails a first-fetch pass that makes no progress this long.
 	pollStall = 3 * time.Minute
 )
@@ -189,7 +191,8 @@ func loadAvg() string {
 //   - jetstream-3: three nodes on an in-process 3-server JetStream cluster
 //     (R3), the feeds split over 64 shards;
 //
-// each node with -poll.workers workers (64). Subscribing and the first
+// each node with -poll.workers workers (64); a JetStream node lists every
+// feed each -poll.resync (the aggregator's default, 15 s). Subscribing and the first
 // fetch of every feed are set-up; then the nodes run -poll.warmup (60 s)
 // to learn, and -poll.measure (2 min) is measured: polls/s, the median
 // use latency (publish → stored, as the watcher hears of the stored
@@ -280,7 +283,7 @@ func BenchmarkPolling(b *testing.B) {
 			}()
 			for k := range size {
 				nodes = append(nodes, startNode(b, ctx, c, fmt.Sprintf("n%d", k+1), log,
-					nodeOptions{workers: *pollWorkers, shards: pollShards, watch: st.watcher(), callTimeout: pollCallTimeout}))
+					nodeOptions{workers: *pollWorkers, shards: pollShards, watch: st.watcher(), callTimeout: pollCallTimeout, resync: *pollResync}))
 			}
 			runPolling(b, st, created)
 		})
