@@ -281,8 +281,8 @@ func BenchmarkPolling(b *testing.B) {
 					// On the 3-server cluster the ID sequence's read
 					// can come from a replica that lags its last
 					// update: every compare-and-set of a CreateFeed
-					// then fails (one in 20,000 feeds did); a
-					// subscriber tries again.
+					// then fails (one call did, in one run of 20,000
+					// creates); a subscriber tries again.
 					if !errors.Is(err, sjs.ErrStale) || try == 4 {
 						b.Fatal(err)
 					}
