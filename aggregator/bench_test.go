@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/aggregator/aggtest"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 )
@@ -291,12 +292,12 @@ func BenchmarkIngest(b *testing.B) {
 					env = newBenchEnv(b, pub, c)
 				}
 				newWant := int(kind.step)
-				cpu := cpuTime()
+				cpu := aggtest.CPUTime()
 				for b.Loop() {
 					pub.base.Add(kind.step)
 					env.run(b, newWant)
 				}
-				reportIngest(b, cpuTime()-cpu)
+				reportIngest(b, aggtest.CPUTime()-cpu)
 			})
 		}
 		if env != nil {
@@ -373,14 +374,14 @@ func benchBare(b *testing.B, pub *benchPublisher, urls []string, c int, step int
 	if step == 0 {
 		want = http.StatusNotModified
 	}
-	cpu := cpuTime()
+	cpu := aggtest.CPUTime()
 	for b.Loop() {
 		pub.base.Add(step)
 		if err := pass(want); err != nil {
 			b.Fatal(err)
 		}
 	}
-	reportIngest(b, cpuTime()-cpu)
+	reportIngest(b, aggtest.CPUTime()-cpu)
 }
 
 // reportIngest reports a pass's feeds/s and the process's CPU time (user

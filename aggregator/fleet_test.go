@@ -4,20 +4,16 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"net/netip"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/aggregator/aggtest"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 )
@@ -38,48 +34,6 @@ const (
 	// the last period and this grace of the run.
 	fleetGrace = time.Minute
 )
-
-// fleetPublisher serves feeds that each publish an item every fleetPeriod
-// at a phase of their own, on fleetHosts loopback addresses, with ETag,
-// Last-Modified and 304s.
-type fleetPublisher struct {
-	epoch   time.Time
-	servers []*http.Server
-	hosts   []string
-}
-
-func (p *fleetPublisher) phase(i int) time.Duration {
-	return time.Duration(i*7919%int(fleetPeriod/time.Millisecond)) * time.Millisecond
-}
-
-func (p *fleetPublisher) serve(w http.ResponseWriter, r *http.Request) {
-	i, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/f/"))
-	if err != nil {
-		http.NotFound(w, r)
-		return
-	}
-	first := p.epoch.Add(p.phase(i))
-	k := -1 // the newest item published
-	if now := time.Now(); !now.Before(first) {
-		k = int(now.Sub(first) / fleetPeriod)
-	}
-	etag := fmt.Sprintf(`"%d-%d"`, i, k)
-	w.Header().Set("ETag", etag)
-	if r.Header.Get("If-None-Match") == etag {
-		w.WriteHeader(http.StatusNotModified)
-		return
-	}
-	var sb strings.Builder
-	fmt.Fprintf(&sb, `<?xml version="1.0"?><rss version="2.0"><channel><title>sensor %d</title><link>http://127.0.0.1/</link><description>fleet</description>`, i)
-	for j := k; j >= 0 && j > k-fleetItems; j-- {
-		at := first.Add(time.Duration(j) * fleetPeriod)
-		fmt.Fprintf(&sb, `<item><title>reading %d</title><guid isPermaLink="false">%d-%d</guid><pubDate>%s</pubDate><description>%d.%d C</description></item>`,
-			j, i, j, at.UTC().Format(time.RFC1123Z), j%40, i%10)
-	}
-	sb.WriteString(`</channel></rss>`)
-	w.Header().Set("Content-Type", "application/rss+xml")
-	_, _ = io.WriteString(w, sb.String())
-}
 
 // fleetStats gathers what the watcher hears during the measurement.
 type fleetStats struct {
@@ -108,13 +62,6 @@ func (st *fleetStats) fetched(ev aggregator.Fetched, idx map[uint64]int) {
 	}
 }
 
-// cpuTime is the process's user + system CPU time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // peakRSS is the process's peak resident set in bytes (Linux).
 func peakRSS() int64 {
 	var ru syscall.Rusage
@@ -141,25 +88,14 @@ func BenchmarkFleet(b *testing.B) {
 }
 
 func runFleet(b *testing.B, n int) {
-	pub := &fleetPublisher{epoch: time.Now().Add(-fleetItems * fleetPeriod)}
-	for h := 1; h <= fleetHosts; h++ {
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.%d:0", h))
-		if err != nil {
-			b.Fatal(err)
-		}
-		srv := &http.Server{Handler: http.HandlerFunc(pub.serve), ReadHeaderTimeout: time.Minute}
-		go func() { _ = srv.Serve(ln) }()
-		defer srv.Close()
-		pub.hosts = append(pub.hosts, ln.Addr().String())
-	}
+	pub := aggtest.StartFleet(b, fleetHosts, fleetPeriod, fleetItems)
 	path := filepath.Join(b.TempDir(), "fleet.db")
 	st, err := storage.Open(path, storage.Options{NoSync: true})
 	if err != nil {
 		b.Fatal(err)
 	}
 	for i := range n {
-		u := "http://" + pub.hosts[i%fleetHosts] + "/f/" + strconv.Itoa(i)
-		if err := st.CreateFeed(&storage.Feed{URL: u, Kind: storage.KindRemote, Policy: schedule.DefaultPolicy}); err != nil {
+		if err := st.CreateFeed(&storage.Feed{URL: pub.URL(i), Kind: storage.KindRemote, Policy: schedule.DefaultPolicy}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -196,7 +132,7 @@ func runFleet(b *testing.B, n int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cpu0 := cpuTime()
+	cpu0 := aggtest.CPUTime()
 	stats.mu.Lock()
 	stats.from, stats.measured = time.Now(), true
 	stats.mu.Unlock()
@@ -213,7 +149,7 @@ func runFleet(b *testing.B, n int) {
 	}
 	measured := end.Sub(stats.from)
 	stats.mu.Unlock()
-	cpu := cpuTime() - cpu0
+	cpu := aggtest.CPUTime() - cpu0
 	size1, err := st.Size()
 	if err != nil {
 		b.Fatal(err)

@@ -5,4 +5,9 @@
 // runs three `slogfeed serve --nats-embed` processes against the same
 // Publisher. scripts/test runs both after the rest of the suite, one
 // package at a time, so that their Raft timing does not compete with it.
+//
+// BenchmarkPolling (not run by the test command: it takes about 15
+// minutes) polls one loopback fleet of periodic feeds (aggregator/aggtest)
+// with one node on bbolt, one node on one JetStream server and three
+// nodes on the 3-server cluster, side by side in one run.
 package e2e

@@ -58,8 +58,9 @@ type node struct {
 	done    chan error // the aggregator's and the runner's Run
 }
 
-// connect opens a connection to the cluster and the JetStream store on it.
-func connect(t *testing.T, ctx context.Context, c *jstest.Cluster) (*nats.Conn, jetstream.JetStream, *sjs.Backend) {
+// connect opens a connection to the cluster and the JetStream store on it,
+// each call of the backend bounded by callTimeout (0: the default).
+func connect(t testing.TB, ctx context.Context, c *jstest.Cluster, callTimeout time.Duration) (*nats.Conn, jetstream.JetStream, *sjs.Backend) {
 	t.Helper()
 	nc := c.Connect(t)
 	js, err := jetstream.New(nc)
@@ -70,13 +71,28 @@ func connect(t *testing.T, ctx context.Context, c *jstest.Cluster) (*nats.Conn, 
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
-	return nc, js, sjs.NewBackend(st, 0)
+	return nc, js, sjs.NewBackend(st, callTimeout)
 }
 
-func startNode(t *testing.T, ctx context.Context, c *jstest.Cluster, name string, log *slog.Logger) *node {
+// nodeOptions are what a node of a test or benchmark varies: the
+// aggregator's workers, the cluster's shards (default: shards) and a
+// watcher registered before the first fetch, the backend's call timeout
+// (0: the default).
+type nodeOptions struct {
+	workers     int
+	callTimeout time.Duration
+	resync      time.Duration // ServiceOptions.Resync
+	shards      int
+	watch       aggregator.Watcher
+}
+
+func startNode(t testing.TB, ctx context.Context, c *jstest.Cluster, name string, log *slog.Logger, opt nodeOptions) *node {
 	t.Helper()
-	nc, js, b := connect(t, ctx, c)
-	lease, err := cluster.Start(ctx, js, cluster.Options{Name: name, Shards: shards, Logger: log})
+	if opt.shards == 0 {
+		opt.shards = shards
+	}
+	nc, js, b := connect(t, ctx, c, opt.callTimeout)
+	lease, err := cluster.Start(ctx, js, cluster.Options{Name: name, Shards: opt.shards, Logger: log})
 	if err != nil {
 		t.Fatalf("%s: join: %v", name, err)
 	}
@@ -86,13 +102,15 @@ func startNode(t *testing.T, ctx context.Context, c *jstest.Cluster, name string
 			Allow:     []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 			UserAgent: aggregator.UserAgent("test", name),
 		}),
-		Scheduler: schedule.Config{Workers: 4},
+		Scheduler: schedule.Config{Workers: opt.workers},
 		Owner:     lease,
+		Resync:    opt.resync,
 		Logger:    log.With("node", name),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	svc.Watch(opt.watch)
 	if err := svc.Load(); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +151,7 @@ func (n *node) kill() {
 }
 
 // close stops the node cleanly.
-func (n *node) close(t *testing.T) {
+func (n *node) close(t testing.TB) {
 	n.stop()
 	for range 2 {
 		if err := <-n.done; err != nil {
@@ -176,7 +194,7 @@ func TestNodeKilled(t *testing.T) {
 
 	// The feeds, with the observations of the polls a previous owner
 	// made 3 s after each publication.
-	_, _, seed := connect(t, ctx, c)
+	_, _, seed := connect(t, ctx, c, 0)
 	ids := make([]uint64, nFeeds)
 	for i := range nFeeds {
 		f := storage.Feed{URL: fmt.Sprintf("%s/f/%d.rss", srv.URL, i), Kind: storage.KindRemote, Policy: "auto"}
@@ -194,9 +212,9 @@ func TestNodeKilled(t *testing.T) {
 	t.Logf("%d feeds with %v of observations stored in %v", nFeeds, history, time.Since(start).Round(time.Millisecond))
 
 	nodes := []*node{
-		startNode(t, ctx, c, "n1", log),
-		startNode(t, ctx, c, "n2", log),
-		startNode(t, ctx, c, "n3", log),
+		startNode(t, ctx, c, "n1", log, nodeOptions{workers: 4}),
+		startNode(t, ctx, c, "n2", log, nodeOptions{workers: 4}),
+		startNode(t, ctx, c, "n3", log, nodeOptions{workers: 4}),
 	}
 	live := time.Now()
 	WaitFor(t, 30*time.Second, "every feed polled by its owner", func() error {

@@ -1,0 +1,125 @@
+// Package aggtest holds helpers for the live loop's benchmarks: Fleet, a
+// loopback publisher of many periodic feeds with conditional GET, and
+// CPUTime. The aggregator's BenchmarkFleet and the cluster's polling
+// benchmark (storage/cluster/e2e) poll the same Fleet.
+package aggtest
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Fleet serves feeds /f/{i} that each publish an item every Period at a
+// phase of their own (Phase), on several loopback addresses 127.0.0.x,
+// with an ETag per newest item and a 304 to a matching If-None-Match. A
+// document lists the Items newest items; item j of feed i has the guid
+// "i-j" and is published at Published(i, j).
+type Fleet struct {
+	Epoch  time.Time // item 0 of every feed is published at Epoch + its phase
+	Period time.Duration
+	Items  int
+	hosts  []string
+}
+
+// StartFleet serves a Fleet on hosts addresses 127.0.0.1 … 127.0.0.hosts
+// (ports chosen by the system) until tb's cleanup. Its epoch lies items
+// periods back, so a first fetch finds items full documents.
+func StartFleet(tb testing.TB, hosts int, period time.Duration, items int) *Fleet {
+	tb.Helper()
+	p := &Fleet{Epoch: time.Now().Add(-time.Duration(items) * period), Period: period, Items: items}
+	for h := 1; h <= hosts; h++ {
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.%d:0", h))
+		if err != nil {
+			tb.Fatalf("fleet address %d: %v", h, err)
+		}
+		srv := &http.Server{Handler: p, ReadHeaderTimeout: time.Minute}
+		go func() { _ = srv.Serve(ln) }()
+		tb.Cleanup(func() { _ = srv.Close() })
+		p.hosts = append(p.hosts, ln.Addr().String())
+	}
+	return p
+}
+
+// URL is feed i's address, on host i mod hosts.
+func (p *Fleet) URL(i int) string {
+	return "http://" + p.hosts[i%len(p.hosts)] + "/f/" + strconv.Itoa(i)
+}
+
+// FeedOf is the feed number of a URL made by URL.
+func (p *Fleet) FeedOf(url string) (int, bool) {
+	_, s, ok := strings.Cut(url, "/f/")
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.Atoi(s)
+	return i, err == nil && i >= 0
+}
+
+// Phase is feed i's offset in the period (millisecond steps, distinct for
+// up to Period/1 ms feeds when 7919 does not divide that count).
+func (p *Fleet) Phase(i int) time.Duration {
+	return time.Duration(i*7919%int(p.Period/time.Millisecond)) * time.Millisecond
+}
+
+// Published is when item j of feed i is published.
+func (p *Fleet) Published(i, j int) time.Time {
+	return p.Epoch.Add(p.Phase(i) + time.Duration(j)*p.Period)
+}
+
+// Item parses an item's guid "i-j".
+func (p *Fleet) Item(guid string) (i, j int, ok bool) {
+	a, b, ok := strings.Cut(guid, "-")
+	if !ok {
+		return 0, 0, false
+	}
+	i, err1 := strconv.Atoi(a)
+	j, err2 := strconv.Atoi(b)
+	return i, j, err1 == nil && err2 == nil
+}
+
+// Latest is the newest item of feed i published by t (-1: none).
+func (p *Fleet) Latest(i int, t time.Time) int {
+	first := p.Published(i, 0)
+	if t.Before(first) {
+		return -1
+	}
+	return int(t.Sub(first) / p.Period)
+}
+
+func (p *Fleet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	i, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/f/"))
+	if err != nil || i < 0 {
+		http.NotFound(w, r)
+		return
+	}
+	k := p.Latest(i, time.Now())
+	etag := fmt.Sprintf(`"%d-%d"`, i, k)
+	w.Header().Set("ETag", etag)
+	if r.Header.Get("If-None-Match") == etag {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, `<?xml version="1.0"?><rss version="2.0"><channel><title>sensor %d</title><link>http://127.0.0.1/</link><description>fleet</description>`, i)
+	for j := k; j >= 0 && j > k-p.Items; j-- {
+		fmt.Fprintf(&sb, `<item><title>reading %d</title><guid isPermaLink="false">%d-%d</guid><pubDate>%s</pubDate><description>%d.%d C</description></item>`,
+			j, i, j, p.Published(i, j).UTC().Format(time.RFC1123Z), j%40, i%10)
+	}
+	sb.WriteString(`</channel></rss>`)
+	w.Header().Set("Content-Type", "application/rss+xml")
+	_, _ = io.WriteString(w, sb.String())
+}
+
+// CPUTime is the process's user + system CPU time.
+func CPUTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
