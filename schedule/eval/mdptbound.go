@@ -8,11 +8,12 @@ import (
 )
 
 // mdptOracle describes the bound rows of the mdpt scenario: a tracker that
-// knows each source's true period, the Laplace scale and the loss chain
-// exactly, which no policy can learn better, but not a jitter draw or a loss
-// before a poll reveals it. It is an oracle, not a policy: it reads the
-// sources' models, and it exists to show what polling could reach at best
-// under the scenario's accounting.
+// knows each source's true period and how it publishes, so that it aims
+// every poll at the exact expected publish, which no policy can learn
+// better, but knows neither a jitter draw nor a loss before a poll reveals
+// it. It is an oracle, not a policy: it reads the sources' models, and it
+// exists to show what polling could reach at best under the scenario's
+// accounting. Its margin and retry are given, not learned.
 //
 // The Fig. 23 publishers put each publish one period after the previous one
 // plus a fresh Laplace draw (sim.Model), so the source's exact phase is the
@@ -197,5 +198,5 @@ func oracleBoundNote(rep *Report, oracles []mdptOracle, polls int) string {
 	if okAny {
 		lowest = desc(low)
 	}
-	return fmt.Sprintf("oracle rows (not policies: they know each source's period, jitter scale and loss chain): lowest mean at ≥ 96%% hit within %d polls: %s; lowest mean at any hit: %s", polls, best, lowest)
+	return fmt.Sprintf("oracle rows (not policies: they know each source's true period and phase): lowest mean at ≥ 96%% hit within %d polls: %s; lowest mean at any hit: %s", polls, best, lowest)
 }

@@ -149,12 +149,12 @@ func TestOracleBoundNote(t *testing.T) {
 				{Policy: "oracle-m50s", MeanLatencyS: 55, HitPct: 96.4, Polls: 100},
 			},
 			polls: 150,
-			want:  "oracle rows (not policies: they know each source's period, jitter scale and loss chain): lowest mean at ≥ 96% hit within 150 polls: 55.0 s (oracle-m50s, hit 96.4%, 100 polls); lowest mean at any hit: 35.0 s (oracle-m30s-r20s, hit 92.0%, 100 polls)",
+			want:  "oracle rows (not policies: they know each source's true period and phase): lowest mean at ≥ 96% hit within 150 polls: 55.0 s (oracle-m50s, hit 96.4%, 100 polls); lowest mean at any hit: 35.0 s (oracle-m30s-r20s, hit 92.0%, 100 polls)",
 		},
 		{
 			name:  "no row",
 			polls: 150,
-			want:  "oracle rows (not policies: they know each source's period, jitter scale and loss chain): lowest mean at ≥ 96% hit within 150 polls: none; lowest mean at any hit: none",
+			want:  "oracle rows (not policies: they know each source's true period and phase): lowest mean at ≥ 96% hit within 150 polls: none; lowest mean at any hit: none",
 		},
 	}
 	for _, tc := range tests {
