@@ -90,6 +90,9 @@ export default function App({ initialPipeId }) {
   const [status, setStatus] = useState('Loading the operator catalogue…');
   const previewSeq = useRef(0);
   const previewAbort = useRef(null);
+  // A preview asked for with the button reports its result in the status
+  // line, also when a live preview replaced it while it ran.
+  const previewAsked = useRef(false);
   const nodesHeading = useRef(null);
 
   const operators = catalogue?.operators || [];
@@ -147,6 +150,7 @@ export default function App({ initialPipeId }) {
       const ctl = new AbortController();
       previewAbort.current = ctl;
       const seq = ++previewSeq.current;
+      if (why === 'button') previewAsked.current = true;
       setBusy((b) => b || 'preview');
       try {
         const pv = await api(pipeId ? `/api/v1/pipes/${encodeURIComponent(pipeId)}/preview` : '/api/v1/pipes/preview', {
@@ -158,9 +162,13 @@ export default function App({ initialPipeId }) {
         const ix = indexPreview(pv);
         setPreview(ix);
         setPreviewErr(null);
-        if (why === 'button') setStatus(`Preview: ${Object.keys(ix.nodes).length} nodes ran, ${ix.output.length} items out${ix.error ? `; ${ix.error}` : ''}.`);
+        if (previewAsked.current) {
+          previewAsked.current = false;
+          setStatus(`Preview: ${Object.keys(ix.nodes).length} nodes ran, ${ix.output.length} items out${ix.error ? `; ${ix.error}` : ''}.`);
+        }
       } catch (e) {
         if (e?.name === 'AbortError' || seq !== previewSeq.current) return;
+        previewAsked.current = false;
         setPreviewErr(errorState(e, body));
         setPreview(null);
       } finally {
