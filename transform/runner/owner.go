@@ -104,7 +104,13 @@ func (r *Runner) wakeOwned(mine map[uint64]bool, seq uint64) uint64 {
 			}
 			continue
 		}
-		if last == seq || !updated(p) {
+		r.mu.Lock()
+		retry := p.retry
+		if retry {
+			r.enqueue(p) // its input queue held items elsewhere
+		}
+		r.mu.Unlock()
+		if retry || last == seq || !updated(p) {
 			continue
 		}
 		r.mu.Lock()
