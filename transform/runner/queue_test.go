@@ -63,7 +63,7 @@ func tallyPipe(slug string, sources ...string) transform.Pipe {
 }
 
 // tally is the count of pipe id's t_tally node as stored.
-func tally(t *testing.T, st Store, id uint64) int {
+func tally(t testing.TB, st Store, id uint64) int {
 	t.Helper()
 	sp, err := st.Pipe(id)
 	if err != nil {
@@ -84,7 +84,7 @@ func tally(t *testing.T, st Store, id uint64) int {
 
 // openJetStream opens a JetStream backend on c with the pipes' input
 // hold ackWait (PipeAckWait), on a connection of its own.
-func openJetStream(t *testing.T, c *jstest.Cluster, now func() time.Time, ackWait time.Duration) *sjs.Backend {
+func openJetStream(t testing.TB, c *jstest.Cluster, now func() time.Time, ackWait time.Duration) *sjs.Backend {
 	t.Helper()
 	js, err := jetstream.New(c.Connect(t))
 	if err != nil {
@@ -106,9 +106,9 @@ func openJetStream(t *testing.T, c *jstest.Cluster, now func() time.Time, ackWai
 var backends = []struct {
 	name  string
 	queue bool
-	open  func(t *testing.T, now func() time.Time) storage.Backend
+	open  func(t testing.TB, now func() time.Time) storage.Backend
 }{
-	{"bbolt", false, func(t *testing.T, now func() time.Time) storage.Backend {
+	{"bbolt", false, func(t testing.TB, now func() time.Time) storage.Backend {
 		st, err := storage.Open(filepath.Join(t.TempDir(), "r.db"), storage.Options{NoSync: true, Now: now})
 		if err != nil {
 			t.Fatal(err)
@@ -116,12 +116,12 @@ var backends = []struct {
 		t.Cleanup(func() { st.Close() })
 		return st
 	}},
-	{"jetstream", true, func(t *testing.T, now func() time.Time) storage.Backend {
+	{"jetstream", true, func(t testing.TB, now func() time.Time) storage.Backend {
 		return openJetStream(t, jstest.NewServer(t), now, time.Second)
 	}},
 }
 
-func newSensor(t *testing.T, st storage.Backend, slug string) storage.Feed {
+func newSensor(t testing.TB, st storage.Backend, slug string) storage.Feed {
 	t.Helper()
 	f := storage.Feed{Kind: storage.KindSensor, Slug: slug, Title: slug, Policy: "auto"}
 	if err := st.CreateFeed(&f); err != nil {
@@ -131,7 +131,7 @@ func newSensor(t *testing.T, st storage.Backend, slug string) storage.Feed {
 }
 
 // addItems stores n items of size bytes (of summary) in f, IDs prefix-i.
-func addItems(t *testing.T, st storage.Backend, f storage.Feed, prefix string, from, n, size int) {
+func addItems(t testing.TB, st storage.Backend, f storage.Feed, prefix string, from, n, size int) {
 	t.Helper()
 	var its []storage.Item
 	for i := from; i < from+n; i++ {
@@ -143,7 +143,7 @@ func addItems(t *testing.T, st storage.Backend, f storage.Feed, prefix string, f
 }
 
 // outputIDs are the IDs of the output feed's items, in arrival order.
-func outputIDs(t *testing.T, st Store, feedID uint64) []string {
+func outputIDs(t testing.TB, st Store, feedID uint64) []string {
 	t.Helper()
 	its, err := st.Items(feedID, storage.ItemQuery{Order: storage.ByArrivalAsc})
 	if err != nil {
@@ -500,6 +500,55 @@ func TestPipeMovesOnJetStream(t *testing.T) {
 			}
 			if n := tally(t, poster, info.ID); n != posted {
 				t.Errorf("the pipe ran %d inputs, want each of %d once", n, posted)
+			}
+		})
+	}
+}
+
+// cursorOnly hides a store's input queues: the runner reads by cursor.
+type cursorOnly struct{ storage.Backend }
+
+// BenchmarkSavedPipeRun: one run of a saved pipe over 10 new items of an
+// input that holds 2,000, on one JetStream server, reading through the
+// pipe's input queue or by cursor (the bbolt way, over the same store),
+// and on bbolt for reference.
+func BenchmarkSavedPipeRun(b *testing.B) {
+	const held, fresh = 2000, 10
+	for _, bc := range []struct {
+		name string
+		open func(t testing.TB) storage.Backend
+		wrap func(storage.Backend) Store
+	}{
+		{"jetstream-queue", func(t testing.TB) storage.Backend { return openJetStream(t, jstest.NewServer(t), nil, 0) }, func(s storage.Backend) Store { return s }},
+		{"jetstream-cursor", func(t testing.TB) storage.Backend { return openJetStream(t, jstest.NewServer(t), nil, 0) }, func(s storage.Backend) Store { return cursorOnly{s} }},
+		{"bbolt", func(t testing.TB) storage.Backend { return backends[0].open(t, nil) }, func(s storage.Backend) Store { return s }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			st := bc.open(b)
+			f := newSensor(b, st, "bench")
+			addItems(b, st, f, "h", 0, held, 100)
+			r, err := New(Options{Store: bc.wrap(st)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			info, err := r.Create(context.Background(), tallyPipe("bench-tally", "sensor/bench"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := r.RunNow(context.Background(), info.ID); err != nil {
+				b.Fatal(err)
+			}
+			n := held
+			b.ResetTimer()
+			for b.Loop() {
+				b.StopTimer()
+				addItems(b, st, f, "h", n, fresh, 100)
+				n += fresh
+				b.StartTimer()
+				res, err := r.RunNow(context.Background(), info.ID)
+				if err != nil || res.In != fresh {
+					b.Fatalf("run %+v, %v; want %d in", res, err, fresh)
+				}
 			}
 		})
 	}
