@@ -27,6 +27,10 @@ type PipeInputQueue interface {
 	// acknowledges or releases them, or until the queue's hold lapses and
 	// it hands them out again. ErrNoPipeInputs when the pipe has none.
 	NextPipeInputs(pipeID uint64, max int) (PipeBatch, error)
+	// PipeInputsWaiting returns how many items the queue holds that no
+	// reader has taken yet (a moment after an item is stored it may not
+	// count yet); ErrNoPipeInputs when the pipe has no queue.
+	PipeInputsWaiting(pipeID uint64) (int, error)
 }
 
 // PipeBatch is what one NextPipeInputs took.

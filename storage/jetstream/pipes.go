@@ -184,6 +184,19 @@ func (s *Store) NextPipeBatch(ctx context.Context, pipeID uint64, max int) (*Pip
 	return b, nil
 }
 
+// PipeInputsWaiting returns how many input items the pipe's consumer has
+// not delivered yet (its NumPending), or storage.ErrNoPipeInputs.
+func (s *Store) PipeInputsWaiting(ctx context.Context, pipeID uint64) (int, error) {
+	cons, err := s.items.Consumer(ctx, pipeConsumer(pipeID))
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return 0, fmt.Errorf("pipe %d inputs: %w", pipeID, storage.ErrNoPipeInputs)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("pipe %d inputs: %w", pipeID, err)
+	}
+	return int(cons.CachedInfo().NumPending), nil
+}
+
 // Ack acknowledges the items at indexes idx: each but the last without
 // waiting, the last confirmed by the server, which processes one
 // connection's acknowledgements of a consumer in order. A message whose
@@ -255,6 +268,13 @@ func (b *Backend) NextPipeInputs(pipeID uint64, max int) (storage.PipeBatch, err
 		return nil, err
 	}
 	return backendBatch{pb, b}, nil
+}
+
+// PipeInputsWaiting is Store.PipeInputsWaiting (storage.PipeInputQueue).
+func (b *Backend) PipeInputsWaiting(pipeID uint64) (int, error) {
+	ctx, cancel := b.call()
+	defer cancel()
+	return b.s.PipeInputsWaiting(ctx, pipeID)
 }
 
 // backendBatch is a PipeBatch as storage.PipeBatch.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/transform"
@@ -37,6 +38,7 @@ type read struct {
 	consumed []int    // indexes of the batch's items this run consumed
 	leftover []int    // indexes of those it hands back (over the budget)
 	unacked  []uint64 // state.Unacked to commit
+	missing  bool     // items notified on an input are not taken yet
 	settled  bool
 }
 
@@ -119,8 +121,13 @@ func (r *Runner) readQueue(p *pipe, g *transform.Graph, st *state) (read, error)
 	}
 	rd.max = min(queueBatch, g.Limits().WithDefaults().MaxItems)
 	batch, err := r.q.NextPipeInputs(p.id, rd.max)
-	if errors.Is(err, storage.ErrNoPipeInputs) { // deleted since: made afresh
-		if err = r.setInputs(p, st); err == nil {
+	if errors.Is(err, storage.ErrNoPipeInputs) {
+		// Deleted since (by hand): made afresh, unless the pipe is
+		// being deleted too (DeletePipe deletes the record first).
+		if _, err = r.st.Pipe(p.id); err == nil {
+			err = r.setInputs(p, st)
+		}
+		if err == nil {
 			batch, err = r.q.NextPipeInputs(p.id, rd.max)
 		}
 	}
@@ -209,8 +216,54 @@ func (r *Runner) readQueue(p *pipe, g *transform.Graph, st *state) (read, error)
 		rd.unacked = append(rd.unacked, s)
 	}
 	slices.Sort(rd.unacked)
+	rd.missing = r.missed(p, st)
 	return rd, nil
 }
+
+// expectSeq records that items of input feed were stored (Notify), so
+// that a run which does not find them in the queue looks again shortly;
+// r.mu is held.
+func (p *pipe) expectSeq(feed uint64, items []storage.Item) {
+	var top uint64
+	for _, it := range items {
+		top = max(top, it.Seq)
+	}
+	if top == 0 {
+		return
+	}
+	if p.expect == nil {
+		p.expect = make(map[uint64]uint64)
+	}
+	p.expect[feed] = max(p.expect[feed], top)
+}
+
+// missed reports whether items notified on p's inputs are not taken yet
+// by every source reading them, as of st; it forgets those that are.
+func (r *Runner) missed(p *pipe, st *state) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for feed, seq := range p.expect {
+		taken := true
+		for _, in := range p.inputs {
+			if in.FeedID == feed && st.Cursors[inputKey(in)] < seq {
+				taken = false
+			}
+		}
+		if taken {
+			delete(p.expect, feed)
+		}
+	}
+	return len(p.expect) > 0
+}
+
+// lookAgain is how long after a run that missed notified items the pipe
+// runs again, doubled each time, up to maxLookAgain times: JetStream tells
+// a consumer of a stored message a moment after acknowledging its
+// publication, so a run right after a Notify may not find it yet.
+const (
+	lookAgain    = 5 * time.Millisecond
+	maxLookAgain = 6
+)
 
 // setInputs makes the pipe's input queue deliver its input feeds; a queue
 // made now starts after the lowest cursor in st (at new items when there
@@ -248,11 +301,29 @@ func (rd *read) settle(r *Runner, p *pipe) {
 		r.log.Warn("pipe inputs not handed back", "pipe", p.id, "err", err)
 	}
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	p.retry = rd.batch.Held() > 0 && updated(p)
-	if updated(p) && (len(rd.leftover) > 0 || len(rd.batch.Items()) >= rd.max) {
+	switch {
+	case !updated(p):
+	case len(rd.leftover) > 0 || len(rd.batch.Items()) >= rd.max:
 		r.enqueue(p)
+	case rd.missing && p.expectTries < maxLookAgain:
+		d := lookAgain << p.expectTries
+		p.expectTries++
+		go func() {
+			t := r.clock.NewTimer(d)
+			defer t.Stop()
+			<-t.C()
+			r.mu.Lock()
+			r.enqueue(p)
+			r.mu.Unlock()
+		}()
+	default:
+		// Found, or not found after looking again: the Resync looks at
+		// the queue's waiting items.
+		clear(p.expect)
+		p.expectTries = 0
 	}
-	r.mu.Unlock()
 }
 
 // release hands back every item of a run that failed or was not

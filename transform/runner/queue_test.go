@@ -142,6 +142,31 @@ func addItems(t testing.TB, st storage.Backend, f storage.Feed, prefix string, f
 	}
 }
 
+// queued waits, on a store with input queues, until pipe id's queue
+// counts want items not taken yet: JetStream counts a stored item a
+// moment after acknowledging its publication.
+func queued(t testing.TB, st Store, id uint64, want int) {
+	t.Helper()
+	q := queueOf(st)
+	if q == nil {
+		return
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n, err := q.PipeInputsWaiting(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pipe %d's queue has %d items waiting, want %d", id, n, want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // outputIDs are the IDs of the output feed's items, in arrival order.
 func outputIDs(t testing.TB, st Store, feedID uint64) []string {
 	t.Helper()
@@ -217,6 +242,7 @@ func TestInputsOnEveryBackend(t *testing.T) {
 						r = newRunner(t, transform.Limits{})
 					}
 					addItems(t, st, lab, "a", n, s.add, 10)
+					queued(t, st, info.ID, s.add)
 					n += s.add
 					if res := runNow(t, r, info.ID); res.In != s.wantIn || res.Added != s.wantIn {
 						t.Errorf("%s: run %+v, want %d in and added", s.name, res, s.wantIn)
@@ -242,6 +268,7 @@ func TestInputsOnEveryBackend(t *testing.T) {
 					t.Fatalf("first run %+v", res)
 				}
 				addItems(t, st, big, "b", 1, 20, 8<<10) // 20 × 8 KiB: more than half of the 64 KiB budget
+				queued(t, st, info.ID, 20)
 				total, runs := 0, 0
 				for total < 20 && runs < 20 {
 					res := runNow(t, r, info.ID)
@@ -280,6 +307,7 @@ func TestInputsOnEveryBackend(t *testing.T) {
 					t.Fatal(err)
 				}
 				addItems(t, st, big, "b", 0, 20, 8<<10)
+				queued(t, st, info.ID, 20)
 				first := runNow(t, r, info.ID)
 				if first.In == 0 || first.In >= 20 {
 					t.Fatalf("first run read %d items, want the newest that fit", first.In)
@@ -305,6 +333,7 @@ func TestInputsOnEveryBackend(t *testing.T) {
 				}
 				addItems(t, st, x, "x", 0, 2, 10)
 				addItems(t, st, y, "y", 0, 2, 10) // not an input yet
+				queued(t, st, info.ID, 2)
 				if res := runNow(t, r, info.ID); res.In != 2 {
 					t.Errorf("run over x: %+v, want 2 in", res)
 				}
@@ -312,10 +341,12 @@ func TestInputsOnEveryBackend(t *testing.T) {
 					t.Fatal(err)
 				}
 				addItems(t, st, x, "x", 2, 1, 10)
+				queued(t, st, info.ID, 1)
 				if res := runNow(t, r, info.ID); res.In != 3 {
 					t.Errorf("run after y became an input: %+v, want 3 in (y's backlog of 2, x's new one)", res)
 				}
 				addItems(t, st, y, "y", 2, 2, 10)
+				queued(t, st, info.ID, 2)
 				if res := runNow(t, r, info.ID); res.In != 2 {
 					t.Errorf("run over y's new items: %+v, want 2 in", res)
 				}
@@ -355,6 +386,13 @@ func (d *dyingStore) SetPipeInputs(pipeID uint64, feeds []uint64, from uint64) e
 		return errDead
 	}
 	return d.q.SetPipeInputs(pipeID, feeds, from)
+}
+
+func (d *dyingStore) PipeInputsWaiting(pipeID uint64) (int, error) {
+	if d.dead.Load() && d.taken.Load() {
+		return 0, errDead
+	}
+	return d.q.PipeInputsWaiting(pipeID)
 }
 
 func (d *dyingStore) NextPipeInputs(pipeID uint64, max int) (storage.PipeBatch, error) {
@@ -423,6 +461,9 @@ func TestPipeMovesOnJetStream(t *testing.T) {
 			for _, n := range nodes {
 				b := openJetStream(t, c, nil, ackWait)
 				n.Backend, n.q = b, b
+				if queueOf(n) == nil {
+					t.Fatal("the node's store has no input queue")
+				}
 			}
 			lab := newSensor(t, poster, fmt.Sprint("lab-", i))
 			owners := []*fakeOwner{newFakeOwner(), newFakeOwner()}
@@ -543,12 +584,161 @@ func BenchmarkSavedPipeRun(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				addItems(b, st, f, "h", n, fresh, 100)
+				queued(b, bc.wrap(st), info.ID, fresh)
 				n += fresh
 				b.StartTimer()
 				res, err := r.RunNow(context.Background(), info.ID)
 				if err != nil || res.In != fresh {
 					b.Fatalf("run %+v, %v; want %d in", res, err, fresh)
 				}
+			}
+		})
+	}
+}
+
+// A pipe that read by cursor on JetStream before it had an input queue,
+// and one whose queue was deleted by hand, go on through a queue made
+// then: the items after their cursors are run, each once, and none
+// before.
+func TestInputQueueMadeLater(t *testing.T) {
+	c := jstest.NewServer(t)
+	tests := []struct {
+		name   string
+		before func(t *testing.T, st *sjs.Backend, id uint64) // between the first runs and the next
+	}{
+		{"read by cursor before", nil},
+		{"queue deleted by hand", func(t *testing.T, st *sjs.Backend, id uint64) {
+			if err := st.Store().DeletePipeInputs(context.Background(), id); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := openJetStream(t, c, nil, time.Second)
+			lab := newSensor(t, st, fmt.Sprint("later-", i))
+			var first Store = st
+			if tt.before == nil {
+				first = cursorOnly{st}
+			}
+			r, err := New(Options{Store: first})
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, err := r.Create(context.Background(), tallyPipe(fmt.Sprint("later-", i), "sensor/"+lab.Slug))
+			if err != nil {
+				t.Fatal(err)
+			}
+			addItems(t, st, lab, "a", 0, 3, 10)
+			for range 2 {
+				if _, err := r.RunNow(context.Background(), info.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tt.before != nil {
+				tt.before(t, st, info.ID)
+			}
+			addItems(t, st, lab, "a", 3, 2, 10)
+			r, err = New(Options{Store: st})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Load(); err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []int{2, 0} {
+				if res, err := r.RunNow(context.Background(), info.ID); err != nil || res.In != want {
+					t.Errorf("run through the queue: %+v, %v; want %d in", res, err, want)
+				}
+			}
+			addItems(t, st, lab, "a", 5, 1, 10)
+			queued(t, st, info.ID, 1)
+			if res, err := r.RunNow(context.Background(), info.ID); err != nil || res.In != 1 {
+				t.Errorf("run over a new item: %+v, %v", res, err)
+			}
+			if got := tally(t, st, info.ID); got != 6 {
+				t.Errorf("the pipe ran %d inputs, want each of 6 once", got)
+			}
+			if _, err := st.NextPipeInputs(info.ID, 0); err != nil {
+				t.Errorf("no input queue after the runs: %v", err)
+			}
+		})
+	}
+}
+
+// lateQueue is a store whose input queue counts stored items late: every
+// other fetch finds nothing, as JetStream's does right after a publish
+// now and then.
+type lateQueue struct {
+	storage.Backend
+	q storage.PipeInputQueue
+	n atomic.Int64
+}
+
+func (l *lateQueue) SetPipeInputs(pipeID uint64, feeds []uint64, from uint64) error {
+	return l.q.SetPipeInputs(pipeID, feeds, from)
+}
+
+func (l *lateQueue) PipeInputsWaiting(pipeID uint64) (int, error) {
+	return l.q.PipeInputsWaiting(pipeID)
+}
+
+func (l *lateQueue) NextPipeInputs(pipeID uint64, max int) (storage.PipeBatch, error) {
+	if l.n.Add(1)%2 == 1 {
+		max = 0 // the queue as it is, without its new items
+	}
+	return l.q.NextPipeInputs(pipeID, max)
+}
+
+// A pipe notified of items it then does not find in its input queue
+// looks again shortly: on one JetStream server, without a cluster's
+// Resync, every reading stored and notified is run within a second, none
+// left waiting for the next, whether the queue counts it at once or late.
+func TestNotifiedItemsAreRun(t *testing.T) {
+	c := jstest.NewServer(t)
+	for i, tt := range []struct {
+		name string
+		late bool
+	}{{"counted at once", false}, {"counted late", true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			st := openJetStream(t, c, nil, time.Second)
+			var rs Store = st
+			if tt.late {
+				rs = &lateQueue{Backend: st, q: st}
+			}
+			lab := newSensor(t, st, fmt.Sprint("notified-", i))
+			r, err := New(Options{Store: rs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			var wg sync.WaitGroup
+			wg.Go(func() { _ = r.Run(ctx) })
+			defer func() {
+				cancel()
+				wg.Wait()
+			}()
+			info, err := r.Create(ctx, tallyPipe(fmt.Sprint("notified-", i), "sensor/"+lab.Slug))
+			if err != nil {
+				t.Fatal(err)
+			}
+			const readings = 30
+			for k := range readings {
+				added, err := st.AddItems(lab.ID, []storage.Item{{ID: fmt.Sprint("n-", k), Title: "reading", Published: time.Now()}})
+				if err != nil || len(added) != 1 {
+					t.Fatalf("reading %d: %v", k, err)
+				}
+				r.Notify(lab, added)
+				deadline := time.Now().Add(time.Second)
+				for len(outputIDs(t, st, info.FeedID)) < k+1 {
+					if time.Now().After(deadline) {
+						t.Fatalf("reading %d not run a second after it was stored and notified", k)
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			if n := tally(t, st, info.ID); n != readings {
+				t.Errorf("the pipe ran %d inputs, want each of %d once", n, readings)
 			}
 		})
 	}

@@ -119,7 +119,11 @@ type pipe struct {
 	plan      []int
 	nextCron  time.Time
 
-	retry bool // input queue: items were held elsewhere at the last run
+	// Input queue: items were held elsewhere at the last run; the newest
+	// Seq notified per input feed, not run yet; runs that missed it.
+	retry       bool
+	expect      map[uint64]uint64
+	expectTries int
 
 	runMu sync.Mutex       // serialises runs and changes
 	graph *transform.Graph // compiled, its operators' state as committed; nil to rebuild
@@ -333,6 +337,11 @@ func (r *Runner) Notify(feed storage.Feed, items []storage.Item) {
 		case transform.OnMDPT:
 			r.enqueue(p)
 			exp = r.notifyMDPT(p, feed.ID, items, now, exp)
+		default:
+			continue
+		}
+		if r.q != nil {
+			p.expectSeq(feed.ID, items)
 		}
 	}
 	r.mu.Unlock()
