@@ -34,11 +34,11 @@ type read struct {
 
 	// From an input queue:
 	batch    storage.PipeBatch
-	max      int      // the most items the batch could hold
-	consumed []int    // indexes of the batch's items this run consumed
-	leftover []int    // indexes of those it hands back (over the budget)
-	unacked  []uint64 // state.Unacked to commit
-	missing  bool     // items notified on an input are not taken yet
+	max      int               // the most items the batch could hold
+	consumed []int             // indexes of the batch's items this run consumed
+	leftover []int             // indexes of those it hands back (over the budget)
+	unacked  []uint64          // state.Unacked to commit
+	missing  map[uint64]uint64 // items notified on an input, not taken yet: feed → Seq
 	settled  bool
 }
 
@@ -237,11 +237,13 @@ func (p *pipe) expectSeq(feed uint64, items []storage.Item) {
 	p.expect[feed] = max(p.expect[feed], top)
 }
 
-// missed reports whether items notified on p's inputs are not taken yet
-// by every source reading them, as of st; it forgets those that are.
-func (r *Runner) missed(p *pipe, st *state) bool {
+// missed returns the items notified on p's inputs (feed → newest Seq)
+// not taken yet by every source reading them, as of st; it forgets
+// those that are.
+func (r *Runner) missed(p *pipe, st *state) map[uint64]uint64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var out map[uint64]uint64
 	for feed, seq := range p.expect {
 		taken := true
 		for _, in := range p.inputs {
@@ -251,9 +253,14 @@ func (r *Runner) missed(p *pipe, st *state) bool {
 		}
 		if taken {
 			delete(p.expect, feed)
+			continue
 		}
+		if out == nil {
+			out = make(map[uint64]uint64)
+		}
+		out[feed] = seq
 	}
-	return len(p.expect) > 0
+	return out
 }
 
 // lookAgain is how long after a run that missed notified items the pipe
@@ -307,7 +314,7 @@ func (rd *read) settle(r *Runner, p *pipe) {
 	case !updated(p):
 	case len(rd.leftover) > 0 || len(rd.batch.Items()) >= rd.max:
 		r.enqueue(p)
-	case rd.missing && p.expectTries < maxLookAgain:
+	case len(rd.missing) > 0 && p.expectTries < maxLookAgain:
 		d := lookAgain << p.expectTries
 		p.expectTries++
 		go func() {
@@ -320,8 +327,13 @@ func (rd *read) settle(r *Runner, p *pipe) {
 		}()
 	default:
 		// Found, or not found after looking again: the Resync looks at
-		// the queue's waiting items.
-		clear(p.expect)
+		// the queue's waiting items. (What was notified since the read
+		// is kept.)
+		for feed, seq := range rd.missing {
+			if p.expect[feed] == seq {
+				delete(p.expect, feed)
+			}
+		}
 		p.expectTries = 0
 	}
 }
