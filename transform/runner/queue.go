@@ -322,7 +322,9 @@ func (rd *read) settle(r *Runner, p *pipe) {
 			defer t.Stop()
 			<-t.C()
 			r.mu.Lock()
-			r.enqueue(p)
+			if r.pipes[p.id] == p { // not deleted nor reloaded meanwhile
+				r.enqueue(p)
+			}
 			r.mu.Unlock()
 		}()
 	default:
