@@ -279,6 +279,13 @@ func (r *Runner) Create(ctx context.Context, def transform.Pipe) (Info, error) {
 	p := &pipe{id: sp.ID, feedID: sp.FeedID, slug: sp.Slug, def: def, raw: raw}
 	p.setInputs(inputs)
 	p.setTrigger(def)
+	if r.q != nil && len(p.feeds) > 0 {
+		// The input queue is made with the pipe; should that fail, the
+		// first run makes it (the backlog is read from the store anyway).
+		if err := r.setInputs(p, &state{}); err != nil {
+			r.log.Warn("pipe input queue", "pipe", p.id, "slug", p.slug, "err", err)
+		}
+	}
 	r.mu.Lock()
 	r.add(p)
 	if def.Trigger.On == "" || def.Trigger.On == transform.OnUpdate || def.Trigger.On == transform.OnMDPT {
@@ -334,6 +341,18 @@ func (r *Runner) Update(ctx context.Context, id uint64, def transform.Pipe) (Inf
 	p.setTrigger(def)
 	p.nextCron = time.Time{}
 	r.add(p)
+	r.mu.Unlock()
+	p.inputsSet = false
+	if r.q != nil && len(p.feeds) > 0 {
+		// The input queue follows the new inputs now; should that fail,
+		// the next run sets them.
+		var st state
+		_ = json.Unmarshal(sp.State, &st) // only the cursors: a queue made now starts after them
+		if err := r.setInputs(p, &st); err != nil {
+			r.log.Warn("pipe input queue", "pipe", p.id, "slug", p.slug, "err", err)
+		}
+	}
+	r.mu.Lock()
 	if def.Trigger.On == "" || def.Trigger.On == transform.OnUpdate {
 		r.enqueue(p)
 	}

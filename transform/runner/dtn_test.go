@@ -44,10 +44,31 @@ func dtnDoc(at time.Time, minutes ...int) string {
 // A DTN feed's batches, fetched by the aggregator (newest first in each
 // document) and read by a pipe, reach a window in observation-time order
 // within and across fetches; a straggler from before the last batch is
-// republished as late, not counted into a window.
+// republished as late, not counted into a window. The same on bbolt (by
+// cursor) and on JetStream (through the pipe's input queue).
 func TestDTNBatchesThroughPipe(t *testing.T) {
-	clock := schedule.NewVirtualClock(t0.Add(2 * time.Hour))
-	e := newEnv(t, clock)
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			clock := schedule.NewVirtualClock(t0.Add(2 * time.Hour))
+			st := be.open(t, clock.Now)
+			t.Cleanup(func() {
+				if err := st.Check(); err != nil {
+					t.Errorf("store check: %v", err)
+				}
+			})
+			r, err := New(Options{Store: st, Clock: clock})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Load(); err != nil {
+				t.Fatal(err)
+			}
+			testDTNBatches(t, st, r, clock)
+		})
+	}
+}
+
+func testDTNBatches(t *testing.T, st storage.Backend, r *Runner, clock *schedule.VirtualClock) {
 	var mu sync.Mutex
 	doc := ""
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -58,10 +79,10 @@ func TestDTNBatchesThroughPipe(t *testing.T) {
 	}))
 	defer srv.Close()
 	svc, err := aggregator.NewService(aggregator.ServiceOptions{
-		Store:      e.st,
+		Store:      st,
 		Clock:      clock,
 		Fetcher:    aggregator.NewFetcher(aggregator.FetchOptions{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}),
-		OnNewItems: e.r.Notify,
+		OnNewItems: r.Notify,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +92,7 @@ func TestDTNBatchesThroughPipe(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	info, err := e.r.Create(ctx, transform.Pipe{
+	info, err := r.Create(ctx, transform.Pipe{
 		Nodes: []transform.Node{
 			{ID: "in", Op: "source", Config: []byte(fmt.Sprintf(`{"feed":"feed/%d"}`, f.ID))},
 			{ID: "w", Op: "window", Config: []byte(`{"stat":"count","span":"3m"}`)},
@@ -90,7 +111,8 @@ func TestDTNBatchesThroughPipe(t *testing.T) {
 		if _, err := svc.FetchNow(ctx, f.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.r.RunNow(ctx, info.ID); err != nil {
+		queued(t, st, info.ID, len(minutes))
+		if _, err := r.RunNow(ctx, info.ID); err != nil {
 			t.Fatal(err)
 		}
 		clock.Advance(time.Hour)
@@ -98,7 +120,10 @@ func TestDTNBatchesThroughPipe(t *testing.T) {
 	batch(0, 1, 2, 3, 4, 5, 6, 7, 8, 9)
 	batch(10, 11, 12, 13, 14, 15, 16, 17, 18, 19)
 	batch(20, 21, -5) // a straggler of minute 5
-	out := e.output(t, info.ID)
+	out, err := st.Items(info.FeedID, storage.ItemQuery{Order: storage.ByArrivalAsc})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var windows, late []string
 	for _, it := range out {
 		if slices.Contains(it.Categories, "late") {

@@ -69,8 +69,9 @@ func (r *Runner) owned(ctx context.Context) {
 
 // wakeOwned queues the pipes this node has come to own since the last
 // call (mine holds the owned ones, updated here) and the owned pipes one of
-// whose inputs gained items after store sequence seq; it returns the
-// store's sequence now.
+// whose inputs gained items after store sequence seq, or, on a store with
+// input queues, whose queue has items waiting or held items elsewhere at
+// their last run; it returns the store's sequence now.
 func (r *Runner) wakeOwned(mine map[uint64]bool, seq uint64) uint64 {
 	last, err := r.st.LastSeq()
 	if err != nil {
@@ -104,7 +105,28 @@ func (r *Runner) wakeOwned(mine map[uint64]bool, seq uint64) uint64 {
 			}
 			continue
 		}
-		if last == seq || !updated(p) {
+		if !updated(p) {
+			continue
+		}
+		if r.q != nil {
+			r.mu.Lock()
+			retry, inputs := p.retry, len(p.feeds) > 0
+			r.mu.Unlock()
+			if !inputs {
+				continue
+			}
+			if !retry { // else its input queue held items elsewhere
+				n, err := r.q.PipeInputsWaiting(p.id)
+				retry = n > 0 || errors.Is(err, storage.ErrNoPipeInputs)
+			}
+			if retry {
+				r.mu.Lock()
+				r.enqueue(p)
+				r.mu.Unlock()
+			}
+			continue
+		}
+		if last == seq {
 			continue
 		}
 		r.mu.Lock()

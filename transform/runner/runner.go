@@ -2,10 +2,19 @@
 // state in the store, runs each pipe when its trigger says (new input
 // items, m of n inputs updated, a cron schedule, or a request), feeds it
 // only the items that arrived since its previous run, and commits the
-// output and the new state in one transaction, so a pipe's republished
-// feed never loses or repeats an item across crashes. It also tells the
-// subscribers of each pipe's feed when the pipe plans to update next
-// (Hints), from its inputs' fetch schedule and the pipe's learned fan-in.
+// output and the new state together (CommitPipeRun), so a pipe's
+// republished feed never loses or repeats an item across crashes. It
+// also tells the subscribers of each pipe's feed when the pipe plans to
+// update next (Hints), from its inputs' fetch schedule and the pipe's
+// learned fan-in.
+//
+// On bbolt a run reads each input after the cursor kept in the pipe's
+// state. On a store with input queues (storage.PipeInputQueue: the
+// JetStream backend's durable consumer per pipe) it takes the new items
+// from the pipe's queue and acknowledges them only once the run is
+// committed, so whichever node runs the pipe next resumes at the first
+// input not acknowledged, and inputs committed but not acknowledged are
+// not run twice (queue.go).
 package runner
 
 import (
@@ -16,7 +25,6 @@ import (
 	"iter"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -78,6 +86,7 @@ type Options struct {
 type Runner struct {
 	opt   Options
 	st    Store
+	q     storage.PipeInputQueue // nil: inputs are read by cursor
 	clock schedule.Clock
 	log   *slog.Logger
 
@@ -110,8 +119,16 @@ type pipe struct {
 	plan      []int
 	nextCron  time.Time
 
+	// Input queue: items were held elsewhere at the last run; the newest
+	// Seq notified per input feed, not run yet; runs that missed it.
+	retry       bool
+	expect      map[uint64]uint64
+	expectTries int
+
 	runMu sync.Mutex       // serialises runs and changes
 	graph *transform.Graph // compiled, its operators' state as committed; nil to rebuild
+	// inputsSet: this node has set the input queue's feeds (under runMu).
+	inputsSet bool
 
 	modelMu sync.Mutex
 	model   *schedule.Auto // arrivals of the pipe's output
@@ -126,6 +143,25 @@ type state struct {
 	Cursors map[string]uint64 `json:"cursors,omitempty"`
 	// Nodes are the operators' states.
 	Nodes map[string]json.RawMessage `json:"nodes,omitempty"`
+
+	// With an input queue (storage.PipeInputQueue) a node's items come
+	// from the queue, except its backlog, read from the store when its
+	// cursor is 0; Cursors still hold the Seq of the last item taken.
+	//
+	// Floors: "<node>@<feed id>" → the Seq at or below which the node's
+	// items of the feed were read from the store (its backlog, or every
+	// item read by cursor before the queue was made): the queue's items
+	// at or below it are not taken again.
+	Floors map[string]uint64 `json:"floors,omitempty"`
+	// Queue names the input queue Floors and Unacked refer to; a queue
+	// made afresh starts at the lowest cursor, and its items at or below
+	// each node's cursor are not taken again.
+	Queue string `json:"queue,omitempty"`
+	// Unacked are the Seqs of queued items consumed by committed runs
+	// and not known to be acknowledged: handed out again (their node
+	// died between the commit and the acknowledgement), they are
+	// acknowledged and not run twice.
+	Unacked []uint64 `json:"unacked,omitempty"`
 }
 
 // New returns a Runner; call Load, then Run.
@@ -156,6 +192,7 @@ func New(opt Options) (*Runner, error) {
 	}
 	return &Runner{
 		opt: opt, st: opt.Store, clock: opt.Clock, log: opt.Logger,
+		q:       queueOf(opt.Store),
 		pipes:   make(map[uint64]*pipe),
 		byInput: make(map[uint64][]*pipe),
 		byFeed:  make(map[uint64]*pipe),
@@ -300,6 +337,11 @@ func (r *Runner) Notify(feed storage.Feed, items []storage.Item) {
 		case transform.OnMDPT:
 			r.enqueue(p)
 			exp = r.notifyMDPT(p, feed.ID, items, now, exp)
+		default:
+			continue
+		}
+		if r.q != nil {
+			p.expectSeq(feed.ID, items)
 		}
 	}
 	r.mu.Unlock()
@@ -546,54 +588,26 @@ func (r *Runner) run(ctx context.Context, p *pipe) (RunResult, error) {
 		}
 	}
 
-	inputs := make(map[string][]transform.Item, len(p.inputs))
-	var fresh []uint64 // input feeds with new items
-	var loaded int64   // bytes read, against the run's byte budget
-	for _, in := range p.inputs {
-		key := in.Node + "@" + strconv.FormatUint(in.FeedID, 10)
-		cur := st.Cursors[key]
-		var items []storage.Item
-		if cur == 0 {
-			backlog := transform.DefaultBacklog
-			for _, s := range g.Sources() {
-				if s.Node == in.Node {
-					backlog = s.Backlog
-				}
-			}
-			items, err = r.st.Items(in.FeedID, storage.ItemQuery{Limit: backlog, Order: storage.ByArrival})
-			slices.Reverse(items)
-			items = items[len(items)-fitBytes(slices.Backward(items), readAllowance(g.Limits(), loaded)):] // the newest that fit
-		} else {
-			items, err = r.st.Items(in.FeedID, storage.ItemQuery{AfterSeq: cur, Order: storage.ByArrivalAsc, Limit: g.Limits().MaxItems})
-			// A backlog larger than a run may hold is read a part per run,
-			// oldest first: the cursor moves over what was read, so the
-			// pipe catches up instead of failing on the same items forever.
-			items = items[:fitBytes(slices.All(items), readAllowance(g.Limits(), loaded))]
-		}
-		if err != nil {
-			err = fmt.Errorf("reading input %s of node %q: %w", in.Ref, in.Node, err)
-			p.graph = nil
-			r.fail(p, now, err)
-			return res, err
-		}
-		if loaded, err = loadBudget(g.Limits(), in, items, loaded); err != nil {
-			p.graph = nil
-			r.fail(p, now, err)
-			return res, err
-		}
-		for _, it := range items {
-			st.Cursors[key] = max(st.Cursors[key], it.Seq)
-		}
-		inputs[in.Node] = items
-		res.In += len(items)
-		if len(items) > 0 {
-			fresh = append(fresh, in.FeedID)
-		}
+	var rd read
+	if r.q != nil && len(p.feeds) > 0 {
+		rd, err = r.readQueue(p, g, &st)
+	} else {
+		rd, err = r.readCursors(p, g, &st)
 	}
-	// Drop cursors of sources that are gone.
-	for k := range st.Cursors {
-		if !slices.ContainsFunc(p.inputs, func(in Input) bool { return k == in.Node+"@"+strconv.FormatUint(in.FeedID, 10) }) {
-			delete(st.Cursors, k)
+	defer func() { rd.release(r, p) }() // hands back what a failed run took
+	if err != nil {
+		p.graph = nil
+		r.fail(p, now, err)
+		return res, err
+	}
+	inputs, fresh := rd.inputs, rd.fresh
+	res.In = rd.n
+	// Drop the cursors and floors of sources that are gone.
+	for _, m := range []map[string]uint64{st.Cursors, st.Floors} {
+		for k := range m {
+			if !slices.ContainsFunc(p.inputs, func(in Input) bool { return k == inputKey(in) }) {
+				delete(m, k)
+			}
 		}
 	}
 
@@ -613,6 +627,9 @@ func (r *Runner) run(ctx context.Context, p *pipe) (RunResult, error) {
 		return res, err
 	}
 	st.V = 1
+	if rd.batch != nil {
+		st.Unacked = rd.unacked
+	}
 	raw, err := json.Marshal(st)
 	if err != nil {
 		p.graph = nil
@@ -631,6 +648,7 @@ func (r *Runner) run(ctx context.Context, p *pipe) (RunResult, error) {
 		r.fail(p, now, err)
 		return res, err
 	}
+	rd.settle(r, p) // acknowledged only now that the run is committed
 	p.graph = g
 	p.modelMu.Lock()
 	p.fan.ran(fresh, len(added) > 0)
