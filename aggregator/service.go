@@ -75,6 +75,7 @@ type Service struct {
 	mu     sync.Mutex
 	guards map[uint64]*feedGuard
 	push   pushState // watchers (push.go)
+	own    ownState  // a clustered service's listing (owner.go)
 }
 
 // feedGuard wraps a feed's policy with what the service decides on its own:
@@ -234,8 +235,42 @@ func (s *Service) Scheduler() *schedule.Scheduler { return s.sched }
 
 // Load schedules every remote feed of the store that this node owns,
 // rebuilding each policy from its stored observations. Call it once
-// before Run.
+// before Run. With a storage.StateLoader (bbolt and JetStream both are)
+// the owned feeds' records and observations are read in one call (on
+// JetStream two passes, not a get and a consumer per feed).
 func (s *Service) Load() error {
+	loader, ok := s.opt.Store.(storage.StateLoader)
+	if !ok {
+		return s.loadEach()
+	}
+	states, err := loader.FeedStates(s.owns, 0)
+	if err != nil {
+		return fmt.Errorf("aggregator: load feeds: %w", err)
+	}
+	ids := make([]uint64, 0, len(states))
+	for id := range states {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	now := s.opt.Clock.Now()
+	for _, id := range ids {
+		f := states[id].Feed
+		if f.Kind != storage.KindRemote {
+			s.own.setSkip(id)
+			continue
+		}
+		if err := s.scheduleFrom(f, states[id].Observations, now, true); err != nil {
+			// One bad feed (a policy name from a newer version, say)
+			// must not stop the others.
+			s.log.Error("cannot schedule feed", "feed", f.ID, "url", RedactURL(f.URL), "err", err)
+		}
+	}
+	return nil
+}
+
+// loadEach is Load for a store without a StateLoader: it lists the
+// feeds and reads each one's observations.
+func (s *Service) loadEach() error {
 	feeds, err := s.opt.Store.Feeds()
 	if err != nil {
 		return fmt.Errorf("aggregator: load feeds: %w", err)
@@ -246,8 +281,6 @@ func (s *Service) Load() error {
 			continue
 		}
 		if err := s.schedule(f, now, true); err != nil {
-			// One bad feed (a policy name from a newer version, say)
-			// must not stop the others.
 			s.log.Error("cannot schedule feed", "feed", f.ID, "url", RedactURL(f.URL), "err", err)
 		}
 	}
@@ -257,6 +290,19 @@ func (s *Service) Load() error {
 // schedule adds feed f to the scheduler; with replay, its policy first
 // relearns the stored observations.
 func (s *Service) schedule(f storage.Feed, now time.Time, replay bool) error {
+	var obs []storage.Observation
+	if replay {
+		var err error
+		if obs, err = s.opt.Store.Observations(f.ID, 0); err != nil {
+			return err
+		}
+	}
+	return s.scheduleFrom(f, obs, now, replay)
+}
+
+// scheduleFrom is schedule with the feed's stored observations (oldest
+// first) already read.
+func (s *Service) scheduleFrom(f storage.Feed, obs []storage.Observation, now time.Time, replay bool) error {
 	p, err := schedule.ByName(f.Policy, f.ID)
 	if err != nil {
 		return err
@@ -264,10 +310,6 @@ func (s *Service) schedule(f storage.Feed, now time.Time, replay bool) error {
 	g := &feedGuard{policy: p, respect: !f.IgnoreCache, sleep: f.Sleep}
 	first := now
 	if replay {
-		obs, err := s.opt.Store.Observations(f.ID, 0)
-		if err != nil {
-			return err
-		}
 		var next time.Time
 		for _, o := range obs {
 			if o.Err != "" {

@@ -111,6 +111,16 @@ type StateLoader interface {
 	FeedStates(want func(id uint64) bool, obsLimit int) (map[uint64]*FeedState, error)
 }
 
+// FeedIDLister lists the stored feeds' IDs without reading their
+// records: what a clustered aggregator needs at each resync to notice
+// feeds other nodes created or deleted. The JetStream backend answers
+// from the defs bucket leader's key listing (one request); its list may
+// hold deleted feeds (Feed tells them apart).
+type FeedIDLister interface {
+	// FeedIDs returns the IDs of the stored feeds, ascending.
+	FeedIDs() ([]uint64, error)
+}
+
 // PipeReader reads pipe records.
 type PipeReader interface {
 	// Pipe returns the pipe with this ID, or ErrPipeNotFound.
