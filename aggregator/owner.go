@@ -38,6 +38,10 @@ const (
 // observation once.
 const perFeedTake = 16
 
+// maxAlone bounds the feeds a reconcile reads one by one after a load
+// left them out; the rest wait for the next try, a second later.
+const maxAlone = 256
+
 // ownState is what a clustered service remembers between reconciles.
 type ownState struct {
 	mu sync.Mutex
@@ -257,10 +261,13 @@ func (s *Service) take(ids []uint64) (took int, busy bool) {
 			alone = append(alone, id)
 		}
 	}
-	if states != nil && len(alone) > perFeedTake {
-		s.log.Warn("feeds listed were not in the load of their state; trying again", "feeds", len(alone))
-		busy = true
-		alone = nil
+	if states != nil && len(alone) > 0 {
+		// Deleted feeds (listed, never loaded; once read they are
+		// skipped), or feeds written after the load's pass began.
+		s.log.Debug("feeds listed were not in the load of their state; reading them one by one", "feeds", len(alone))
+		if len(alone) > maxAlone {
+			alone, busy = alone[:maxAlone], true
+		}
 	}
 	now := s.opt.Clock.Now()
 	slices.Sort(ids)
