@@ -235,12 +235,14 @@ func (s *Service) Scheduler() *schedule.Scheduler { return s.sched }
 
 // Load schedules every remote feed of the store that this node owns,
 // rebuilding each policy from its stored observations. Call it once
-// before Run. With a storage.StateLoader (bbolt and JetStream both are)
-// the owned feeds' records and observations are read in one call (on
-// JetStream two passes, not a get and a consumer per feed).
+// before Run. A clustered service with a storage.StateLoader reads the
+// owned feeds' records and observations in one call (on JetStream two
+// passes, not a get and a consumer per feed); it holds every one of
+// their observations at once, so a single node, whose bbolt reads are
+// local, keeps reading feed by feed.
 func (s *Service) Load() error {
 	loader, ok := s.opt.Store.(storage.StateLoader)
-	if !ok {
+	if !ok || !s.clustered() {
 		return s.loadEach()
 	}
 	states, err := loader.FeedStates(s.owns, 0)
