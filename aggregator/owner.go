@@ -255,19 +255,21 @@ func (s *Service) take(ids []uint64) (took int, busy bool) {
 	}
 	// Feeds to read one by one: all when few, else those the load did
 	// not return (a pass reads up to what the leader held when it began).
-	var alone []uint64
+	alone := map[uint64]bool{}
 	for _, id := range ids {
-		if states[id] == nil {
-			alone = append(alone, id)
+		if states[id] != nil {
+			continue
 		}
+		if len(alone) == maxAlone {
+			busy = true
+			break
+		}
+		alone[id] = true
 	}
 	if states != nil && len(alone) > 0 {
 		// Deleted feeds (listed, never loaded; once read they are
 		// skipped), or feeds written after the load's pass began.
 		s.log.Debug("feeds listed were not in the load of their state; reading them one by one", "feeds", len(alone))
-		if len(alone) > maxAlone {
-			alone, busy = alone[:maxAlone], true
-		}
 	}
 	now := s.opt.Clock.Now()
 	slices.Sort(ids)
@@ -281,7 +283,7 @@ func (s *Service) take(ids []uint64) (took int, busy bool) {
 				continue
 			}
 			err = s.scheduleFrom(st.Feed, st.Observations, now, true)
-		case !slices.Contains(alone, id) || !s.owns(id):
+		case !alone[id] || !s.owns(id):
 			continue
 		default:
 			f, ferr := s.opt.Store.Feed(id)
