@@ -233,22 +233,80 @@ func (s *Service) feedIDs() ([]uint64, error) {
 	return ids, nil
 }
 
+// loadStates reads the records and observations of the feeds want
+// accepts in passes and replays their policies: with a
+// storage.StateStreamer as the pass reads them (holding a policy per
+// feed, not its observations), else with one storage.StateLoader call.
+// seen holds every feed the load returned, replayed or not (a feed
+// never polled, a policy name this version does not know). ok is false
+// when the store offers neither.
+func (s *Service) loadStates(want func(id uint64) bool) (replays map[uint64]*replay, seen map[uint64]bool, ok bool, err error) {
+	replays, seen = map[uint64]*replay{}, map[uint64]bool{}
+	start := func(f storage.Feed) bool {
+		seen[f.ID] = true
+		if f.Kind != storage.KindRemote {
+			s.own.setSkip(f.ID)
+			return false
+		}
+		r, err := newReplay(f)
+		if err != nil {
+			s.log.Error("cannot schedule feed", "feed", f.ID, "url", RedactURL(f.URL), "err", err)
+			return false
+		}
+		replays[f.ID] = r
+		return true
+	}
+	if st, isStreamer := s.opt.Store.(storage.StateStreamer); isStreamer {
+		err = st.StreamFeedStates(want, start, func(id uint64, o storage.Observation) {
+			if r := replays[id]; r != nil {
+				r.add(o)
+			}
+		})
+		if err != nil {
+			return nil, nil, true, err
+		}
+		return replays, seen, true, nil
+	}
+	loader, isLoader := s.opt.Store.(storage.StateLoader)
+	if !isLoader {
+		return nil, nil, false, nil
+	}
+	states, err := loader.FeedStates(want, 0)
+	if err != nil {
+		return nil, nil, true, err
+	}
+	ids := make([]uint64, 0, len(states))
+	for id := range states {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if start(states[id].Feed) {
+			for _, o := range states[id].Observations {
+				replays[id].add(o)
+			}
+		}
+	}
+	return replays, seen, true, nil
+}
+
 // take schedules the feeds ids (owned, not polled yet) from their stored
 // state. busy reports some that could not be, to be tried again soon.
 func (s *Service) take(ids []uint64) (took int, busy bool) {
 	if len(ids) == 0 {
 		return 0, false
 	}
-	var states map[uint64]*storage.FeedState
-	loader, ok := s.opt.Store.(storage.StateLoader)
-	if ok && len(ids) > perFeedTake {
+	var replays map[uint64]*replay
+	var seen map[uint64]bool
+	if len(ids) > perFeedTake {
 		want := make(map[uint64]bool, len(ids))
 		for _, id := range ids {
 			want[id] = true
 		}
 		var err error
-		states, err = loader.FeedStates(func(id uint64) bool { return want[id] && s.owns(id) }, 0)
-		if err != nil {
+		var ok bool
+		replays, seen, ok, err = s.loadStates(func(id uint64) bool { return want[id] && s.owns(id) })
+		if ok && err != nil {
 			s.log.Warn("cannot load the state of the feeds this node came to own; trying again", "feeds", len(ids), "err", err)
 			return 0, true
 		}
@@ -257,7 +315,7 @@ func (s *Service) take(ids []uint64) (took int, busy bool) {
 	// not return (a pass reads up to what the leader held when it began).
 	alone := map[uint64]bool{}
 	for _, id := range ids {
-		if states[id] != nil {
+		if seen[id] {
 			continue
 		}
 		if len(alone) == maxAlone {
@@ -266,7 +324,7 @@ func (s *Service) take(ids []uint64) (took int, busy bool) {
 		}
 		alone[id] = true
 	}
-	if states != nil && len(alone) > 0 {
+	if seen != nil && len(alone) > 0 {
 		// Deleted feeds (listed, never loaded; once read they are
 		// skipped), or feeds written after the load's pass began.
 		s.log.Debug("feeds listed were not in the load of their state; reading them one by one", "feeds", len(alone))
@@ -275,14 +333,13 @@ func (s *Service) take(ids []uint64) (took int, busy bool) {
 	slices.Sort(ids)
 	for _, id := range ids {
 		var err error
-		st := states[id]
+		r := replays[id]
 		switch {
-		case st != nil:
-			if st.Feed.Kind != storage.KindRemote {
-				s.own.setSkip(id)
-				continue
+		case r != nil:
+			if !s.owns(id) {
+				continue // lost since
 			}
-			err = s.scheduleFrom(st.Feed, st.Observations, now, true)
+			err = s.install(r, now, true)
 		case !alone[id] || !s.owns(id):
 			continue
 		default:

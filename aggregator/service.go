@@ -235,36 +235,31 @@ func (s *Service) Scheduler() *schedule.Scheduler { return s.sched }
 
 // Load schedules every remote feed of the store that this node owns,
 // rebuilding each policy from its stored observations. Call it once
-// before Run. A clustered service with a storage.StateLoader reads the
-// owned feeds' records and observations in one call (on JetStream two
-// passes, not a get and a consumer per feed); it holds every one of
-// their observations at once, so a single node, whose bbolt reads are
-// local, keeps reading feed by feed.
+// before Run. A clustered service reads the owned feeds' records and
+// observations in passes (loadStates: on JetStream two passes, not a get
+// and a consumer per feed); a single node, whose bbolt reads are local,
+// reads feed by feed.
 func (s *Service) Load() error {
-	loader, ok := s.opt.Store.(storage.StateLoader)
-	if !ok || !s.clustered() {
+	if !s.clustered() {
 		return s.loadEach()
 	}
-	states, err := loader.FeedStates(s.owns, 0)
+	replays, _, ok, err := s.loadStates(s.owns)
+	if !ok {
+		return s.loadEach()
+	}
 	if err != nil {
 		return fmt.Errorf("aggregator: load feeds: %w", err)
 	}
-	ids := make([]uint64, 0, len(states))
-	for id := range states {
+	ids := make([]uint64, 0, len(replays))
+	for id := range replays {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
 	now := s.opt.Clock.Now()
 	for _, id := range ids {
-		f := states[id].Feed
-		if f.Kind != storage.KindRemote {
-			s.own.setSkip(id)
-			continue
-		}
-		if err := s.scheduleFrom(f, states[id].Observations, now, true); err != nil {
-			// One bad feed (a policy name from a newer version, say)
-			// must not stop the others.
-			s.log.Error("cannot schedule feed", "feed", f.ID, "url", RedactURL(f.URL), "err", err)
+		if err := s.install(replays[id], now, true); err != nil {
+			// One bad feed must not stop the others.
+			s.log.Error("cannot schedule feed", "feed", id, "url", RedactURL(replays[id].f.URL), "err", err)
 		}
 	}
 	return nil
@@ -305,30 +300,58 @@ func (s *Service) schedule(f storage.Feed, now time.Time, replay bool) error {
 // scheduleFrom is schedule with the feed's stored observations (oldest
 // first) already read.
 func (s *Service) scheduleFrom(f storage.Feed, obs []storage.Observation, now time.Time, replay bool) error {
-	p, err := schedule.ByName(f.Policy, f.ID)
+	r, err := newReplay(f)
 	if err != nil {
 		return err
 	}
-	g := &feedGuard{policy: p, respect: !f.IgnoreCache, sleep: f.Sleep}
+	for _, o := range obs {
+		r.add(o)
+	}
+	return s.install(r, now, replay)
+}
+
+// replay rebuilds a feed's policy from its stored observations, fed one
+// at a time (a pass over many feeds hands them over as it reads them).
+type replay struct {
+	f    storage.Feed
+	g    *feedGuard
+	next time.Time // the policy's answer to the last observation
+	n    int
+}
+
+func newReplay(f storage.Feed) (*replay, error) {
+	p, err := schedule.ByName(f.Policy, f.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &replay{f: f, g: &feedGuard{policy: p, respect: !f.IgnoreCache, sleep: f.Sleep}}, nil
+}
+
+// add feeds one stored observation (the next oldest) to the policy.
+func (r *replay) add(o storage.Observation) {
+	r.n++
+	if o.Err != "" {
+		return // the live policy never learned from errors either
+	}
+	r.next = r.g.policy.Next(o.Schedule())
+	r.g.prevPoll, r.g.fedAt = o.At, o.At
+}
+
+// install schedules the replayed feed; with resume, its first poll is
+// the learned prediction.
+func (s *Service) install(r *replay, now time.Time, resume bool) error {
+	f, g := r.f, r.g
 	first := now
-	if replay {
-		var next time.Time
-		for _, o := range obs {
-			if o.Err != "" {
-				continue // the live policy never learned from errors either
-			}
-			next = p.Next(o.Schedule())
-			g.prevPoll, g.fedAt = o.At, o.At
-		}
+	if resume {
 		// Resume the prediction: the policy's answer to the last
 		// observation, unless it is already past (then poll now).
-		if next.After(now) {
-			first = next
+		if r.next.After(now) {
+			first = r.next
 		}
 		if f.RetryAfter.After(first) {
 			first = f.RetryAfter
 		}
-		s.log.Debug("feed resumes its learned schedule", "feed", f.ID, "observations", len(obs), "prediction", next, "first", first)
+		s.log.Debug("feed resumes its learned schedule", "feed", f.ID, "observations", r.n, "prediction", r.next, "first", first)
 	}
 	s.mu.Lock()
 	s.guards[f.ID] = g

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -189,4 +190,67 @@ func TestReadsOnCluster(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestStreamFeedStates: StreamFeedStates hands over the records and the
+// observations FeedStates returns, each feed's oldest first, and no
+// observations of a feed its callback refused; for few feeds (read one
+// by one) and many (one pass over the stream).
+func TestStreamFeedStates(t *testing.T) {
+	for _, n := range []int{5, 40} {
+		t.Run(strconv.Itoa(n)+" feeds", func(t *testing.T) {
+			st, _ := openStore(t, jstest.NewServer(t))
+			ctx := testCtx(t)
+			at := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+			for i := range n {
+				f := &storage.Feed{Kind: storage.KindRemote, URL: "http://127.0.0.1/stream/" + strconv.Itoa(i), Policy: "auto"}
+				if err := st.CreateFeed(ctx, f); err != nil {
+					t.Fatal(err)
+				}
+				for j := range i%4 + 1 {
+					o := storage.Observation{At: at.Add(time.Duration(i*10+j) * time.Minute), Hit: j%2 == 0, Status: 200}
+					if _, err := st.RecordPoll(ctx, f.ID, o, nil); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			want := func(id uint64) bool { return id%7 != 0 }
+			states, err := st.FeedStates(ctx, want, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[uint64][]storage.Observation{}
+			var fed []uint64
+			err = st.StreamFeedStates(ctx, want, func(f storage.Feed) bool {
+				if states[f.ID] == nil || states[f.ID].Feed.URL != f.URL {
+					t.Errorf("record of feed %d handed over, FeedStates has %+v", f.ID, states[f.ID])
+				}
+				fed = append(fed, f.ID)
+				return f.ID%3 != 0
+			}, func(id uint64, o storage.Observation) {
+				got[id] = append(got[id], o)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(fed) != len(states) || !slices.IsSorted(fed) {
+				t.Errorf("records handed over %v, want the %d of FeedStates in ID order", fed, len(states))
+			}
+			for id, s := range states {
+				wantObs := s.Observations
+				if id%3 == 0 {
+					wantObs = nil
+				}
+				if len(got[id]) != len(wantObs) {
+					t.Errorf("feed %d: %d observations handed over, want %d", id, len(got[id]), len(wantObs))
+					continue
+				}
+				for k := range wantObs {
+					if !got[id][k].At.Equal(wantObs[k].At) {
+						t.Errorf("feed %d observation %d at %v, want %v", id, k, got[id][k].At, wantObs[k].At)
+					}
+				}
+			}
+		})
+	}
 }

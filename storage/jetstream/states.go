@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -60,6 +61,55 @@ func (s *Store) FeedStates(ctx context.Context, want func(id uint64) bool, obsLi
 		}
 	}
 	return out, nil
+}
+
+// StreamFeedStates is storage.StateStreamer's: the records pass of
+// FeedStates, then each observation of the feeds feed accepts handed to
+// obs as the observations pass reads it, so the caller holds what it
+// derives from them (a policy replayed) rather than all of them.
+func (s *Store) StreamFeedStates(ctx context.Context, want func(id uint64) bool, feed func(storage.Feed) bool, obs func(id uint64, o storage.Observation)) error {
+	recs, err := s.readRecords(ctx, want)
+	if err != nil {
+		return err
+	}
+	ids := make([]uint64, 0, len(recs))
+	for id := range recs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	keep := map[uint64]bool{}
+	for _, id := range ids {
+		if feed(recs[id].Feed) {
+			keep[id] = true
+		}
+	}
+	if len(keep) <= perFeedObservations {
+		for _, id := range ids {
+			if !keep[id] {
+				continue
+			}
+			list, err := s.Observations(ctx, id, 0)
+			if err != nil {
+				return err
+			}
+			for _, o := range list {
+				obs(id, o)
+			}
+		}
+		return nil
+	}
+	return s.pass(ctx, s.obs, obsSubject+"*", jetstream.DeliverAllPolicy, "feed states: observations", func(m jetstream.Msg) error {
+		id, err := strconv.ParseUint(strings.TrimPrefix(m.Subject(), obsSubject), 10, 64)
+		if err != nil || !keep[id] {
+			return nil
+		}
+		var o storage.Observation
+		if err := json.Unmarshal(m.Data(), &o); err != nil {
+			return fmt.Errorf("observation of feed %d: %w: %v", id, storage.ErrCorrupt, err)
+		}
+		obs(id, o)
+		return nil
+	})
 }
 
 // readRecords reads the last value of every feed key of the defs bucket
@@ -307,6 +357,14 @@ func (b *Backend) FeedStates(want func(id uint64) bool, obsLimit int) (map[uint6
 	return b.s.FeedStates(ctx, want, obsLimit)
 }
 
+// StreamFeedStates is Store.StreamFeedStates (storage.StateStreamer),
+// bounded by DefaultLoadTimeout and cancelled by Close.
+func (b *Backend) StreamFeedStates(want func(id uint64) bool, feed func(storage.Feed) bool, obs func(id uint64, o storage.Observation)) error {
+	ctx, cancel := context.WithTimeout(b.ctx, DefaultLoadTimeout)
+	defer cancel()
+	return b.s.StreamFeedStates(ctx, want, feed, obs)
+}
+
 // FeedIDs lists the IDs of the stored feeds, in order, without reading
 // their records: the keys of the defs bucket as its stream's leader knows
 // them (one request). Deleted feeds may be among them (their keys keep a
@@ -322,4 +380,7 @@ func (b *Backend) FeedIDs() ([]uint64, error) {
 	return ids, nil
 }
 
-var _ storage.FeedIDLister = (*Backend)(nil)
+var (
+	_ storage.FeedIDLister  = (*Backend)(nil)
+	_ storage.StateStreamer = (*Backend)(nil)
+)
