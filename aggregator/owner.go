@@ -3,6 +3,8 @@ package aggregator
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/slogfeed/slogfeed/schedule"
@@ -11,14 +13,58 @@ import (
 )
 
 // DefaultResync is how often a clustered service (an Owner other than
-// cluster.Everything) lists the store's feeds to pick up the ones other
+// cluster.Everything) lists the store's feed IDs to pick up the ones other
 // nodes created or deleted in its shards, when ServiceOptions.Resync is
 // zero.
 const DefaultResync = 15 * time.Second
 
-// busyRetry is how soon a feed the service could not schedule again yet
-// (its fetch as a lost feed was still under way) is tried again.
+// busyRetry is how soon a feed the service could not schedule yet (its
+// fetch as a lost feed was still under way, or its state could not be
+// read) is tried again.
 const busyRetry = time.Second
+
+// Settling after a change of the owned shards: a takeover's claims come a
+// tick (200 ms) or a few apart, and each would cost a load of its own, so
+// the service waits until none came for settleQuiet, at most settleMax
+// after the first, and loads them all at once.
+const (
+	settleQuiet = 600 * time.Millisecond
+	settleMax   = 3 * time.Second
+)
+
+// perFeedTake is up to how many feeds a reconcile reads one by one (a KV
+// get and the observations each); more are read with one
+// storage.StateLoader call, whose passes read every feed's record and
+// observation once.
+const perFeedTake = 16
+
+// maxAlone bounds the feeds a reconcile reads one by one after a load
+// left them out; the rest wait for the next try, a second later.
+const maxAlone = 256
+
+// ownState is what a clustered service remembers between reconciles.
+type ownState struct {
+	mu sync.Mutex
+	// skip holds listed feeds that are never polled: sensors' and
+	// pipes' output feeds (not remote), and deleted feeds, whose keys
+	// a JetStream listing keeps (IDs are never reused).
+	skip map[uint64]bool
+}
+
+func (o *ownState) skipped(id uint64) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.skip[id]
+}
+
+func (o *ownState) setSkip(id uint64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.skip == nil {
+		o.skip = map[uint64]bool{}
+	}
+	o.skip[id] = true
+}
 
 // owns reports whether this node polls feed id.
 func (s *Service) owns(id uint64) bool { return s.opt.Owner.OwnsFeed(id) }
@@ -38,11 +84,22 @@ func (s *Service) drop(id uint64) bool {
 	return had
 }
 
-// owned runs until ctx ends: whenever the Owner's answers change, and
-// every Resync, it schedules the owned feeds the service does not poll
-// yet, at their learned prediction (their policy relearns the stored
-// observations, which every node reads alike), and stops polling the
-// feeds it no longer owns.
+// polled lists the feeds this service schedules.
+func (s *Service) polled() []uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]uint64, 0, len(s.guards))
+	for id := range s.guards {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// owned runs until ctx ends: whenever the Owner's answers change (once
+// they settle), and every Resync, it schedules the owned feeds the
+// service does not poll yet, at their learned prediction (their policy
+// relearns the stored observations, which every node reads alike), and
+// stops polling the feeds it no longer owns.
 func (s *Service) owned(ctx context.Context) {
 	if !s.clustered() {
 		return // a single node owns every feed, for good
@@ -68,7 +125,7 @@ func (s *Service) owned(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 		case <-changed:
-			changed = s.opt.Owner.Changed()
+			changed = s.settle(ctx)
 		case <-timer:
 		}
 		if t != nil {
@@ -80,63 +137,245 @@ func (s *Service) owned(ctx context.Context) {
 	}
 }
 
-// reconcile makes the scheduled feeds the owned remote feeds of the store.
-// busy reports a feed that could not be scheduled yet (its fetch from
-// before it was lost is still under way).
+// settle waits, after a change of the owned shards, until no other came
+// for settleQuiet (at most settleMax), and returns the Changed channel
+// the next reconcile is to follow.
+func (s *Service) settle(ctx context.Context) <-chan struct{} {
+	deadline := s.opt.Clock.Now().Add(settleMax)
+	for {
+		changed := s.opt.Owner.Changed()
+		wait := min(settleQuiet, deadline.Sub(s.opt.Clock.Now()))
+		if wait <= 0 {
+			return changed
+		}
+		t := s.opt.Clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return changed
+		case <-changed:
+			t.Stop()
+		case <-t.C():
+			return changed
+		}
+	}
+}
+
+// reconcile makes the scheduled feeds the owned remote feeds of the
+// store. busy reports feeds that could not be scheduled yet (a fetch
+// from before the feed was lost still under way, a load that failed or
+// did not return every feed listed): the caller tries again soon.
+//
+// It lists the store's feed IDs (on JetStream one request to the defs
+// bucket's leader, not a get per feed), drops the feeds it no longer owns
+// or that were deleted, and loads the owned feeds it does not poll yet:
+// up to perFeedTake one by one, more with one storage.StateLoader call.
+// A feed listed but missing from what the load returned (written after
+// its pass began, or deleted) is read on its own or tried again at once,
+// never left for a whole Resync.
 func (s *Service) reconcile() (busy bool, err error) {
-	feeds, err := s.opt.Store.Feeds()
+	lost := 0
+	for _, id := range s.polled() {
+		if !s.owns(id) && s.drop(id) {
+			lost++
+		}
+	}
+	ids, err := s.feedIDs()
 	if err != nil {
+		if lost > 0 {
+			s.log.Info("feeds follow the cluster's shards", "taken", 0, "lost", lost, "polled_here", s.sched.Len())
+		}
 		return false, err
 	}
-	now := s.opt.Clock.Now()
-	listed := make(map[uint64]bool, len(feeds))
-	took, lost := 0, 0
-	for _, f := range feeds {
-		if f.Kind != storage.KindRemote {
-			continue
-		}
-		listed[f.ID] = true
-		has := s.guard(f.ID) != nil
-		switch own := s.owns(f.ID); {
-		case own && !has:
-			err := s.schedule(f, now, true)
-			switch {
-			case err == nil:
-				took++
-			case errors.Is(err, schedule.ErrFeedBusy):
-				s.mu.Lock()
-				delete(s.guards, f.ID)
-				s.mu.Unlock()
-				busy = true
-			default:
-				s.mu.Lock()
-				delete(s.guards, f.ID)
-				s.mu.Unlock()
-				s.log.Error("cannot schedule feed", "feed", f.ID, "url", RedactURL(f.URL), "err", err)
-			}
-		case !own && has:
-			if s.drop(f.ID) {
-				lost++
-			}
+	listed := make(map[uint64]bool, len(ids))
+	var take []uint64
+	for _, id := range ids {
+		listed[id] = true
+		if s.owns(id) && s.guard(id) == nil && !s.own.skipped(id) {
+			take = append(take, id)
 		}
 	}
 	// Feeds deleted on another node.
-	s.mu.Lock()
-	var gone []uint64
-	for id := range s.guards {
-		if !listed[id] {
-			gone = append(gone, id)
+	for _, id := range s.polled() {
+		if listed[id] {
+			continue
 		}
-	}
-	s.mu.Unlock()
-	for _, id := range gone {
 		if _, err := s.opt.Store.Feed(id); errors.Is(err, storage.ErrFeedNotFound) {
 			s.drop(id)
 			s.removed(id)
+			s.own.setSkip(id)
 		}
 	}
+	took, busy := s.take(take)
 	if took > 0 || lost > 0 {
 		s.log.Info("feeds follow the cluster's shards", "taken", took, "lost", lost, "polled_here", s.sched.Len())
 	}
 	return busy, nil
+}
+
+// feedIDs lists the store's feed IDs: storage.FeedIDLister's, else from
+// the whole records (whose kinds are noted on the way).
+func (s *Service) feedIDs() ([]uint64, error) {
+	if l, ok := s.opt.Store.(storage.FeedIDLister); ok {
+		return l.FeedIDs()
+	}
+	feeds, err := s.opt.Store.Feeds()
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]uint64, 0, len(feeds))
+	for _, f := range feeds {
+		if f.Kind != storage.KindRemote {
+			s.own.setSkip(f.ID)
+		}
+		ids = append(ids, f.ID)
+	}
+	return ids, nil
+}
+
+// loadStates reads the records and observations of the feeds want
+// accepts in passes and replays their policies: with a
+// storage.StateStreamer as the pass reads them (holding a policy per
+// feed, not its observations), else with one storage.StateLoader call.
+// seen holds every feed the load returned, replayed or not (a feed
+// never polled, a policy name this version does not know). ok is false
+// when the store offers neither.
+func (s *Service) loadStates(want func(id uint64) bool) (replays map[uint64]*replay, seen map[uint64]bool, ok bool, err error) {
+	replays, seen = map[uint64]*replay{}, map[uint64]bool{}
+	start := func(f storage.Feed) bool {
+		seen[f.ID] = true
+		if f.Kind != storage.KindRemote {
+			s.own.setSkip(f.ID)
+			return false
+		}
+		r, err := newReplay(f)
+		if err != nil {
+			s.log.Error("cannot schedule feed", "feed", f.ID, "url", RedactURL(f.URL), "err", err)
+			return false
+		}
+		replays[f.ID] = r
+		return true
+	}
+	if st, isStreamer := s.opt.Store.(storage.StateStreamer); isStreamer {
+		err = st.StreamFeedStates(want, start, func(id uint64, o storage.Observation) {
+			if r := replays[id]; r != nil {
+				r.add(o)
+			}
+		})
+		if err != nil {
+			return nil, nil, true, err
+		}
+		return replays, seen, true, nil
+	}
+	loader, isLoader := s.opt.Store.(storage.StateLoader)
+	if !isLoader {
+		return nil, nil, false, nil
+	}
+	states, err := loader.FeedStates(want, 0)
+	if err != nil {
+		return nil, nil, true, err
+	}
+	ids := make([]uint64, 0, len(states))
+	for id := range states {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if start(states[id].Feed) {
+			for _, o := range states[id].Observations {
+				replays[id].add(o)
+			}
+		}
+	}
+	return replays, seen, true, nil
+}
+
+// take schedules the feeds ids (owned, not polled yet) from their stored
+// state. busy reports some that could not be, to be tried again soon.
+func (s *Service) take(ids []uint64) (took int, busy bool) {
+	if len(ids) == 0 {
+		return 0, false
+	}
+	var replays map[uint64]*replay
+	var seen map[uint64]bool
+	if len(ids) > perFeedTake {
+		want := make(map[uint64]bool, len(ids))
+		for _, id := range ids {
+			want[id] = true
+		}
+		var err error
+		var ok bool
+		replays, seen, ok, err = s.loadStates(func(id uint64) bool { return want[id] && s.owns(id) })
+		if ok && err != nil {
+			s.log.Warn("cannot load the state of the feeds this node came to own; trying again", "feeds", len(ids), "err", err)
+			return 0, true
+		}
+	}
+	// Feeds to read one by one: all when few, else those the load did
+	// not return (a pass reads up to what the leader held when it began).
+	alone := map[uint64]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			continue
+		}
+		if len(alone) == maxAlone {
+			busy = true
+			break
+		}
+		alone[id] = true
+	}
+	if seen != nil && len(alone) > 0 {
+		// Deleted feeds (listed, never loaded; once read they are
+		// skipped), or feeds written after the load's pass began.
+		s.log.Debug("feeds listed were not in the load of their state; reading them one by one", "feeds", len(alone))
+	}
+	now := s.opt.Clock.Now()
+	slices.Sort(ids)
+	for _, id := range ids {
+		var err error
+		r := replays[id]
+		switch {
+		case r != nil:
+			if !s.owns(id) {
+				continue // lost since
+			}
+			err = s.install(r, now, true)
+		case !alone[id] || !s.owns(id):
+			continue
+		default:
+			f, ferr := s.opt.Store.Feed(id)
+			switch {
+			case errors.Is(ferr, storage.ErrFeedNotFound):
+				s.own.setSkip(id) // deleted; IDs are not reused
+				continue
+			case ferr != nil:
+				s.log.Warn("cannot read a feed this node came to own; trying again", "feed", id, "err", ferr)
+				busy = true
+				continue
+			case f.Kind != storage.KindRemote:
+				s.own.setSkip(id)
+				continue
+			}
+			err = s.schedule(f, now, true)
+		}
+		switch {
+		case err == nil:
+			took++
+		case errors.Is(err, schedule.ErrFeedBusy):
+			s.mu.Lock()
+			delete(s.guards, id)
+			s.mu.Unlock()
+			busy = true
+		default:
+			s.mu.Lock()
+			delete(s.guards, id)
+			s.mu.Unlock()
+			s.log.Error("cannot schedule feed", "feed", id, "err", err)
+			// A read that failed (a stream re-electing its leader)
+			// is tried again soon; a policy name this version does
+			// not know, at the next Resync (an edit may fix it).
+			busy = busy || !errors.Is(err, schedule.ErrUnknownPolicy)
+		}
+	}
+	return took, busy
 }

@@ -2,9 +2,11 @@ package aggregator_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -295,6 +297,9 @@ func TestTakeoverResumesLearnedPrediction(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- next.Run(ctx) }()
 		owner.set(f.ID)
+		// The service loads the feeds of a change once the claims
+		// settle (600 ms without another, at most 3 s).
+		time.Sleep(3 * time.Second)
 		synctest.Wait()
 		got, ok := next.NextFetch(f.ID)
 		if !ok || !got.Equal(want) {
@@ -305,4 +310,213 @@ func TestTakeoverResumesLearnedPrediction(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// lossyLoader is a store whose StateLoader answers as a pass that went
+// wrong would: the first calls fail, or leave out some wanted feeds (a
+// pass that ended early, a feed written after it began).
+type lossyLoader struct {
+	aggregator.Store
+	loader storage.StateLoader
+	mu     sync.Mutex
+	armed  bool // from arm on, calls are counted and fail or miss
+	calls  int
+	fail   int // calls that fail
+	miss   int // feeds the first successful call leaves out
+	// deleted feeds FeedIDs still lists
+	deleted []uint64
+}
+
+func (l *lossyLoader) arm() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.armed = true
+}
+
+func (l *lossyLoader) FeedStates(want func(uint64) bool, obsLimit int) (map[uint64]*storage.FeedState, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.armed {
+		return l.loader.FeedStates(want, obsLimit)
+	}
+	l.calls++
+	if l.calls <= l.fail {
+		return nil, fmt.Errorf("feed states: observations: %w", errors.New("nats: no responders available for request"))
+	}
+	out, err := l.loader.FeedStates(want, obsLimit)
+	if err != nil || l.calls > l.fail+1 {
+		return out, err
+	}
+	for id := range out {
+		if l.miss == 0 {
+			break
+		}
+		if out[id].Feed.Kind == storage.KindRemote {
+			delete(out, id)
+			l.miss--
+		}
+	}
+	return out, nil
+}
+
+// FeedIDs lists the stored feeds and, as a JetStream listing does, the
+// deleted ones.
+func (l *lossyLoader) FeedIDs() ([]uint64, error) {
+	feeds, err := l.Feeds()
+	if err != nil {
+		return nil, err
+	}
+	ids := slices.Clone(l.deleted)
+	for _, f := range feeds {
+		ids = append(ids, f.ID)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// lossyStreamer offers the same answers as a storage.StateStreamer.
+type lossyStreamer struct{ *lossyLoader }
+
+func (l lossyStreamer) StreamFeedStates(want func(uint64) bool, feed func(storage.Feed) bool, obs func(uint64, storage.Observation)) error {
+	states, err := l.FeedStates(want, 0)
+	if err != nil {
+		return err
+	}
+	ids := make([]uint64, 0, len(states))
+	for id := range states {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var keep []uint64
+	for _, id := range ids {
+		if feed(states[id].Feed) {
+			keep = append(keep, id)
+		}
+	}
+	for _, id := range keep {
+		for _, o := range states[id].Observations {
+			obs(id, o)
+		}
+	}
+	return nil
+}
+
+func (l *lossyLoader) loads() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.calls
+}
+
+// TestTakeoverLoadsInPasses: the feeds of shards a node comes to own are
+// loaded with one StateLoader call, and every one of them is scheduled
+// within seconds of the change even when that load fails or leaves feeds
+// out (before, such feeds waited for the next Resync and longer: taken-over
+// feeds were left unscheduled in process-level kill runs). A sensor's
+// feed among them is never polled nor loaded again.
+func TestTakeoverLoadsInPasses(t *testing.T) {
+	const feeds = 40
+	tests := []struct {
+		name       string
+		fail, miss int
+		deleted    int // feeds deleted before the change (still listed)
+	}{
+		{name: "twenty deleted feeds still listed are read once", deleted: 20},
+		{name: "the load returns every feed"},
+		{name: "the load leaves three feeds out", miss: 3},
+		{name: "the load leaves out half the feeds", miss: 20},
+		{name: "the load fails twice (no responders)", fail: 2},
+	}
+	for _, stream := range []bool{false, true} {
+		for _, tt := range tests {
+			name := tt.name + "/StateLoader"
+			if stream {
+				name = tt.name + "/StateStreamer"
+			}
+			t.Run(name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) { takeover(t, stream, feeds, tt.fail, tt.miss, tt.deleted) })
+			})
+		}
+	}
+}
+
+// takeover runs a case of TestTakeoverLoadsInPasses.
+func takeover(t *testing.T, stream bool, feeds, fail, miss, deleted int) {
+	pub := &countingFeeds{start: time.Now(), polls: map[string][]time.Time{}, ua: map[string]string{}}
+	st, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var ids []uint64
+	for i := range feeds {
+		f := storage.Feed{URL: "http://pub.test/f/" + strconv.Itoa(i) + ".rss", Kind: storage.KindRemote, Policy: "fixed-1m"}
+		if err := st.CreateFeed(&f); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, f.ID)
+	}
+	sensor := storage.Feed{Kind: storage.KindSensor, Slug: "lab", Policy: "auto"}
+	if err := st.CreateFeed(&sensor); err != nil {
+		t.Fatal(err)
+	}
+	lossy := &lossyLoader{Store: st, loader: st, fail: fail, miss: miss}
+	var store aggregator.Store = lossy
+	if stream {
+		store = lossyStreamer{lossy}
+	}
+	for _, id := range ids[feeds-deleted:] {
+		if err := st.DeleteFeed(id); err != nil {
+			t.Fatal(err)
+		}
+		lossy.deleted = append(lossy.deleted, id)
+	}
+	owner := newFakeOwner()
+	svc, err := aggregator.NewService(aggregator.ServiceOptions{
+		Store:     store,
+		Fetcher:   aggregator.NewFetcher(aggregator.FetchOptions{Transport: handlerTransport{pub}}),
+		Scheduler: schedule.Config{Workers: 2},
+		Owner:     owner,
+		Resync:    -1, // never: only the change and its retries load
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Load(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	time.Sleep(time.Minute)
+	lossy.arm()
+	changed := time.Now()
+	owner.set(append(slices.Clone(ids), sensor.ID)...)
+	// Settling (≤ 3 s), then a retry a second after each
+	// failed or incomplete load.
+	time.Sleep(3*time.Second + time.Duration(fail+1)*time.Second)
+	synctest.Wait()
+	live := feeds - deleted
+	if got := svc.Scheduler().Len(); got != live {
+		t.Fatalf("%d feeds scheduled %v after the change, want %d", got, time.Since(changed), live)
+	}
+	after := lossy.loads()
+	if got, want := after, fail+1; got != want {
+		t.Errorf("%d FeedStates calls for the change, want %d", got, want)
+	}
+	time.Sleep(3 * time.Minute)
+	for i := range live {
+		if n := pub.since("/f/"+strconv.Itoa(i)+".rss", changed); n < 3 {
+			t.Errorf("feed %d polled %d times in 3 min with fixed-1m, want ≥ 3", i, n)
+		}
+	}
+	if n := lossy.loads(); n != after {
+		t.Errorf("%d more FeedStates calls with nothing to take (the sensor's feed loaded again?)", n-after)
+	}
+	if _, ok := svc.NextFetch(sensor.ID); ok {
+		t.Error("the sensor's feed is scheduled")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 }

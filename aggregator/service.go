@@ -75,6 +75,7 @@ type Service struct {
 	mu     sync.Mutex
 	guards map[uint64]*feedGuard
 	push   pushState // watchers (push.go)
+	own    ownState  // a clustered service's listing (owner.go)
 }
 
 // feedGuard wraps a feed's policy with what the service decides on its own:
@@ -234,8 +235,39 @@ func (s *Service) Scheduler() *schedule.Scheduler { return s.sched }
 
 // Load schedules every remote feed of the store that this node owns,
 // rebuilding each policy from its stored observations. Call it once
-// before Run.
+// before Run. A clustered service reads the owned feeds' records and
+// observations in passes (loadStates: on JetStream two passes, not a get
+// and a consumer per feed); a single node, whose bbolt reads are local,
+// reads feed by feed.
 func (s *Service) Load() error {
+	if !s.clustered() {
+		return s.loadEach()
+	}
+	replays, _, ok, err := s.loadStates(s.owns)
+	if !ok {
+		return s.loadEach()
+	}
+	if err != nil {
+		return fmt.Errorf("aggregator: load feeds: %w", err)
+	}
+	ids := make([]uint64, 0, len(replays))
+	for id := range replays {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	now := s.opt.Clock.Now()
+	for _, id := range ids {
+		if err := s.install(replays[id], now, true); err != nil {
+			// One bad feed must not stop the others.
+			s.log.Error("cannot schedule feed", "feed", id, "url", RedactURL(replays[id].f.URL), "err", err)
+		}
+	}
+	return nil
+}
+
+// loadEach is Load for a store without a StateLoader: it lists the
+// feeds and reads each one's observations.
+func (s *Service) loadEach() error {
 	feeds, err := s.opt.Store.Feeds()
 	if err != nil {
 		return fmt.Errorf("aggregator: load feeds: %w", err)
@@ -246,8 +278,6 @@ func (s *Service) Load() error {
 			continue
 		}
 		if err := s.schedule(f, now, true); err != nil {
-			// One bad feed (a policy name from a newer version, say)
-			// must not stop the others.
 			s.log.Error("cannot schedule feed", "feed", f.ID, "url", RedactURL(f.URL), "err", err)
 		}
 	}
@@ -257,47 +287,27 @@ func (s *Service) Load() error {
 // schedule adds feed f to the scheduler; with replay, its policy first
 // relearns the stored observations.
 func (s *Service) schedule(f storage.Feed, now time.Time, replay bool) error {
-	p, err := schedule.ByName(f.Policy, f.ID)
+	var obs []storage.Observation
+	if replay {
+		var err error
+		if obs, err = s.opt.Store.Observations(f.ID, 0); err != nil {
+			return err
+		}
+	}
+	return s.scheduleFrom(f, obs, now, replay)
+}
+
+// scheduleFrom is schedule with the feed's stored observations (oldest
+// first) already read.
+func (s *Service) scheduleFrom(f storage.Feed, obs []storage.Observation, now time.Time, replay bool) error {
+	r, err := newReplay(f)
 	if err != nil {
 		return err
 	}
-	g := &feedGuard{policy: p, respect: !f.IgnoreCache, sleep: f.Sleep}
-	first := now
-	if replay {
-		obs, err := s.opt.Store.Observations(f.ID, 0)
-		if err != nil {
-			return err
-		}
-		var next time.Time
-		for _, o := range obs {
-			if o.Err != "" {
-				continue // the live policy never learned from errors either
-			}
-			next = p.Next(o.Schedule())
-			g.prevPoll, g.fedAt = o.At, o.At
-		}
-		// Resume the prediction: the policy's answer to the last
-		// observation, unless it is already past (then poll now).
-		if next.After(now) {
-			first = next
-		}
-		if f.RetryAfter.After(first) {
-			first = f.RetryAfter
-		}
-		s.log.Debug("feed resumes its learned schedule", "feed", f.ID, "observations", len(obs), "prediction", next, "first", first)
+	for _, o := range obs {
+		r.add(o)
 	}
-	s.mu.Lock()
-	s.guards[f.ID] = g
-	s.mu.Unlock()
-	host := ""
-	if u, err := url.Parse(f.URL); err == nil {
-		host = u.Hostname()
-	}
-	// The scheduler places the first poll with First(policy, now): the
-	// starter answers with the resumed prediction.
-	return s.sched.Add(int(f.ID), schedule.Feed{
-		Policy: starter{g, first}, Host: host, Weight: f.Weight,
-	}, now)
+	return s.install(r, now, replay)
 }
 
 // starter gives the scheduler the first poll time of a (re)loaded feed.

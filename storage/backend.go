@@ -111,6 +111,29 @@ type StateLoader interface {
 	FeedStates(want func(id uint64) bool, obsLimit int) (map[uint64]*FeedState, error)
 }
 
+// StateStreamer is StateLoader without holding every observation at
+// once: a pass that reads many feeds' observations must read them all
+// before any feed's are complete (the stream interleaves them), so it
+// hands each one over as it reads it.
+type StateStreamer interface {
+	// StreamFeedStates calls feed with the record of every feed whose
+	// ID want accepts (every feed when want is nil), in ID order, then
+	// obs with each stored observation of the feeds for which feed
+	// answered true, oldest first for each feed. After an error, what
+	// was handed over is incomplete and must be dropped.
+	StreamFeedStates(want func(id uint64) bool, feed func(Feed) bool, obs func(id uint64, o Observation)) error
+}
+
+// FeedIDLister lists the stored feeds' IDs without reading their
+// records: what a clustered aggregator needs at each resync to notice
+// feeds other nodes created or deleted. The JetStream backend answers
+// from the defs bucket leader's key listing (one request); its list may
+// hold deleted feeds (Feed tells them apart).
+type FeedIDLister interface {
+	// FeedIDs returns the IDs of the stored feeds, ascending.
+	FeedIDs() ([]uint64, error)
+}
+
 // PipeReader reads pipe records.
 type PipeReader interface {
 	// Pipe returns the pipe with this ID, or ErrPipeNotFound.

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/slogfeed/slogfeed/storage"
 
@@ -143,6 +145,37 @@ func TestReadsOnCluster(t *testing.T) {
 			t.Errorf("a feed never created: %v, want ErrFeedNotFound", err)
 		}
 	})
+	// A pass of FeedStates runs through consumers placed on any replica:
+	// a feed and an observation written just before must be in it. (On
+	// an idle machine this passed 5 runs in 5 with passes that end at
+	// their first empty fetch too; TestReadPass pins that cause.)
+	t.Run("feed-states-after-writes", func(t *testing.T) {
+		for i := range 20 {
+			f := &storage.Feed{Kind: storage.KindRemote, URL: "http://127.0.0.1/states/" + strconv.Itoa(i), Policy: "auto"}
+			if err := st.CreateFeed(ctx, f); err != nil {
+				t.Fatal(err)
+			}
+			at := time.Now().UTC().Truncate(time.Millisecond)
+			if _, err := st.RecordPoll(ctx, f.ID, storage.Observation{At: at, Hit: true, Status: 200}, nil); err != nil {
+				t.Fatal(err)
+			}
+			all, err := st.Feeds(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			states, err := st.FeedStates(ctx, nil, 0)
+			if err != nil {
+				t.Fatalf("write %d: FeedStates: %v", i, err)
+			}
+			if len(states) != len(all) {
+				t.Fatalf("write %d: FeedStates has %d feeds, Feeds %d", i, len(states), len(all))
+			}
+			got := states[f.ID]
+			if got == nil || len(got.Observations) != 1 || !got.Observations[0].At.Equal(at) {
+				t.Fatalf("write %d: the feed just written loaded as %+v, want its one observation at %v", i, got, at)
+			}
+		}
+	})
 	t.Run("consumer-reads", func(t *testing.T) {
 		for i := range 60 {
 			feed := uint64(i%5 + 1)
@@ -157,4 +190,67 @@ func TestReadsOnCluster(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestStreamFeedStates: StreamFeedStates hands over the records and the
+// observations FeedStates returns, each feed's oldest first, and no
+// observations of a feed its callback refused; for few feeds (read one
+// by one) and many (one pass over the stream).
+func TestStreamFeedStates(t *testing.T) {
+	for _, n := range []int{5, 40} {
+		t.Run(strconv.Itoa(n)+" feeds", func(t *testing.T) {
+			st, _ := openStore(t, jstest.NewServer(t))
+			ctx := testCtx(t)
+			at := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+			for i := range n {
+				f := &storage.Feed{Kind: storage.KindRemote, URL: "http://127.0.0.1/stream/" + strconv.Itoa(i), Policy: "auto"}
+				if err := st.CreateFeed(ctx, f); err != nil {
+					t.Fatal(err)
+				}
+				for j := range i%4 + 1 {
+					o := storage.Observation{At: at.Add(time.Duration(i*10+j) * time.Minute), Hit: j%2 == 0, Status: 200}
+					if _, err := st.RecordPoll(ctx, f.ID, o, nil); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			want := func(id uint64) bool { return id%7 != 0 }
+			states, err := st.FeedStates(ctx, want, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[uint64][]storage.Observation{}
+			var fed []uint64
+			err = st.StreamFeedStates(ctx, want, func(f storage.Feed) bool {
+				if states[f.ID] == nil || states[f.ID].Feed.URL != f.URL {
+					t.Errorf("record of feed %d handed over, FeedStates has %+v", f.ID, states[f.ID])
+				}
+				fed = append(fed, f.ID)
+				return f.ID%3 != 0
+			}, func(id uint64, o storage.Observation) {
+				got[id] = append(got[id], o)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(fed) != len(states) || !slices.IsSorted(fed) {
+				t.Errorf("records handed over %v, want the %d of FeedStates in ID order", fed, len(states))
+			}
+			for id, s := range states {
+				wantObs := s.Observations
+				if id%3 == 0 {
+					wantObs = nil
+				}
+				if len(got[id]) != len(wantObs) {
+					t.Errorf("feed %d: %d observations handed over, want %d", id, len(got[id]), len(wantObs))
+					continue
+				}
+				for k := range wantObs {
+					if !got[id][k].At.Equal(wantObs[k].At) {
+						t.Errorf("feed %d observation %d at %v, want %v", id, k, got[id][k].At, wantObs[k].At)
+					}
+				}
+			}
+		})
+	}
 }

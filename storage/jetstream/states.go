@@ -3,8 +3,9 @@ package jetstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,16 +23,16 @@ type FeedState = storage.FeedState
 // feed when want is nil), by ID, with at most obsLimit newest observations
 // each (obsLimit ≤ 0: all the stream keeps).
 //
-// It reads in two passes of ordered consumers instead of a KV get and a
-// consumer per feed: one over the last value of every feed key of the defs
-// bucket, one over the observations stream (for more than 16 wanted
-// feeds; fewer are read one by one). That is what a node taking over
-// shards needs (docs/cluster.md, Measurements). The passes read what the servers hold when each starts;
-// a feed written meanwhile may be read before or after its write.
+// It reads in two passes instead of a KV get and a consumer per feed: one
+// over the last value of every feed key of the defs bucket, one over the
+// observations stream (for more than 16 wanted feeds; fewer are read one
+// by one). That is what a node taking over shards needs (docs/cluster.md,
+// Measurements). Each pass reads up to what the stream's leader held when
+// it began (see pass): a feed written meanwhile may be read before or
+// after its write, but nothing the leader held is missed because a
+// replica lagged or a fetch came back empty.
 func (s *Store) FeedStates(ctx context.Context, want func(id uint64) bool, obsLimit int) (map[uint64]*FeedState, error) {
-	// A fresh consumer of a replicated stream now and then answers its
-	// first fetch with "no responders": each pass is then read again.
-	out, err := retryNoResponders(ctx, func() (map[uint64]*FeedState, error) { return s.readRecords(ctx, want) })
+	out, err := s.readRecords(ctx, want)
 	if err != nil || len(out) == 0 {
 		return out, err
 	}
@@ -51,13 +52,7 @@ func (s *Store) FeedStates(ctx context.Context, want func(id uint64) bool, obsLi
 		}
 		return out, nil
 	}
-	_, err = retryNoResponders(ctx, func() (struct{}, error) {
-		for _, st := range out {
-			st.Observations = nil
-		}
-		return struct{}{}, s.readAllObservations(ctx, out, obsLimit)
-	})
-	if err != nil {
+	if err := s.readAllObservations(ctx, out, obsLimit); err != nil {
 		return nil, err
 	}
 	for _, st := range out {
@@ -66,6 +61,55 @@ func (s *Store) FeedStates(ctx context.Context, want func(id uint64) bool, obsLi
 		}
 	}
 	return out, nil
+}
+
+// StreamFeedStates is storage.StateStreamer's: the records pass of
+// FeedStates, then each observation of the feeds feed accepts handed to
+// obs as the observations pass reads it, so the caller holds what it
+// derives from them (a policy replayed) rather than all of them.
+func (s *Store) StreamFeedStates(ctx context.Context, want func(id uint64) bool, feed func(storage.Feed) bool, obs func(id uint64, o storage.Observation)) error {
+	recs, err := s.readRecords(ctx, want)
+	if err != nil {
+		return err
+	}
+	ids := make([]uint64, 0, len(recs))
+	for id := range recs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	keep := map[uint64]bool{}
+	for _, id := range ids {
+		if feed(recs[id].Feed) {
+			keep[id] = true
+		}
+	}
+	if len(keep) <= perFeedObservations {
+		for _, id := range ids {
+			if !keep[id] {
+				continue
+			}
+			list, err := s.Observations(ctx, id, 0)
+			if err != nil {
+				return err
+			}
+			for _, o := range list {
+				obs(id, o)
+			}
+		}
+		return nil
+	}
+	return s.pass(ctx, s.obs, obsSubject+"*", jetstream.DeliverAllPolicy, "feed states: observations", func(m jetstream.Msg) error {
+		id, err := strconv.ParseUint(strings.TrimPrefix(m.Subject(), obsSubject), 10, 64)
+		if err != nil || !keep[id] {
+			return nil
+		}
+		var o storage.Observation
+		if err := json.Unmarshal(m.Data(), &o); err != nil {
+			return fmt.Errorf("observation of feed %d: %w: %v", id, storage.ErrCorrupt, err)
+		}
+		obs(id, o)
+		return nil
+	})
 }
 
 // readRecords reads the last value of every feed key of the defs bucket
@@ -77,18 +121,14 @@ func (s *Store) readRecords(ctx context.Context, want func(id uint64) bool) (map
 		return nil, fmt.Errorf("feed states: %w", err)
 	}
 	prefix := "$KV." + DefsBucket + "." + feedKeyPrefix
-	cons, err := defs.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{prefix + "*"}, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy,
-		InactiveThreshold: 10 * time.Second,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("feed states: %w", err)
-	}
-	defer s.release(defs, cons)
-	err = eachMsg(ctx, cons, math.MaxInt, "feed states: records", func(m jetstream.Msg) error {
+	err = s.pass(ctx, defs, prefix+"*", jetstream.DeliverLastPerSubjectPolicy, "feed states: records", func(m jetstream.Msg) error {
 		id, err := strconv.ParseUint(strings.TrimPrefix(m.Subject(), prefix), 10, 64)
-		if err != nil || want != nil && !want(id) || m.Headers().Get(kvOperationHeader) != "" {
-			return nil // not a feed, not wanted, or deleted
+		if err != nil || want != nil && !want(id) {
+			return nil // not a feed, or not wanted
+		}
+		if m.Headers().Get(kvOperationHeader) != "" {
+			delete(out, id) // deleted (after a value this pass read, when it resumed)
+			return nil
 		}
 		st := &FeedState{}
 		if err := json.Unmarshal(m.Data(), &st.Feed); err != nil || st.Feed.ID != id {
@@ -111,12 +151,7 @@ const perFeedObservations = 16
 // their states, in one pass over the observations stream, keeping at most
 // obsLimit newest (all when ≤ 0).
 func (s *Store) readAllObservations(ctx context.Context, out map[uint64]*FeedState, obsLimit int) error {
-	cons, err := s.obs.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{obsSubject + "*"}, InactiveThreshold: 10 * time.Second})
-	if err != nil {
-		return fmt.Errorf("feed states: %w", err)
-	}
-	defer s.release(s.obs, cons)
-	return eachMsg(ctx, cons, math.MaxInt, "feed states: observations", func(m jetstream.Msg) error {
+	return s.pass(ctx, s.obs, obsSubject+"*", jetstream.DeliverAllPolicy, "feed states: observations", func(m jetstream.Msg) error {
 		id, err := strconv.ParseUint(strings.TrimPrefix(m.Subject(), obsSubject), 10, 64)
 		st := out[id]
 		if err != nil || st == nil {
@@ -134,6 +169,179 @@ func (s *Store) readAllObservations(ctx context.Context, out map[uint64]*FeedSta
 	})
 }
 
+// pass calls fn for the messages of stream on subjects filter, in stream
+// order, through one ordered consumer with the deliver policy given, up
+// to the last message the stream's leader held when the pass began.
+func (s *Store) pass(ctx context.Context, stream jetstream.Stream, filter string, policy jetstream.DeliverPolicy, what string, fn func(jetstream.Msg) error) error {
+	info, err := stream.Info(ctx) // answered by the stream's leader
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	target := info.State.LastSeq
+	if target == 0 {
+		return nil
+	}
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{filter}, DeliverPolicy: policy,
+		InactiveThreshold: 10 * time.Second, MaxResetAttempts: passResetAttempts,
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	defer s.release(stream, cons)
+	name := info.Config.Name
+	more := func(ctx context.Context, from uint64) (bool, error) {
+		return s.leaderHasNext(ctx, name, filter, from, target)
+	}
+	return readPass(ctx, cons, target, more, what, fn)
+}
+
+// passConsumer is what readPass needs of an ordered consumer.
+type passConsumer interface {
+	FetchNoWait(batch int) (jetstream.MessageBatch, error)
+}
+
+// Bounds of a pass (readPass).
+const (
+	// passResetAttempts bounds the ordered consumer's own attempts to
+	// create its next consumer, which it does at every fetch (without
+	// a bound it retries for ever, and the pass could not end).
+	passResetAttempts = 3
+	// passRetries is how many fetches in a row may fail (no responders,
+	// a timeout, a consumer not created) before the pass gives up.
+	passRetries = 8
+	// passIdle is how many empty fetches in a row, while the leader
+	// holds a message the pass has not read, it takes before giving up.
+	passIdle = 30
+)
+
+// readPass reads the ordered consumer cons until it has read the message
+// at sequence target, or the stream's leader holds no message on its
+// filter after the last one read up to target (more), calling fn for each.
+//
+// An ordered consumer in fetch mode creates a new server-side consumer at
+// every fetch, from the sequence after the last message it delivered, on
+// any replica of the stream; so:
+//   - an empty fetch is not the end: the consumer may sit on a replica
+//     that lags the leader, or the server may not have answered within
+//     the client's one-second wait for a no-wait fetch (both happen on a
+//     loaded cluster, and ended passes early without an error: feeds a
+//     takeover should have scheduled were not read). The pass asks the
+//     leader (more) and fetches again while it holds more;
+//   - a fetch that fails ("no responders" from a consumer not answering
+//     yet, a timeout) is tried again: the next fetch resumes after the
+//     last message read, the pass is not restarted.
+//
+// An error of fn ends the pass at once.
+func readPass(ctx context.Context, cons passConsumer, target uint64, more func(ctx context.Context, from uint64) (bool, error), what string, fn func(jetstream.Msg) error) error {
+	var last uint64 // stream sequence of the last message read
+	fails, idle := 0, 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		n := 0
+		batch, err := cons.FetchNoWait(fetchBatch)
+		if err == nil {
+			for m := range batch.Messages() {
+				md, err := m.Metadata()
+				if err != nil {
+					return fmt.Errorf("%s: %w", what, err)
+				}
+				n++
+				last = md.Sequence.Stream
+				if err := fn(m); err != nil {
+					return fmt.Errorf("%s: %w", what, err)
+				}
+			}
+			if err = batch.Error(); errors.Is(err, jetstream.ErrNoMessages) {
+				err = nil
+			}
+		}
+		if last >= target {
+			return nil
+		}
+		if n > 0 {
+			fails, idle = 0, 0
+		}
+		if err == nil && n == 0 {
+			var has bool
+			if has, err = more(ctx, last+1); err == nil {
+				if !has {
+					return nil
+				}
+				if idle++; idle > passIdle {
+					return fmt.Errorf("%s: the leader holds messages after %d up to %d, fetches return none", what, last, target)
+				}
+				if err := sleepCtx(ctx, backoff(idle, 50*time.Millisecond, time.Second)); err != nil {
+					return fmt.Errorf("%s: %w", what, err)
+				}
+				continue
+			}
+		}
+		if err != nil {
+			if fails++; fails > passRetries {
+				return fmt.Errorf("%s: after %d tries, read up to %d of %d: %w", what, fails, last, target, err)
+			}
+			if err := sleepCtx(ctx, backoff(fails, 100*time.Millisecond, 2*time.Second)); err != nil {
+				return fmt.Errorf("%s: %w", what, err)
+			}
+		}
+	}
+}
+
+// backoff is the pause before try n (from 1): first, doubling, at most
+// limit.
+func backoff(n int, first, limit time.Duration) time.Duration {
+	d := first
+	for i := 1; i < n && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// leaderHasNext reports whether the leader of stream holds a message on
+// subjects filter at a sequence from from to to (a non-direct message
+// get, which only the leader answers).
+func (s *Store) leaderHasNext(ctx context.Context, stream, filter string, from, to uint64) (bool, error) {
+	req, err := json.Marshal(struct {
+		Seq  uint64 `json:"seq"`
+		Next string `json:"next_by_subj"`
+	}{from, filter})
+	if err != nil {
+		return false, err
+	}
+	msg, err := s.js.Conn().RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, req)
+	if err != nil {
+		return false, fmt.Errorf("next message from the leader: %w", err)
+	}
+	var resp msgGetResponse
+	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+		return false, fmt.Errorf("next message from the leader: %w", err)
+	}
+	switch {
+	case resp.Error != nil && (resp.Error.ErrCode == errCodeNoMessage || resp.Error.Code == 404):
+		return false, nil
+	case resp.Error != nil:
+		return false, fmt.Errorf("next message from the leader: %s (%d)", resp.Error.Description, resp.Error.ErrCode)
+	case resp.Message == nil:
+		return false, fmt.Errorf("next message from the leader: empty answer")
+	}
+	return resp.Message.Seq <= to, nil
+}
+
 // kvOperationHeader marks a KV delete or purge (the key has no value).
 const kvOperationHeader = "KV-Operation"
 
@@ -148,3 +356,31 @@ func (b *Backend) FeedStates(want func(id uint64) bool, obsLimit int) (map[uint6
 	defer cancel()
 	return b.s.FeedStates(ctx, want, obsLimit)
 }
+
+// StreamFeedStates is Store.StreamFeedStates (storage.StateStreamer),
+// bounded by DefaultLoadTimeout and cancelled by Close.
+func (b *Backend) StreamFeedStates(want func(id uint64) bool, feed func(storage.Feed) bool, obs func(id uint64, o storage.Observation)) error {
+	ctx, cancel := context.WithTimeout(b.ctx, DefaultLoadTimeout)
+	defer cancel()
+	return b.s.StreamFeedStates(ctx, want, feed, obs)
+}
+
+// FeedIDs lists the IDs of the stored feeds, in order, without reading
+// their records: the keys of the defs bucket as its stream's leader knows
+// them (one request). Deleted feeds may be among them (their keys keep a
+// delete marker); Feed tells them apart. A clustered aggregator lists
+// these every resync instead of every record.
+func (b *Backend) FeedIDs() ([]uint64, error) {
+	ctx, cancel := b.call()
+	defer cancel()
+	ids, err := b.s.listIDs(ctx, feedKeyPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("list feed IDs: %w", err)
+	}
+	return ids, nil
+}
+
+var (
+	_ storage.FeedIDLister  = (*Backend)(nil)
+	_ storage.StateStreamer = (*Backend)(nil)
+)

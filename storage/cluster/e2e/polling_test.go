@@ -31,7 +31,7 @@ var (
 	pollWorkers = flag.Int("poll.workers", 64, "BenchmarkPolling: aggregator workers per node")
 	pollWarmup  = flag.Duration("poll.warmup", pollPeriod, "BenchmarkPolling: time after the first fetches before the measurement")
 	pollMeasure = flag.Duration("poll.measure", 2*pollPeriod, "BenchmarkPolling: measured time")
-	pollResync  = flag.Duration("poll.resync", 0, "BenchmarkPolling: how often a JetStream node lists every feed (aggregator ServiceOptions.Resync; 0: its default, 15 s; negative: never)")
+	pollResync  = flag.Duration("poll.resync", 0, "BenchmarkPolling: how often a JetStream node lists the feed IDs (aggregator ServiceOptions.Resync; 0: its default, 15 s; negative: never)")
 )
 
 const (
