@@ -91,6 +91,13 @@ type Store struct {
 	red     atomic.Pointer[reducerBox]
 }
 
+// MaxStreamConsumers is the consumer limit of the items and observations
+// streams. Each saved pipe keeps a durable consumer on the items stream,
+// and reads take short-lived ones; a stream that states no limit gets the
+// server's default_max_consumers (1,000 on nats-server), which would cap
+// a cluster at about a thousand pipes.
+const MaxStreamConsumers = 1_000_000
+
 // Open opens the store's streams and buckets on js, creating them when
 // they do not exist.
 func Open(ctx context.Context, js jetstream.JetStream, opt Options) (*Store, error) {
@@ -125,6 +132,7 @@ func Open(ctx context.Context, js jetstream.JetStream, opt Options) (*Store, err
 		Replicas:          opt.Replicas,
 		Duplicates:        opt.DuplicateWindow,
 		MaxMsgsPerSubject: opt.MaxItemsPerFeed,
+		MaxConsumers:      MaxStreamConsumers,
 		AllowMsgTTL:       true,
 		AllowDirect:       true,
 	}); err != nil {
@@ -138,6 +146,7 @@ func Open(ctx context.Context, js jetstream.JetStream, opt Options) (*Store, err
 		Replicas:          opt.Replicas,
 		Duplicates:        opt.DuplicateWindow,
 		MaxMsgsPerSubject: opt.MaxObservations,
+		MaxConsumers:      MaxStreamConsumers,
 		AllowDirect:       true,
 	}); err != nil {
 		return nil, fmt.Errorf("jetstream store: %w", err)
