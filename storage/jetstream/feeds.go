@@ -104,7 +104,9 @@ func (s *Store) nextID(ctx context.Context, key string) (uint64, error) {
 			last uint64
 			rev  uint64
 		)
-		e, err := s.defs.Get(ctx, key)
+		// A bucket whose stream was just placed (a cluster forming) may
+		// have no responder for a moment: retryNoResponders waits it out.
+		e, err := retryNoResponders(ctx, func() (jetstream.KeyValueEntry, error) { return s.defs.Get(ctx, key) })
 		switch {
 		case err == nil:
 			if last, err = strconv.ParseUint(string(e.Value()), 10, 64); err != nil {
@@ -115,11 +117,12 @@ func (s *Store) nextID(ctx context.Context, key string) (uint64, error) {
 			return 0, fmt.Errorf("%s: %w", key, err)
 		}
 		next := []byte(strconv.FormatUint(last+1, 10))
-		if rev == 0 {
-			_, err = s.defs.Create(ctx, key, next)
-		} else {
-			_, err = s.defs.Update(ctx, key, next, rev)
-		}
+		_, err = retryNoResponders(ctx, func() (uint64, error) {
+			if rev == 0 {
+				return s.defs.Create(ctx, key, next)
+			}
+			return s.defs.Update(ctx, key, next, rev)
+		})
 		s.opt.Metrics.kvWrite(DefsBucket, err)
 		if err == nil {
 			return last + 1, nil
