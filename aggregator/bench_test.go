@@ -44,6 +44,11 @@ const (
 // would mix in the set-up's first fetch of every feed.
 var ingestProfile = flag.String("ingest.cpuprofile", "", "write each slogfeed `prefix`-KIND-cN.pprof CPU profile of BenchmarkIngest's passes")
 
+// ingestNoSync runs BenchmarkIngest's slogfeed side without fsync: not
+// durable, and not what slogfeed does; only to see how much of a pass
+// the fsyncs take.
+var ingestNoSync = flag.Bool("ingest.nosync", false, "run BenchmarkIngest's store without fsync (diagnostic only: not durable)")
+
 // benchKinds are the response kinds of BenchmarkIngest and how far each
 // pass moves the publishers' item window: 0 (a 304), 1 (a 200 with 1 new
 // item among 20, what a poll that DPT times right sees) or benchItems (a
@@ -205,7 +210,7 @@ func newBenchEnv(b *testing.B, pub *benchPublisher, workers int) *benchEnv {
 	if err := st.Close(); err != nil {
 		b.Fatal(err)
 	}
-	if st, err = storage.Open(path, storage.Options{}); err != nil {
+	if st, err = storage.Open(path, storage.Options{NoSync: *ingestNoSync}); err != nil {
 		b.Fatal(err)
 	}
 	fetcher := aggregator.NewFetcher(aggregator.FetchOptions{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
