@@ -49,6 +49,9 @@ var ingestProfile = flag.String("ingest.cpuprofile", "", "write each slogfeed `p
 // the fsyncs take.
 var ingestNoSync = flag.Bool("ingest.nosync", false, "run BenchmarkIngest's store without fsync (diagnostic only: not durable)")
 
+// ingestPending sets ServiceOptions.PendingWrites (0: the default).
+var ingestPending = flag.Int("ingest.pending", 0, "BenchmarkIngest's ServiceOptions.PendingWrites (0: the default)")
+
 // benchKinds are the response kinds of BenchmarkIngest and how far each
 // pass moves the publishers' item window: 0 (a 304), 1 (a 200 with 1 new
 // item among 20, what a poll that DPT times right sees) or benchItems (a
@@ -216,6 +219,7 @@ func newBenchEnv(b *testing.B, pub *benchPublisher, workers int) *benchEnv {
 	fetcher := aggregator.NewFetcher(aggregator.FetchOptions{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	svc, err := aggregator.NewService(aggregator.ServiceOptions{
 		Store: st, Fetcher: fetcher, Scheduler: schedule.Config{Workers: workers},
+		PendingWrites: *ingestPending,
 	})
 	if err != nil {
 		b.Fatal(err)
