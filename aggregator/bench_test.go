@@ -3,13 +3,16 @@ package aggregator_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,6 +37,20 @@ const (
 	// fetch error, a lost poll) instead of hanging the run.
 	benchStall = 2 * time.Minute
 )
+
+// ingestProfile, when set, is a path prefix: each slogfeed sub-benchmark
+// of BenchmarkIngest writes the CPU profile of its passes alone (set-up
+// excluded) to PREFIX-KIND-cN.pprof. Use it instead of -cpuprofile, which
+// would mix in the set-up's first fetch of every feed.
+var ingestProfile = flag.String("ingest.cpuprofile", "", "write each slogfeed `prefix`-KIND-cN.pprof CPU profile of BenchmarkIngest's passes")
+
+// ingestNoSync runs BenchmarkIngest's slogfeed side without fsync: not
+// durable, and not what slogfeed does; only to see how much of a pass
+// the fsyncs take.
+var ingestNoSync = flag.Bool("ingest.nosync", false, "run BenchmarkIngest's store without fsync (diagnostic only: not durable)")
+
+// ingestPending sets ServiceOptions.PendingWrites (0: the default).
+var ingestPending = flag.Int("ingest.pending", 0, "BenchmarkIngest's ServiceOptions.PendingWrites (0: the default)")
 
 // benchKinds are the response kinds of BenchmarkIngest and how far each
 // pass moves the publishers' item window: 0 (a 304), 1 (a 200 with 1 new
@@ -196,12 +213,13 @@ func newBenchEnv(b *testing.B, pub *benchPublisher, workers int) *benchEnv {
 	if err := st.Close(); err != nil {
 		b.Fatal(err)
 	}
-	if st, err = storage.Open(path, storage.Options{}); err != nil {
+	if st, err = storage.Open(path, storage.Options{NoSync: *ingestNoSync}); err != nil {
 		b.Fatal(err)
 	}
 	fetcher := aggregator.NewFetcher(aggregator.FetchOptions{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	svc, err := aggregator.NewService(aggregator.ServiceOptions{
 		Store: st, Fetcher: fetcher, Scheduler: schedule.Config{Workers: workers},
+		PendingWrites: *ingestPending,
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -292,12 +310,16 @@ func BenchmarkIngest(b *testing.B) {
 					env = newBenchEnv(b, pub, c)
 				}
 				newWant := int(kind.step)
+				stop := startIngestProfile(b, fmt.Sprintf("%s-c%d", kind.name, c))
 				cpu := aggtest.CPUTime()
+				commits := env.st.CommitStats()
 				for b.Loop() {
 					pub.base.Add(kind.step)
 					env.run(b, newWant)
 				}
 				reportIngest(b, aggtest.CPUTime()-cpu)
+				stop()
+				reportCommits(b, commits, env.st.CommitStats())
 			})
 		}
 		if env != nil {
@@ -309,6 +331,37 @@ func BenchmarkIngest(b *testing.B) {
 			})
 		}
 	}
+}
+
+// startIngestProfile starts the CPU profile of a sub-benchmark's passes
+// when -ingest.cpuprofile is set, and returns what stops it.
+func startIngestProfile(b *testing.B, name string) (stop func()) {
+	if *ingestProfile == "" {
+		return func() {}
+	}
+	f, err := os.Create(*ingestProfile + "-" + name + ".pprof")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Error(err)
+		}
+	}
+}
+
+// reportCommits reports the group committer's work over the passes: the
+// writes a group carried on average, and how much of the wall time the
+// single writer was committing (fsyncs included).
+func reportCommits(b *testing.B, before, after storage.CommitStats) {
+	if g := after.Groups - before.Groups; g > 0 {
+		b.ReportMetric(float64(after.Writes-before.Writes)/float64(g), "writes/group")
+	}
+	b.ReportMetric(100*(after.Busy-before.Busy).Seconds()/b.Elapsed().Seconds(), "writer-busy-%")
 }
 
 // benchBare is the bare Go client: c goroutines fetch every URL once per

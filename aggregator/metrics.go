@@ -14,7 +14,8 @@ import (
 //	slogfeed_items_total                  new items stored
 //	slogfeed_use_latency_seconds          publish → fetched, per new item
 //	slogfeed_queue_feeds                  feeds in the scheduler
-//	slogfeed_inflight_fetches             fetches under way
+//	slogfeed_inflight_fetches             polls under way: fetching, or waiting
+//	                                      for their write to be durable
 //	slogfeed_fetch_budget_per_second      the configured budget (0 = unlimited);
 //	                                      budget use = rate(slogfeed_fetches_total[1m]) / this
 type Metrics struct {
@@ -50,7 +51,7 @@ func NewMetrics(reg prometheus.Registerer, sched *schedule.Scheduler, rate float
 				Name: "slogfeed_queue_feeds", Help: "Feeds in the scheduler's queue.",
 			}, func() float64 { return float64(sched.Len()) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: "slogfeed_inflight_fetches", Help: "Fetches under way.",
+				Name: "slogfeed_inflight_fetches", Help: "Polls under way: fetching, or fetched and waiting for their write to be durable.",
 			}, func() float64 { return float64(sched.InFlight()) }),
 		)
 	}

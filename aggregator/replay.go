@@ -60,7 +60,11 @@ func (s *Service) install(r *replay, now time.Time, resume bool) error {
 	}
 	// The scheduler places the first poll with First(policy, now): the
 	// starter answers with the resumed prediction.
-	return s.sched.Add(int(f.ID), schedule.Feed{
+	if err := s.sched.Add(int(f.ID), schedule.Feed{
 		Policy: starter{g, first}, Host: host, Weight: f.Weight,
-	}, now)
+	}, now); err != nil {
+		return err
+	}
+	s.signal() // the live loop may have a free fetch slot for it
+	return nil
 }

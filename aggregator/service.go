@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/slogfeed/slogfeed/schedule"
@@ -37,12 +38,25 @@ type ServiceOptions struct {
 	Fetcher *Fetcher
 	// Scheduler is the fetch budget: global rate (fetches per second, 0 =
 	// unlimited), per-host concurrency and workers; Clock is set from Clock.
+	// Workers is the number of fetch slots (schedule.DefaultWorkers when
+	// 0): documents being fetched and parsed at once. Polls whose write
+	// waits for its group commit hold no fetch slot (see PendingWrites);
+	// the per-host limit counts them until they complete.
 	Scheduler schedule.Config
-	Clock     schedule.Clock // default schedule.RealClock
-	Logger    *slog.Logger
-	Metrics   *Metrics // optional
+	// PendingWrites bounds, with Workers, the polls in flight: at most
+	// Workers of them fetching and parsing, and at most Workers +
+	// PendingWrites in all, the rest waiting for their write to be
+	// durable (DefaultPendingWrites when 0). A fetch slot whose poll
+	// waits for its write is free for the next fetch; with that many
+	// polls in flight, no fetch starts until one completes.
+	PendingWrites int
+
+	Clock   schedule.Clock // default schedule.RealClock
+	Logger  *slog.Logger
+	Metrics *Metrics // optional
 	// OnNewItems is told about every fetch that stored new items (pipes
-	// subscribe here). It runs on the fetching worker: keep it short.
+	// subscribe here), once the fetch's write is on disk. It runs on
+	// the goroutine that completes the poll: keep it short.
 	OnNewItems func(feed storage.Feed, items []storage.Item)
 	// MaxItems caps the items taken from one fetch (default 1000).
 	MaxItems int
@@ -76,6 +90,13 @@ type Service struct {
 	guards map[uint64]*feedGuard
 	push   pushState // watchers (push.go)
 	own    ownState  // a clustered service's listing (owner.go)
+
+	// The live loop (loop.go): fetch slots, and wake, signalled when the
+	// scheduler may have a grant for a free slot (a feed added or
+	// brought forward, a poll completed).
+	fetchers int
+	wake     chan struct{}
+	running  atomic.Bool
 }
 
 // feedGuard wraps a feed's policy with what the service decides on its own:
@@ -217,13 +238,27 @@ func NewService(opt ServiceOptions) (*Service, error) {
 	if opt.Resync == 0 && opt.Owner != cluster.Everything {
 		opt.Resync = DefaultResync
 	}
+	if opt.PendingWrites <= 0 {
+		opt.PendingWrites = DefaultPendingWrites
+	}
 	cfg := opt.Scheduler
 	cfg.Clock = opt.Clock
+	fetchers := cfg.Workers
+	if fetchers == 0 {
+		fetchers = schedule.DefaultWorkers
+	}
+	// A poll stays granted (in flight for the scheduler: the feed is not
+	// granted again) until its write is durable: the fetch slots plus the
+	// pending writes.
+	cfg.Workers = fetchers + opt.PendingWrites
 	sched, err := schedule.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("aggregator: %w", err)
 	}
-	return &Service{opt: opt, sched: sched, log: opt.Logger, guards: map[uint64]*feedGuard{}}, nil
+	return &Service{
+		opt: opt, sched: sched, log: opt.Logger, guards: map[uint64]*feedGuard{},
+		fetchers: fetchers, wake: make(chan struct{}, 1),
+	}, nil
 }
 
 // SetMetrics attaches metrics (built after the service, since they read
@@ -440,23 +475,6 @@ func (s *Service) PlannedFetch(id uint64, now time.Time) (time.Time, bool) {
 	return at.Add(min(max(2*g.took, minFetchMargin), maxFetchMargin)), true
 }
 
-// Run fetches feeds as the scheduler grants them until ctx is cancelled,
-// then waits for in-flight fetches to finish or abandon.
-func (s *Service) Run(ctx context.Context) error {
-	ownCtx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { s.owned(ownCtx) })
-	defer wg.Wait()
-	defer stop()
-	err := s.sched.Run(ctx, func(ctx context.Context, id int) schedule.Observation {
-		return s.fetch(ctx, uint64(id))
-	})
-	if errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
-}
-
 // Expedite brings feed id's next fetch forward to at (never later), as
 // far as politeness allows: not during an error backoff or Retry-After,
 // not before the publisher's cache lifetime ends (unless the feed ignores
@@ -477,7 +495,11 @@ func (s *Service) Expedite(id uint64, at time.Time) bool {
 	if blocked {
 		return false
 	}
-	return s.sched.Expedite(int(id), at)
+	if !s.sched.Expedite(int(id), at) {
+		return false
+	}
+	s.signal()
+	return true
 }
 
 // SetSleep applies feed id's new sleep plan (already stored) from now on:
@@ -504,8 +526,21 @@ func (s *Service) FetchNow(ctx context.Context, id uint64) (storage.Observation,
 	return o, nil
 }
 
-// fetch is the scheduler's FetchFunc for feed id.
-func (s *Service) fetch(ctx context.Context, id uint64) schedule.Observation {
+// pendingPoll is a scheduled poll whose document is fetched and parsed,
+// with its write still to do.
+type pendingPoll struct {
+	p     polled
+	g     *feedGuard
+	began time.Time // when the poll began (for feedGuard.took)
+}
+
+// begin is the first half of a scheduled poll of feed id, the part that
+// holds a fetch slot: it decides whether the feed is polled at all and,
+// if so, fetches and parses it. It returns either the poll's observation
+// (pd nil: skipped, nothing to store) or the pending write (pd), which
+// complete finishes. ok is false when the fetch was abandoned because ctx
+// ended: the feed keeps its turn.
+func (s *Service) begin(ctx context.Context, id uint64) (obs schedule.Observation, pd *pendingPoll, ok bool) {
 	g := s.guard(id)
 	f, err := s.opt.Store.Feed(id)
 	if errors.Is(err, storage.ErrFeedNotFound) && g != nil {
@@ -514,12 +549,12 @@ func (s *Service) fetch(ctx context.Context, id uint64) schedule.Observation {
 	}
 	if err != nil || g == nil {
 		// Deleted meanwhile: an empty observation; Remove forgets it.
-		return schedule.Observation{At: s.opt.Clock.Now()}
+		return schedule.Observation{At: s.opt.Clock.Now()}, nil, true
 	}
 	if !s.owns(id) {
 		// Another node's now: it polls the feed from here on.
 		s.drop(id)
-		return schedule.Observation{At: s.opt.Clock.Now()}
+		return schedule.Observation{At: s.opt.Clock.Now()}, nil, true
 	}
 	now := s.opt.Clock.Now()
 	g.mu.Lock()
@@ -535,25 +570,34 @@ func (s *Service) fetch(ctx context.Context, id uint64) schedule.Observation {
 		g.mu.Lock()
 		g.override = g.sleep.Wake(now)
 		g.mu.Unlock()
-		return schedule.Observation{At: now}
+		return schedule.Observation{At: now}, nil, true
 	case !prev.IsZero() && fallback.After(now):
 		g.mu.Lock()
 		g.override = fallback
 		g.mu.Unlock()
-		return schedule.Observation{At: now}
+		return schedule.Observation{At: now}, nil, true
 	}
-	o, backoff, f2 := s.poll(ctx, f, prev)
-	if ctx.Err() != nil && o.At.IsZero() {
-		return schedule.Observation{} // abandoned at shutdown: keep the turn
+	p, ok := s.fetchDoc(ctx, f, prev)
+	if !ok {
+		return schedule.Observation{}, nil, false
 	}
-	took := s.opt.Clock.Now().Sub(now)
+	return schedule.Observation{}, &pendingPoll{p: p, g: g, began: now}, true
+}
+
+// complete is the second half of a scheduled poll: it stores what begin
+// fetched (returning once the write is durable), updates the feed's
+// guard and returns the observation for the scheduler.
+func (s *Service) complete(pd *pendingPoll) schedule.Observation {
+	o, backoff, f2 := s.storePoll(pd.p)
+	took := s.opt.Clock.Now().Sub(pd.began)
+	g := pd.g
 	g.mu.Lock()
 	g.prevPoll = o.At
 	g.took = max(took, 0)
 	if backoff > 0 {
 		g.override = o.At.Add(backoff)
 	}
-	if f2.ID == id {
+	if f2.ID == pd.p.f.ID {
 		g.sleep = f2.Sleep
 	}
 	g.mu.Unlock()
@@ -563,44 +607,81 @@ func (s *Service) fetch(ctx context.Context, id uint64) schedule.Observation {
 // poll fetches, parses and stores one feed, records the observation and
 // updates the feed. It returns the observation, after an error the
 // backoff before the next try, and the feed as updated (zero when the
-// update was not stored).
+// update was not stored). A poll abandoned because ctx ended returns a
+// zero observation.
 func (s *Service) poll(ctx context.Context, f storage.Feed, prev time.Time) (storage.Observation, time.Duration, storage.Feed) {
-	start := s.opt.Clock.Now()
+	p, ok := s.fetchDoc(ctx, f, prev)
+	if !ok {
+		return storage.Observation{}, 0, storage.Feed{}
+	}
+	return s.storePoll(p)
+}
+
+// polled is what a poll's fetch brought, for its write: the response and
+// parsed document, or the error that ended the fetch.
+type polled struct {
+	f      storage.Feed
+	prev   time.Time // the previous poll
+	start  time.Time // the fetch began
+	resp   *Response
+	parsed *Parsed // nil when nothing changed
+	err    error   // the fetch or parse failed (at errAt)
+	errAt  time.Time
+}
+
+// fetchDoc fetches and parses feed f (conditional GET, older pages when
+// the document shows a gap). ok is false when ctx ended the fetch.
+func (s *Service) fetchDoc(ctx context.Context, f storage.Feed, prev time.Time) (p polled, ok bool) {
+	p = polled{f: f, prev: prev, start: s.opt.Clock.Now()}
 	etag, lastModified := s.validators(f)
 	resp, err := s.opt.Fetcher.Fetch(ctx, Request{URL: f.URL, ETag: etag, LastModified: lastModified})
 	if err != nil {
 		if ctx.Err() != nil {
-			return storage.Observation{}, 0, storage.Feed{}
+			return p, false
 		}
-		return s.failed(f, start, err)
+		p.err, p.errAt = err, s.opt.Clock.Now()
+		return p, true
 	}
 	if resp.ReceivedAt.IsZero() {
 		resp.ReceivedAt = s.opt.Clock.Now()
 	}
-	g := s.guard(f.ID)
-	var parsed *Parsed
-	if !resp.NotModified {
-		parsed, err = s.parseBody(f, resp.Body, resp.ContentType, ParseOptions{
-			MaxItems: s.opt.MaxItems, Extract: f.Extract, Now: resp.ReceivedAt, BaseURL: resp.FinalURL,
-			Seen: g.seenFunc(f.Retention),
-		})
-		if err != nil {
-			return s.failed(f, start, err)
-		}
-		s.follow(ctx, f, resp, parsed) // older pages, when the document shows a gap
+	p.resp = resp
+	if resp.NotModified {
+		return p, true
 	}
-	obs, _, updated, err := s.record(f, resp, parsed, prev, start, false)
+	parsed, err := s.parseBody(f, resp.Body, resp.ContentType, ParseOptions{
+		MaxItems: s.opt.MaxItems, Extract: f.Extract, Now: resp.ReceivedAt, BaseURL: resp.FinalURL,
+		Seen: s.guard(f.ID).seenFunc(f.Retention),
+	})
 	if err != nil {
-		return s.failed(f, start, err)
+		p.err, p.errAt = err, s.opt.Clock.Now()
+		return p, true
 	}
+	s.follow(ctx, f, resp, parsed) // older pages, when the document shows a gap
+	p.parsed = parsed
+	return p, true
+}
+
+// storePoll stores what fetchDoc brought: the items, the observation and
+// the feed's counters in one transaction, or the fetch's error. It
+// returns once the write is on disk, with what poll returns.
+func (s *Service) storePoll(p polled) (storage.Observation, time.Duration, storage.Feed) {
+	if p.err != nil {
+		return s.failed(p.f, p.errAt, p.err)
+	}
+	obs, _, updated, err := s.record(p.f, p.resp, p.parsed, p.prev, p.start, false)
+	if err != nil {
+		return s.failed(p.f, s.opt.Clock.Now(), err)
+	}
+	g := s.guard(p.f.ID)
 	switch {
-	case parsed == nil:
-	case len(parsed.Repairs.BadDates) > 0:
+	case p.parsed == nil:
+	case len(p.parsed.Repairs.BadDates) > 0:
 		// Items whose dates needed repair are parsed again each fetch, so
 		// the feed's warning keeps naming them while the document has them.
-		g.setSeen(nil, f.Retention)
+		g.setSeen(nil, p.f.Retention)
 	default:
-		g.setSeen(parsed.ItemHashes, f.Retention)
+		g.setSeen(p.parsed.ItemHashes, p.f.Retention)
 	}
 	return obs, 0, updated
 }
@@ -730,11 +811,11 @@ func (s *Service) record(f storage.Feed, resp *Response, parsed *Parsed, prev, s
 	return obs, added, f, nil
 }
 
-// failed records a fetch error on the feed and returns the observation (a
-// miss the policy does not learn from: the guard overrides it) and the
-// backoff, and the feed as updated (zero when the update failed).
-func (s *Service) failed(f storage.Feed, start time.Time, ferr error) (storage.Observation, time.Duration, storage.Feed) {
-	now := s.opt.Clock.Now()
+// failed records a fetch error that happened at now on the feed and
+// returns the observation (a miss the policy does not learn from: the
+// guard overrides it) and the backoff, and the feed as updated (zero when
+// the update failed).
+func (s *Service) failed(f storage.Feed, now time.Time, ferr error) (storage.Observation, time.Duration, storage.Feed) {
 	n := f.ErrorCount + 1
 	backoff := ErrorBackoffBase << min(n-1, 20)
 	backoff = min(backoff, ErrorBackoffMax)

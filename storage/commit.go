@@ -3,6 +3,8 @@ package storage
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -25,6 +27,25 @@ type committer struct {
 	mu      sync.Mutex
 	queue   []*commitReq
 	leading bool // a writer is committing a group
+
+	// Counters for CommitStats.
+	groups, writes, busyNs atomic.Int64
+}
+
+// CommitStats are the group committer's counters since the store was
+// opened: how many groups were committed, how many writes they carried,
+// and how long a group was being committed (fsyncs included). Busy over
+// a stretch of wall time is how much of it the single writer was busy.
+type CommitStats struct {
+	Groups int64
+	Writes int64
+	Busy   time.Duration
+}
+
+// CommitStats returns the group committer's counters.
+func (s *Store) CommitStats() CommitStats {
+	c := &s.commit
+	return CommitStats{Groups: c.groups.Load(), Writes: c.writes.Load(), Busy: time.Duration(c.busyNs.Load())}
 }
 
 // commitReq is one write waiting in the group.
@@ -60,7 +81,11 @@ func (s *Store) update(fn func(*bolt.Tx) error) error {
 	group := c.queue[:n:n]
 	c.queue = c.queue[n:]
 	c.mu.Unlock()
+	began := time.Now()
 	s.commitGroup(group)
+	c.busyNs.Add(int64(time.Since(began)))
+	c.groups.Add(1)
+	c.writes.Add(int64(len(group)))
 	for _, q := range group {
 		if q != r {
 			q.done <- false

@@ -6,18 +6,22 @@ import (
 	"sync"
 )
 
-// maxFeedMemo bounds the entries of a feedMemo.
-const maxFeedMemo = 4096
+// maxFeedMemo bounds the entries of a feedMemo: about 1 KiB each (the
+// record's bytes and the decoded feed), 16 MiB at most.
+const maxFeedMemo = 16384
 
-// feedMemo keeps the feed records Store.Feed decoded, each with the bytes
-// it was decoded from, for the write that usually follows (a poll reads
-// its feed, fetches, then records the fetch): that write finds the feed
-// decoded instead of decoding it again inside its transaction, where it
-// would hold up the group commit. An entry is used only when the stored
-// bytes are still those it was decoded from, so it is never stale; the
-// write takes it out (it rewrites the record), so the memo holds about as
-// many feeds as polls under way, and it is emptied when it reaches
-// maxFeedMemo (reads that no write follows).
+// feedMemo keeps feed records decoded, each with the bytes it was decoded
+// from or encoded to: the feeds Store.Feed decoded, for the write that
+// usually follows (a poll reads its feed, fetches, then records the
+// fetch), and the feeds a poll's write (RecordFetch, RecordPoll) stored,
+// for the next poll's Store.Feed. Neither then decodes the record again:
+// a write inside its transaction, where it would hold up the group
+// commit; a poll on its fetch slot. An entry is used only when the stored
+// bytes are still those it holds, so it is never stale (an entry put by a
+// write that was rolled back, or overtaken by another write, is simply
+// not used). A write takes the entry out before it rewrites the record;
+// other writes (UpdateFeed, …) leave none. When the memo is full, an
+// arbitrary entry makes room for the new one.
 type feedMemo struct {
 	mu sync.Mutex
 	m  map[uint64]memoFeed
@@ -28,13 +32,19 @@ type memoFeed struct {
 	f   Feed
 }
 
-// put remembers f as decoded from raw (both copied).
+// put remembers f as decoded from (or encoded to) raw, both copied.
 func (m *feedMemo) put(id uint64, raw []byte, f *Feed) {
 	e := memoFeed{raw: bytes.Clone(raw), f: cloneFeed(f)}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.m == nil || len(m.m) >= maxFeedMemo {
+	if m.m == nil {
 		m.m = make(map[uint64]memoFeed)
+	}
+	if _, ok := m.m[id]; !ok && len(m.m) >= maxFeedMemo {
+		for k := range m.m {
+			delete(m.m, k)
+			break
+		}
 	}
 	m.m[id] = e
 }

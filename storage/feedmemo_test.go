@@ -1,8 +1,10 @@
 package storage
 
 import (
+	"bytes"
 	"reflect"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -173,5 +175,73 @@ func checkNoAlias(t *testing.T, path string, a, b reflect.Value) {
 		if a.Len() > 0 && a.Pointer() == b.Pointer() {
 			t.Errorf("%s: the clone shares the map", path)
 		}
+	}
+}
+
+// TestFeedMemoAfterPollWrite: a poll's write (RecordFetch, RecordPoll)
+// leaves the feed it stored in the memo, with the bytes it wrote, so the
+// next poll's Store.Feed does not decode the record; what that read
+// returns is what decoding the stored record gives, and a caller's
+// changes to it reach neither the memo nor the store.
+func TestFeedMemoAfterPollWrite(t *testing.T) {
+	tests := []struct {
+		name  string
+		write func(s *Store, id uint64) (Feed, error)
+	}{
+		{"RecordFetch", func(s *Store, id uint64) (Feed, error) {
+			rec, err := s.RecordFetch(id, nil, Observation{At: time.Unix(1e9, 0).UTC(), Status: 304}, func(f *Feed, _ *Observation, _ []Item) error {
+				f.Polls++
+				return nil
+			})
+			return rec.Feed, err
+		}},
+		{"RecordPoll", func(s *Store, id uint64) (Feed, error) {
+			return s.RecordPoll(id, Observation{At: time.Unix(1e9, 0).UTC(), Err: "boom"}, func(f *Feed) error {
+				f.Polls++
+				f.LastError = "boom"
+				return nil
+			})
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openTest(t)
+			f := Feed{Kind: KindRemote, URL: "https://example.org/feed", Policy: "auto", Category: []string{"a"}}
+			if err := s.CreateFeed(&f); err != nil {
+				t.Fatal(err)
+			}
+			wrote, err := tc.write(s, f.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stored []byte
+			if err := s.db.View(func(tx *bolt.Tx) error {
+				_, v, err := feedRecord(tx, f.ID)
+				stored = bytes.Clone(v)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			e, ok := s.feedMemo.m[f.ID]
+			if !ok || !bytes.Equal(e.raw, stored) {
+				t.Fatalf("after the write the memo holds %q (present %v), the store %q", e.raw, ok, stored)
+			}
+			wrote.Category[0] = "changed by the caller"
+			got, err := s.Feed(f.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := decodeFeed(u64(f.ID), stored)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) || got.Polls != 1 {
+				t.Fatalf("read %+v after the write, want %+v", got, want)
+			}
+			got.Category[0] = "changed by the reader"
+			if again, err := s.Feed(f.ID); err != nil || !reflect.DeepEqual(again, want) {
+				t.Fatalf("read %+v (%v) after a reader's change, want %+v", again, err, want)
+			}
+		})
 	}
 }

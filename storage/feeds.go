@@ -67,9 +67,16 @@ func (s *Store) UpdateFeed(id uint64, fn func(*Feed) error) (Feed, error) {
 
 // updateFeedTx is UpdateFeed inside tx.
 func (s *Store) updateFeedTx(tx *bolt.Tx, id uint64, fn func(*Feed) error) (Feed, error) {
+	f, _, err := s.updateFeedRawTx(tx, id, fn)
+	return f, err
+}
+
+// updateFeedRawTx is updateFeedTx also returning the record's new bytes
+// (the caller's own: they are not bbolt's memory).
+func (s *Store) updateFeedRawTx(tx *bolt.Tx, id uint64, fn func(*Feed) error) (Feed, []byte, error) {
 	old, err := s.memoFeed(tx, id, true)
 	if err != nil {
-		return Feed{}, err
+		return Feed{}, nil, err
 	}
 	nf := old
 	// fn gets its own copy of the category slice and sleep windows, so a
@@ -82,12 +89,12 @@ func (s *Store) updateFeedTx(tx *bolt.Tx, id uint64, fn func(*Feed) error) (Feed
 		nf.Extract = &e
 	}
 	if err := fn(&nf); err != nil {
-		return Feed{}, err
+		return Feed{}, nil, err
 	}
 	nf.ID, nf.Created, nf.Updated = old.ID, old.Created, s.now()
 	raw, err := validateFeed(&nf)
 	if err != nil {
-		return Feed{}, err
+		return Feed{}, nil, err
 	}
 	// The index entry moves only when the key changes (a poll's update
 	// never changes it).
@@ -95,20 +102,20 @@ func (s *Store) updateFeedTx(tx *bolt.Tx, id uint64, fn func(*Feed) error) (Feed
 	ni, nk := indexKey(&nf)
 	if !bytes.Equal(oi, ni) || !bytes.Equal(ok, nk) {
 		if err := unindexFeed(tx, &old); err != nil {
-			return Feed{}, err
+			return Feed{}, nil, err
 		}
 		if err := indexFeed(tx, &nf); err != nil {
-			return Feed{}, err
+			return Feed{}, nil, err
 		}
 	}
 	feeds, err := bucket(tx, bucketFeeds)
 	if err != nil {
-		return Feed{}, err
+		return Feed{}, nil, err
 	}
 	if err := feeds.Put(u64(nf.ID), raw); err != nil { // validated and encoded above
-		return Feed{}, err
+		return Feed{}, nil, err
 	}
-	return nf, nil
+	return nf, raw, nil
 }
 
 // Feed returns feed id, or ErrFeedNotFound.
@@ -118,6 +125,11 @@ func (s *Store) Feed(id uint64) (Feed, error) {
 		k, v, err := feedRecord(tx, id)
 		if err != nil {
 			return err
+		}
+		if m, ok := s.feedMemo.get(id, v, false); ok {
+			// Stored or read by the feed's last poll, unchanged since.
+			f = cloneFeed(&m)
+			return nil
 		}
 		if f, err = decodeFeed(k, v); err != nil {
 			return err

@@ -33,17 +33,19 @@ func (s *Store) RecordPoll(feedID uint64, o Observation, fn func(*Feed) error) (
 		return Feed{}, err
 	}
 	var out Feed
+	var feedRaw []byte
 	err = s.update(func(tx *bolt.Tx) error {
 		if err := s.putObservation(tx, feedID, raw); err != nil {
 			return err
 		}
-		f, err := s.updateFeedTx(tx, feedID, fn)
-		out = f
+		f, fr, err := s.updateFeedRawTx(tx, feedID, fn)
+		out, feedRaw = f, fr
 		return err
 	})
 	if err != nil {
 		return Feed{}, fmt.Errorf("storage: record poll of feed %d: %w", feedID, err)
 	}
+	s.feedMemo.put(feedID, feedRaw, &out) // for the next poll's Store.Feed
 	return out, nil
 }
 
@@ -62,26 +64,26 @@ func encodeObservation(feedID uint64, o Observation) ([]byte, error) {
 // putObservation appends an encoded observation and drops the oldest
 // beyond Options.MaxObservations.
 func (s *Store) putObservation(tx *bolt.Tx, feedID uint64, raw []byte) error {
-	fb, err := s.feedBuckets(tx, feedID)
+	obs, err := openObsBucket(tx, feedID)
 	if err != nil {
 		return err
 	}
-	seq, err := fb.obs.NextSequence()
+	seq, err := obs.NextSequence()
 	if err != nil {
 		return err
 	}
-	if err := fb.obs.Put(u64(seq), raw); err != nil {
+	if err := obs.Put(u64(seq), raw); err != nil {
 		return err
 	}
 	// Keys are consecutive sequence numbers: the first key tells how
 	// many are kept.
-	k, _ := fb.obs.Cursor().First()
+	k, _ := obs.Cursor().First()
 	first, ok := getU64(k)
 	if !ok {
 		return corruptf("feed %d: bad observation key %x", feedID, k)
 	}
 	for ; seq-first >= uint64(s.maxObs); first++ {
-		if err := fb.obs.Delete(u64(first)); err != nil {
+		if err := obs.Delete(u64(first)); err != nil {
 			return err
 		}
 	}
@@ -151,6 +153,7 @@ func (s *Store) RecordFetch(feedID uint64, items []Item, o Observation, fn func(
 	now := s.now()
 	valid, errs := prepareItems(feedID, items, now)
 	var out Fetched
+	var feedRaw []byte // the feed record as written
 	err := s.update(func(tx *bolt.Tx) error {
 		out = Fetched{}
 		var res addResult
@@ -162,7 +165,7 @@ func (s *Store) RecordFetch(feedID uint64, items []Item, o Observation, fn func(
 		}
 		obs := o
 		var raw []byte
-		f, err := s.updateFeedTx(tx, feedID, func(f *Feed) error {
+		f, fr, err := s.updateFeedRawTx(tx, feedID, func(f *Feed) error {
 			if err := fn(f, &obs, res.added); err != nil {
 				return err
 			}
@@ -178,11 +181,13 @@ func (s *Store) RecordFetch(feedID uint64, items []Item, o Observation, fn func(
 		}
 		out = Fetched{Feed: f, Added: res.added, Observation: obs,
 			ItemErr: errors.Join(append(append(errs[:len(errs):len(errs)], res.updateErrs...), res.retErr)...)}
+		feedRaw = fr
 		return nil
 	})
 	if err != nil {
 		return Fetched{}, fmt.Errorf("storage: record fetch of feed %d: %w", feedID, err)
 	}
+	s.feedMemo.put(feedID, feedRaw, &out.Feed) // for the next poll's Store.Feed
 	return out, nil
 }
 
@@ -208,4 +213,23 @@ func (s *Store) FeedStates(want func(id uint64) bool, obsLimit int) (map[uint64]
 		out[f.ID] = &FeedState{Feed: f, Observations: obs}
 	}
 	return out, nil
+}
+
+// openObsBucket returns feed id's observations bucket alone (a poll that
+// stores no item needs no other of its data buckets), or ErrFeedNotFound.
+func openObsBucket(tx *bolt.Tx, id uint64) (*bolt.Bucket, error) {
+	data := tx.Bucket(bucketFeedData)
+	if data == nil {
+		return nil, corruptf("bucket %s missing", bucketFeedData)
+	}
+	root := data.Bucket(u64(id))
+	if root == nil {
+		return nil, ErrFeedNotFound
+	}
+	obs := root.Bucket(bucketObs)
+	if obs == nil {
+		return nil, corruptf("feed %d: data buckets missing", id)
+	}
+	obs.FillPercent = 0.9 // appended with increasing keys (see openFeedBuckets)
+	return obs, nil
 }
