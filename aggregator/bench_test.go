@@ -42,7 +42,7 @@ const (
 // of BenchmarkIngest writes the CPU profile of its passes alone (set-up
 // excluded) to PREFIX-KIND-cN.pprof. Use it instead of -cpuprofile, which
 // would mix in the set-up's first fetch of every feed.
-var ingestProfile = flag.String("ingest.cpuprofile", "", "write each slogfeed `prefix`-KIND-cN.pprof CPU profile of BenchmarkIngest's passes")
+var ingestProfile = flag.String("ingest.cpuprofile", "", "write each slogfeed `prefix`-KIND-cN.pprof CPU profile of BenchmarkIngest's passes (and PREFIX-KIND-cN.allocs0 and .allocs, the allocation profiles before and after them)")
 
 // ingestNoSync runs BenchmarkIngest's slogfeed side without fsync: not
 // durable, and not what slogfeed does; only to see how much of a pass
@@ -343,6 +343,10 @@ func startIngestProfile(b *testing.B, name string) (stop func()) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// The allocations of the passes alone: the profile before them is the
+	// base of the one after (go tool pprof -base PREFIX-KIND-cN.allocs0
+	// PREFIX-KIND-cN.allocs).
+	writeAllocs(b, *ingestProfile+"-"+name+".allocs0")
 	if err := pprof.StartCPUProfile(f); err != nil {
 		b.Fatal(err)
 	}
@@ -351,6 +355,22 @@ func startIngestProfile(b *testing.B, name string) (stop func()) {
 		if err := f.Close(); err != nil {
 			b.Error(err)
 		}
+		writeAllocs(b, *ingestProfile+"-"+name+".allocs")
+	}
+}
+
+// writeAllocs writes the allocation profile so far to path.
+func writeAllocs(b *testing.B, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	runtime.GC() // the profile is as of the last collection
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		b.Error(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Error(err)
 	}
 }
 

@@ -83,3 +83,13 @@ func cloneFeed(f *Feed) Feed {
 	}
 	return c
 }
+
+// peek returns feed id's entry, the bytes it was decoded from or encoded
+// to and the feed (the memo's own: read it, do not change it), whether or
+// not they are still stored.
+func (m *feedMemo) peek(id uint64) ([]byte, Feed, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.m[id]
+	return e.raw, e.f, ok
+}

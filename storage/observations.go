@@ -34,8 +34,13 @@ func (s *Store) RecordPoll(feedID uint64, o Observation, fn func(*Feed) error) (
 	}
 	var out Feed
 	var feedRaw []byte
+	pre := s.prepareFeed(feedID, fn) // off the writer when it can be
 	err = s.update(func(tx *bolt.Tx) error {
 		if err := s.putObservation(tx, feedID, raw); err != nil {
+			return err
+		}
+		if ok, err := applyPrepared(tx, feedID, pre); err != nil || ok {
+			out, feedRaw = pre.f, pre.raw
 			return err
 		}
 		f, fr, err := s.updateFeedRawTx(tx, feedID, fn)
@@ -152,10 +157,37 @@ type Fetched struct {
 func (s *Store) RecordFetch(feedID uint64, items []Item, o Observation, fn func(f *Feed, o *Observation, added []Item) error) (Fetched, error) {
 	now := s.now()
 	valid, errs := prepareItems(feedID, items, now)
+	// A poll that brings no item to add (a 304, or nothing new) has its
+	// feed record and observation worked out off the writer: fn cannot
+	// depend on what the transaction finds.
+	var pre *preparedFeed
+	var preObs Observation
+	var preRaw []byte
+	if len(valid.items) == 0 {
+		pre = s.prepareFeed(feedID, func(f *Feed) error {
+			ob := o
+			if err := fn(f, &ob, nil); err != nil {
+				return err
+			}
+			r, err := encodeObservation(feedID, ob)
+			preObs, preRaw = ob, r
+			return err
+		})
+	}
 	var out Fetched
 	var feedRaw []byte // the feed record as written
 	err := s.update(func(tx *bolt.Tx) error {
 		out = Fetched{}
+		if ok, err := applyPrepared(tx, feedID, pre); err != nil {
+			return err
+		} else if ok {
+			if err := s.putObservation(tx, feedID, preRaw); err != nil {
+				return err
+			}
+			out = Fetched{Feed: pre.f, Observation: preObs, ItemErr: errors.Join(errs...)}
+			feedRaw = pre.raw
+			return nil
+		}
 		var res addResult
 		if len(valid.items) > 0 {
 			var err error
