@@ -1,7 +1,6 @@
 package aggregator
 
 import (
-	"bufio"
 	"bytes"
 	"compress/flate"
 	"compress/gzip"
@@ -15,8 +14,10 @@ import (
 	"net/netip"
 	"net/url"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator/feedext"
@@ -436,49 +437,123 @@ func (f *Fetcher) wrapErr(ctx context.Context, u *url.URL, err error) error {
 }
 
 // readBody reads the body, decompressing gzip, and fails with ErrTooLarge
-// once more than max bytes come out.
+// once more than max bytes come out. The body is read into a pooled
+// buffer and copied out at its exact size: one allocation per body
+// whatever its size and however the server sent it (chunked bodies
+// announce no length).
 func readBody(resp *http.Response, max int64) ([]byte, error) {
-	br := bufio.NewReader(resp.Body)
-	var r io.Reader = br
 	enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding")))
 	switch enc {
 	case "", "identity":
+		enc = ""
 		if resp.ContentLength > max {
 			return nil, fmt.Errorf("%w: the server announced %d bytes, the limit is %d", ErrTooLarge, resp.ContentLength, max)
 		}
-		// Some servers send a .gz file as is: recognise the gzip magic.
-		if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-			enc = "gzip"
-		}
 	case "gzip", "x-gzip":
+		enc = "gzip"
 	default:
 		return nil, fmt.Errorf("%w: %.40q", ErrEncoding, enc)
 	}
-	switch enc {
-	case "gzip", "x-gzip":
-		zr, err := gzip.NewReader(br)
+	bp := getReadBuf()
+	defer putReadBuf(bp)
+	if enc == "" && resp.ContentLength > 0 {
+		*bp = slices.Grow((*bp)[:0], int(resp.ContentLength)+1)
+	}
+	body, err := readGzip(bp, resp.Body, enc == "gzip", max)
+	if err != nil {
+		return nil, err
+	}
+	// Some servers send a .gz file as is: recognise the gzip magic.
+	if enc == "" && len(body) >= 2 && body[0] == 0x1f && body[1] == 0x8b {
+		zp := getReadBuf()
+		defer putReadBuf(zp)
+		if body, err = readGzip(zp, bytes.NewReader(body), true, max); err != nil {
+			return nil, err
+		}
+	}
+	return bytes.Clone(body), nil
+}
+
+// readGzip reads r, gzip-compressed when zipped, into *bp (which it keeps
+// grown for the pool) and returns what came out, failing with ErrTooLarge
+// once more than max bytes do.
+func readGzip(bp *[]byte, r io.Reader, zipped bool, max int64) ([]byte, error) {
+	if zipped {
+		zr, err := getGzipReader(r)
 		if err != nil {
 			return nil, fmt.Errorf("%w: gzip: %v", ErrEncoding, err)
 		}
-		defer zr.Close()
+		defer gzipReaders.Put(zr)
 		r = zr
 	}
-	var buf bytes.Buffer
-	if enc == "" && resp.ContentLength > 0 {
-		buf.Grow(int(resp.ContentLength))
-	}
-	n, err := buf.ReadFrom(io.LimitReader(r, max+1))
-	if n > max {
+	buf, err := readAtMost((*bp)[:0], r, max+1)
+	*bp = buf[:0]
+	if int64(len(buf)) > max {
 		return nil, fmt.Errorf("%w: more than %d bytes (decompressed)", ErrTooLarge, max)
 	}
 	if err != nil {
-		if enc != "" && enc != "identity" && (errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) ||
+		if zipped && (errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) ||
 			errors.Is(err, io.ErrUnexpectedEOF) || isFlateError(err)) {
-			return nil, fmt.Errorf("%w: %s: %v", ErrEncoding, enc, err)
+			return nil, fmt.Errorf("%w: gzip: %v", ErrEncoding, err)
 		}
 		return nil, fmt.Errorf("read body: %w", err)
 	}
-	return buf.Bytes(), nil
+	return buf, nil
+}
+
+// readAtMost appends what r gives to buf until EOF or until limit bytes
+// are in buf; the error is nil at EOF.
+func readAtMost(buf []byte, r io.Reader, limit int64) ([]byte, error) {
+	for int64(len(buf)) < limit {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, max(minReadBuf, cap(buf)))
+		}
+		room := buf[len(buf):cap(buf)]
+		if rest := limit - int64(len(buf)); int64(len(room)) > rest {
+			room = room[:rest]
+		}
+		n, err := r.Read(room)
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+	return buf, nil
+}
+
+// Read buffers: pooled up to maxPooledReadBuf bytes each, so that a rare
+// large body does not stay in memory.
+const (
+	minReadBuf       = 16 << 10
+	maxPooledReadBuf = 1 << 20
+)
+
+var readBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+func getReadBuf() *[]byte { return readBufs.Get().(*[]byte) }
+
+func putReadBuf(bp *[]byte) {
+	if cap(*bp) <= maxPooledReadBuf {
+		readBufs.Put(bp)
+	}
+}
+
+// gzipReaders holds gzip readers for reuse: each holds a decompressor of
+// about 40 KB.
+var gzipReaders sync.Pool
+
+func getGzipReader(r io.Reader) (*gzip.Reader, error) {
+	if zr, ok := gzipReaders.Get().(*gzip.Reader); ok {
+		if err := zr.Reset(r); err != nil {
+			gzipReaders.Put(zr)
+			return nil, err
+		}
+		return zr, nil
+	}
+	return gzip.NewReader(r)
 }
 
 func isFlateError(err error) bool {
