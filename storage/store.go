@@ -124,6 +124,22 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// InUse returns the bytes of the data file's pages that hold data: its
+// size less its free pages. Unlike Size, which only grows until a
+// compaction, it follows what is stored.
+func (s *Store) InUse() (int64, error) {
+	var n int64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		st := s.db.Stats()
+		n = tx.Size() - int64(st.FreePageN+st.PendingPageN)*int64(s.db.Info().PageSize)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("storage: bytes in use: %w", err)
+	}
+	return n, nil
+}
+
 // Path returns the data file's path.
 func (s *Store) Path() string { return s.path }
 
