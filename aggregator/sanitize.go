@@ -238,6 +238,14 @@ func folded(s string) bool {
 // them into spaces), the non-characters U+FFFE and U+FFFF and, in plain
 // text, the bidirectional overrides that can disguise a title.
 func cleanText(s string, keepSpace bool) string {
+	if cleanASCII(s, keepSpace) {
+		return s
+	}
+	return cleanRunes(s, keepSpace)
+}
+
+// cleanRunes is cleanText rune by rune.
+func cleanRunes(s string, keepSpace bool) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	dirty := false
 	for _, r := range s {
@@ -264,6 +272,18 @@ func cleanText(s string, keepSpace bool) string {
 		}
 		return r
 	}, s)
+}
+
+// cleanASCII reports whether s is ASCII without a character cleanText
+// would change: the common case, decided without decoding runes.
+func cleanASCII(s string, keepSpace bool) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x7f || c < ' ' && !(keepSpace && (c == '\t' || c == '\n' || c == '\r')) {
+			return false
+		}
+	}
+	return true
 }
 
 // unwanted reports runes cleanText removes.

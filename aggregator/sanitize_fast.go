@@ -127,24 +127,23 @@ func (w *fastWriter) text(i, j int) {
 // EscapeString as it is: it has no character EscapeString escapes but the
 // '&' of the references EscapeString writes (&amp; &lt; &gt; &#39; &#34;).
 func escapedAlready(t string) bool {
-	for {
-		i := strings.IndexAny(t, "&'\"<>\r")
-		if i < 0 {
-			return true
-		}
-		if t[i] != '&' {
+	for i := 0; i < len(t); i++ {
+		switch t[i] {
+		case '\'', '"', '<', '>', '\r':
 			return false
-		}
-		t = t[i:]
-		switch {
-		case strings.HasPrefix(t, "&amp;"), strings.HasPrefix(t, "&#39;"), strings.HasPrefix(t, "&#34;"):
-			t = t[5:]
-		case strings.HasPrefix(t, "&lt;"), strings.HasPrefix(t, "&gt;"):
-			t = t[4:]
-		default:
-			return false
+		case '&':
+			r := t[i:]
+			switch {
+			case strings.HasPrefix(r, "&amp;"), strings.HasPrefix(r, "&#39;"), strings.HasPrefix(r, "&#34;"):
+				i += 4
+			case strings.HasPrefix(r, "&lt;"), strings.HasPrefix(r, "&gt;"):
+				i += 3
+			default:
+				return false
+			}
 		}
 	}
+	return true
 }
 
 // tag writes the tag starting at s[i] ('<' followed by a letter, '/', '!'

@@ -247,10 +247,32 @@ func FuzzSanitizeFast(f *testing.F) {
 			b.WriteString(fastPieces[int(in[i])%len(fastPieces)])
 		}
 		checkFast(t, b.String(), base)
+		for _, keep := range []bool{true, false} {
+			if got, want := cleanText(in, keep), cleanRunes(in, keep); got != want {
+				t.Fatalf("cleanText(%q, %v) = %q, rune by rune %q", in, keep, got, want)
+			}
+		}
 		if got, want := folded(in), strings.Join(strings.Fields(in), " ") == in; got != want {
 			t.Fatalf("folded(%q) = %v, want %v", in, got, want)
 		}
 	})
+}
+
+// TestCleanASCII: cleanText's ASCII shortcut gives what the rune-by-rune
+// cleaning gives.
+func TestCleanASCII(t *testing.T) {
+	for _, s := range []string{
+		"", "plain", "tab\there", "line\nbreak", "cr\rhere", "nul\x00", "esc\x1b[31m",
+		"del\x7f", "\x1f", " ~", "é", "\u0085", "\xff",
+	} {
+		t.Run(s, func(t *testing.T) {
+			for _, keep := range []bool{true, false} {
+				if got, want := cleanText(s, keep), cleanRunes(s, keep); got != want {
+					t.Errorf("cleanText(%q, %v) = %q, rune by rune %q", s, keep, got, want)
+				}
+			}
+		})
+	}
 }
 
 func TestFolded(t *testing.T) {
