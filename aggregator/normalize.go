@@ -166,19 +166,30 @@ func (n *normalizer) item(it *gofeed.Item, extra *jsonItemExtra) storage.Item {
 	if u, ok := resolveURL(n.base, link, false); ok {
 		item.Link = u
 	}
-	// Relative links inside the item resolve against its own link, else
-	// against the feed's URL.
-	base := n.base
-	if u, err := url.Parse(item.Link); err == nil && item.Link != "" {
-		base = u
-	}
-	item.Summary = SanitizeHTML(it.Description, base)
 	content := it.Content
 	if extra != nil && (extra.ContentHTML == nil || *extra.ContentHTML == "") && extra.ContentText != nil {
 		// JSON Feed content_text is plain text, not HTML.
 		content = strings.ReplaceAll(html.EscapeString(*extra.ContentText), "\n", "<br>")
 	}
-	item.Content = SanitizeHTML(content, base)
+	// SanitizeHTML, with the base URL parsed only when a field needs the
+	// full path (the shortcuts never look at it).
+	summary, sumOut, sumDone := sanitizeQuick(it.Description)
+	content, conOut, conDone := sanitizeQuick(content)
+	if !sumDone || !conDone {
+		// Relative links inside the item resolve against its own
+		// link, else against the feed's URL.
+		base := n.base
+		if u, err := url.Parse(item.Link); err == nil && item.Link != "" {
+			base = u
+		}
+		if !sumDone {
+			sumOut = sanitizePolicy(summary, base)
+		}
+		if !conDone {
+			conOut = sanitizePolicy(content, base)
+		}
+	}
+	item.Summary, item.Content = sumOut, conOut
 	if item.Summary == item.Content {
 		item.Content = "" // RSS translators often copy one into the other
 	}

@@ -43,18 +43,49 @@ var strictPolicy = sync.OnceValue(bluemonday.StrictPolicy)
 // for links) URLs are kept, and every link gets rel="nofollow noopener".
 // The result is valid UTF-8 without control characters.
 func SanitizeHTML(s string, base *url.URL) string {
+	s, out, done := sanitizeQuick(s)
+	if done {
+		return out
+	}
+	return sanitizePolicy(s, base)
+}
+
+// sanitizeQuick cleans s (cleanText) and, when one of SanitizeHTML's
+// shortcuts applies, returns its result (done); otherwise the result is
+// sanitizePolicy(clean, base). No shortcut needs the base URL.
+func sanitizeQuick(s string) (clean, out string, done bool) {
 	s = cleanText(s, true)
 	if strings.TrimSpace(s) == "" {
-		return ""
+		return s, "", true
 	}
 	if !strings.ContainsAny(s, "<>&\"'\r") {
 		// Plain text: the policy would give it back unchanged (it
 		// escapes only these characters, and the HTML tokenizer turns
 		// \r into \n), so spare the parse.
-		return strings.TrimSpace(s)
+		return s, strings.TrimSpace(s), true
 	}
-	out := ugcPolicy().Sanitize(s)
-	return strings.TrimSpace(rewriteLinks(out, base))
+	if out, ok := sanitizeFast(s); ok {
+		// Text and attribute-free tags the policy keeps: no parse (see
+		// sanitize_fast.go).
+		return s, out, true
+	}
+	return s, "", false
+}
+
+// sanitizePolicy is SanitizeHTML's full path on s, which cleanText has
+// cleaned: the policy, then the link rewriter.
+func sanitizePolicy(s string, base *url.URL) string {
+	return strings.TrimSpace(rewriteLinks(ugcPolicy().Sanitize(s), base))
+}
+
+// sanitizeFull is SanitizeHTML without its shortcuts: the policy and the
+// link rewriter on every input. Each shortcut must give its result.
+func sanitizeFull(s string, base *url.URL) string {
+	s = cleanText(s, true)
+	if strings.TrimSpace(s) == "" {
+		return ""
+	}
+	return strings.TrimSpace(rewriteTokens(ugcPolicy().Sanitize(s), base))
 }
 
 // rewriteLinks resolves and filters the URL attributes of sanitised HTML
@@ -171,7 +202,9 @@ func PlainText(s string, maxRunes int) string {
 		s = html.UnescapeString(strictPolicy().Sanitize(s))
 		s = cleanText(s, false)
 	}
-	s = strings.Join(strings.Fields(s), " ")
+	if !folded(s) {
+		s = strings.Join(strings.Fields(s), " ")
+	}
 	if maxRunes > 0 && utf8.RuneCountInString(s) > maxRunes {
 		n := 0
 		for i := range s {
@@ -185,11 +218,34 @@ func PlainText(s string, maxRunes int) string {
 	return s
 }
 
+// folded reports whether s has its white space folded already, that is
+// whether strings.Join(strings.Fields(s), " ") is s: no white space at
+// either end, and none between words but single spaces.
+func folded(s string) bool {
+	prevSpace := true
+	for _, r := range s {
+		space := unicode.IsSpace(r)
+		if space && (r != ' ' || prevSpace) {
+			return false
+		}
+		prevSpace = space
+	}
+	return !prevSpace || s == ""
+}
+
 // cleanText makes s valid UTF-8 and removes control characters (keeping
 // tab, newline and carriage return when keepSpace is set, else turning
 // them into spaces), the non-characters U+FFFE and U+FFFF and, in plain
 // text, the bidirectional overrides that can disguise a title.
 func cleanText(s string, keepSpace bool) string {
+	if cleanASCII(s, keepSpace) {
+		return s
+	}
+	return cleanRunes(s, keepSpace)
+}
+
+// cleanRunes is cleanText rune by rune.
+func cleanRunes(s string, keepSpace bool) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	dirty := false
 	for _, r := range s {
@@ -216,6 +272,18 @@ func cleanText(s string, keepSpace bool) string {
 		}
 		return r
 	}, s)
+}
+
+// cleanASCII reports whether s is ASCII without a character cleanText
+// would change: the common case, decided without decoding runes.
+func cleanASCII(s string, keepSpace bool) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x7f || c < ' ' && !(keepSpace && (c == '\t' || c == '\n' || c == '\r')) {
+			return false
+		}
+	}
+	return true
 }
 
 // unwanted reports runes cleanText removes.
