@@ -57,6 +57,8 @@ type frParser struct {
 	// attrs is the attribute scratch of the last start tag read: each
 	// handler reads its tag's attributes before reading its content.
 	attrs []frAttr
+	// depth is the nesting of extension elements being read.
+	depth int
 }
 
 type frDecl struct{ prefix, uri string }
@@ -508,6 +510,10 @@ func (p *frParser) extElem(t *frTag) (ext.Extension, bool) {
 	if t.empty {
 		return e, true
 	}
+	if p.depth++; p.depth > MaxDepth {
+		return e, false
+	}
+	defer func() { p.depth-- }()
 	var val []byte
 	for p.i < len(p.b) {
 		if p.b[p.i] != '<' {

@@ -303,3 +303,42 @@ func benchParseDocument() []byte {
 	buf.WriteString(`</channel></rss>`)
 	return buf.Bytes()
 }
+
+// BenchmarkFastRSS compares gofeed's RSS parser with fastRSS, each
+// followed by the translator, on the ingest benchmark's response and
+// BenchmarkParse's document.
+func BenchmarkFastRSS(b *testing.B) {
+	docs := []struct {
+		name string
+		body []byte
+	}{{"bench-publisher", frBenchDocument()}, {"parse-doc", benchParseDocument()}}
+	tr := &gofeed.DefaultRSSTranslator{DisableContentImageScan: true}
+	for _, d := range docs {
+		b.Run(d.name+"/gofeed", func(b *testing.B) {
+			b.SetBytes(int64(len(d.body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				rf, err := (&rss.Parser{}).Parse(bytes.NewReader(d.body))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := tr.Translate(rf); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(d.name+"/fastRSS", func(b *testing.B) {
+			b.SetBytes(int64(len(d.body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				rf, ok := fastRSS(d.body)
+				if !ok {
+					b.Fatal("declined")
+				}
+				if _, err := tr.Translate(rf); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
