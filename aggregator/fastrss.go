@@ -800,7 +800,11 @@ func (p *frParser) item(t *frTag) (*rss.Item, bool) {
 			it.Comments, ok = p.text(c)
 		case "pubdate":
 			if it.PubDate, ok = p.text(c); ok {
-				it.PubDateParsed = frDate(it.PubDate)
+				// gofeed keeps an earlier pubDate's time when a later
+				// one does not parse (the channel's does not).
+				if d := frDate(it.PubDate); d != nil {
+					it.PubDateParsed = d
+				}
 			}
 		case "source":
 			src := &rss.Source{URL: p.attr("url")}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -278,6 +279,10 @@ func FuzzFastRSS(f *testing.F) {
 	}
 	for _, tc := range frCases {
 		f.Add([]byte(tc.doc))
+	}
+	g := &frGen{r: rand.New(rand.NewPCG(1, 2))}
+	for range 40 {
+		f.Add([]byte(g.document()))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		body, ok := frPrepare(raw)
