@@ -2,6 +2,7 @@ package aggregator
 
 import (
 	"bytes"
+	"encoding/binary"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -79,7 +80,27 @@ type frTag struct {
 // XML forbids (C0 controls other than tab, LF, CR; U+FFFE, U+FFFF), which
 // gofeed would filter or refuse.
 func frValidBody(b []byte) bool {
-	for i, c := range b {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		// Bytes below 0x20 or equal to 0xEF (U+FFFE and U+FFFF begin
+		// with it) flag the word for the byte-wise check.
+		x := binary.LittleEndian.Uint64(b[i:])
+		e := x ^ (0xef * ones)
+		if (x-0x20*ones)&^x&highs == 0 && (e-ones)&^e&highs == 0 {
+			continue
+		}
+		if !frValidBytes(b, i, i+8) {
+			return false
+		}
+	}
+	return frValidBytes(b, i, len(b)) && utf8.Valid(b)
+}
+
+// frValidBytes checks b[from:to] byte by byte (see frValidBody).
+func frValidBytes(b []byte, from, to int) bool {
+	for i := from; i < to; i++ {
+		c := b[i]
 		if c < 0x20 && c != '\t' && c != '\n' && c != '\r' {
 			return false
 		}
@@ -87,7 +108,7 @@ func frValidBody(b []byte) bool {
 			return false
 		}
 	}
-	return utf8.Valid(b)
+	return true
 }
 
 func frSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
@@ -1102,7 +1123,13 @@ func frDate(s string) *time.Time {
 	if d == "" {
 		return nil
 	}
-	for _, layout := range []string{time.RFC822Z, time.RFC3339, time.RubyDate, time.RFC1123Z} {
+	layouts := []string{time.RFC822Z, time.RFC3339, time.RubyDate, time.RFC1123Z}
+	if len(d) > 3 && d[3] == ',' {
+		// "Mon, …": the first three cannot parse it (a day of the month,
+		// a year, a weekday and a space come first).
+		layouts = layouts[3:]
+	}
+	for _, layout := range layouts {
 		if t, err := time.Parse(layout, d); err == nil {
 			t = t.UTC()
 			return &t

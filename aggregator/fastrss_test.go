@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mmcdole/gofeed"
 	"github.com/mmcdole/gofeed/rss"
@@ -264,7 +265,8 @@ func TestFrDate(t *testing.T) {
 	}
 	dates = append(dates, "", " ", "x", "Mon, 02 Jan 2006 15:04:05 GMT ", "Mon, 32 Jan 2006 15:04:05 GMT",
 		"Xyz, 02 Jan 2006 15:04:05 GMT", "Mon, 02 Jan 2006 25:04:05 GMT", "Mon, 02 Jan 2006 15:04:05 EST",
-		"Mon, 02 Jan 2006 15:04:05 CEST", "Fri, 02 Jan 2006 15:04:05 GMT")
+		"Mon, 02 Jan 2006 15:04:05 CEST", "Fri, 02 Jan 2006 15:04:05 GMT", "Mon,02 Jan 2006 15:04:05 -0700",
+		"200,01-02", "Mon, 2 Jan 2006 15:04:05 -0700", "Mon, 02 Jan 2006 15:04:05 -07:00", "Tue, 2 January 2006")
 	for _, s := range dates {
 		got, want := frDate(s), gofeedDate(s)
 		if (got == nil) != (want == nil) || got != nil && !got.Equal(*want) || got != nil && got.Location() != time.UTC {
@@ -345,5 +347,42 @@ func BenchmarkFastRSS(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestFrValidBody checks the word-wise check against the byte-wise one.
+func TestFrValidBody(t *testing.T) {
+	simple := func(b []byte) bool { return frValidBytes(b, 0, len(b)) && utf8.Valid(b) }
+	tests := []struct {
+		name string
+		b    string
+		want bool
+	}{
+		{"empty", "", true},
+		{"text", "<rss>\r\n\t<channel/></rss> é ☺", true},
+		{"control", "<rss><channel/></rss>\x01", false},
+		{"nul early", "\x00<rss><channel/></rss>", false},
+		{"fffe", "<rss><channel>\uFFFE</channel></rss>", false},
+		{"ffff at a word end", "1234567\xef\xbf\xbf", false},
+		{"fffd", "1234567\xef\xbf\xbd", true},
+		{"bad utf-8", "12345678\xff", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := frValidBody([]byte(tc.b)); got != tc.want {
+				t.Errorf("frValidBody(%q) = %v, want %v", tc.b, got, tc.want)
+			}
+		})
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	alphabet := []byte("ab\t\n\r\x00\x1f\x20\xef\xbf\xbe\xbd\x7f\x80")
+	for range 20000 {
+		b := make([]byte, r.IntN(40))
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		if got, want := frValidBody(b), simple(b); got != want {
+			t.Fatalf("frValidBody(%q) = %v, byte-wise %v", b, got, want)
+		}
 	}
 }
