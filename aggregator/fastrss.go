@@ -60,6 +60,9 @@ type frParser struct {
 	attrs []frAttr
 	// depth is the nesting of extension elements being read.
 	depth int
+	// defaultNS admits default namespace declarations (xmlns="…"):
+	// Atom documents have one; fastRSS declines them.
+	defaultNS bool
 }
 
 type frDecl struct{ prefix, uri string }
@@ -221,12 +224,9 @@ func (p *frParser) lookup(prefix string) (string, bool) {
 	return "", false
 }
 
-// space is the namespace of a tag as encoding/xml resolves it ("" for an
-// unprefixed name: fastRSS declines default namespaces).
+// space is the namespace of a tag as encoding/xml resolves it (the
+// default namespace or "" for an unprefixed name).
 func (p *frParser) space(t *frTag) string {
-	if t.prefix == "" {
-		return ""
-	}
 	uri, _ := p.lookup(t.prefix)
 	return uri
 }
@@ -318,7 +318,10 @@ func (p *frParser) startTag() (frTag, bool) {
 		}
 		switch {
 		case a.prefix == "" && a.local == "xmlns":
-			return t, false // a default namespace
+			if !p.defaultNS || a.value == "" || strings.TrimSpace(a.value) != a.value {
+				return t, false // a default namespace
+			}
+			p.ns = append(p.ns, frDecl{"", a.value})
 		case a.prefix == "xmlns":
 			if a.local == "xml" || a.local == "xmlns" || a.value == "" || strings.TrimSpace(a.value) != a.value {
 				return t, false
@@ -330,6 +333,9 @@ func (p *frParser) startTag() (frTag, bool) {
 			}
 		}
 		p.attrs = append(p.attrs, a)
+	}
+	if t.prefix == "" && t.local == "xmlns" {
+		return t, false // encoding/xml gives it no namespace
 	}
 	if t.prefix != "" {
 		if t.prefix == "xml" || t.prefix == "xmlns" {
@@ -615,7 +621,10 @@ func (p *frParser) prefixFor(space string) string {
 		if p.ns[i].uri != space {
 			continue
 		}
-		if cur, ok := p.lookup(p.ns[i].prefix); ok && cur == space && p.ns[i].prefix != "" {
+		if cur, ok := p.lookup(p.ns[i].prefix); ok && cur == space {
+			if p.ns[i].prefix == "" {
+				break // gofeed then keys by the namespace itself
+			}
 			return p.ns[i].prefix
 		}
 	}

@@ -20,7 +20,10 @@ import (
 // frPrepare gives a document the treatment parseXML gives it before the
 // feed parser (charset, sanitising, the scan and its cut); ok is false
 // for documents parseXML would not hand to the RSS parser.
-func frPrepare(body []byte) ([]byte, bool) {
+func frPrepare(body []byte) ([]byte, bool) { return frPrepareRoot(body, "rss") }
+
+// frPrepareRoot is frPrepare for documents whose root is root.
+func frPrepareRoot(body []byte, root string) ([]byte, bool) {
 	body = fromUTF16(body)
 	body = bytes.TrimPrefix(body, []byte("\xef\xbb\xbf"))
 	body, _ = toUTF8(body, "")
@@ -28,7 +31,7 @@ func frPrepare(body []byte) ([]byte, bool) {
 		return nil, false
 	}
 	sc, err := scanXML(body, DefaultMaxItems)
-	if err != nil || sc.html || sc.root != "rss" {
+	if err != nil || sc.html || sc.root != root {
 		return nil, false
 	}
 	if sc.cut > 0 {

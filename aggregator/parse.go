@@ -250,7 +250,8 @@ func parseXML(body []byte, contentType string, opt ParseOptions) (*Parsed, error
 	case "rss", "rdf":
 		// The common plain RSS 2.0 document is read by fastRSS, which
 		// yields gofeed's result at a fraction of the cost; gofeed reads
-		// what it declines (RDF, the unusual, the malformed).
+		// what it declines (RDF, the unusual, the malformed). Atom the
+		// same way with fastAtom.
 		fast := false
 		if sc.root == "rss" {
 			rf, fast = fastRSS(body)
@@ -264,7 +265,10 @@ func parseXML(body []byte, contentType string, opt ParseOptions) (*Parsed, error
 			feed, err = (&gofeed.DefaultRSSTranslator{DisableContentImageScan: true}).Translate(rf)
 		}
 	case "feed":
-		af, err = (&atom.Parser{}).Parse(bytes.NewReader(body))
+		fast := false
+		if af, fast = fastAtom(body); !fast {
+			af, err = (&atom.Parser{}).Parse(bytes.NewReader(body))
+		}
 		if err == nil {
 			feed, err = (&gofeed.DefaultAtomTranslator{}).Translate(af)
 		}
