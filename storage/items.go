@@ -150,6 +150,7 @@ func (s *Store) addItemsTx(tx *bolt.Tx, feedID uint64, prep preparedItems, now t
 		return addResult{}, corruptf("feed %d has no data buckets", feedID)
 	}
 	skip := admission(fb, feed.Retention, now)
+	ins := itemInserter{tx: tx, fb: fb}
 	addedAt := map[string]int{}
 	for i := range valid {
 		it := &valid[i]
@@ -177,11 +178,14 @@ func (s *Store) addItemsTx(tx *bolt.Tx, feedID uint64, prep preparedItems, now t
 		if skip(it) {
 			continue
 		}
-		if err := insertItem(tx, fb, it, prep.raw[i]); err != nil {
+		if err := ins.insert(it, prep.raw[i]); err != nil {
 			return addResult{}, err
 		}
 		addedAt[it.ID] = len(res.added)
 		res.added = append(res.added, *it)
+	}
+	if err := ins.flush(); err != nil { // before retention reads the count
+		return addResult{}, err
 	}
 	removed, err := s.retain(tx, feed, fb, now)
 	var re *reducerError
@@ -266,26 +270,67 @@ func sameFloatPtr(a, b *float64) bool {
 // insertItem gives it the next Seq and writes it with its index entries.
 // raw is it as encodeItem encoded it, or nil to encode it here.
 func insertItem(tx *bolt.Tx, fb *feedBuckets, it *Item, raw []byte) error {
-	seq, err := nextItemSeq(tx)
-	if err != nil {
+	w := itemInserter{tx: tx, fb: fb}
+	if err := w.insert(it, raw); err != nil {
 		return err
 	}
+	return w.flush()
+}
+
+// itemInserter inserts new items into one feed's buckets: the store-wide
+// item sequence and the feed's item count are read at the first insert
+// and written once, by flush, however many items the batch holds. Until
+// flush, the stored sequence and count lag behind the items inserted.
+type itemInserter struct {
+	tx   *bolt.Tx
+	fb   *feedBuckets
+	meta *bolt.Bucket // nil before the first insert
+	seq  uint64       // the last sequence number given
+	n    uint64       // items inserted and not flushed
+}
+
+// insert gives it the next Seq and writes it with its index entries. raw
+// is it as encodeItem encoded it, or nil to encode it here.
+func (w *itemInserter) insert(it *Item, raw []byte) error {
+	if w.meta == nil {
+		if w.meta = w.tx.Bucket(bucketMeta); w.meta == nil {
+			return corruptf("bucket %s missing", bucketMeta)
+		}
+		w.seq, _ = getU64(w.meta.Get(keyItemSeq))
+	}
+	w.seq++
+	seq := w.seq
 	it.Seq = seq
+	var err error
 	if rec := withSeq(raw, seq); rec != nil {
-		err = fb.items.Put(u64(seq), rec)
+		err = w.fb.items.Put(u64(seq), rec)
 	} else {
-		err = putItemRecord(fb, it)
+		err = putItemRecord(w.fb, it)
 	}
 	if err != nil {
 		return err
 	}
-	if err := fb.ids.Put([]byte(it.ID), u64(seq)); err != nil {
+	if err := w.fb.ids.Put([]byte(it.ID), u64(seq)); err != nil {
 		return err
 	}
-	if err := fb.pub.Put(pubKey(sortTime(it), seq), []byte(it.ID)); err != nil {
+	if err := w.fb.pub.Put(pubKey(sortTime(it), seq), []byte(it.ID)); err != nil {
 		return err
 	}
-	return fb.setCount(fb.count() + 1)
+	w.n++
+	return nil
+}
+
+// flush stores the sequence and the count the inserts moved.
+func (w *itemInserter) flush() error {
+	if w.n == 0 {
+		return nil
+	}
+	if err := w.meta.Put(keyItemSeq, u64(w.seq)); err != nil {
+		return err
+	}
+	n := w.n
+	w.n = 0
+	return w.fb.setCount(w.fb.count() + n)
 }
 
 // deleteItem removes it (as stored) and its index entries.

@@ -151,18 +151,3 @@ func createFeedBuckets(tx *bolt.Tx, id uint64) error {
 	}
 	return root.Put(keyCount, u64(0))
 }
-
-// nextItemSeq returns the next store-wide item sequence number (the first
-// is 1) and records it.
-func nextItemSeq(tx *bolt.Tx) (uint64, error) {
-	meta := tx.Bucket(bucketMeta)
-	if meta == nil {
-		return 0, corruptf("bucket %s missing", bucketMeta)
-	}
-	seq, _ := getU64(meta.Get(keyItemSeq))
-	seq++
-	if err := meta.Put(keyItemSeq, u64(seq)); err != nil {
-		return 0, err
-	}
-	return seq, nil
-}

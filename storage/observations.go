@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -151,48 +152,51 @@ type Fetched struct {
 // observation and the feed's update, so that a crash keeps all of them or
 // none. Before the observation is encoded, fn completes it and updates the
 // feed (as in UpdateFeed) knowing the items added; fn may run more than
-// once (group commit, see Store) and must only assign. An error means
+// once (group commit, see Store) and must only assign. It may also run
+// before the transaction, given the items expected to be added before
+// they have their Seq: it must not read Seq. An error means
 // nothing was written: ErrFeedNotFound, fn's error, ErrInvalid for an
 // observation that cannot be stored, or a storage failure.
 func (s *Store) RecordFetch(feedID uint64, items []Item, o Observation, fn func(f *Feed, o *Observation, added []Item) error) (Fetched, error) {
 	now := s.now()
 	valid, errs := prepareItems(feedID, items, now)
-	// A poll that brings no item to add (a 304, or nothing new) has its
-	// feed record and observation worked out off the writer: fn cannot
-	// depend on what the transaction finds.
-	var pre *preparedFeed
+	// The feed record and the observation are worked out off the writer,
+	// as if every valid item were added (a poll usually brings only items
+	// not stored yet); the transaction uses them only when that is what
+	// happened, and runs fn itself otherwise.
+	expect := slices.Clone(valid.items)
 	var preObs Observation
 	var preRaw []byte
-	if len(valid.items) == 0 {
-		pre = s.prepareFeed(feedID, func(f *Feed) error {
-			ob := o
-			if err := fn(f, &ob, nil); err != nil {
-				return err
-			}
-			r, err := encodeObservation(feedID, ob)
-			preObs, preRaw = ob, r
+	pre := s.prepareFeed(feedID, func(f *Feed) error {
+		ob := o
+		if err := fn(f, &ob, expect); err != nil {
 			return err
-		})
-	}
+		}
+		r, err := encodeObservation(feedID, ob)
+		preObs, preRaw = ob, r
+		return err
+	})
 	var out Fetched
 	var feedRaw []byte // the feed record as written
 	err := s.update(func(tx *bolt.Tx) error {
 		out = Fetched{}
-		if ok, err := applyPrepared(tx, feedID, pre); err != nil {
-			return err
-		} else if ok {
-			if err := s.putObservation(tx, feedID, preRaw); err != nil {
-				return err
-			}
-			out = Fetched{Feed: pre.f, Observation: preObs, ItemErr: errors.Join(errs...)}
-			feedRaw = pre.raw
-			return nil
-		}
 		var res addResult
 		if len(valid.items) > 0 {
 			var err error
 			if res, err = s.addItemsTx(tx, feedID, valid, now); err != nil {
 				return err
+			}
+		}
+		if addedAsExpected(res, expect) {
+			if ok, err := applyPrepared(tx, feedID, pre); err != nil {
+				return err
+			} else if ok {
+				if err := s.putObservation(tx, feedID, preRaw); err != nil {
+					return err
+				}
+				out = Fetched{Feed: pre.f, Added: res.added, Observation: preObs, ItemErr: errors.Join(errs...)}
+				feedRaw = pre.raw
+				return nil
 			}
 		}
 		obs := o
@@ -264,4 +268,20 @@ func openObsBucket(tx *bolt.Tx, id uint64) (*bolt.Bucket, error) {
 	}
 	obs.FillPercent = 0.9 // appended with increasing keys (see openFeedBuckets)
 	return obs, nil
+}
+
+// addedAsExpected reports whether a transaction's addItemsTx added
+// exactly the items expected, in order, with nothing refused or skipped:
+// then fn, given the expected items, worked out what it would have been
+// given the added ones.
+func addedAsExpected(res addResult, expect []Item) bool {
+	if len(res.added) != len(expect) || res.updateErrs != nil || res.retErr != nil {
+		return false
+	}
+	for i := range expect {
+		if res.added[i].ID != expect[i].ID {
+			return false
+		}
+	}
+	return true
 }
