@@ -381,6 +381,9 @@ func reportCommits(b *testing.B, before, after storage.CommitStats) {
 	if g := after.Groups - before.Groups; g > 0 {
 		b.ReportMetric(float64(after.Writes-before.Writes)/float64(g), "writes/group")
 	}
+	if w := after.Writes - before.Writes; w > 0 {
+		b.ReportMetric(float64(after.Pages-before.Pages)/float64(w), "pages/write")
+	}
 	b.ReportMetric(100*(after.Busy-before.Busy).Seconds()/b.Elapsed().Seconds(), "writer-busy-%")
 }
 

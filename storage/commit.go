@@ -40,12 +40,17 @@ type CommitStats struct {
 	Groups int64
 	Writes int64
 	Busy   time.Duration
+	// Pages is how many pages all write transactions wrote to the file
+	// (bbolt's own count, the meta pages included).
+	Pages int64
 }
 
 // CommitStats returns the group committer's counters.
 func (s *Store) CommitStats() CommitStats {
 	c := &s.commit
-	return CommitStats{Groups: c.groups.Load(), Writes: c.writes.Load(), Busy: time.Duration(c.busyNs.Load())}
+	st := s.db.Stats()
+	return CommitStats{Groups: c.groups.Load(), Writes: c.writes.Load(), Busy: time.Duration(c.busyNs.Load()),
+		Pages: st.TxStats.GetWrite()}
 }
 
 // commitReq is one write waiting in the group.
