@@ -1,6 +1,7 @@
 package aggregator
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -279,7 +280,7 @@ func xmlLinks(rf *rss.Feed, af *atom.Feed, body []byte) []link {
 		}
 	case rf != nil:
 		keys := []string{"atom", "atom10", atomNamespace}
-		if strings.Contains(string(body), atomNamespace) {
+		if bytes.Contains(body, []byte(atomNamespace)) {
 			for _, m := range atomDeclRe.FindAllSubmatch(body, 8) {
 				if k := string(m[1]); !slices.Contains(keys, k) {
 					keys = append(keys, k)

@@ -151,7 +151,8 @@ func (s *Store) addItemsTx(tx *bolt.Tx, feedID uint64, prep preparedItems, now t
 	}
 	skip := admission(fb, feed.Retention, now)
 	ins := itemInserter{tx: tx, fb: fb}
-	addedAt := map[string]int{}
+	res.added = make([]Item, 0, len(valid))
+	addedAt := make(map[string]int, len(valid))
 	for i := range valid {
 		it := &valid[i]
 		old, found, err := getItem(fb, it.ID)

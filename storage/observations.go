@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -164,7 +163,7 @@ func (s *Store) RecordFetch(feedID uint64, items []Item, o Observation, fn func(
 	// as if every valid item were added (a poll usually brings only items
 	// not stored yet); the transaction uses them only when that is what
 	// happened, and runs fn itself otherwise.
-	expect := slices.Clone(valid.items)
+	expect := valid.items // their IDs, which the transaction does not change
 	var preObs Observation
 	var preRaw []byte
 	pre := s.prepareFeed(feedID, func(f *Feed) error {
