@@ -49,6 +49,9 @@ var ingestProfile = flag.String("ingest.cpuprofile", "", "write each slogfeed `p
 // the fsyncs take.
 var ingestNoSync = flag.Bool("ingest.nosync", false, "run BenchmarkIngest's store without fsync (diagnostic only: not durable)")
 
+// ingestLinger sets storage.Options.CommitLinger (0: the default, negative: none).
+var ingestLinger = flag.Duration("ingest.linger", 0, "BenchmarkIngest's storage.Options.CommitLinger (0: the default, negative: none)")
+
 // ingestPending sets ServiceOptions.PendingWrites (0: the default).
 var ingestPending = flag.Int("ingest.pending", 0, "BenchmarkIngest's ServiceOptions.PendingWrites (0: the default)")
 
@@ -213,7 +216,7 @@ func newBenchEnv(b *testing.B, pub *benchPublisher, workers int) *benchEnv {
 	if err := st.Close(); err != nil {
 		b.Fatal(err)
 	}
-	if st, err = storage.Open(path, storage.Options{NoSync: *ingestNoSync}); err != nil {
+	if st, err = storage.Open(path, storage.Options{NoSync: *ingestNoSync, CommitLinger: *ingestLinger}); err != nil {
 		b.Fatal(err)
 	}
 	fetcher := aggregator.NewFetcher(aggregator.FetchOptions{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})

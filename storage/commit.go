@@ -16,9 +16,14 @@ const MaxBatch = 256
 // AddObservation) go through Store.update: a write that finds no commit
 // under way commits at once, alone; writes that arrive while a commit runs
 // wait and then commit together in one bbolt transaction, at most MaxBatch
-// of them: one fsync for the whole group. There is no timer, so a lone
-// writer pays no delay, and under load the groups grow by themselves as
-// long as a commit (its fsync) takes. Each write is still atomic on its
+// of them: one fsync for the whole group. A lone writer pays no delay, and
+// under load the groups grow by themselves as long as a commit (its fsync)
+// takes. A commit also has fixed costs of its own besides the fsyncs
+// (the meta page, the pages on the path to the root), so when the last
+// group carried more than one write, the writer leading the next one
+// lingers while writes keep arriving, up to Options.CommitLinger, and the
+// groups grow larger: a write at most that much later, for less work per
+// write. Each write is still atomic on its
 // own and durable when update returns: when a write's function fails,
 // the group is rolled back, that write runs alone (and fails alone, with
 // no fsync), and the others are committed again without it
@@ -30,6 +35,7 @@ type committer struct {
 
 	// Counters for CommitStats.
 	groups, writes, busyNs atomic.Int64
+	last                   atomic.Int64 // writes the last group carried
 }
 
 // CommitStats are the group committer's counters since the store was
@@ -81,6 +87,7 @@ func (s *Store) update(fn func(*bolt.Tx) error) error {
 	}
 	// Lead: commit what is queued (r among it), then hand the lead to
 	// the first writer still waiting.
+	s.lingerForWrites()
 	c.mu.Lock()
 	n := min(len(c.queue), MaxBatch)
 	group := c.queue[:n:n]
@@ -91,6 +98,7 @@ func (s *Store) update(fn func(*bolt.Tx) error) error {
 	c.busyNs.Add(int64(time.Since(began)))
 	c.groups.Add(1)
 	c.writes.Add(int64(len(group)))
+	c.last.Store(int64(len(group)))
 	for _, q := range group {
 		if q != r {
 			q.done <- false
@@ -105,6 +113,33 @@ func (s *Store) update(fn func(*bolt.Tx) error) error {
 	}
 	c.mu.Unlock()
 	return r.result()
+}
+
+// lingerForWrites holds the leader of a group back while writes keep arriving
+// (see committer): in steps of an eighth of the linger, up to the whole,
+// and no longer once a step brought no write or MaxBatch are waiting.
+// Only when the last group carried more than one write: a lone writer
+// never waits.
+func (s *Store) lingerForWrites() {
+	c := &s.commit
+	if s.linger <= 0 || c.last.Load() < 2 {
+		return
+	}
+	queued := func() int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.queue)
+	}
+	step := s.linger / 8
+	n := queued()
+	for waited := time.Duration(0); n < MaxBatch && waited < s.linger; waited += step {
+		time.Sleep(step)
+		m := queued()
+		if m == n {
+			return // no write came
+		}
+		n = m
+	}
 }
 
 func (r *commitReq) result() error {

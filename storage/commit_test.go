@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -209,4 +210,41 @@ func TestWithSeq(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCommitLinger: a lone writer never waits, however long the linger;
+// after a group of several writes, the next leader waits for the writes
+// still arriving, so that they commit in one group.
+func TestCommitLinger(t *testing.T) {
+	t.Run("lone writers never wait", func(t *testing.T) {
+		s := openTest(t, Options{CommitLinger: time.Hour})
+		for range 50 {
+			if err := s.update(func(*bolt.Tx) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if st := s.CommitStats(); st.Groups != 50 {
+			t.Fatalf("50 writes one after the other in %d groups", st.Groups)
+		}
+	})
+	t.Run("arriving writes join the group", func(t *testing.T) {
+		// The linger is long (a step of 1 s): writes that arrive within
+		// it, one every few milliseconds, all join the lingering group.
+		s := openTest(t, Options{CommitLinger: 8 * time.Second})
+		s.commit.last.Store(2) // as after a group of two
+		const n = 5
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				time.Sleep(time.Duration(i) * 20 * time.Millisecond)
+				if err := s.update(func(*bolt.Tx) error { return nil }); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if st := s.CommitStats(); st.Groups != 1 || st.Writes != n {
+			t.Fatalf("%d writes arriving 20 ms apart in %d groups, want one", st.Writes, st.Groups)
+		}
+	})
 }

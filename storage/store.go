@@ -34,7 +34,15 @@ type Options struct {
 	// MaxObservations is how many observations are kept per feed (the
 	// newest). Zero means DefaultMaxObservations.
 	MaxObservations int
+	// CommitLinger is how long a group commit may wait for more writes
+	// while they keep arriving, when the last group already carried more
+	// than one (see committer). Zero means DefaultCommitLinger; negative,
+	// never.
+	CommitLinger time.Duration
 }
+
+// DefaultCommitLinger is Options.CommitLinger's default.
+const DefaultCommitLinger = 2 * time.Millisecond
 
 // Store is slogfeed's data file. It is safe for concurrent use: reads run
 // in parallel, writes are serialised by bbolt, and every method is one
@@ -47,6 +55,7 @@ type Store struct {
 	path    string
 	now     func() time.Time
 	maxObs  int
+	linger  time.Duration // Options.CommitLinger, 0 for never
 	reducer atomic.Pointer[reducerBox]
 	commit  committer // group commit of the hot writes (commit.go)
 	// feedMemo hands the feeds Store.Feed decoded to the writes that
@@ -102,7 +111,11 @@ func open(path string, opt Options, migs []migration) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	return &Store{db: db, path: path, now: opt.Now, maxObs: opt.MaxObservations}, nil
+	linger := opt.CommitLinger
+	if linger == 0 {
+		linger = DefaultCommitLinger
+	}
+	return &Store{db: db, path: path, now: opt.Now, maxObs: opt.MaxObservations, linger: max(linger, 0)}, nil
 }
 
 // openBolt opens the bbolt file, turning a panic of bbolt on a damaged file
