@@ -20,14 +20,17 @@
 //
 // The hot writes (AddItems, RecordFetch, RecordPoll, AddObservation) are
 // group-committed (commit.go): writes that arrive while a commit is under
-// way share the next transaction and its fsync, up to MaxBatch of them. A
-// lone write commits at once, each write stays atomic on its own (one that
-// fails is rolled back alone), and none returns before its group is on
-// disk. RecordFetch stores a poll's items, observation and feed update in
-// one of them, so a crash keeps all or none. Items are validated and
-// encoded before the transaction, and the feed record a poll read with
-// Feed is handed to its write when its bytes are unchanged (feedmemo.go),
-// so that the single writer does little besides writing. HasItems (not
+// way share the next transaction and its fsync, up to MaxBatch of them;
+// under concurrent load a group lingers up to Options.CommitLinger while
+// writes keep arriving. A lone write commits at once, each write stays
+// atomic on its own (one that fails is rolled back alone), and none
+// returns before its group is on disk. RecordFetch stores a poll's items,
+// observation and feed update in one of them, so a crash keeps all or
+// none. Items are validated and encoded before the transaction, and a
+// poll's feed record and observation are worked out before it from the
+// feed record the poll read with Feed (feedmemo.go, prepared.go), used
+// only while that record's bytes are unchanged, so that the single
+// writer does little besides writing. HasItems (not
 // part of Backend) answers which of many item IDs a feed holds in one
 // read.
 //
