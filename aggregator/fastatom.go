@@ -109,16 +109,13 @@ func (p *frParser) atomDocument() (*atom.Feed, bool) {
 		}
 	}
 	f.Language = p.attr("lang")
-	var contributors, authors []*atom.Person
-	var categories []*atom.Category
-	var links []*atom.Link
-	var exts ext.Extensions
+	var l atomLists
 	ok = p.children(&root, func(c *frTag) bool {
-		if !p.atomNative(c) {
-			return p.extension(&exts, c)
+		name, done, ok := l.read(p, c)
+		if done {
+			return ok
 		}
-		var ok bool
-		switch strings.ToLower(c.local) {
+		switch name {
 		case "title":
 			f.Title, ok = p.atomText(c)
 		case "id":
@@ -129,11 +126,6 @@ func (p *frParser) atomDocument() (*atom.Feed, bool) {
 			}
 		case "subtitle", "tagline":
 			f.Subtitle, ok = p.atomText(c)
-		case "link":
-			var l *atom.Link
-			if l, ok = p.atomLink(c); ok {
-				links = append(links, l)
-			}
 		case "generator":
 			f.Generator, ok = p.atomGenerator(c)
 		case "icon":
@@ -142,21 +134,6 @@ func (p *frParser) atomDocument() (*atom.Feed, bool) {
 			f.Logo, ok = p.atomText(c)
 		case "rights", "copyright":
 			f.Rights, ok = p.atomText(c)
-		case "contributor":
-			var person *atom.Person
-			if person, ok = p.atomPerson(c); ok {
-				contributors = append(contributors, person)
-			}
-		case "author":
-			var person *atom.Person
-			if person, ok = p.atomPerson(c); ok {
-				authors = append(authors, person)
-			}
-		case "category":
-			var cat *atom.Category
-			if cat, ok = p.atomCategory(c); ok {
-				categories = append(categories, cat)
-			}
 		case "entry":
 			var e *atom.Entry
 			if e, ok = p.atomEntry(c); ok {
@@ -170,37 +147,20 @@ func (p *frParser) atomDocument() (*atom.Feed, bool) {
 	if !ok {
 		return nil, false
 	}
-	if len(categories) > 0 {
-		f.Categories = categories
-	}
-	if len(authors) > 0 {
-		f.Authors = authors
-	}
-	if len(contributors) > 0 {
-		f.Contributors = contributors
-	}
-	if len(links) > 0 {
-		f.Links = links
-	}
-	if len(exts) > 0 {
-		f.Extensions = exts
-	}
+	l.set(&f.Categories, &f.Authors, &f.Contributors, &f.Links, &f.Extensions)
 	return f, true
 }
 
 // atomEntry is gofeed's parseEntry.
 func (p *frParser) atomEntry(t *frTag) (*atom.Entry, bool) {
 	e := &atom.Entry{}
-	var contributors, authors []*atom.Person
-	var categories []*atom.Category
-	var links []*atom.Link
-	var exts ext.Extensions
+	var l atomLists
 	ok := p.children(t, func(c *frTag) bool {
-		if !p.atomNative(c) {
-			return p.extension(&exts, c)
+		name, done, ok := l.read(p, c)
+		if done {
+			return ok
 		}
-		var ok bool
-		switch strings.ToLower(c.local) {
+		switch name {
 		case "title":
 			e.Title, ok = p.atomText(c)
 		case "id":
@@ -214,26 +174,6 @@ func (p *frParser) atomEntry(t *frTag) (*atom.Entry, bool) {
 		case "updated", "modified":
 			if e.Updated, ok = p.atomText(c); ok {
 				e.UpdatedParsed = frDate(e.Updated)
-			}
-		case "contributor":
-			var person *atom.Person
-			if person, ok = p.atomPerson(c); ok {
-				contributors = append(contributors, person)
-			}
-		case "author":
-			var person *atom.Person
-			if person, ok = p.atomPerson(c); ok {
-				authors = append(authors, person)
-			}
-		case "category":
-			var cat *atom.Category
-			if cat, ok = p.atomCategory(c); ok {
-				categories = append(categories, cat)
-			}
-		case "link":
-			var l *atom.Link
-			if l, ok = p.atomLink(c); ok {
-				links = append(links, l)
 			}
 		case "published", "issued":
 			if e.Published, ok = p.atomText(c); ok {
@@ -252,37 +192,20 @@ func (p *frParser) atomEntry(t *frTag) (*atom.Entry, bool) {
 	if !ok {
 		return nil, false
 	}
-	if len(categories) > 0 {
-		e.Categories = categories
-	}
-	if len(authors) > 0 {
-		e.Authors = authors
-	}
-	if len(links) > 0 {
-		e.Links = links
-	}
-	if len(contributors) > 0 {
-		e.Contributors = contributors
-	}
-	if len(exts) > 0 {
-		e.Extensions = exts
-	}
+	l.set(&e.Categories, &e.Authors, &e.Contributors, &e.Links, &e.Extensions)
 	return e, true
 }
 
 // atomSource is gofeed's parseSource.
 func (p *frParser) atomSource(t *frTag) (*atom.Source, bool) {
 	s := &atom.Source{}
-	var contributors, authors []*atom.Person
-	var categories []*atom.Category
-	var links []*atom.Link
-	var exts ext.Extensions
+	var l atomLists
 	ok := p.children(t, func(c *frTag) bool {
-		if !p.atomNative(c) {
-			return p.extension(&exts, c)
+		name, done, ok := l.read(p, c)
+		if done {
+			return ok
 		}
-		var ok bool
-		switch strings.ToLower(c.local) {
+		switch name {
 		case "title":
 			s.Title, ok = p.atomText(c)
 		case "id":
@@ -293,11 +216,6 @@ func (p *frParser) atomSource(t *frTag) (*atom.Source, bool) {
 			}
 		case "subtitle", "tagline":
 			s.Subtitle, ok = p.atomText(c)
-		case "link":
-			var l *atom.Link
-			if l, ok = p.atomLink(c); ok {
-				links = append(links, l)
-			}
 		case "generator":
 			s.Generator, ok = p.atomGenerator(c)
 		case "icon":
@@ -306,21 +224,6 @@ func (p *frParser) atomSource(t *frTag) (*atom.Source, bool) {
 			s.Logo, ok = p.atomText(c)
 		case "rights", "copyright":
 			s.Rights, ok = p.atomText(c)
-		case "contributor":
-			var person *atom.Person
-			if person, ok = p.atomPerson(c); ok {
-				contributors = append(contributors, person)
-			}
-		case "author":
-			var person *atom.Person
-			if person, ok = p.atomPerson(c); ok {
-				authors = append(authors, person)
-			}
-		case "category":
-			var cat *atom.Category
-			if cat, ok = p.atomCategory(c); ok {
-				categories = append(categories, cat)
-			}
 		default:
 			ok = p.skip(c)
 		}
@@ -329,21 +232,7 @@ func (p *frParser) atomSource(t *frTag) (*atom.Source, bool) {
 	if !ok {
 		return nil, false
 	}
-	if len(categories) > 0 {
-		s.Categories = categories
-	}
-	if len(authors) > 0 {
-		s.Authors = authors
-	}
-	if len(contributors) > 0 {
-		s.Contributors = contributors
-	}
-	if len(links) > 0 {
-		s.Links = links
-	}
-	if len(exts) > 0 {
-		s.Extensions = exts
-	}
+	l.set(&s.Categories, &s.Authors, &s.Contributors, &s.Links, &s.Extensions)
 	return s, true
 }
 
@@ -401,4 +290,69 @@ func (p *frParser) atomGenerator(t *frTag) (*atom.Generator, bool) {
 	var ok bool
 	g.Value, ok = p.atomText(t)
 	return g, ok
+}
+
+// atomLists gathers the children a feed, an entry and a source read the
+// same way (gofeed's parseFeed, parseEntry and parseSource): links,
+// people, categories, and the extension elements.
+type atomLists struct {
+	contributors, authors []*atom.Person
+	categories            []*atom.Category
+	links                 []*atom.Link
+	exts                  ext.Extensions
+}
+
+// read reads child c when it is an extension element or one of the shared
+// children (done), and otherwise returns its lower-cased name for the
+// caller's own cases.
+func (l *atomLists) read(p *frParser, c *frTag) (name string, done, ok bool) {
+	if !p.atomNative(c) {
+		return "", true, p.extension(&l.exts, c)
+	}
+	name = strings.ToLower(c.local)
+	switch name {
+	case "link":
+		var x *atom.Link
+		if x, ok = p.atomLink(c); ok {
+			l.links = append(l.links, x)
+		}
+	case "contributor":
+		var x *atom.Person
+		if x, ok = p.atomPerson(c); ok {
+			l.contributors = append(l.contributors, x)
+		}
+	case "author":
+		var x *atom.Person
+		if x, ok = p.atomPerson(c); ok {
+			l.authors = append(l.authors, x)
+		}
+	case "category":
+		var x *atom.Category
+		if x, ok = p.atomCategory(c); ok {
+			l.categories = append(l.categories, x)
+		}
+	default:
+		return name, false, false
+	}
+	return name, true, ok
+}
+
+// set stores what was gathered; lists left empty stay nil, as gofeed
+// leaves them.
+func (l *atomLists) set(categories *[]*atom.Category, authors, contributors *[]*atom.Person, links *[]*atom.Link, exts *ext.Extensions) {
+	if len(l.categories) > 0 {
+		*categories = l.categories
+	}
+	if len(l.authors) > 0 {
+		*authors = l.authors
+	}
+	if len(l.contributors) > 0 {
+		*contributors = l.contributors
+	}
+	if len(l.links) > 0 {
+		*links = l.links
+	}
+	if len(l.exts) > 0 {
+		*exts = l.exts
+	}
 }
