@@ -933,48 +933,31 @@ func (p *frParser) list(t *frTag, child string) ([]string, bool) {
 
 func (p *frParser) image(t *frTag) (*rss.Image, bool) {
 	img := &rss.Image{}
-	ok := p.children(t, func(c *frTag) bool {
-		var ok bool
-		switch strings.ToLower(c.local) {
-		case "url":
-			img.URL, ok = p.text(c)
-		case "title":
-			img.Title, ok = p.text(c)
-		case "link":
-			img.Link, ok = p.text(c)
-		case "width":
-			img.Width, ok = p.text(c)
-		case "height":
-			img.Height, ok = p.text(c)
-		case "description":
-			img.Description, ok = p.text(c)
-		default:
-			ok = p.skip(c)
-		}
-		return ok
-	})
+	ok := p.textFields(t, map[string]*string{"url": &img.URL, "title": &img.Title, "link": &img.Link,
+		"width": &img.Width, "height": &img.Height, "description": &img.Description})
 	return img, ok
 }
 
 func (p *frParser) textInput(t *frTag) (*rss.TextInput, bool) {
 	ti := &rss.TextInput{}
-	ok := p.children(t, func(c *frTag) bool {
-		var ok bool
-		switch strings.ToLower(c.local) {
-		case "title":
-			ti.Title, ok = p.text(c)
-		case "description":
-			ti.Description, ok = p.text(c)
-		case "name":
-			ti.Name, ok = p.text(c)
-		case "link":
-			ti.Link, ok = p.text(c)
-		default:
-			ok = p.skip(c)
+	ok := p.textFields(t, map[string]*string{"title": &ti.Title, "description": &ti.Description,
+		"name": &ti.Name, "link": &ti.Link})
+	return ti, ok
+}
+
+// textFields reads each child of t whose lower-cased name keys fields
+// into that field as text (a later one of the same name wins, as in
+// gofeed), and skips the others.
+func (p *frParser) textFields(t *frTag, fields map[string]*string) bool {
+	return p.children(t, func(c *frTag) bool {
+		dst, found := fields[strings.ToLower(c.local)]
+		if !found {
+			return p.skip(c)
 		}
+		var ok bool
+		*dst, ok = p.text(c)
 		return ok
 	})
-	return ti, ok
 }
 
 // frInRange is encoding/xml's isInCharacterRange.
