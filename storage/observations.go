@@ -55,7 +55,7 @@ func (s *Store) RecordPoll(feedID uint64, o Observation, fn func(*Feed) error) (
 }
 
 func encodeObservation(feedID uint64, o Observation) ([]byte, error) {
-	raw, err := json.Marshal(&o)
+	raw, err := marshalObservation(&o)
 	if err != nil {
 		return nil, fmt.Errorf("storage: observation of feed %d: %w", feedID, invalidf("cannot be encoded: %v", err))
 	}

@@ -2,7 +2,6 @@ package storage
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"math"
 	"net/url"
@@ -69,7 +68,7 @@ func validateFeed(f *Feed) ([]byte, error) {
 	if math.IsNaN(f.Weight) || math.IsInf(f.Weight, 0) || f.Weight < 0 {
 		return nil, invalidf("weight %v is not a finite number ≥ 0", f.Weight)
 	}
-	raw, err := json.Marshal(f)
+	raw, err := marshalFeed(f)
 	if err != nil {
 		return nil, invalidf("feed cannot be encoded: %v", err)
 	}
@@ -183,7 +182,7 @@ var seqPlaceholder = []byte(`"seq":18446744073709551615`)
 func encodeItem(it *Item) ([]byte, error) {
 	probe := *it
 	probe.Seq = math.MaxUint64
-	raw, err := json.Marshal(&probe)
+	raw, err := marshalItem(&probe)
 	if err != nil {
 		return nil, invalidf("item cannot be encoded: %v", err)
 	}
