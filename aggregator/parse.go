@@ -220,15 +220,25 @@ func clip(s string) string {
 // parseXML parses RSS, RDF and Atom.
 func parseXML(body []byte, contentType string, opt ParseOptions) (*Parsed, error) {
 	body, bad := toUTF8(body, contentType)
-	if n := longestTag(body); n > MaxTagBytes {
+	// The plain document most feeds are is scanned once, its longest tag
+	// measured on the way; anything else is measured before the
+	// tokenizer reads it (scanXML).
+	sc, plain := scanPlain(body, opt.MaxItems)
+	if !plain {
+		sc.longest = longestTag(body)
+	}
+	if n := sc.longest; n > MaxTagBytes {
 		return nil, fmt.Errorf("%w: a tag of %d bytes (the limit is %d)", ErrMalformed, n, MaxTagBytes)
 	}
-	sc, err := scanXML(body, opt.MaxItems)
-	if err != nil && sc.root == "" && isHTMLType(contentType) {
-		return nil, errHTML
-	}
-	if err != nil {
-		return nil, err
+	var err error
+	if !plain {
+		sc, err = scanTokens(body, opt.MaxItems)
+		if err != nil && sc.root == "" && isHTMLType(contentType) {
+			return nil, errHTML
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	if sc.html {
 		return nil, errHTML
@@ -524,6 +534,8 @@ type scanResult struct {
 	cut     int    // > 0: keep body[:cut] (MaxItems items) ...
 	closers []byte // ... followed by these end tags
 	items   []span // the complete item elements (before any cut)
+	// longest is longestTag(body), set by scanPlain only.
+	longest int
 }
 
 // span is a byte range [start, end) of a document.

@@ -15,7 +15,8 @@ import (
 // declaration, a name outside ASCII, an unquoted or missing attribute
 // value, a character XML does not allow, a limit reached, a syntax error,
 // a document cut short. scanXML then tokenises the document itself, so
-// every such case gets the tokenizer's own verdict.
+// every such case gets the tokenizer's own verdict. When ok, res.longest
+// is longestTag(body): the tags it reads are the ones longestTag measures.
 func scanPlain(body []byte, maxItems int) (res scanResult, ok bool) {
 	if !plainChars(body) {
 		return scanResult{}, false
@@ -89,13 +90,17 @@ func scanPlain(body []byte, maxItems int) (res scanResult, ok bool) {
 				return scanResult{}, false
 			}
 			i = k + 1
+			res.longest = max(res.longest, i-start)
 			stack = stack[:len(stack)-1]
 			if len(stack) == itemDepth {
 				res.items = append(res.items, span{itemStart, i})
 				itemDepth = -1
 			}
 			if len(stack) == 0 {
-				return res, true // the root is closed: the parser stops here
+				// The root is closed: the parser stops here. What
+				// follows is measured all the same.
+				res.longest = max(res.longest, longestTag(body[i:]))
+				return res, true
 			}
 			continue
 		}
@@ -178,6 +183,7 @@ func scanPlain(body []byte, maxItems int) (res scanResult, ok bool) {
 			return scanResult{}, false
 		}
 		i = k
+		res.longest = max(res.longest, i-start)
 		if empty {
 			stack = stack[:len(stack)-1]
 			if len(stack) == itemDepth {
@@ -185,6 +191,7 @@ func scanPlain(body []byte, maxItems int) (res scanResult, ok bool) {
 				itemDepth = -1
 			}
 			if len(stack) == 0 {
+				res.longest = max(res.longest, longestTag(body[i:]))
 				return res, true
 			}
 		}

@@ -85,6 +85,10 @@ func checkScanPlain(t *testing.T, doc []byte, maxItems int) {
 	if !ok {
 		return
 	}
+	if n := longestTag(doc); got.longest != n {
+		t.Fatalf("scanPlain(%q) measured the longest tag at %d bytes, longestTag at %d", doc, got.longest, n)
+	}
+	got.longest = 0 // the tokenizer's scan does not measure it
 	want, err := scanTokens(doc, maxItems)
 	if err != nil {
 		t.Fatalf("scanPlain took %q, the tokenizer refuses it: %v", doc, err)

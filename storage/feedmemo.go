@@ -34,7 +34,13 @@ type memoFeed struct {
 
 // put remembers f as decoded from (or encoded to) raw, both copied.
 func (m *feedMemo) put(id uint64, raw []byte, f *Feed) {
-	e := memoFeed{raw: bytes.Clone(raw), f: cloneFeed(f)}
+	m.putOwned(id, bytes.Clone(raw), f)
+}
+
+// putOwned is put for a raw that the caller hands over: a fresh encoding
+// (validateFeed's) that nobody changes afterwards. It is not copied.
+func (m *feedMemo) putOwned(id uint64, raw []byte, f *Feed) {
+	e := memoFeed{raw: raw, f: cloneFeed(f)}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.m == nil {

@@ -50,7 +50,7 @@ func (s *Store) RecordPoll(feedID uint64, o Observation, fn func(*Feed) error) (
 	if err != nil {
 		return Feed{}, fmt.Errorf("storage: record poll of feed %d: %w", feedID, err)
 	}
-	s.feedMemo.put(feedID, feedRaw, &out) // for the next poll's Store.Feed
+	s.feedMemo.putOwned(feedID, feedRaw, &out) // for the next poll's Store.Feed (feedRaw is validateFeed's)
 	return out, nil
 }
 
@@ -222,7 +222,7 @@ func (s *Store) RecordFetch(feedID uint64, items []Item, o Observation, fn func(
 	if err != nil {
 		return Fetched{}, fmt.Errorf("storage: record fetch of feed %d: %w", feedID, err)
 	}
-	s.feedMemo.put(feedID, feedRaw, &out.Feed) // for the next poll's Store.Feed
+	s.feedMemo.putOwned(feedID, feedRaw, &out.Feed) // for the next poll's Store.Feed (feedRaw is validateFeed's)
 	return out, nil
 }
 
