@@ -696,6 +696,9 @@ func (s *Service) estimatePublished(id uint64, resp *Response, items []storage.I
 	if len(fresh) == 0 {
 		return nil
 	}
+	if len(fresh) == len(items) { // all new (fresh lists them in order)
+		return PublishTimes(resp, items, prev)
+	}
 	sub := make([]storage.Item, len(fresh))
 	for j, i := range fresh {
 		sub[j] = items[i]

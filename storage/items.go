@@ -343,7 +343,7 @@ func deleteItem(fb *feedBuckets, it *Item) error {
 // ErrInvalid (writing nothing) when it cannot be encoded or is larger than
 // MaxItemSize.
 func putItemRecord(fb *feedBuckets, it *Item) error {
-	raw, err := marshalItem(it)
+	raw, err := marshalItem(it, it.Seq)
 	if err != nil {
 		return invalidf("item cannot be encoded: %v", err)
 	}

@@ -27,45 +27,55 @@ import (
 // result is copied out at its size.
 var encBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
-// encode runs appendFn into a scratch buffer and returns a copy of what it
-// wrote, or false when appendFn declined.
-func encode[T any](v *T, appendFn func([]byte, *T) ([]byte, bool)) ([]byte, bool) {
-	bp := encBufs.Get().(*[]byte)
-	b, ok := appendFn((*bp)[:0], v)
-	var out []byte
-	if ok {
-		out = make([]byte, len(b))
-		copy(out, b)
-	}
+// copyOut returns a copy of b, what an appender wrote into the scratch
+// buffer *bp, and puts *bp back in the pool.
+func copyOut(bp *[]byte, b []byte) []byte {
+	out := make([]byte, len(b))
+	copy(out, b)
 	if cap(b) <= 1<<20 {
 		*bp = b[:0]
 		encBufs.Put(bp)
 	}
-	return out, ok
+	return out
 }
+
+// The marshal functions below call their appender directly and hand
+// json.Marshal a copy of the value: a value passed to json.Marshal (an
+// interface) escapes, and the caller's record would be allocated on the
+// heap at every call, not only when the appender declines.
 
 // marshalFeed is json.Marshal(f).
 func marshalFeed(f *Feed) ([]byte, error) {
-	if raw, ok := encode(f, appendFeedJSON); ok {
-		return raw, nil
+	bp := encBufs.Get().(*[]byte)
+	if b, ok := appendFeedJSON((*bp)[:0], f); ok {
+		return copyOut(bp, b), nil
 	}
-	return json.Marshal(f)
+	encBufs.Put(bp)
+	c := *f
+	return json.Marshal(&c)
 }
 
 // marshalObservation is json.Marshal(o).
 func marshalObservation(o *Observation) ([]byte, error) {
-	if raw, ok := encode(o, appendObservationJSON); ok {
-		return raw, nil
+	bp := encBufs.Get().(*[]byte)
+	if b, ok := appendObservationJSON((*bp)[:0], o); ok {
+		return copyOut(bp, b), nil
 	}
-	return json.Marshal(o)
+	encBufs.Put(bp)
+	c := *o
+	return json.Marshal(&c)
 }
 
-// marshalItem is json.Marshal(it).
-func marshalItem(it *Item) ([]byte, error) {
-	if raw, ok := encode(it, appendItemJSON); ok {
-		return raw, nil
+// marshalItem is json.Marshal(it) with Seq replaced by seq.
+func marshalItem(it *Item, seq uint64) ([]byte, error) {
+	bp := encBufs.Get().(*[]byte)
+	if b, ok := appendItemSeqJSON((*bp)[:0], it, seq); ok {
+		return copyOut(bp, b), nil
 	}
-	return json.Marshal(it)
+	encBufs.Put(bp)
+	c := *it
+	c.Seq = seq
+	return json.Marshal(&c)
 }
 
 const jsonHex = "0123456789abcdef"
@@ -458,10 +468,15 @@ func appendObservationJSON(b []byte, ob *Observation) ([]byte, bool) {
 // appendItemJSON appends json.Marshal(it), or reports false where it
 // fails.
 func appendItemJSON(b []byte, it *Item) ([]byte, bool) {
+	return appendItemSeqJSON(b, it, it.Seq)
+}
+
+// appendItemSeqJSON is appendItemJSON with Seq replaced by seq.
+func appendItemSeqJSON(b []byte, it *Item, seq uint64) ([]byte, bool) {
 	o := newJSONObj(b)
 	o.uint("feed_id", it.FeedID)
 	o.str("id", it.ID)
-	o.uint("seq", it.Seq)
+	o.uint("seq", seq)
 	o.strOmit("guid", it.GUID)
 	o.strOmit("link", it.Link)
 	o.strOmit("title", it.Title)

@@ -180,9 +180,7 @@ var seqPlaceholder = []byte(`"seq":18446744073709551615`)
 // ErrInvalid when it cannot be encoded or is larger than MaxItemSize.
 // withSeq turns the result into the record of the item with a given Seq.
 func encodeItem(it *Item) ([]byte, error) {
-	probe := *it
-	probe.Seq = math.MaxUint64
-	raw, err := marshalItem(&probe)
+	raw, err := marshalItem(it, math.MaxUint64)
 	if err != nil {
 		return nil, invalidf("item cannot be encoded: %v", err)
 	}
