@@ -236,3 +236,45 @@ func FuzzAppendItemJSON(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkMarshal compares each appender with json.Marshal on a record
+// as a poll writes it (a remote feed, a miss, an item of a sensor feed).
+func BenchmarkMarshal(b *testing.B) {
+	at := time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC)
+	f := Feed{ID: 4711, Kind: KindRemote, URL: "http://127.0.0.2:8080/feeds/4711.xml", Title: "Station 4711 <river level>",
+		Policy: "auto", NextFetch: at.Add(5 * time.Minute), ETag: `"abc123"`, Polls: 1200, Hits: 300, Items: 6000,
+		LatencySumS: 1234.5, LatencyCount: 300, LastFetch: at, LastHit: at.Add(-time.Hour), Retention: Retention{MaxItems: 500},
+		Created: at.Add(-48 * time.Hour), Updated: at}
+	o := Observation{At: at, Status: 304}
+	v := 3.25
+	it := Item{FeedID: 4711, ID: "urn:reading:4711:99", GUID: "urn:reading:4711:99", Link: "http://127.0.0.2:8080/r/99",
+		Title: "Level 3.25 m", Summary: "<p>River level at <b>06:00</b>: 3.25 m</p>", Published: at, Fetched: at,
+		Reading: &Reading{Value: v, Unit: "m", Sensor: "level", Time: at}}
+	cases := []struct {
+		name    string
+		std     func() ([]byte, error)
+		appends func() ([]byte, error)
+	}{
+		{"feed", func() ([]byte, error) { return json.Marshal(&f) }, func() ([]byte, error) { return marshalFeed(&f) }},
+		{"observation", func() ([]byte, error) { return json.Marshal(&o) }, func() ([]byte, error) { return marshalObservation(&o) }},
+		{"item", func() ([]byte, error) { return json.Marshal(&it) }, func() ([]byte, error) { return marshalItem(&it, it.Seq) }},
+	}
+	for _, c := range cases {
+		want, _ := c.std()
+		if got, _ := c.appends(); !bytes.Equal(got, want) {
+			b.Fatalf("%s: the appender wrote %s, json.Marshal %s", c.name, got, want)
+		}
+		b.Run(c.name+"/json.Marshal", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_, _ = c.std()
+			}
+		})
+		b.Run(c.name+"/appender", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_, _ = c.appends()
+			}
+		})
+	}
+}
