@@ -49,6 +49,13 @@ var ingestProfile = flag.String("ingest.cpuprofile", "", "write each slogfeed `p
 // the fsyncs take.
 var ingestNoSync = flag.Bool("ingest.nosync", false, "run BenchmarkIngest's store without fsync (diagnostic only: not durable)")
 
+// ingestHistory gives every feed a history of observations before the
+// passes, and keeps that many: each poll then appends one and drops the
+// oldest, as in a store that has run for a while (a feed's observations
+// span several pages, so a poll writes the first and the last). Without
+// it the feeds are new and their few observations fit in one page.
+var ingestHistory = flag.Int("ingest.history", 0, "BenchmarkIngest: give each feed `N` observations before the passes and keep N (storage.Options.MaxObservations)")
+
 // ingestLinger sets storage.Options.CommitLinger (0: the default, negative: none).
 var ingestLinger = flag.Duration("ingest.linger", 0, "BenchmarkIngest's storage.Options.CommitLinger (0: the default, negative: none)")
 
@@ -213,10 +220,14 @@ func newBenchEnv(b *testing.B, pub *benchPublisher, workers int) *benchEnv {
 			b.Fatal(err)
 		}
 	}
+	if *ingestHistory > 0 {
+		fillHistory(b, st, *ingestHistory)
+	}
 	if err := st.Close(); err != nil {
 		b.Fatal(err)
 	}
-	if st, err = storage.Open(path, storage.Options{NoSync: *ingestNoSync, CommitLinger: *ingestLinger}); err != nil {
+	if st, err = storage.Open(path, storage.Options{NoSync: *ingestNoSync, CommitLinger: *ingestLinger,
+		MaxObservations: *ingestHistory}); err != nil {
 		b.Fatal(err)
 	}
 	fetcher := aggregator.NewFetcher(aggregator.FetchOptions{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
@@ -248,8 +259,51 @@ func newBenchEnv(b *testing.B, pub *benchPublisher, workers int) *benchEnv {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	go func() { e.done <- svc.Run(ctx) }()
+	if *ingestHistory > 0 {
+		// Feeds with a history are not new: Load plans them by their
+		// policy, not now.
+		e.expedite(b)
+	}
 	first.wait(b)
 	return e
+}
+
+// fillHistory adds n misses an hour apart, ending a day ago, to every
+// feed of st.
+func fillHistory(b *testing.B, st *storage.Store, n int) {
+	feeds, err := st.Feeds()
+	if err != nil {
+		b.Fatal(err)
+	}
+	end := time.Now().Add(-24 * time.Hour)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	next := make(chan uint64)
+	for range 64 {
+		wg.Go(func() {
+			for id := range next {
+				for i := range n {
+					o := storage.Observation{At: end.Add(time.Duration(i-n) * time.Hour), Status: http.StatusNotModified}
+					if err := st.AddObservation(id, o); err != nil {
+						select { // the first error is reported; keep draining next
+						case errs <- err:
+						default:
+						}
+						break
+					}
+				}
+			}
+		})
+	}
+	for _, f := range feeds {
+		next <- f.ID
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
 }
 
 // start begins counting a pass whose polls store newWant new items each
@@ -267,6 +321,12 @@ func (e *benchEnv) start(newWant int) *benchPass {
 // once, and waits until every poll is stored.
 func (e *benchEnv) run(b *testing.B, newWant int) {
 	p := e.start(newWant)
+	e.expedite(b)
+	p.wait(b)
+}
+
+// expedite makes every feed due now.
+func (e *benchEnv) expedite(b *testing.B) {
 	now := time.Now()
 	for _, id := range e.ids {
 		for !e.svc.Expedite(id, now) {
@@ -279,7 +339,6 @@ func (e *benchEnv) run(b *testing.B, newWant int) {
 			runtime.Gosched()
 		}
 	}
-	p.wait(b)
 }
 
 func (e *benchEnv) close() {

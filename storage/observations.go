@@ -66,8 +66,25 @@ func encodeObservation(feedID uint64, o Observation) ([]byte, error) {
 	return raw, nil
 }
 
+// obsSlack is how many observations beyond Options.MaxObservations a
+// feed may hold before the oldest are dropped: an eighth, at most 64.
+// Dropping the oldest at every poll rewrote the bucket's first page as
+// well as its last at every poll (with a long history, 4.5 pages written
+// per 304 instead of 2.2); dropping them a slack at a time rewrites it
+// once in that many polls. Every read leaves the slack out (obsKept).
+func obsSlack(maxObs int) int { return min(maxObs/8, 64) }
+
+// obsKept is how many of a feed's newest observations a read returns
+// when asked for limit (limit ≤ 0: all that are kept).
+func (s *Store) obsKept(limit int) int {
+	if limit <= 0 || limit > s.maxObs {
+		return s.maxObs
+	}
+	return limit
+}
+
 // putObservation appends an encoded observation and drops the oldest
-// beyond Options.MaxObservations.
+// beyond Options.MaxObservations, a slack at a time (obsSlack).
 func (s *Store) putObservation(tx *bolt.Tx, feedID uint64, raw []byte) error {
 	obs, err := openObsBucket(tx, feedID)
 	if err != nil {
@@ -87,6 +104,9 @@ func (s *Store) putObservation(tx *bolt.Tx, feedID uint64, raw []byte) error {
 	if !ok {
 		return corruptf("feed %d: bad observation key %x", feedID, k)
 	}
+	if seq-first < uint64(s.maxObs+obsSlack(s.maxObs)) {
+		return nil
+	}
 	for ; seq-first >= uint64(s.maxObs); first++ {
 		if err := obs.Delete(u64(first)); err != nil {
 			return err
@@ -105,16 +125,15 @@ func (s *Store) Observations(feedID uint64, limit int) ([]Observation, error) {
 			return err
 		}
 		c := fb.obs.Cursor()
-		k, v := c.First()
-		if limit > 0 {
-			// Step back limit entries from the end.
-			k, v = c.Last()
-			for i := 1; i < limit && k != nil; i++ {
-				if pk, pv := c.Prev(); pk != nil {
-					k, v = pk, pv
-				} else {
-					break
-				}
+		// Step back from the end: the bucket may hold a slack of old
+		// observations beyond those kept.
+		limit := s.obsKept(limit)
+		k, v := c.Last()
+		for i := 1; i < limit && k != nil; i++ {
+			if pk, pv := c.Prev(); pk != nil {
+				k, v = pk, pv
+			} else {
+				break
 			}
 		}
 		for ; k != nil; k, v = c.Next() {

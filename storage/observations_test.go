@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/schedule"
+	bolt "go.etcd.io/bbolt"
 )
 
 func TestObservations(t *testing.T) {
@@ -94,5 +95,58 @@ func TestObservationsDefaultCap(t *testing.T) {
 	got, err := s.Observations(f.ID, 0)
 	if err != nil || len(got) != DefaultMaxObservations || !got[0].At.Equal(t0.Add(3*time.Second)) {
 		t.Errorf("kept %d observations, first at %v; err %v", len(got), got[0].At, err)
+	}
+}
+
+// TestObservationsTrimmedInBatches: the oldest observations are dropped a
+// slack at a time, so the data file holds at most MaxObservations plus
+// the slack, and every read returns exactly the newest MaxObservations.
+func TestObservationsTrimmedInBatches(t *testing.T) {
+	const keep = 40 // slack 5
+	s := openTest(t, Options{MaxObservations: keep})
+	f := createRemote(t, s, "https://example.org/feed", Retention{})
+	held := func() int {
+		n := 0
+		if err := s.db.View(func(tx *bolt.Tx) error {
+			fb, err := s.feedBuckets(tx, f.ID)
+			if err != nil {
+				return err
+			}
+			n = fb.obs.Stats().KeyN
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	most, trims := 0, 0
+	for i := range 3 * keep {
+		before := held()
+		if err := s.AddObservation(f.ID, Observation{At: t0.Add(time.Duration(i) * time.Minute), LatencyS: []float64{float64(i)}}); err != nil {
+			t.Fatal(err)
+		}
+		n := held()
+		most = max(most, n)
+		if n < before {
+			trims++
+		}
+		for _, limit := range []int{0, -1, keep + 10, 3} {
+			want := min(i+1, keep)
+			if limit == 3 {
+				want = min(i+1, 3)
+			}
+			got, err := s.Observations(f.ID, limit)
+			if err != nil || len(got) != want || !got[len(got)-1].At.Equal(t0.Add(time.Duration(i)*time.Minute)) ||
+				!got[0].At.Equal(t0.Add(time.Duration(i+1-want)*time.Minute)) {
+				t.Fatalf("after %d: Observations(%d) = %d, want the newest %d (err %v)", i+1, limit, len(got), want, err)
+			}
+		}
+		lat, err := s.RecentLatencies([]uint64{f.ID}, 0)
+		if want := min(i+1, keep); err != nil || len(lat[f.ID]) != want || lat[f.ID][want-1] != float64(i) {
+			t.Fatalf("after %d: RecentLatencies = %v, want the newest %d (err %v)", i+1, lat[f.ID], want, err)
+		}
+	}
+	if slack := obsSlack(keep); most != keep+slack || trims != (3*keep-keep)/(slack+1) {
+		t.Errorf("held at most %d observations in %d trims, want %d and %d", most, trims, keep+slack, (3*keep-keep)/(slack+1))
 	}
 }

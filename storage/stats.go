@@ -48,7 +48,7 @@ func (s *Store) RecentLatencies(ids []uint64, polls int) (map[uint64][]float64, 
 			if fb == nil {
 				continue
 			}
-			buf, err = recentLatencies(fb.obs, id, polls, buf[:0])
+			buf, err = recentLatencies(fb.obs, id, s.obsKept(polls), buf[:0])
 			if err != nil {
 				return err
 			}

@@ -32,7 +32,9 @@ type Options struct {
 	// Retention.MaxAge. Nil means time.Now.
 	Now func() time.Time
 	// MaxObservations is how many observations are kept per feed (the
-	// newest). Zero means DefaultMaxObservations.
+	// newest). Zero means DefaultMaxObservations. The data file holds up
+	// to an eighth more (at most 64), dropped a batch at a time so that a
+	// poll does not rewrite the oldest page; reads never return them.
 	MaxObservations int
 	// CommitLinger is how long a group commit may wait for more writes
 	// while they keep arriving, when the last group already carried more
