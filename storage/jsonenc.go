@@ -184,6 +184,22 @@ func appendJSONRaw(b []byte, raw json.RawMessage) ([]byte, bool) {
 	return append(b, out...), true
 }
 
+// appendJSONArray appends vs as a JSON array of what appendV writes, or
+// reports false when appendV does for one of them.
+func appendJSONArray[T any](b []byte, vs []T, appendV func([]byte, T) ([]byte, bool)) ([]byte, bool) {
+	b = append(b, '[')
+	for i, v := range vs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var ok bool
+		if b, ok = appendV(b, v); !ok {
+			return nil, false
+		}
+	}
+	return append(b, ']'), true
+}
+
 // appendJSONStrings appends a []string (null when nil).
 func appendJSONStrings(b []byte, ss []string) []byte {
 	if ss == nil {
@@ -421,19 +437,11 @@ func appendObservationJSON(b []byte, ob *Observation) ([]byte, bool) {
 	o := newJSONObj(b)
 	o.time("at", ob.At)
 	o.bool("hit", ob.Hit)
-	if len(ob.Published) > 0 {
+	if len(ob.Published) > 0 && o.ok {
 		o.key("published")
-		o.b = append(o.b, '[')
-		for i, t := range ob.Published {
-			if i > 0 {
-				o.b = append(o.b, ',')
-			}
-			var ok bool
-			if o.b, ok = appendJSONTime(o.b, t); !ok {
-				return nil, false
-			}
+		if o.b, o.ok = appendJSONArray(o.b, ob.Published, appendJSONTime); !o.ok {
+			return nil, false
 		}
-		o.b = append(o.b, ']')
 	}
 	o.boolOmit("more", ob.MoreData)
 	o.key("hints")
@@ -446,19 +454,11 @@ func appendObservationJSON(b []byte, ob *Observation) ([]byte, bool) {
 	h.int("Due", int64(ob.Hints.Due))
 	h.bool("HasDue", ob.Hints.HasDue)
 	o.b, _ = h.end()
-	if len(ob.LatencyS) > 0 {
+	if len(ob.LatencyS) > 0 && o.ok {
 		o.key("latency_s")
-		o.b = append(o.b, '[')
-		for i, v := range ob.LatencyS {
-			if i > 0 {
-				o.b = append(o.b, ',')
-			}
-			var ok bool
-			if o.b, ok = appendJSONFloat(o.b, v); !ok {
-				return nil, false
-			}
+		if o.b, o.ok = appendJSONArray(o.b, ob.LatencyS, appendJSONFloat); !o.ok {
+			return nil, false
 		}
-		o.b = append(o.b, ']')
 	}
 	o.intOmit("status", int64(ob.Status))
 	o.strOmit("err", ob.Err)
