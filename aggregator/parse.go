@@ -221,8 +221,8 @@ func clip(s string) string {
 func parseXML(body []byte, contentType string, opt ParseOptions) (*Parsed, error) {
 	body, bad := toUTF8(body, contentType)
 	// The plain document most feeds are is scanned once, its longest tag
-	// measured on the way; anything else is measured before the
-	// tokenizer reads it (scanXML).
+	// measured on the way (scanPlain); anything else is measured by
+	// longestTag before the tokenizer reads it (scanTokens).
 	sc, plain := scanPlain(body, opt.MaxItems)
 	if !plain {
 		sc.longest = longestTag(body)
