@@ -316,15 +316,14 @@ func (l *atomLists) read(p *frParser, c *frTag) (name string, done, ok bool) {
 		if x, ok = p.atomLink(c); ok {
 			l.links = append(l.links, x)
 		}
-	case "contributor":
-		var x *atom.Person
-		if x, ok = p.atomPerson(c); ok {
-			l.contributors = append(l.contributors, x)
+	case "author", "contributor":
+		people := &l.authors
+		if name == "contributor" {
+			people = &l.contributors
 		}
-	case "author":
 		var x *atom.Person
 		if x, ok = p.atomPerson(c); ok {
-			l.authors = append(l.authors, x)
+			*people = append(*people, x)
 		}
 	case "category":
 		var x *atom.Category
