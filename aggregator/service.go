@@ -24,6 +24,17 @@ const (
 	ErrorBackoffMax  = 24 * time.Hour
 )
 
+// Store retry: a poll whose fetch succeeded but whose write failed (a
+// full disk, a cluster electing a new leader) is not the feed's fault.
+// Nothing is recorded on the feed, and it is polled again
+// min(StoreRetryBase·2^(n−1), StoreRetryMax) after the n-th such failure
+// in a row, which fetches the same document again (its validators were
+// not stored) and stores what the failed write lost.
+const (
+	StoreRetryBase = 2 * time.Second
+	StoreRetryMax  = time.Minute
+)
+
 // Service errors.
 var (
 	// ErrBadURL: a subscription URL that is not absolute http(s).
@@ -120,6 +131,7 @@ type feedGuard struct {
 	pushedUntil time.Time
 	fedAt       time.Time
 	took        time.Duration // how long the last fetch took, stored items included
+	storeFails  int           // polls in a row whose write failed (see StoreRetryBase)
 	// seen are the sorted item hashes (Parsed.ItemHashes) of the last
 	// document a poll stored: the next poll does not parse those again,
 	// as long as the feed's retention is still seenRet (items it refused
@@ -592,7 +604,11 @@ func (s *Service) complete(pd *pendingPoll) schedule.Observation {
 	took := s.opt.Clock.Now().Sub(pd.began)
 	g := pd.g
 	g.mu.Lock()
-	g.prevPoll = o.At
+	if g.storeFails == 0 {
+		// A poll whose write failed stored nothing: the next one
+		// estimates publish times from the last poll that was stored.
+		g.prevPoll = o.At
+	}
 	g.took = max(took, 0)
 	if backoff > 0 {
 		g.override = o.At.Add(backoff)
@@ -670,10 +686,15 @@ func (s *Service) storePoll(p polled) (storage.Observation, time.Duration, stora
 		return s.failed(p.f, p.errAt, p.err)
 	}
 	obs, _, updated, err := s.record(p.f, p.resp, p.parsed, p.prev, p.start, false)
-	if err != nil {
-		return s.failed(p.f, s.opt.Clock.Now(), err)
-	}
 	g := s.guard(p.f.ID)
+	if err != nil {
+		return s.storeFailed(p.f, g, s.opt.Clock.Now(), err)
+	}
+	if g != nil {
+		g.mu.Lock()
+		g.storeFails = 0
+		g.mu.Unlock()
+	}
 	switch {
 	case p.parsed == nil:
 	case len(p.parsed.Repairs.BadDates) > 0:
@@ -845,6 +866,25 @@ func (s *Service) failed(f storage.Feed, now time.Time, ferr error) (storage.Obs
 	s.opt.Metrics.failed()
 	s.log.Info("fetch failed", "feed", f.ID, "url", RedactURL(f.URL), "err", ferr, "errors_in_a_row", n, "retry_in", backoff)
 	return obs, backoff, updated
+}
+
+// storeFailed handles a poll of feed f (guard g, nil for a poll outside
+// the schedule) whose fetch succeeded and whose write failed at now: the
+// store, not the feed, failed (see StoreRetryBase). It returns an
+// observation the policy does not learn from, the short backoff, and a
+// zero feed (nothing was updated).
+func (s *Service) storeFailed(f storage.Feed, g *feedGuard, now time.Time, err error) (storage.Observation, time.Duration, storage.Feed) {
+	n := 1
+	if g != nil {
+		g.mu.Lock()
+		g.storeFails++
+		n = g.storeFails
+		g.mu.Unlock()
+	}
+	backoff := min(StoreRetryBase<<min(n-1, 20), StoreRetryMax)
+	s.opt.Metrics.failed()
+	s.log.Warn("cannot store poll; polling again", "feed", f.ID, "err", err, "failures_in_a_row", n, "retry_in", backoff)
+	return storage.Observation{At: now, Err: err.Error()}, backoff, storage.Feed{}
 }
 
 // RecentPolls returns the newest n observations of a feed, newest first.

@@ -1,0 +1,175 @@
+package aggregator_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/schedule"
+	"github.com/slogfeed/slogfeed/storage"
+)
+
+// errStoreDown is what failingStore's poll writes return while it is down.
+var errStoreDown = errors.New("store unavailable")
+
+// failingStore is a store whose poll writes (RecordFetch) fail, storing
+// nothing, while down is above zero (each failure counts it down), and
+// which logs when each poll write and each error record (RecordPoll)
+// came.
+type failingStore struct {
+	*storage.Store
+
+	mu     sync.Mutex
+	down   int
+	writes []time.Time // every RecordFetch, failed or not
+	errRec int         // RecordPoll calls (a fetch error recorded on the feed)
+}
+
+func (s *failingStore) RecordFetch(id uint64, items []storage.Item, o storage.Observation, fn func(*storage.Feed, *storage.Observation, []storage.Item) error) (storage.Fetched, error) {
+	s.mu.Lock()
+	s.writes = append(s.writes, time.Now())
+	fail := s.down > 0
+	if fail {
+		s.down--
+	}
+	s.mu.Unlock()
+	if fail {
+		return storage.Fetched{}, fmt.Errorf("record fetch of feed %d: %w", id, errStoreDown)
+	}
+	return s.Store.RecordFetch(id, items, o, fn)
+}
+
+func (s *failingStore) RecordPoll(id uint64, o storage.Observation, fn func(*storage.Feed) error) (storage.Feed, error) {
+	s.mu.Lock()
+	s.errRec++
+	s.mu.Unlock()
+	return s.Store.RecordPoll(id, o, fn)
+}
+
+func (s *failingStore) log() ([]time.Time, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Time(nil), s.writes...), s.errRec
+}
+
+// TestStoreFailureRetriedSoon: a poll whose fetch succeeded but whose
+// write failed is the store's failure, not the feed's. The feed is
+// polled again after StoreRetryBase, doubling while the writes keep
+// failing, rather than after a fetch error's minute-long backoff; no
+// error is recorded on the feed; the write that finally succeeds stores
+// the document's items; and the feed then goes back to its policy.
+func TestStoreFailureRetriedSoon(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		down int // poll writes that fail
+	}{
+		{"no failure", 0},
+		{"one failure", 1},
+		{"failures in a row", 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				inner, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true, CommitLinger: -1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer inner.Close()
+				st := &failingStore{Store: inner, down: tc.down}
+				pub := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "application/rss+xml")
+					w.Header().Set("ETag", `"v1"`)
+					if r.Header.Get("If-None-Match") == `"v1"` {
+						w.WriteHeader(http.StatusNotModified)
+						return
+					}
+					fmt.Fprint(w, `<?xml version="1.0"?><rss version="2.0"><channel><title>t</title><link>http://pub.test/</link><description>d</description>`+
+						`<item><title>a</title><guid>r-2</guid><pubDate>Mon, 05 Jan 2026 10:05:00 +0000</pubDate></item>`+
+						`<item><title>b</title><guid>r-1</guid><pubDate>Mon, 05 Jan 2026 10:00:00 +0000</pubDate></item></channel></rss>`)
+				})
+				svc, err := aggregator.NewService(aggregator.ServiceOptions{
+					Store:     st,
+					Fetcher:   aggregator.NewFetcher(aggregator.FetchOptions{Transport: handlerTransport{pub}}),
+					Scheduler: schedule.Config{Workers: 1},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				f, err := svc.Subscribe(storage.Feed{URL: "http://pub.test/feed.rss", Policy: "fixed-1h"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(t.Context())
+				done := make(chan error, 1)
+				go func() { done <- svc.Run(ctx) }()
+				// The retries take 2+4+8+16 s at most here; then the
+				// feed's policy polls twice within the 90 minutes.
+				time.Sleep(90 * time.Minute)
+				cancel()
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+
+				writes, errRec := st.log()
+				if errRec != 0 {
+					t.Errorf("%d fetch errors recorded on the feed, want none (the store failed, not the feed)", errRec)
+				}
+				// The writes: tc.down failures, each followed by the
+				// next try StoreRetryBase·2^(n−1) later, then the poll
+				// that stores, then two of the policy's (its phase
+				// first, then an hour).
+				if len(writes) != tc.down+3 {
+					t.Fatalf("%d poll writes, want %d: %v", len(writes), tc.down+3, writes)
+				}
+				for n := 1; n <= tc.down; n++ {
+					want := min(aggregator.StoreRetryBase<<(n-1), aggregator.StoreRetryMax)
+					if got := writes[n].Sub(writes[n-1]); got != want {
+						t.Errorf("try %d came %v after failure %d, want %v", n+1, got, n, want)
+					}
+				}
+				if got := writes[tc.down+1].Sub(writes[tc.down]); got <= aggregator.StoreRetryMax {
+					t.Errorf("the poll after the stored one came %v later, want the policy's time, not a retry", got)
+				}
+				if got := writes[tc.down+2].Sub(writes[tc.down+1]); got != time.Hour {
+					t.Errorf("the policy's polls %v apart, want its hour", got)
+				}
+
+				got, err := inner.Feed(f.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.ErrorCount != 0 || got.LastError != "" {
+					t.Errorf("feed error count %d, last error %q; want none", got.ErrorCount, got.LastError)
+				}
+				if got.Polls != 3 || got.ETag != `"v1"` {
+					t.Errorf("feed: %d polls stored, ETag %q; want 3 and the publisher's", got.Polls, got.ETag)
+				}
+				its, err := inner.Items(f.ID, storage.ItemQuery{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(its) != 2 {
+					t.Errorf("%d items stored, want the document's 2", len(its))
+				}
+				obs, err := inner.Observations(f.ID, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, o := range obs {
+					if o.Err != "" {
+						t.Errorf("observation at %v stored with error %q", o.At, o.Err)
+					}
+				}
+				if len(obs) != 3 || !obs[0].Hit || obs[1].Status != http.StatusNotModified || obs[2].Status != http.StatusNotModified {
+					t.Errorf("observations %+v, want a hit then two 304s", obs)
+				}
+			})
+		})
+	}
+}
