@@ -448,7 +448,15 @@ func TestNodeKilled(t *testing.T) {
 				return err
 			}
 			if !f.LastFetch.After(stopped) {
-				return fmt.Errorf("feed #%d last stored fetch %v before the stop", i, f.LastFetch.Sub(stopped).Round(10*time.Millisecond))
+				var owner string
+				var next time.Time
+				for _, n := range survivors {
+					if at, ok := n.svc.NextFetch(id); ok && n.lease.OwnsFeed(id) {
+						owner, next = n.name, at
+					}
+				}
+				return fmt.Errorf("feed #%d last stored fetch %v before the stop (errors in a row %d, last %q); owner %q plans it %v after the stop",
+					i, f.LastFetch.Sub(stopped).Round(10*time.Millisecond), f.ErrorCount, f.LastError, owner, next.Sub(stopped).Round(10*time.Millisecond))
 			}
 		}
 		return nil
