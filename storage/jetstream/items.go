@@ -295,15 +295,27 @@ func eachMsg(ctx context.Context, cons jetstream.Consumer, limit int, what strin
 	return nil
 }
 
-// retryNoResponders runs read again, a few times with a short growing
-// pause, while it fails with "no responders": on a replicated stream an
-// ephemeral consumer just created is now and then not yet answering its
-// first fetch (about one read in twenty on the 3-server test cluster).
+// noRespondersBudget bounds how long retryNoResponders keeps trying, and
+// noRespondersMaxWait the pause between two tries.
+const (
+	noRespondersBudget  = 3 * time.Second
+	noRespondersMaxWait = 200 * time.Millisecond
+)
+
+// retryNoResponders runs read again, with a short growing pause, while it
+// fails with "no responders", for up to noRespondersBudget (or until ctx
+// ends): on a replicated stream an ephemeral consumer just created is now
+// and then not yet answering its first fetch (about one read in twenty on
+// the 3-server test cluster), and a bucket whose stream was just placed
+// answers nothing until its leader is elected (more than the 0.3 s these
+// retries used to allow, once, in CI). A request nobody answered was not
+// carried out, so a write is retried as safely as a read.
 func retryNoResponders[T any](ctx context.Context, read func() (T, error)) (T, error) {
 	wait := 10 * time.Millisecond
-	for try := 0; ; try++ {
+	deadline := time.Now().Add(noRespondersBudget)
+	for {
 		v, err := read()
-		if err == nil || !errors.Is(err, nats.ErrNoResponders) || try == 5 {
+		if err == nil || !errors.Is(err, nats.ErrNoResponders) || !time.Now().Add(wait).Before(deadline) {
 			return v, err
 		}
 		select {
@@ -311,7 +323,7 @@ func retryNoResponders[T any](ctx context.Context, read func() (T, error)) (T, e
 			return v, err
 		case <-time.After(wait):
 		}
-		wait *= 2
+		wait = min(2*wait, noRespondersMaxWait)
 	}
 }
 
