@@ -62,6 +62,71 @@ var ingestLinger = flag.Duration("ingest.linger", 0, "BenchmarkIngest's storage.
 // ingestPending sets ServiceOptions.PendingWrites (0: the default).
 var ingestPending = flag.Int("ingest.pending", 0, "BenchmarkIngest's ServiceOptions.PendingWrites (0: the default)")
 
+// ingestNoWrite runs BenchmarkIngest's slogfeed side with poll writes
+// that never reach the store (memWrites): not what slogfeed does; only to
+// see what the rest of a poll costs, the ceiling any store could reach.
+var ingestNoWrite = flag.Bool("ingest.nowrite", false, "BenchmarkIngest: keep the polls' writes in memory, not in the store (diagnostic only: nothing is stored)")
+
+// memWrites is a store whose poll writes (RecordFetch, RecordPoll) update
+// feed records held in memory and store nothing: the items are returned as
+// added, the observation as given. Reads of a feed see those records;
+// every other call goes to the store. For -ingest.nowrite only.
+type memWrites struct {
+	*storage.Store
+	mu    sync.Mutex
+	feeds map[uint64]storage.Feed
+}
+
+func newMemWrites(st *storage.Store) (*memWrites, error) {
+	feeds, err := st.Feeds()
+	if err != nil {
+		return nil, err
+	}
+	m := &memWrites{Store: st, feeds: make(map[uint64]storage.Feed, len(feeds))}
+	for _, f := range feeds {
+		m.feeds[f.ID] = f
+	}
+	return m, nil
+}
+
+func (m *memWrites) Feed(id uint64) (storage.Feed, error) {
+	m.mu.Lock()
+	f, ok := m.feeds[id]
+	m.mu.Unlock()
+	if !ok {
+		return storage.Feed{}, storage.ErrFeedNotFound
+	}
+	return f, nil
+}
+
+func (m *memWrites) RecordFetch(id uint64, items []storage.Item, o storage.Observation, fn func(*storage.Feed, *storage.Observation, []storage.Item) error) (storage.Fetched, error) {
+	f, err := m.Feed(id)
+	if err != nil {
+		return storage.Fetched{}, err
+	}
+	if err := fn(&f, &o, items); err != nil {
+		return storage.Fetched{}, err
+	}
+	m.mu.Lock()
+	m.feeds[id] = f
+	m.mu.Unlock()
+	return storage.Fetched{Feed: f, Added: items, Observation: o}, nil
+}
+
+func (m *memWrites) RecordPoll(id uint64, o storage.Observation, fn func(*storage.Feed) error) (storage.Feed, error) {
+	f, err := m.Feed(id)
+	if err != nil {
+		return storage.Feed{}, err
+	}
+	if err := fn(&f); err != nil {
+		return storage.Feed{}, err
+	}
+	m.mu.Lock()
+	m.feeds[id] = f
+	m.mu.Unlock()
+	return f, nil
+}
+
 // benchKinds are the response kinds of BenchmarkIngest and how far each
 // pass moves the publishers' item window: 0 (a 304), 1 (a 200 with 1 new
 // item among 20, what a poll that DPT times right sees) or benchItems (a
@@ -231,8 +296,14 @@ func newBenchEnv(b *testing.B, pub *benchPublisher, workers int) *benchEnv {
 		b.Fatal(err)
 	}
 	fetcher := aggregator.NewFetcher(aggregator.FetchOptions{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	var store aggregator.Store = st
+	if *ingestNoWrite {
+		if store, err = newMemWrites(st); err != nil {
+			b.Fatal(err)
+		}
+	}
 	svc, err := aggregator.NewService(aggregator.ServiceOptions{
-		Store: st, Fetcher: fetcher, Scheduler: schedule.Config{Workers: workers},
+		Store: store, Fetcher: fetcher, Scheduler: schedule.Config{Workers: workers},
 		PendingWrites: *ingestPending,
 	})
 	if err != nil {
