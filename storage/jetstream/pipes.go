@@ -137,9 +137,19 @@ type PipeBatch struct {
 	nc       *nats.Conn
 }
 
+// pipeRefetchWait bounds NextPipeBatch's second fetch: the consumer said
+// it had items to deliver, and a fetch that does not wait found none.
+const pipeRefetchWait = 2 * time.Second
+
 // NextPipeBatch fetches up to max input items the pipe has not committed
 // yet, without waiting for new ones (an empty batch when there are none).
 // Without a consumer it fails with storage.ErrNoPipeInputs.
+//
+// A fetch that does not wait can come back empty from a consumer that has
+// items to deliver (on a replicated stream, a consumer just created or
+// whose leader just changed, now and then; once in CI): when the consumer
+// said it had some, NextPipeBatch fetches again, waiting up to
+// pipeRefetchWait for as many as it said.
 func (s *Store) NextPipeBatch(ctx context.Context, pipeID uint64, max int) (*PipeBatch, error) {
 	cons, err := s.items.Consumer(ctx, pipeConsumer(pipeID))
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
@@ -154,9 +164,32 @@ func (s *Store) NextPipeBatch(ctx context.Context, pipeID uint64, max int) (*Pip
 		return b, nil
 	}
 	batch, err := cons.FetchNoWait(max)
-	if err != nil {
-		return nil, fmt.Errorf("pipe %d inputs: %w", pipeID, err)
+	if err == nil {
+		err = b.take(batch)
 	}
+	if err == nil && len(b.Items) == 0 && info.NumPending > 0 {
+		want := int(min(uint64(max), info.NumPending))
+		fctx, cancel := context.WithTimeout(ctx, pipeRefetchWait)
+		if batch, err = cons.Fetch(want, jetstream.FetchContext(fctx)); err == nil {
+			err = b.take(batch)
+		}
+		cancel()
+		if ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)) {
+			err = nil // the items it said it had went elsewhere meanwhile
+		}
+	}
+	if b.Held < 0 {
+		b.Held = 0
+	}
+	if err != nil {
+		return b, fmt.Errorf("pipe %d inputs: %w", pipeID, err)
+	}
+	return b, nil
+}
+
+// take adds the items of a fetched batch to b, and returns the fetch's
+// error (none for a fetch that found no message).
+func (b *PipeBatch) take(batch jetstream.MessageBatch) error {
 	for m := range batch.Messages() {
 		var it storage.Item
 		md, err := m.Metadata()
@@ -175,13 +208,10 @@ func (s *Store) NextPipeBatch(ctx context.Context, pipeID uint64, max int) (*Pip
 		b.Items = append(b.Items, it)
 		b.msgs = append(b.msgs, m)
 	}
-	if b.Held < 0 {
-		b.Held = 0
-	}
 	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-		return b, fmt.Errorf("pipe %d inputs: %w", pipeID, err)
+		return err
 	}
-	return b, nil
+	return nil
 }
 
 // PipeInputsWaiting returns how many input items the pipe's consumer has
