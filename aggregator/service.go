@@ -25,8 +25,10 @@ const (
 )
 
 // Store retry: a poll whose fetch succeeded but whose write failed (a
-// full disk, a cluster electing a new leader) is not the feed's fault.
-// Nothing is recorded on the feed, and it is polled again
+// full disk, a cluster electing a new leader) is not the feed's fault,
+// unless the store refused what it brought (storage.ErrInvalid: then it
+// is a fetch error with its backoff). Nothing is recorded on the feed,
+// and it is polled again
 // min(StoreRetryBase·2^(n−1), StoreRetryMax) after the n-th such failure
 // in a row, which fetches the same document again (its validators were
 // not stored) and stores what the failed write lost.
@@ -687,7 +689,12 @@ func (s *Service) storePoll(p polled) (storage.Observation, time.Duration, stora
 	}
 	obs, _, updated, err := s.record(p.f, p.resp, p.parsed, p.prev, p.start, false)
 	g := s.guard(p.f.ID)
-	if err != nil {
+	switch {
+	case errors.Is(err, storage.ErrInvalid), errors.Is(err, storage.ErrFeedNotFound):
+		// What the feed brought cannot be stored (or the feed is gone):
+		// trying again soon would fail the same way.
+		return s.failed(p.f, s.opt.Clock.Now(), err)
+	case err != nil:
 		return s.storeFailed(p.f, g, s.opt.Clock.Now(), err)
 	}
 	if g != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -28,6 +29,7 @@ type failingStore struct {
 
 	mu     sync.Mutex
 	down   int
+	err    error       // what a failing write returns (errStoreDown when nil)
 	writes []time.Time // every RecordFetch, failed or not
 	errRec int         // RecordPoll calls (a fetch error recorded on the feed)
 }
@@ -41,7 +43,11 @@ func (s *failingStore) RecordFetch(id uint64, items []storage.Item, o storage.Ob
 	}
 	s.mu.Unlock()
 	if fail {
-		return storage.Fetched{}, fmt.Errorf("record fetch of feed %d: %w", id, errStoreDown)
+		err := s.err
+		if err == nil {
+			err = errStoreDown
+		}
+		return storage.Fetched{}, fmt.Errorf("record fetch of feed %d: %w", id, err)
 	}
 	return s.Store.RecordFetch(id, items, o, fn)
 }
@@ -57,6 +63,55 @@ func (s *failingStore) log() ([]time.Time, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]time.Time(nil), s.writes...), s.errRec
+}
+
+// pollThroughFailures runs the live loop for 90 minutes of fake time
+// over one feed (fixed-1h) whose first down poll writes fail with
+// failErr (errStoreDown when nil),
+// inside the caller's synctest bubble, and returns the store and the
+// feed's ID.
+func pollThroughFailures(t *testing.T, down int, failErr error) (*failingStore, uint64) {
+	t.Helper()
+	inner, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true, CommitLinger: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inner.Close() })
+	st := &failingStore{Store: inner, down: down, err: failErr}
+	pub := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/rss+xml")
+		w.Header().Set("ETag", `"v1"`)
+		if r.Header.Get("If-None-Match") == `"v1"` {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		fmt.Fprint(w, `<?xml version="1.0"?><rss version="2.0"><channel><title>t</title><link>http://pub.test/</link><description>d</description>`+
+			`<item><title>a</title><guid>r-2</guid><pubDate>Mon, 05 Jan 2026 10:05:00 +0000</pubDate></item>`+
+			`<item><title>b</title><guid>r-1</guid><pubDate>Mon, 05 Jan 2026 10:00:00 +0000</pubDate></item></channel></rss>`)
+	})
+	svc, err := aggregator.NewService(aggregator.ServiceOptions{
+		Store:     st,
+		Fetcher:   aggregator.NewFetcher(aggregator.FetchOptions{Transport: handlerTransport{pub}}),
+		Scheduler: schedule.Config{Workers: 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := svc.Subscribe(storage.Feed{URL: "http://pub.test/feed.rss", Policy: "fixed-1h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	// The retries take 2+4+8+16 s at most in these tests; then
+	// the feed's policy polls twice within the 90 minutes.
+	time.Sleep(90 * time.Minute)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	return st, f.ID
 }
 
 // TestStoreFailureRetriedSoon: a poll whose fetch succeeded but whose
@@ -76,46 +131,8 @@ func TestStoreFailureRetriedSoon(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				inner, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true, CommitLinger: -1})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer inner.Close()
-				st := &failingStore{Store: inner, down: tc.down}
-				pub := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					w.Header().Set("Content-Type", "application/rss+xml")
-					w.Header().Set("ETag", `"v1"`)
-					if r.Header.Get("If-None-Match") == `"v1"` {
-						w.WriteHeader(http.StatusNotModified)
-						return
-					}
-					fmt.Fprint(w, `<?xml version="1.0"?><rss version="2.0"><channel><title>t</title><link>http://pub.test/</link><description>d</description>`+
-						`<item><title>a</title><guid>r-2</guid><pubDate>Mon, 05 Jan 2026 10:05:00 +0000</pubDate></item>`+
-						`<item><title>b</title><guid>r-1</guid><pubDate>Mon, 05 Jan 2026 10:00:00 +0000</pubDate></item></channel></rss>`)
-				})
-				svc, err := aggregator.NewService(aggregator.ServiceOptions{
-					Store:     st,
-					Fetcher:   aggregator.NewFetcher(aggregator.FetchOptions{Transport: handlerTransport{pub}}),
-					Scheduler: schedule.Config{Workers: 1},
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				f, err := svc.Subscribe(storage.Feed{URL: "http://pub.test/feed.rss", Policy: "fixed-1h"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				ctx, cancel := context.WithCancel(t.Context())
-				done := make(chan error, 1)
-				go func() { done <- svc.Run(ctx) }()
-				// The retries take 2+4+8+16 s at most here; then the
-				// feed's policy polls twice within the 90 minutes.
-				time.Sleep(90 * time.Minute)
-				cancel()
-				if err := <-done; err != nil {
-					t.Fatal(err)
-				}
-
+				st, id := pollThroughFailures(t, tc.down, nil)
+				inner := st.Store
 				writes, errRec := st.log()
 				if errRec != 0 {
 					t.Errorf("%d fetch errors recorded on the feed, want none (the store failed, not the feed)", errRec)
@@ -140,7 +157,7 @@ func TestStoreFailureRetriedSoon(t *testing.T) {
 					t.Errorf("the policy's polls %v apart, want its hour", got)
 				}
 
-				got, err := inner.Feed(f.ID)
+				got, err := inner.Feed(id)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -150,14 +167,14 @@ func TestStoreFailureRetriedSoon(t *testing.T) {
 				if got.Polls != 3 || got.ETag != `"v1"` {
 					t.Errorf("feed: %d polls stored, ETag %q; want 3 and the publisher's", got.Polls, got.ETag)
 				}
-				its, err := inner.Items(f.ID, storage.ItemQuery{})
+				its, err := inner.Items(id, storage.ItemQuery{})
 				if err != nil {
 					t.Fatal(err)
 				}
 				if len(its) != 2 {
 					t.Errorf("%d items stored, want the document's 2", len(its))
 				}
-				obs, err := inner.Observations(f.ID, 0)
+				obs, err := inner.Observations(id, 0)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -172,4 +189,30 @@ func TestStoreFailureRetriedSoon(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestStoreRefusalIsAFetchError: a write the store refuses as invalid
+// (what the document brought cannot be stored) would fail again at once:
+// it is recorded on the feed as a fetch error, with the error backoff.
+func TestStoreRefusalIsAFetchError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st, id := pollThroughFailures(t, 1, storage.ErrInvalid)
+		writes, errRec := st.log()
+		if errRec != 1 {
+			t.Errorf("%d fetch errors recorded on the feed, want 1", errRec)
+		}
+		if len(writes) < 2 {
+			t.Fatalf("%d poll writes, want the refused one and more", len(writes))
+		}
+		if got := writes[1].Sub(writes[0]); got != aggregator.ErrorBackoffBase {
+			t.Errorf("polled again %v after the refused write, want the error backoff %v", got, aggregator.ErrorBackoffBase)
+		}
+		obs, err := st.Store.Observations(id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(obs) == 0 || !strings.Contains(obs[0].Err, "invalid") {
+			t.Errorf("observations %+v, want the refusal first", obs)
+		}
+	})
 }
