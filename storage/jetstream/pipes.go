@@ -151,7 +151,10 @@ const pipeRefetchWait = 2 * time.Second
 // said it had some, NextPipeBatch fetches again, waiting up to
 // pipeRefetchWait for as many as it said.
 func (s *Store) NextPipeBatch(ctx context.Context, pipeID uint64, max int) (*PipeBatch, error) {
-	cons, err := s.items.Consumer(ctx, pipeConsumer(pipeID))
+	// A consumer whose leader is being elected answers neither the
+	// lookup nor a fetch for a moment ("no responders"): nothing was
+	// delivered, so both are tried again.
+	cons, err := retryNoResponders(ctx, func() (jetstream.Consumer, error) { return s.items.Consumer(ctx, pipeConsumer(pipeID)) })
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return nil, fmt.Errorf("pipe %d inputs: %w", pipeID, storage.ErrNoPipeInputs)
 	}
@@ -163,13 +166,20 @@ func (s *Store) NextPipeBatch(ctx context.Context, pipeID uint64, max int) (*Pip
 	if max <= 0 {
 		return b, nil
 	}
-	batch, err := cons.FetchNoWait(max)
-	if err == nil {
-		err = b.take(batch)
-	}
+	_, err = retryNoResponders(ctx, func() (struct{}, error) {
+		batch, err := cons.FetchNoWait(max)
+		if err == nil {
+			err = b.take(batch)
+		}
+		if len(b.Items) > 0 {
+			err = nil // delivered: keep them, whatever came after
+		}
+		return struct{}{}, err
+	})
 	if err == nil && len(b.Items) == 0 && info.NumPending > 0 {
 		want := int(min(uint64(max), info.NumPending))
 		fctx, cancel := context.WithTimeout(ctx, pipeRefetchWait)
+		var batch jetstream.MessageBatch
 		if batch, err = cons.Fetch(want, jetstream.FetchContext(fctx)); err == nil {
 			err = b.take(batch)
 		}
