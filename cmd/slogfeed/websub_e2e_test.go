@@ -248,6 +248,15 @@ func (in *instance) subscribed(feed uint64) bool {
 	return false
 }
 
+// hubHas reports whether in's hub holds at least n subscriptions. The
+// hub stores a subscription only after the subscriber has answered its
+// verification, so the subscriber may call itself subscribed a moment
+// before the hub pushes to it.
+func (in *instance) hubHas(n int) bool {
+	st := in.websub()
+	return st.Hub != nil && st.Hub.Subscriptions >= n
+}
+
 // postReading posts value to A's sensor.
 func (in *instance) postReading(sensor string, value float64) {
 	in.tb.Helper()
@@ -292,7 +301,7 @@ func TestWebSubTwoProcesses(t *testing.T) {
 	b := startInstance(t, bin, loopbackAddr(t), t.TempDir())
 	a.postReading("room-1", 20)
 	feed := follow(t, a, b, "room-1.rss", "room-1-copy")
-	waitUntil(t, 30*time.Second, "B's subscription at A's hub", func() bool { return b.subscribed(feed) })
+	waitUntil(t, 30*time.Second, "B's subscription at A's hub", func() bool { return b.subscribed(feed) && a.hubHas(1) })
 
 	value := 20.0
 	check := func(phase string, n int) {
@@ -444,7 +453,7 @@ func roundTrip(b *testing.B, bin string, pace time.Duration) {
 	}
 	pushFeed := follow(b, a, push, "room-1.json", "copy")
 	pollFeed := follow(b, a, poll, "room-1.json", "copy")
-	waitUntil(b, 30*time.Second, "the WebSub subscription", func() bool { return push.subscribed(pushFeed) })
+	waitUntil(b, 30*time.Second, "the WebSub subscription", func() bool { return push.subscribed(pushFeed) && a.hubHas(1) })
 
 	lp, lq := newLatencies(), newLatencies()
 	ctx, cancel := context.WithCancel(context.Background())
