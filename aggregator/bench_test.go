@@ -99,21 +99,8 @@ func (m *memWrites) Feed(id uint64) (storage.Feed, error) {
 	return f, nil
 }
 
-func (m *memWrites) RecordFetch(id uint64, items []storage.Item, o storage.Observation, fn func(*storage.Feed, *storage.Observation, []storage.Item) error) (storage.Fetched, error) {
-	f, err := m.Feed(id)
-	if err != nil {
-		return storage.Fetched{}, err
-	}
-	if err := fn(&f, &o, items); err != nil {
-		return storage.Fetched{}, err
-	}
-	m.mu.Lock()
-	m.feeds[id] = f
-	m.mu.Unlock()
-	return storage.Fetched{Feed: f, Added: items, Observation: o}, nil
-}
-
-func (m *memWrites) RecordPoll(id uint64, o storage.Observation, fn func(*storage.Feed) error) (storage.Feed, error) {
+// update applies fn to feed id's record in memory.
+func (m *memWrites) update(id uint64, fn func(*storage.Feed) error) (storage.Feed, error) {
 	f, err := m.Feed(id)
 	if err != nil {
 		return storage.Feed{}, err
@@ -125,6 +112,18 @@ func (m *memWrites) RecordPoll(id uint64, o storage.Observation, fn func(*storag
 	m.feeds[id] = f
 	m.mu.Unlock()
 	return f, nil
+}
+
+func (m *memWrites) RecordFetch(id uint64, items []storage.Item, o storage.Observation, fn func(*storage.Feed, *storage.Observation, []storage.Item) error) (storage.Fetched, error) {
+	f, err := m.update(id, func(f *storage.Feed) error { return fn(f, &o, items) })
+	if err != nil {
+		return storage.Fetched{}, err
+	}
+	return storage.Fetched{Feed: f, Added: items, Observation: o}, nil
+}
+
+func (m *memWrites) RecordPoll(id uint64, o storage.Observation, fn func(*storage.Feed) error) (storage.Feed, error) {
+	return m.update(id, fn)
 }
 
 // benchKinds are the response kinds of BenchmarkIngest and how far each
