@@ -59,8 +59,22 @@ func createAuto[T any](ctx context.Context, create func(replicas int) (T, error)
 // An existing bucket is used as it is (its replicas are an operator's
 // choice).
 func KeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	return retryUnanswered(ctx, func(ctx context.Context) (jetstream.KeyValue, error) { return keyValue(ctx, js, cfg) })
+	kv, err := retryUnanswered(ctx, func(ctx context.Context) (jetstream.KeyValue, error) { return keyValue(ctx, js, cfg) })
+	if err != nil {
+		return nil, err
+	}
+	s, err := retryUnanswered(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, kvStreamPrefix+cfg.Bucket) })
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s: %w", cfg.Bucket, err)
+	}
+	if err := answering(ctx, s); err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", cfg.Bucket, err)
+	}
+	return kv, nil
 }
+
+// kvStreamPrefix names a KV bucket's stream: KV_ and the bucket's name.
+const kvStreamPrefix = "KV_"
 
 func keyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	kv, err := js.KeyValue(ctx, cfg.Bucket)
@@ -92,7 +106,61 @@ func keyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValu
 // exist; cfg.Replicas 0 is handled as in KeyValue. An existing stream is
 // updated to cfg's subjects and limits, keeping its replicas.
 func Stream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
-	return retryUnanswered(ctx, func(ctx context.Context) (jetstream.Stream, error) { return stream(ctx, js, cfg) })
+	s, err := retryUnanswered(ctx, func(ctx context.Context) (jetstream.Stream, error) { return stream(ctx, js, cfg) })
+	if err != nil {
+		return nil, err
+	}
+	if err := answering(ctx, s); err != nil {
+		return nil, fmt.Errorf("stream %s: %w", cfg.Name, err)
+	}
+	return s, nil
+}
+
+// errNoLeader is a stream's info answered while it has no leader.
+var errNoLeader = errors.New("stream has no leader yet")
+
+// answering returns once s answers the calls the Store makes of it: its
+// info names a leader (who stores publishes) and, when the stream allows
+// direct gets, a get of a subject no one publishes to comes back "not
+// found". A stream just created on a cluster has neither for a moment:
+// the first publish or read would get "no responders". It tries again
+// while s is unanswered, until ctx ends; another error ends it at once.
+func answering(ctx context.Context, s jetstream.Stream) error {
+	_, err := retryUnanswered(ctx, func(ctx context.Context) (struct{}, error) {
+		for {
+			err := probeStream(ctx, s)
+			if !errors.Is(err, errNoLeader) {
+				return struct{}{}, err
+			}
+			select {
+			case <-ctx.Done():
+				return struct{}{}, fmt.Errorf("%w: %w", err, ctx.Err())
+			case <-time.After(placementRetryPeriod):
+			}
+		}
+	})
+	return err
+}
+
+// probeSubject is the subject answering reads from a stream: it matches
+// none of the subjects slogfeed publishes to.
+const probeSubject = "slogfeed.probe.none"
+
+func probeStream(ctx context.Context, s jetstream.Stream) error {
+	info, err := s.Info(ctx)
+	if err != nil {
+		return err
+	}
+	if info.Cluster != nil && info.Cluster.Leader == "" {
+		return errNoLeader
+	}
+	if !info.Config.AllowDirect {
+		return nil
+	}
+	if _, err := s.GetLastMsgForSubject(ctx, probeSubject); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return err
+	}
+	return nil
 }
 
 func stream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {

@@ -250,7 +250,9 @@ const directCatchUp = 16
 func (s *Store) syncKnown(ctx context.Context, feedID uint64) error {
 	subject := itemSubject(feedID)
 	var last uint64
-	m, err := s.items.GetLastMsgForSubject(ctx, subject)
+	// A stream leader change leaves the stream without responders for a
+	// moment: retryNoResponders waits it out.
+	m, err := retryNoResponders(ctx, func() (*jetstream.RawStreamMsg, error) { return s.items.GetLastMsgForSubject(ctx, subject) })
 	switch {
 	case err == nil:
 		last = m.Sequence
@@ -276,7 +278,9 @@ func (s *Store) syncKnown(ctx context.Context, feedID uint64) error {
 		if next > last {
 			break
 		}
-		m, err := s.items.GetMsg(ctx, next, jetstream.WithGetMsgSubject(subject))
+		m, err := retryNoResponders(ctx, func() (*jetstream.RawStreamMsg, error) {
+			return s.items.GetMsg(ctx, next, jetstream.WithGetMsgSubject(subject))
+		})
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			next = last + 1 // removed since
 			break
