@@ -2,6 +2,8 @@ package storage
 
 import (
 	"bytes"
+	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -72,7 +74,18 @@ func checkInvariants(tx *bolt.Tx, add func(error) bool) {
 	lastSeq, _ := getU64(buckets[string(bucketMeta)].Get(keyItemSeq))
 
 	feeds := map[uint64]Feed{}
+	var tails []uint64 // feeds with an observation tail
 	err := buckets[string(bucketFeeds)].ForEach(func(k, v []byte) error {
+		if !isFeedKey(k) {
+			if err := checkTail(k, v); err != nil {
+				if !add(err) {
+					return errStop
+				}
+			} else {
+				tails = append(tails, binary.BigEndian.Uint64(k))
+			}
+			return nil
+		}
 		f, err := decodeFeed(k, v)
 		if err != nil {
 			if !add(err) {
@@ -101,6 +114,11 @@ func checkInvariants(tx *bolt.Tx, add func(error) bool) {
 	})
 	if err != nil {
 		return
+	}
+	for _, id := range tails {
+		if _, ok := feeds[id]; !ok && !add(fmt.Errorf("observation tail of feed %d: no such feed", id)) {
+			return
+		}
 	}
 	for _, index := range [][]byte{bucketFeedURL, bucketFeedSlug} {
 		err := buckets[string(index)].ForEach(func(k, v []byte) error {
@@ -245,4 +263,28 @@ func checkFeedItems(feedID uint64, fb *feedBuckets, lastSeq uint64, add func(err
 		return report("count %d, but %d ids, %d items, %d published index entries", n, nIDs, nItems, nPub)
 	}
 	return true
+}
+
+// checkTail checks an observation tail (obstail.go): its key, its framing,
+// its size and that each entry is an observation.
+func checkTail(k, v []byte) error {
+	if len(k) != 9 || k[8] != tailSuffix {
+		return fmt.Errorf("feeds[%x]: neither a feed record nor an observation tail", k)
+	}
+	id := binary.BigEndian.Uint64(k)
+	entries, err := tailEntries(v)
+	switch {
+	case err != nil:
+		return fmt.Errorf("feed %d: %w", id, err)
+	case len(entries) == 0 || len(entries) > tailMax || len(v) > tailMaxBytes:
+		return fmt.Errorf("feed %d: observation tail of %d entries, %d bytes (at most %d, %d; not empty)",
+			id, len(entries), len(v), tailMax, tailMaxBytes)
+	}
+	for i, e := range entries {
+		var o Observation
+		if err := json.Unmarshal(e, &o); err != nil {
+			return fmt.Errorf("feed %d: observation tail[%d]: %w", id, i, err)
+		}
+	}
+	return nil
 }

@@ -40,6 +40,11 @@ func TestCheckDetectsBrokenInvariants(t *testing.T) {
 		{"feed without data", func(tx *bolt.Tx) error { return tx.Bucket(bucketFeedData).DeleteBucket(u64(1)) }},
 		{"schema version wrong", func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySchema, []byte{1}) }},
 		{"item seq above the last", func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyItemSeq, u64(1)) }},
+		{"observation tail garbage", func(tx *bolt.Tx) error { return tx.Bucket(bucketFeeds).Put(tailKey(1), []byte{5, '{'}) }},
+		{"observation tail not JSON", func(tx *bolt.Tx) error { return tx.Bucket(bucketFeeds).Put(tailKey(1), []byte{1, '{'}) }},
+		{"observation tail empty", func(tx *bolt.Tx) error { return tx.Bucket(bucketFeeds).Put(tailKey(1), []byte{}) }},
+		{"observation tail of no feed", func(tx *bolt.Tx) error { return tx.Bucket(bucketFeeds).Put(tailKey(9), []byte{2, '{', '}'}) }},
+		{"stray key among feeds", func(tx *bolt.Tx) error { return tx.Bucket(bucketFeeds).Put([]byte("x"), []byte("{}")) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

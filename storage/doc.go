@@ -40,6 +40,8 @@
 //
 //	meta                      schema → version; item_seq → last item Seq
 //	feeds                     feed ID → Feed JSON (IDs: the bucket's sequence)
+//	                          feed ID | 't' → observation tail: the feed's
+//	                            newest observations, uvarint length | JSON each
 //	feed_url                  URL → feed ID            (remote feeds)
 //	feed_slug                 "<kind>/<slug>" → feed ID (sensor and pipe feeds)
 //	feed_data/<feed ID>/      one bucket per feed:
@@ -47,7 +49,7 @@
 //	    ids/                  item ID → Seq
 //	    items/                Seq → Item JSON
 //	    published/            time(12 bytes) | Seq → item ID
-//	    obs/                  sequence → Observation JSON
+//	    obs/                  sequence → Observation JSON (older than the tail)
 //	pipes                     pipe ID → Pipe JSON (IDs: the bucket's sequence)
 //	pipe_slug                 slug → pipe ID
 //	plugin_data/
@@ -81,7 +83,9 @@
 // version number, so an interrupted upgrade resumes where it stopped. A
 // file written by a newer slogfeed is refused with ErrSchemaTooNew and not
 // touched. Schema 1 is the initial layout; schema 2 added pipes and
-// pipe_slug; schema 3 added plugin_data. testdata/schema1.db is a file of schema 1 and
+// pipe_slug; schema 3 added plugin_data; schema 4 added observation tails
+// (obstail.go: nothing to convert, but a schema-3 slogfeed would read a
+// tail as a broken feed record). testdata/schema1.db is a file of schema 1 and
 // testdata/schema2.db one of schema 2 (with a pipe) that every later
 // version must still open.
 //

@@ -187,6 +187,9 @@ func (s *Store) Feeds() ([]Feed, error) {
 			return err
 		}
 		return b.ForEach(func(k, v []byte) error {
+			if !isFeedKey(k) {
+				return nil // an observation tail
+			}
 			f, err := decodeFeed(k, v)
 			if err != nil {
 				return err
@@ -222,6 +225,9 @@ func (s *Store) DeleteFeed(id uint64) error {
 			return err
 		}
 		if err := feeds.Delete(u64(id)); err != nil {
+			return err
+		}
+		if err := feeds.Delete(tailKey(id)); err != nil {
 			return err
 		}
 		data, err := bucket(tx, bucketFeedData)

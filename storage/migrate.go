@@ -20,11 +20,12 @@ var migrations = []migration{
 	{1, "initial layout: meta, feeds, feed_url, feed_slug, feed_data", migrateInitial},
 	{2, "pipes: pipes, pipe_slug", migratePipes},
 	{3, "plugin data: plugin_data", migratePluginData},
+	{4, "observation tails in feeds", migrateObsTails},
 }
 
 // SchemaVersion is the schema version this build of slogfeed writes: the
 // version of the last migration.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 func migrateInitial(tx *bolt.Tx) error {
 	for _, name := range [][]byte{bucketMeta, bucketFeeds, bucketFeedURL, bucketFeedSlug, bucketFeedData} {
@@ -123,3 +124,9 @@ func migratePluginData(tx *bolt.Tx) error {
 	_, err := tx.CreateBucketIfNotExists(bucketPluginData)
 	return err
 }
+
+// migrateObsTails marks schema 4: a feed's newest observations may sit in
+// the feeds bucket beside its record (obstail.go). There is nothing to
+// convert; the version keeps a slogfeed of schema 3, which would read a
+// tail as a broken feed record, from opening the file.
+func migrateObsTails(*bolt.Tx) error { return nil }

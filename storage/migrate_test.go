@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -65,6 +66,23 @@ func TestMigrations(t *testing.T) {
 	}}
 	initial := migrations[0]
 
+	// The file ends one version above the real table's, so that the real
+	// table refuses it too.
+	top := SchemaVersion + 1
+	upTo := func(n int) []migration { // initial, then put("2") … put("n")
+		ms := []migration{initial}
+		for v := 2; v <= n; v++ {
+			ms = append(ms, put(strconv.Itoa(v)))
+		}
+		return ms
+	}
+	names := func(from, to int) []string {
+		var out []string
+		for v := from; v <= to; v++ {
+			out = append(out, strconv.Itoa(v))
+		}
+		return out
+	}
 	steps := []struct {
 		name    string
 		migs    []migration
@@ -72,12 +90,12 @@ func TestMigrations(t *testing.T) {
 		ran     []string
 		version uint64
 	}{
-		{"new file gets every migration", numbered(initial, put("two")), nil, []string{"two"}, 2},
-		{"reopening runs nothing", numbered(initial, put("two")), nil, nil, 2},
-		{"a failed migration leaves the last good version", numbered(initial, put("two"), put("three"), failing), boom, []string{"three", "fails"}, 3},
-		{"the fixed migration resumes there", numbered(initial, put("two"), put("three"), put("four")), nil, []string{"four"}, 4},
-		{"an older binary refuses the file", numbered(initial, put("two")), ErrSchemaTooNew, nil, 4},
-		{"the real table refuses it too", migrations, ErrSchemaTooNew, nil, 4},
+		{"new file gets every migration", numbered(upTo(2)...), nil, []string{"2"}, 2},
+		{"reopening runs nothing", numbered(upTo(2)...), nil, nil, 2},
+		{"a failed migration leaves the last good version", numbered(append(upTo(3), failing)...), boom, []string{"3", "fails"}, 3},
+		{"the fixed migration resumes there", numbered(upTo(top)...), nil, names(4, top), uint64(top)},
+		{"an older binary refuses the file", numbered(upTo(2)...), ErrSchemaTooNew, nil, uint64(top)},
+		{"the real table refuses it too", migrations, ErrSchemaTooNew, nil, uint64(top)},
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {

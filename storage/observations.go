@@ -83,13 +83,10 @@ func (s *Store) obsKept(limit int) int {
 	return limit
 }
 
-// putObservation appends an encoded observation and drops the oldest
-// beyond Options.MaxObservations, a slack at a time (obsSlack).
-func (s *Store) putObservation(tx *bolt.Tx, feedID uint64, raw []byte) error {
-	obs, err := openObsBucket(tx, feedID)
-	if err != nil {
-		return err
-	}
+// appendObs appends an encoded observation to feed feedID's obs bucket
+// and drops the oldest beyond Options.MaxObservations (counting a full
+// tail, see obstail.go), a slack at a time (obsSlack).
+func (s *Store) appendObs(obs *bolt.Bucket, feedID uint64, raw []byte) error {
 	seq, err := obs.NextSequence()
 	if err != nil {
 		return err
@@ -124,24 +121,52 @@ func (s *Store) Observations(feedID uint64, limit int) ([]Observation, error) {
 		if err != nil {
 			return err
 		}
-		c := fb.obs.Cursor()
-		// Step back from the end: the bucket may hold a slack of old
-		// observations beyond those kept.
-		limit := s.obsKept(limit)
-		k, v := c.Last()
-		for i := 1; i < limit && k != nil; i++ {
-			if pk, pv := c.Prev(); pk != nil {
-				k, v = pk, pv
-			} else {
-				break
-			}
+		feeds, err := bucket(tx, bucketFeeds)
+		if err != nil {
+			return err
 		}
-		for ; k != nil; k, v = c.Next() {
+		tail, err := feedTail(feeds, feedID)
+		if err != nil {
+			return err
+		}
+		// decode appends observation v: key k of the bucket, or entry i
+		// of the tail when k is nil.
+		decode := func(k []byte, i int, v []byte) error {
 			var o Observation
 			if err := json.Unmarshal(v, &o); err != nil {
+				if k == nil {
+					return corruptf("feed %d: observation tail[%d]: %v", feedID, i, err)
+				}
 				return corruptf("feed %d: observation %x: %v", feedID, k, err)
 			}
 			out = append(out, o)
+			return nil
+		}
+		limit := s.obsKept(limit)
+		if len(tail) >= limit {
+			tail = tail[len(tail)-limit:]
+		} else {
+			// Step back from the end: the bucket may hold a slack of
+			// old observations beyond those kept.
+			c := fb.obs.Cursor()
+			k, v := c.Last()
+			for i := 1; i < limit-len(tail) && k != nil; i++ {
+				if pk, pv := c.Prev(); pk != nil {
+					k, v = pk, pv
+				} else {
+					break
+				}
+			}
+			for ; k != nil; k, v = c.Next() {
+				if err := decode(k, 0, v); err != nil {
+					return err
+				}
+			}
+		}
+		for i, v := range tail {
+			if err := decode(nil, i, v); err != nil {
+				return err
+			}
 		}
 		return nil
 	})

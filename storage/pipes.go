@@ -334,6 +334,9 @@ func deleteFeedTx(tx *bolt.Tx, id uint64) error {
 	if err := feeds.Delete(u64(id)); err != nil {
 		return err
 	}
+	if err := feeds.Delete(tailKey(id)); err != nil {
+		return err
+	}
 	data, err := bucket(tx, bucketFeedData)
 	if err != nil {
 		return err

@@ -27,12 +27,12 @@ var latencyKey = []byte(`"latency_s":[`)
 func (s *Store) RecentLatencies(ids []uint64, polls int) (map[uint64][]float64, error) {
 	out := make(map[uint64][]float64)
 	err := s.db.View(func(tx *bolt.Tx) error {
+		feeds, err := bucket(tx, bucketFeeds)
+		if err != nil {
+			return err
+		}
 		if ids == nil {
-			b, err := bucket(tx, bucketFeeds)
-			if err != nil {
-				return err
-			}
-			c := b.Cursor()
+			c := feeds.Cursor()
 			for k, _ := c.First(); k != nil; k, _ = c.Next() {
 				if id, ok := getU64(k); ok {
 					ids = append(ids, id)
@@ -48,7 +48,11 @@ func (s *Store) RecentLatencies(ids []uint64, polls int) (map[uint64][]float64, 
 			if fb == nil {
 				continue
 			}
-			buf, err = recentLatencies(fb.obs, id, s.obsKept(polls), buf[:0])
+			tail, err := feedTail(feeds, id)
+			if err != nil {
+				return err
+			}
+			buf, err = recentLatencies(fb.obs, tail, id, s.obsKept(polls), buf[:0])
 			if err != nil {
 				return err
 			}
@@ -65,13 +69,23 @@ func (s *Store) RecentLatencies(ids []uint64, polls int) (map[uint64][]float64, 
 }
 
 // recentLatencies appends to dst the latencies of the newest polls
-// observations in b, oldest first. It walks back from the newest
-// observation once, appending each one's latencies reversed, and reverses
-// what it appended at the end.
-func recentLatencies(b *bolt.Bucket, feedID uint64, polls int, dst []float64) ([]float64, error) {
+// observations in the obs bucket b followed by the tail, oldest first. It
+// walks back from the newest observation once, appending each one's
+// latencies reversed, and reverses what it appended at the end.
+func recentLatencies(b *bolt.Bucket, tail [][]byte, feedID uint64, polls int, dst []float64) ([]float64, error) {
 	start := len(dst)
-	c := b.Cursor()
 	n := 0
+	for i := len(tail) - 1; i >= 0 && (polls <= 0 || n < polls); i-- {
+		from := len(dst)
+		var err error
+		dst, err = appendLatencies(dst, tail[i])
+		if err != nil {
+			return nil, corruptf("feed %d: observation tail[%d]: %v", feedID, i, err)
+		}
+		slices.Reverse(dst[from:])
+		n++
+	}
+	c := b.Cursor()
 	for k, v := c.Last(); k != nil && (polls <= 0 || n < polls); k, v = c.Prev() {
 		from := len(dst)
 		var err error
