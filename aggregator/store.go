@@ -23,7 +23,7 @@ type itemChecker interface {
 // freshItems returns the indexes of the items feed id does not hold.
 func (s *Service) freshItems(id uint64, items []storage.Item) []int {
 	var fresh []int
-	if c, ok := s.opt.Store.(itemChecker); ok && len(items) > 1 {
+	if c, ok := s.opt.Store.(itemChecker); ok && len(items) > 0 {
 		ids := make([]string, len(items))
 		for i := range items {
 			ids[i] = items[i].ID

@@ -521,12 +521,13 @@ func (s *Store) Item(feedID uint64, itemID string) (Item, error) {
 func (s *Store) HasItems(feedID uint64, ids []string) ([]bool, error) {
 	out := make([]bool, len(ids))
 	err := s.db.View(func(tx *bolt.Tx) error {
-		fb, err := s.feedBuckets(tx, feedID)
+		// Only the ID index is opened: a poll asks this of every document.
+		idx, err := openDataBucket(tx, feedID, bucketIDs)
 		if err != nil {
 			return err
 		}
 		for i, id := range ids {
-			out[i] = id != "" && len(id) <= bolt.MaxKeySize && fb.ids.Get([]byte(id)) != nil
+			out[i] = id != "" && len(id) <= bolt.MaxKeySize && idx.Get([]byte(id)) != nil
 		}
 		return nil
 	})

@@ -297,6 +297,17 @@ func (s *Store) FeedStates(want func(id uint64) bool, obsLimit int) (map[uint64]
 // openObsBucket returns feed id's observations bucket alone (a poll that
 // stores no item needs no other of its data buckets), or ErrFeedNotFound.
 func openObsBucket(tx *bolt.Tx, id uint64) (*bolt.Bucket, error) {
+	obs, err := openDataBucket(tx, id, bucketObs)
+	if err != nil {
+		return nil, err
+	}
+	obs.FillPercent = 0.9 // appended with increasing keys (see openFeedBuckets)
+	return obs, nil
+}
+
+// openDataBucket returns one of feed id's data buckets (bucketIDs,
+// bucketObs …) without opening the others, or ErrFeedNotFound.
+func openDataBucket(tx *bolt.Tx, id uint64, name []byte) (*bolt.Bucket, error) {
 	data := tx.Bucket(bucketFeedData)
 	if data == nil {
 		return nil, corruptf("bucket %s missing", bucketFeedData)
@@ -305,12 +316,11 @@ func openObsBucket(tx *bolt.Tx, id uint64) (*bolt.Bucket, error) {
 	if root == nil {
 		return nil, ErrFeedNotFound
 	}
-	obs := root.Bucket(bucketObs)
-	if obs == nil {
+	b := root.Bucket(name)
+	if b == nil {
 		return nil, corruptf("feed %d: data buckets missing", id)
 	}
-	obs.FillPercent = 0.9 // appended with increasing keys (see openFeedBuckets)
-	return obs, nil
+	return b, nil
 }
 
 // addedAsExpected reports whether a transaction's addItemsTx added
