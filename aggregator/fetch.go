@@ -334,9 +334,10 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, f.opt.Timeout, errTimeout)
 	defer cancel()
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	target := u.String() // once: it is also the final URL when nothing redirected
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
-		return nil, fmt.Errorf("fetch %s: %w: %v", RedactURL(u.String()), ErrInvalidURL, err)
+		return nil, fmt.Errorf("fetch %s: %w: %v", RedactURL(target), ErrInvalidURL, err)
 	}
 	hreq.Header.Set("User-Agent", f.opt.UserAgent)
 	hreq.Header.Set("Accept", acceptHeader)
@@ -354,11 +355,15 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 	}
 	defer hresp.Body.Close()
 
+	final := target
+	if hresp.Request != hreq { // redirected
+		final = hresp.Request.URL.String()
+	}
 	r := &Response{
 		Status:      hresp.StatusCode,
 		ReceivedAt:  f.opt.Now(),
 		ContentType: hresp.Header.Get("Content-Type"),
-		FinalURL:    hresp.Request.URL.String(),
+		FinalURL:    final,
 	}
 	readHeaders(r, hresp.Header)
 
