@@ -2,6 +2,8 @@ package storage
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -119,4 +121,67 @@ func obsRange(mk func(int) Observation, from, to int) []Observation {
 		out = append(out, mk(i))
 	}
 	return out
+}
+
+// TestObservationTailAgainstModel: random sequences of observations of
+// mixed sizes, on two feeds and under several MaxObservations, read back
+// exactly as a plain list keeping the newest MaxObservations would give
+// them, through every read and at every step.
+func TestObservationTailAgainstModel(t *testing.T) {
+	for _, keep := range []int{1, 3, 10, 40} {
+		for seed := range uint64(3) {
+			t.Run(fmt.Sprintf("keep%d/seed%d", keep, seed), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(seed, uint64(keep)))
+				s := openTest(t, Options{MaxObservations: keep})
+				feeds := []Feed{
+					createRemote(t, s, "https://example.org/a", Retention{}),
+					createRemote(t, s, "https://example.org/b", Retention{}),
+				}
+				model := map[uint64][]Observation{}
+				for i := range 150 {
+					f := feeds[rng.IntN(len(feeds))]
+					o := Observation{At: t0.Add(time.Duration(i) * time.Second), LatencyS: []float64{float64(i)}}
+					switch rng.IntN(10) {
+					case 0: // too large for a tail
+						o.Err = strings.Repeat("e", tailMaxBytes+rng.IntN(100))
+					case 1, 2: // a few hundred bytes: the tail fills by size
+						o.Err = strings.Repeat("w", 200+rng.IntN(400))
+					}
+					var err error
+					if rng.IntN(2) == 0 {
+						err = s.AddObservation(f.ID, o)
+					} else {
+						_, err = s.RecordPoll(f.ID, o, func(f *Feed) error { f.Polls++; return nil })
+					}
+					if err != nil {
+						t.Fatalf("step %d: %v", i, err)
+					}
+					model[f.ID] = append(model[f.ID], o)
+					want := model[f.ID][max(0, len(model[f.ID])-keep):]
+					for _, limit := range []int{0, 1, 2, keep} {
+						got, err := s.Observations(f.ID, limit)
+						w := want
+						if limit > 0 && limit < len(w) {
+							w = w[len(w)-limit:]
+						}
+						if err != nil || len(got) != len(w) {
+							t.Fatalf("step %d: Observations(%d) = %d, %v; want %d", i, limit, len(got), err, len(w))
+						}
+						for j := range w {
+							if !got[j].At.Equal(w[j].At) || got[j].Err != w[j].Err {
+								t.Fatalf("step %d: Observations(%d)[%d] at %v, want %v", i, limit, j, got[j].At, w[j].At)
+							}
+						}
+					}
+					lat, err := s.RecentLatencies([]uint64{f.ID}, 0)
+					if err != nil || len(lat[f.ID]) != len(want) || lat[f.ID][len(want)-1] != float64(i) {
+						t.Fatalf("step %d: RecentLatencies = %v, %v; want %d ending in %d", i, lat[f.ID], err, len(want), i)
+					}
+				}
+				if err := s.Check(); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+	}
 }
