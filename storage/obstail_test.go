@@ -185,3 +185,37 @@ func TestObservationTailAgainstModel(t *testing.T) {
 		}
 	}
 }
+
+// TestObservationTailAfterUpgrade: a data file written before tails
+// (schema 1, one observation in its remote feed's obs bucket) is
+// upgraded, and its old observations come before the new ones.
+func TestObservationTailAfterUpgrade(t *testing.T) {
+	path := copyFixture(t, "schema1.db")
+	s, err := Open(path, Options{NoSync: true, Now: newClock().Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeAndCheck(t, s)
+	f, err := s.FeedByURL("https://example.org/sensors.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := s.Observations(f.ID, 0)
+	if err != nil || len(old) != 1 {
+		t.Fatalf("observations before = %d, %v; want the fixture's one", len(old), err)
+	}
+	for i := range tailMax + 2 { // one move to the bucket, then a new tail
+		if err := s.AddObservation(f.ID, Observation{At: old[0].At.Add(time.Duration(i+1) * time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Observations(f.ID, 0)
+	if err != nil || len(got) != tailMax+3 {
+		t.Fatalf("observations after = %d, %v; want %d", len(got), err, tailMax+3)
+	}
+	for i := range got {
+		if want := old[0].At.Add(time.Duration(i) * time.Minute); !got[i].At.Equal(want) {
+			t.Fatalf("observation %d at %v, want %v", i, got[i].At, want)
+		}
+	}
+}
