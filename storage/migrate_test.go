@@ -197,12 +197,7 @@ func TestSchema1Fixture(t *testing.T) {
 		}
 		writeSchema1Fixture(t, out)
 	}
-	path := copyFixture(t, "schema1.db")
-	s, err := Open(path, Options{NoSync: true, Now: newClock().Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeAndCheck(t, s)
+	s := openFixture(t, "schema1.db")
 
 	f, err := s.FeedByURL("https://example.org/sensors.xml")
 	if err != nil || f.ETag != `"v1"` || f.Polls != 3 || f.Retention.MaxItems != 100 || !slices.Equal(f.Category, []string{"Lab"}) || !f.Created.Equal(t0) {

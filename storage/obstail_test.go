@@ -190,12 +190,7 @@ func TestObservationTailAgainstModel(t *testing.T) {
 // (schema 1, one observation in its remote feed's obs bucket) is
 // upgraded, and its old observations come before the new ones.
 func TestObservationTailAfterUpgrade(t *testing.T) {
-	path := copyFixture(t, "schema1.db")
-	s, err := Open(path, Options{NoSync: true, Now: newClock().Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeAndCheck(t, s)
+	s := openFixture(t, "schema1.db")
 	f, err := s.FeedByURL("https://example.org/sensors.xml")
 	if err != nil {
 		t.Fatal(err)

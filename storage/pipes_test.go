@@ -687,12 +687,7 @@ func TestSchema2Fixture(t *testing.T) {
 		}
 		writeSchema2Fixture(t, out)
 	}
-	path := copyFixture(t, "schema2.db")
-	s, err := Open(path, Options{NoSync: true, Now: newClock().Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeAndCheck(t, s)
+	s := openFixture(t, "schema2.db")
 	p, err := s.PipeBySlug("lab-mean")
 	if err != nil || string(p.Def) != pipeDef || string(p.State) != `{"cursors":{"a":2}}` || p.Runs != 1 || !p.LastRun.Equal(t0) {
 		t.Fatalf("pipe = %+v, %v", p, err)

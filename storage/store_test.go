@@ -142,6 +142,18 @@ func TestOpenNotADatabase(t *testing.T) {
 	}
 }
 
+// openFixture opens a copy of testdata/name (see copyFixture), migrated
+// to the current schema, and checks it when the test ends.
+func openFixture(t *testing.T, name string) *Store {
+	t.Helper()
+	s, err := Open(copyFixture(t, name), Options{NoSync: true, Now: newClock().Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeAndCheck(t, s) })
+	return s
+}
+
 // copyFixture copies testdata/name into a temporary directory, so tests
 // never modify fixtures, and returns the copy's path.
 func copyFixture(t *testing.T, name string) string {
