@@ -92,19 +92,21 @@ func (p Plan) Empty() bool { return len(p.Renew)+len(p.Release)+len(p.Claim) == 
 // ResumeSeen is the observation time of a value seen at seen once KV
 // writes succeed again at now after failing since lostAt. A value that
 // had expired by lostAt stays as it was. One that had not keeps the age
-// it had, the outage included, but expires no sooner than TTL−Renew after
+// it had, the outage included, but expires no sooner than Renew after
 // now: a live holder, whose renewal is overdue and is written as soon as
-// its own writes succeed, gets that long to show itself, while the lease
-// of a holder that died with the bucket's leader (a SIGKILLed
-// --nats-embed node) is claimed TTL−Renew after the re-election instead of
-// a whole TTL after it. Safety does not rest on this: a holder stops
-// acting TTL−Margin after its last successful write, before any observer
-// that saw that write can count TTL from it.
+// its own writes succeed (at its next tick), gets that long to show
+// itself, while the lease of a holder that died with the bucket's leader
+// (a SIGKILLed --nats-embed node) is claimed Renew after the re-election.
+// The re-election itself takes NATS's Raft election timeout, 4–9 s, so a
+// longer grace would put such a failover past the 15 s target. Safety
+// does not rest on this: a holder stops acting TTL−Margin after its last
+// successful write, before any observer that saw that write can count TTL
+// from it, and a later observation only delays a claim.
 func ResumeSeen(seen, lostAt, now time.Time, t Timing) time.Time {
 	if lostAt.Sub(seen) >= t.TTL {
 		return seen
 	}
-	if floor := now.Add(-t.Renew); seen.Before(floor) { // expiry at now + TTL−Renew
+	if floor := now.Add(t.Renew - t.TTL); seen.Before(floor) { // expiry at now + Renew
 		return floor
 	}
 	return seen

@@ -293,18 +293,19 @@ func TestOwned(t *testing.T) {
 func TestResumeSeen(t *testing.T) {
 	lost := t0.Add(time.Minute)
 	back := lost.Add(5 * time.Second)
-	grace := tm.TTL - tm.Renew // a live holder's time to renew after back
+	grace := tm.Renew // a live holder's time to renew after back
 	tests := []struct {
 		name       string
 		seen, back time.Time
 		want       time.Time
 	}{
 		{"renewed just before a long outage: expires grace after it", lost.Add(-time.Second), back, back.Add(grace - tm.TTL)},
-		{"seen during the outage: expires grace after it", lost.Add(time.Second), back, back.Add(grace - tm.TTL)},
+		{"seen during the outage, after the grace point: keeps its age", lost.Add(time.Second), back, lost.Add(time.Second)},
+		{"seen early in a long outage: expires grace after it", lost.Add(time.Second), lost.Add(8 * time.Second), lost.Add(8*time.Second + grace - tm.TTL)},
 		{"one tick short of expiry at the outage: still saved", lost.Add(-tm.TTL + time.Millisecond), back, back.Add(grace - tm.TTL)},
 		{"short outage: keeps its age", lost.Add(-time.Second), lost.Add(time.Second), lost.Add(-time.Second)},
 		{"seen after the grace point: unchanged", back.Add(-time.Second), back, back.Add(-time.Second)},
-		{"old observation, short outage: expires grace after it", lost.Add(-tm.TTL + tm.Renew), lost.Add(tm.Renew), lost},
+		{"old observation, short outage: expires grace after it", lost.Add(-tm.TTL + tm.Renew), lost.Add(tm.Renew), lost.Add(tm.Renew + grace - tm.TTL)},
 		{"expired when the outage began: stays expired", lost.Add(-tm.TTL), back, lost.Add(-tm.TTL)},
 		{"long dead: stays dead", t0, back, t0},
 	}
