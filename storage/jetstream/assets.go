@@ -126,19 +126,7 @@ var errNoLeader = errors.New("stream has no leader yet")
 // the first publish or read would get "no responders". It tries again
 // while s is unanswered, until ctx ends; another error ends it at once.
 func answering(ctx context.Context, s jetstream.Stream) error {
-	_, err := retryUnanswered(ctx, func(ctx context.Context) (struct{}, error) {
-		for {
-			err := probeStream(ctx, s)
-			if !errors.Is(err, errNoLeader) {
-				return struct{}{}, err
-			}
-			select {
-			case <-ctx.Done():
-				return struct{}{}, fmt.Errorf("%w: %w", err, ctx.Err())
-			case <-time.After(placementRetryPeriod):
-			}
-		}
-	})
+	_, err := retryUnanswered(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, probeStream(ctx, s) })
 	return err
 }
 
@@ -198,8 +186,9 @@ const assetAttempt = 5 * time.Second
 
 // retryUnanswered runs open, each time within assetAttempt, again while
 // the cluster leaves it unanswered (a JetStream API request timing out, no
-// responders, no response from a stream: a meta or stream leader being
-// elected, as while servers start together), until ctx ends. Other
+// responders, no response from a stream, a stream with no leader yet: a
+// meta or stream leader being elected, as while servers start together),
+// until ctx ends. Other
 // errors, and success, end it at once. Opening and creating are
 // idempotent: an attempt whose create went through finds the asset next.
 func retryUnanswered[T any](ctx context.Context, open func(context.Context) (T, error)) (T, error) {
@@ -208,7 +197,8 @@ func retryUnanswered[T any](ctx context.Context, open func(context.Context) (T, 
 		v, err := open(actx)
 		cancel()
 		unanswered := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
-			errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
+			errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+			errors.Is(err, errNoLeader)
 		if err == nil || !unanswered || ctx.Err() != nil {
 			return v, err
 		}
