@@ -777,7 +777,10 @@ func (s *Service) record(f storage.Feed, resp *Response, parsed *Parsed, prev, s
 	}
 	// The items, the observation and the feed's counters commit in one
 	// transaction (grouped with concurrent polls' by the store): a crash
-	// keeps all of them or none.
+	// keeps all of them or none. The closure escapes (the store may run
+	// it on its writer), so it captures the two fields it reads rather
+	// than the feed and observation whole.
+	created, at := f.Created, obs.At
 	rec, err := s.opt.Store.RecordFetch(f.ID, items, obs, func(x *storage.Feed, o *storage.Observation, added []storage.Item) error {
 		o.Hit = len(added) > 0
 		o.Published, o.LatencyS = nil, nil
@@ -787,7 +790,7 @@ func (s *Service) record(f storage.Feed, resp *Response, parsed *Parsed, prev, s
 		for _, it := range added {
 			// Use latency counts from the subscription on: the backlog a
 			// new subscription finds was published before anyone asked.
-			if !it.Published.IsZero() && !it.Published.After(o.At) && !it.Published.Before(f.Created) {
+			if !it.Published.IsZero() && !it.Published.After(o.At) && !it.Published.Before(created) {
 				o.LatencyS = append(o.LatencyS, o.At.Sub(it.Published).Seconds())
 			}
 		}
@@ -806,7 +809,7 @@ func (s *Service) record(f storage.Feed, resp *Response, parsed *Parsed, prev, s
 			}
 			x.UpdateHint = parsed.UpdateHint
 			x.Warning = parsed.warning()
-			recordRepairs(x, parsed.Repairs, added, obs.At)
+			recordRepairs(x, parsed.Repairs, added, at)
 			// The publisher's sleep plan, beside the user's own windows.
 			x.Sleep.SkipHours, x.Sleep.SkipDays = parsed.Sleep.SkipHours, parsed.Sleep.SkipDays
 		}

@@ -34,7 +34,7 @@ func (s *Store) RecordPoll(feedID uint64, o Observation, fn func(*Feed) error) (
 	}
 	var out Feed
 	var feedRaw []byte
-	pre := s.prepareFeed(feedID, fn) // off the writer when it can be
+	pre := s.prepareFeed(feedID, func(p *preparedFeed) error { return fn(&p.f) }) // off the writer when it can be
 	err = s.update(func(tx *bolt.Tx) error {
 		if err := s.putObservation(tx, feedID, raw); err != nil {
 			return err
@@ -208,44 +208,39 @@ func (s *Store) RecordFetch(feedID uint64, items []Item, o Observation, fn func(
 	// not stored yet); the transaction uses them only when that is what
 	// happened, and runs fn itself otherwise.
 	expect := valid.items // their IDs, which the transaction does not change
-	var preObs Observation
-	var preRaw []byte
-	pre := s.prepareFeed(feedID, func(f *Feed) error {
-		ob := o
-		if err := fn(f, &ob, expect); err != nil {
+	pre := s.prepareFeed(feedID, func(p *preparedFeed) error {
+		p.obs = o
+		if err := fn(&p.f, &p.obs, expect); err != nil {
 			return err
 		}
-		r, err := encodeObservation(feedID, ob)
-		preObs, preRaw = ob, r
+		var err error
+		p.obsRaw, err = encodeObservation(feedID, p.obs)
 		return err
 	})
-	var out Fetched
-	var feedRaw []byte // the feed record as written
+	// The transaction's closure escapes to the heap (the group commit runs
+	// it on its own goroutine), and so does whatever it captures and sets:
+	// one small struct rather than the whole result in every poll.
+	st := &recordFetchTx{o: o}
 	err := s.update(func(tx *bolt.Tx) error {
-		out = Fetched{}
-		var res addResult
+		st.res, st.usedPre, st.slow = addResult{}, false, nil
 		if len(valid.items) > 0 {
 			var err error
-			if res, err = s.addItemsTx(tx, feedID, valid, now); err != nil {
+			if st.res, err = s.addItemsTx(tx, feedID, valid, now); err != nil {
 				return err
 			}
 		}
-		if addedAsExpected(res, expect) {
+		if addedAsExpected(st.res, expect) {
 			if ok, err := applyPrepared(tx, feedID, pre); err != nil {
 				return err
 			} else if ok {
-				if err := s.putObservation(tx, feedID, preRaw); err != nil {
-					return err
-				}
-				out = Fetched{Feed: pre.f, Added: res.added, Observation: preObs, ItemErr: errors.Join(errs...)}
-				feedRaw = pre.raw
-				return nil
+				st.usedPre = true
+				return s.putObservation(tx, feedID, pre.obsRaw)
 			}
 		}
-		obs := o
+		obs := st.o
 		var raw []byte
 		f, fr, err := s.updateFeedRawTx(tx, feedID, func(f *Feed) error {
-			if err := fn(f, &obs, res.added); err != nil {
+			if err := fn(f, &obs, st.res.added); err != nil {
 				return err
 			}
 			var err error
@@ -258,16 +253,32 @@ func (s *Store) RecordFetch(feedID uint64, items []Item, o Observation, fn func(
 		if err := s.putObservation(tx, feedID, raw); err != nil {
 			return err
 		}
-		out = Fetched{Feed: f, Added: res.added, Observation: obs,
-			ItemErr: errors.Join(append(append(errs[:len(errs):len(errs)], res.updateErrs...), res.retErr)...)}
-		feedRaw = fr
+		st.slow = &Fetched{Feed: f, Added: st.res.added, Observation: obs,
+			ItemErr: errors.Join(append(append(errs[:len(errs):len(errs)], st.res.updateErrs...), st.res.retErr)...)}
+		st.slowRaw = fr
 		return nil
 	})
 	if err != nil {
 		return Fetched{}, fmt.Errorf("storage: record fetch of feed %d: %w", feedID, err)
 	}
-	s.feedMemo.putOwned(feedID, feedRaw, &out.Feed) // for the next poll's Store.Feed (feedRaw is validateFeed's)
-	return out, nil
+	// For the next poll's Store.Feed (the raw records are validateFeed's).
+	if !st.usedPre {
+		s.feedMemo.putOwned(feedID, st.slowRaw, &st.slow.Feed)
+		return *st.slow, nil
+	}
+	s.feedMemo.putOwned(feedID, pre.raw, &pre.f)
+	return Fetched{Feed: pre.f, Added: st.res.added, Observation: pre.obs, ItemErr: errors.Join(errs...)}, nil
+}
+
+// recordFetchTx is what RecordFetch's transaction works with and leaves
+// behind: the poll's observation, what addItemsTx did, and whether the
+// prepared record was stored (usedPre) or, if not, the whole result.
+type recordFetchTx struct {
+	o       Observation
+	res     addResult
+	usedPre bool
+	slow    *Fetched
+	slowRaw []byte
 }
 
 // FeedStates implements StateLoader: Feeds, then Observations of each

@@ -18,34 +18,41 @@ type preparedFeed struct {
 	old []byte // the stored record it was worked out from
 	f   Feed   // the feed updated
 	raw []byte // f encoded
+
+	// The poll's observation and its encoding, when the update makes one
+	// (RecordFetch's).
+	obs    Observation
+	obsRaw []byte
 }
 
-// prepareFeed applies fn to a copy of feed id as the memo holds it and
-// encodes the result; nil when the memo has no entry, fn fails, the
+// prepareFeed applies fn to a copy of feed id as the memo holds it (p.f,
+// which fn changes; fn may also set p's observation) and encodes the
+// result; nil when the memo has no entry, fn fails, the
 // record would not validate, or the update moves the feed's index entry
 // (each left to the transaction, which reports it as usual). fn must be
 // a pure function of the feed it is given: it may run again inside the
 // transaction.
-func (s *Store) prepareFeed(id uint64, fn func(*Feed) error) *preparedFeed {
+func (s *Store) prepareFeed(id uint64, fn func(p *preparedFeed) error) *preparedFeed {
 	old, of, ok := s.feedMemo.peek(id)
 	if !ok {
 		return nil
 	}
-	nf := cloneFeed(&of)
-	if err := fn(&nf); err != nil {
+	p := &preparedFeed{old: old, f: cloneFeed(&of)}
+	if err := fn(p); err != nil {
 		return nil
 	}
-	nf.ID, nf.Created, nf.Updated = of.ID, of.Created, s.now()
+	p.f.ID, p.f.Created, p.f.Updated = of.ID, of.Created, s.now()
 	oi, ok1 := indexKey(&of)
-	ni, nk := indexKey(&nf)
+	ni, nk := indexKey(&p.f)
 	if !bytes.Equal(oi, ni) || !bytes.Equal(ok1, nk) {
 		return nil
 	}
-	raw, err := validateFeed(&nf)
+	raw, err := validateFeed(&p.f)
 	if err != nil {
 		return nil
 	}
-	return &preparedFeed{old: old, f: nf, raw: raw}
+	p.raw = raw
+	return p
 }
 
 // applyPrepared stores p's record in tx when feed id's stored record is
