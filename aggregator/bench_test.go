@@ -443,13 +443,14 @@ func BenchmarkIngest(b *testing.B) {
 				}
 				newWant := int(kind.step)
 				stop := startIngestProfile(b, fmt.Sprintf("%s-c%d", kind.name, c))
-				cpu := aggtest.CPUTime()
+				cpu, gc := aggtest.CPUTime(), newGCShare()
 				commits := env.st.CommitStats()
 				for b.Loop() {
 					pub.base.Add(kind.step)
 					env.run(b, newWant)
 				}
 				reportIngest(b, aggtest.CPUTime()-cpu)
+				gc.report(b)
 				stop()
 				reportCommits(b, commits, env.st.CommitStats())
 			})
@@ -582,7 +583,7 @@ func benchBare(b *testing.B, pub *benchPublisher, urls []string, c int, step int
 	if step == 0 {
 		want = http.StatusNotModified
 	}
-	cpu := aggtest.CPUTime()
+	cpu, gc := aggtest.CPUTime(), newGCShare()
 	for b.Loop() {
 		pub.base.Add(step)
 		if err := pass(want); err != nil {
@@ -590,6 +591,26 @@ func benchBare(b *testing.B, pub *benchPublisher, urls []string, c int, step int
 		}
 	}
 	reportIngest(b, aggtest.CPUTime()-cpu)
+	gc.report(b)
+}
+
+// gcShare is the collector's CPU time and the process's, as the runtime
+// estimates them, at the start of a benchmark's passes.
+type gcShare struct{ gc, busy time.Duration }
+
+func newGCShare() gcShare {
+	gc, busy := aggtest.GCTime()
+	return gcShare{gc, busy}
+}
+
+// report reports the collector's share of the CPU time over the passes
+// (gc-cpu-%): the part of the work that the collector's target (GOGC)
+// trades against memory.
+func (s gcShare) report(b *testing.B) {
+	gc, busy := aggtest.GCTime()
+	if d := busy - s.busy; d > 0 {
+		b.ReportMetric(100*(gc-s.gc).Seconds()/d.Seconds(), "gc-cpu-%")
+	}
 }
 
 // reportIngest reports a pass's feeds/s and the process's CPU time (user

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"syscall"
@@ -122,4 +123,27 @@ func CPUTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// GCTime is the CPU time the Go runtime estimates its garbage collector
+// has spent so far, and the CPU time it estimates it has spent in all
+// (runtime/metrics: /cpu/classes/gc/total:cpu-seconds, the background
+// mark workers, the assists charged to allocating goroutines and the
+// pauses; and /cpu/classes/total less /cpu/classes/idle). Both are the
+// runtime's own estimates, good for the collector's share of the work.
+func GCTime() (gc, busy time.Duration) {
+	s := []metrics.Sample{
+		{Name: "/cpu/classes/gc/total:cpu-seconds"},
+		{Name: "/cpu/classes/total:cpu-seconds"},
+		{Name: "/cpu/classes/idle:cpu-seconds"},
+	}
+	metrics.Read(s)
+	v := make([]float64, len(s))
+	for i := range s {
+		if s[i].Value.Kind() == metrics.KindFloat64 {
+			v[i] = s[i].Value.Float64()
+		}
+	}
+	sec := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+	return sec(v[0]), sec(v[1] - v[2])
 }
