@@ -97,7 +97,14 @@ type Fetcher struct {
 	guard  *guard
 	client *http.Client
 	tr     *http.Transport
+	ua     []string // the User-Agent header's value, shared by every request
 }
+
+// The values of the headers every fetch sends: shared, never changed.
+var (
+	acceptValue   = []string{acceptHeader}
+	encodingValue = []string{"gzip"}
+)
 
 // Request is one fetch: the URL and the validators stored from the last
 // response.
@@ -168,7 +175,7 @@ func NewFetcher(opt FetchOptions) *Fetcher {
 		opt.Now = time.Now
 	}
 	opt.Allow = append([]netip.Prefix(nil), opt.Allow...)
-	f := &Fetcher{opt: opt, guard: &guard{allow: opt.Allow, allowAll: opt.AllowAll}}
+	f := &Fetcher{opt: opt, guard: &guard{allow: opt.Allow, allowAll: opt.AllowAll}, ua: []string{opt.UserAgent}}
 	dialer := &net.Dialer{
 		Timeout:   opt.DialTimeout,
 		KeepAlive: 30 * time.Second,
@@ -183,12 +190,15 @@ func NewFetcher(opt FetchOptions) *Fetcher {
 		// --per-host, a few; a sensor network's gateway may be given
 		// more), so that concurrent fetches of a host reuse theirs
 		// instead of dialling anew.
-		MaxIdleConns:           DefaultMaxIdleConns,
-		MaxIdleConnsPerHost:    DefaultMaxIdleConnsPerHost,
-		IdleConnTimeout:        90 * time.Second,
-		TLSHandshakeTimeout:    opt.DialTimeout,
-		ExpectContinueTimeout:  time.Second,
-		ResponseHeaderTimeout:  opt.Timeout,
+		MaxIdleConns:          DefaultMaxIdleConns,
+		MaxIdleConnsPerHost:   DefaultMaxIdleConnsPerHost,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   opt.DialTimeout,
+		ExpectContinueTimeout: time.Second,
+		// No ResponseHeaderTimeout: every request through this transport
+		// is bounded by opt.Timeout as a whole (Fetch's context, Client's
+		// Timeout), which ends before a header timeout as long would, and
+		// a second timer per request costs every poll.
 		MaxResponseHeaderBytes: 64 << 10,
 		// Bodies are decompressed here, under the MaxBody cap.
 		DisableCompression: true,
@@ -339,9 +349,8 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fetch %s: %w: %v", RedactURL(target), ErrInvalidURL, err)
 	}
-	hreq.Header.Set("User-Agent", f.opt.UserAgent)
-	hreq.Header.Set("Accept", acceptHeader)
-	hreq.Header.Set("Accept-Encoding", "gzip")
+	h := hreq.Header // canonical keys, and the values shared, not copied
+	h["User-Agent"], h["Accept"], h["Accept-Encoding"] = f.ua, acceptValue, encodingValue
 	if v := headerSafe(req.ETag); v != "" {
 		hreq.Header.Set("If-None-Match", v)
 	}
