@@ -404,20 +404,25 @@ var (
 // Windows-1252.
 func toUTF8(body []byte, contentType string) (_ []byte, bad int) {
 	var label string
-	decl := xmlDeclRe.Find(body)
+	declared := false // the declaration names an encoding
+	decl := xmlDecl(body)
 	if m := encodingRe.FindSubmatch(decl); m != nil {
 		label = strings.Trim(string(m[0][len(m[1]):]), `"'`)
+		declared = true
 	}
-	if label == "" {
+	if label == "" && containsFold(contentType, "charset") {
 		if _, params, err := mime.ParseMediaType(contentType); err == nil {
 			label = params["charset"]
 		}
 	}
+	plain := plainText(body) // ASCII text: valid UTF-8, nothing to strip
 	enc, name := charset.Lookup(strings.TrimSpace(label))
 	switch {
 	case enc == nil || name == "utf-8" || label == "":
-		bad = invalidUTF8(body)
-		body = repairUTF8(body)
+		if !plain {
+			bad = invalidUTF8(body)
+			body = repairUTF8(body)
+		}
 	case strings.HasPrefix(name, "utf-16") && bytes.IndexByte(body, 0) < 0:
 		// Declared UTF-16 but without a single zero byte: not UTF-16 (a
 		// document converted from UTF-16 above still says UTF-16).
@@ -426,6 +431,7 @@ func toUTF8(body []byte, contentType string) (_ []byte, bad int) {
 	case utf8.Valid(body) && hasNonASCII(body):
 		// Mislabelled: legacy text is almost never valid UTF-8 by chance.
 	default:
+		plain = false
 		if out, err := enc.NewDecoder().Bytes(body); err == nil {
 			body = out
 		} else {
@@ -433,12 +439,76 @@ func toUTF8(body []byte, contentType string) (_ []byte, bad int) {
 			body = repairUTF8(body)
 		}
 	}
-	if decl != nil && label != "" {
-		// Say UTF-8 in the declaration so the parser does not convert again.
+	if declared && !strings.EqualFold(label, "utf-8") {
+		// Say UTF-8 in the declaration so the parser does not convert
+		// again (one that says so already, or names no encoding, is
+		// left as it is).
 		fixed := encodingRe.ReplaceAll(decl, []byte(`${1}"UTF-8"`))
 		body = append(fixed, body[len(decl):]...)
 	}
+	if plain {
+		return stripCharRefs(body), bad
+	}
 	return stripNonChars(body), bad
+}
+
+// xmlDecl returns the XML declaration body starts with (xmlDeclRe's
+// match), or nil; the expression runs only when one may be there.
+func xmlDecl(body []byte) []byte {
+	i := 0
+	for i < len(body) && i < 512 && isRESpace(body[i]) {
+		i++
+	}
+	if !bytes.HasPrefix(body[i:], []byte("<?xml")) {
+		return nil
+	}
+	return xmlDeclRe.Find(body)
+}
+
+// isRESpace is \s in a regular expression: space, \t, \n, \f, \r.
+func isRESpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'
+}
+
+// containsFold reports whether s contains sub (ASCII), ignoring case.
+func containsFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(sub)], sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// plainText reports whether b is all ASCII with no C0 control character
+// but tab, line feed and carriage return: text that is valid UTF-8 and
+// holds no character XML forbids, so that neither needs checking byte by
+// byte. It reads eight bytes at a time.
+func plainText(b []byte) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for len(b) >= 8 {
+		x := binary.LittleEndian.Uint64(b)
+		if x&highs != 0 {
+			return false
+		}
+		// With every byte below 0x80, a byte below 0x20 sets its high
+		// bit here (and only then does any): look at the eight bytes.
+		if (x-0x20*ones)&^x&highs != 0 && !plainASCII(b[:8]) {
+			return false
+		}
+		b = b[8:]
+	}
+	return plainASCII(b)
+}
+
+// plainASCII is plainText one byte at a time.
+func plainASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 || c < 0x20 && c != '\t' && c != '\n' && c != '\r' {
+			return false
+		}
+	}
+	return true
 }
 
 func hasNonASCII(b []byte) bool {
@@ -470,6 +540,20 @@ func repairUTF8(b []byte) []byte {
 	return out
 }
 
+// stripCharRefs removes the character references to characters XML
+// forbids (&#0; …).
+func stripCharRefs(b []byte) []byte {
+	if !bytes.Contains(b, []byte("&#")) {
+		return b
+	}
+	return charRefRe.ReplaceAllFunc(b, func(ref []byte) []byte {
+		if xmlChar(ref) {
+			return ref
+		}
+		return nil
+	})
+}
+
 // stripNonChars removes what XML forbids and the XML decoder would stop
 // at: C0 control characters other than tab, newline and carriage return
 // (feeds carry them often enough; the feed parser drops them too) and the
@@ -482,14 +566,7 @@ func stripNonChars(b []byte) []byte {
 			break
 		}
 	}
-	if bytes.Contains(b, []byte("&#")) {
-		b = charRefRe.ReplaceAllFunc(b, func(ref []byte) []byte {
-			if xmlChar(ref) {
-				return ref
-			}
-			return nil
-		})
-	}
+	b = stripCharRefs(b)
 	if !dirty {
 		return b
 	}

@@ -203,6 +203,9 @@ func scanPlain(body []byte, maxItems int) (res scanResult, ok bool) {
 // allows (no C0 control but tab, line feed and carriage return, no U+FFFE
 // or U+FFFF; valid UTF-8 holds no surrogates).
 func plainChars(b []byte) bool {
+	if plainText(b) {
+		return true
+	}
 	for _, c := range b {
 		if c < 0x20 && c != '\t' && c != '\n' && c != '\r' {
 			return false
