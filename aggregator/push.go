@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mmcdole/gofeed/atom"
@@ -100,21 +101,29 @@ type Watcher struct {
 
 // pushState is the Service's push bookkeeping.
 type pushState struct {
-	mu       sync.Mutex
-	watchers []Watcher
+	mu       sync.Mutex                // serialises Watch
+	watchers atomic.Pointer[[]Watcher] // replaced whole by Watch, never changed in place
 }
 
 // Watch adds w to the watchers. Call it before Run.
 func (s *Service) Watch(w Watcher) {
 	s.push.mu.Lock()
 	defer s.push.mu.Unlock()
-	s.push.watchers = append(s.push.watchers, w)
+	var ws []Watcher
+	if old := s.push.watchers.Load(); old != nil {
+		ws = slices.Clone(*old)
+	}
+	ws = append(ws, w)
+	s.push.watchers.Store(&ws)
 }
 
+// watchers returns the watchers: read by every poll, so without a lock
+// or a copy (Watch replaces the slice, never changes it).
 func (s *Service) watchers() []Watcher {
-	s.push.mu.Lock()
-	defer s.push.mu.Unlock()
-	return slices.Clone(s.push.watchers)
+	if ws := s.push.watchers.Load(); ws != nil {
+		return *ws
+	}
+	return nil
 }
 
 // fetched tells the watchers of a successful poll.
