@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -436,11 +437,15 @@ func BenchmarkIngest(b *testing.B) {
 	urls := pub.urls()
 	for _, c := range []int{1, 64} {
 		var env *benchEnv
+		getEnv := func(b *testing.B) *benchEnv {
+			if env == nil {
+				env = newBenchEnv(b, pub, c)
+			}
+			return env
+		}
 		for _, kind := range benchKinds {
 			b.Run(fmt.Sprintf("slogfeed/%s/c%d", kind.name, c), func(b *testing.B) {
-				if env == nil {
-					env = newBenchEnv(b, pub, c)
-				}
+				env := getEnv(b)
 				newWant := int(kind.step)
 				stop := startIngestProfile(b, fmt.Sprintf("%s-c%d", kind.name, c))
 				cpu, gc := aggtest.CPUTime(), newGCShare()
@@ -455,14 +460,83 @@ func BenchmarkIngest(b *testing.B) {
 				reportCommits(b, commits, env.st.CommitStats())
 			})
 		}
+		if c > 1 {
+			for _, kind := range benchKinds {
+				b.Run(fmt.Sprintf("paired/%s/c%d", kind.name, c), func(b *testing.B) {
+					benchPaired(b, pub, getEnv(b), newBareClient(urls, c), kind.step)
+				})
+			}
+		}
 		if env != nil {
 			env.close()
 		}
 		for _, kind := range benchKinds {
 			b.Run(fmt.Sprintf("bare-client/%s/c%d", kind.name, c), func(b *testing.B) {
-				benchBare(b, pub, urls, c, kind.step)
+				benchBare(b, pub, newBareClient(urls, c), kind.step)
 			})
 		}
+	}
+}
+
+// benchPaired measures the goal's ratio directly: each iteration is a
+// round of one slogfeed pass and one bare-client pass over the same
+// documents, back to back (taking turns to go first, each on a collected
+// heap), so that both sides see the machine in the same state (on shared
+// cores, the rate of the moment can move by a quarter between
+// sub-benchmarks run minutes apart). It reports each
+// side's feeds/s over the rounds and share-%, the median over the rounds
+// of slogfeed's feeds/s as a percentage of the bare client's.
+func benchPaired(b *testing.B, pub *benchPublisher, env *benchEnv, bare *bareClient, step int64) {
+	defer bare.close()
+	if err := bare.pass(0); err != nil { // its validators, as slogfeed's first fetch
+		b.Fatal(err)
+	}
+	want := bareWant(step)
+	// Each pass starts on a collected heap, so that neither side pays for
+	// the other's garbage, and the sides take turns going first.
+	timed := func(pass func()) time.Duration {
+		b.StopTimer()
+		runtime.GC()
+		b.StartTimer()
+		t := time.Now()
+		pass()
+		return time.Since(t)
+	}
+	slogfeedPass := func() { env.run(b, int(step)) }
+	barePass := func() {
+		if err := bare.pass(want); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var ours, theirs time.Duration
+	var shares []float64
+	for b.Loop() {
+		pub.base.Add(step)
+		var o, t time.Duration
+		if len(shares)%2 == 0 {
+			o, t = timed(slogfeedPass), timed(barePass)
+		} else {
+			t, o = timed(barePass), timed(slogfeedPass)
+		}
+		ours, theirs = ours+o, theirs+t
+		shares = append(shares, 100*t.Seconds()/o.Seconds())
+	}
+	feeds := float64(len(shares) * benchFeeds)
+	b.ReportMetric(feeds/ours.Seconds(), "slogfeed-feeds/s")
+	b.ReportMetric(feeds/theirs.Seconds(), "bare-feeds/s")
+	slices.Sort(shares)
+	b.ReportMetric(median(shares), "share-%")
+}
+
+// median returns the median of sorted xs (0 for none).
+func median(xs []float64) float64 {
+	switch n := len(xs); {
+	case n == 0:
+		return 0
+	case n%2 == 1:
+		return xs[n/2]
+	default:
+		return (xs[n/2-1] + xs[n/2]) / 2
 	}
 }
 
@@ -520,73 +594,96 @@ func reportCommits(b *testing.B, before, after storage.CommitStats) {
 	b.ReportMetric(100*(after.Busy-before.Busy).Seconds()/b.Elapsed().Seconds(), "writer-busy-%")
 }
 
-// benchBare is the bare Go client: c goroutines fetch every URL once per
-// iteration with conditional GET, read the body and check the status.
-func benchBare(b *testing.B, pub *benchPublisher, urls []string, c int, step int64) {
+// bareClient is the bare Go client: c goroutines fetch every URL once per
+// pass with conditional GET, read the body and check the status.
+type bareClient struct {
+	tr     *http.Transport
+	client *http.Client
+	urls   []string
+	etags  []string
+	c      int
+}
+
+func newBareClient(urls []string, c int) *bareClient {
 	tr := &http.Transport{MaxIdleConns: 2 * c, MaxIdleConnsPerHost: c, IdleConnTimeout: 90 * time.Second}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
-	etags := make([]string, len(urls))
-	get := func(i int, want int) error {
-		req, err := http.NewRequest(http.MethodGet, urls[i], nil)
-		if err != nil {
-			return err
-		}
-		if etags[i] != "" {
-			req.Header.Set("If-None-Match", etags[i])
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			return err
-		}
-		if want != 0 && resp.StatusCode != want {
-			return fmt.Errorf("%s: status %d, want %d", urls[i], resp.StatusCode, want)
-		}
-		etags[i] = resp.Header.Get("ETag")
-		return nil
+	return &bareClient{tr: tr, client: &http.Client{Transport: tr, Timeout: 30 * time.Second},
+		urls: urls, etags: make([]string, len(urls)), c: c}
+}
+
+func (bc *bareClient) close() { bc.tr.CloseIdleConnections() }
+
+// get fetches URL i, and fails unless the status is want (0: any).
+func (bc *bareClient) get(i int, want int) error {
+	req, err := http.NewRequest(http.MethodGet, bc.urls[i], nil)
+	if err != nil {
+		return err
 	}
-	pass := func(want int) error {
-		var next atomic.Int64
-		errs := make(chan error, c)
-		for range c {
-			go func() {
-				for {
-					i := int(next.Add(1) - 1)
-					if i >= len(urls) {
-						errs <- nil
-						return
-					}
-					if err := get(i, want); err != nil {
-						errs <- err
-						return
-					}
+	if bc.etags[i] != "" {
+		req.Header.Set("If-None-Match", bc.etags[i])
+	}
+	resp, err := bc.client.Do(req)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	if want != 0 && resp.StatusCode != want {
+		return fmt.Errorf("%s: status %d, want %d", bc.urls[i], resp.StatusCode, want)
+	}
+	bc.etags[i] = resp.Header.Get("ETag")
+	return nil
+}
+
+// pass fetches every URL once, c at a time.
+func (bc *bareClient) pass(want int) error {
+	var next atomic.Int64
+	errs := make(chan error, bc.c)
+	for range bc.c {
+		go func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(bc.urls) {
+					errs <- nil
+					return
 				}
-			}()
-		}
-		var first error
-		for range c {
-			if err := <-errs; err != nil && first == nil {
-				first = err
+				if err := bc.get(i, want); err != nil {
+					errs <- err
+					return
+				}
 			}
-		}
-		return first
+		}()
 	}
-	if err := pass(0); err != nil { // validators, as slogfeed's first fetch
+	var first error
+	for range bc.c {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// bareWant is the status the bare client must see for a kind's step.
+func bareWant(step int64) int {
+	if step == 0 {
+		return http.StatusNotModified
+	}
+	return http.StatusOK
+}
+
+// benchBare runs the bare client alone: one pass per iteration.
+func benchBare(b *testing.B, pub *benchPublisher, bc *bareClient, step int64) {
+	defer bc.close()
+	if err := bc.pass(0); err != nil { // validators, as slogfeed's first fetch
 		b.Fatal(err)
 	}
-	want := http.StatusOK
-	if step == 0 {
-		want = http.StatusNotModified
-	}
+	want := bareWant(step)
 	cpu, gc := aggtest.CPUTime(), newGCShare()
 	for b.Loop() {
 		pub.base.Add(step)
-		if err := pass(want); err != nil {
+		if err := bc.pass(want); err != nil {
 			b.Fatal(err)
 		}
 	}
