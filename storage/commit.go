@@ -62,6 +62,7 @@ func (s *Store) CommitStats() CommitStats {
 // commitReq is one write waiting in the group.
 type commitReq struct {
 	fn       func(*bolt.Tx) error
+	poll     bool // a poll's write (updatePoll): changes feed records only as it tells the memo
 	err      error
 	panicked any
 	// done receives false once the write is committed (or failed), or
@@ -74,9 +75,27 @@ type commitReq struct {
 // more than once (after a rollback caused by another write of its group):
 // it must not have effects outside tx besides assignments it repeats.
 // A panic in fn is rolled back and re-raised in the caller.
-func (s *Store) update(fn func(*bolt.Tx) error) error {
+//
+// Every write through update ends the feed memo's entries' currency (see
+// feedGen); the polls' writes, which put what they store in the memo
+// themselves, go through updatePoll instead.
+func (s *Store) update(fn func(*bolt.Tx) error) error { return s.enqueue(fn, false) }
+
+// updatePoll is update for a write that changes no feed record but as it
+// tells the memo when it commits (memoOnCommit): RecordFetch, RecordPoll,
+// and AddObservation, which changes none.
+func (s *Store) updatePoll(fn func(*bolt.Tx) error) error { return s.enqueue(fn, true) }
+
+// dbUpdate is bbolt's Update for the writes that are not group-committed;
+// like update, it ends the memo entries' currency once the write is over.
+func (s *Store) dbUpdate(fn func(*bolt.Tx) error) error {
+	defer s.feedGen.Add(1)
+	return s.db.Update(fn)
+}
+
+func (s *Store) enqueue(fn func(*bolt.Tx) error, poll bool) error {
 	c := &s.commit
-	r := &commitReq{fn: fn, done: make(chan bool, 1)}
+	r := &commitReq{fn: fn, poll: poll, done: make(chan bool, 1)}
 	c.mu.Lock()
 	c.queue = append(c.queue, r)
 	lead := !c.leading
@@ -95,6 +114,14 @@ func (s *Store) update(fn func(*bolt.Tx) error) error {
 	c.mu.Unlock()
 	began := time.Now()
 	s.commitGroup(group)
+	for _, q := range group {
+		if !q.poll {
+			// Before any writer of the group returns: a read that
+			// follows one must not take a memo entry from before it.
+			s.feedGen.Add(1)
+			break
+		}
+	}
 	c.busyNs.Add(int64(time.Since(began)))
 	c.groups.Add(1)
 	c.writes.Add(int64(len(group)))

@@ -2,7 +2,13 @@ package storage
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -76,7 +82,7 @@ func TestFeedMemo(t *testing.T) {
 		var m feedMemo
 		f := Feed{ID: 1}
 		for id := range uint64(maxFeedMemo + 10) {
-			m.put(id, []byte("{}"), &f)
+			m.put(id, []byte("{}"), &f, 0)
 			if len(m.m) > maxFeedMemo {
 				t.Fatalf("%d entries, more than %d", len(m.m), maxFeedMemo)
 			}
@@ -243,5 +249,205 @@ func TestFeedMemoAfterPollWrite(t *testing.T) {
 				t.Fatalf("read %+v (%v) after a reader's change, want %+v", again, err, want)
 			}
 		})
+	}
+}
+
+// storedFeed decodes feed id's record as stored, bypassing the memo.
+func storedFeed(t *testing.T, s *Store, id uint64) (Feed, error) {
+	t.Helper()
+	var f Feed
+	err := s.db.View(func(tx *bolt.Tx) error {
+		k, v, err := feedRecord(tx, id)
+		if err != nil {
+			return err
+		}
+		f, err = decodeFeed(k, v)
+		return err
+	})
+	return f, err
+}
+
+// pollWrite is a poll's write of feed id: a 304 counted.
+func pollWrite(t *testing.T, s *Store, id uint64, at time.Time) {
+	t.Helper()
+	_, err := s.RecordFetch(id, nil, Observation{At: at, Status: 304}, func(f *Feed, _ *Observation, _ []Item) error {
+		f.Polls++
+		f.LastFetch = at
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFeedMemoCurrent: after a poll's write, Store.Feed takes the feed
+// from the memo without reading the record; after any other write, of
+// this feed or not, it reads the record again, and what it returns is
+// always what the record decodes to.
+func TestFeedMemoCurrent(t *testing.T) {
+	at := time.Unix(1e9, 0).UTC()
+	tests := []struct {
+		name  string
+		write func(t *testing.T, s *Store, id uint64) error
+	}{
+		{"UpdateFeed", func(t *testing.T, s *Store, id uint64) error {
+			_, err := s.UpdateFeed(id, func(f *Feed) error { f.Title = "renamed"; return nil })
+			return err
+		}},
+		{"DeleteFeed", func(t *testing.T, s *Store, id uint64) error { return s.DeleteFeed(id) }},
+		{"AddItems", func(t *testing.T, s *Store, id uint64) error {
+			_, err := s.AddItems(id, []Item{{ID: "r1", Title: "reading", Published: at}})
+			return err
+		}},
+		{"ApplyRetention", func(t *testing.T, s *Store, id uint64) error {
+			_, err := s.ApplyRetention(id)
+			return err
+		}},
+		{"another feed's update", func(t *testing.T, s *Store, id uint64) error {
+			g := Feed{Kind: KindRemote, URL: "https://example.org/other", Policy: "auto"}
+			if err := s.CreateFeed(&g); err != nil {
+				return err
+			}
+			_, err := s.UpdateFeed(g.ID, func(f *Feed) error { f.Title = "other"; return nil })
+			return err
+		}},
+		{"a plugin's data", func(t *testing.T, s *Store, id uint64) error { return s.PluginPut("p", "k", []byte("v")) }},
+		{"a write of the record by a transaction of the store's own", func(t *testing.T, s *Store, id uint64) error {
+			return s.dbUpdate(func(tx *bolt.Tx) error {
+				f, err := storedFeed(t, s, id)
+				if err != nil {
+					return err
+				}
+				f.Title = "written directly"
+				return putFeed(tx, &f)
+			})
+		}},
+		{"a grouped write of the record (update)", func(t *testing.T, s *Store, id uint64) error {
+			f, err := storedFeed(t, s, id)
+			if err != nil {
+				return err
+			}
+			f.Title = "written in a group"
+			return s.update(func(tx *bolt.Tx) error { return putFeed(tx, &f) })
+		}},
+		{"another poll's write", func(t *testing.T, s *Store, id uint64) error {
+			pollWrite(t, s, id, at.Add(time.Minute))
+			return nil
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openTest(t)
+			f := Feed{Kind: KindRemote, URL: "https://example.org/feed", Policy: "auto", Title: "original"}
+			if err := s.CreateFeed(&f); err != nil {
+				t.Fatal(err)
+			}
+			pollWrite(t, s, f.ID, at)
+			if _, ok := s.feedMemo.current(f.ID, s.feedGen.Load()); !ok {
+				t.Fatal("after a poll's write the memo's entry is not current")
+			}
+			if err := tc.write(t, s, f.ID); err != nil {
+				t.Fatal(err)
+			}
+			want, wantErr := storedFeed(t, s, f.ID)
+			got, err := s.Feed(f.ID)
+			if !errors.Is(err, wantErr) && !(err != nil && wantErr != nil && errors.Is(err, ErrFeedNotFound) && errors.Is(wantErr, ErrFeedNotFound)) {
+				t.Fatalf("Store.Feed: %v, the record: %v", err, wantErr)
+			}
+			if wantErr == nil && !reflect.DeepEqual(got, want) {
+				t.Fatalf("Store.Feed returned %+v, the record is %+v", got, want)
+			}
+		})
+	}
+}
+
+// TestStoreWritesEndMemoCurrency: every write transaction of the store
+// outside the group committer goes through dbUpdate, which ends the
+// currency of the memo's entries; a bare bbolt write added anywhere else
+// could change a feed record behind the memo, and fails here.
+func TestStoreWritesEndMemoCurrency(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(src), "\n") {
+			for _, call := range []string{".Update(", ".Batch(", ".Begin(true)"} {
+				if !strings.Contains(line, "db"+call) {
+					continue
+				}
+				// commit.go is the committer and dbUpdate; migrate.go
+				// runs before the store (and its memo) exists.
+				if file == "commit.go" || file == "migrate.go" {
+					continue
+				}
+				t.Errorf("%s:%d: %s: a write transaction outside dbUpdate and the committer", file, i+1, strings.TrimSpace(line))
+			}
+		}
+	}
+}
+
+// TestFeedMemoRaces: poll writes, updates and reads of one feed at once;
+// once the writers are done, Store.Feed returns what the record decodes
+// to (run with -race).
+func TestFeedMemoRaces(t *testing.T) {
+	s := openTest(t)
+	f := Feed{Kind: KindRemote, URL: "https://example.org/feed", Policy: "auto"}
+	if err := s.CreateFeed(&f); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Unix(1e9, 0).UTC()
+	var writers, readers sync.WaitGroup
+	stop := make(chan struct{})
+	for w := range 4 {
+		writers.Go(func() {
+			for i := range 50 {
+				pollWrite(t, s, f.ID, at.Add(time.Duration(w*1000+i)*time.Second))
+			}
+		})
+	}
+	writers.Go(func() {
+		for i := range 20 {
+			if _, err := s.UpdateFeed(f.ID, func(x *Feed) error { x.Title = fmt.Sprint("title ", i); return nil }); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	for range 4 {
+		readers.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := s.Feed(f.ID); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	writers.Wait()
+	close(stop)
+	readers.Wait()
+	want, err := storedFeed(t, s, f.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Feed(f.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) || got.Polls != 200 || got.Title != "title 19" {
+		t.Fatalf("after the writers Store.Feed returned %+v, the record is %+v", got, want)
 	}
 }

@@ -21,7 +21,7 @@ func (s *Store) CreateFeed(f *Feed) error {
 	if _, err := validateFeed(&nf); err != nil {
 		return fmt.Errorf("storage: create feed: %w", err)
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.dbUpdate(func(tx *bolt.Tx) error {
 		feeds, err := bucket(tx, bucketFeeds)
 		if err != nil {
 			return err
@@ -54,7 +54,7 @@ func (s *Store) CreateFeed(f *Feed) error {
 // of URL, slug and kind, with the same uniqueness rules as CreateFeed.
 func (s *Store) UpdateFeed(id uint64, fn func(*Feed) error) (Feed, error) {
 	var out Feed
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.dbUpdate(func(tx *bolt.Tx) error {
 		f, err := s.updateFeedTx(tx, id, fn)
 		out = f
 		return err
@@ -118,8 +118,16 @@ func (s *Store) updateFeedRawTx(tx *bolt.Tx, id uint64, fn func(*Feed) error) (F
 	return nf, raw, nil
 }
 
-// Feed returns feed id, or ErrFeedNotFound.
+// Feed returns feed id, or ErrFeedNotFound. After a poll's write, and
+// until any other write, it returns the feed as that write stored it
+// without reading the record (feedMemo); like any read, one that runs
+// while a write of the feed is under way may return the feed as it was
+// before that write.
 func (s *Store) Feed(id uint64) (Feed, error) {
+	if f, ok := s.feedMemo.current(id, s.feedGen.Load()); ok {
+		// As the feed's last poll stored it, and no other write since.
+		return f, nil
+	}
 	var f Feed
 	err := s.db.View(func(tx *bolt.Tx) error {
 		k, v, err := feedRecord(tx, id)
@@ -134,7 +142,7 @@ func (s *Store) Feed(id uint64) (Feed, error) {
 		if f, err = decodeFeed(k, v); err != nil {
 			return err
 		}
-		s.feedMemo.put(id, v, &f) // for the poll's write that follows
+		s.feedMemo.put(id, v, &f, s.feedGen.Load()) // for the poll's write that follows
 		return nil
 	})
 	if err != nil {
@@ -207,7 +215,7 @@ func (s *Store) Feeds() ([]Feed, error) {
 // DeleteFeed removes feed id with all its items and observations, or
 // fails with ErrFeedNotFound.
 func (s *Store) DeleteFeed(id uint64) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.dbUpdate(func(tx *bolt.Tx) error {
 		f, err := getFeed(tx, id)
 		if err != nil {
 			return err

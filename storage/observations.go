@@ -17,7 +17,7 @@ func (s *Store) AddObservation(feedID uint64, o Observation) error {
 	if err != nil {
 		return err
 	}
-	err = s.update(func(tx *bolt.Tx) error { return s.putObservation(tx, feedID, raw) })
+	err = s.updatePoll(func(tx *bolt.Tx) error { return s.putObservation(tx, feedID, raw) })
 	if err != nil {
 		return fmt.Errorf("storage: add observation to feed %d: %w", feedID, err)
 	}
@@ -33,25 +33,39 @@ func (s *Store) RecordPoll(feedID uint64, o Observation, fn func(*Feed) error) (
 		return Feed{}, err
 	}
 	var out Feed
-	var feedRaw []byte
 	pre := s.prepareFeed(feedID, func(p *preparedFeed) error { return fn(&p.f) }) // off the writer when it can be
-	err = s.update(func(tx *bolt.Tx) error {
+	err = s.updatePoll(func(tx *bolt.Tx) error {
 		if err := s.putObservation(tx, feedID, raw); err != nil {
 			return err
 		}
-		if ok, err := applyPrepared(tx, feedID, pre); err != nil || ok {
-			out, feedRaw = pre.f, pre.raw
+		if ok, err := applyPrepared(tx, feedID, pre); err != nil {
 			return err
+		} else if ok {
+			out = pre.f
+			s.memoOnCommit(tx, feedID, pre.raw, pre.memo)
+			return nil
 		}
 		f, fr, err := s.updateFeedRawTx(tx, feedID, fn)
-		out, feedRaw = f, fr
+		if err == nil {
+			out = f
+			s.memoOnCommit(tx, feedID, fr, cloneFeed(&f))
+		}
 		return err
 	})
 	if err != nil {
 		return Feed{}, fmt.Errorf("storage: record poll of feed %d: %w", feedID, err)
 	}
-	s.feedMemo.putOwned(feedID, feedRaw, &out) // for the next poll's Store.Feed (feedRaw is validateFeed's)
 	return out, nil
+}
+
+// memoOnCommit puts feed id as a poll's write in tx stores it (raw, its
+// validated encoding, and f, a copy nobody else holds) in the memo once
+// tx commits, current until a write other than a poll's ends
+// (feedMemo). tx's commit handlers run in the order of the commits, so
+// an earlier write's entry never replaces a later one's.
+func (s *Store) memoOnCommit(tx *bolt.Tx, id uint64, raw []byte, f Feed) {
+	gen := s.feedGen.Load()
+	tx.OnCommit(func() { s.feedMemo.putCommitted(id, raw, f, gen) })
 }
 
 func encodeObservation(feedID uint64, o Observation) ([]byte, error) {
@@ -221,7 +235,7 @@ func (s *Store) RecordFetch(feedID uint64, items []Item, o Observation, fn func(
 	// it on its own goroutine), and so does whatever it captures and sets:
 	// one small struct rather than the whole result in every poll.
 	st := &recordFetchTx{o: o}
-	err := s.update(func(tx *bolt.Tx) error {
+	err := s.updatePoll(func(tx *bolt.Tx) error {
 		st.res, st.usedPre, st.slow = addResult{}, false, nil
 		if len(valid.items) > 0 {
 			var err error
@@ -234,7 +248,11 @@ func (s *Store) RecordFetch(feedID uint64, items []Item, o Observation, fn func(
 				return err
 			} else if ok {
 				st.usedPre = true
-				return s.putObservation(tx, feedID, pre.obsRaw)
+				if err := s.putObservation(tx, feedID, pre.obsRaw); err != nil {
+					return err
+				}
+				s.memoOnCommit(tx, feedID, pre.raw, pre.memo)
+				return nil
 			}
 		}
 		obs := st.o
@@ -255,18 +273,15 @@ func (s *Store) RecordFetch(feedID uint64, items []Item, o Observation, fn func(
 		}
 		st.slow = &Fetched{Feed: f, Added: st.res.added, Observation: obs,
 			ItemErr: errors.Join(append(append(errs[:len(errs):len(errs)], st.res.updateErrs...), st.res.retErr)...)}
-		st.slowRaw = fr
+		s.memoOnCommit(tx, feedID, fr, cloneFeed(&f))
 		return nil
 	})
 	if err != nil {
 		return Fetched{}, fmt.Errorf("storage: record fetch of feed %d: %w", feedID, err)
 	}
-	// For the next poll's Store.Feed (the raw records are validateFeed's).
 	if !st.usedPre {
-		s.feedMemo.putOwned(feedID, st.slowRaw, &st.slow.Feed)
 		return *st.slow, nil
 	}
-	s.feedMemo.putOwned(feedID, pre.raw, &pre.f)
 	return Fetched{Feed: pre.f, Added: st.res.added, Observation: pre.obs, ItemErr: errors.Join(errs...)}, nil
 }
 
@@ -278,7 +293,6 @@ type recordFetchTx struct {
 	res     addResult
 	usedPre bool
 	slow    *Fetched
-	slowRaw []byte
 }
 
 // FeedStates implements StateLoader: Feeds, then Observations of each

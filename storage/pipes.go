@@ -58,7 +58,7 @@ func (s *Store) CreatePipe(p *Pipe, out *Feed) error {
 	if _, err := validatePipe(&np); err != nil {
 		return fmt.Errorf("storage: create pipe %q: %w", shortID(p.Slug), err)
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.dbUpdate(func(tx *bolt.Tx) error {
 		pipes, err := bucket(tx, bucketPipes)
 		if err != nil {
 			return err
@@ -192,7 +192,7 @@ func (s *Store) UpdatePipe(p Pipe) error { return s.UpdatePipeFeed(p, nil) }
 // edit may not change the feed's kind or slug (ErrInvalid); an error it
 // returns is returned and nothing is changed.
 func (s *Store) UpdatePipeFeed(p Pipe, edit func(*Feed) error) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.dbUpdate(func(tx *bolt.Tx) error {
 		old, err := getPipe(tx, p.ID)
 		if err != nil {
 			return err
@@ -267,7 +267,7 @@ func reslugPipe(tx *bolt.Tx, old, np *Pipe) error {
 // with the run's output with CommitPipeRun instead; SavePipeState is for
 // state that changes without output (e.g. a reset).
 func (s *Store) SavePipeState(id uint64, state json.RawMessage) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.dbUpdate(func(tx *bolt.Tx) error {
 		p, err := getPipe(tx, id)
 		if err != nil {
 			return err
@@ -286,7 +286,7 @@ func (s *Store) SavePipeState(id uint64, state json.RawMessage) error {
 // fails with ErrPipeNotFound. A pipe whose output feed is already gone is
 // removed all the same.
 func (s *Store) DeletePipe(id uint64) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.dbUpdate(func(tx *bolt.Tx) error {
 		p, err := getPipe(tx, id)
 		if err != nil {
 			return err
@@ -388,7 +388,7 @@ func (s *Store) CommitPipeRun(pipeID uint64, state json.RawMessage, out []Item, 
 		return nil, fmt.Errorf("storage: commit run of pipe %d: %w", pipeID, invalidf("state is not valid JSON"))
 	}
 	var res addResult
-	txErr := s.db.Update(func(tx *bolt.Tx) error {
+	txErr := s.dbUpdate(func(tx *bolt.Tx) error {
 		p, err := getPipe(tx, pipeID)
 		if err != nil {
 			return err

@@ -54,7 +54,7 @@ func (s *Store) PluginPut(plugin, key string, value []byte) error {
 	if err := ValidatePluginRecord(plugin, key, value); err != nil {
 		return err
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.dbUpdate(func(tx *bolt.Tx) error {
 		root := tx.Bucket(bucketPluginData)
 		if root == nil {
 			return corruptf("bucket %s missing", bucketPluginData)
@@ -96,7 +96,7 @@ func (s *Store) PluginGet(plugin, key string) ([]byte, error) {
 // PluginDelete removes key from plugin's namespace; a missing key is not
 // an error.
 func (s *Store) PluginDelete(plugin, key string) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.dbUpdate(func(tx *bolt.Tx) error {
 		b := pluginBucket(tx, plugin)
 		if b == nil {
 			return nil

@@ -23,6 +23,9 @@ type preparedFeed struct {
 	// (RecordFetch's).
 	obs    Observation
 	obsRaw []byte
+	// memo is a copy of f for the memo (memoOnCommit), made here rather
+	// than on the writer.
+	memo Feed
 }
 
 // prepareFeed applies fn to a copy of feed id as the memo holds it (p.f,
@@ -51,7 +54,7 @@ func (s *Store) prepareFeed(id uint64, fn func(p *preparedFeed) error) *prepared
 	if err != nil {
 		return nil
 	}
-	p.raw = raw
+	p.raw, p.memo = raw, cloneFeed(&p.f)
 	return p
 }
 

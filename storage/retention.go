@@ -44,7 +44,7 @@ func (e *reducerError) Unwrap() error { return e.err }
 // Retention.MaxAge. AddItems calls it after every addition; call it
 // periodically too, so age limits apply to feeds that stopped publishing.
 func (s *Store) ApplyRetention(feedID uint64) (removed int, err error) {
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = s.dbUpdate(func(tx *bolt.Tx) error {
 		feed, err := getFeed(tx, feedID)
 		if err != nil {
 			return err

@@ -61,8 +61,16 @@ type Store struct {
 	reducer atomic.Pointer[reducerBox]
 	commit  committer // group commit of the hot writes (commit.go)
 	// feedMemo hands the feeds Store.Feed decoded to the writes that
-	// follow (feedmemo.go).
+	// follow, and the feeds the polls' writes stored to the next
+	// Store.Feed (feedmemo.go).
 	feedMemo feedMemo
+	// feedGen counts the write transactions other than the polls' (see
+	// updatePoll) that have ended: a memo entry a poll's write stored is
+	// current while the count is the one its write began with, so
+	// Store.Feed returns it without a transaction (feedmemo.go). writeSeq
+	// orders the runs of poll writes' functions, which the single writer
+	// runs one at a time.
+	feedGen, writeSeq atomic.Uint64
 }
 
 type reducerBox struct{ r Reducer }
@@ -117,7 +125,9 @@ func open(path string, opt Options, migs []migration) (*Store, error) {
 	if linger == 0 {
 		linger = DefaultCommitLinger
 	}
-	return &Store{db: db, path: path, now: opt.Now, maxObs: opt.MaxObservations, linger: max(linger, 0)}, nil
+	st := &Store{db: db, path: path, now: opt.Now, maxObs: opt.MaxObservations, linger: max(linger, 0)}
+	st.feedGen.Store(1) // 0 marks a memo entry as not known current
+	return st, nil
 }
 
 // openBolt opens the bbolt file, turning a panic of bbolt on a damaged file
