@@ -456,7 +456,7 @@ func toUTF8(body []byte, contentType string) (_ []byte, bad int) {
 // match), or nil; the expression runs only when one may be there.
 func xmlDecl(body []byte) []byte {
 	i := 0
-	for i < len(body) && i < 512 && isRESpace(body[i]) {
+	for i < len(body) && isRESpace(body[i]) { // ^\s* has no bound
 		i++
 	}
 	if !bytes.HasPrefix(body[i:], []byte("<?xml")) {

@@ -107,6 +107,7 @@ func FuzzToUTF8(f *testing.F) {
 		{"<rss>\x01\x02\xef\xbf\xbe</rss>", "text/xml; CHARSET=windows-1252"},
 		{"<rss>25 \xc2\xb0C</rss>", "text/xml; charset=latin1"},
 		{"<rss>caf\xe9 \xff</rss>", ""},
+		{strings.Repeat(" \n", 600) + "<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><rss>caf\xe9</rss>", ""},
 		{"\f<?xml version=\"1.0\" encoding=\"IBM037\"?><a/>", "text/xml; charset=\"utf-8\""},
 	} {
 		f.Add([]byte(seed.body), seed.ct)
