@@ -1,9 +1,16 @@
 package storage
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"syscall"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // benchItem is a typical sensor item of about 600 bytes encoded.
@@ -89,4 +96,192 @@ func BenchmarkItems(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkPollBatches measures what a poll's write costs as a function of
+// how polls are grouped into transactions: the design question of a log
+// in front of bbolt (docs/aggregator.md, ninth round). Each iteration
+// writes one poll of each of 10,000 feeds as a 304 does, durable (fsync),
+// in transactions of N polls:
+//
+//   - per-N-random: RecordPoll's transaction (an observation appended to
+//     the feed's tail, its record rewritten), the feeds in the order the
+//     polls came, as the group commit sees them;
+//   - per-N-sorted: the same with each transaction's feeds sorted, as a
+//     checkpoint that gathered the polls first would write them;
+//   - log-N: each poll appended instead to one log bucket (a store-wide
+//     sequence key, the feed's updated record and the observation), what
+//     a log in front of the records would write per poll.
+//
+// Run each sub-benchmark in a process of its own (-bench
+// 'BenchmarkPollBatches/NAME$'): the first one run in a process pays for
+// a colder machine. It reports the process's CPU time per poll (fsync's
+// system time included), the wall time per poll and the pages each poll
+// wrote.
+func BenchmarkPollBatches(b *testing.B) {
+	const feeds = 10000
+	for _, c := range []struct {
+		per    int
+		sorted bool
+		log    bool
+	}{
+		{64, false, false},
+		{64, true, false},
+		{1000, true, false},
+		{feeds, true, false},
+		{64, false, true},
+		{1000, false, true},
+	} {
+		name := fmt.Sprintf("per-%d-random", c.per)
+		switch {
+		case c.log:
+			name = fmt.Sprintf("log-%d", c.per)
+		case c.sorted:
+			name = fmt.Sprintf("per-%d-sorted", c.per)
+		}
+		b.Run(name, func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "polls.db")
+			s, err := Open(path, Options{NoSync: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ids := make([]uint64, feeds)
+			for i := range ids {
+				f := Feed{Kind: KindRemote, URL: fmt.Sprintf("http://127.0.0.%d/f/%d", 1+i%4, i), Policy: "auto"}
+				if err := s.CreateFeed(&f); err != nil {
+					b.Fatal(err)
+				}
+				ids[i] = f.ID
+			}
+			if err := s.Close(); err != nil {
+				b.Fatal(err)
+			}
+			if s, err = Open(path, Options{}); err != nil { // durable from here
+				b.Fatal(err)
+			}
+			defer closeAndCheck(b, s)
+			for _, id := range ids { // the memo holds every feed, as after a poll
+				if _, err := s.Feed(id); err != nil {
+					b.Fatal(err)
+				}
+			}
+			rng := rand.New(rand.NewPCG(1, 2))
+			at := t0
+			var pages int64
+			cpu := cpuTime()
+			for b.Loop() {
+				rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+				for lo := 0; lo < feeds; lo += c.per {
+					chunk := slices.Clone(ids[lo:min(lo+c.per, feeds)])
+					if c.sorted {
+						slices.Sort(chunk)
+					}
+					at = at.Add(time.Second)
+					if c.log {
+						pages += int64(s.pollLogBatch(b, chunk, at))
+						continue
+					}
+					pages += int64(s.pollBatch(b, chunk, at))
+				}
+			}
+			n := float64(b.N * feeds)
+			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/n, "cpu-µs/poll")
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/n, "µs/poll")
+			b.ReportMetric(float64(pages)/n, "pages/poll")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// benchPoll is one 304 poll of a feed, prepared as RecordPoll prepares
+// it off the writer: the feed's updated record and the observation.
+type benchPoll struct {
+	pre *preparedFeed
+	raw []byte
+}
+
+// preparePolls prepares a poll at `at` of each feed of ids.
+func (s *Store) preparePolls(b *testing.B, ids []uint64, at time.Time) []benchPoll {
+	polls := make([]benchPoll, len(ids))
+	for i, id := range ids {
+		raw, err := encodeObservation(id, Observation{At: at, Status: 304})
+		if err != nil {
+			b.Fatal(err)
+		}
+		pre := s.prepareFeed(id, func(p *preparedFeed) error {
+			p.f.Polls++
+			p.f.LastFetch = at
+			return nil
+		})
+		if pre == nil {
+			b.Fatalf("feed %d: no memo entry", id)
+		}
+		polls[i] = benchPoll{pre, raw}
+	}
+	return polls
+}
+
+// pagesWritten runs fn in a durable write transaction and returns the
+// pages its commit wrote.
+func (s *Store) pagesWritten(b *testing.B, fn func(*bolt.Tx) error) int {
+	before := s.db.Stats().TxStats
+	written := before.GetWrite()
+	if err := s.dbUpdate(fn); err != nil {
+		b.Fatal(err)
+	}
+	after := s.db.Stats().TxStats
+	return int(after.GetWrite() - written)
+}
+
+// pollBatch writes one 304 poll of each feed of ids in one transaction, as
+// RecordPoll's transaction writes one, and returns the pages written.
+func (s *Store) pollBatch(b *testing.B, ids []uint64, at time.Time) int {
+	polls := s.preparePolls(b, ids, at)
+	return s.pagesWritten(b, func(tx *bolt.Tx) error {
+		for i, id := range ids {
+			if err := s.putObservation(tx, id, polls[i].raw); err != nil {
+				return err
+			}
+			if ok, err := applyPrepared(tx, id, polls[i].pre); err != nil || !ok {
+				return fmt.Errorf("feed %d: record not stored (%v)", id, err)
+			}
+			s.memoOnCommit(tx, id, polls[i].pre.raw, polls[i].pre.memo)
+		}
+		return nil
+	})
+}
+
+// pollLogBatch appends one 304 poll of each feed of ids to a log bucket
+// in one transaction, each an entry keyed by a store-wide sequence
+// holding the feed's updated record and the observation (what a log in
+// front of the feeds' records would write per poll), and returns the
+// pages written.
+func (s *Store) pollLogBatch(b *testing.B, ids []uint64, at time.Time) int {
+	polls := s.preparePolls(b, ids, at)
+	entries := make([][]byte, len(ids))
+	for i, id := range ids {
+		e := binary.AppendUvarint(binary.BigEndian.AppendUint64(nil, id), uint64(len(polls[i].pre.raw)))
+		entries[i] = append(append(e, polls[i].pre.raw...), polls[i].raw...)
+	}
+	return s.pagesWritten(b, func(tx *bolt.Tx) error {
+		log, err := tx.CreateBucketIfNotExists([]byte("bench_poll_log"))
+		if err != nil {
+			return err
+		}
+		log.FillPercent = 1
+		for _, e := range entries {
+			seq, _ := log.NextSequence()
+			if err := log.Put(u64(seq), e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
