@@ -114,8 +114,8 @@ func BenchmarkItems(b *testing.B) {
 //     a log in front of the records would write per poll.
 //
 // Run each sub-benchmark in a process of its own (-bench
-// 'BenchmarkPollBatches/NAME$'): the first one run in a process pays for
-// a colder machine. It reports the process's CPU time per poll (fsync's
+// 'BenchmarkPollBatches/NAME$'): run one after another in one process,
+// the first came out slower than the same work run later. It reports the process's CPU time per poll (fsync's
 // system time included), the wall time per poll and the pages each poll
 // wrote.
 func BenchmarkPollBatches(b *testing.B) {
