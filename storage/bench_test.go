@@ -6,11 +6,12 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/slogfeed/slogfeed/aggregator/aggtest"
 )
 
 // benchItem is a typical sensor item of about 600 bytes encoded.
@@ -168,7 +169,7 @@ func BenchmarkPollBatches(b *testing.B) {
 			rng := rand.New(rand.NewPCG(1, 2))
 			at := t0
 			var pages int64
-			cpu := cpuTime()
+			cpu := aggtest.CPUTime()
 			for b.Loop() {
 				rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
 				for lo := 0; lo < feeds; lo += c.per {
@@ -185,7 +186,7 @@ func BenchmarkPollBatches(b *testing.B) {
 				}
 			}
 			n := float64(b.N * feeds)
-			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/n, "cpu-µs/poll")
+			b.ReportMetric(float64((aggtest.CPUTime()-cpu).Microseconds())/n, "cpu-µs/poll")
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/n, "µs/poll")
 			b.ReportMetric(float64(pages)/n, "pages/poll")
 			b.ReportMetric(0, "ns/op")
@@ -277,11 +278,4 @@ func (s *Store) pollLogBatch(b *testing.B, ids []uint64, at time.Time) int {
 		}
 		return nil
 	})
-}
-
-// cpuTime is the process's user and system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
