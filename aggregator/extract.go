@@ -11,7 +11,8 @@ import (
 
 	ext "github.com/mmcdole/gofeed/extensions"
 
-	"github.com/slogfeed/slogfeed/aggregator/feedext"
+	"github.com/slogfeed/slogfeed/feedext"
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/storage"
 )
 
@@ -54,8 +55,8 @@ func readingFromExt(exts ext.Extensions, keys []string) *storage.Reading {
 		}
 		r := &storage.Reading{
 			Value:  v,
-			Unit:   PlainText(e.Attrs[feedext.AttrUnit], maxUnitRunes),
-			Sensor: PlainText(e.Attrs[feedext.AttrSensor], maxSensorRunes),
+			Unit:   sanitize.PlainText(e.Attrs[feedext.AttrUnit], maxUnitRunes),
+			Sensor: sanitize.PlainText(e.Attrs[feedext.AttrSensor], maxSensorRunes),
 			Time:   parseReadingTime(e.Attrs[feedext.AttrTime]),
 		}
 		lat, okLat := parseNumber(e.Attrs[feedext.AttrLat])
@@ -93,8 +94,8 @@ func readingFromJSON(raw json.RawMessage) *storage.Reading {
 	}
 	r := &storage.Reading{
 		Value:  v,
-		Unit:   PlainText(j.Unit, maxUnitRunes),
-		Sensor: PlainText(j.Sensor, maxSensorRunes),
+		Unit:   sanitize.PlainText(j.Unit, maxUnitRunes),
+		Sensor: sanitize.PlainText(j.Sensor, maxSensorRunes),
 		Time:   parseReadingTime(j.Time),
 	}
 	lat, okLat := jsonNumber(j.Lat)
@@ -213,7 +214,7 @@ func ApplyRule(rule storage.ExtractRule, title, summary string) (v float64, ok b
 	if strings.EqualFold(strings.TrimSpace(rule.Field), "summary") {
 		text = summary
 	}
-	text = PlainText(text, 0)
+	text = sanitize.PlainText(text, 0)
 	m := re.FindStringSubmatch(text)
 	if len(m) < 2 {
 		return 0, false, nil

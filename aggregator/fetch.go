@@ -20,7 +20,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/slogfeed/slogfeed/aggregator/feedext"
+	"github.com/slogfeed/slogfeed/feedext"
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/schedule"
 )
 
@@ -304,7 +305,7 @@ func (f *Fetcher) CheckURL(raw string) (string, error) {
 	u, err := f.checkURL(raw)
 	if err != nil {
 		if u != nil {
-			return "", fmt.Errorf("%s: %w", RedactURL(u.String()), err)
+			return "", fmt.Errorf("%s: %w", sanitize.RedactURL(u.String()), err)
 		}
 		return "", err
 	}
@@ -322,7 +323,7 @@ func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 		return fmt.Errorf("%w: stopped after %d", ErrTooManyRedirects, max)
 	}
 	if err := f.checkTarget(req.URL); err != nil {
-		return fmt.Errorf("redirect to %s: %w", RedactURL(req.URL.String()), err)
+		return fmt.Errorf("redirect to %s: %w", sanitize.RedactURL(req.URL.String()), err)
 	}
 	return nil
 }
@@ -338,16 +339,16 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 	u, err := f.checkURL(req.URL)
 	if err != nil {
 		if u != nil {
-			return nil, fmt.Errorf("fetch %.200s: %w", RedactURL(u.String()), err)
+			return nil, fmt.Errorf("fetch %.200s: %w", sanitize.RedactURL(u.String()), err)
 		}
-		return nil, fmt.Errorf("fetch %.200q: %w", RedactURL(req.URL), err)
+		return nil, fmt.Errorf("fetch %.200q: %w", sanitize.RedactURL(req.URL), err)
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, f.opt.Timeout, errTimeout)
 	defer cancel()
 	target := u.String() // once: it is also the final URL when nothing redirected
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
-		return nil, fmt.Errorf("fetch %s: %w: %v", RedactURL(target), ErrInvalidURL, err)
+		return nil, fmt.Errorf("fetch %s: %w: %v", sanitize.RedactURL(target), ErrInvalidURL, err)
 	}
 	h := hreq.Header // canonical keys, and the values shared, not copied
 	h["User-Agent"], h["Accept"], h["Accept-Encoding"] = f.ua, acceptValue, encodingValue
@@ -399,7 +400,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 		r.Body = body
 		return r, nil
 	default:
-		return nil, fmt.Errorf("fetch %s: %w", RedactURL(u.String()), &HTTPError{
+		return nil, fmt.Errorf("fetch %s: %w", sanitize.RedactURL(u.String()), &HTTPError{
 			Status:     hresp.StatusCode,
 			RetryAfter: r.RetryAfter,
 			URL:        r.FinalURL,
@@ -441,13 +442,13 @@ func (f *Fetcher) wrapErr(ctx context.Context, u *url.URL, err error) error {
 	switch {
 	case errors.Is(err, ErrBlocked), errors.Is(err, ErrScheme), errors.Is(err, ErrInvalidURL),
 		errors.Is(err, ErrTooManyRedirects), errors.Is(err, ErrTooLarge), errors.Is(err, ErrEncoding):
-		return fmt.Errorf("fetch %s: %w", RedactURL(u.String()), err)
+		return fmt.Errorf("fetch %s: %w", sanitize.RedactURL(u.String()), err)
 	case context.Cause(ctx) == errTimeout:
-		return fmt.Errorf("fetch %s: %w after %v", RedactURL(u.String()), ErrTimeout, f.opt.Timeout)
+		return fmt.Errorf("fetch %s: %w after %v", sanitize.RedactURL(u.String()), ErrTimeout, f.opt.Timeout)
 	case errors.As(err, &nerr) && nerr.Timeout():
-		return fmt.Errorf("fetch %s: %w: %v", RedactURL(u.String()), ErrTimeout, err)
+		return fmt.Errorf("fetch %s: %w: %v", sanitize.RedactURL(u.String()), ErrTimeout, err)
 	}
-	return fmt.Errorf("fetch %s: %w", RedactURL(u.String()), err)
+	return fmt.Errorf("fetch %s: %w", sanitize.RedactURL(u.String()), err)
 }
 
 // readBody reads the body, decompressing gzip, and fails with ErrTooLarge

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/storage"
 )
 
@@ -116,18 +117,18 @@ func TestRedactURL(t *testing.T) {
 		"http://host/feed":                     "http://host/feed",
 		"http://host/a@b":                      "http://host/a@b",
 		"http://u:p%40ss@host:8080/x":          "http://u:xxxxx@host:8080/x",
-		"http://u:pw@host/%zz":                 Masked,
+		"http://u:pw@host/%zz":                 sanitize.Masked,
 		"":                                     "",
 		"sensor/lab-1":                         "sensor/lab-1",
 		"http://u:pw@[::1]:8080/feed.rss#frag": "http://u:xxxxx@[::1]:8080/feed.rss#frag",
-		"u:pw@host/feed":                       Masked, // no scheme: "u" parses as one
-		"apikey@host/feed":                     Masked,
+		"u:pw@host/feed":                       sanitize.Masked, // no scheme: "u" parses as one
+		"apikey@host/feed":                     sanitize.Masked,
 	} {
-		if got := RedactURL(raw); got != want {
-			t.Errorf("RedactURL(%q) = %q, want %q", raw, got, want)
+		if got := sanitize.RedactURL(raw); got != want {
+			t.Errorf("sanitize.RedactURL(%q) = %q, want %q", raw, got, want)
 		}
-		if strings.Contains(RedactURL(raw), "pw") && !strings.Contains(want, "pw") {
-			t.Errorf("RedactURL(%q) shows the password", raw)
+		if strings.Contains(sanitize.RedactURL(raw), "pw") && !strings.Contains(want, "pw") {
+			t.Errorf("sanitize.RedactURL(%q) shows the password", raw)
 		}
 	}
 }

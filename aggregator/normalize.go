@@ -14,6 +14,7 @@ import (
 	"github.com/mmcdole/gofeed"
 	ext "github.com/mmcdole/gofeed/extensions"
 
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/storage"
 )
 
@@ -26,7 +27,7 @@ import (
 //     so the ID does not change with slogfeed's cleaning rules.
 //   - Links resolved against the feed's URL; only http and https kept.
 //   - Title: plain text, at most MaxTitleRunes runes.
-//   - Summary and content: sanitised HTML (SanitizeHTML).
+//   - Summary and content: sanitised HTML (sanitize.HTML).
 //   - Categories: plain text, deduplicated, at most maxCategories.
 //   - Enclosures: http(s) URL, type, length; at most maxEnclosures.
 //   - Dates: the item's published date (else its updated date); a date
@@ -36,6 +37,16 @@ import (
 //     rule. A position (georss:point, or geo:lat with geo:long) fills the
 //     reading's Lat/Lon when the reading has none; an item without a
 //     reading keeps no position (Item has no field for one).
+
+// Text limits of normalised items.
+const (
+	MaxTitleRunes    = 1000
+	maxAuthorRunes   = 200
+	maxCategoryRunes = 200
+	maxCategories    = 64
+	maxEnclosures    = 32
+	maxTypeRunes     = 200
+)
 
 // maxIDBytes is the longest guid used as an ID as is; maxGUIDBytes the
 // longest kept at all.
@@ -116,11 +127,11 @@ func newNormalizer(opt ParseOptions) *normalizer {
 // feed normalises a parsed feed.
 func (n *normalizer) feed(f *gofeed.Feed) *Parsed {
 	p := &Parsed{
-		Title:      PlainText(f.Title, MaxTitleRunes),
+		Title:      sanitize.PlainText(f.Title, MaxTitleRunes),
 		UpdateHint: updateHint(f.Extensions),
 		ExtractErr: n.ruleErr,
 	}
-	if link, ok := resolveURL(n.base, f.Link, false); ok {
+	if link, ok := sanitize.ResolveURL(n.base, f.Link, false); ok {
 		p.Site = link
 	}
 	items := f.Items
@@ -152,10 +163,10 @@ func (n *normalizer) feed(f *gofeed.Feed) *Parsed {
 func (n *normalizer) item(it *gofeed.Item, extra *jsonItemExtra) storage.Item {
 	item := storage.Item{
 		ID:      itemID(it),
-		Title:   PlainText(it.Title, MaxTitleRunes),
+		Title:   sanitize.PlainText(it.Title, MaxTitleRunes),
 		Fetched: n.opt.Now,
 	}
-	if guid := cleanText(strings.TrimSpace(it.GUID), false); len(guid) <= maxGUIDBytes {
+	if guid := sanitize.Clean(strings.TrimSpace(it.GUID)); len(guid) <= maxGUIDBytes {
 		item.GUID = guid // a longer one is only kept hashed, as the ID
 	}
 
@@ -163,7 +174,7 @@ func (n *normalizer) item(it *gofeed.Item, extra *jsonItemExtra) storage.Item {
 	if link == "" && len(it.Links) > 0 {
 		link = it.Links[0]
 	}
-	if u, ok := resolveURL(n.base, link, false); ok {
+	if u, ok := sanitize.ResolveURL(n.base, link, false); ok {
 		item.Link = u
 	}
 	content := it.Content
@@ -171,25 +182,13 @@ func (n *normalizer) item(it *gofeed.Item, extra *jsonItemExtra) storage.Item {
 		// JSON Feed content_text is plain text, not HTML.
 		content = strings.ReplaceAll(html.EscapeString(*extra.ContentText), "\n", "<br>")
 	}
-	// SanitizeHTML, with the base URL parsed only when a field needs the
-	// full path (the shortcuts never look at it).
-	summary, sumOut, sumDone := sanitizeQuick(it.Description)
-	content, conOut, conDone := sanitizeQuick(content)
-	if !sumDone || !conDone {
-		// Relative links inside the item resolve against its own
-		// link, else against the feed's URL.
-		base := n.base
-		if u, err := url.Parse(item.Link); err == nil && item.Link != "" {
-			base = u
-		}
-		if !sumDone {
-			sumOut = sanitizePolicy(summary, base)
-		}
-		if !conDone {
-			conOut = sanitizePolicy(content, base)
-		}
+	// Relative links inside the item resolve against its own link, else
+	// against the feed's URL.
+	base := n.base
+	if u, err := url.Parse(item.Link); err == nil && item.Link != "" {
+		base = u
 	}
-	item.Summary, item.Content = sumOut, conOut
+	item.Summary, item.Content = sanitize.HTML(it.Description, base), sanitize.HTML(content, base)
 	if item.Summary == item.Content {
 		item.Content = "" // RSS translators often copy one into the other
 	}
@@ -201,7 +200,7 @@ func (n *normalizer) item(it *gofeed.Item, extra *jsonItemExtra) storage.Item {
 		if name == "" {
 			name = a.Email
 		}
-		if name = PlainText(name, maxAuthorRunes); name != "" {
+		if name = sanitize.PlainText(name, maxAuthorRunes); name != "" {
 			item.Author = name
 			break
 		}
@@ -231,7 +230,7 @@ func (n *normalizer) item(it *gofeed.Item, extra *jsonItemExtra) storage.Item {
 	}
 	if item.Reading == nil && n.opt.Extract != nil && n.ruleErr == nil {
 		if v, ok, _ := ApplyRule(*n.opt.Extract, it.Title, it.Description); ok {
-			item.Reading = &storage.Reading{Value: v, Unit: PlainText(n.opt.Extract.Unit, maxUnitRunes)}
+			item.Reading = &storage.Reading{Value: v, Unit: sanitize.PlainText(n.opt.Extract.Unit, maxUnitRunes)}
 		}
 	}
 	if item.Reading != nil {
@@ -252,7 +251,7 @@ func (n *normalizer) item(it *gofeed.Item, extra *jsonItemExtra) storage.Item {
 func itemID(it *gofeed.Item) string {
 	guid := strings.TrimSpace(it.GUID)
 	if guid != "" {
-		guid = cleanText(guid, false)
+		guid = sanitize.Clean(guid)
 		if len(guid) <= maxIDBytes {
 			return guid
 		}
@@ -277,7 +276,7 @@ func categories(in []string) []string {
 	var out []string
 	seen := make(map[string]bool, len(in))
 	for _, c := range in {
-		c = PlainText(c, maxCategoryRunes)
+		c = sanitize.PlainText(c, maxCategoryRunes)
 		k := strings.ToLower(c)
 		if c == "" || seen[k] {
 			continue
@@ -298,11 +297,11 @@ func (n *normalizer) enclosures(in []*gofeed.Enclosure) []storage.Enclosure {
 		if e == nil {
 			continue
 		}
-		u, ok := resolveURL(n.base, e.URL, false)
+		u, ok := sanitize.ResolveURL(n.base, e.URL, false)
 		if !ok {
 			continue
 		}
-		enc := storage.Enclosure{URL: u, Type: PlainText(e.Type, maxTypeRunes)}
+		enc := storage.Enclosure{URL: u, Type: sanitize.PlainText(e.Type, maxTypeRunes)}
 		if l, err := strconv.ParseInt(strings.TrimSpace(e.Length), 10, 64); err == nil && l > 0 {
 			enc.Length = l
 		}

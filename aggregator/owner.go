@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/storage/cluster"
@@ -250,7 +251,7 @@ func (s *Service) loadStates(want func(id uint64) bool) (replays map[uint64]*rep
 		}
 		r, err := newReplay(f)
 		if err != nil {
-			s.log.Error("cannot schedule feed", "feed", f.ID, "url", RedactURL(f.URL), "err", err)
+			s.log.Error("cannot schedule feed", "feed", f.ID, "url", sanitize.RedactURL(f.URL), "err", err)
 			return false
 		}
 		replays[f.ID] = r

@@ -25,7 +25,8 @@ import (
 	"golang.org/x/text/encoding/charmap"
 	"golang.org/x/text/encoding/unicode"
 
-	"github.com/slogfeed/slogfeed/aggregator/feedext"
+	"github.com/slogfeed/slogfeed/feedext"
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 )
@@ -210,7 +211,7 @@ func describeType(ct string) string {
 
 // clip bounds a message quoted from a parser and makes it printable.
 func clip(s string) string {
-	s = strings.Join(strings.Fields(cleanText(s, false)), " ")
+	s = strings.Join(strings.Fields(sanitize.Clean(s)), " ")
 	if utf8.RuneCountInString(s) > maxErrText {
 		s = string([]rune(s)[:maxErrText]) + "…"
 	}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/storage/cluster"
@@ -308,7 +309,7 @@ func (s *Service) Load() error {
 	for _, id := range ids {
 		if err := s.install(replays[id], now, true); err != nil {
 			// One bad feed must not stop the others.
-			s.log.Error("cannot schedule feed", "feed", id, "url", RedactURL(replays[id].f.URL), "err", err)
+			s.log.Error("cannot schedule feed", "feed", id, "url", sanitize.RedactURL(replays[id].f.URL), "err", err)
 		}
 	}
 	return nil
@@ -327,7 +328,7 @@ func (s *Service) loadEach() error {
 			continue
 		}
 		if err := s.schedule(f, now, true); err != nil {
-			s.log.Error("cannot schedule feed", "feed", f.ID, "url", RedactURL(f.URL), "err", err)
+			s.log.Error("cannot schedule feed", "feed", f.ID, "url", sanitize.RedactURL(f.URL), "err", err)
 		}
 	}
 	return nil
@@ -385,7 +386,7 @@ func (s starter) Start(now time.Time) time.Time {
 func (s *Service) Subscribe(f storage.Feed) (storage.Feed, error) {
 	u, err := url.Parse(f.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return storage.Feed{}, fmt.Errorf("%w: %q", ErrBadURL, RedactURL(f.URL))
+		return storage.Feed{}, fmt.Errorf("%w: %q", ErrBadURL, sanitize.RedactURL(f.URL))
 	}
 	// The SSRF guard, now rather than at the first fetch, for a host
 	// that is an address in any form (no DNS query is sent).
@@ -878,7 +879,7 @@ func (s *Service) failed(f storage.Feed, now time.Time, ferr error) (storage.Obs
 		s.log.Warn("cannot record fetch error", "feed", f.ID, "err", err)
 	}
 	s.opt.Metrics.failed()
-	s.log.Info("fetch failed", "feed", f.ID, "url", RedactURL(f.URL), "err", ferr, "errors_in_a_row", n, "retry_in", backoff)
+	s.log.Info("fetch failed", "feed", f.ID, "url", sanitize.RedactURL(f.URL), "err", ferr, "errors_in_a_row", n, "retry_in", backoff)
 	return obs, backoff, updated
 }
 

@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator"
-	"github.com/slogfeed/slogfeed/aggregator/opml"
+	"github.com/slogfeed/slogfeed/reader/opml"
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/storage/cluster"
@@ -149,7 +150,7 @@ func (a *api) view(f storage.Feed) FeedView {
 // storage.Store.RecentLatencies) already read; it sorts them.
 func (a *api) viewWith(f storage.Feed, lat []float64) FeedView {
 	v := FeedView{
-		ID: f.ID, Kind: string(f.Kind), URL: aggregator.RedactURL(f.URL), Slug: f.Slug, Title: f.Title, Site: f.Site,
+		ID: f.ID, Kind: string(f.Kind), URL: sanitize.RedactURL(f.URL), Slug: f.Slug, Title: f.Title, Site: f.Site,
 		Category: f.Category, Policy: f.Policy, Weight: f.Weight,
 		Polls: f.Polls, Hits: f.Hits, Items: f.Items, LastError: f.LastError, ErrorCount: f.ErrorCount,
 		LastFetch: timePtr(f.LastFetch), LastHit: timePtr(f.LastHit), RetryAfter: timePtr(f.RetryAfter),
@@ -280,7 +281,7 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 	})
 	switch {
 	case errors.Is(err, storage.ErrFeedExists):
-		respondError(w, http.StatusConflict, "already subscribed to "+aggregator.RedactURL(req.URL))
+		respondError(w, http.StatusConflict, "already subscribed to "+sanitize.RedactURL(req.URL))
 		return
 	case err != nil:
 		respondError(w, http.StatusBadRequest, err.Error())

@@ -18,7 +18,7 @@ import (
 
 	"github.com/mmcdole/gofeed"
 
-	"github.com/slogfeed/slogfeed/aggregator/feedext"
+	"github.com/slogfeed/slogfeed/feedext"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/web/publish"
 )

@@ -46,7 +46,7 @@
 // Security (see Auth): with a token, changes need "Authorization: Bearer
 // TOKEN" (the scheme in any case) or a logged-in UI session with its CSRF
 // token (X-CSRF-Token header), and UI pages need a login. Every read shows
-// feed URLs with their credentials masked (aggregator.RedactURL), except
+// feed URLs with their credentials masked (sanitize.RedactURL), except
 // the OPML export, which needs the token. Cross-origin changes from browsers
 // are refused everywhere (http.CrossOriginProtection), and a server on
 // loopback answers only requests for a loopback host (DNS-rebinding

@@ -16,7 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/slogfeed/slogfeed/aggregator/opml"
+	"github.com/slogfeed/slogfeed/reader/opml"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/web"
 )

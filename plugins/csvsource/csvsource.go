@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/slogfeed/slogfeed/aggregator"
-	"github.com/slogfeed/slogfeed/aggregator/feedext"
+	"github.com/slogfeed/slogfeed/feedext"
 	"github.com/slogfeed/slogfeed/plugins"
 	"github.com/slogfeed/slogfeed/plugins/sourcekit"
 )

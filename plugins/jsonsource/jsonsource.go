@@ -15,7 +15,7 @@ import (
 	"github.com/jmespath-community/go-jmespath/pkg/parsing"
 
 	"github.com/slogfeed/slogfeed/aggregator"
-	"github.com/slogfeed/slogfeed/aggregator/feedext"
+	"github.com/slogfeed/slogfeed/feedext"
 	"github.com/slogfeed/slogfeed/plugins"
 	"github.com/slogfeed/slogfeed/plugins/sourcekit"
 )

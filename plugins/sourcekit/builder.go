@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/storage"
 )
 
@@ -112,11 +113,11 @@ func (b *Builder) Add(n int, r Record) {
 	t := r.Time.UTC()
 	rd := &storage.Reading{
 		Value:  r.Value,
-		Unit:   aggregator.PlainText(r.Unit, MaxUnitRunes),
-		Sensor: aggregator.PlainText(r.Sensor, MaxSensorRunes),
+		Unit:   sanitize.PlainText(r.Unit, MaxUnitRunes),
+		Sensor: sanitize.PlainText(r.Sensor, MaxSensorRunes),
 		Time:   t,
 	}
-	id := aggregator.PlainText(r.ID, 0)
+	id := sanitize.PlainText(r.ID, 0)
 	if id == "" {
 		id = t.Format(time.RFC3339Nano)
 		if rd.Sensor != "" {
@@ -158,7 +159,7 @@ func (b *Builder) Parsed(title string) (*aggregator.Parsed, error) {
 		}
 	}
 	slices.SortStableFunc(b.items, func(x, y storage.Item) int { return y.Published.Compare(x.Published) })
-	p := &aggregator.Parsed{Title: aggregator.PlainText(title, 256), Items: b.items, Truncated: b.truncated}
+	p := &aggregator.Parsed{Title: sanitize.PlainText(title, 256), Items: b.items, Truncated: b.truncated}
 	if len(p.Items) > b.max {
 		p.Items, p.Truncated = p.Items[:b.max:b.max], true
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/slogfeed/slogfeed/aggregator/feedext"
+	"github.com/slogfeed/slogfeed/feedext"
 )
 
 // Time formats of TimeFormat besides Go layouts.

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator"
-	"github.com/slogfeed/slogfeed/aggregator/feedext"
+	"github.com/slogfeed/slogfeed/feedext"
 	"github.com/slogfeed/slogfeed/plugins"
 	"github.com/slogfeed/slogfeed/plugins/sourcekit"
 )

@@ -13,7 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/transform"
 )
@@ -298,7 +298,7 @@ func (o *outputBuilder) decodeJSON(out []byte, maxText int) ([]transform.Item, e
 		return nil, fmt.Errorf("%w: data after the output JSON", ErrOutput)
 	}
 	if doc.Error != "" {
-		return nil, fmt.Errorf("%w: %s", ErrReported, shorten(aggregator.PlainText(doc.Error, 0), 500))
+		return nil, fmt.Errorf("%w: %s", ErrReported, shorten(sanitize.PlainText(doc.Error, 0), 500))
 	}
 	if len(doc.Items) > o.limit {
 		return nil, fmt.Errorf("%w: %d items, at most %d (%w)", ErrOutput, len(doc.Items), o.limit, transform.ErrLimit)
@@ -328,15 +328,15 @@ func (o *outputBuilder) decodeJSON(out []byte, maxText int) ([]transform.Item, e
 			setTime(it, ji.Time.UTC())
 		}
 		if ji.Title != nil {
-			it.Title = aggregator.PlainText(*ji.Title, maxText)
+			it.Title = sanitize.PlainText(*ji.Title, maxText)
 		}
 		if ji.Summary != nil {
-			it.Summary = aggregator.SanitizeHTML(*ji.Summary, nil)
+			it.Summary = sanitize.HTML(*ji.Summary, nil)
 		}
 		if ji.Categories != nil {
 			cats := make([]string, 0, len(*ji.Categories))
 			for _, c := range *ji.Categories {
-				if c = aggregator.PlainText(c, 0); c != "" {
+				if c = sanitize.PlainText(c, 0); c != "" {
 					cats = append(cats, c)
 				}
 			}

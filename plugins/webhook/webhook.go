@@ -20,6 +20,7 @@ import (
 
 	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/plugins"
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/transform"
 	"github.com/slogfeed/slogfeed/web"
@@ -432,7 +433,7 @@ type feedInfo struct {
 // bodies makes the delivery bodies of items, at most MaxDeliveryItems
 // and (but for a single large item) MaxDeliveryBytes each.
 func bodies(f storage.Feed, items []storage.Item) ([][]byte, []int, error) {
-	fi := feedInfo{ID: f.ID, Kind: f.Kind, Slug: f.Slug, URL: aggregator.RedactURL(f.URL), Title: f.Title, Site: f.Site, Ref: "feed/" + strconv.FormatUint(f.ID, 10)}
+	fi := feedInfo{ID: f.ID, Kind: f.Kind, Slug: f.Slug, URL: sanitize.RedactURL(f.URL), Title: f.Title, Site: f.Site, Ref: "feed/" + strconv.FormatUint(f.ID, 10)}
 	if f.Kind == storage.KindPipe || f.Kind == storage.KindSensor {
 		fi.Ref = map[storage.Kind]string{storage.KindPipe: "pipe/", storage.KindSensor: "sensor/"}[f.Kind] + f.Slug
 	}

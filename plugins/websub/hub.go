@@ -20,7 +20,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/slogfeed/slogfeed/aggregator/feedext"
+	"github.com/slogfeed/slogfeed/feedext"
 	"github.com/slogfeed/slogfeed/storage"
 )
 

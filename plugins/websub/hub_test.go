@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator"
-	"github.com/slogfeed/slogfeed/aggregator/feedext"
+	"github.com/slogfeed/slogfeed/feedext"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/web"
 )

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/storage"
 )
 
@@ -209,7 +210,7 @@ func (s *Subscriber) fetched(ev aggregator.Fetched) {
 	case r.Topic != ev.Self || !slices.Contains(ev.Hubs, r.Hub):
 		// The feed moved to another hub or topic: subscribe afresh. The
 		// old callback answers 410 Gone, so the old hub stops.
-		s.log.Info("feed advertises another hub or topic", "feed", id, "hub", aggregator.RedactURL(ev.Hubs[0]), "topic", aggregator.RedactURL(ev.Self))
+		s.log.Info("feed advertises another hub or topic", "feed", id, "hub", sanitize.RedactURL(ev.Hubs[0]), "topic", sanitize.RedactURL(ev.Self))
 		*r = subRecord{Feed: id, Hub: ev.Hubs[0], Topic: ev.Self, State: StateNew, Due: s.now()}
 	default:
 		return
@@ -647,7 +648,7 @@ func (s *Subscriber) Status() SubscriberStatus {
 	st := SubscriberStatus{Counters: s.total, Subscriptions: []SubscriptionStatus{}}
 	for id, r := range s.recs {
 		ss := SubscriptionStatus{
-			Feed: id, Hub: aggregator.RedactURL(r.Hub), Topic: aggregator.RedactURL(r.Topic), State: r.State, Expires: r.Expires, ActiveSince: r.ActiveSince,
+			Feed: id, Hub: sanitize.RedactURL(r.Hub), Topic: sanitize.RedactURL(r.Topic), State: r.State, Expires: r.Expires, ActiveSince: r.ActiveSince,
 			Next: r.Due, Failures: r.Failures, LastError: r.LastError,
 		}
 		if c := s.counters[id]; c != nil {

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/transform"
@@ -59,7 +59,7 @@ func (r *Runner) feedOf(ref transform.Ref, subscribe bool) (storage.Feed, error)
 		if errors.Is(err, storage.ErrFeedNotFound) && subscribe && r.opt.Subscribe != nil && !masked(ref.Key) {
 			f, err = r.opt.Subscribe(storage.Feed{URL: ref.Key, Policy: schedule.DefaultPolicy})
 			if err != nil {
-				return f, fmt.Errorf("subscribing to %s: %w", aggregator.RedactURL(ref.Key), err)
+				return f, fmt.Errorf("subscribing to %s: %w", sanitize.RedactURL(ref.Key), err)
 			}
 		}
 	default:
@@ -67,7 +67,7 @@ func (r *Runner) feedOf(ref transform.Ref, subscribe bool) (storage.Feed, error)
 	}
 	if errors.Is(err, storage.ErrFeedNotFound) {
 		what := map[string]string{"feed": "no feed", "sensor": "no sensor", "pipe": "no pipe", "url": "no subscribed feed"}[ref.Kind]
-		return f, fmt.Errorf("%w: %s %q", ErrInputNotFound, what, aggregator.RedactURL(ref.Key))
+		return f, fmt.Errorf("%w: %s %q", ErrInputNotFound, what, sanitize.RedactURL(ref.Key))
 	}
 	return f, err
 }
@@ -76,7 +76,7 @@ func (r *Runner) feedOf(ref transform.Ref, subscribe bool) (storage.Feed, error)
 // the API shows them: such a URL names a subscribed feed, never one to
 // subscribe to.
 func masked(url string) bool {
-	return strings.Contains(url, "@") && aggregator.RedactURL(url) == url && strings.Contains(url, aggregator.Masked+"@")
+	return strings.Contains(url, "@") && sanitize.RedactURL(url) == url && strings.Contains(url, sanitize.Masked+"@")
 }
 
 // unmask gives the source nodes of def whose URL is the masked form of
@@ -94,7 +94,7 @@ func unmask(def, old transform.Pipe) transform.Pipe {
 	}
 	real := make(map[string]string)
 	for _, n := range old.Nodes {
-		if _, feed, ok := feedOf(n); ok && aggregator.RedactURL(feed) != feed {
+		if _, feed, ok := feedOf(n); ok && sanitize.RedactURL(feed) != feed {
 			real[n.ID] = feed
 		}
 	}
@@ -104,7 +104,7 @@ func unmask(def, old transform.Pipe) transform.Pipe {
 	nodes := slices.Clone(def.Nodes)
 	for i, n := range nodes {
 		cfg, feed, ok := feedOf(n)
-		if was, known := real[n.ID]; ok && known && aggregator.RedactURL(was) == feed {
+		if was, known := real[n.ID]; ok && known && sanitize.RedactURL(was) == feed {
 			cfg["feed"], _ = json.Marshal(was)
 			nodes[i].Config, _ = json.Marshal(cfg)
 		}
@@ -114,10 +114,10 @@ func unmask(def, old transform.Pipe) transform.Pipe {
 }
 
 // feedByMaskedURL finds the remote feed whose URL, its credentials
-// masked (aggregator.RedactURL), is masked; storage.ErrFeedNotFound when
+// masked (sanitize.RedactURL), is masked; storage.ErrFeedNotFound when
 // none or more than one is.
 func (r *Runner) feedByMaskedURL(masked string) (storage.Feed, error) {
-	if aggregator.RedactURL(masked) != masked {
+	if sanitize.RedactURL(masked) != masked {
 		return storage.Feed{}, storage.ErrFeedNotFound // not a masked URL
 	}
 	feeds, err := r.st.Feeds()
@@ -126,7 +126,7 @@ func (r *Runner) feedByMaskedURL(masked string) (storage.Feed, error) {
 	}
 	var found []storage.Feed
 	for _, f := range feeds {
-		if f.Kind == storage.KindRemote && f.URL != masked && aggregator.RedactURL(f.URL) == masked {
+		if f.Kind == storage.KindRemote && f.URL != masked && sanitize.RedactURL(f.URL) == masked {
 			found = append(found, f)
 		}
 	}
@@ -163,7 +163,7 @@ func redactDef(def transform.Pipe) transform.Pipe {
 		if json.Unmarshal(n.Config, &cfg) != nil || json.Unmarshal(cfg["feed"], &feed) != nil {
 			continue
 		}
-		if masked := aggregator.RedactURL(feed); masked != feed {
+		if masked := sanitize.RedactURL(feed); masked != feed {
 			cfg["feed"], _ = json.Marshal(masked)
 			nodes[i].Config, _ = json.Marshal(cfg)
 		}
@@ -452,7 +452,7 @@ func (r *Runner) info(p *pipe) (Info, error) {
 	in.Inputs = slices.Clone(p.inputs)
 	r.mu.Unlock()
 	for i := range in.Inputs {
-		in.Inputs[i].Ref = aggregator.RedactURL(in.Inputs[i].Ref)
+		in.Inputs[i].Ref = sanitize.RedactURL(in.Inputs[i].Ref)
 	}
 	if in.Inputs == nil {
 		in.Inputs = []Input{}
@@ -518,7 +518,7 @@ func (r *Runner) Preview(ctx context.Context, def transform.Pipe, id uint64) (*t
 		if !ok {
 			var err error
 			if list, err = r.st.Items(in.FeedID, storage.ItemQuery{Limit: r.opt.PreviewItems, Order: storage.ByArrival}); err != nil {
-				return nil, fmt.Errorf("runner: reading input %s: %w", aggregator.RedactURL(in.Ref), err)
+				return nil, fmt.Errorf("runner: reading input %s: %w", sanitize.RedactURL(in.Ref), err)
 			}
 			slices.Reverse(list)
 			byFeed[in.FeedID] = list

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator"
-	"github.com/slogfeed/slogfeed/aggregator/feedext"
+	"github.com/slogfeed/slogfeed/feedext"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/transform"

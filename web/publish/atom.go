@@ -6,7 +6,7 @@ import (
 
 	"github.com/gorilla/feeds"
 
-	"github.com/slogfeed/slogfeed/aggregator/feedext"
+	"github.com/slogfeed/slogfeed/feedext"
 )
 
 // atomDoc is gorilla/feeds' AtomFeed with slogfeed's namespace, all of the

@@ -11,7 +11,7 @@ import (
 	"github.com/gorilla/feeds"
 	"github.com/microcosm-cc/bluemonday"
 
-	"github.com/slogfeed/slogfeed/aggregator/feedext"
+	"github.com/slogfeed/slogfeed/feedext"
 )
 
 // jsonDoc is gorilla/feeds' JSONFeed with slogfeed's items; its "items"

@@ -17,7 +17,7 @@ import (
 
 	"github.com/mmcdole/gofeed"
 
-	"github.com/slogfeed/slogfeed/aggregator/feedext"
+	"github.com/slogfeed/slogfeed/feedext"
 	"github.com/slogfeed/slogfeed/storage"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/gorilla/feeds"
 
-	"github.com/slogfeed/slogfeed/aggregator/feedext"
+	"github.com/slogfeed/slogfeed/feedext"
 	"github.com/slogfeed/slogfeed/storage"
 )
 

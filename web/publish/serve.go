@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/slogfeed/slogfeed/aggregator/feedext"
+	"github.com/slogfeed/slogfeed/feedext"
 )
 
 // MaxAge caps the Cache-Control max-age Serve sends: a prediction further

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slogfeed/slogfeed/aggregator/feedext"
+	"github.com/slogfeed/slogfeed/feedext"
 )
 
 func TestServe(t *testing.T) {

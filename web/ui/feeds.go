@@ -14,7 +14,8 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator"
-	"github.com/slogfeed/slogfeed/aggregator/opml"
+	"github.com/slogfeed/slogfeed/reader/opml"
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 )
@@ -190,7 +191,7 @@ func feedTitle(f storage.Feed) string {
 	case f.Slug != "":
 		return f.Slug
 	case f.URL != "":
-		return aggregator.RedactURL(f.URL)
+		return sanitize.RedactURL(f.URL)
 	}
 	return "feed " + strconv.FormatUint(f.ID, 10)
 }
@@ -203,7 +204,7 @@ func feedSource(f storage.Feed) string {
 	case storage.KindPipe:
 		return "pipe " + f.Slug
 	}
-	return aggregator.RedactURL(f.URL)
+	return sanitize.RedactURL(f.URL)
 }
 
 // subscribe subscribes to the URL of the form.
@@ -238,7 +239,7 @@ func (u *UI) subscribe(w http.ResponseWriter, r *http.Request) {
 
 // subscribeError says why subscribing to rawURL failed.
 func subscribeError(rawURL string, err error) string {
-	rawURL = aggregator.RedactURL(rawURL)
+	rawURL = sanitize.RedactURL(rawURL)
 	switch {
 	case errors.Is(err, storage.ErrFeedExists):
 		return "You are already subscribed to " + rawURL + "."
@@ -341,7 +342,7 @@ func (u *UI) subscribeAll(ctx context.Context, outlines []opml.Outline, policy s
 			res.skipped++
 		default:
 			res.failed++
-			res.note(aggregator.RedactURL(o.URL) + ": " + err.Error())
+			res.note(sanitize.RedactURL(o.URL) + ": " + err.Error())
 		}
 	}
 	return res
@@ -479,7 +480,7 @@ func (u *UI) feedView(f storage.Feed, now time.Time) (*feedView, error) {
 		Polls: f.Polls, Hits: f.Hits, Items: f.Items, CanDelete: u.opt.Aggregator != nil && f.Kind != storage.KindPipe,
 	}
 	if f.Kind == storage.KindRemote {
-		v.URL = aggregator.RedactURL(f.URL)
+		v.URL = sanitize.RedactURL(f.URL)
 	}
 	v.Warning = f.Warning
 	if f.InvalidUTF8 > 0 || f.BadDates > 0 {
@@ -608,7 +609,7 @@ func int64Cmp(a, b int64) int {
 
 // itemView prepares an item for the page, its HTML sanitised once more.
 func (u *UI) itemView(it storage.Item, now time.Time) itemView {
-	v := itemView{Title: aggregator.PlainText(it.Title, aggregator.MaxTitleRunes), Published: newStamp(it.Published, now)}
+	v := itemView{Title: sanitize.PlainText(it.Title, aggregator.MaxTitleRunes), Published: newStamp(it.Published, now)}
 	if it.Link != "" {
 		if l, err := url.Parse(it.Link); err == nil && (l.Scheme == "http" || l.Scheme == "https") && l.Host != "" {
 			v.Link = l.String()
@@ -627,7 +628,7 @@ func (u *UI) itemView(it storage.Item, now time.Time) itemView {
 	if body != "" {
 		// SanitizeHTML removes scripts, styles, event handlers and
 		// unsafe URLs: what remains is safe to include as HTML.
-		v.HTML = template.HTML(aggregator.SanitizeHTML(body, nil)) //nolint:gosec // sanitised just above
+		v.HTML = template.HTML(sanitize.HTML(body, nil)) //nolint:gosec // sanitised just above
 	}
 	if v.Title == "" {
 		v.Title = "(untitled)"

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/slogfeed/slogfeed/aggregator/feedext"
+	"github.com/slogfeed/slogfeed/feedext"
 	"github.com/slogfeed/slogfeed/storage"
 )
 

@@ -1,4 +1,4 @@
-package aggregator
+package sanitize
 
 import (
 	"net/url"
@@ -9,7 +9,7 @@ import (
 	nethtml "golang.org/x/net/html"
 )
 
-func TestSanitizeHTML(t *testing.T) {
+func TestHTML(t *testing.T) {
 	base, _ := url.Parse("https://example.org/posts/1")
 	for _, c := range []struct {
 		name, in, want string
@@ -37,13 +37,13 @@ func TestSanitizeHTML(t *testing.T) {
 		{"empty", "  ", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := SanitizeHTML(c.in, base); got != c.want {
-				t.Errorf("SanitizeHTML(%q) = %q, want %q", c.in, got, c.want)
+			if got := HTML(c.in, base); got != c.want {
+				t.Errorf("HTML(%q) = %q, want %q", c.in, got, c.want)
 			}
 		})
 	}
 	// Without a base, relative URLs would point into slogfeed: dropped.
-	if got := SanitizeHTML(`<a href="/x">x</a><img src="i.png">`, nil); got != `<a rel="nofollow noopener">x</a><img>` {
+	if got := HTML(`<a href="/x">x</a><img src="i.png">`, nil); got != `<a rel="nofollow noopener">x</a><img>` {
 		t.Errorf("no base: %q", got)
 	}
 }
@@ -122,9 +122,9 @@ func FuzzSanitize(f *testing.F) {
 	}
 	base, _ := url.Parse("https://example.org/posts/1")
 	f.Fuzz(func(t *testing.T, in string) {
-		checkSafeHTML(t, in, SanitizeHTML(in, base))
-		checkSafeHTML(t, in, SanitizeHTML(in, nil))
-		checkSanitizeFast(t, in, base)
+		checkSafeHTML(t, in, HTML(in, base))
+		checkSafeHTML(t, in, HTML(in, nil))
+		checkShortcuts(t, in, base)
 		out := PlainText(in, 50)
 		if !utf8.ValidString(out) || utf8.RuneCountInString(out) > 50 {
 			t.Fatalf("PlainText(%q) = %q", in, out)
@@ -132,18 +132,18 @@ func FuzzSanitize(f *testing.F) {
 	})
 }
 
-// checkSanitizeFast fails when SanitizeHTML's shortcuts (plain text, the
-// fast path, no link to rewrite) give anything but the full path's result.
-func checkSanitizeFast(t *testing.T, in string, base *url.URL) {
+// checkShortcuts fails when HTML's shortcuts (plain text, no link to
+// rewrite) give anything but the full path's result.
+func checkShortcuts(t *testing.T, in string, base *url.URL) {
 	t.Helper()
 	want := sanitizeFull(in, base)
-	if got := SanitizeHTML(in, base); got != want {
-		t.Fatalf("SanitizeHTML(%q) = %q, the full path gives %q", in, got, want)
+	if got := HTML(in, base); got != want {
+		t.Fatalf("HTML(%q) = %q, the full path gives %q", in, got, want)
 	}
 }
 
 // TestSanitizeShortcuts: plain text and HTML without links come out of
-// SanitizeHTML as the policy and the link rewriter would make them.
+// HTML as the policy and the link rewriter would make them.
 func TestSanitizeShortcuts(t *testing.T) {
 	base, _ := url.Parse("https://example.org/posts/1")
 	for _, in := range []string{
@@ -152,6 +152,6 @@ func TestSanitizeShortcuts(t *testing.T) {
 		`<img src="x.png">`, `<q cite="../c">q</q>`, "text mentioning src and href", "\u202e\x00bidi",
 		"", "   ",
 	} {
-		t.Run(in, func(t *testing.T) { checkSanitizeFast(t, in, base) })
+		t.Run(in, func(t *testing.T) { checkShortcuts(t, in, base) })
 	}
 }

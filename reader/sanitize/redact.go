@@ -1,4 +1,4 @@
-package aggregator
+package sanitize
 
 import (
 	"net/url"

@@ -1,6 +1,6 @@
 // Package feedext names slogfeed's extensions to RSS, Atom and JSON Feed,
 // once, for both sides: the publisher (the sensor store and republished pipe
-// outputs, package web) writes them and the fetcher (package aggregator)
+// outputs, package web) writes them and the parser (package reader/parser)
 // reads them wherever it finds them, from slogfeed or from anyone else.
 //
 // # HTTP response headers (publisher hints)

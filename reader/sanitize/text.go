@@ -1,0 +1,122 @@
+package sanitize
+
+import (
+	"html"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// PlainText turns s (text that may hold HTML markup and entities, such as
+// an item's title) into plain text: tags removed with their script and
+// style content, entities decoded, control and bidirectional-override
+// characters removed, white space folded, at most maxRunes runes (no limit
+// when maxRunes ≤ 0). The result is valid UTF-8.
+func PlainText(s string, maxRunes int) string {
+	s = cleanText(s, false)
+	if strings.ContainsAny(s, "<&") {
+		s = html.UnescapeString(strictPolicy().Sanitize(s))
+		s = cleanText(s, false)
+	}
+	if !folded(s) {
+		s = strings.Join(strings.Fields(s), " ")
+	}
+	if maxRunes > 0 && utf8.RuneCountInString(s) > maxRunes {
+		n := 0
+		for i := range s {
+			if n == maxRunes {
+				s = strings.TrimSpace(s[:i])
+				break
+			}
+			n++
+		}
+	}
+	return s
+}
+
+// Clean makes s valid UTF-8 on one line: control characters are removed
+// (tab, newline and carriage return become spaces), as are the
+// non-characters U+FFFE and U+FFFF and the bidirectional overrides that can
+// disguise a name. Markup and entities are left as they are: it is for
+// identifiers (a GUID) and for messages quoted from elsewhere.
+func Clean(s string) string { return cleanText(s, false) }
+
+// folded reports whether s has its white space folded already, that is
+// whether strings.Join(strings.Fields(s), " ") is s: no white space at
+// either end, and none between words but single spaces.
+func folded(s string) bool {
+	prevSpace := true
+	for _, r := range s {
+		space := unicode.IsSpace(r)
+		if space && (r != ' ' || prevSpace) {
+			return false
+		}
+		prevSpace = space
+	}
+	return !prevSpace || s == ""
+}
+
+// cleanText makes s valid UTF-8 and removes control characters (keeping
+// tab, newline and carriage return when keepSpace is set, else turning
+// them into spaces), the non-characters U+FFFE and U+FFFF and, in plain
+// text, the bidirectional overrides that can disguise a title.
+func cleanText(s string, keepSpace bool) string {
+	if cleanASCII(s, keepSpace) {
+		return s
+	}
+	return cleanRunes(s, keepSpace)
+}
+
+// cleanRunes is cleanText rune by rune.
+func cleanRunes(s string, keepSpace bool) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	dirty := false
+	for _, r := range s {
+		if unwanted(r) || (!keepSpace && (r == '\t' || r == '\n' || r == '\r')) {
+			dirty = true
+			break
+		}
+	}
+	if !dirty {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\t' || r == '\n' || r == '\r':
+			if keepSpace {
+				return r
+			}
+			return ' '
+		case unwanted(r):
+			if keepSpace && isBidiControl(r) {
+				return r // HTML keeps them (bluemonday and the browser handle them)
+			}
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// cleanASCII reports whether s is ASCII without a character cleanText
+// would change: the common case, decided without decoding runes.
+func cleanASCII(s string, keepSpace bool) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x7f || c < ' ' && !(keepSpace && (c == '\t' || c == '\n' || c == '\r')) {
+			return false
+		}
+	}
+	return true
+}
+
+// unwanted reports runes cleanText removes.
+func unwanted(r rune) bool {
+	if r == '\t' || r == '\n' || r == '\r' {
+		return false
+	}
+	return unicode.IsControl(r) || r == 0xFFFE || r == 0xFFFF || isBidiControl(r)
+}
+
+func isBidiControl(r rune) bool {
+	return (r >= 0x202A && r <= 0x202E) || (r >= 0x2066 && r <= 0x2069)
+}
