@@ -23,6 +23,7 @@ import (
 
 	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/aggregator/aggtest"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 )
@@ -295,7 +296,7 @@ func newBenchEnv(b *testing.B, pub *benchPublisher, workers int) *benchEnv {
 		MaxObservations: *ingestHistory}); err != nil {
 		b.Fatal(err)
 	}
-	fetcher := aggregator.NewFetcher(aggregator.FetchOptions{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	fetcher := fetcher.New(fetcher.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	var store aggregator.Store = st
 	if *ingestNoWrite {
 		if store, err = newMemWrites(st); err != nil {

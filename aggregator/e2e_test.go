@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/schedule/sim"
 	"github.com/slogfeed/slogfeed/storage"
@@ -91,7 +92,7 @@ func TestAdaptiveBeatsFixedEndToEnd(t *testing.T) {
 		defer st.Close()
 		svc, err := aggregator.NewService(aggregator.ServiceOptions{
 			Store:     st,
-			Fetcher:   aggregator.NewFetcher(aggregator.FetchOptions{Transport: handlerTransport{modelPublishers(items)}}),
+			Fetcher:   fetcher.New(fetcher.Options{Transport: handlerTransport{modelPublishers(items)}}),
 			Scheduler: schedule.Config{Workers: 4},
 		})
 		if err != nil {

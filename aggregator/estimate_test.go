@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 )
@@ -37,7 +38,7 @@ func TestStoredItemsCarryPublishEstimates(t *testing.T) {
 	svc, err := aggregator.NewService(aggregator.ServiceOptions{
 		Store:     st,
 		Clock:     clock,
-		Fetcher:   aggregator.NewFetcher(aggregator.FetchOptions{Transport: handlerTransport{mux}}),
+		Fetcher:   fetcher.New(fetcher.Options{Transport: handlerTransport{mux}}),
 		Scheduler: schedule.Config{},
 	})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/aggregator/aggtest"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 )
@@ -114,7 +115,7 @@ func runFleet(b *testing.B, n int) {
 		idx[f.ID] = i
 	}
 	stats := &fleetStats{lastHit: make([]time.Time, len(feeds))}
-	fetcher := aggregator.NewFetcher(aggregator.FetchOptions{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	fetcher := fetcher.New(fetcher.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	svc, err := aggregator.NewService(aggregator.ServiceOptions{Store: st, Fetcher: fetcher, Scheduler: schedule.Config{Workers: 64}})
 	if err != nil {
 		b.Fatal(err)

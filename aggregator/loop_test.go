@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 )
@@ -111,7 +112,7 @@ func newPipelineEnv(t *testing.T, workers, pending, feeds int) *pipelineEnv {
 	e := &pipelineEnv{st: &gatedStore{Store: inner, gate: make(chan struct{})}, pub: &slowPublisher{}}
 	e.svc, err = aggregator.NewService(aggregator.ServiceOptions{
 		Store:         e.st,
-		Fetcher:       aggregator.NewFetcher(aggregator.FetchOptions{Transport: handlerTransport{e.pub}}),
+		Fetcher:       fetcher.New(fetcher.Options{Transport: handlerTransport{e.pub}}),
 		Scheduler:     schedule.Config{Workers: workers},
 		PendingWrites: pending,
 		OnNewItems: func(f storage.Feed, _ []storage.Item) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 )
@@ -197,7 +198,7 @@ func TestServiceFollowsOwner(t *testing.T) {
 				e.owner = newFakeOwner(owned...)
 				e.svc, err = aggregator.NewService(aggregator.ServiceOptions{
 					Store:     st,
-					Fetcher:   aggregator.NewFetcher(aggregator.FetchOptions{Transport: handlerTransport{pub}, UserAgent: aggregator.UserAgent("test", "n1")}),
+					Fetcher:   fetcher.New(fetcher.Options{Transport: handlerTransport{pub}, UserAgent: fetcher.UserAgent("test", "n1")}),
 					Scheduler: schedule.Config{Workers: 2},
 					Owner:     e.owner,
 					Resync:    tt.resync,
@@ -257,7 +258,7 @@ func TestTakeoverResumesLearnedPrediction(t *testing.T) {
 		newService := func(owner *fakeOwner) *aggregator.Service {
 			opt := aggregator.ServiceOptions{
 				Store:     st,
-				Fetcher:   aggregator.NewFetcher(aggregator.FetchOptions{Transport: handlerTransport{pub}}),
+				Fetcher:   fetcher.New(fetcher.Options{Transport: handlerTransport{pub}}),
 				Scheduler: schedule.Config{Workers: 2},
 			}
 			if owner != nil {
@@ -473,7 +474,7 @@ func takeover(t *testing.T, stream bool, feeds, fail, miss, deleted int) {
 	owner := newFakeOwner()
 	svc, err := aggregator.NewService(aggregator.ServiceOptions{
 		Store:     store,
-		Fetcher:   aggregator.NewFetcher(aggregator.FetchOptions{Transport: handlerTransport{pub}}),
+		Fetcher:   fetcher.New(fetcher.Options{Transport: handlerTransport{pub}}),
 		Scheduler: schedule.Config{Workers: 2},
 		Owner:     owner,
 		Resync:    -1, // never: only the change and its retries load

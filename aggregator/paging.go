@@ -2,12 +2,14 @@ package aggregator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 
+	"github.com/slogfeed/slogfeed/reader/fetcher"
+	"github.com/slogfeed/slogfeed/reader/parser"
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/storage"
 )
 
@@ -22,29 +24,6 @@ const (
 // within MaxPages and MaxPagedBytes, or a page failed: older items may be
 // missing.
 var ErrPagingStopped = errors.New("aggregator: paging stopped before the gap closed")
-
-// olderLink returns the first rel="next" or rel="prev-archive" link among
-// links, resolved against base, an absolute http(s) URL, or "".
-func olderLink(links []link, base string) string {
-	b, _ := url.Parse(base)
-	for _, l := range links {
-		for _, r := range strings.Fields(strings.ToLower(l.rel)) {
-			if r == "next" || r == "prev-archive" {
-				if u := absoluteLink(b, l.href); u != "" {
-					return u
-				}
-			}
-		}
-	}
-	return ""
-}
-
-// jsonOlder returns a JSON Feed's next_url, resolved as olderLink does.
-func jsonOlder(top map[string]json.RawMessage, base string) string {
-	var next string
-	_ = json.Unmarshal(top["next_url"], &next)
-	return olderLink([]link{{"next", next}}, base)
-}
 
 // sameOrigin reports whether u has the scheme and host of feedURL: a
 // feed's pages are followed only on its own server.
@@ -66,7 +45,7 @@ func sameOrigin(u, feedURL string) bool {
 // is reported as the feed's warning (ErrPagingStopped); the items found
 // are kept. A gap it closed clears resp.More, so that the scheduler does
 // not pull the feed again at once for what the pages brought.
-func (s *Service) follow(ctx context.Context, f storage.Feed, resp *Response, parsed *Parsed) {
+func (s *Service) follow(ctx context.Context, f storage.Feed, resp *fetcher.Response, parsed *parser.Parsed) {
 	if parsed == nil || parsed.Older == "" || len(parsed.Items) == 0 {
 		return
 	}
@@ -99,25 +78,25 @@ func (s *Service) follow(ctx context.Context, f storage.Feed, resp *Response, pa
 			break
 		}
 		if visited[next] {
-			stop = fmt.Errorf("%w: page %s links back to a page read", ErrPagingStopped, clip(next))
+			stop = fmt.Errorf("%w: page %s links back to a page read", ErrPagingStopped, sanitize.Excerpt(next, maxQuote))
 			break
 		}
 		visited[next] = true
 		if !sameOrigin(next, f.URL) && !sameOrigin(next, resp.FinalURL) {
-			stop = fmt.Errorf("%w: page %s is on another server", ErrPagingStopped, clip(next))
+			stop = fmt.Errorf("%w: page %s is on another server", ErrPagingStopped, sanitize.Excerpt(next, maxQuote))
 			break
 		}
-		r, err := s.opt.Fetcher.Fetch(ctx, Request{URL: next})
+		r, err := s.opt.Fetcher.Fetch(ctx, fetcher.Request{URL: next})
 		if err != nil {
 			stop = fmt.Errorf("%w: %w", ErrPagingStopped, err)
 			break
 		}
 		bytes += len(r.Body)
-		p, err := s.parseBody(f, r.Body, r.ContentType, ParseOptions{
+		p, err := s.parseBody(f, r.Body, r.ContentType, parser.Options{
 			MaxItems: s.opt.MaxItems, Extract: f.Extract, Now: resp.ReceivedAt, BaseURL: r.FinalURL,
 		})
 		if err != nil {
-			stop = fmt.Errorf("%w: page %s: %w", ErrPagingStopped, clip(next), err)
+			stop = fmt.Errorf("%w: page %s: %w", ErrPagingStopped, sanitize.Excerpt(next, maxQuote), err)
 			break
 		}
 		closed := false

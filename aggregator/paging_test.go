@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/web"
@@ -28,7 +29,7 @@ func loopbackService(t *testing.T) (*aggregator.Service, *storage.Store) {
 	t.Cleanup(func() { st.Close() })
 	svc, err := aggregator.NewService(aggregator.ServiceOptions{
 		Store: st,
-		Fetcher: aggregator.NewFetcher(aggregator.FetchOptions{
+		Fetcher: fetcher.New(fetcher.Options{
 			Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 		}),
 	})

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/slogfeed/slogfeed/reader/fetcher"
 	"github.com/slogfeed/slogfeed/storage"
 )
 
@@ -43,12 +44,12 @@ const clockSkew = time.Minute
 // estimate when the item had no plausible date, and a reading's zero Time
 // to the item's publish time. prevPoll is the time of the feed's previous
 // poll (zero on the first).
-func PublishTimes(resp *Response, items []storage.Item, prevPoll time.Time) []time.Time {
+func PublishTimes(resp *fetcher.Response, items []storage.Item, prevPoll time.Time) []time.Time {
 	if len(items) == 0 {
 		return nil
 	}
 	if resp == nil {
-		resp = &Response{}
+		resp = &fetcher.Response{}
 	}
 	at := resp.ReceivedAt
 
@@ -136,7 +137,7 @@ func ownPlausible(d, at, prevPoll time.Time) bool {
 
 // lastModifiedUsable reports whether Last-Modified can stand for the
 // newest item's publish time.
-func lastModifiedUsable(resp *Response, at, prevPoll time.Time, haveOwn bool) bool {
+func lastModifiedUsable(resp *fetcher.Response, at, prevPoll time.Time, haveOwn bool) bool {
 	lm := resp.LastModifiedTime
 	if lm.IsZero() || !ownPlausible(lm, at, prevPoll) {
 		return false

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slogfeed/slogfeed/reader/fetcher"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 )
@@ -18,7 +19,7 @@ func TestPublishTimes(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name      string
-		resp      Response
+		resp      fetcher.Response
 		prev      time.Time
 		items     []item      // feed order, newest first
 		want      []time.Time // estimates, oldest first
@@ -26,7 +27,7 @@ func TestPublishTimes(t *testing.T) {
 	}{
 		{
 			name:      "phase hint beats everything, others shifted by the same correction",
-			resp:      Response{Hints: schedule.Hints{Phase: 30 * time.Second, HasPhase: true}, LastModifiedTime: min(-5)},
+			resp:      fetcher.Response{Hints: schedule.Hints{Phase: 30 * time.Second, HasPhase: true}, LastModifiedTime: min(-5)},
 			prev:      prev,
 			items:     []item{{date: min(-2)}, {date: min(-4)}, {}},
 			want:      []time.Time{min(-2.5), min(-0.5), min(-0.5)},
@@ -34,7 +35,7 @@ func TestPublishTimes(t *testing.T) {
 		},
 		{
 			name:      "phase hint without item dates",
-			resp:      Response{Hints: schedule.Hints{Phase: time.Minute, HasPhase: true}},
+			resp:      fetcher.Response{Hints: schedule.Hints{Phase: time.Minute, HasPhase: true}},
 			prev:      prev,
 			items:     []item{{}, {}},
 			want:      []time.Time{min(-1), min(-1)},
@@ -42,7 +43,7 @@ func TestPublishTimes(t *testing.T) {
 		},
 		{
 			name:      "Last-Modified for the newest, own dates for the others",
-			resp:      Response{LastModifiedTime: min(-3), Date: at},
+			resp:      fetcher.Response{LastModifiedTime: min(-3), Date: at},
 			prev:      prev,
 			items:     []item{{date: min(-2)}, {date: min(-6)}, {}},
 			want:      []time.Time{min(-6), min(-5), min(-3)},
@@ -50,7 +51,7 @@ func TestPublishTimes(t *testing.T) {
 		},
 		{
 			name:      "Last-Modified without item dates: the first item is the newest",
-			resp:      Response{LastModifiedTime: min(-3)},
+			resp:      fetcher.Response{LastModifiedTime: min(-3)},
 			prev:      prev,
 			items:     []item{{}, {}},
 			want:      []time.Time{min(-5), min(-3)},
@@ -58,7 +59,7 @@ func TestPublishTimes(t *testing.T) {
 		},
 		{
 			name:      "Last-Modified equal to Date is a dynamic server's now",
-			resp:      Response{LastModifiedTime: at, Date: at},
+			resp:      fetcher.Response{LastModifiedTime: at, Date: at},
 			prev:      prev,
 			items:     []item{{date: min(-2)}},
 			want:      []time.Time{min(-2)},
@@ -66,7 +67,7 @@ func TestPublishTimes(t *testing.T) {
 		},
 		{
 			name:      "Last-Modified equal to Date, no item date: still the best there is",
-			resp:      Response{LastModifiedTime: at, Date: at},
+			resp:      fetcher.Response{LastModifiedTime: at, Date: at},
 			prev:      prev,
 			items:     []item{{}},
 			want:      []time.Time{at},
@@ -74,7 +75,7 @@ func TestPublishTimes(t *testing.T) {
 		},
 		{
 			name:      "Last-Modified before the previous poll is ignored",
-			resp:      Response{LastModifiedTime: min(-60)},
+			resp:      fetcher.Response{LastModifiedTime: min(-60)},
 			prev:      prev,
 			items:     []item{{date: min(-1)}},
 			want:      []time.Time{min(-1)},
@@ -150,7 +151,7 @@ func TestPublishTimes(t *testing.T) {
 			}
 		})
 	}
-	if got := PublishTimes(&Response{ReceivedAt: at}, nil, prev); got != nil {
+	if got := PublishTimes(&fetcher.Response{ReceivedAt: at}, nil, prev); got != nil {
 		t.Errorf("no items: %v", got)
 	}
 	if got := PublishTimes(nil, []storage.Item{{Published: at}}, time.Time{}); len(got) != 1 || !got[0].Equal(at) {
@@ -163,7 +164,7 @@ func TestPublishTimes(t *testing.T) {
 func TestPublishTimesObservation(t *testing.T) {
 	at := time.Date(2026, 11, 21, 20, 0, 0, 0, time.UTC)
 	items := []storage.Item{{Published: at.Add(-time.Minute)}, {Published: at.Add(-3 * time.Minute)}}
-	obs := schedule.Observation{At: at, Hit: true, Published: PublishTimes(&Response{ReceivedAt: at}, items, at.Add(-5*time.Minute))}
+	obs := schedule.Observation{At: at, Hit: true, Published: PublishTimes(&fetcher.Response{ReceivedAt: at}, items, at.Add(-5*time.Minute))}
 	if n, ok := obs.Newest(); !ok || !n.Equal(at.Add(-time.Minute)) {
 		t.Errorf("newest %v", n)
 	}

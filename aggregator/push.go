@@ -1,22 +1,16 @@
 package aggregator
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
-	"regexp"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/mmcdole/gofeed/atom"
-	"github.com/mmcdole/gofeed/rss"
-
+	"github.com/slogfeed/slogfeed/reader/fetcher"
+	"github.com/slogfeed/slogfeed/reader/parser"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 )
@@ -35,16 +29,6 @@ import (
 //     least PushFallback(period) away, period being the policy's learned
 //     median interval. The check catches pushes a hub failed to deliver.
 
-// Limits of hub discovery.
-const (
-	// MaxHubs is how many hubs Parsed.Hubs keeps.
-	MaxHubs = 4
-	// maxLinkURL bounds a hub or self URL, in bytes.
-	maxLinkURL = 2048
-	// maxLinkScan bounds the links looked at in one document.
-	maxLinkScan = 64
-)
-
 // Fallback polling of a pushed feed: max(PushFallbackFactor × the learned
 // period, PushFallbackMin), at most PushFallbackMax.
 const (
@@ -52,13 +36,6 @@ const (
 	PushFallbackMin    = 5 * time.Minute
 	PushFallbackMax    = time.Hour
 )
-
-// atomNamespace is the namespace of Atom elements, also used inside RSS
-// (atom:link rel="hub" and rel="self").
-const atomNamespace = "http://www.w3.org/2005/Atom"
-
-// atomDeclRe finds the prefixes a document binds to the Atom namespace.
-var atomDeclRe = regexp.MustCompile(`xmlns:([A-Za-z_][A-Za-z0-9_.\-]{0,63})\s*=\s*["']\s*` + regexp.QuoteMeta(atomNamespace) + `\s*["']`)
 
 // PushFallback returns how long a pushed feed waits between fallback polls
 // given its policy's learned period (zero when unknown).
@@ -127,7 +104,7 @@ func (s *Service) watchers() []Watcher {
 }
 
 // fetched tells the watchers of a successful poll.
-func (s *Service) fetched(f storage.Feed, at time.Time, parsed *Parsed, added []storage.Item) {
+func (s *Service) fetched(f storage.Feed, at time.Time, parsed *parser.Parsed, added []storage.Item) {
 	ws := s.watchers()
 	if len(ws) == 0 {
 		return
@@ -224,8 +201,8 @@ func (s *Service) Ingest(ctx context.Context, id uint64, body []byte, header htt
 	if f.Kind != storage.KindRemote {
 		return 0, ErrNotRemote
 	}
-	if limit := s.opt.Fetcher.opt.MaxBody; int64(len(body)) > limit {
-		return 0, fmt.Errorf("push to feed %d: %w: %d bytes, the limit is %d", id, ErrTooLarge, len(body), limit)
+	if limit := s.opt.Fetcher.MaxBody(); int64(len(body)) > limit {
+		return 0, fmt.Errorf("push to feed %d: %w: %d bytes, the limit is %d", id, fetcher.ErrTooLarge, len(body), limit)
 	}
 	if received.IsZero() {
 		received = s.opt.Clock.Now()
@@ -233,12 +210,8 @@ func (s *Service) Ingest(ctx context.Context, id uint64, body []byte, header htt
 	if header == nil {
 		header = http.Header{}
 	}
-	resp := &Response{
-		Status: http.StatusOK, Body: body, ContentType: header.Get("Content-Type"),
-		ReceivedAt: received, FinalURL: f.URL,
-	}
-	readHeaders(resp, header)
-	parsed, err := s.parseBody(f, body, resp.ContentType, ParseOptions{
+	resp := fetcher.Delivered(body, header, received, f.URL)
+	parsed, err := s.parseBody(f, body, resp.ContentType, parser.Options{
 		MaxItems: s.opt.MaxItems, Extract: f.Extract, Now: received, BaseURL: f.URL,
 	})
 	if err != nil {
@@ -268,119 +241,4 @@ func (s *Service) Ingest(ctx context.Context, id uint64, body []byte, header htt
 		g.mu.Unlock()
 	}
 	return len(added), nil
-}
-
-// xmlHubs returns the WebSub hubs and self link of an RSS (atom:link) or
-// Atom document.
-func xmlHubs(rf *rss.Feed, af *atom.Feed, body []byte, base string) (hubs []string, self string) {
-	return pickHubs(xmlLinks(rf, af, body), base)
-}
-
-// xmlLinks returns the atom:link elements of an RSS or Atom document (at
-// most maxLinkScan).
-func xmlLinks(rf *rss.Feed, af *atom.Feed, body []byte) []link {
-	var links []link
-	switch {
-	case af != nil:
-		for _, l := range af.Links {
-			if l != nil && len(links) < maxLinkScan {
-				links = append(links, link{l.Rel, l.Href})
-			}
-		}
-	case rf != nil:
-		keys := []string{"atom", "atom10", atomNamespace}
-		if bytes.Contains(body, []byte(atomNamespace)) {
-			for _, m := range atomDeclRe.FindAllSubmatch(body, 8) {
-				if k := string(m[1]); !slices.Contains(keys, k) {
-					keys = append(keys, k)
-				}
-			}
-		}
-		for _, k := range keys {
-			for _, e := range rf.Extensions[k]["link"] {
-				if len(links) < maxLinkScan {
-					links = append(links, link{e.Attrs["rel"], e.Attrs["href"]})
-				}
-			}
-		}
-	}
-	return links
-}
-
-// jsonHubs returns the WebSub hubs ("hubs" of type WebSub) and self link
-// (feed_url) of a JSON Feed.
-func jsonHubs(top map[string]json.RawMessage, base string) (hubs []string, self string) {
-	var list []struct {
-		Type string `json:"type"`
-		URL  string `json:"url"`
-	}
-	_ = json.Unmarshal(top["hubs"], &list) // a bad hubs array is no hub
-	var feedURL string
-	_ = json.Unmarshal(top["feed_url"], &feedURL)
-	links := []link{{"self", feedURL}}
-	for _, h := range list {
-		if len(links) > maxLinkScan {
-			break
-		}
-		if strings.EqualFold(strings.TrimSpace(h.Type), "websub") {
-			links = append(links, link{"hub", h.URL})
-		}
-	}
-	return pickHubs(links, base)
-}
-
-// link is a rel and an href.
-type link struct{ rel, href string }
-
-// pickHubs keeps the hub links (at most MaxHubs, deduplicated) and the
-// first self link among links, resolved against base, absolute http(s)
-// URLs only.
-func pickHubs(links []link, base string) (hubs []string, self string) {
-	b, _ := url.Parse(base)
-	for _, l := range links {
-		var isHub, isSelf bool
-		for _, r := range strings.Fields(strings.ToLower(l.rel)) {
-			isHub = isHub || r == "hub"
-			isSelf = isSelf || r == "self"
-		}
-		if !isHub && !isSelf {
-			continue
-		}
-		u := absoluteLink(b, l.href)
-		if u == "" {
-			continue
-		}
-		if isHub && len(hubs) < MaxHubs && !slices.Contains(hubs, u) {
-			hubs = append(hubs, u)
-		}
-		if isSelf && self == "" {
-			self = u
-		}
-	}
-	return hubs, self
-}
-
-// absoluteLink resolves href against base and returns it when it is an
-// absolute http(s) URL of at most maxLinkURL bytes, else "".
-func absoluteLink(base *url.URL, href string) string {
-	href = strings.TrimSpace(href)
-	if href == "" || len(href) > maxLinkURL {
-		return ""
-	}
-	u, err := url.Parse(href)
-	if err != nil {
-		return ""
-	}
-	if base != nil {
-		u = base.ResolveReference(u)
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-		return ""
-	}
-	u.Fragment = ""
-	out := u.String()
-	if len(out) > maxLinkURL {
-		return ""
-	}
-	return out
 }

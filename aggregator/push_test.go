@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
+	"github.com/slogfeed/slogfeed/reader/parser"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 )
@@ -88,7 +90,7 @@ func TestParseHubs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := aggregator.Parse([]byte(tt.doc), "", aggregator.ParseOptions{BaseURL: tt.base})
+			p, err := parser.Parse([]byte(tt.doc), "", parser.Options{BaseURL: tt.base})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,7 +158,7 @@ func TestIngest(t *testing.T) {
 	var notified []string
 	svc, err := aggregator.NewService(aggregator.ServiceOptions{
 		Store:   st,
-		Fetcher: aggregator.NewFetcher(aggregator.FetchOptions{Transport: handlerTransport{mux}, MaxBody: 64 << 10}),
+		Fetcher: fetcher.New(fetcher.Options{Transport: handlerTransport{mux}, MaxBody: 64 << 10}),
 		OnNewItems: func(f storage.Feed, items []storage.Item) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -196,9 +198,9 @@ func TestIngest(t *testing.T) {
 			http.Header{"Content-Type": {"application/rss+xml"}}, 0, nil},
 		{"unknown feed", 999, pushDoc(received, "x"), nil, 0, storage.ErrFeedNotFound},
 		{"sensor feed", sensor.ID, pushDoc(received, "x"), nil, 0, aggregator.ErrNotRemote},
-		{"too large", f.ID, strings.Repeat(" ", 65<<10), nil, 0, aggregator.ErrTooLarge},
-		{"html", f.ID, "<!doctype html><html><body>hi</body></html>", http.Header{"Content-Type": {"text/html"}}, 0, aggregator.ErrNotFeed},
-		{"malformed", f.ID, `<rss version="2.0"><channel><item>`, nil, 0, aggregator.ErrMalformed},
+		{"too large", f.ID, strings.Repeat(" ", 65<<10), nil, 0, fetcher.ErrTooLarge},
+		{"html", f.ID, "<!doctype html><html><body>hi</body></html>", http.Header{"Content-Type": {"text/html"}}, 0, parser.ErrNotFeed},
+		{"malformed", f.ID, `<rss version="2.0"><channel><item>`, nil, 0, parser.ErrMalformed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -341,7 +343,7 @@ func newMuxService(t *testing.T, mux http.Handler) (*storage.Store, *aggregator.
 	t.Cleanup(func() { st.Close() })
 	svc, err := aggregator.NewService(aggregator.ServiceOptions{
 		Store:     st,
-		Fetcher:   aggregator.NewFetcher(aggregator.FetchOptions{Transport: handlerTransport{mux}}),
+		Fetcher:   fetcher.New(fetcher.Options{Transport: handlerTransport{mux}}),
 		Scheduler: schedule.Config{Workers: 2},
 	})
 	if err != nil {

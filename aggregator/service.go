@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/slogfeed/slogfeed/reader/fetcher"
+	"github.com/slogfeed/slogfeed/reader/parser"
 	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
@@ -49,7 +51,7 @@ var (
 // ServiceOptions configure the live aggregator.
 type ServiceOptions struct {
 	Store   Store
-	Fetcher *Fetcher
+	Fetcher *fetcher.Fetcher
 	// Scheduler is the fetch budget: global rate (fetches per second, 0 =
 	// unlimited), per-host concurrency and workers; Clock is set from Clock.
 	// Workers is the number of fetch slots (schedule.DefaultWorkers when
@@ -642,9 +644,9 @@ type polled struct {
 	f      storage.Feed
 	prev   time.Time // the previous poll
 	start  time.Time // the fetch began
-	resp   *Response
-	parsed *Parsed // nil when nothing changed
-	err    error   // the fetch or parse failed (at errAt)
+	resp   *fetcher.Response
+	parsed *parser.Parsed // nil when nothing changed
+	err    error          // the fetch or parse failed (at errAt)
 	errAt  time.Time
 }
 
@@ -653,7 +655,7 @@ type polled struct {
 func (s *Service) fetchDoc(ctx context.Context, f storage.Feed, prev time.Time) (p polled, ok bool) {
 	p = polled{f: f, prev: prev, start: s.opt.Clock.Now()}
 	etag, lastModified := s.validators(f)
-	resp, err := s.opt.Fetcher.Fetch(ctx, Request{URL: f.URL, ETag: etag, LastModified: lastModified})
+	resp, err := s.opt.Fetcher.Fetch(ctx, fetcher.Request{URL: f.URL, ETag: etag, LastModified: lastModified})
 	if err != nil {
 		if ctx.Err() != nil {
 			return p, false
@@ -668,7 +670,7 @@ func (s *Service) fetchDoc(ctx context.Context, f storage.Feed, prev time.Time) 
 	if resp.NotModified {
 		return p, true
 	}
-	parsed, err := s.parseBody(f, resp.Body, resp.ContentType, ParseOptions{
+	parsed, err := s.parseBody(f, resp.Body, resp.ContentType, parser.Options{
 		MaxItems: s.opt.MaxItems, Extract: f.Extract, Now: resp.ReceivedAt, BaseURL: resp.FinalURL,
 		Seen: s.guard(f.ID).seenFunc(f.Retention),
 	})
@@ -720,7 +722,7 @@ func (s *Service) storePoll(p polled) (storage.Observation, time.Duration, stora
 // items that carry no date of their own (and readings with no time), and
 // returns them as the poll's publish times (see PublishTimes). Items
 // already stored are left alone: their estimates were stored with them.
-func (s *Service) estimatePublished(id uint64, resp *Response, items []storage.Item, prev time.Time) []time.Time {
+func (s *Service) estimatePublished(id uint64, resp *fetcher.Response, items []storage.Item, prev time.Time) []time.Time {
 	fresh := s.freshItems(id, items)
 	if len(fresh) == 0 {
 		return nil
@@ -747,7 +749,7 @@ func (s *Service) estimatePublished(id uint64, resp *Response, items []storage.I
 // alone (poll count, validators, errors). It returns the observation and
 // the items added and the feed as updated; the error is a storage failure
 // that stored nothing.
-func (s *Service) record(f storage.Feed, resp *Response, parsed *Parsed, prev, start time.Time, push bool) (storage.Observation, []storage.Item, storage.Feed, error) {
+func (s *Service) record(f storage.Feed, resp *fetcher.Response, parsed *parser.Parsed, prev, start time.Time, push bool) (storage.Observation, []storage.Item, storage.Feed, error) {
 	obs := storage.Observation{At: resp.ReceivedAt, Status: resp.Status, Hints: resp.Hints}
 	if !f.IgnoreCache {
 		obs.Hints.CacheFor = max(obs.Hints.CacheFor, resp.CacheFor)
@@ -809,7 +811,7 @@ func (s *Service) record(f storage.Feed, resp *Response, parsed *Parsed, prev, s
 				x.Site = parsed.Site
 			}
 			x.UpdateHint = parsed.UpdateHint
-			x.Warning = parsed.warning()
+			x.Warning = parsed.Warning()
 			recordRepairs(x, parsed.Repairs, added, at)
 			// The publisher's sleep plan, beside the user's own windows.
 			x.Sleep.SkipHours, x.Sleep.SkipDays = parsed.Sleep.SkipHours, parsed.Sleep.SkipDays
@@ -858,7 +860,7 @@ func (s *Service) failed(f storage.Feed, now time.Time, ferr error) (storage.Obs
 	n := f.ErrorCount + 1
 	backoff := ErrorBackoffBase << min(n-1, 20)
 	backoff = min(backoff, ErrorBackoffMax)
-	var he *HTTPError
+	var he *fetcher.HTTPError
 	if errors.As(ferr, &he) && he.RetryAfter > backoff {
 		backoff = he.RetryAfter
 	}

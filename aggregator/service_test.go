@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 )
@@ -57,7 +58,7 @@ func TestBadFeedsAreIsolated(t *testing.T) {
 	defer st.Close()
 	svc, err := aggregator.NewService(aggregator.ServiceOptions{
 		Store:     st,
-		Fetcher:   aggregator.NewFetcher(aggregator.FetchOptions{Transport: handlerTransport{mux}}),
+		Fetcher:   fetcher.New(fetcher.Options{Transport: handlerTransport{mux}}),
 		Scheduler: schedule.Config{},
 	})
 	if err != nil {
@@ -125,7 +126,7 @@ func TestSeenClearedOnRetentionChange(t *testing.T) {
 		w.Header().Set("Content-Type", "application/rss+xml")
 		_, _ = io.WriteString(w, doc)
 	})
-	svc, err := aggregator.NewService(aggregator.ServiceOptions{Store: st, Fetcher: aggregator.NewFetcher(aggregator.FetchOptions{Transport: handlerTransport{mux}})})
+	svc, err := aggregator.NewService(aggregator.ServiceOptions{Store: st, Fetcher: fetcher.New(fetcher.Options{Transport: handlerTransport{mux}})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/slogfeed/slogfeed/reader/parser"
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/storage"
 )
 
@@ -34,7 +34,7 @@ type Source interface {
 	// stable item IDs, Published from the data's own timestamps, typed
 	// readings. It must bound its work by the body's size and opt.MaxItems
 	// and must not panic on any input.
-	Parse(body []byte, contentType string, config json.RawMessage, opt ParseOptions) (*Parsed, error)
+	Parse(body []byte, contentType string, config json.RawMessage, opt parser.Options) (*parser.Parsed, error)
 }
 
 // Sources finds a Source by name.
@@ -57,6 +57,10 @@ type TimedSource interface {
 // stored feed names an adapter this build lacks).
 var ErrUnknownSource = errors.New("aggregator: unknown source type")
 
+// maxQuote bounds the words of others (a feed's, an adapter's) quoted in
+// an error.
+const maxQuote = 200
+
 // source returns the adapter of feed f (nil for a plain feed).
 func (s *Service) source(f storage.Feed) (Source, error) {
 	if f.Source == nil {
@@ -67,7 +71,7 @@ func (s *Service) source(f storage.Feed) (Source, error) {
 			return src, nil
 		}
 	}
-	return nil, fmt.Errorf("%w %q", ErrUnknownSource, clip(f.Source.Type))
+	return nil, fmt.Errorf("%w %q", ErrUnknownSource, sanitize.Excerpt(f.Source.Type, maxQuote))
 }
 
 // prepareSource checks a new feed's source configuration with its
@@ -101,42 +105,30 @@ func (s *Service) validators(f storage.Feed) (etag, lastModified string) {
 // parseBody parses a fetched body: with the feed's source adapter when it
 // has one, else as a feed. A panicking adapter is recovered as
 // ErrMalformed, so one feed's bad data never stops the service.
-func (s *Service) parseBody(f storage.Feed, body []byte, contentType string, opt ParseOptions) (p *Parsed, err error) {
+func (s *Service) parseBody(f storage.Feed, body []byte, contentType string, opt parser.Options) (p *parser.Parsed, err error) {
 	src, err := s.source(f)
 	if err != nil {
 		return nil, err
 	}
 	if src == nil {
-		return Parse(body, contentType, opt)
+		return parser.Parse(body, contentType, opt)
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			p, err = nil, fmt.Errorf("%w: source %s failed: %s", ErrMalformed, src.Name(), clip(fmt.Sprint(r)))
+			p, err = nil, fmt.Errorf("%w: source %s failed: %s", parser.ErrMalformed, src.Name(), sanitize.Excerpt(fmt.Sprint(r), maxQuote))
 		}
 	}()
 	p, err = src.Parse(body, contentType, f.Source.Config, opt)
 	if err == nil && p == nil {
-		p = &Parsed{}
+		p = &parser.Parsed{}
 	}
 	return p, err
-}
-
-// warning says what a successful parse left out, for storage.Feed.Warning.
-func (p *Parsed) warning() string {
-	err := errors.Join(p.Skipped, p.ExtractErr)
-	if w := p.Repairs.Warning(); w != "" {
-		err = errors.Join(err, errors.New(w))
-	}
-	if err == nil {
-		return ""
-	}
-	return clipTo(err.Error(), storage.MaxWarningLen/4)
 }
 
 // recordRepairs adds the repairs of a fetched document to the feed's
 // counts: its invalid UTF-8 bytes, and the bad dates of the items it
 // added (an item refetched with the same bad date counts once).
-func recordRepairs(f *storage.Feed, r Repairs, added []storage.Item, at time.Time) {
+func recordRepairs(f *storage.Feed, r parser.Repairs, added []storage.Item, at time.Time) {
 	bad := 0
 	for _, it := range added {
 		if slices.Contains(r.BadDates, it.ID) {
@@ -148,14 +140,5 @@ func recordRepairs(f *storage.Feed, r Repairs, added []storage.Item, at time.Tim
 	}
 	f.InvalidUTF8 += int64(r.InvalidUTF8)
 	f.BadDates += int64(bad)
-	f.LastRepair, f.LastRepairAt = clipTo(r.Last, storage.MaxWarningLen/4), at
-}
-
-// clipTo bounds s to n runes, marking a cut with "…".
-func clipTo(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n]) + "…"
+	f.LastRepair, f.LastRepairAt = sanitize.Truncate(r.Last, storage.MaxWarningLen/4), at
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 )
@@ -91,7 +92,7 @@ func pollThroughFailures(t *testing.T, down int, failErr error) (*failingStore, 
 	})
 	svc, err := aggregator.NewService(aggregator.ServiceOptions{
 		Store:     st,
-		Fetcher:   aggregator.NewFetcher(aggregator.FetchOptions{Transport: handlerTransport{pub}}),
+		Fetcher:   fetcher.New(fetcher.Options{Transport: handlerTransport{pub}}),
 		Scheduler: schedule.Config{Workers: 1},
 	})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/plugins"
 	"github.com/slogfeed/slogfeed/plugins/internal/sourcetest"
+	"github.com/slogfeed/slogfeed/reader/parser"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/web"
 )
@@ -28,8 +29,8 @@ func (s fakeSource) Name() string { return string(s) }
 func (fakeSource) Prepare(c json.RawMessage, _ time.Time) (json.RawMessage, error) {
 	return c, nil
 }
-func (fakeSource) Parse([]byte, string, json.RawMessage, aggregator.ParseOptions) (*aggregator.Parsed, error) {
-	return &aggregator.Parsed{}, nil
+func (fakeSource) Parse([]byte, string, json.RawMessage, parser.Options) (*parser.Parsed, error) {
+	return &parser.Parsed{}, nil
 }
 
 func panics(f func()) (msg string) {
@@ -207,7 +208,7 @@ func TestNewServices(t *testing.T) {
 // panicky is an adapter that breaks its promise never to panic.
 type panicky struct{ fakeSource }
 
-func (panicky) Parse([]byte, string, json.RawMessage, aggregator.ParseOptions) (*aggregator.Parsed, error) {
+func (panicky) Parse([]byte, string, json.RawMessage, parser.Options) (*parser.Parsed, error) {
 	var m map[string]int
 	m["boom"]++ // a nil map: panics
 	return nil, nil

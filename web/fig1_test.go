@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/transform"
@@ -93,7 +94,7 @@ func newFig1Instance(t *testing.T, host string, net *fig1Net, plans bool) *fig1I
 	}
 	in.svc, err = aggregator.NewService(aggregator.ServiceOptions{
 		Store:      st,
-		Fetcher:    aggregator.NewFetcher(aggregator.FetchOptions{Transport: net}),
+		Fetcher:    fetcher.New(fetcher.Options{Transport: net}),
 		Scheduler:  schedule.Config{Workers: 8},
 		OnNewItems: in.run.Notify,
 	})

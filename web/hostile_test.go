@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
 	"github.com/slogfeed/slogfeed/reader/opml"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
@@ -90,7 +91,7 @@ func newHostileEnv(t *testing.T, lim transform.Limits, previews int, allow ...ne
 	}
 	e.svc, err = aggregator.NewService(aggregator.ServiceOptions{
 		Store:     st,
-		Fetcher:   aggregator.NewFetcher(aggregator.FetchOptions{Transport: e, Allow: allow}),
+		Fetcher:   fetcher.New(fetcher.Options{Transport: e, Allow: allow}),
 		Scheduler: schedule.Config{Workers: 2},
 		Logger:    log,
 	})

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/feedext"
+	"github.com/slogfeed/slogfeed/reader/parser"
 )
 
 // followPages reads a paged feed from first, following each document's
@@ -32,7 +32,7 @@ func followPages(t *testing.T, get func(target string) *http.Response, first, ba
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("GET %s: %d %s", next, resp.StatusCode, body.String())
 		}
-		p, err := aggregator.Parse(body.Bytes(), resp.Header.Get("Content-Type"), aggregator.ParseOptions{MaxItems: 1000, BaseURL: base + "/"})
+		p, err := parser.Parse(body.Bytes(), resp.Header.Get("Content-Type"), parser.Options{MaxItems: 1000, BaseURL: base + "/"})
 		if err != nil {
 			t.Fatalf("GET %s: %v", next, err)
 		}

@@ -22,8 +22,8 @@ import (
 
 	"github.com/mmcdole/gofeed"
 
-	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/feedext"
+	"github.com/slogfeed/slogfeed/reader/parser"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/transform/runner"
 	"github.com/slogfeed/slogfeed/web/publish"
@@ -809,12 +809,12 @@ func checkPipeDoc(t *testing.T, ext string, doc []byte, want []pipeExpect) {
 		}
 	}
 	// slogfeed's own parser reads the readings back, typed.
-	p, err := aggregator.Parse(doc, pipeContentTypes[ext], aggregator.ParseOptions{})
+	p, err := parser.Parse(doc, pipeContentTypes[ext], parser.Options{})
 	if err != nil {
-		t.Fatalf("aggregator.Parse: %v", err)
+		t.Fatalf("parser.Parse: %v", err)
 	}
 	if len(p.Items) != len(want) {
-		t.Fatalf("aggregator.Parse: %d items, want %d", len(p.Items), len(want))
+		t.Fatalf("parser.Parse: %d items, want %d", len(p.Items), len(want))
 	}
 	for i, it := range p.Items {
 		w := want[i]

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/web"
@@ -23,7 +24,7 @@ func TestFeedSleepAPI(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	svc, err := aggregator.NewService(aggregator.ServiceOptions{
-		Store: st, Fetcher: aggregator.NewFetcher(aggregator.FetchOptions{}), Scheduler: schedule.Config{},
+		Store: st, Fetcher: fetcher.New(fetcher.Options{}), Scheduler: schedule.Config{},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/web"
@@ -24,7 +25,7 @@ func apiServer(t *testing.T) (*httptest.Server, *storage.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	svc, err := aggregator.NewService(aggregator.ServiceOptions{Store: st, Fetcher: aggregator.NewFetcher(aggregator.FetchOptions{})})
+	svc, err := aggregator.NewService(aggregator.ServiceOptions{Store: st, Fetcher: fetcher.New(fetcher.Options{})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/slogfeed/slogfeed/plugins"
 	_ "github.com/slogfeed/slogfeed/plugins/all" // slogfeed's own source adapters, operators and services
 	"github.com/slogfeed/slogfeed/plugins/websub"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/storage/cluster"
@@ -278,7 +279,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	// with a lease node that says which feeds and pipes are this node's.
 	var store storage.Backend
 	owner := cluster.Everything
-	userAgent := aggregator.UserAgent(versionString(), "")
+	userAgent := fetcher.UserAgent(versionString(), "")
 	var node *clusterNode
 	if clusterEnabled(v) {
 		addr := v["public-url"]
@@ -296,7 +297,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 			node.close(cctx)
 		}()
 		store, owner = node.backend, node.node
-		userAgent = aggregator.UserAgent(versionString(), v["node"])
+		userAgent = fetcher.UserAgent(versionString(), v["node"])
 		log.Info("cluster node started", "node", v["node"], "shards", node.node.Shards())
 	} else {
 		bolt, err := storage.Open(filepath.Join(dir, "slogfeed.db"), storage.Options{LockTimeout: time.Second})
@@ -349,7 +350,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 
-	fetcher := aggregator.NewFetcher(aggregator.FetchOptions{Allow: allow, UserAgent: userAgent})
+	fetcher := fetcher.New(fetcher.Options{Allow: allow, UserAgent: userAgent})
 	svc, err = aggregator.NewService(aggregator.ServiceOptions{
 		Owner: owner,
 		Store: store, Fetcher: fetcher, Logger: log,

@@ -12,10 +12,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/feedext"
 	"github.com/slogfeed/slogfeed/plugins"
 	"github.com/slogfeed/slogfeed/plugins/sourcekit"
+	"github.com/slogfeed/slogfeed/reader/parser"
 )
 
 // Name is the adapter's source type.
@@ -45,21 +45,21 @@ func (Source) Prepare(raw json.RawMessage, _ time.Time) (json.RawMessage, error)
 }
 
 // Parse implements aggregator.Source: one reading per row.
-func (Source) Parse(body []byte, contentType string, raw json.RawMessage, opt aggregator.ParseOptions) (*aggregator.Parsed, error) {
+func (Source) Parse(body []byte, contentType string, raw json.RawMessage, opt parser.Options) (*parser.Parsed, error) {
 	c, format, err := parseConfig(raw)
 	if err != nil {
 		return nil, err
 	}
 	body = bytes.TrimPrefix(body, []byte("\xef\xbb\xbf"))
 	if len(bytes.TrimSpace(body)) == 0 {
-		return nil, fmt.Errorf("%w: the response is empty", aggregator.ErrMalformed)
+		return nil, fmt.Errorf("%w: the response is empty", parser.ErrMalformed)
 	}
 	if !utf8.Valid(body[:min(len(body), sniffLen)]) {
-		return nil, fmt.Errorf("%w: the response is not UTF-8 text", aggregator.ErrMalformed)
+		return nil, fmt.Errorf("%w: the response is not UTF-8 text", parser.ErrMalformed)
 	}
 	if t := bytes.TrimSpace(body); t[0] == '<' || t[0] == '{' {
 		mt, _, _ := mime.ParseMediaType(contentType)
-		return nil, fmt.Errorf("%w: the response (%.60s) is markup or JSON, not CSV", aggregator.ErrMalformed, mt)
+		return nil, fmt.Errorf("%w: the response (%.60s) is markup or JSON, not CSV", parser.ErrMalformed, mt)
 	}
 	r := csv.NewReader(bytes.NewReader(body))
 	r.Comma = delimiter(c.Delimiter, contentType, body)
@@ -86,7 +86,7 @@ func (Source) Parse(body []byte, contentType string, raw json.RawMessage, opt ag
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", aggregator.ErrMalformed, err)
+			return nil, fmt.Errorf("%w: %v", parser.ErrMalformed, err)
 		}
 		rd, rerr := row(b, n, rec, cols, c, format)
 		if rerr != nil {
@@ -108,7 +108,7 @@ func resolve(c Config, r *csv.Reader) (columns, error) {
 	if *c.Header {
 		h, err := r.Read()
 		if err != nil {
-			return columns{}, fmt.Errorf("%w: header: %v", aggregator.ErrMalformed, err)
+			return columns{}, fmt.Errorf("%w: header: %v", parser.ErrMalformed, err)
 		}
 		header = make([]string, len(h))
 		for i, name := range h {
@@ -136,7 +136,7 @@ func resolve(c Config, r *csv.Reader) (columns, error) {
 		for _, h := range header[:min(len(header), 20)] {
 			names = append(names, sourcekit.Quote(h))
 		}
-		return 0, fmt.Errorf("%w: columns.%s: no column %s in the header (it has %s)", aggregator.ErrMalformed, field, sourcekit.Quote(col.Name), strings.Join(names, ", "))
+		return 0, fmt.Errorf("%w: columns.%s: no column %s in the header (it has %s)", parser.ErrMalformed, field, sourcekit.Quote(col.Name), strings.Join(names, ", "))
 	}
 	var cols columns
 	for _, f := range []struct {

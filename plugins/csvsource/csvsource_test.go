@@ -11,10 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/plugins/csvsource"
 	"github.com/slogfeed/slogfeed/plugins/internal/sourcetest"
 	"github.com/slogfeed/slogfeed/plugins/sourcekit"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
+	"github.com/slogfeed/slogfeed/reader/parser"
 )
 
 var now = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -91,7 +92,7 @@ func TestParse(t *testing.T) {
 			`5 of 7 rows skipped: row 2: field value: "abc" is not a number; row 3: field value: empty; row 4: field time: "yesterday" is not an RFC 3339 time; …`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := csvsource.Source{}.Parse(fixture(t, tc.file), tc.ctype, json.RawMessage(tc.cfg), aggregator.ParseOptions{Now: now})
+			p, err := csvsource.Source{}.Parse(fixture(t, tc.file), tc.ctype, json.RawMessage(tc.cfg), parser.Options{Now: now})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,23 +121,23 @@ func TestParseErrors(t *testing.T) {
 		is              error
 		want            string
 	}{
-		{"missing column", string(fixture(t, "missing-column.csv")), goodConfig, aggregator.ErrMalformed, `columns.time: no column "time" in the header (it has "when", "reading")`},
-		{"empty", "\n", goodConfig, aggregator.ErrMalformed, "empty"},
-		{"html", "<html><body>login</body></html>", goodConfig, aggregator.ErrMalformed, "not CSV"},
-		{"binary", "\xff\xfe\x00t\x00i", goodConfig, aggregator.ErrMalformed, "not UTF-8"},
+		{"missing column", string(fixture(t, "missing-column.csv")), goodConfig, parser.ErrMalformed, `columns.time: no column "time" in the header (it has "when", "reading")`},
+		{"empty", "\n", goodConfig, parser.ErrMalformed, "empty"},
+		{"html", "<html><body>login</body></html>", goodConfig, parser.ErrMalformed, "not CSV"},
+		{"binary", "\xff\xfe\x00t\x00i", goodConfig, parser.ErrMalformed, "not UTF-8"},
 		{"all bad", "time,value\nnow,1\nlater,2\n", `{"columns": {"time": "time", "value": "value"}}`, sourcekit.ErrNoGoodRecords, `all 2 rows skipped: row 1: field time: "now" is not an RFC 3339 time`},
 		{"bad config", "a,b\n", `{"columns": {}}`, sourcekit.ErrConfig, "required"},
-		{"header unterminated", "\"time,value\n1,2\n", goodConfig, aggregator.ErrMalformed, "header"},
+		{"header unterminated", "\"time,value\n1,2\n", goodConfig, parser.ErrMalformed, "header"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := csvsource.Source{}.Parse([]byte(tc.body), "text/csv", json.RawMessage(tc.cfg), aggregator.ParseOptions{Now: now})
+			p, err := csvsource.Source{}.Parse([]byte(tc.body), "text/csv", json.RawMessage(tc.cfg), parser.Options{Now: now})
 			if !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Parse = %v, %v; want %v mentioning %q", p, err, tc.is, tc.want)
 			}
 		})
 	}
 	t.Run("huge field", func(t *testing.T) {
-		p, err := csvsource.Source{}.Parse([]byte(huge), "text/csv", json.RawMessage(`{"columns": {"time": "time", "value": "value", "sensor": "sensor"}}`), aggregator.ParseOptions{Now: now})
+		p, err := csvsource.Source{}.Parse([]byte(huge), "text/csv", json.RawMessage(`{"columns": {"time": "time", "value": "value", "sensor": "sensor"}}`), parser.Options{Now: now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +151,7 @@ func TestParseErrors(t *testing.T) {
 		for i := range 50 {
 			b.WriteString(now.Add(-time.Duration(i)*time.Minute).Format(time.RFC3339) + ",1\n")
 		}
-		p, err := csvsource.Source{}.Parse([]byte(b.String()), "text/csv", json.RawMessage(`{"columns": {"time": 0, "value": 1}}`), aggregator.ParseOptions{Now: now, MaxItems: 10})
+		p, err := csvsource.Source{}.Parse([]byte(b.String()), "text/csv", json.RawMessage(`{"columns": {"time": 0, "value": 1}}`), parser.Options{Now: now, MaxItems: 10})
 		if err != nil || len(p.Items) != 10 || !p.Truncated || !p.Items[0].Published.Equal(now) {
 			t.Fatalf("Parse = %d items, truncated %v, %v; want the newest 10", len(p.Items), p.Truncated, err)
 		}
@@ -219,7 +220,7 @@ func TestSSRFGuard(t *testing.T) {
 	}))
 	defer srv.Close()
 	env := sourcetest.New(t, nil)
-	if err := env.Refused(t, srv.URL+"/good.csv", "csv", goodConfig); !errors.Is(err, aggregator.ErrBlocked) {
+	if err := env.Refused(t, srv.URL+"/good.csv", "csv", goodConfig); !errors.Is(err, fetcher.ErrBlocked) {
 		t.Fatalf("subscribe: %v, want the SSRF guard's refusal", err)
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/plugins/csvsource"
+	"github.com/slogfeed/slogfeed/reader/parser"
 )
 
 // FuzzParse: no document and no configuration makes the adapter panic,
@@ -18,7 +18,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(fixture(f, "tab.tsv"), `{"header": false, "decimal_comma": false, "columns": {"time": 0, "value": 1, "id": 2}}`)
 	f.Add([]byte("a;b\n\"1\";\"2,5\"\n"), `{"decimal_comma": true, "time_format": "unix", "columns": {"time": "a", "value": "b"}}`)
 	f.Fuzz(func(t *testing.T, body []byte, cfg string) {
-		opt := aggregator.ParseOptions{Now: now, MaxItems: 50}
+		opt := parser.Options{Now: now, MaxItems: 50}
 		p, err := csvsource.Source{}.Parse(body, "text/csv", json.RawMessage(cfg), opt)
 		if err != nil {
 			return

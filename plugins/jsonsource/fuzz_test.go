@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/plugins/jsonsource"
+	"github.com/slogfeed/slogfeed/reader/parser"
 )
 
 // FuzzParse: no document and no configuration makes the adapter panic,
@@ -20,7 +20,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"a": [[1, 2], [3]]}`), `{"items": "a[]", "time": "@", "value": "@"}`)
 	f.Add([]byte(`[{"t": "2025-01-01T00:00:00Z", "v": 1}]`), `{"time": "t", "value": "v | abs(@) * `+"`-1`"+`"}`)
 	f.Fuzz(func(t *testing.T, body []byte, cfg string) {
-		opt := aggregator.ParseOptions{Now: now, MaxItems: 50}
+		opt := parser.Options{Now: now, MaxItems: 50}
 		p, err := jsonsource.Source{}.Parse(body, "application/json", json.RawMessage(cfg), opt)
 		if err != nil {
 			return

@@ -14,10 +14,10 @@ import (
 	"github.com/jmespath-community/go-jmespath"
 	"github.com/jmespath-community/go-jmespath/pkg/parsing"
 
-	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/feedext"
 	"github.com/slogfeed/slogfeed/plugins"
 	"github.com/slogfeed/slogfeed/plugins/sourcekit"
+	"github.com/slogfeed/slogfeed/reader/parser"
 )
 
 // Name is the adapter's source type.
@@ -169,7 +169,7 @@ func check(n parsing.ASTNode, root bool) error {
 // selects become items. A document that is not JSON, too deep or too
 // large, or whose items expression does not select an array is an error;
 // a reading without a usable time or value is skipped and counted.
-func (Source) Parse(body []byte, contentType string, raw json.RawMessage, opt aggregator.ParseOptions) (p *aggregator.Parsed, err error) {
+func (Source) Parse(body []byte, contentType string, raw json.RawMessage, opt parser.Options) (p *parser.Parsed, err error) {
 	c, err := compile(raw)
 	if err != nil {
 		return nil, err
@@ -180,7 +180,7 @@ func (Source) Parse(body []byte, contentType string, raw json.RawMessage, opt ag
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			p, err = nil, fmt.Errorf("%w: evaluating the expressions failed: %v", aggregator.ErrMalformed, r)
+			p, err = nil, fmt.Errorf("%w: evaluating the expressions failed: %v", parser.ErrMalformed, r)
 		}
 	}()
 	sel, err := c.items.Search(doc)
@@ -305,11 +305,11 @@ func decode(body []byte, contentType string) (any, error) {
 	body = bytes.TrimPrefix(body, []byte("\xef\xbb\xbf"))
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
-		return nil, fmt.Errorf("%w: the response is empty", aggregator.ErrMalformed)
+		return nil, fmt.Errorf("%w: the response is empty", parser.ErrMalformed)
 	}
 	if trimmed[0] == '<' {
 		mt, _, _ := mime.ParseMediaType(contentType)
-		return nil, fmt.Errorf("%w: the response is markup (%.60s), not JSON", aggregator.ErrMalformed, mt)
+		return nil, fmt.Errorf("%w: the response is markup (%.60s), not JSON", parser.ErrMalformed, mt)
 	}
 	if err := scan(trimmed); err != nil {
 		return nil, err
@@ -318,9 +318,9 @@ func decode(body []byte, contentType string) (any, error) {
 	if err := json.Unmarshal(trimmed, &doc); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			return nil, fmt.Errorf("%w: JSON syntax error at byte %d: %v", aggregator.ErrMalformed, se.Offset, err)
+			return nil, fmt.Errorf("%w: JSON syntax error at byte %d: %v", parser.ErrMalformed, se.Offset, err)
 		}
-		return nil, fmt.Errorf("%w: %v", aggregator.ErrMalformed, err)
+		return nil, fmt.Errorf("%w: %v", parser.ErrMalformed, err)
 	}
 	return doc, nil
 }
@@ -348,13 +348,13 @@ func scan(b []byte) error {
 			inString = true
 		case '[', '{':
 			if depth++; depth > MaxDepth {
-				return fmt.Errorf("%w: JSON nested deeper than %d (at byte %d)", aggregator.ErrMalformed, MaxDepth, i)
+				return fmt.Errorf("%w: JSON nested deeper than %d (at byte %d)", parser.ErrMalformed, MaxDepth, i)
 			}
 		case ']', '}':
 			depth--
 		case ',', ':':
 			if nodes++; nodes > MaxNodes {
-				return fmt.Errorf("%w: JSON with more than %d values", aggregator.ErrMalformed, MaxNodes)
+				return fmt.Errorf("%w: JSON with more than %d values", parser.ErrMalformed, MaxNodes)
 			}
 		}
 	}

@@ -11,10 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/plugins/internal/sourcetest"
 	"github.com/slogfeed/slogfeed/plugins/jsonsource"
 	"github.com/slogfeed/slogfeed/plugins/sourcekit"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
+	"github.com/slogfeed/slogfeed/reader/parser"
 	"github.com/slogfeed/slogfeed/storage"
 )
 
@@ -79,7 +80,7 @@ func TestPrepare(t *testing.T) {
 }
 
 func TestParse(t *testing.T) {
-	opt := aggregator.ParseOptions{Now: now}
+	opt := parser.Options{Now: now}
 	t.Run("good", func(t *testing.T) {
 		p, err := jsonsource.Source{}.Parse(fixture(t, "good.json"), "application/json", prepare(t, goodConfig), opt)
 		if err != nil {
@@ -141,11 +142,11 @@ func TestParse(t *testing.T) {
 		is              error
 		want            string
 	}{
-		{"malformed", string(fixture(t, "malformed.json")), goodConfig, aggregator.ErrMalformed, "JSON"},
-		{"empty", "  \n", goodConfig, aggregator.ErrMalformed, "empty"},
-		{"html", "<!doctype html><p>hi", goodConfig, aggregator.ErrMalformed, "not JSON"},
-		{"too deep", strings.Repeat("[", 100) + strings.Repeat("]", 100), goodConfig, aggregator.ErrMalformed, "deeper than 64"},
-		{"too many values", "[" + strings.Repeat("0,", jsonsource.MaxNodes) + "0]", goodConfig, aggregator.ErrMalformed, "more than 500000 values"},
+		{"malformed", string(fixture(t, "malformed.json")), goodConfig, parser.ErrMalformed, "JSON"},
+		{"empty", "  \n", goodConfig, parser.ErrMalformed, "empty"},
+		{"html", "<!doctype html><p>hi", goodConfig, parser.ErrMalformed, "not JSON"},
+		{"too deep", strings.Repeat("[", 100) + strings.Repeat("]", 100), goodConfig, parser.ErrMalformed, "deeper than 64"},
+		{"too many values", "[" + strings.Repeat("0,", jsonsource.MaxNodes) + "0]", goodConfig, parser.ErrMalformed, "more than 500000 values"},
 		{"items not an array", `{"data": {"readings": {"a": 1}}}`, goodConfig, nil, "selects an object, not an array"},
 		{"items missing", `{"other": []}`, goodConfig, nil, "selects nothing (null)"},
 		{"all bad", string(fixture(t, "all-bad.json")), goodConfig, sourcekit.ErrNoGoodRecords, `all 2 records skipped: record 1: field value: "n/a" is not a number`},
@@ -261,7 +262,7 @@ func TestSSRFGuard(t *testing.T) {
 	}))
 	defer srv.Close()
 	env := sourcetest.New(t, nil)
-	if err := env.Refused(t, srv.URL+"/good.json", "json", goodConfig); !errors.Is(err, aggregator.ErrBlocked) {
+	if err := env.Refused(t, srv.URL+"/good.json", "json", goodConfig); !errors.Is(err, fetcher.ErrBlocked) {
 		t.Fatalf("subscribe: %v, want the SSRF guard's refusal", err)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/reader/parser"
 	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/storage"
 )
@@ -15,7 +15,7 @@ import (
 // Limits on what a Builder takes.
 const (
 	// MaxRecords bounds the records read from one document; a document
-	// with more is cut there (aggregator.Parsed.Truncated).
+	// with more is cut there (parser.Parsed.Truncated).
 	MaxRecords = 100_000
 	// MaxUnitRunes bounds a reading's unit.
 	MaxUnitRunes = 64
@@ -60,9 +60,9 @@ type Builder struct {
 // NewBuilder returns a builder for one document whose records are called
 // noun ("record", "row", "line"), bounded by opt.MaxItems, checking times
 // against opt.Now.
-func NewBuilder(noun string, opt aggregator.ParseOptions) *Builder {
+func NewBuilder(noun string, opt parser.Options) *Builder {
 	if opt.MaxItems <= 0 {
-		opt.MaxItems = aggregator.DefaultMaxItems
+		opt.MaxItems = parser.DefaultMaxItems
 	}
 	return &Builder{noun: noun, now: opt.Now, max: opt.MaxItems, seen: map[string]bool{}}
 }
@@ -150,7 +150,7 @@ func Title(r *storage.Reading) string {
 // (the newest), with the skipped records in Skipped. When the document
 // had records and every one was skipped, it returns an error wrapping
 // ErrNoGoodRecords and the *SkipError instead.
-func (b *Builder) Parsed(title string) (*aggregator.Parsed, error) {
+func (b *Builder) Parsed(title string) (*parser.Parsed, error) {
 	var skip *SkipError
 	if b.skipped > 0 {
 		skip = &SkipError{Noun: b.noun, Skipped: b.skipped, Records: b.records, First: b.first}
@@ -159,7 +159,7 @@ func (b *Builder) Parsed(title string) (*aggregator.Parsed, error) {
 		}
 	}
 	slices.SortStableFunc(b.items, func(x, y storage.Item) int { return y.Published.Compare(x.Published) })
-	p := &aggregator.Parsed{Title: sanitize.PlainText(title, 256), Items: b.items, Truncated: b.truncated}
+	p := &parser.Parsed{Title: sanitize.PlainText(title, 256), Items: b.items, Truncated: b.truncated}
 	if len(p.Items) > b.max {
 		p.Items, p.Truncated = p.Items[:b.max:b.max], true
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/reader/parser"
 	"github.com/slogfeed/slogfeed/storage"
 )
 
@@ -107,7 +107,7 @@ func TestBuilder(t *testing.T) {
 	now := time.Date(2026, 1, 5, 12, 0, 0, 0, time.UTC)
 	at := func(min int) time.Time { return now.Add(time.Duration(min) * time.Minute) }
 	t.Run("items", func(t *testing.T) {
-		b := NewBuilder("row", aggregator.ParseOptions{Now: now, MaxItems: 2})
+		b := NewBuilder("row", parser.Options{Now: now, MaxItems: 2})
 		for i, r := range []Record{
 			{Time: at(-30), Value: 20.5, Unit: "C", Sensor: "north"},
 			{Time: at(-10), Value: 21.25, Unit: "C", Sensor: "north"},
@@ -138,7 +138,7 @@ func TestBuilder(t *testing.T) {
 		}
 	})
 	t.Run("skips", func(t *testing.T) {
-		b := NewBuilder("row", aggregator.ParseOptions{Now: now})
+		b := NewBuilder("row", parser.Options{Now: now})
 		n, _ := b.Next()
 		b.Add(n, Record{Time: at(-1), Value: 1})
 		n, _ = b.Next()
@@ -162,7 +162,7 @@ func TestBuilder(t *testing.T) {
 		}
 	})
 	t.Run("all bad", func(t *testing.T) {
-		b := NewBuilder("record", aggregator.ParseOptions{Now: now})
+		b := NewBuilder("record", parser.Options{Now: now})
 		for range 2 {
 			n, _ := b.Next()
 			b.Skip(b.Errorf(n, "time", "missing"))
@@ -176,13 +176,13 @@ func TestBuilder(t *testing.T) {
 		}
 	})
 	t.Run("empty", func(t *testing.T) {
-		p, err := NewBuilder("row", aggregator.ParseOptions{}).Parsed("")
+		p, err := NewBuilder("row", parser.Options{}).Parsed("")
 		if err != nil || len(p.Items) != 0 || p.Truncated {
 			t.Fatalf("empty document: %+v, %v", p, err)
 		}
 	})
 	t.Run("max records", func(t *testing.T) {
-		b := NewBuilder("row", aggregator.ParseOptions{})
+		b := NewBuilder("row", parser.Options{})
 		n := 0
 		for {
 			if _, ok := b.Next(); !ok {

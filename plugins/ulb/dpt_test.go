@@ -11,6 +11,7 @@ import (
 
 	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/plugins"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 )
@@ -45,7 +46,7 @@ func TestSchedulerLearnsReplayedMote(t *testing.T) {
 		})
 		svc, err := aggregator.NewService(aggregator.ServiceOptions{
 			Store:     st,
-			Fetcher:   aggregator.NewFetcher(aggregator.FetchOptions{Transport: handlerTransport{trace}}),
+			Fetcher:   fetcher.New(fetcher.Options{Transport: handlerTransport{trace}}),
 			Scheduler: schedule.Config{Workers: 1},
 			Sources:   plugins.Sources(),
 		})

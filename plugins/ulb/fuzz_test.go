@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/plugins/ulb"
+	"github.com/slogfeed/slogfeed/reader/parser"
 )
 
 // FuzzParse: no trace and no configuration makes the adapter panic; what
@@ -17,7 +17,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("1 1 1 1 1 1 1 1 1\n"), `{"mote": 1, "loop": false, "speed": 10000, "start": "2025-06-01T12:00:00Z"}`, int64(-1))
 	f.Fuzz(func(t *testing.T, body []byte, cfg string, after int64) {
 		now := start.Add(time.Duration(after) * time.Second)
-		opt := aggregator.ParseOptions{Now: now, MaxItems: 50}
+		opt := parser.Options{Now: now, MaxItems: 50}
 		p, err := ulb.Source{}.Parse(body, "text/plain", json.RawMessage(cfg), opt)
 		if err != nil {
 			return

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/feedext"
 	"github.com/slogfeed/slogfeed/plugins"
 	"github.com/slogfeed/slogfeed/plugins/sourcekit"
+	"github.com/slogfeed/slogfeed/reader/parser"
 )
 
 // Name is the adapter's source type.
@@ -178,7 +178,7 @@ type trace struct {
 // Parse implements aggregator.Source: the newest Backlog readings of the
 // mote whose replay time has come by opt.Now, published at their replay
 // times.
-func (Source) Parse(body []byte, _ string, raw json.RawMessage, opt aggregator.ParseOptions) (*aggregator.Parsed, error) {
+func (Source) Parse(body []byte, _ string, raw json.RawMessage, opt parser.Options) (*parser.Parsed, error) {
 	c, err := parseConfig(raw)
 	if err != nil {
 		return nil, err
@@ -260,10 +260,10 @@ func read(body []byte, c Config, b *sourcekit.Builder) (trace, error) {
 	}
 	if len(tr.points) == 0 {
 		if _, err := b.Parsed(""); err != nil {
-			return tr, fmt.Errorf("%w: not a ULB trace: %w", aggregator.ErrMalformed, err)
+			return tr, fmt.Errorf("%w: not a ULB trace: %w", parser.ErrMalformed, err)
 		}
 		if len(tr.motes) == 0 {
-			return tr, fmt.Errorf("%w: the trace is empty", aggregator.ErrMalformed)
+			return tr, fmt.Errorf("%w: the trace is empty", parser.ErrMalformed)
 		}
 		slices.SortFunc(tr.motes, compareMotes)
 		return tr, fmt.Errorf("mote %s has no readings of %s in the trace (motes: %s)", sourcekit.Quote(string(c.Mote)), c.Quantity, strings.Join(tr.motes, ", "))

@@ -13,10 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/plugins/internal/sourcetest"
 	"github.com/slogfeed/slogfeed/plugins/sourcekit"
 	"github.com/slogfeed/slogfeed/plugins/ulb"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
+	"github.com/slogfeed/slogfeed/reader/parser"
 )
 
 const excerpt = "library1-R1-motes-4-10-20.txt"
@@ -103,7 +104,7 @@ func TestReplay(t *testing.T) {
 		{"far later", cfg(`, "backlog": 3`), sec(270*1000 + 40), []time.Time{sec(270*1000 + 30), sec(270 * 1000), sec(270*1000 - 45)}, 21.6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := ulb.Source{}.Parse([]byte(synthetic), "text/plain", tc.cfg, aggregator.ParseOptions{Now: tc.now})
+			p, err := ulb.Source{}.Parse([]byte(synthetic), "text/plain", tc.cfg, parser.Options{Now: tc.now})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -134,17 +135,17 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{"unknown mote", synthetic, nil, `mote "99" has no readings of temperature in the trace (motes: 1, 2)`},
 		{"garbage", "hello world\nthis is not\n", sourcekit.ErrNoGoodRecords, `not a ULB trace: no usable record: all 2 lines skipped: line 1: field time: "hello" is not a Unix time in milliseconds`},
-		{"empty", "\n# nothing\n", aggregator.ErrMalformed, "the trace is empty"},
-		{"long line", "1000000000000 " + strings.Repeat("9", ulb.MaxLineLen), aggregator.ErrMalformed, "longer than 4096 bytes"},
+		{"empty", "\n# nothing\n", parser.ErrMalformed, "the trace is empty"},
+		{"long line", "1000000000000 " + strings.Repeat("9", ulb.MaxLineLen), parser.ErrMalformed, "longer than 4096 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := ulb.Source{}.Parse([]byte(tc.body), "text/plain", cfg, aggregator.ParseOptions{Now: start})
+			p, err := ulb.Source{}.Parse([]byte(tc.body), "text/plain", cfg, parser.Options{Now: start})
 			if err == nil || (tc.is != nil && !errors.Is(err, tc.is)) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Parse = %v, %v; want an error mentioning %q", p, err, tc.want)
 			}
 		})
 	}
-	if _, err := (ulb.Source{}).Parse([]byte(synthetic), "", json.RawMessage(`{"mote": 1}`), aggregator.ParseOptions{Now: start}); !errors.Is(err, sourcekit.ErrConfig) {
+	if _, err := (ulb.Source{}).Parse([]byte(synthetic), "", json.RawMessage(`{"mote": 1}`), parser.Options{Now: start}); !errors.Is(err, sourcekit.ErrConfig) {
 		t.Errorf("a configuration without start: %v", err)
 	}
 }
@@ -156,7 +157,7 @@ func TestExcerpt(t *testing.T) {
 	for _, q := range []string{"temperature", "humidity", "voltage", "internal_temperature", "par", "tsr"} {
 		t.Run(q, func(t *testing.T) {
 			cfg := json.RawMessage(fmt.Sprintf(`{"mote": 10, "quantity": %q, "start": "2025-06-01T12:00:00Z"}`, q))
-			p, err := ulb.Source{}.Parse(body, "text/plain", cfg, aggregator.ParseOptions{Now: start.Add(time.Hour)})
+			p, err := ulb.Source{}.Parse(body, "text/plain", cfg, parser.Options{Now: start.Add(time.Hour)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -211,7 +212,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 	t.Run("ssrf", func(t *testing.T) {
 		guarded := sourcetest.New(t, nil)
-		if err := guarded.Refused(t, srv.URL+"/trace.txt", "ulb", `{"mote": 20}`); !errors.Is(err, aggregator.ErrBlocked) {
+		if err := guarded.Refused(t, srv.URL+"/trace.txt", "ulb", `{"mote": 20}`); !errors.Is(err, fetcher.ErrBlocked) {
 			t.Errorf("subscribe: %v, want the SSRF guard's refusal", err)
 		}
 	})

@@ -17,7 +17,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
 )
 
 // Sign returns the Slogfeed-Signature of body under secret:
@@ -138,13 +138,13 @@ func (s *Service) attempt(ctx context.Context, j job) result {
 		return result{err: err, permanent: true}
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", aggregator.DefaultUserAgent())
+	req.Header.Set("User-Agent", fetcher.DefaultUserAgent())
 	req.Header.Set("Slogfeed-Event", "items")
 	req.Header.Set("Slogfeed-Delivery", j.d.ID)
 	req.Header.Set("Slogfeed-Signature", Sign(j.secret, j.d.Body))
 	resp, err := s.opt.Client.Do(req)
 	if err != nil {
-		permanent := errors.Is(err, aggregator.ErrBlocked) || errors.Is(err, aggregator.ErrScheme) || errors.Is(err, aggregator.ErrInvalidURL)
+		permanent := errors.Is(err, fetcher.ErrBlocked) || errors.Is(err, fetcher.ErrScheme) || errors.Is(err, fetcher.ErrInvalidURL)
 		if ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("no answer within %v", RequestTimeout)
 		}

@@ -18,8 +18,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/plugins"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
 	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/transform"
@@ -181,7 +181,7 @@ func New(opt Options) (*Service, error) {
 		opt.Now = time.Now
 	}
 	if opt.Client == nil {
-		opt.Client = aggregator.NewFetcher(aggregator.FetchOptions{}).Client()
+		opt.Client = fetcher.New(fetcher.Options{}).Client()
 	}
 	c := *opt.Client
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/web"
 )
@@ -89,7 +89,7 @@ func (rc *receiver) count() int {
 // loopback is a delivery client whose SSRF guard allows the test
 // receivers.
 func loopback() *http.Client {
-	return aggregator.NewFetcher(aggregator.FetchOptions{Allow: []netip.Prefix{
+	return fetcher.New(fetcher.Options{Allow: []netip.Prefix{
 		netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128"),
 	}}).Client()
 }
@@ -176,7 +176,7 @@ func TestDelivery(t *testing.T) {
 		t.Fatalf("%d requests, want 1", rc.count())
 	}
 	req, body := rc.got[0], rc.bodies[0]
-	for k, want := range map[string]string{"Content-Type": "application/json", "Slogfeed-Event": "items", "User-Agent": aggregator.DefaultUserAgent()} {
+	for k, want := range map[string]string{"Content-Type": "application/json", "Slogfeed-Event": "items", "User-Agent": fetcher.DefaultUserAgent()} {
 		if got := req.Header.Get(k); got != want {
 			t.Errorf("%s: %q, want %q", k, got, want)
 		}
@@ -337,7 +337,7 @@ func TestRestart(t *testing.T) {
 func TestBlockedAddress(t *testing.T) {
 	e := newEnv(t)
 	rc := newReceiver(t, 200)
-	s := e.service(t, Options{Client: aggregator.NewFetcher(aggregator.FetchOptions{}).Client()})
+	s := e.service(t, Options{Client: fetcher.New(fetcher.Options{}).Client()})
 	h := mustCreate(t, s, "pipe/out", rc.URL)
 	s.Notify(outFeed, items("a", 1))
 	s.step(context.Background())

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/web"
 )
@@ -167,7 +168,7 @@ func newSubscriberNode(t *testing.T, net *hosts, base, path string) *subscriber 
 	s := &subscriber{st: openStore(t, path), done: make(chan struct{}), new: map[uint64][]storage.Item{}}
 	agg, err := aggregator.NewService(aggregator.ServiceOptions{
 		Store:   s.st,
-		Fetcher: aggregator.NewFetcher(aggregator.FetchOptions{Transport: net}),
+		Fetcher: fetcher.New(fetcher.Options{Transport: net}),
 		OnNewItems: func(f storage.Feed, items []storage.Item) {
 			s.mu.Lock()
 			defer s.mu.Unlock()

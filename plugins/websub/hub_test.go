@@ -14,8 +14,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/feedext"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
+	"github.com/slogfeed/slogfeed/reader/parser"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/web"
 )
@@ -415,7 +416,7 @@ func TestHubSSRF(t *testing.T) {
 				w.Header().Set("Content-Type", "application/rss+xml")
 				_, _ = w.Write([]byte(`<rss version="2.0"><channel><title>t</title></channel></rss>`))
 			})
-			client := aggregator.NewFetcher(aggregator.FetchOptions{Allow: tt.allow}).Client()
+			client := fetcher.New(fetcher.Options{Allow: tt.allow}).Client()
 			svc, err := New(Options{Store: st, BaseURL: "http://a.test", Client: client, Documents: sensors})
 			if err != nil {
 				t.Fatal(err)
@@ -534,7 +535,7 @@ func TestSelfDescribing(t *testing.T) {
 					t.Fatalf("hub off: Link %q, body mentions websub: %v", links, strings.Contains(body, "websub"))
 				}
 				// What the subscriber side discovers in it.
-				p, err := aggregator.Parse(rec.Body.Bytes(), rec.Header().Get("Content-Type"), aggregator.ParseOptions{BaseURL: "http://a.test" + tt.path})
+				p, err := parser.Parse(rec.Body.Bytes(), rec.Header().Get("Content-Type"), parser.Options{BaseURL: "http://a.test" + tt.path})
 				if err != nil {
 					t.Fatal(err)
 				}

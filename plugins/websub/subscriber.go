@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
+	"github.com/slogfeed/slogfeed/reader/parser"
 	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/storage"
 )
@@ -26,7 +28,7 @@ const subKeyPrefix = "sub/"
 
 // maxPushBody bounds a pushed document (the fetcher's default MaxBody;
 // Ingest checks the configured one).
-const maxPushBody = aggregator.DefaultMaxBody
+const maxPushBody = fetcher.DefaultMaxBody
 
 // maxHubReply bounds what is read of a hub's answer.
 const maxHubReply = 4 << 10
@@ -592,11 +594,11 @@ func (s *Subscriber) serveContent(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, storage.ErrFeedNotFound), errors.Is(err, aggregator.ErrNotRemote):
 		httpError(w, http.StatusGone, "websub: the feed is gone")
 		return
-	case errors.Is(err, aggregator.ErrTooLarge):
+	case errors.Is(err, fetcher.ErrTooLarge):
 		s.count(rec.Feed, SubCounters{Rejected: 1})
 		httpError(w, http.StatusRequestEntityTooLarge, err.Error())
 		return
-	case errors.Is(err, aggregator.ErrNotFeed), errors.Is(err, aggregator.ErrMalformed):
+	case errors.Is(err, parser.ErrNotFeed), errors.Is(err, parser.ErrMalformed):
 		s.count(rec.Feed, SubCounters{Rejected: 1})
 		s.log.Info("push not stored", "feed", rec.Feed, "err", err)
 		httpError(w, http.StatusBadRequest, clip(err.Error(), 300))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/reader/parser"
 	"github.com/slogfeed/slogfeed/storage"
 )
 
@@ -356,7 +357,7 @@ func TestCallbacks(t *testing.T) {
 			status: 410, wantState: StateLeaving},
 		{name: "push too large", state: StateActive, method: "POST", target: cbPath, body: strings.Repeat(" ", maxPushBody+1),
 			status: 413, wantState: StateActive},
-		{name: "push not a feed", state: StateActive, method: "POST", target: cbPath, body: body, sig: Sign(secret, []byte(body)), ingestErr: fmt.Errorf("x: %w", aggregator.ErrNotFeed),
+		{name: "push not a feed", state: StateActive, method: "POST", target: cbPath, body: body, sig: Sign(secret, []byte(body)), ingestErr: fmt.Errorf("x: %w", parser.ErrNotFeed),
 			status: 400, wantState: StateActive},
 		{name: "push for a deleted feed", state: StateActive, method: "POST", target: cbPath, body: body, sig: Sign(secret, []byte(body)), ingestErr: storage.ErrFeedNotFound,
 			status: 410, wantState: StateActive},

@@ -120,3 +120,20 @@ func unwanted(r rune) bool {
 func isBidiControl(r rune) bool {
 	return (r >= 0x202A && r <= 0x202E) || (r >= 0x2066 && r <= 0x2069)
 }
+
+// Truncate returns s as valid UTF-8 of at most n runes, marking a cut with
+// "…" (which makes the result n+1 runes long).
+func Truncate(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
+}
+
+// Excerpt is a message quoted from elsewhere (a parser's error, a server's
+// words) made fit to show on one line: Clean, white space folded, at most
+// n runes (see Truncate).
+func Excerpt(s string, n int) string {
+	return Truncate(strings.Join(strings.Fields(Clean(s)), " "), n)
+}

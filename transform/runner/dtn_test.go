@@ -14,6 +14,7 @@ import (
 
 	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/feedext"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/transform"
@@ -81,7 +82,7 @@ func testDTNBatches(t *testing.T, st storage.Backend, r *Runner, clock *schedule
 	svc, err := aggregator.NewService(aggregator.ServiceOptions{
 		Store:      st,
 		Clock:      clock,
-		Fetcher:    aggregator.NewFetcher(aggregator.FetchOptions{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}),
+		Fetcher:    fetcher.New(fetcher.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}),
 		OnNewItems: r.Notify,
 	})
 	if err != nil {

@@ -25,7 +25,7 @@
 //     RSS, <link rel="next"> and rel="prev-archive" in Atom, and
 //     "next_url" in JSON.
 //   - <ttl> in RSS from Feed.TTL (whole minutes, at least one).
-//   - slogfeed's typed sensor reading (see package aggregator/feedext):
+//   - slogfeed's typed sensor reading (see package feedext):
 //     <sf:reading value=… unit=… sensor=… time=… lat=… lon=…/> in RSS items
 //     and Atom entries, and the "_slogfeed" object in JSON Feed items.
 //     Items with a reading but no title or summary get readable ones

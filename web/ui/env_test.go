@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/transform"
@@ -106,7 +107,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	}
 	t.Cleanup(func() { st.Close() })
 	e.st = st
-	svc, err := aggregator.NewService(aggregator.ServiceOptions{Store: st, Fetcher: aggregator.NewFetcher(aggregator.FetchOptions{}), Logger: log})
+	svc, err := aggregator.NewService(aggregator.ServiceOptions{Store: st, Fetcher: fetcher.New(fetcher.Options{}), Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/reader/opml"
+	"github.com/slogfeed/slogfeed/reader/parser"
 	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
@@ -609,7 +610,7 @@ func int64Cmp(a, b int64) int {
 
 // itemView prepares an item for the page, its HTML sanitised once more.
 func (u *UI) itemView(it storage.Item, now time.Time) itemView {
-	v := itemView{Title: sanitize.PlainText(it.Title, aggregator.MaxTitleRunes), Published: newStamp(it.Published, now)}
+	v := itemView{Title: sanitize.PlainText(it.Title, parser.MaxTitleRunes), Published: newStamp(it.Published, now)}
 	if it.Link != "" {
 		if l, err := url.Parse(it.Link); err == nil && (l.Scheme == "http" || l.Scheme == "https") && l.Host != "" {
 			v.Link = l.String()
@@ -626,7 +627,7 @@ func (u *UI) itemView(it storage.Item, now time.Time) itemView {
 		body = it.Summary
 	}
 	if body != "" {
-		// SanitizeHTML removes scripts, styles, event handlers and
+		// sanitize.HTML removes scripts, styles, event handlers and
 		// unsafe URLs: what remains is safe to include as HTML.
 		v.HTML = template.HTML(sanitize.HTML(body, nil)) //nolint:gosec // sanitised just above
 	}

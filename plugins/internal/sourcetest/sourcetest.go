@@ -13,6 +13,7 @@ import (
 
 	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/plugins"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/web"
@@ -33,21 +34,21 @@ var Loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustPa
 // New builds an Env whose fetcher may reach allow (nil: public addresses
 // only, as in production). fo, when given, is the rest of the fetcher's
 // options.
-func New(t testing.TB, allow []netip.Prefix, fo ...aggregator.FetchOptions) *Env {
+func New(t testing.TB, allow []netip.Prefix, fo ...fetcher.Options) *Env {
 	t.Helper()
 	st, err := storage.Open(filepath.Join(t.TempDir(), "sources.db"), storage.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	var opt aggregator.FetchOptions
+	var opt fetcher.Options
 	if len(fo) > 0 {
 		opt = fo[0]
 	}
 	opt.Allow = allow
 	svc, err := aggregator.NewService(aggregator.ServiceOptions{
 		Store:     st,
-		Fetcher:   aggregator.NewFetcher(opt),
+		Fetcher:   fetcher.New(opt),
 		Scheduler: schedule.Config{},
 		Sources:   plugins.Sources(),
 	})

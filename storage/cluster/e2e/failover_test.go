@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/storage/cluster"
@@ -98,9 +99,9 @@ func startNode(t testing.TB, ctx context.Context, c *jstest.Cluster, name string
 	}
 	svc, err := aggregator.NewService(aggregator.ServiceOptions{
 		Store: b,
-		Fetcher: aggregator.NewFetcher(aggregator.FetchOptions{
+		Fetcher: fetcher.New(fetcher.Options{
 			Allow:     []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-			UserAgent: aggregator.UserAgent("test", name),
+			UserAgent: fetcher.UserAgent("test", name),
 		}),
 		Scheduler: schedule.Config{Workers: opt.workers},
 		Owner:     lease,

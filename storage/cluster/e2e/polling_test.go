@@ -17,6 +17,7 @@ import (
 
 	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/aggregator/aggtest"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 	sjs "github.com/slogfeed/slogfeed/storage/jetstream"
@@ -234,7 +235,7 @@ func BenchmarkPolling(b *testing.B) {
 		defer db.Close()
 		svc, err := aggregator.NewService(aggregator.ServiceOptions{
 			Store:     db,
-			Fetcher:   aggregator.NewFetcher(aggregator.FetchOptions{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}),
+			Fetcher:   fetcher.New(fetcher.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}),
 			Scheduler: schedule.Config{Workers: *pollWorkers},
 			Logger:    log,
 		})

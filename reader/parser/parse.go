@@ -1,4 +1,4 @@
-package aggregator
+package parser
 
 import (
 	"bytes"
@@ -51,8 +51,8 @@ const (
 	maxErrText = 200
 )
 
-// ParseOptions configures Parse.
-type ParseOptions struct {
+// Options configures Parse.
+type Options struct {
 	// MaxItems is how many items are kept (default DefaultMaxItems). A
 	// feed with more is cut (the first MaxItems, newest first as feeds
 	// list them) and Parsed.Truncated is set: more data is waiting.
@@ -136,6 +136,20 @@ type Repairs struct {
 	Last string
 }
 
+// Warning says what a successful parse left out (records an adapter
+// skipped, an unusable extraction rule, repairs), for storage.Feed.Warning;
+// "" when nothing was.
+func (p *Parsed) Warning() string {
+	err := errors.Join(p.Skipped, p.ExtractErr)
+	if w := p.Repairs.Warning(); w != "" {
+		err = errors.Join(err, errors.New(w))
+	}
+	if err == nil {
+		return ""
+	}
+	return sanitize.Truncate(err.Error(), storage.MaxWarningLen/4)
+}
+
 // invalidUTF8 counts the bytes of b that are not part of valid UTF-8.
 func invalidUTF8(b []byte) int {
 	if utf8.Valid(b) {
@@ -168,7 +182,7 @@ func invalidUTF8(b []byte) int {
 // invalid UTF-8 bytes are read as Windows-1252, and a document labelled
 // with a legacy charset that is nevertheless valid, non-ASCII UTF-8 is read
 // as UTF-8 (mislabelled).
-func Parse(body []byte, contentType string, opt ParseOptions) (p *Parsed, err error) {
+func Parse(body []byte, contentType string, opt Options) (p *Parsed, err error) {
 	if opt.MaxItems <= 0 {
 		opt.MaxItems = DefaultMaxItems
 	}
@@ -210,36 +224,22 @@ func describeType(ct string) string {
 }
 
 // clip bounds a message quoted from a parser and makes it printable.
-func clip(s string) string {
-	s = strings.Join(strings.Fields(sanitize.Clean(s)), " ")
-	if utf8.RuneCountInString(s) > maxErrText {
-		s = string([]rune(s)[:maxErrText]) + "…"
-	}
-	return s
-}
+func clip(s string) string { return sanitize.Excerpt(s, maxErrText) }
 
 // parseXML parses RSS, RDF and Atom.
-func parseXML(body []byte, contentType string, opt ParseOptions) (*Parsed, error) {
+func parseXML(body []byte, contentType string, opt Options) (*Parsed, error) {
 	body, bad := toUTF8(body, contentType)
-	// The plain document most feeds are is scanned once, its longest tag
-	// measured on the way (scanPlain); anything else is measured by
-	// longestTag before the tokenizer reads it (scanTokens).
-	sc, plain := scanPlain(body, opt.MaxItems)
-	if !plain {
-		sc.longest = longestTag(body)
-	}
-	if n := sc.longest; n > MaxTagBytes {
+	// The tokenizer holds a tag's attributes at once: measure the longest
+	// tag before it reads any.
+	if n := longestTag(body); n > MaxTagBytes {
 		return nil, fmt.Errorf("%w: a tag of %d bytes (the limit is %d)", ErrMalformed, n, MaxTagBytes)
 	}
-	var err error
-	if !plain {
-		sc, err = scanTokens(body, opt.MaxItems)
-		if err != nil && sc.root == "" && isHTMLType(contentType) {
-			return nil, errHTML
-		}
-		if err != nil {
-			return nil, err
-		}
+	sc, err := scanXML(body, opt.MaxItems)
+	if err != nil && sc.root == "" && isHTMLType(contentType) {
+		return nil, errHTML
+	}
+	if err != nil {
+		return nil, err
 	}
 	if sc.html {
 		return nil, errHTML
@@ -259,27 +259,14 @@ func parseXML(body []byte, contentType string, opt ParseOptions) (*Parsed, error
 	var af *atom.Feed
 	switch sc.root {
 	case "rss", "rdf":
-		// The common plain RSS 2.0 document is read by fastRSS, which
-		// yields gofeed's result at a fraction of the cost; gofeed reads
-		// what it declines (RDF, the unusual, the malformed). Atom the
-		// same way with fastAtom.
-		fast := false
-		if sc.root == "rss" {
-			rf, fast = fastRSS(body)
-		}
-		if !fast {
-			rf, err = (&rss.Parser{}).Parse(bytes.NewReader(body))
-		}
+		rf, err = (&rss.Parser{}).Parse(bytes.NewReader(body))
 		if err == nil {
 			// slogfeed keeps no item images: spare the translator its
 			// HTML parse of every description in search of one.
 			feed, err = (&gofeed.DefaultRSSTranslator{DisableContentImageScan: true}).Translate(rf)
 		}
 	case "feed":
-		fast := false
-		if af, fast = fastAtom(body); !fast {
-			af, err = (&atom.Parser{}).Parse(bytes.NewReader(body))
-		}
+		af, err = (&atom.Parser{}).Parse(bytes.NewReader(body))
 		if err == nil {
 			feed, err = (&gofeed.DefaultAtomTranslator{}).Translate(af)
 		}
@@ -309,7 +296,7 @@ func parseXML(body []byte, contentType string, opt ParseOptions) (*Parsed, error
 }
 
 // parseJSON parses JSON Feed (1.0 and 1.1).
-func parseJSON(body []byte, opt ParseOptions) (*Parsed, error) {
+func parseJSON(body []byte, opt Options) (*Parsed, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(body, &top); err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrMalformed, clip(err.Error()))
@@ -365,16 +352,23 @@ type jsonItemExtra struct {
 	Slogfeed    json.RawMessage `json:"_slogfeed"`
 }
 
-// rssTTL converts RSS <ttl> minutes, capped at MaxCacheFor.
+// rssTTL converts RSS <ttl> minutes, capped at schedule.MaxDelay (the
+// cap of every delay a server can impose). A value that is not a whole
+// number of minutes is no TTL.
 func rssTTL(s string) time.Duration {
-	n := seconds(s) / time.Second // the number, whatever its unit
-	switch {
-	case n <= 0:
+	s = strings.TrimSpace(s)
+	if s == "" || strings.Trim(s, "0123456789") != "" {
 		return 0
-	case n >= time.Duration(MaxCacheFor/time.Minute):
-		return MaxCacheFor
 	}
-	return n * time.Minute
+	limit := int64(schedule.MaxDelay / time.Minute)
+	if len(s) > 12 {
+		return schedule.MaxDelay
+	}
+	n, _ := strconv.ParseInt(s, 10, 64)
+	if n >= limit {
+		return schedule.MaxDelay
+	}
+	return time.Duration(n) * time.Minute
 }
 
 // fromUTF16 converts a document with a UTF-16 byte order mark to UTF-8.
@@ -612,8 +606,6 @@ type scanResult struct {
 	cut     int    // > 0: keep body[:cut] (MaxItems items) ...
 	closers []byte // ... followed by these end tags
 	items   []span // the complete item elements (before any cut)
-	// longest is longestTag(body), set by scanPlain only.
-	longest int
 }
 
 // span is a byte range [start, end) of a document.
@@ -624,7 +616,7 @@ var hashSeed = maphash.MakeSeed()
 
 // itemHashes hashes each item element of body with what it is normalised
 // under (see Parsed.ItemHashes).
-func itemHashes(body []byte, items []span, opt ParseOptions) []uint64 {
+func itemHashes(body []byte, items []span, opt Options) []uint64 {
 	if len(items) == 0 {
 		return nil
 	}
@@ -704,14 +696,6 @@ func dropSeen(body []byte, items []span, hashes []uint64, seen func(uint64) bool
 // than maxItems items, so that a huge feed costs no more memory than a
 // feed of maxItems items.
 func scanXML(body []byte, maxItems int) (scanResult, error) {
-	if res, ok := scanPlain(body, maxItems); ok {
-		return res, nil // the common case, without the tokenizer (scan.go)
-	}
-	return scanTokens(body, maxItems)
-}
-
-// scanTokens is scanXML with the tokenizer.
-func scanTokens(body []byte, maxItems int) (scanResult, error) {
 	var res scanResult
 	d := xml.NewDecoder(bytes.NewReader(body))
 	d.Strict = false

@@ -1,4 +1,4 @@
-package aggregator
+package fetcher
 
 import (
 	"bytes"
@@ -50,8 +50,8 @@ const acceptHeader = "application/rss+xml, application/atom+xml, application/fee
 	"application/rdf+xml;q=0.9, application/xml;q=0.9, text/xml;q=0.9, " +
 	"application/json;q=0.8, */*;q=0.5"
 
-// FetchOptions configures a Fetcher. Zero values take the defaults.
-type FetchOptions struct {
+// Options configures a Fetcher. Zero values take the defaults.
+type Options struct {
 	// Timeout bounds the whole request, redirects and body included.
 	Timeout time.Duration
 	// DialTimeout bounds each TCP connect (and the TLS handshake).
@@ -94,7 +94,7 @@ type FetchOptions struct {
 // Fetcher fetches feeds over HTTP with limits on time, size and redirects,
 // conditional GET, and an SSRF guard. It is safe for concurrent use.
 type Fetcher struct {
-	opt    FetchOptions
+	opt    Options
 	guard  *guard
 	client *http.Client
 	tr     *http.Transport
@@ -155,8 +155,20 @@ type Response struct {
 	FinalURL string
 }
 
-// NewFetcher returns a Fetcher with opt's limits.
-func NewFetcher(opt FetchOptions) *Fetcher {
+// Delivered returns the Response a pushed document stands for: a 200 with
+// body, received at received from url, its validators, cache lifetime and
+// publisher hints read from header as Fetch reads them from a response.
+func Delivered(body []byte, header http.Header, received time.Time, url string) *Response {
+	r := &Response{
+		Status: http.StatusOK, Body: body, ContentType: header.Get("Content-Type"),
+		ReceivedAt: received, FinalURL: url,
+	}
+	readHeaders(r, header)
+	return r
+}
+
+// New returns a Fetcher with opt's limits.
+func New(opt Options) *Fetcher {
 	if opt.Timeout <= 0 {
 		opt.Timeout = DefaultTimeout
 	}
@@ -213,6 +225,9 @@ func NewFetcher(opt FetchOptions) *Fetcher {
 	}
 	return f
 }
+
+// MaxBody is the largest decompressed body the fetcher reads.
+func (f *Fetcher) MaxBody() int64 { return f.opt.MaxBody }
 
 // Client returns an HTTP client for other outgoing requests (webhook
 // deliveries, WebSub verification and distribution) that goes through the

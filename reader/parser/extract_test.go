@@ -1,4 +1,4 @@
-package aggregator
+package parser
 
 import (
 	"encoding/json"

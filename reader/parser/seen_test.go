@@ -1,4 +1,4 @@
-package aggregator
+package parser
 
 import (
 	"fmt"
@@ -46,7 +46,7 @@ func TestParseSeen(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			first, err := Parse([]byte(tc.doc("a", "b", "c")), "", ParseOptions{BaseURL: base})
+			first, err := Parse([]byte(tc.doc("a", "b", "c")), "", Options{BaseURL: base})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -54,7 +54,7 @@ func TestParseSeen(t *testing.T) {
 				t.Fatalf("first parse: %d hashes, %d items, %d unchanged", len(first.ItemHashes), len(first.Items), first.Unchanged)
 			}
 			seen := func(h uint64) bool { return slices.Contains(first.ItemHashes, h) }
-			p, err := Parse([]byte(tc.doc(tc.next...)), "", ParseOptions{BaseURL: tc.base, Seen: seen})
+			p, err := Parse([]byte(tc.doc(tc.next...)), "", Options{BaseURL: tc.base, Seen: seen})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,7 +86,7 @@ func TestParseSeenAfterNodeLimitCut(t *testing.T) {
 	}
 	b.WriteString(`</channel></rss>`)
 	doc := []byte(b.String())
-	first, err := Parse(doc, "application/rss+xml", ParseOptions{BaseURL: "https://example.org/feed"})
+	first, err := Parse(doc, "application/rss+xml", Options{BaseURL: "https://example.org/feed"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestParseSeenAfterNodeLimitCut(t *testing.T) {
 	for _, h := range first.ItemHashes {
 		seen[h] = true
 	}
-	second, err := Parse(doc, "application/rss+xml", ParseOptions{BaseURL: "https://example.org/feed", Seen: func(h uint64) bool { return seen[h] }})
+	second, err := Parse(doc, "application/rss+xml", Options{BaseURL: "https://example.org/feed", Seen: func(h uint64) bool { return seen[h] }})
 	if err != nil {
 		t.Fatalf("second parse: %v", err)
 	}
@@ -114,7 +114,7 @@ func TestParseSeenRootChange(t *testing.T) {
 		return []byte(`<?xml version="1.0"?><!-- a feed --><rss version="2.0" xmlns:sf="` + ns + `"><channel><title>t</title>` +
 			`<item><guid>a</guid><title>a</title></item><item><guid>b</guid><title>b</title></item></channel></rss>`)
 	}
-	first, err := Parse(doc("urn:old"), "application/rss+xml", ParseOptions{})
+	first, err := Parse(doc("urn:old"), "application/rss+xml", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestParseSeenRootChange(t *testing.T) {
 		ns        string
 		unchanged int
 	}{{"urn:old", 2}, {"urn:new", 0}} {
-		p, err := Parse(doc(tc.ns), "application/rss+xml", ParseOptions{Seen: func(h uint64) bool { return seen[h] }})
+		p, err := Parse(doc(tc.ns), "application/rss+xml", Options{Seen: func(h uint64) bool { return seen[h] }})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package aggregator
+package parser
 
 import (
 	"crypto/sha256"
@@ -72,7 +72,7 @@ func plausibleDate(t, now time.Time) bool {
 
 // normalizer turns gofeed's items into storage items.
 type normalizer struct {
-	opt       ParseOptions
+	opt       Options
 	base      *url.URL
 	sfKeys    []string        // extension keys of slogfeed's namespace (XML)
 	jsonItems []jsonItemExtra // per-item extras (JSON Feed)
@@ -113,7 +113,7 @@ func (r Repairs) Warning() string {
 	return strings.Join(parts, "; ") + " (last: " + r.Last + ")"
 }
 
-func newNormalizer(opt ParseOptions) *normalizer {
+func newNormalizer(opt Options) *normalizer {
 	n := &normalizer{opt: opt}
 	if u, err := url.Parse(strings.TrimSpace(opt.BaseURL)); err == nil && u.IsAbs() {
 		n.base = u

@@ -1,4 +1,4 @@
-package aggregator
+package fetcher
 
 import (
 	"bytes"
@@ -21,6 +21,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/slogfeed/slogfeed/reader/parser"
+	"github.com/slogfeed/slogfeed/reader/parser/parsertest"
 	"github.com/slogfeed/slogfeed/storage"
 )
 
@@ -66,8 +68,8 @@ func port(s *httptest.Server) string {
 }
 
 // fetcher returns a Fetcher that can reach exactly 127.0.0.1.
-func (l *labs) fetcher(tweak func(*FetchOptions)) *Fetcher {
-	opt := FetchOptions{
+func (l *labs) fetcher(tweak func(*Options)) *Fetcher {
+	opt := Options{
 		Timeout:  10 * time.Second,
 		MaxBody:  1 << 20,
 		Allow:    []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
@@ -77,12 +79,12 @@ func (l *labs) fetcher(tweak func(*FetchOptions)) *Fetcher {
 	if tweak != nil {
 		tweak(&opt)
 	}
-	return NewFetcher(opt)
+	return New(opt)
 }
 
 func serveFile(name, contentType string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		b, err := os.ReadFile(filepath.Join("testdata", name))
+		b, err := os.ReadFile(filepath.Join("..", "parser", "testdata", name))
 		if err != nil {
 			http.Error(w, err.Error(), 500)
 			return
@@ -99,19 +101,8 @@ func serveBytes(b []byte, contentType string) http.HandlerFunc {
 	}
 }
 
-// rssItems returns an RSS document with n tiny items.
-func rssItems(n int) []byte {
-	var b bytes.Buffer
-	b.WriteString(`<?xml version="1.0"?><rss version="2.0"><channel><title>many</title>` + "\n")
-	for i := range n {
-		fmt.Fprintf(&b, "<item><guid>i%d</guid></item>\n", i)
-	}
-	b.WriteString("</channel></rss>\n")
-	return b.Bytes()
-}
-
 var (
-	manyItems = sync.OnceValue(func() []byte { return rssItems(200_000) })
+	manyItems = sync.OnceValue(func() []byte { return parsertest.RSSItems(200_000) })
 	gzipBomb  = sync.OnceValue(func() []byte {
 		var b bytes.Buffer
 		zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
@@ -123,27 +114,6 @@ var (
 		return b.Bytes()
 	})
 )
-
-// checkText fails when a text field of p is not valid UTF-8 or holds a
-// control character.
-func checkText(t *testing.T, p *Parsed) {
-	t.Helper()
-	fields := []string{p.Title, p.Site}
-	for _, it := range p.Items {
-		fields = append(fields, it.ID, it.GUID, it.Title, it.Summary, it.Content, it.Author, it.Link)
-		fields = append(fields, it.Categories...)
-	}
-	for _, f := range fields {
-		if !utf8.ValidString(f) {
-			t.Errorf("invalid UTF-8 in %q", f)
-		}
-		for _, r := range f {
-			if r < 0x20 && r != '\n' && r != '\t' && r != '\r' || r >= 0x7f && r < 0xa0 || r == 0xfffe || r == 0xffff {
-				t.Errorf("control character %U in %q", r, f)
-			}
-		}
-	}
-}
 
 // TestHostile is the hostile-input table: every case ends in a clear error
 // (a sentinel and readable words) or a clean feed, never a crash, within a
@@ -163,12 +133,12 @@ func TestHostile(t *testing.T) {
 		name     string
 		handler  http.HandlerFunc
 		url      string // default: the good server's /hostile/<name>
-		opt      func(*FetchOptions)
-		parse    ParseOptions
+		opt      func(*Options)
+		parse    parser.Options
 		fetchErr error
 		parseErr error
 		msg      string // in the error message
-		check    func(t *testing.T, p *Parsed)
+		check    func(t *testing.T, p *parser.Parsed)
 		maxAlloc uint64 // bytes allocated by Fetch and Parse (default 64 MiB)
 		after    func(t *testing.T)
 	}
@@ -176,7 +146,7 @@ func TestHostile(t *testing.T) {
 		{
 			name:    "billion laughs",
 			handler: serveFile("hostile/billion-laughs.xml", "application/rss+xml"),
-			check: func(t *testing.T, p *Parsed) {
+			check: func(t *testing.T, p *parser.Parsed) {
 				if len(p.Items) != 1 || strings.Contains(p.Items[0].Title+p.Items[0].Summary+p.Title, "lollol") {
 					t.Errorf("entities expanded: %+v", p)
 				}
@@ -189,7 +159,7 @@ func TestHostile(t *testing.T) {
 		{
 			name:    "external entity",
 			handler: serveFile("hostile/xxe.xml", "application/rss+xml"),
-			check: func(t *testing.T, p *Parsed) {
+			check: func(t *testing.T, p *parser.Parsed) {
 				passwd, _ := os.ReadFile("/etc/passwd")
 				first, _, _ := strings.Cut(string(passwd), "\n")
 				for _, it := range p.Items {
@@ -207,12 +177,12 @@ func TestHostile(t *testing.T) {
 		{
 			name:    "200000 items",
 			handler: serveBytes(manyItems(), "application/rss+xml"),
-			opt:     func(o *FetchOptions) { o.MaxBody = 10 << 20 },
-			check: func(t *testing.T, p *Parsed) {
-				if !p.Truncated || len(p.Items) != DefaultMaxItems {
-					t.Errorf("truncated=%v, %d items; want true, %d", p.Truncated, len(p.Items), DefaultMaxItems)
+			opt:     func(o *Options) { o.MaxBody = 10 << 20 },
+			check: func(t *testing.T, p *parser.Parsed) {
+				if !p.Truncated || len(p.Items) != parser.DefaultMaxItems {
+					t.Errorf("truncated=%v, %d items; want true, %d", p.Truncated, len(p.Items), parser.DefaultMaxItems)
 				}
-				if p.Items[0].ID != "i0" || p.Items[len(p.Items)-1].ID != fmt.Sprintf("i%d", DefaultMaxItems-1) {
+				if p.Items[0].ID != "i0" || p.Items[len(p.Items)-1].ID != fmt.Sprintf("i%d", parser.DefaultMaxItems-1) {
 					t.Errorf("kept %s…%s, want the first items", p.Items[0].ID, p.Items[len(p.Items)-1].ID)
 				}
 			},
@@ -309,7 +279,7 @@ func TestHostile(t *testing.T) {
 					}
 				}
 			},
-			opt:      func(o *FetchOptions) { o.Timeout = 300 * time.Millisecond },
+			opt:      func(o *Options) { o.Timeout = 300 * time.Millisecond },
 			fetchErr: ErrTimeout,
 			msg:      "timed out after 300ms",
 		},
@@ -318,7 +288,7 @@ func TestHostile(t *testing.T) {
 			handler: func(w http.ResponseWriter, r *http.Request) {
 				<-r.Context().Done()
 			},
-			opt:      func(o *FetchOptions) { o.Timeout = 300 * time.Millisecond },
+			opt:      func(o *Options) { o.Timeout = 300 * time.Millisecond },
 			fetchErr: ErrTimeout,
 		},
 		{
@@ -369,7 +339,7 @@ func TestHostile(t *testing.T) {
 		{
 			name:  "allow-listed name",
 			url:   "http://feeds.test:" + port(l.good) + "/hostile/ok",
-			check: func(t *testing.T, p *Parsed) { checkItems(t, p, 6) },
+			check: func(t *testing.T, p *parser.Parsed) { checkItems(t, p, 6) },
 		},
 		{
 			name:     "file URL",
@@ -405,7 +375,7 @@ func TestHostile(t *testing.T) {
 		{
 			name:    "control characters",
 			handler: serveFile("hostile/control-chars.xml", "application/rss+xml"),
-			check: func(t *testing.T, p *Parsed) {
+			check: func(t *testing.T, p *parser.Parsed) {
 				checkItems(t, p, 1)
 				if got := p.Items[0].Title; got != "bell and null and [31m escape done" {
 					t.Errorf("title %q", got)
@@ -415,7 +385,7 @@ func TestHostile(t *testing.T) {
 		{
 			name:    "bad and missing dates",
 			handler: serveFile("hostile/dates.xml", "application/rss+xml"),
-			check: func(t *testing.T, p *Parsed) {
+			check: func(t *testing.T, p *parser.Parsed) {
 				checkItems(t, p, 6)
 				for _, it := range p.Items {
 					want := time.Time{}
@@ -431,19 +401,19 @@ func TestHostile(t *testing.T) {
 		{
 			name:     "HTML instead of a feed",
 			handler:  serveFile("hostile/html-page.html", "text/html; charset=utf-8"),
-			parseErr: ErrNotFeed,
+			parseErr: parser.ErrNotFeed,
 			msg:      "not a feed: the server sent an HTML page",
 		},
 		{
 			name:     "HTML labelled as XML",
 			handler:  serveFile("hostile/html-page.html", "application/rss+xml"),
-			parseErr: ErrNotFeed,
+			parseErr: parser.ErrNotFeed,
 			msg:      "HTML page",
 		},
 		{
 			name:    "invalid UTF-8",
 			handler: serveFile("hostile/invalid-utf8.xml", "application/rss+xml"),
-			check: func(t *testing.T, p *Parsed) {
+			check: func(t *testing.T, p *parser.Parsed) {
 				checkItems(t, p, 1)
 				if !strings.HasPrefix(p.Items[0].Title, "a") || !strings.HasSuffix(p.Items[0].Title, "e") {
 					t.Errorf("title %q", p.Items[0].Title)
@@ -453,7 +423,7 @@ func TestHostile(t *testing.T) {
 		{
 			name:    "Latin-1 labelled UTF-8",
 			handler: serveFile("hostile/latin1-labelled-utf8.xml", "application/rss+xml; charset=utf-8"),
-			check: func(t *testing.T, p *Parsed) {
+			check: func(t *testing.T, p *parser.Parsed) {
 				checkItems(t, p, 1)
 				if got := p.Items[0].Title; got != "Température à Liège: 21,5 °C" || p.Title != "Météo" {
 					t.Errorf("title %q, feed %q", got, p.Title)
@@ -463,7 +433,7 @@ func TestHostile(t *testing.T) {
 		{
 			name:    "UTF-8 labelled ISO-8859-1",
 			handler: serveFile("hostile/utf8-labelled-latin1.xml", "application/rss+xml; charset=iso-8859-1"),
-			check: func(t *testing.T, p *Parsed) {
+			check: func(t *testing.T, p *parser.Parsed) {
 				checkItems(t, p, 1)
 				if got := p.Items[0].Title; got != "Température à Liège: 21,5 °C" || p.Title != "Météo" {
 					t.Errorf("title %q, feed %q", got, p.Title)
@@ -473,60 +443,60 @@ func TestHostile(t *testing.T) {
 		{
 			name:     "truncated XML",
 			handler:  serveFile("hostile/truncated.xml", "application/rss+xml"),
-			parseErr: ErrMalformed,
+			parseErr: parser.ErrMalformed,
 			msg:      "malformed feed: XML syntax error",
 		},
 		{
 			name:     "deep nesting",
 			handler:  serveBytes([]byte(`<rss xmlns:x="urn:x"><channel><item>`+strings.Repeat("<x:a>", 100_000)), "application/rss+xml"),
-			parseErr: ErrMalformed,
+			parseErr: parser.ErrMalformed,
 			msg:      "nested deeper than 128",
 			maxAlloc: 8 << 20,
 		},
 		{
 			name:     "a million empty elements",
 			handler:  serveBytes([]byte(`<rss xmlns:x="urn:x"><channel><item>`+strings.Repeat("<x:a/>", 1_000_000)+`</item></channel></rss>`), "application/rss+xml"),
-			opt:      func(o *FetchOptions) { o.MaxBody = 10 << 20 },
-			parseErr: ErrMalformed,
+			opt:      func(o *Options) { o.MaxBody = 10 << 20 },
+			parseErr: parser.ErrMalformed,
 			msg:      "more than 100000 elements and attributes",
 			maxAlloc: 48 << 20,
 		},
 		{
 			name:     "a million attributes",
 			handler:  serveBytes([]byte(`<rss><channel><item><guid `+strings.Repeat(`a="" `, 1_000_000)+`/></item></channel></rss>`), "application/rss+xml"),
-			opt:      func(o *FetchOptions) { o.MaxBody = 10 << 20 },
-			parseErr: ErrMalformed,
+			opt:      func(o *Options) { o.MaxBody = 10 << 20 },
+			parseErr: parser.ErrMalformed,
 			msg:      "a tag of 5000",
 			maxAlloc: 48 << 20,
 		},
 		{
 			name:     "empty body",
 			handler:  serveBytes(nil, "application/rss+xml"),
-			parseErr: ErrNotFeed,
+			parseErr: parser.ErrNotFeed,
 			msg:      "empty",
 		},
 		{
 			name:     "garbage",
 			handler:  serveBytes([]byte("\x00\x01binary\xff\xfe garbage"), "application/octet-stream"),
-			parseErr: ErrNotFeed,
+			parseErr: parser.ErrNotFeed,
 			msg:      "neither XML nor JSON",
 		},
 		{
 			name:     "other XML",
 			handler:  serveBytes([]byte(`<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg"/>`), "image/svg+xml"),
-			parseErr: ErrNotFeed,
+			parseErr: parser.ErrNotFeed,
 			msg:      "root element is <svg>",
 		},
 		{
 			name:     "JSON that is not a feed",
 			handler:  serveBytes([]byte(`{"hello": "world"}`), "application/json"),
-			parseErr: ErrNotFeed,
+			parseErr: parser.ErrNotFeed,
 			msg:      "not a JSON Feed",
 		},
 		{
 			name:     "broken JSON",
 			handler:  serveBytes([]byte(`{"version": "https://jsonfeed.org/version/1.1", "items": [`), "application/feed+json"),
-			parseErr: ErrMalformed,
+			parseErr: parser.ErrMalformed,
 		},
 	}
 
@@ -550,13 +520,13 @@ func TestHostile(t *testing.T) {
 			runtime.ReadMemStats(&before)
 
 			resp, err := f.Fetch(context.Background(), Request{URL: target})
-			var p *Parsed
+			var p *parser.Parsed
 			if err == nil {
 				opt := c.parse
 				if opt.Now.IsZero() {
 					opt.Now = resp.ReceivedAt
 				}
-				p, err = Parse(resp.Body, resp.ContentType, opt)
+				p, err = parser.Parse(resp.Body, resp.ContentType, opt)
 			}
 
 			runtime.ReadMemStats(&after)
@@ -592,7 +562,7 @@ func TestHostile(t *testing.T) {
 				}
 				return
 			}
-			checkText(t, p)
+			parsertest.CheckText(t, p)
 			if c.check != nil {
 				c.check(t, p)
 			}
@@ -600,7 +570,7 @@ func TestHostile(t *testing.T) {
 	}
 }
 
-func checkItems(t *testing.T, p *Parsed, n int) {
+func checkItems(t *testing.T, p *parser.Parsed, n int) {
 	t.Helper()
 	if len(p.Items) != n {
 		t.Fatalf("%d items, want %d: %+v", len(p.Items), n, p.Items)
@@ -861,7 +831,7 @@ func TestFetchRedirects(t *testing.T) {
 	if _, err := l.fetcher(nil).Fetch(context.Background(), Request{URL: l.good.URL + "/r0"}); !errors.Is(err, ErrTooManyRedirects) {
 		t.Errorf("six redirects: %v", err)
 	}
-	noRedirects := func(o *FetchOptions) { o.MaxRedirects = -1 }
+	noRedirects := func(o *Options) { o.MaxRedirects = -1 }
 	if _, err := l.fetcher(noRedirects).Fetch(context.Background(), Request{URL: l.good.URL + "/r5"}); !errors.Is(err, ErrTooManyRedirects) {
 		t.Errorf("no redirects: %v", err)
 	}
@@ -870,11 +840,11 @@ func TestFetchRedirects(t *testing.T) {
 func TestFetchAllowAll(t *testing.T) {
 	l := newLabs(t)
 	l.mux.HandleFunc("/feed", serveBytes([]byte(`<rss><channel/></rss>`), "application/rss+xml"))
-	f := l.fetcher(func(o *FetchOptions) { o.Allow, o.AllowAll = nil, true })
+	f := l.fetcher(func(o *Options) { o.Allow, o.AllowAll = nil, true })
 	if _, err := f.Fetch(context.Background(), Request{URL: l.evil.URL + "/feed"}); err != nil {
 		t.Errorf("AllowAll: %v", err)
 	}
-	f = l.fetcher(func(o *FetchOptions) { o.Allow = nil })
+	f = l.fetcher(func(o *Options) { o.Allow = nil })
 	if _, err := f.Fetch(context.Background(), Request{URL: l.good.URL + "/feed"}); !errors.Is(err, ErrBlocked) {
 		t.Errorf("empty allow-list: %v", err)
 	}
@@ -897,7 +867,7 @@ func TestFetchIgnoresEnvironmentProxy(t *testing.T) {
 	}))
 	defer proxy.Close()
 	pu, _ := url.Parse(proxy.URL)
-	if _, err := l.fetcher(func(o *FetchOptions) { o.Proxy = pu }).Fetch(context.Background(), Request{URL: "http://feeds.test/feed"}); err != nil || !proxied {
+	if _, err := l.fetcher(func(o *Options) { o.Proxy = pu }).Fetch(context.Background(), Request{URL: "http://feeds.test/feed"}); err != nil || !proxied {
 		t.Errorf("proxy: %v, used %v", err, proxied)
 	}
 }
@@ -946,7 +916,7 @@ func TestFetchThenParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Parse(r.Body, r.ContentType, ParseOptions{Now: r.ReceivedAt, BaseURL: r.FinalURL, Extract: &storage.ExtractRule{Regex: `(\d+)`}})
+	p, err := parser.Parse(r.Body, r.ContentType, parser.Options{Now: r.ReceivedAt, BaseURL: r.FinalURL, Extract: &storage.ExtractRule{Regex: `(\d+)`}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -961,12 +931,12 @@ func TestFetcherClientGuard(t *testing.T) {
 	l.mux.HandleFunc("/hook", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	tests := []struct {
 		name    string
-		tweak   func(*FetchOptions)
+		tweak   func(*Options)
 		url     string
 		blocked bool
 	}{
 		{"allowed target", nil, l.good.URL + "/hook", false},
-		{"not allowed", func(o *FetchOptions) { o.Allow = nil }, l.good.URL + "/hook", true},
+		{"not allowed", func(o *Options) { o.Allow = nil }, l.good.URL + "/hook", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

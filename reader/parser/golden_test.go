@@ -1,0 +1,128 @@
+package parser_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/slogfeed/slogfeed/reader/parser"
+	"github.com/slogfeed/slogfeed/reader/parser/parsertest"
+	"github.com/slogfeed/slogfeed/schedule"
+	"github.com/slogfeed/slogfeed/storage"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// goldenView is what the golden files pin of a Parsed.
+type goldenView struct {
+	Title, Site string
+	TTL         string
+	UpdateHint  string
+	Sleep       schedule.SleepPlan
+	Truncated   bool
+	Items       []storage.Item
+}
+
+// now is the fixed clock of these tests.
+var now = time.Date(2026, 11, 21, 20, 0, 0, 0, time.UTC)
+
+func TestGoldenReadings(t *testing.T) {
+	rule := &storage.ExtractRule{Field: "title", Regex: `temperature (-?[\d.,]+)`, Unit: "C"}
+	for _, c := range []struct{ file, contentType string }{
+		{"rss.xml", "application/rss+xml"},
+		{"atom.xml", "application/atom+xml"},
+		{"jsonfeed.json", "application/feed+json"},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			body, err := os.ReadFile(filepath.Join("testdata", "readings", c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := parser.Parse(body, c.contentType, parser.Options{
+				Now: now, BaseURL: "https://example.org/feeds/lab.xml", Extract: rule,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			parsertest.CheckText(t, p)
+			got, err := json.MarshalIndent(goldenView{
+				Title: p.Title, Site: p.Site, TTL: p.TTL.String(), UpdateHint: p.UpdateHint.String(),
+				Sleep: p.Sleep, Truncated: p.Truncated, Items: p.Items,
+			}, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, '\n')
+			golden := filepath.Join("testdata", "readings", strings.TrimSuffix(c.file, filepath.Ext(c.file))+".golden.json")
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s differs from the golden file; got:\n%s", c.file, got)
+			}
+		})
+	}
+}
+
+// checkParsed is FuzzParse's property: no panic (the fuzzer reports it),
+// valid UTF-8 without control characters, at most MaxItems items, unique
+// IDs, errors wrapping a sentinel.
+func checkParsed(t *testing.T, body []byte, p *parser.Parsed, err error, maxItems int) {
+	if err != nil {
+		if !errors.Is(err, parser.ErrNotFeed) && !errors.Is(err, parser.ErrMalformed) {
+			t.Fatalf("error without a sentinel: %v", err)
+		}
+		if !utf8.ValidString(err.Error()) {
+			t.Fatalf("error message not UTF-8: %q", err)
+		}
+		return
+	}
+	if len(p.Items) > maxItems {
+		t.Fatalf("%d items > %d", len(p.Items), maxItems)
+	}
+	parsertest.CheckText(t, p)
+	seen := map[string]bool{}
+	for _, it := range p.Items {
+		if it.ID == "" || seen[it.ID] {
+			t.Fatalf("empty or duplicate id %q", it.ID)
+		}
+		seen[it.ID] = true
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, dir := range []string{"testdata/hostile", "testdata/readings"} {
+		files, _ := filepath.Glob(filepath.Join(dir, "*"))
+		for _, file := range files {
+			if strings.HasSuffix(file, ".golden.json") {
+				continue
+			}
+			b, err := os.ReadFile(file)
+			if err == nil {
+				f.Add(b, "")
+			}
+		}
+	}
+	f.Add([]byte(`<rss><channel><item><title>x</title></item><item/><item/></channel></rss>`), "text/xml; charset=latin1")
+	f.Add([]byte(`{"version":"https://jsonfeed.org/version/1","items":[{"id":1},{"id":"1"},{}]}`), "application/json")
+	f.Add([]byte(`<feed><entry><x:reading xmlns:x="https://slogfeed.org/ns/sensor/1" value="1"/></entry></feed>`), "")
+	const maxItems = 5
+	f.Fuzz(func(t *testing.T, body []byte, contentType string) {
+		p, err := parser.Parse(body, contentType, parser.Options{MaxItems: maxItems, Now: now, BaseURL: "https://example.org/f",
+			Extract: &storage.ExtractRule{Regex: `(\d+)`}})
+		checkParsed(t, body, p, err, maxItems)
+	})
+}
