@@ -96,7 +96,7 @@ type Options struct {
 	// 503 with its error until it returns nil.
 	Ready func() error
 	// Cluster, when set, is the lease view of a cluster node
-	// (cluster.Node.Status) that GET /api/v1/cluster shows; nil means a
+	// (the lease node's Status) that GET /api/v1/cluster shows; nil means a
 	// single slogfeed, shown as one node named Node.
 	Cluster func() cluster.Status
 	// Node names this node in GET /api/v1/cluster (default "local").

@@ -11,12 +11,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/storage/cluster"
 	"github.com/slogfeed/slogfeed/storage/jetstream"
+	"github.com/slogfeed/slogfeed/storage/jetstream/lease"
+	"github.com/slogfeed/slogfeed/storage/jetstream/member"
 )
 
 // clusterSettings are the rows of serve's configuration table that make a
@@ -102,16 +103,14 @@ func splitList(s string) []string {
 // replicas.
 const clusterStartTimeout = 90 * time.Second
 
-// clusterNode is what a cluster node runs besides the aggregator: the
-// embedded NATS server (with --nats-embed), the connection, the
-// JetStream store and the lease node.
+// clusterNode is what a cluster node runs besides the aggregator
+// (member.Member: the embedded NATS server with --nats-embed, the
+// connection, the JetStream store and the lease node), with the two
+// parts serve hands to the components.
 type clusterNode struct {
-	emb     *jetstream.Embedded
-	nc      *nats.Conn
-	store   *jetstream.Store
-	backend *jetstream.Backend
-	node    *cluster.Node
-	log     *slog.Logger
+	m       *member.Member
+	backend storage.Backend
+	node    *lease.Node
 }
 
 // clusterEnabled reports whether the settings make serve a cluster node.
@@ -131,103 +130,33 @@ func startCluster(ctx context.Context, v map[string]string, dataDir, addr string
 	}
 	shards, _ := strconv.Atoi(v["shards"])
 	replicas, _ := strconv.Atoi(v["nats-replicas"])
-	ctx, cancel := context.WithTimeout(ctx, clusterStartTimeout)
-	defer cancel()
-	c := &clusterNode{log: log}
-	urls := splitList(v["nats"])
+	opt := member.Options{
+		Name: name, Addr: addr, URLs: splitList(v["nats"]), Shards: shards, Replicas: replicas,
+		StartTimeout: clusterStartTimeout, Logger: log, Registerer: reg,
+	}
 	if embed, _ := strconv.ParseBool(v["nats-embed"]); embed {
-		storeDir := filepath.Join(dataDir, "nats")
-		if err := os.MkdirAll(storeDir, 0o700); err != nil {
-			return nil, fmt.Errorf("nats data directory: %w", err)
+		opt.Embed = &jetstream.EmbedOptions{
+			Listen: v["nats-listen"], ClusterListen: v["nats-cluster-listen"],
+			Routes: splitList(v["nats-routes"]), StoreDir: filepath.Join(dataDir, "nats"),
 		}
-		emb, err := jetstream.StartEmbedded(jetstream.EmbedOptions{
-			Name: name, Listen: v["nats-listen"], ClusterListen: v["nats-cluster-listen"],
-			Routes: splitList(v["nats-routes"]), StoreDir: storeDir, Logger: log,
-			ReadyTimeout: clusterStartTimeout,
-		})
-		if err != nil {
-			return nil, err
-		}
-		c.emb = emb
-		urls = append([]string{emb.ClientURL()}, urls...)
-		log.Info("embedded NATS server ready", "client_url", emb.ClientURL(), "cluster_url", emb.ClusterURL())
 	}
-	nc, err := nats.Connect(strings.Join(urls, ","),
-		nats.Name("slogfeed "+name),
-		nats.MaxReconnects(-1),
-		nats.ReconnectWait(250*time.Millisecond),
-		nats.RetryOnFailedConnect(true),
-		nats.Timeout(5*time.Second),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("NATS disconnected", "err", err) }),
-		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("NATS reconnected", "url", nc.ConnectedUrlRedacted()) }),
-	)
+	m, err := member.Join(ctx, opt)
 	if err != nil {
-		c.close(context.Background())
-		return nil, fmt.Errorf("connect to NATS %s: %w", strings.Join(urls, ","), err)
+		return nil, err
 	}
-	c.nc = nc
-	js, err := natsjs.New(nc)
-	if err != nil {
-		c.close(context.Background())
-		return nil, fmt.Errorf("jetstream: %w", err)
-	}
-	c.store, err = jetstream.Open(ctx, js, jetstream.Options{Replicas: replicas, Metrics: jetstream.NewMetrics(reg)})
-	if err != nil {
-		c.close(context.Background())
-		return nil, fmt.Errorf("open the JetStream store: %w", err)
-	}
-	c.backend = jetstream.NewBackend(c.store, 0)
-	c.node, err = cluster.Start(ctx, js, cluster.Options{
-		Name: name, Addr: addr, Shards: shards, Replicas: replicas,
-		Logger: log, Metrics: cluster.NewMetrics(reg),
-	})
-	if err != nil {
-		c.close(context.Background())
-		return nil, fmt.Errorf("join the cluster: %w", err)
-	}
-	return c, nil
-}
-
-// Ready is nil once the node can take writes: connected to NATS, its lease
-// writes succeeding.
-func (c *clusterNode) Ready() error {
-	if !c.nc.IsConnected() {
-		return errors.New("not connected to NATS")
-	}
-	if err := c.node.Err(); err != nil {
-		return err
-	}
-	if !c.node.Healthy() {
-		return errors.New("cluster lease writes are failing (no JetStream quorum?)")
-	}
-	return nil
+	return &clusterNode{m: m, backend: m.Backend(), node: m.Lease()}, nil
 }
 
 // close leaves the cluster (giving the shards back at once), closes the
 // store and the connection, and stops the embedded server.
-func (c *clusterNode) close(ctx context.Context) {
-	if c.node != nil {
-		if err := c.node.Close(ctx); err != nil {
-			c.log.Warn("leaving the cluster", "err", err)
-		}
-	}
-	if c.backend != nil {
-		_ = c.backend.Close()
-	}
-	if c.nc != nil {
-		c.nc.Close()
-	}
-	if c.emb != nil {
-		c.emb.Shutdown()
-	}
-}
+func (c *clusterNode) close(ctx context.Context) { c.m.Close(ctx) }
 
 // clusterReady is web.Options.Ready: nil without a cluster.
 func clusterReady(c *clusterNode) func() error {
 	if c == nil {
 		return nil
 	}
-	return c.Ready
+	return c.m.Ready
 }
 
 // clusterStatusOf is web.Options.Cluster: nil without a cluster.
@@ -235,5 +164,5 @@ func clusterStatusOf(c *clusterNode) func() cluster.Status {
 	if c == nil {
 		return nil
 	}
-	return c.node.Status
+	return c.m.Status
 }

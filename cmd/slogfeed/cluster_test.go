@@ -20,7 +20,7 @@ import (
 
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/storage/cluster"
-	"github.com/slogfeed/slogfeed/storage/cluster/e2e"
+	"github.com/slogfeed/slogfeed/storage/jetstream/e2e"
 	"github.com/slogfeed/slogfeed/web"
 )
 
@@ -72,7 +72,7 @@ func (n *servedNode) tail() string {
 // one period, no item is stored twice and none published while the feeds
 // were polled is missing, and the cluster goes on answering; a reading
 // posted to one node is in another node's feed of that sensor. The
-// in-process test (storage/cluster/e2e) also checks the timing against
+// in-process test (storage/jetstream/e2e) also checks the timing against
 // the learned prediction, which needs stored history.
 func TestClusterProcesses(t *testing.T) {
 	if testing.Short() {

@@ -27,7 +27,7 @@ var rules = []struct {
 	{"reader/parser/...", []string{"reader/parser", "feedext", "reader/sanitize", "schedule", "storage"}},
 	{"reader/opml", []string{"schedule", "storage"}},
 	{"storage/cluster/e2e", []string{"storage"}}, // test helpers: a publisher of the end-to-end tests
-	{"storage/cluster", []string{"storage", "storage/jetstream", "schedule"}},
+	{"storage/cluster", []string{"storage", "schedule"}},
 	{"storage/jetstream/...", []string{"storage/jetstream/...", "storage", "storage/cluster", "schedule"}},
 	{"aggregator/...", []string{"aggregator", "reader/...", "feedext", "schedule", "storage", "storage/cluster"}},
 	{"transform/...", []string{"transform/...", "reader/sanitize", "feedext", "schedule", "storage", "storage/cluster"}},

@@ -1,7 +1,7 @@
 package cluster
 
 // Owner answers "is this mine?" for the aggregator and the pipe runner: a
-// clustered node (*Node) owns the feeds and pipes of the shards it leases;
+// clustered node (the lease node of storage/jetstream/lease) owns the feeds and pipes of the shards it leases;
 // a single slogfeed (Everything) owns all of them. Changed's channel is
 // closed when the answers may have changed; callers then re-check what
 // they run (start polling feeds they now own, stop the others).
@@ -10,8 +10,6 @@ type Owner interface {
 	OwnsPipe(id uint64) bool
 	Changed() <-chan struct{}
 }
-
-var _ Owner = (*Node)(nil)
 
 // Everything is the Owner of a single-node slogfeed: it owns every feed
 // and pipe, and its answers never change.

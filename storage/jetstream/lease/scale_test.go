@@ -1,4 +1,4 @@
-package cluster
+package lease
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/storage/cluster"
 	sjs "github.com/slogfeed/slogfeed/storage/jetstream"
 	"github.com/slogfeed/slogfeed/storage/jetstream/jstest"
 )
@@ -38,7 +39,7 @@ type scaleConfig struct {
 	feeds   int
 	rounds  int // polls per feed
 	workers int // concurrent polls per node
-	timing  Timing
+	timing  cluster.Timing
 	tick    time.Duration
 	// perFeedSample bounds how many taken-over feeds the per-feed loader
 	// (a KV get and Observations per feed) is timed on, beside FeedStates
@@ -80,7 +81,7 @@ type scaleNode struct {
 func startScaleNode(tb testing.TB, c *jstest.Cluster, name string, cfg scaleConfig) *scaleNode {
 	tb.Helper()
 	n := startNode(tb, c, name, func(o *Options) {
-		o.Shards = DefaultShards
+		o.Shards = cluster.DefaultShards
 		o.Timing = cfg.timing
 		o.Tick = cfg.tick
 	})
@@ -254,7 +255,7 @@ func runScale(tb testing.TB, cfg scaleConfig) scaleResult {
 	for i := range nodes {
 		nodes[i] = startScaleNode(tb, c, "n"+strconv.Itoa(i+1), cfg)
 	}
-	waitFor(tb, 60*time.Second, "even share", func() error { return evenOf(testNodes(nodes), DefaultShards) })
+	waitFor(tb, 60*time.Second, "even share", func() error { return evenOf(testNodes(nodes), cluster.DefaultShards) })
 	heap1, rss1 := heap(), rss()
 	js, err := jetstream.New(nodes[0].nc)
 	if err != nil {
@@ -349,7 +350,7 @@ func runScale(tb testing.TB, cfg scaleConfig) scaleResult {
 	lost := victim.Owned()
 	for _, s := range lost {
 		for id := uint64(1); id <= uint64(cfg.feeds); id++ {
-			if ShardOf(KindFeed, id, DefaultShards) == s {
+			if cluster.ShardOf(cluster.KindFeed, id, cluster.DefaultShards) == s {
 				res.takenOver++
 			}
 		}
@@ -389,7 +390,7 @@ func runScale(tb testing.TB, cfg scaleConfig) scaleResult {
 					var err error
 					for try := 0; try < 3; try++ { // a lost reply times out; load again
 						lctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-						states, err = n.st.FeedStates(lctx, func(id uint64) bool { return fresh[ShardOf(KindFeed, id, DefaultShards)] }, 0)
+						states, err = n.st.FeedStates(lctx, func(id uint64) bool { return fresh[cluster.ShardOf(cluster.KindFeed, id, cluster.DefaultShards)] }, 0)
 						cancel()
 						if err == nil {
 							break
@@ -422,7 +423,7 @@ func runScale(tb testing.TB, cfg scaleConfig) scaleResult {
 	killed := time.Now()
 	victim.kill()
 	res.ownedAfter = waitFor(tb, 5*time.Minute, "shards re-owned", func() error {
-		for s, o := range owners(survivors, DefaultShards) {
+		for s, o := range owners(survivors, cluster.DefaultShards) {
 			if len(o) != 1 {
 				return fmt.Errorf("shard %d owned by %v", s, o)
 			}
@@ -435,7 +436,7 @@ func runScale(tb testing.TB, cfg scaleConfig) scaleResult {
 		if loadErr != nil {
 			tb.Fatal(loadErr)
 		}
-		o := owners(survivors, DefaultShards)
+		o := owners(survivors, cluster.DefaultShards)
 		for _, s := range lost {
 			if len(o[s]) != 1 || loadedBy[s] != o[s][0] {
 				return fmt.Errorf("shard %d owned by %v, loaded by %q", s, o[s], loadedBy[s])
@@ -455,7 +456,7 @@ func runScale(tb testing.TB, cfg scaleConfig) scaleResult {
 		lostSet[s] = true
 	}
 	for id := uint64(1); id <= uint64(cfg.feeds) && len(sample) < cfg.perFeedSample; id++ {
-		if lostSet[ShardOf(KindFeed, id, DefaultShards)] {
+		if lostSet[cluster.ShardOf(cluster.KindFeed, id, cluster.DefaultShards)] {
 			sample = append(sample, id)
 		}
 	}
@@ -511,7 +512,7 @@ func (r scaleResult) log(tb testing.TB) {
 func TestManyFeedsTakeOver(t *testing.T) {
 	r := runScale(t, scaleConfig{
 		feeds: 300, rounds: 2, workers: 4, perFeedSample: 50,
-		timing: Timing{TTL: 2 * time.Second, Renew: 600 * time.Millisecond, Margin: 200 * time.Millisecond},
+		timing: cluster.Timing{TTL: 2 * time.Second, Renew: 600 * time.Millisecond, Margin: 200 * time.Millisecond},
 		tick:   100 * time.Millisecond,
 	})
 	r.log(t)
@@ -536,7 +537,7 @@ func TestManyFeedsTakeOver(t *testing.T) {
 // ownership (load=per-change) or once no new shard came for 600 ms
 // (load=settled):
 //
-//	go test -run xxx -bench 'BenchmarkManyFeeds/feeds=10000$/load=settled' -benchtime 1x -timeout 2h ./storage/cluster/
+//	go test -run xxx -bench 'BenchmarkManyFeeds/feeds=10000$/load=settled' -benchtime 1x -timeout 2h ./storage/jetstream/lease/
 func BenchmarkManyFeeds(b *testing.B) {
 	for _, n := range []int{10_000, 100_000, 1_000_000} {
 		b.Run("feeds="+strconv.Itoa(n), func(b *testing.B) {
@@ -548,7 +549,7 @@ func BenchmarkManyFeeds(b *testing.B) {
 					for range b.N {
 						r := runScale(b, scaleConfig{
 							feeds: n, rounds: 3, workers: 32, perFeedSample: 2000,
-							timing: DefaultTiming, tick: 200 * time.Millisecond, settle: load.settle,
+							timing: cluster.DefaultTiming, tick: 200 * time.Millisecond, settle: load.settle,
 							maxStore: max(256<<20, int64(n)*16<<10),
 						})
 						r.log(b)

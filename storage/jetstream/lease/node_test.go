@@ -1,4 +1,4 @@
-package cluster
+package lease
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/slogfeed/slogfeed/storage/cluster"
 	"github.com/slogfeed/slogfeed/storage/jetstream/jstest"
 )
 
@@ -102,7 +103,7 @@ func evenOf(nodes []*testNode, shards int) error {
 		}
 		counts[o[0]]++
 	}
-	floor, ceil := Share(shards, len(nodes))
+	floor, ceil := cluster.Share(shards, len(nodes))
 	for _, n := range nodes {
 		if c := counts[n.Name()]; c < floor || c > ceil {
 			return fmt.Errorf("%s owns %d (want %d…%d): %v", n.Name(), c, floor, ceil, counts)
@@ -190,7 +191,7 @@ func TestNodesShareAndTakeOver(t *testing.T) {
 		return sum
 	}
 	m0 := moves()
-	time.Sleep(2*DefaultTiming.Renew + 500*time.Millisecond) // the window observed, not a wait for an event
+	time.Sleep(2*cluster.DefaultTiming.Renew + 500*time.Millisecond) // the window observed, not a wait for an event
 	for i, n := range nodes {
 		if got := n.Owned(); !slices.Equal(got, before[i]) {
 			t.Errorf("%s owned %v, then %v while membership was stable", n.Name(), before[i], got)
@@ -225,14 +226,14 @@ func TestNodesShareAndTakeOver(t *testing.T) {
 	}
 	// Status is n1's view: the other survivor's last claims reach it
 	// through its watcher moments later.
-	var st Status
+	var st cluster.Status
 	waitFor(t, 5*time.Second, "n1's status shows every shard owned", func() error {
 		if st = nodes[0].Status(); st.Unowned != 0 {
 			return fmt.Errorf("%d unowned", st.Unowned)
 		}
 		return nil
 	})
-	if st.Shards != testShards || st.LeaseTTLS != DefaultTiming.TTL.Seconds() {
+	if st.Shards != testShards || st.LeaseTTLS != cluster.DefaultTiming.TTL.Seconds() {
 		t.Errorf("status %+v", st)
 	}
 	for _, ns := range st.Nodes {
@@ -299,7 +300,7 @@ func TestNodesKeepLeasesWhileNATSServerDown(t *testing.T) {
 	// Past a whole TTL after the stop, every lease would have lapsed had
 	// its holder not renewed it through the re-election.
 	var lapses []string
-	for time.Since(stopped) < DefaultTiming.TTL+2*time.Second {
+	for time.Since(stopped) < cluster.DefaultTiming.TTL+2*time.Second {
 		for i, n := range nodes {
 			if got := n.Owned(); !slices.Equal(got, before[i]) {
 				lapses = append(lapses, fmt.Sprintf("%s at +%s: %v", n.Name(), time.Since(stopped).Round(time.Millisecond), got))
@@ -342,10 +343,10 @@ func TestNodeCloseHandsOver(t *testing.T) {
 	if err := a.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if len(a.Owned()) != 0 || a.Owns(0) || !errors.Is(a.Err(), ErrClosed) {
+	if len(a.Owned()) != 0 || a.Owns(0) || !errors.Is(a.Err(), cluster.ErrClosed) {
 		t.Fatalf("closed node owns %v, err %v", a.Owned(), a.Err())
 	}
-	took := waitFor(t, DefaultTiming.TTL/2, "b owns everything", func() error {
+	took := waitFor(t, cluster.DefaultTiming.TTL/2, "b owns everything", func() error {
 		if n := len(b.Owned()); n != testShards {
 			return fmt.Errorf("b owns %d", n)
 		}
@@ -399,8 +400,8 @@ func TestNodeRefusesOtherShardCount(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err = Start(ctx, js, Options{Name: "b", Shards: 2 * testShards})
-	if !errors.Is(err, ErrConfigMismatch) {
-		t.Fatalf("Start with another shard count = %v, want ErrConfigMismatch", err)
+	if !errors.Is(err, cluster.ErrConfigMismatch) {
+		t.Fatalf("Start with another shard count = %v, want cluster.ErrConfigMismatch", err)
 	}
 }
 
@@ -409,7 +410,7 @@ func TestNodeDuplicateName(t *testing.T) {
 	a := startNode(t, c, "same", nil)
 	b := startNode(t, c, "same", nil)
 	waitFor(t, 10*time.Second, "one of two same-named nodes stops", func() error {
-		if errors.Is(a.Err(), ErrDuplicateNode) || errors.Is(b.Err(), ErrDuplicateNode) {
+		if errors.Is(a.Err(), cluster.ErrDuplicateNode) || errors.Is(b.Err(), cluster.ErrDuplicateNode) {
 			return nil
 		}
 		return fmt.Errorf("errors %v, %v", a.Err(), b.Err())
@@ -427,22 +428,22 @@ func TestOptionsRefused(t *testing.T) {
 		opt  Options
 	}{
 		{"bad name", Options{Name: "a b"}},
-		{"too many shards", Options{Name: "a", Shards: MaxShards + 1}},
+		{"too many shards", Options{Name: "a", Shards: cluster.MaxShards + 1}},
 		{"negative shards", Options{Name: "a", Shards: -1}},
-		{"renew above half the TTL", Options{Name: "a", Timing: Timing{TTL: 9 * time.Second, Renew: 5 * time.Second}}},
-		{"margin eats the TTL", Options{Name: "a", Timing: Timing{TTL: 9 * time.Second, Renew: 3 * time.Second, Margin: 6 * time.Second}}},
+		{"renew above half the TTL", Options{Name: "a", Timing: cluster.Timing{TTL: 9 * time.Second, Renew: 5 * time.Second}}},
+		{"margin eats the TTL", Options{Name: "a", Timing: cluster.Timing{TTL: 9 * time.Second, Renew: 3 * time.Second, Margin: 6 * time.Second}}},
 		{"replicas", Options{Name: "a", Replicas: 7}},
 		{"forget before two TTLs", Options{Name: "a", ForgetAfter: 10 * time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := tt.opt.fill(); !errors.Is(err, ErrInvalid) {
-				t.Fatalf("fill = %v, want ErrInvalid", err)
+			if err := tt.opt.fill(); !errors.Is(err, cluster.ErrInvalid) {
+				t.Fatalf("fill = %v, want cluster.ErrInvalid", err)
 			}
 		})
 	}
 	o := Options{Name: "a"}
-	if err := o.fill(); err != nil || o.Shards != DefaultShards || o.Timing != DefaultTiming || o.Tick != DefaultTick || o.Bucket != DefaultBucket {
+	if err := o.fill(); err != nil || o.Shards != cluster.DefaultShards || o.Timing != cluster.DefaultTiming || o.Tick != DefaultTick || o.Bucket != DefaultBucket {
 		t.Fatalf("defaults: %v %+v", err, o)
 	}
 }
@@ -452,7 +453,7 @@ func TestOptionsRefused(t *testing.T) {
 func TestNodeForgetsDepartedNode(t *testing.T) {
 	c := jstest.NewServer(t)
 	short := func(o *Options) {
-		o.Timing = Timing{TTL: time.Second, Renew: 300 * time.Millisecond, Margin: 100 * time.Millisecond}
+		o.Timing = cluster.Timing{TTL: time.Second, Renew: 300 * time.Millisecond, Margin: 100 * time.Millisecond}
 		o.Tick = 100 * time.Millisecond
 		o.WriteTimeout = 500 * time.Millisecond // a busy test machine
 		o.ForgetAfter = 2 * time.Second
@@ -559,7 +560,7 @@ func TestNodesRideOutQuorumLoss(t *testing.T) {
 	})
 	// Hold the outage past a TTL: the holders stop acting on their shards.
 	waitFor(t, 20*time.Second, "leases lapse while the bucket has no leader", func() error {
-		if time.Since(stopped) < DefaultTiming.TTL {
+		if time.Since(stopped) < cluster.DefaultTiming.TTL {
 			return errors.New("not a TTL yet")
 		}
 		for _, n := range nodes {
@@ -619,7 +620,7 @@ func TestNodesRideOutQuorumLoss(t *testing.T) {
 	if errs == 0 {
 		t.Error("no renewal failed: the outage did not reach the lease writes")
 	}
-	if last.IsZero() || last.Sub(first) >= DefaultTiming.TTL-DefaultTiming.Renew {
+	if last.IsZero() || last.Sub(first) >= cluster.DefaultTiming.TTL-cluster.DefaultTiming.Renew {
 		// A node that could not write for most of a TTL after another's
 		// recovery may lose leases: that is the rule, not a fault.
 		t.Logf("a node recovered %s after the first (the machine is overloaded): lease moves allowed, ownership checked above", last.Sub(first).Round(time.Millisecond))

@@ -1,4 +1,4 @@
-package cluster
+package lease
 
 import (
 	"fmt"
@@ -15,7 +15,7 @@ import (
 // until every shard is owned again; a fresh node then joins and the share
 // evens out before the next kill. It reports the median and the maximum.
 //
-//	go test -run xxx -bench BenchmarkFailover -benchtime 20x ./storage/cluster/
+//	go test -run xxx -bench BenchmarkFailover -benchtime 20x ./storage/jetstream/lease/
 func BenchmarkFailover(b *testing.B) {
 	c := jstest.NewCluster(b, 3)
 	var nodes []*testNode

@@ -1,4 +1,4 @@
-package cluster
+package lease
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
+	"github.com/slogfeed/slogfeed/storage/cluster"
 	sjs "github.com/slogfeed/slogfeed/storage/jetstream"
 )
 
@@ -37,7 +38,7 @@ type Options struct {
 	// with ErrConfigMismatch.
 	Shards int
 	// Timing is the lease timing; zero fields take DefaultTiming's.
-	Timing Timing
+	Timing cluster.Timing
 	// Tick is how often the node re-decides; zero means DefaultTick, and
 	// it is at most Timing.Renew/2.
 	Tick time.Duration
@@ -62,16 +63,16 @@ type Options struct {
 }
 
 func (o *Options) fill() error {
-	if err := ValidNodeName(o.Name); err != nil {
+	if err := cluster.ValidNodeName(o.Name); err != nil {
 		return err
 	}
 	if o.Shards == 0 {
-		o.Shards = DefaultShards
+		o.Shards = cluster.DefaultShards
 	}
-	if o.Shards < 1 || o.Shards > MaxShards {
-		return fmt.Errorf("%w: %d shards (1…%d)", ErrInvalid, o.Shards, MaxShards)
+	if o.Shards < 1 || o.Shards > cluster.MaxShards {
+		return fmt.Errorf("%w: %d shards (1…%d)", cluster.ErrInvalid, o.Shards, cluster.MaxShards)
 	}
-	d := DefaultTiming
+	d := cluster.DefaultTiming
 	if o.Timing.TTL == 0 {
 		o.Timing.TTL = d.TTL
 	}
@@ -83,7 +84,7 @@ func (o *Options) fill() error {
 	}
 	t := o.Timing
 	if t.TTL <= 0 || t.Renew <= 0 || t.Renew > t.TTL/2 || t.Margin < 0 || t.Margin >= t.TTL-t.Renew {
-		return fmt.Errorf("%w: lease timing %+v (want 0 < renew ≤ ttl/2, margin < ttl−renew)", ErrInvalid, t)
+		return fmt.Errorf("%w: lease timing %+v (want 0 < renew ≤ ttl/2, margin < ttl−renew)", cluster.ErrInvalid, t)
 	}
 	if o.Tick == 0 {
 		o.Tick = DefaultTick
@@ -96,13 +97,13 @@ func (o *Options) fill() error {
 		o.ForgetAfter = DefaultForgetAfter
 	}
 	if o.ForgetAfter < 2*t.TTL {
-		return fmt.Errorf("%w: forget-after %s below twice the lease TTL", ErrInvalid, o.ForgetAfter)
+		return fmt.Errorf("%w: forget-after %s below twice the lease TTL", cluster.ErrInvalid, o.ForgetAfter)
 	}
 	if o.Bucket == "" {
 		o.Bucket = DefaultBucket
 	}
 	if o.Replicas < 0 || o.Replicas > 5 {
-		return fmt.Errorf("%w: %d replicas", ErrInvalid, o.Replicas)
+		return fmt.Errorf("%w: %d replicas", cluster.ErrInvalid, o.Replicas)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -148,9 +149,9 @@ type Node struct {
 	log      *slog.Logger
 
 	mu         sync.Mutex
-	leases     []Lease
+	leases     []cluster.Lease
 	renewed    []time.Time
-	members    map[string]Member
+	members    map[string]cluster.Member
 	memberVals map[string]memberValue
 	healthy    bool
 	lostAt     time.Time // when lease writes began failing
@@ -184,9 +185,9 @@ func Start(ctx context.Context, js jetstream.JetStream, opt Options) (*Node, err
 	n := &Node{
 		opt: opt, kv: kv, instance: nuid.Next(), started: now,
 		log:        opt.Logger.With("node", opt.Name),
-		leases:     make([]Lease, opt.Shards),
+		leases:     make([]cluster.Lease, opt.Shards),
 		renewed:    make([]time.Time, opt.Shards),
-		members:    map[string]Member{},
+		members:    map[string]cluster.Member{},
 		memberVals: map[string]memberValue{},
 		healthy:    true,
 		changed:    make(chan struct{}),
@@ -295,10 +296,10 @@ func checkConfig(ctx context.Context, kv jetstream.KeyValue, shards int) error {
 	}
 	var have configValue
 	if len(e.Value()) > maxValue || json.Unmarshal(e.Value(), &have) != nil {
-		return fmt.Errorf("%w: unreadable %s %q", ErrConfigMismatch, configKey, truncate(e.Value()))
+		return fmt.Errorf("%w: unreadable %s %q", cluster.ErrConfigMismatch, configKey, truncate(e.Value()))
 	}
 	if have.Shards != shards {
-		return fmt.Errorf("%w: cluster has %d shards, this node %d", ErrConfigMismatch, have.Shards, shards)
+		return fmt.Errorf("%w: cluster has %d shards, this node %d", cluster.ErrConfigMismatch, have.Shards, shards)
 	}
 	return nil
 }
@@ -336,7 +337,7 @@ func (n *Node) apply(e jetstream.KeyValueEntry) {
 		if len(e.Value()) > maxValue || json.Unmarshal(e.Value(), &v) != nil || v.Name != name {
 			v = memberValue{Name: name, Instance: "(unreadable)"}
 		}
-		n.members[name] = Member{Name: name, Instance: v.Instance, Revision: e.Revision(), Seen: now}
+		n.members[name] = cluster.Member{Name: name, Instance: v.Instance, Revision: e.Revision(), Seen: now}
 		n.memberVals[name] = v
 	}
 }
@@ -346,7 +347,7 @@ func (n *Node) setLease(s int, rev uint64, value []byte, deleted bool, now time.
 	if rev <= n.leases[s].Revision {
 		return
 	}
-	l := Lease{Revision: rev, Seen: now}
+	l := cluster.Lease{Revision: rev, Seen: now}
 	if !deleted {
 		var v leaseValue
 		if len(value) > maxValue || json.Unmarshal(value, &v) != nil || v.Node == "" {
@@ -406,8 +407,8 @@ func (n *Node) loop(ctx context.Context) {
 }
 
 // view copies the node's picture for Decide. n.mu is held.
-func (n *Node) view(now time.Time) View {
-	v := View{
+func (n *Node) view(now time.Time) cluster.View {
+	v := cluster.View{
 		Self: n.opt.Name, Instance: n.instance, Now: now, Healthy: n.healthy,
 		Leases: slices.Clone(n.leases), Renewed: slices.Clone(n.renewed),
 	}
@@ -425,8 +426,8 @@ func (n *Node) step(ctx context.Context) {
 		return
 	}
 	v := n.view(n.opt.Now())
-	plan := Decide(v, n.opt.Timing)
-	forget := Forgotten(v, n.opt.ForgetAfter)
+	plan := cluster.Decide(v, n.opt.Timing)
+	forget := cluster.Forgotten(v, n.opt.ForgetAfter)
 	n.mu.Unlock()
 
 	ok := n.renewAll(ctx, plan.Renew)
@@ -450,7 +451,7 @@ func (n *Node) step(ctx context.Context) {
 	}
 	if ok && n.opt.Now().Sub(n.memberSentAt()) >= n.opt.Timing.Renew {
 		if err := n.writeMember(ctx); err != nil {
-			if errors.Is(err, ErrDuplicateNode) {
+			if errors.Is(err, cluster.ErrDuplicateNode) {
 				n.fail(err)
 				return
 			}
@@ -465,7 +466,7 @@ const renewConcurrency = 16
 
 // renewAll renews the leases concurrently (a node may hold hundreds) and
 // reports whether every write reached the bucket.
-func (n *Node) renewAll(ctx context.Context, steps []Step) bool {
+func (n *Node) renewAll(ctx context.Context, steps []cluster.Step) bool {
 	if len(steps) == 0 {
 		return true
 	}
@@ -516,10 +517,10 @@ func (n *Node) written(err error) bool {
 		if !n.healthy {
 			now := n.opt.Now()
 			for i := range n.leases {
-				n.leases[i].Seen = ResumeSeen(n.leases[i].Seen, n.lostAt, now, n.opt.Timing)
+				n.leases[i].Seen = cluster.ResumeSeen(n.leases[i].Seen, n.lostAt, now, n.opt.Timing)
 			}
 			for name, m := range n.members {
-				m.Seen = ResumeSeen(m.Seen, n.lostAt, now, n.opt.Timing)
+				m.Seen = cluster.ResumeSeen(m.Seen, n.lostAt, now, n.opt.Timing)
 				n.members[name] = m
 			}
 			n.healthy = true
@@ -535,7 +536,7 @@ func (n *Node) written(err error) bool {
 	}
 }
 
-func (n *Node) renew(ctx context.Context, st Step) bool {
+func (n *Node) renew(ctx context.Context, st cluster.Step) bool {
 	wctx, cancel := context.WithTimeout(ctx, n.opt.WriteTimeout)
 	defer cancel()
 	sent := n.opt.Now()
@@ -560,7 +561,7 @@ func (n *Node) renew(ctx context.Context, st Step) bool {
 	return n.written(err)
 }
 
-func (n *Node) claim(ctx context.Context, st Step) bool {
+func (n *Node) claim(ctx context.Context, st cluster.Step) bool {
 	wctx, cancel := context.WithTimeout(ctx, n.opt.WriteTimeout)
 	defer cancel()
 	n.mu.Lock()
@@ -592,7 +593,7 @@ func (n *Node) claim(ctx context.Context, st Step) bool {
 	return n.written(err)
 }
 
-func (n *Node) release(ctx context.Context, st Step) bool {
+func (n *Node) release(ctx context.Context, st cluster.Step) bool {
 	// Stop acting on the shard before anyone else may.
 	n.mu.Lock()
 	n.renewed[st.Shard] = time.Time{}
@@ -618,7 +619,7 @@ func (n *Node) release(ctx context.Context, st Step) bool {
 }
 
 // forget deletes a long-departed member's key, if nobody wrote it since.
-func (n *Node) forget(ctx context.Context, m Member) bool {
+func (n *Node) forget(ctx context.Context, m cluster.Member) bool {
 	wctx, cancel := context.WithTimeout(ctx, n.opt.WriteTimeout)
 	defer cancel()
 	err := n.kv.Delete(wctx, nodePrefix+m.Name, jetstream.LastRevision(m.Revision))
@@ -649,7 +650,7 @@ func (n *Node) refresh(ctx context.Context, s int) {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		// Deleted: a claim creates it again whatever the revision.
 		if n.leases[s].Holder != "" {
-			n.leases[s] = Lease{Revision: n.leases[s].Revision, Seen: now}
+			n.leases[s] = cluster.Lease{Revision: n.leases[s].Revision, Seen: now}
 			n.renewed[s] = time.Time{}
 		}
 	}
@@ -683,7 +684,7 @@ func (n *Node) writeMember(ctx context.Context) error {
 		if gerr == nil {
 			var other memberValue
 			if json.Unmarshal(e.Value(), &other) == nil && other.Instance != n.instance {
-				return fmt.Errorf("%w: %s (instance %s, since %s)", ErrDuplicateNode, n.opt.Name, other.Instance, other.Started.Format(time.RFC3339))
+				return fmt.Errorf("%w: %s (instance %s, since %s)", cluster.ErrDuplicateNode, n.opt.Name, other.Instance, other.Started.Format(time.RFC3339))
 			}
 			n.mu.Lock()
 			n.memberRev = e.Revision()
@@ -761,10 +762,14 @@ func (n *Node) Owns(s int) bool {
 }
 
 // OwnsFeed reports whether this node may poll the feed with this ID.
-func (n *Node) OwnsFeed(id uint64) bool { return n.Owns(ShardOf(KindFeed, id, n.opt.Shards)) }
+func (n *Node) OwnsFeed(id uint64) bool {
+	return n.Owns(cluster.ShardOf(cluster.KindFeed, id, n.opt.Shards))
+}
 
 // OwnsPipe reports whether this node may run the pipe with this ID.
-func (n *Node) OwnsPipe(id uint64) bool { return n.Owns(ShardOf(KindPipe, id, n.opt.Shards)) }
+func (n *Node) OwnsPipe(id uint64) bool {
+	return n.Owns(cluster.ShardOf(cluster.KindPipe, id, n.opt.Shards))
+}
 
 // Owned lists the shards this node may act on now, ascending.
 func (n *Node) Owned() []int {
@@ -797,66 +802,13 @@ func (n *Node) Err() error {
 	return n.err
 }
 
-// NodeStatus is one member as GET /api/v1/cluster shows it.
-type NodeStatus struct {
-	Name     string    `json:"name"`
-	Addr     string    `json:"addr,omitempty"`
-	Shards   int       `json:"shards"`
-	ShardIDs []int     `json:"shard_ids"`
-	LastSeen time.Time `json:"last_seen"`
-	Live     bool      `json:"live"`
-}
-
-// Status is the cluster as this node sees it.
-type Status struct {
-	Nodes     []NodeStatus `json:"nodes"`
-	Shards    int          `json:"shards"`
-	Unowned   int          `json:"unowned"`
-	LeaseTTLS float64      `json:"lease_ttl_s"`
-}
-
 // Status returns the cluster as this node sees it: every member key with
 // the shards its leases name, and the shards no live lease names.
-func (n *Node) Status() Status {
+func (n *Node) Status() cluster.Status {
 	now := n.opt.Now()
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	v := n.view(now)
-	live := v.Live(n.opt.Timing)
-	byName := map[string]*NodeStatus{}
-	var order []string
-	add := func(name string) *NodeStatus {
-		if ns, ok := byName[name]; ok {
-			return ns
-		}
-		ns := &NodeStatus{Name: name, ShardIDs: []int{}, Live: slices.Contains(live, name)}
-		if m, ok := n.members[name]; ok {
-			ns.LastSeen = m.Seen
-			ns.Addr = n.memberVals[name].Addr
-		}
-		byName[name] = ns
-		order = append(order, name)
-		return ns
-	}
-	for name := range n.members {
-		add(name)
-	}
-	add(n.opt.Name)
-	st := Status{Shards: n.opt.Shards, LeaseTTLS: n.opt.Timing.TTL.Seconds()}
-	for s, l := range n.leases {
-		if l.Holder == "" || v.expired(l, n.opt.Timing) {
-			st.Unowned++
-			continue
-		}
-		ns := add(l.Holder)
-		ns.ShardIDs = append(ns.ShardIDs, s)
-		ns.Shards++
-	}
-	slices.Sort(order)
-	for _, name := range order {
-		st.Nodes = append(st.Nodes, *byName[name])
-	}
-	return st
+	return cluster.StatusOf(n.view(now), n.opt.Timing, func(name string) string { return n.memberVals[name].Addr })
 }
 
 // stop ends the background work without giving anything back, as a
@@ -874,15 +826,15 @@ func (n *Node) stop() {
 func (n *Node) Close(ctx context.Context) error {
 	n.stop()
 	n.mu.Lock()
-	var mine []Step
+	var mine []cluster.Step
 	for s, l := range n.leases {
 		if l.Holder == n.opt.Name && l.Instance == n.instance {
-			mine = append(mine, Step{Shard: s, Revision: l.Revision})
+			mine = append(mine, cluster.Step{Shard: s, Revision: l.Revision})
 		}
 	}
 	memberRev := n.memberRev
 	if n.err == nil {
-		n.err = ErrClosed
+		n.err = cluster.ErrClosed
 	}
 	clear(n.renewed)
 	n.mu.Unlock()
@@ -906,3 +858,5 @@ func (n *Node) Close(ctx context.Context) error {
 	}
 	return nil
 }
+
+var _ cluster.Owner = (*Node)(nil)

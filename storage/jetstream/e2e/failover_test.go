@@ -25,6 +25,7 @@ import (
 	"github.com/slogfeed/slogfeed/storage/cluster"
 	sjs "github.com/slogfeed/slogfeed/storage/jetstream"
 	"github.com/slogfeed/slogfeed/storage/jetstream/jstest"
+	"github.com/slogfeed/slogfeed/storage/jetstream/lease"
 	"github.com/slogfeed/slogfeed/transform"
 	"github.com/slogfeed/slogfeed/transform/runner"
 	"github.com/slogfeed/slogfeed/web"
@@ -52,7 +53,7 @@ type node struct {
 	name    string
 	nc      *nats.Conn
 	backend *sjs.Backend
-	lease   *cluster.Node
+	lease   *lease.Node
 	svc     *aggregator.Service
 	pipes   *runner.Runner
 	stop    context.CancelFunc
@@ -93,7 +94,7 @@ func startNode(t testing.TB, ctx context.Context, c *jstest.Cluster, name string
 		opt.shards = shards
 	}
 	nc, js, b := connect(t, ctx, c, opt.callTimeout)
-	lease, err := cluster.Start(ctx, js, cluster.Options{Name: name, Shards: opt.shards, Logger: log})
+	lease, err := lease.Start(ctx, js, lease.Options{Name: name, Shards: opt.shards, Logger: log})
 	if err != nil {
 		t.Fatalf("%s: join: %v", name, err)
 	}

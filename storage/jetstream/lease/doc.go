@@ -1,0 +1,42 @@
+// Package lease holds a cluster node's leases on shards in a JetStream KV
+// bucket: Node is the driver of storage/cluster's pure lease policy. It
+// watches the bucket, keeps the node's View, runs cluster.Decide every
+// tick and carries the plan out with compare-and-set writes (KV Create
+// for free shards, Update at the revision read for held ones, Delete with
+// a revision check for releases). Node is the cluster.Owner the
+// aggregator and the pipe runner of a cluster node ask "is this mine?"
+// and whose Changed they follow.
+//
+// This package may import NATS (nats.go, and storage/jetstream, which
+// embeds nats-server); no core package may import it (storage/cluster's
+// TestCoreLinksNoNATS). storage/jetstream/member starts it for
+// `slogfeed serve --nats`.
+//
+// A node writes its due renewals concurrently, 16 at a time, so a write
+// that hangs while the bucket has no leader costs one WriteTimeout, not
+// one per lease. Claims and releases go one at a time.
+//
+// Node names must be unique: the member key is written at its last
+// revision, and a second process with the same name makes one of them
+// stop with cluster.ErrDuplicateNode.
+//
+// # Bucket
+//
+//	config         {"shards":N}, written once by the first node
+//	node.<name>    a member: name, instance, address, start, shards held
+//	shard.<NNNN>   a shard's lease: holder name and instance
+//
+// # Tests
+//
+// node_test.go runs Nodes against in-process JetStream servers
+// (storage/jetstream/jstest): three nodes on a 3-server cluster share 16
+// shards evenly, move nothing over two renewal periods, and a node killed
+// without releasing has its shards owned again within 15 s; stopping the
+// server that leads the lease bucket changes no node's shards over the
+// following TTL + 2 s; with two of three servers down past a TTL every
+// write fails, and afterwards every node renews the leases it had; a
+// clean Close hands the shards over at once; a second shard count and a
+// duplicate name are refused. bench_test.go's BenchmarkFailover measures
+// lease failover over repeated kills; scale_test.go's BenchmarkManyFeeds
+// measures the store and the leases with many feeds over three nodes.
+package lease

@@ -1,0 +1,195 @@
+package member
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/slogfeed/slogfeed/storage/cluster"
+	sjs "github.com/slogfeed/slogfeed/storage/jetstream"
+	"github.com/slogfeed/slogfeed/storage/jetstream/lease"
+)
+
+// DefaultStartTimeout bounds Join when Options.StartTimeout is zero: the
+// embedded server waiting for its peers, and creating the streams and
+// buckets with their replicas.
+const DefaultStartTimeout = 90 * time.Second
+
+// Options describe the node that Join starts.
+type Options struct {
+	// Name is the node's name, unique in the cluster (cluster.ValidNodeName);
+	// it also names the embedded server and the NATS connection.
+	Name string
+	// Addr is the node's HTTP address as others should reach it, shown in
+	// the cluster's status.
+	Addr string
+	// URLs are NATS server URLs to connect to (nats://host:port). With
+	// Embed, the embedded server's own URL comes first.
+	URLs []string
+	// Embed, when not nil, runs a JetStream server inside the process;
+	// its Name, Logger and ReadyTimeout are filled from these options
+	// when empty.
+	Embed *sjs.EmbedOptions
+	// Shards is the cluster's shard count (0: cluster.DefaultShards).
+	Shards int
+	// Replicas of the streams and buckets this node creates (0: 3 on a
+	// JetStream cluster, 1 on a single server).
+	Replicas int
+	// StartTimeout bounds Join; zero means DefaultStartTimeout.
+	StartTimeout time.Duration
+	// Logger receives the node's log lines; nil discards them.
+	Logger *slog.Logger
+	// Registerer, when set, receives the store's and the lease node's
+	// metrics.
+	Registerer prometheus.Registerer
+}
+
+// Member is a running cluster node: the embedded server (if any), the
+// NATS connection, the JetStream store and the lease node.
+type Member struct {
+	emb     *sjs.Embedded
+	nc      *nats.Conn
+	store   *sjs.Store
+	backend *sjs.Backend
+	lease   *lease.Node
+	log     *slog.Logger
+}
+
+// Join starts the node opt describes. On error nothing is left running.
+func Join(ctx context.Context, opt Options) (*Member, error) {
+	if err := cluster.ValidNodeName(opt.Name); err != nil {
+		return nil, fmt.Errorf("node name: %w", err)
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.StartTimeout == 0 {
+		opt.StartTimeout = DefaultStartTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, opt.StartTimeout)
+	defer cancel()
+	m := &Member{log: opt.Logger}
+	urls := opt.URLs
+	if opt.Embed != nil {
+		eo := *opt.Embed
+		if eo.Name == "" {
+			eo.Name = opt.Name
+		}
+		if eo.Logger == nil {
+			eo.Logger = opt.Logger
+		}
+		if eo.ReadyTimeout == 0 {
+			eo.ReadyTimeout = opt.StartTimeout
+		}
+		if eo.StoreDir != "" {
+			if err := os.MkdirAll(eo.StoreDir, 0o700); err != nil {
+				return nil, fmt.Errorf("nats data directory: %w", err)
+			}
+		}
+		emb, err := sjs.StartEmbedded(eo)
+		if err != nil {
+			return nil, err
+		}
+		m.emb = emb
+		urls = append([]string{emb.ClientURL()}, urls...)
+		opt.Logger.Info("embedded NATS server ready", "client_url", emb.ClientURL(), "cluster_url", emb.ClusterURL())
+	}
+	var err error
+	if m.nc, err = Connect(urls, opt.Name, opt.Logger); err != nil {
+		m.Close(context.Background())
+		return nil, err
+	}
+	js, err := natsjs.New(m.nc)
+	if err != nil {
+		m.Close(context.Background())
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	var smet *sjs.Metrics
+	var lmet *lease.Metrics
+	if opt.Registerer != nil {
+		smet, lmet = sjs.NewMetrics(opt.Registerer), lease.NewMetrics(opt.Registerer)
+	}
+	if m.store, err = sjs.Open(ctx, js, sjs.Options{Replicas: opt.Replicas, Metrics: smet}); err != nil {
+		m.Close(context.Background())
+		return nil, fmt.Errorf("open the JetStream store: %w", err)
+	}
+	m.backend = sjs.NewBackend(m.store, 0)
+	if m.lease, err = lease.Start(ctx, js, lease.Options{
+		Name: opt.Name, Addr: opt.Addr, Shards: opt.Shards, Replicas: opt.Replicas,
+		Logger: opt.Logger, Metrics: lmet,
+	}); err != nil {
+		m.Close(context.Background())
+		return nil, fmt.Errorf("join the cluster: %w", err)
+	}
+	return m, nil
+}
+
+// Connect connects to the NATS servers at urls as the node name,
+// reconnecting for ever (every 250 ms) and logging disconnections.
+func Connect(urls []string, name string, log *slog.Logger) (*nats.Conn, error) {
+	nc, err := nats.Connect(strings.Join(urls, ","),
+		nats.Name("slogfeed "+name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250*time.Millisecond),
+		nats.RetryOnFailedConnect(true),
+		nats.Timeout(5*time.Second),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("NATS disconnected", "err", err) }),
+		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("NATS reconnected", "url", nc.ConnectedUrlRedacted()) }),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS %s: %w", strings.Join(urls, ","), err)
+	}
+	return nc, nil
+}
+
+// Backend is the node's store.
+func (m *Member) Backend() *sjs.Backend { return m.backend }
+
+// Lease is the node's lease node: the aggregator's and the pipe runner's
+// cluster.Owner.
+func (m *Member) Lease() *lease.Node { return m.lease }
+
+// Status is the cluster as this node sees it.
+func (m *Member) Status() cluster.Status { return m.lease.Status() }
+
+// Ready is nil once the node can take writes: connected to NATS, its lease
+// writes succeeding.
+func (m *Member) Ready() error {
+	if !m.nc.IsConnected() {
+		return errors.New("not connected to NATS")
+	}
+	if err := m.lease.Err(); err != nil {
+		return err
+	}
+	if !m.lease.Healthy() {
+		return errors.New("cluster lease writes are failing (no JetStream quorum?)")
+	}
+	return nil
+}
+
+// Close leaves the cluster (giving the shards back at once, within ctx),
+// closes the store and the connection, and stops the embedded server.
+func (m *Member) Close(ctx context.Context) {
+	if m.lease != nil {
+		if err := m.lease.Close(ctx); err != nil {
+			m.log.Warn("leaving the cluster", "err", err)
+		}
+	}
+	if m.backend != nil {
+		_ = m.backend.Close()
+	}
+	if m.nc != nil {
+		m.nc.Close()
+	}
+	if m.emb != nil {
+		m.emb.Shutdown()
+	}
+}
