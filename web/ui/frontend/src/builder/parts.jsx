@@ -5,6 +5,7 @@ import ConfigForm from './ConfigForm.jsx';
 import { checkNodeId, exampleConfig, inputsOf, wouldCycle } from './graph.js';
 import { formModel, controls } from './schema.js';
 import { placeErrors } from './errors.js';
+import { inputsText } from './palette.js';
 import { itemRow } from './preview.js';
 
 /** ItemsTable lists preview items: time, title, value and unit. */
@@ -204,17 +205,7 @@ export function NodePanel({ node, state, info, dispatch, onSelect, errors, outpu
             </div>
           );
         })}
-        {info && (
-          <p className="sb-hint">
-            {info.max_inputs === 0
-              ? ''
-              : info.max_inputs < 0
-                ? `Takes ${info.min_inputs} or more inputs, in the order they were connected.`
-                : info.min_inputs === info.max_inputs
-                  ? `Takes ${info.min_inputs} input${info.min_inputs === 1 ? '' : 's'}.`
-                  : `Takes ${info.min_inputs} to ${info.max_inputs} inputs.`}
-          </p>
-        )}
+        {info && !noInputs && <p className="sb-hint">{inputsText(info)}</p>}
       </fieldset>
       <fieldset className="sb-group sb-config">
         <legend>Configuration</legend>
