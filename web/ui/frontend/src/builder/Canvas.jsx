@@ -46,19 +46,27 @@ const FIT = { padding: 0.2, maxZoom: 1.2 };
 const IN_VIEW_MARGIN = 24;
 
 /**
- * FitOnGrow fits the view to the nodes, once React Flow has measured them,
- * when the pipe is first shown and whenever a node is added or removed
- * outside the part of the canvas in view (a node dropped where the user
- * sees it leaves the view as it is).
+ * FitOnGrow fits the view to the nodes, once React Flow has measured them:
+ * when the pipe is first shown, and when a node is added or removed or the
+ * canvas changes size while some node is out of sight (a node dropped
+ * where the user sees it leaves the view as it is).
  */
-function FitOnGrow({ count }) {
+function FitOnGrow() {
   const { fitView, getNodes, getNodesBounds, getViewport } = useReactFlow();
+  // React Flow's own node count: a node added to the pipe counts once it
+  // is on the canvas, and useNodesInitialized waits until it is measured.
+  const count = useStore((s) => s.nodes.length);
   const width = useStore((s) => s.width);
   const height = useStore((s) => s.height);
   const measured = useNodesInitialized();
   const fitted = useRef(-1);
+  const size = useRef('');
   useEffect(() => {
-    if (!measured || fitted.current === count) return;
+    if (!measured) return;
+    const sz = `${width}x${height}`;
+    const resized = size.current !== '' && size.current !== sz;
+    size.current = sz;
+    if (fitted.current === count && !resized) return;
     const first = fitted.current < 0;
     fitted.current = count;
     if (!first && count > 0 && width > 0 && height > 0) {
@@ -69,7 +77,7 @@ function FitOnGrow({ count }) {
       const m = IN_VIEW_MARGIN;
       if (left >= m && top >= m && left + b.width * v.zoom <= width - m && top + b.height * v.zoom <= height - m) return;
     }
-    fitView({ ...FIT, duration: first ? 0 : 200 });
+    fitView({ ...FIT, duration: first || resized ? 0 : 200 });
   }, [count, measured, fitView, getNodes, getNodesBounds, getViewport, width, height]);
   return null;
 }
@@ -245,7 +253,7 @@ export default function Canvas({ state, operators, selected, onSelect, onRemove,
       >
         <Background gap={20} />
         <Controls showInteractive={false} />
-        <FitOnGrow count={state.nodes.length} />
+        <FitOnGrow />
       </ReactFlow>
     </div>
   );

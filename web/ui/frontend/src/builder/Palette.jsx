@@ -24,7 +24,9 @@ export default function Palette({ operators, onAdd }) {
   const visible = groups.flatMap((g) => (open(g.family) ? g.ops : []));
   const match = bestMatch(operators, query);
   const tabStop = visible.some((o) => o.name === current) ? current : match?.name || visible[0]?.name || '';
-  const shown = byName.get(hover) || byName.get(current) || match;
+  // An operator the list no longer shows (the search changed under the
+  // pointer) is not described.
+  const shown = [hover, current].map((n) => visible.find((o) => o.name === n)).find(Boolean) || match;
 
   const focusOp = (name) => {
     setCurrent(name);

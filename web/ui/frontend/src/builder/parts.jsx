@@ -29,11 +29,13 @@ export function ItemsTable({ caption, items, count }) {
             const r = itemRow(it);
             return (
               <tr key={i}>
-                <td>
+                <td data-label="Time">
                   <time dateTime={r.iso}>{r.time}</time>
                 </td>
-                <td>{r.title}</td>
-                <td className="sb-num">{r.value}</td>
+                <td data-label="Title">{r.title}</td>
+                <td data-label="Value" className="sb-num">
+                  {r.value}
+                </td>
               </tr>
             );
           })}
