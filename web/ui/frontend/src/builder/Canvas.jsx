@@ -47,11 +47,13 @@ const IN_VIEW_MARGIN = 24;
 
 /**
  * FitOnGrow fits the view to the nodes, once React Flow has measured them:
- * when the pipe is first shown, and when a node is added or removed or the
- * canvas changes size while some node is out of sight (a node dropped
- * where the user sees it leaves the view as it is).
+ * when the pipe is first shown; when a node is added or removed while some
+ * node is out of sight (a node dropped where the user sees it leaves the
+ * view as it is); and when the canvas changes size, unless the user has
+ * moved or zoomed the view since it was last fitted and every node is in
+ * sight. userMoved is set by the canvas when the user moves the view.
  */
-function FitOnGrow() {
+function FitOnGrow({ userMoved }) {
   const { fitView, getNodes, getNodesBounds, getViewport } = useReactFlow();
   // React Flow's own node count: a node added to the pipe counts once it
   // is on the canvas, and useNodesInitialized waits until it is measured.
@@ -68,8 +70,9 @@ function FitOnGrow() {
     size.current = sz;
     if (fitted.current === count && !resized) return;
     const first = fitted.current < 0;
+    const grew = fitted.current !== count;
     fitted.current = count;
-    if (!first && count > 0 && width > 0 && height > 0) {
+    if (!first && count > 0 && width > 0 && height > 0 && (grew || userMoved.current)) {
       const b = getNodesBounds(getNodes());
       const v = getViewport();
       const left = b.x * v.zoom + v.x;
@@ -77,8 +80,9 @@ function FitOnGrow() {
       const m = IN_VIEW_MARGIN;
       if (left >= m && top >= m && left + b.width * v.zoom <= width - m && top + b.height * v.zoom <= height - m) return;
     }
+    userMoved.current = false;
     fitView({ ...FIT, duration: first || resized ? 0 : 200 });
-  }, [count, measured, fitView, getNodes, getNodesBounds, getViewport, width, height]);
+  }, [count, measured, fitView, getNodes, getNodesBounds, getViewport, width, height, userMoved]);
   return null;
 }
 
@@ -100,6 +104,7 @@ export default function Canvas({ state, operators, selected, onSelect, onRemove,
   const [selectedEdge, setSelectedEdge] = useState('');
   const [dropping, setDropping] = useState(false);
   const flow = useRef(null);
+  const userMoved = useRef(false);
 
   useEffect(() => {
     setRfNodes((prev) => {
@@ -236,6 +241,10 @@ export default function Canvas({ state, operators, selected, onSelect, onRemove,
         onInit={(instance) => {
           flow.current = instance;
         }}
+        onMoveStart={(event) => {
+          // Moves without an event are the view's own (fitView).
+          if (event) userMoved.current = true;
+        }}
         nodes={rfNodes}
         edges={edges}
         nodeTypes={nodeTypes}
@@ -253,7 +262,7 @@ export default function Canvas({ state, operators, selected, onSelect, onRemove,
       >
         <Background gap={20} />
         <Controls showInteractive={false} />
-        <FitOnGrow />
+        <FitOnGrow userMoved={userMoved} />
       </ReactFlow>
     </div>
   );
