@@ -4,7 +4,7 @@
 // and parsed. Then a keyboard-only pass through the saved pipe.
 
 import assert from 'node:assert/strict';
-import { api, e2e, screenshots, waitFor } from './harness.mjs';
+import { api, e2e, screenshot, screenshots, viewports, waitFor } from './harness.mjs';
 
 const s = e2e();
 
@@ -27,10 +27,16 @@ function nodePanel(page) {
   return page.getByRole('region', { name: /^Node \S+ \(/ });
 }
 
-/** addNode adds a node of operator op, names it id and ticks its inputs. */
+/** palette is the operator palette, a region named "Operators". */
+function palette(page) {
+  return page.getByRole('region', { name: 'Operators', exact: true });
+}
+
+/** addNode adds a node of operator op from the palette, names it id and ticks its inputs. */
 async function addNode(page, op, id, inputs = []) {
-  await page.getByLabel('Operator', exact).selectOption(op);
-  await page.getByRole('button', { name: 'Add node', exact: true }).click();
+  const pal = palette(page);
+  await pal.getByLabel('Find by name', exact).fill(op);
+  await pal.getByRole('button', { name: op, exact: true }).click();
   const nodeId = page.getByLabel('Node id', exact);
   await nodeId.fill(id);
   await page.getByRole('list', { name: 'Nodes' }).getByRole('button', { name: id, exact: true }).waitFor();
@@ -175,6 +181,206 @@ s.test('the saved pipe can be worked with the keyboard only', async ({ page, ser
   await page.getByRole('status').filter({ hasText: /Preview: 6 nodes ran, [1-9]\d* items out/ }).waitFor();
   const titles = await previewRows(page).locator('td:nth-child(2)').allInnerTexts();
   assert.ok(titles.length > 0 && titles.every((t) => /mean\([12]\)/.test(t)), `the preview does not use size 2: ${titles}`);
+});
+
+/** box is the bounding box of locator, in CSS pixels from the window's top left corner. */
+async function box(locator, what) {
+  const b = await locator.boundingBox();
+  assert.ok(b, `${what} is not shown`);
+  return b;
+}
+
+/** canvas is the pipe's React Flow canvas. */
+function canvas(page) {
+  return page.getByLabel('Pipe graph', exact);
+}
+
+/** sidePanel is the scrolling panel beside the canvas (node list, node settings, previews). */
+function sidePanel(page) {
+  return page.getByRole('region', { name: 'Node panel', exact: true });
+}
+
+/**
+ * checkDesktopLayout asserts what a 1280×800 window shows without
+ * scrolling the page: the canvas right under the pipe's fields, at least
+ * 480 px tall, wider than palette and panel together, between them; the
+ * output, trigger, preview and save controls in the window. It returns
+ * the canvas's box.
+ */
+async function checkDesktopLayout(page, where) {
+  const { width, height } = viewports.desktop;
+  assert.equal(await page.evaluate(() => window.scrollY), 0, `${where}: the page is scrolled`);
+  const c = await box(canvas(page), `${where}: the canvas`);
+  const head = await box(page.getByRole('region', { name: 'Pipe', exact: true }), `${where}: the pipe's fields`);
+  const pal = await box(palette(page), `${where}: the palette`);
+  const side = await box(sidePanel(page), `${where}: the panel`);
+  const msg = `${where}: canvas ${JSON.stringify(c)}, fields ${JSON.stringify(head)}, palette ${JSON.stringify(pal)}, panel ${JSON.stringify(side)}`;
+  assert.ok(c.y <= 200, `the canvas starts below 200 px: ${msg}`);
+  assert.ok(c.y >= head.y + head.height && c.y - (head.y + head.height) <= 24, `the canvas is not right under the pipe's fields: ${msg}`);
+  assert.ok(c.height >= 480, `the canvas is less than 480 px tall: ${msg}`);
+  assert.ok(c.y + c.height <= height, `the canvas runs off the window: ${msg}`);
+  assert.ok(c.width >= width / 2 && c.width > pal.width + side.width, `the canvas does not take the larger part of the width: ${msg}`);
+  assert.ok(pal.x + pal.width <= c.x && side.x >= c.x + c.width, `palette, canvas and panel are not side by side: ${msg}`);
+  assert.ok(side.y < c.y + c.height && side.y + side.height > c.y, `the panel is not beside the canvas: ${msg}`);
+  for (const [name, control] of [
+    ['Output from', page.getByLabel('Output from', exact)],
+    ['Trigger', page.getByLabel('Trigger', exact)],
+    ['Live preview', page.getByLabel('Live preview', exact)],
+    ['Preview', page.getByRole('button', { name: 'Preview', exact: true })],
+    ['Save', page.getByRole('button', { name: 'Save', exact: true })],
+  ]) {
+    const b = await box(control, `${where}: ${name}`);
+    assert.ok(b.y >= 0 && b.y + b.height <= height && b.x >= 0 && b.x + b.width <= width, `${where}: ${name} is out of the window: ${JSON.stringify(b)}`);
+  }
+  return c;
+}
+
+/**
+ * checkPhoneLayout asserts that on a 390×844 phone the canvas comes first
+ * at full width, on the first screen, with the palette and the panel
+ * below it. It returns the canvas's box.
+ */
+async function checkPhoneLayout(page, where) {
+  const { width, height } = viewports.phone;
+  await page.evaluate(() => window.scrollTo(0, 0));
+  const c = await box(canvas(page), `${where}: the canvas`);
+  const pal = await box(palette(page), `${where}: the palette`);
+  const side = await box(sidePanel(page), `${where}: the panel`);
+  const msg = `${where}: canvas ${JSON.stringify(c)}, palette ${JSON.stringify(pal)}, panel ${JSON.stringify(side)}`;
+  assert.ok(c.x <= 16 && c.width >= width - 32, `the canvas is not at full width: ${msg}`);
+  assert.ok(c.y <= height / 2, `the canvas starts in the lower half of the screen: ${msg}`);
+  assert.ok(c.height >= 320 && c.y + c.height <= height, `the canvas is not on the first screen, at least 320 px tall: ${msg}`);
+  assert.ok(pal.y >= c.y + c.height && side.y >= c.y + c.height, `the palette or the panel is not below the canvas: ${msg}`);
+  return c;
+}
+
+s.test('the canvas comes first on a new pipe and on a saved one, at desktop and phone sizes', async ({ page, server }) => {
+  const { json } = await api(server, 'GET', '/api/v1/pipes');
+  const pipe = (json.pipes ?? []).find((p) => p.slug === slug);
+  assert.ok(pipe, 'the field pipe test saves the pipe');
+  for (const [where, url, shot] of [
+    ['new pipe', '/ui/pipes/new', 'builder-new'],
+    ['saved pipe', `/ui/pipes/${pipe.id}`, 'builder-edit'],
+  ]) {
+    await page.setViewportSize(viewports.desktop);
+    await page.goto(url);
+    await canvas(page).waitFor();
+    if (url !== '/ui/pipes/new') await page.getByRole('status').filter({ hasText: `Editing pipe ${pipe.id}` }).waitFor();
+    const c = await checkDesktopLayout(page, `${where} at 1280×800`);
+    console.log(`${where}: canvas at 1280×800: x ${c.x}, y ${c.y}, ${c.width}×${c.height}`);
+    // The operators' long descriptions are in the palette, not above the canvas.
+    assert.equal(await page.getByRole('region', { name: 'Pipe', exact: true }).getByText(/Rolling statistics|Reads one of slogfeed's feeds/).count(), 0);
+    await page.setViewportSize(viewports.phone);
+    const p = await checkPhoneLayout(page, `${where} at 390×844`);
+    console.log(`${where}: canvas at 390×844: x ${p.x}, y ${p.y}, ${p.width}×${p.height}`);
+    await page.setViewportSize(viewports.desktop);
+    await screenshots(page, shot);
+  }
+
+  // On the saved pipe, the mean node's settings and output make the panel
+  // longer than the window: it scrolls on its own, the page and the canvas stay.
+  const meanButton = page.getByRole('list', { name: 'Nodes' }).getByRole('button', { name: 'mean', exact: true });
+  await meanButton.click();
+  await nodePanel(page).getByLabel('size', exact).waitFor();
+  await page.getByRole('button', { name: 'Preview', exact: true }).click();
+  await page.getByRole('status').filter({ hasText: /Preview: 6 nodes ran/ }).waitFor();
+  const side = sidePanel(page);
+  const before = await side.evaluate((el) => ({ overflow: getComputedStyle(el).overflowY, scroll: el.scrollHeight, client: el.clientHeight, top: el.scrollTop }));
+  assert.ok(['auto', 'scroll'].includes(before.overflow), `the panel does not scroll: overflow-y ${before.overflow}`);
+  assert.ok(before.scroll > before.client + 100, `the panel is not longer than its box: ${JSON.stringify(before)}`);
+  const canvasBefore = await box(canvas(page), 'the canvas');
+  const sb = await box(side, 'the panel');
+  await page.mouse.move(sb.x + sb.width / 2, sb.y + sb.height / 2);
+  await page.mouse.wheel(0, 5000);
+  await waitFor(async () => (await side.evaluate((el) => el.scrollTop)) > 0, { what: 'the panel scrolled by the wheel' });
+  await waitFor(async () => (await side.evaluate((el) => Math.ceil(el.scrollTop + el.clientHeight) >= el.scrollHeight - 1)), { what: 'the panel at its end' });
+  assert.equal(await page.evaluate(() => window.scrollY), 0, 'the page scrolled with the panel');
+  assert.deepEqual(await box(canvas(page), 'the canvas'), canvasBefore, 'the canvas moved with the panel');
+  await checkDesktopLayout(page, 'saved pipe, panel scrolled to its end');
+  await screenshot(page, 'builder-panel-scrolled-desktop');
+});
+
+s.test('operators are found by name and added by click, by keyboard and by drag onto the canvas', async ({ page, server }) => {
+  const catalogue = (await api(server, 'GET', '/api/v1/operators')).json.operators;
+  await page.goto('/ui/pipes/new');
+  const pal = palette(page);
+  const search = pal.getByLabel('Find by name', exact);
+  await search.waitFor();
+  const opButtons = pal.getByRole('listitem').getByRole('button');
+
+  // Grouped as the catalogue groups them, every operator in it.
+  const families = [...new Set(catalogue.map((o) => o.family))];
+  const headings = await pal.getByRole('heading', { level: 3 }).allInnerTexts();
+  assert.equal(headings.length, families.length, `palette groups ${headings}`);
+  assert.deepEqual(await opButtons.allInnerTexts(), catalogue.map((o) => o.name));
+  for (const [i, family] of families.entries()) {
+    const names = catalogue.filter((o) => o.family === family).map((o) => o.name);
+    const list = pal.getByRole('list').nth(i);
+    assert.deepEqual(await list.getByRole('button').allInnerTexts(), names, `group ${headings[i]}`);
+  }
+  // A group folds away and back.
+  const firstGroup = pal.getByRole('heading', { level: 3 }).first().getByRole('button');
+  await firstGroup.click();
+  assert.equal(await firstGroup.getAttribute('aria-expanded'), 'false');
+  assert.equal(await opButtons.count(), catalogue.length - catalogue.filter((o) => o.family === families[0]).length);
+  await firstGroup.click();
+  assert.equal(await opButtons.count(), catalogue.length);
+
+  // Search by name.
+  await search.fill('filt');
+  assert.deepEqual(await opButtons.allInnerTexts(), ['filter']);
+  await search.fill('UN');
+  assert.deepEqual(
+    await opButtons.allInnerTexts(),
+    catalogue.filter((o) => o.name.toLowerCase().includes('un')).map((o) => o.name),
+  );
+  await search.fill('zzz');
+  assert.equal(await opButtons.count(), 0);
+  await pal.getByText('No operator is called “zzz”.').waitFor();
+  await search.fill('');
+
+  // The description of the operator under the pointer shows in the palette.
+  const join = catalogue.find((o) => o.name === 'join');
+  await pal.getByRole('button', { name: 'join', exact: true }).hover();
+  await pal.getByText(join.doc, exact).filter({ visible: true }).waitFor();
+
+  // Click: a source, then a filter after it, fed by it (a wire on the canvas).
+  await pal.getByRole('button', { name: 'source', exact: true }).click();
+  await page.getByRole('status').filter({ hasText: 'Added node source.' }).waitFor();
+  await pal.getByRole('button', { name: 'filter', exact: true }).click();
+  await page.getByRole('status').filter({ hasText: 'Added node filter, fed by source.' }).waitFor();
+  const nodes = page.getByRole('list', { name: 'Nodes' });
+  assert.deepEqual(await nodes.getByRole('button').allInnerTexts(), ['source', 'filter']);
+  await page.locator('.react-flow__node[data-id="filter"]').waitFor();
+  await page.locator('.react-flow__edge[data-id="source->filter"]').waitFor();
+  assert.equal(await nodePanel(page).getByRole('group', { name: 'Inputs', exact: true }).getByRole('checkbox', { name: 'source', exact: true }).isChecked(), true);
+  // Its description moved with it into the node panel.
+  const filterDoc = catalogue.find((o) => o.name === 'filter').doc;
+  await nodePanel(page).getByText(filterDoc, exact).waitFor();
+
+  // Keyboard: ↓ from the search into the list, Enter adds; Enter in the search adds the best match.
+  await search.fill('rev');
+  await search.press('ArrowDown');
+  const reverse = pal.getByRole('button', { name: 'reverse', exact: true });
+  await waitFor(() => reverse.evaluate((el) => el === document.activeElement), { what: 'reverse focused from the search box' });
+  await page.keyboard.press('Enter');
+  await page.getByRole('status').filter({ hasText: 'Added node reverse, fed by filter.' }).waitFor();
+  await search.fill('tai');
+  await search.press('Enter');
+  await page.getByRole('status').filter({ hasText: 'Added node tail, fed by reverse.' }).waitFor();
+  await search.fill('');
+
+  // Drag: the node lands where it is dropped, fed by nothing.
+  const c = await box(canvas(page), 'the canvas');
+  const drop = { x: Math.round(c.width * 0.55), y: Math.round(c.height * 0.88) };
+  await pal.getByRole('button', { name: 'window', exact: true }).dragTo(canvas(page), { targetPosition: drop });
+  await page.getByRole('status').filter({ hasText: /^Added node window\.$/ }).waitFor();
+  const w = await box(page.locator('.react-flow__node[data-id="window"]'), 'the dropped node');
+  const at = { x: c.x + drop.x, y: c.y + drop.y };
+  assert.ok(w.x <= at.x && at.x <= w.x + w.width && w.y <= at.y && at.y <= w.y + w.height, `the node ${JSON.stringify(w)} is not under the drop point ${JSON.stringify(at)}`);
+  assert.equal(await page.locator('.react-flow__edge[data-id$="->window"]').count(), 0);
+  assert.deepEqual(await nodes.getByRole('button').allInnerTexts(), ['source', 'filter', 'reverse', 'tail', 'window']);
+  await screenshots(page, 'builder-palette');
 });
 
 /** tabTo presses Tab until target has the focus (at most 200 times). */

@@ -1,9 +1,13 @@
-// The chain builder: a pipe's nodes on a React Flow canvas, and beside it
-// everything the canvas does, operable from the keyboard: the node list,
-// the selected node's id, inputs and configuration form, the output and
-// trigger, preview and save.
-import { useCallback, useEffect, useId, useMemo, useReducer, useRef, useState } from 'react';
+// The chain builder: the pipe's name, slug and title on top; below them
+// the operator palette, the React Flow canvas and a side panel that
+// scrolls on its own, with everything the canvas does, operable from the
+// keyboard (the node list, the selected node's id, inputs, configuration
+// and preview output) and, always in view at its foot, the output,
+// trigger, preview and save. On a narrow screen the canvas comes first,
+// then the palette and the panel.
+import { useCallback, useEffect, useId, useLayoutEffect, useMemo, useReducer, useRef, useState } from 'react';
 import Canvas from './Canvas.jsx';
+import Palette from './Palette.jsx';
 import { FeedLinks, ItemsTable, NodePanel } from './parts.jsx';
 import { api } from '../lib/api.js';
 import {
@@ -25,8 +29,6 @@ import { indexPreview } from './preview.js';
 
 const LIVE_DELAY_MS = 600;
 
-const FAMILY_NAMES = { pipes: 'Pipes', sensor: 'Sensor numbers', pack: 'PACK data reduction', expr: 'Expressions' };
-
 const TRIGGER_HELP = {
   update: 'runs whenever an input gains items',
   mdpt: 'runs on every input update, like update; rounds of m inputs are tracked, input fetches are not brought forward (to republish m of n, use a join with min m)',
@@ -34,14 +36,32 @@ const TRIGGER_HELP = {
   manual: 'runs only when asked through the API',
 };
 
-/** groupOperators groups the catalogue by family, in catalogue order. */
-function groupOperators(ops) {
-  const groups = new Map();
-  for (const o of ops) {
-    if (!groups.has(o.family)) groups.set(o.family, []);
-    groups.get(o.family).push(o);
-  }
-  return [...groups.entries()];
+/**
+ * useFillViewport keeps the CSS variable --sb-top of the element ref
+ * names at its distance from the top of the page, which its stylesheet
+ * uses to make it fill the rest of the window. It is measured again
+ * whenever the page or the window changes size.
+ */
+function useFillViewport(ref, ready) {
+  useLayoutEffect(() => {
+    const el = ref.current;
+    if (!ready || !el) return undefined;
+    let last = '';
+    const place = () => {
+      const top = `${Math.max(0, Math.round(el.getBoundingClientRect().top + window.scrollY))}px`;
+      if (top === last) return;
+      last = top;
+      el.style.setProperty('--sb-top', top);
+    };
+    place();
+    const ro = new ResizeObserver(place);
+    ro.observe(document.body);
+    window.addEventListener('resize', place);
+    return () => {
+      ro.disconnect();
+      window.removeEventListener('resize', place);
+    };
+  }, [ref, ready]);
 }
 
 function Field({ label, id, errors, hint, children, className }) {
@@ -79,7 +99,6 @@ export default function App({ initialPipeId }) {
   const [state, dispatch] = useReducer(reducer, undefined, emptyState);
   const [pipeId, setPipeId] = useState(initialPipeId || '');
   const [selected, setSelected] = useState('');
-  const [op, setOp] = useState('source');
   const [slugTouched, setSlugTouched] = useState(false);
   const [live, setLive] = useState(true);
   const [preview, setPreview] = useState(null);
@@ -94,6 +113,10 @@ export default function App({ initialPipeId }) {
   // line, also when a live preview replaced it while it ran.
   const previewAsked = useRef(false);
   const nodesHeading = useRef(null);
+  const workspace = useRef(null);
+  const alertRef = useRef(null);
+  const feedsRef = useRef(null);
+  useFillViewport(workspace, catalogue !== null);
 
   const operators = catalogue?.operators || [];
   const byName = useMemo(() => new Map(operators.map((o) => [o.name, o])), [operators]);
@@ -205,7 +228,7 @@ export default function App({ initialPipeId }) {
         const h1 = document.querySelector('main h1, h1');
         if (h1 && info.name) h1.textContent = info.name;
       }
-      setStatus(`Saved pipe ${info?.id ?? ''}: its feeds are below.`);
+      setStatus(`Saved pipe ${info?.id ?? ''}: its feed URLs are under “Republished feeds”.`);
     } catch (e) {
       setSaveErr(errorState(e, body));
       setStatus('');
@@ -214,18 +237,27 @@ export default function App({ initialPipeId }) {
     }
   };
 
-  const addNode = () => {
-    const info = byName.get(op);
+  // addOperator adds a node of operator name and selects it: where it was
+  // dropped (at), else a source down the first column and any other node
+  // right of the selected one, fed by it.
+  const addOperator = (name, at) => {
+    const info = byName.get(name);
     if (!info) return;
-    // Sources go down the first column, other nodes right of the selected one.
-    const near = info.max_inputs === 0 ? { x: -COLUMN, y: 0 } : state.nodes.find((n) => n.id === selected);
+    const action = { type: 'addNode', op: name, config: {} };
+    const after = state.nodes.find((n) => n.id === selected);
+    if (at) action.at = at;
+    else if (info.max_inputs === 0) action.near = { x: -COLUMN, y: 0 };
+    else if (after) {
+      action.near = after;
+      action.from = after.id;
+    }
     const before = new Set(state.nodes.map((n) => n.id));
-    const next = reducer(state, { type: 'addNode', op, config: {}, near });
+    const next = reducer(state, action);
     const added = next.nodes.find((n) => !before.has(n.id));
     dispatch({ type: 'load', state: next });
     if (added) {
       setSelected(added.id);
-      setStatus(`Added node ${added.id}.`);
+      setStatus(`Added node ${added.id}${action.from ? `, fed by ${action.from}` : ''}.`);
     }
   };
 
@@ -257,6 +289,13 @@ export default function App({ initialPipeId }) {
   );
 
   const err = saveErr || previewErr;
+  // What a save brings, its errors or its feed URLs, is scrolled into view.
+  useEffect(() => {
+    if (saveErr) alertRef.current?.scrollIntoView({ block: 'nearest' });
+  }, [saveErr]);
+  useEffect(() => {
+    if (saved?.feeds) feedsRef.current?.scrollIntoView({ block: 'nearest' });
+  }, [saved]);
   const errs = useMemo(() => errorMap(err?.details, err?.pipe), [err]);
   const pipeErr = (f) => errs.pipe[f];
   const node = state.nodes.find((n) => n.id === selected);
@@ -301,7 +340,7 @@ export default function App({ initialPipeId }) {
             />
           )}
         </Field>
-        <Field label="Slug" id={`${uid}-slug`} errors={pipeErr('output.slug')} hint="the feeds' name: /feeds/SLUG.rss">
+        <Field label="Slug" id={`${uid}-slug`} errors={pipeErr('output.slug')} hint={`the feeds' name: /feeds/${state.slug || 'SLUG'}.rss`}>
           {(p) => (
             <input
               {...p}
@@ -316,7 +355,7 @@ export default function App({ initialPipeId }) {
             />
           )}
         </Field>
-        <Field label="Feed title" id={`${uid}-title`} errors={pipeErr('output.title')}>
+        <Field label="Feed title" id={`${uid}-title`} errors={pipeErr('output.title')} className="sb-head-title">
           {(p) => (
             <input
               {...p}
@@ -328,36 +367,19 @@ export default function App({ initialPipeId }) {
             />
           )}
         </Field>
-        <div className="sb-add-node">
-          <Field label="Operator" id={`${uid}-op`} hint={byName.get(op)?.doc}>
-            {(p) => (
-              <select {...p} value={op} onChange={(e) => setOp(e.target.value)}>
-                {groupOperators(operators).map(([family, ops]) => (
-                  <optgroup key={family} label={FAMILY_NAMES[family] || family}>
-                    {ops.map((o) => (
-                      <option key={o.name} value={o.name}>
-                        {o.name}
-                      </option>
-                    ))}
-                  </optgroup>
-                ))}
-              </select>
-            )}
-          </Field>
-          <button type="button" onClick={addNode}>
-            Add node
-          </button>
-        </div>
       </section>
 
-      <div className="sb-main">
-        <div className="sb-left">
+      <div className="sb-main" ref={workspace}>
+        <Palette operators={operators} onAdd={(name) => addOperator(name)} />
+
+        <div className="sb-stage">
           <Canvas
             state={state}
             operators={operators}
             selected={selected}
             onSelect={setSelected}
             onRemove={removeNode}
+            onDropOperator={addOperator}
             dispatch={dispatch}
             counts={preview?.counts || {}}
             errs={errs.nodes}
@@ -365,179 +387,182 @@ export default function App({ initialPipeId }) {
           />
         </div>
 
-        <div className="sb-right">
-          <section className="sb-section" aria-labelledby={`${uid}-nodes-h`}>
-            <h2 id={`${uid}-nodes-h`} ref={nodesHeading} tabIndex={-1}>
-              Nodes
-            </h2>
-            {(pipeErr('nodes') || pipeErr('edges')) && (
-              <ul className="sb-field-error">
-                {[...(pipeErr('nodes') || []), ...(pipeErr('edges') || [])].map((m, i) => (
-                  <li key={i}>{m}</li>
-                ))}
-              </ul>
-            )}
-            {state.nodes.length === 0 ? (
-              <p className="sb-hint">No nodes yet: choose an operator and press “Add node”. Start with a source.</p>
-            ) : (
-              <ul className="sb-node-list" aria-label="Nodes">
-                {state.nodes.map((n) => {
-                  const e = errs.nodes[n.id];
-                  return (
-                    <li key={n.key}>
-                      <button type="button" aria-pressed={n.id === selected} onClick={() => setSelected(n.id)}>
-                        {n.id}
-                      </button>
-                      <span className="sb-op-name">{n.op}</span>
-                      {preview?.counts[n.id] !== undefined && <span className="sb-badge sb-badge-count">{preview.counts[n.id]} items</span>}
-                      {e?.count > 0 && (
-                        <span className="sb-badge sb-badge-error">
-                          {e.count} error{e.count === 1 ? '' : 's'}
-                        </span>
-                      )}
-                      {n.id === outId && <span className="sb-badge sb-badge-output">output</span>}
-                    </li>
-                  );
-                })}
-              </ul>
-            )}
-          </section>
-
-          {node && (
-            <NodePanel
-              key={node.key}
-              node={node}
-              state={state}
-              info={byName.get(node.op)}
-              dispatch={panelDispatch}
-              onSelect={setSelected}
-              errors={errs.nodes[node.id]}
-              output={preview?.nodes[node.id]}
-              feedList={feedList}
-              clientProblems={nodeProblems}
-            />
-          )}
-
-          <section className="sb-section" aria-labelledby={`${uid}-out-h`}>
-            <h2 id={`${uid}-out-h`}>Output and trigger</h2>
-            <Field label="Output from" id={`${uid}-from`} errors={pipeErr('output.from')} hint="the node whose items are republished">
-              {(p) => (
-                <select {...p} value={state.outputFrom} onChange={(e) => dispatch({ type: 'outputFrom', id: e.target.value })}>
-                  <option value="">{sinkIds.length === 1 ? `the sink node (${sinkIds[0]})` : 'the sink node'}</option>
-                  {state.nodes.map((n) => (
-                    <option key={n.key} value={n.id}>
-                      {n.id}
-                    </option>
-                  ))}
-                </select>
+        <div className="sb-side">
+          <div className="sb-side-scroll" role="region" aria-label="Node panel">
+            <div role="alert" ref={alertRef} className={err || loadError ? 'sb-alert' : 'sb-alert-empty'}>
+              {loadError && <p>{loadError}</p>}
+              {err && (
+                <>
+                  <p>
+                    {saveErr ? 'Not saved: ' : 'Preview failed: '}
+                    {errs.list.length === 0 ? err.message : `${errs.list.length} problem${errs.list.length === 1 ? '' : 's'}.`}
+                  </p>
+                  {errs.list.length > 0 && (
+                    <ul>
+                      {errs.list.map((d, i) => (
+                        <li key={i}>
+                          {d.node && state.nodes.some((n) => n.id === d.node) ? (
+                            <button type="button" className="sb-link" onClick={() => setSelected(d.node)}>
+                              {d.text}
+                            </button>
+                          ) : (
+                            d.text
+                          )}
+                        </li>
+                      ))}
+                    </ul>
+                  )}
+                </>
               )}
-            </Field>
-            <Field label="Trigger" id={`${uid}-trigger`} errors={pipeErr('trigger.on')} hint={TRIGGER_HELP[state.trigger.on]}>
-              {(p) => (
-                <select {...p} value={state.trigger.on} onChange={(e) => dispatch({ type: 'trigger', on: e.target.value })}>
-                  {(catalogue.triggers || TRIGGERS).map((t) => (
-                    <option key={t} value={t}>
-                      {t}
-                    </option>
-                  ))}
-                </select>
-              )}
-            </Field>
-            {state.trigger.on === 'mdpt' && (
-              <Field label="m" id={`${uid}-m`} errors={pipeErr('trigger.m')} hint="inputs with new items that end a round (empty: all of them)">
-                {(p) => (
-                  <input
-                    {...p}
-                    type="number"
-                    min={1}
-                    step={1}
-                    inputMode="numeric"
-                    value={state.trigger.m > 0 ? state.trigger.m : ''}
-                    onChange={(e) => dispatch({ type: 'trigger', m: e.target.value === '' ? 0 : Number(e.target.value) })}
-                  />
-                )}
-              </Field>
-            )}
-            {state.trigger.on === 'cron' && (
-              <Field label="Cron" id={`${uid}-cron`} errors={pipeErr('trigger.cron')} hint={'e.g. "*/5 * * * *" or "@every 10m"'}>
-                {(p) => (
-                  <input
-                    {...p}
-                    type="text"
-                    value={state.trigger.cron}
-                    spellCheck={false}
-                    autoComplete="off"
-                    onChange={(e) => dispatch({ type: 'trigger', cron: e.target.value })}
-                  />
-                )}
-              </Field>
-            )}
-          </section>
+            </div>
 
-          <section className="sb-section sb-actions">
-            <div className="sb-field sb-check">
-              <input id={`${uid}-live`} type="checkbox" checked={live} onChange={(e) => setLive(e.target.checked)} />
-              <label htmlFor={`${uid}-live`}>Live preview</label>
-            </div>
-            <div className="sb-buttons">
-              <button type="button" onClick={() => runPreview('button')} disabled={state.nodes.length === 0} aria-busy={busy === 'preview' || undefined}>
-                Preview
-              </button>
-              <button type="button" className="sb-primary" onClick={save} disabled={busy === 'save'}>
-                Save
-              </button>
-            </div>
-            {live && clientProblems.length > 0 && state.nodes.length > 0 && (
-              <div className="sb-hint sb-waiting">
-                <p>The live preview waits until:</p>
-                <ul>
-                  {clientProblems.map((p, i) => (
-                    <li key={i}>{[p.node && `node ${p.node}`, p.field].filter(Boolean).join(', ') + (p.node || p.field ? ': ' : '') + p.error}</li>
+            <div ref={feedsRef}>{saved?.feeds && <FeedLinks feeds={saved.feeds} origin={window.location.origin} />}</div>
+
+            <section className="sb-section" aria-labelledby={`${uid}-nodes-h`}>
+              <h2 id={`${uid}-nodes-h`} ref={nodesHeading} tabIndex={-1}>
+                Nodes
+              </h2>
+              {(pipeErr('nodes') || pipeErr('edges')) && (
+                <ul className="sb-field-error">
+                  {[...(pipeErr('nodes') || []), ...(pipeErr('edges') || [])].map((m, i) => (
+                    <li key={i}>{m}</li>
                   ))}
                 </ul>
-              </div>
+              )}
+              {state.nodes.length === 0 ? (
+                <p className="sb-hint">No nodes yet: click an operator in the palette, or drag it onto the canvas. Start with a source.</p>
+              ) : (
+                <ul className="sb-node-list" aria-label="Nodes">
+                  {state.nodes.map((n) => {
+                    const e = errs.nodes[n.id];
+                    return (
+                      <li key={n.key}>
+                        <button type="button" aria-pressed={n.id === selected} onClick={() => setSelected(n.id)}>
+                          {n.id}
+                        </button>
+                        <span className="sb-op-name">{n.op}</span>
+                        {preview?.counts[n.id] !== undefined && <span className="sb-badge sb-badge-count">{preview.counts[n.id]} items</span>}
+                        {e?.count > 0 && (
+                          <span className="sb-badge sb-badge-error">
+                            {e.count} error{e.count === 1 ? '' : 's'}
+                          </span>
+                        )}
+                        {n.id === outId && <span className="sb-badge sb-badge-output">output</span>}
+                      </li>
+                    );
+                  })}
+                </ul>
+              )}
+              {live && clientProblems.length > 0 && state.nodes.length > 0 && (
+                <div className="sb-hint sb-waiting">
+                  <p>The live preview waits until:</p>
+                  <ul>
+                    {clientProblems.map((p, i) => (
+                      <li key={i}>{[p.node && `node ${p.node}`, p.field].filter(Boolean).join(', ') + (p.node || p.field ? ': ' : '') + p.error}</li>
+                    ))}
+                  </ul>
+                </div>
+              )}
+            </section>
+
+            {node && (
+              <NodePanel
+                key={node.key}
+                node={node}
+                state={state}
+                info={byName.get(node.op)}
+                dispatch={panelDispatch}
+                onSelect={setSelected}
+                errors={errs.nodes[node.id]}
+                output={preview?.nodes[node.id]}
+                feedList={feedList}
+                clientProblems={nodeProblems}
+              />
             )}
+
+            {preview && (
+              <section className="sb-section" aria-labelledby={`${uid}-pv-h`}>
+                <h2 id={`${uid}-pv-h`}>Pipe output (preview)</h2>
+                {preview.error && <p className="sb-field-error">{preview.error}</p>}
+                <ItemsTable caption="Items the pipe would republish" items={preview.output} count={preview.output.length} />
+              </section>
+            )}
+          </div>
+
+          <section className="sb-section sb-pipe" aria-labelledby={`${uid}-out-h`}>
+            <h2 id={`${uid}-out-h`}>Output and trigger</h2>
+            <div className="sb-pipe-fields">
+              <Field label="Output from" id={`${uid}-from`} errors={pipeErr('output.from')} hint="the node whose items are republished">
+                {(p) => (
+                  <select {...p} value={state.outputFrom} onChange={(e) => dispatch({ type: 'outputFrom', id: e.target.value })}>
+                    <option value="">{sinkIds.length === 1 ? `the sink node (${sinkIds[0]})` : 'the sink node'}</option>
+                    {state.nodes.map((n) => (
+                      <option key={n.key} value={n.id}>
+                        {n.id}
+                      </option>
+                    ))}
+                  </select>
+                )}
+              </Field>
+              <Field label="Trigger" id={`${uid}-trigger`} errors={pipeErr('trigger.on')} hint={TRIGGER_HELP[state.trigger.on]}>
+                {(p) => (
+                  <select {...p} value={state.trigger.on} onChange={(e) => dispatch({ type: 'trigger', on: e.target.value })}>
+                    {(catalogue.triggers || TRIGGERS).map((t) => (
+                      <option key={t} value={t}>
+                        {t}
+                      </option>
+                    ))}
+                  </select>
+                )}
+              </Field>
+              {state.trigger.on === 'mdpt' && (
+                <Field label="m" id={`${uid}-m`} errors={pipeErr('trigger.m')} hint="inputs with new items that end a round (empty: all of them)">
+                  {(p) => (
+                    <input
+                      {...p}
+                      type="number"
+                      min={1}
+                      step={1}
+                      inputMode="numeric"
+                      value={state.trigger.m > 0 ? state.trigger.m : ''}
+                      onChange={(e) => dispatch({ type: 'trigger', m: e.target.value === '' ? 0 : Number(e.target.value) })}
+                    />
+                  )}
+                </Field>
+              )}
+              {state.trigger.on === 'cron' && (
+                <Field label="Cron" id={`${uid}-cron`} errors={pipeErr('trigger.cron')} hint={'e.g. "*/5 * * * *" or "@every 10m"'}>
+                  {(p) => (
+                    <input
+                      {...p}
+                      type="text"
+                      value={state.trigger.cron}
+                      spellCheck={false}
+                      autoComplete="off"
+                      onChange={(e) => dispatch({ type: 'trigger', cron: e.target.value })}
+                    />
+                  )}
+                </Field>
+              )}
+            </div>
+            <div className="sb-actions">
+              <div className="sb-field sb-check">
+                <input id={`${uid}-live`} type="checkbox" checked={live} onChange={(e) => setLive(e.target.checked)} />
+                <label htmlFor={`${uid}-live`}>Live preview</label>
+              </div>
+              <div className="sb-buttons">
+                <button type="button" onClick={() => runPreview('button')} disabled={state.nodes.length === 0} aria-busy={busy === 'preview' || undefined}>
+                  Preview
+                </button>
+                <button type="button" className="sb-primary" onClick={save} disabled={busy === 'save'}>
+                  Save
+                </button>
+              </div>
+            </div>
             <p role="status" className="sb-status">
               {status}
             </p>
           </section>
-
-          <div role="alert" className={err || loadError ? 'sb-alert' : 'sb-alert-empty'}>
-            {loadError && <p>{loadError}</p>}
-            {err && (
-              <>
-                <p>
-                  {saveErr ? 'Not saved: ' : 'Preview failed: '}
-                  {errs.list.length === 0 ? err.message : `${errs.list.length} problem${errs.list.length === 1 ? '' : 's'}.`}
-                </p>
-                {errs.list.length > 0 && (
-                  <ul>
-                    {errs.list.map((d, i) => (
-                      <li key={i}>
-                        {d.node && state.nodes.some((n) => n.id === d.node) ? (
-                          <button type="button" className="sb-link" onClick={() => setSelected(d.node)}>
-                            {d.text}
-                          </button>
-                        ) : (
-                          d.text
-                        )}
-                      </li>
-                    ))}
-                  </ul>
-                )}
-              </>
-            )}
-          </div>
-
-          {saved?.feeds && <FeedLinks feeds={saved.feeds} origin={window.location.origin} />}
-
-          {preview && (
-            <section className="sb-section" aria-labelledby={`${uid}-pv-h`}>
-              <h2 id={`${uid}-pv-h`}>Pipe output (preview)</h2>
-              {preview.error && <p className="sb-field-error">{preview.error}</p>}
-              <ItemsTable caption="Items the pipe would republish" items={preview.output} count={preview.output.length} />
-            </section>
-          )}
         </div>
       </div>
     </div>

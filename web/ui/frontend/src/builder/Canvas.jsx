@@ -1,9 +1,14 @@
 // The pipe drawn as a graph with React Flow: drag from a node's right
 // handle to another's left handle to connect them; Delete or Backspace on
-// a focused node or edge removes it. Every change goes through the
+// a focused node or edge removes it; an operator dragged from the palette
+// and dropped here is added where it lands. Every change goes through the
 // builder's reducer; React Flow only keeps what it measures.
 import { memo, useCallback, useEffect, useMemo, useRef, useState } from 'react';
-import { ReactFlow, Background, Controls, Handle, Position, applyNodeChanges, useNodesInitialized, useReactFlow } from '@xyflow/react';
+import { ReactFlow, Background, Controls, Handle, Position, applyNodeChanges, useNodesInitialized, useReactFlow, useStore } from '@xyflow/react';
+import { DRAG_TYPE } from './palette.js';
+
+/** DROP_OFFSET puts a dropped node's top left corner this far up and left of the pointer, about its middle. */
+const DROP_OFFSET = { x: 60, y: 24 };
 
 const OpNode = memo(function OpNode({ data, selected }) {
   const cls = ['sb-node'];
@@ -35,19 +40,49 @@ const OpNode = memo(function OpNode({ data, selected }) {
 
 const nodeTypes = { op: OpNode };
 
+const FIT = { padding: 0.2, maxZoom: 1.2 };
+
+/** IN_VIEW_MARGIN is how far (px) inside the canvas's edges a node must be to count as in view. */
+const IN_VIEW_MARGIN = 24;
+
 /**
- * FitOnGrow fits the view to the nodes whenever one is added or removed,
- * once React Flow has measured them.
+ * FitOnGrow fits the view to the nodes, once React Flow has measured them:
+ * when the pipe is first shown; when a node is added or removed while some
+ * node is out of sight (a node dropped where the user sees it leaves the
+ * view as it is); and when the canvas changes size, unless the user has
+ * moved or zoomed the view since it was last fitted and every node is in
+ * sight. userMoved is set by the canvas when the user moves the view.
  */
-function FitOnGrow({ count }) {
-  const { fitView } = useReactFlow();
+function FitOnGrow({ userMoved }) {
+  const { fitView, getNodes, getNodesBounds, getViewport } = useReactFlow();
+  // React Flow's own node count: a node added to the pipe counts once it
+  // is on the canvas, and useNodesInitialized waits until it is measured.
+  const count = useStore((s) => s.nodes.length);
+  const width = useStore((s) => s.width);
+  const height = useStore((s) => s.height);
   const measured = useNodesInitialized();
   const fitted = useRef(-1);
+  const size = useRef('');
   useEffect(() => {
-    if (!measured || fitted.current === count) return;
+    if (!measured) return;
+    const sz = `${width}x${height}`;
+    const resized = size.current !== '' && size.current !== sz;
+    size.current = sz;
+    if (fitted.current === count && !resized) return;
+    const first = fitted.current < 0;
+    const grew = fitted.current !== count;
     fitted.current = count;
-    fitView({ padding: 0.2, maxZoom: 1.2, duration: 200 });
-  }, [count, measured, fitView]);
+    if (!first && count > 0 && width > 0 && height > 0 && (grew || userMoved.current)) {
+      const b = getNodesBounds(getNodes());
+      const v = getViewport();
+      const left = b.x * v.zoom + v.x;
+      const top = b.y * v.zoom + v.y;
+      const m = IN_VIEW_MARGIN;
+      if (left >= m && top >= m && left + b.width * v.zoom <= width - m && top + b.height * v.zoom <= height - m) return;
+    }
+    userMoved.current = false;
+    fitView({ ...FIT, duration: first || resized ? 0 : 200 });
+  }, [count, measured, fitView, getNodes, getNodesBounds, getViewport, width, height, userMoved]);
   return null;
 }
 
@@ -63,10 +98,13 @@ function nodeLabel(d) {
  * Canvas shows the nodes and edges of state. counts maps node ids to
  * their preview item counts, errs to their error entries (errorMap).
  */
-export default function Canvas({ state, operators, selected, onSelect, onRemove, dispatch, counts, errs, outputId }) {
+export default function Canvas({ state, operators, selected, onSelect, onRemove, onDropOperator, dispatch, counts, errs, outputId }) {
   const byName = useMemo(() => new Map(operators.map((o) => [o.name, o])), [operators]);
   const [rfNodes, setRfNodes] = useState([]);
   const [selectedEdge, setSelectedEdge] = useState('');
+  const [dropping, setDropping] = useState(false);
+  const flow = useRef(null);
+  const userMoved = useRef(false);
 
   useEffect(() => {
     setRfNodes((prev) => {
@@ -162,10 +200,51 @@ export default function Canvas({ state, operators, selected, onSelect, onRemove,
     [state.edges],
   );
 
+  // Operators dragged from the palette: only drags that carry one are
+  // taken, so that text or files dropped here do nothing.
+  const carriesOperator = (e) => Array.from(e.dataTransfer?.types || []).includes(DRAG_TYPE);
+  const onDragOver = useCallback((e) => {
+    if (!carriesOperator(e)) return;
+    e.preventDefault();
+    e.dataTransfer.dropEffect = 'copy';
+    setDropping(true);
+  }, []);
+  const onDragLeave = useCallback((e) => {
+    if (!e.currentTarget.contains(e.relatedTarget)) setDropping(false);
+  }, []);
+  const onDrop = useCallback(
+    (e) => {
+      setDropping(false);
+      if (!carriesOperator(e)) return;
+      e.preventDefault();
+      const op = e.dataTransfer.getData(DRAG_TYPE);
+      if (!byName.has(op) || !flow.current) return;
+      const p = flow.current.screenToFlowPosition({ x: e.clientX, y: e.clientY });
+      onDropOperator(op, { x: Math.round(p.x - DROP_OFFSET.x), y: Math.round(p.y - DROP_OFFSET.y) });
+    },
+    [byName, onDropOperator],
+  );
+
+  const cls = ['sb-canvas'];
+  if (dropping) cls.push('sb-canvas-drop');
   return (
-    <div className="sb-canvas" onKeyDown={onKeyDown}>
+    <div className={cls.join(' ')} onKeyDown={onKeyDown} onDragOver={onDragOver} onDragLeave={onDragLeave} onDrop={onDrop}>
+      {state.nodes.length === 0 && (
+        <div className="sb-canvas-empty">
+          <p>
+            Drag an operator here from the palette, or click it there. Start with a <strong>source</strong>: it reads a feed.
+          </p>
+        </div>
+      )}
       <ReactFlow
         aria-label="Pipe graph"
+        onInit={(instance) => {
+          flow.current = instance;
+        }}
+        onMoveStart={(event) => {
+          // Moves without an event are the view's own (fitView).
+          if (event) userMoved.current = true;
+        }}
         nodes={rfNodes}
         edges={edges}
         nodeTypes={nodeTypes}
@@ -177,13 +256,13 @@ export default function Canvas({ state, operators, selected, onSelect, onRemove,
         deleteKeyCode={null}
         defaultEdgeOptions={{ markerEnd: { type: 'arrowclosed' } }}
         fitView
-        fitViewOptions={{ padding: 0.2, maxZoom: 1.2 }}
+        fitViewOptions={FIT}
         minZoom={0.2}
         maxZoom={2}
       >
         <Background gap={20} />
         <Controls showInteractive={false} />
-        <FitOnGrow count={state.nodes.length} />
+        <FitOnGrow userMoved={userMoved} />
       </ReactFlow>
     </div>
   );

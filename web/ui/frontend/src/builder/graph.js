@@ -274,7 +274,11 @@ export function exampleConfig(info) {
  *
  *   {type: 'load', state}
  *   {type: 'meta', field: 'name'|'slug'|'title'|'description', value}
- *   {type: 'addNode', op, config, id?, near?}        id defaults to nextNodeId
+ *   {type: 'addNode', op, config, id?, near?, at?, from?}
+ *                                                    id defaults to nextNodeId; at {x, y}
+ *                                                    places it there (a drop on the canvas),
+ *                                                    else freeSpot(near); from adds the edge
+ *                                                    from → the new node
  *   {type: 'removeNode', id}
  *   {type: 'renameNode', id, to}                     ignored unless checkNodeId passes
  *   {type: 'setConfig', id, config}
@@ -294,9 +298,11 @@ export function reducer(state, action) {
       return { ...state, [action.field]: String(action.value ?? '') };
     case 'addNode': {
       const id = action.id && checkNodeId(action.id, '', state.nodes) === '' ? action.id : nextNodeId(action.op, state.nodes.map((n) => n.id));
-      const spot = freeSpot(state.nodes, action.near);
+      const at = action.at;
+      const spot = at && Number.isFinite(at.x) && Number.isFinite(at.y) ? { x: at.x, y: at.y } : freeSpot(state.nodes, action.near);
       const seq = (state.seq || 0) + 1;
-      return { ...state, seq, nodes: [...state.nodes, { key: `n${seq}`, id, op: action.op, config: action.config || {}, x: spot.x, y: spot.y }] };
+      const next = { ...state, seq, nodes: [...state.nodes, { key: `n${seq}`, id, op: action.op, config: action.config || {}, x: spot.x, y: spot.y }] };
+      return action.from ? reducer(next, { type: 'addEdge', from: action.from, to: id }) : next;
     }
     case 'removeNode': {
       if (!state.nodes.some((n) => n.id === action.id)) return state;

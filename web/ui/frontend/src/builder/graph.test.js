@@ -201,6 +201,19 @@ describe('reducer', () => {
     expect(new Set(spots).size).toBe(3);
   });
 
+  it.each([
+    ['a drop point', { op: 'filter', at: { x: 333, y: -41 } }, { x: 333, y: -41 }, []],
+    ['a drop point on a node (kept: the user chose it)', { op: 'filter', at: { x: 0, y: 0 } }, { x: 0, y: 0 }, []],
+    ['a non-finite drop point (free spot instead)', { op: 'filter', at: { x: NaN, y: 3 } }, { x: 2 * COLUMN, y: 0 }, []],
+    ['fed by the node it is added after', { op: 'filter', near: { x: 220, y: 0 }, from: 'union' }, { x: 2 * COLUMN, y: 0 }, [{ from: 'union', to: 'filter' }]],
+    ['fed by a node that is not there (no edge)', { op: 'filter', from: 'nope' }, { x: 2 * COLUMN, y: 0 }, []],
+  ])('adds a node at %s', (_, action, spot, newEdges) => {
+    const s0 = build({ type: 'addNode', op: 'source', config: { feed: 'sensor/a' } }, { type: 'addNode', op: 'union' }, { type: 'addEdge', from: 'source', to: 'union' });
+    const s = reducer(s0, { type: 'addNode', ...action });
+    expect(s.nodes.at(-1)).toMatchObject({ id: action.op, op: action.op, ...spot });
+    expect(s.edges).toEqual([...s0.edges, ...newEdges]);
+  });
+
   it('renames a node with its edges and output', () => {
     let s = reducer(base(), { type: 'outputFrom', id: 'union' });
     const key = s.nodes[2].key;

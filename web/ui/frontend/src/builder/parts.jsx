@@ -5,6 +5,7 @@ import ConfigForm from './ConfigForm.jsx';
 import { checkNodeId, exampleConfig, inputsOf, wouldCycle } from './graph.js';
 import { formModel, controls } from './schema.js';
 import { placeErrors } from './errors.js';
+import { inputsText } from './palette.js';
 import { itemRow } from './preview.js';
 
 /** ItemsTable lists preview items: time, title, value and unit. */
@@ -28,11 +29,13 @@ export function ItemsTable({ caption, items, count }) {
             const r = itemRow(it);
             return (
               <tr key={i}>
-                <td>
+                <td data-label="Time">
                   <time dateTime={r.iso}>{r.time}</time>
                 </td>
-                <td>{r.title}</td>
-                <td className="sb-num">{r.value}</td>
+                <td data-label="Title">{r.title}</td>
+                <td data-label="Value" className="sb-num">
+                  {r.value}
+                </td>
               </tr>
             );
           })}
@@ -204,17 +207,7 @@ export function NodePanel({ node, state, info, dispatch, onSelect, errors, outpu
             </div>
           );
         })}
-        {info && (
-          <p className="sb-hint">
-            {info.max_inputs === 0
-              ? ''
-              : info.max_inputs < 0
-                ? `Takes ${info.min_inputs} or more inputs, in the order they were connected.`
-                : info.min_inputs === info.max_inputs
-                  ? `Takes ${info.min_inputs} input${info.min_inputs === 1 ? '' : 's'}.`
-                  : `Takes ${info.min_inputs} to ${info.max_inputs} inputs.`}
-          </p>
-        )}
+        {info && !noInputs && <p className="sb-hint">{inputsText(info)}</p>}
       </fieldset>
       <fieldset className="sb-group sb-config">
         <legend>Configuration</legend>
