@@ -641,6 +641,28 @@ func (a *Auto) finish(obs Observation, next int64) time.Time {
 	return clampNext(obs.At, time.Unix(0, next).UTC())
 }
 
+// Margin returns how long after the publish PredictedPublish names Auto
+// would poll for only a share q of publishes to be still to come, by the
+// jitter tail it has learned (its own rule without the floor that keeps a
+// feed as reliable as a timer: a multi-source consumer sets q from what a
+// late poll costs it). While too few residuals are known for a tail it is
+// Auto's own margin; ok is false while the period is unknown.
+func (a *Auto) Margin(q float64) (d time.Duration, ok bool) {
+	if !a.known() || a.period <= 0 {
+		return 0, false
+	}
+	m := &a.models[0]
+	if a.grid {
+		m = &a.models[1]
+	}
+	off := a.off
+	if m.res.n >= 8 {
+		q = min(max(q, 1e-6), 0.5)
+		off = m.mid + max(m.tail*math.Log(1/(2*q)), floor(a.period))
+	}
+	return seconds(min(max(off, 0), a.period/2)), true
+}
+
 // EarliestNext is what a publisher modelling its own output with Auto
 // advertises to subscribers (Cache-Control max-age, Slogfeed-Next): the
 // predicted publish less twice the jitter spread, a time before which

@@ -78,6 +78,26 @@
 // sources already fresh when they are expected to have fresher data, and
 // republishes when m have new data.
 //
+// With WithForecast(q) MDPT plans from its trackers' forecasts instead
+// (trackers implementing Forecaster, such as Auto; others keep their own
+// schedule). The rounds it serves are the publishers': a round needs m
+// sources with readings newer than the newest reading the last republish
+// fused. A source's planned poll is its tracker's expected publish plus
+// the margin after which only a share q of publishes are still to come
+// (Auto.Margin: Auto's tail fit without its timer floor), for the first
+// expected publish whose poll falls after the source's last poll; a
+// retry the tracker plans within that slot, or a backoff beyond it, stands.
+// A source is counted on once likelySlots (2) of its expected publishes,
+// plus the margin, have passed since it was last known to have nothing new
+// (3 when a publish it expected before that did not come). The rendezvous
+// is the m-th earliest planned poll among the sources without new data;
+// sources counted on by then are not polled on their own schedule: the
+// sources in doubt due by the rendezvous are polled at it, and only once
+// enough of them have published are the counted-on sources needed to
+// complete the round polled, at that same instant. When m sources counted
+// on suffice, they are polled as soon as they are counted on. Sources with
+// new data this round are not polled again.
+//
 // # auto, slogfeed's default
 //
 // The exact DPT-L polls one σ late, so under Laplace jitter it misses about
