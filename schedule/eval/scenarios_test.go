@@ -32,6 +32,7 @@ func TestAcceptance(t *testing.T) {
 		{"mdpt", MDPT(), Options{Seed: 1, Runs: 20}},
 		{"mdpt-jitter", MDPT(), Options{Seed: 1, Runs: 20, Jitter: mdptJitterGoalB}},
 		{"trace", Trace(), Options{Seed: 1, Files: traces}},
+		{"cold-trace", ColdTrace(), Options{Seed: 1, Files: traces}},
 		{"sleep", Sleep(), Options{Seed: 1, Runs: 4}},
 	}
 	for _, tc := range tests {
