@@ -495,9 +495,7 @@ func (s *Service) PlannedFetch(id uint64, now time.Time) (time.Time, bool) {
 // Expedite brings feed id's next fetch forward to at (never later), as
 // far as politeness allows: not during an error backoff or Retry-After,
 // not before the publisher's cache lifetime ends (unless the feed ignores
-// it), not into a sleep window. The pipe runner calls it to poll the
-// inputs of a multi-source pipe when they are expected (MDPT). It
-// reports whether the fetch moved.
+// it), not into a sleep window. It reports whether the fetch moved.
 func (s *Service) Expedite(id uint64, at time.Time) bool {
 	g := s.guard(id)
 	if g == nil {

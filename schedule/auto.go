@@ -312,6 +312,11 @@ func (a *Auto) refresh() {
 		a.off = m.off
 		a.late = max(m.top, m.off) + max(m.spread(), floor(a.period))
 	}
+	// A publish dated to a whole second happened somewhere in that
+	// second: never poll within it, or a publisher a fraction of a second
+	// past its dated instant is polled just before every publish and
+	// fetched a period late, each poll still a hit.
+	a.off = max(a.off, a.dateStep())
 	if lim := a.period / 2; a.off > lim {
 		a.off = lim
 	}
@@ -321,6 +326,17 @@ func (a *Auto) refresh() {
 	if lim := a.period / 2; a.late > lim {
 		a.late = lim
 	}
+}
+
+// dateStep is the resolution, in seconds, the newest publish time was
+// given in: 1 when it is a whole second (RSS, Atom and HTTP dates often
+// are), else 0. One exact-second instant among millisecond dates costs at
+// most a second of margin for one period.
+func (a *Auto) dateStep() float64 {
+	if a.last%int64(time.Second) == 0 {
+		return 1
+	}
+	return 0
 }
 
 // quantile returns the q-quantile of sorted xs by linear interpolation.
@@ -527,7 +543,7 @@ func (a *Auto) choose(obs Observation) time.Time {
 // Cold start. While no publish-to-publish gap is known, Auto probes; the
 // spacing comes from the cold-start budget, ColdPolls polls per period
 // over the first ColdPeriods periods of a subscription (the requests of
-// fixed polling at the true period, three times over).
+// fixed polling at the true period, twice over).
 const (
 	// ProbeStart is the first probe interval of a feed found empty, and
 	// the least interval between two probes.
@@ -537,7 +553,7 @@ const (
 	// empty. From ProbeStart a day is reached in about 13 probes.
 	probeShare = 1.3
 	// ColdPolls and ColdPeriods: the cold-start budget.
-	ColdPolls   = 3
+	ColdPolls   = 2
 	ColdPeriods = 10
 	// coldReserve is the part of the budget kept for the periods after
 	// the period is found (one poll each and the retries of a lossy
@@ -639,6 +655,28 @@ func (a *Auto) learningProbe(now int64) (int64, bool) {
 
 func (a *Auto) finish(obs Observation, next int64) time.Time {
 	return clampNext(obs.At, time.Unix(0, next).UTC())
+}
+
+// Margin returns how long after the publish PredictedPublish names Auto
+// would poll for only a share q of publishes to be still to come, by the
+// jitter tail it has learned (its own rule without the floor that keeps a
+// feed as reliable as a timer: a multi-source consumer sets q from what a
+// late poll costs it). While too few residuals are known for a tail it is
+// Auto's own margin; ok is false while the period is unknown.
+func (a *Auto) Margin(q float64) (d time.Duration, ok bool) {
+	if !a.known() || a.period <= 0 {
+		return 0, false
+	}
+	m := &a.models[0]
+	if a.grid {
+		m = &a.models[1]
+	}
+	off := a.off
+	if m.res.n >= 8 {
+		q = min(max(q, 1e-6), 0.5)
+		off = m.mid + max(m.tail*math.Log(1/(2*q)), floor(a.period))
+	}
+	return seconds(min(max(off, a.dateStep()), a.period/2)), true
 }
 
 // EarliestNext is what a publisher modelling its own output with Auto

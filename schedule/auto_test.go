@@ -72,16 +72,16 @@ func TestAutoMoreDataAndColdStart(t *testing.T) {
 		// The first publish, at 20: the feed was quiet for the 20 s
 		// before it and the 4.334 s after it, so the period is most
 		// likely over 20 s. Below that the probes' offsets from the
-		// publish triple (3 × 4.334 = 13.002); 5 polls spent leave 12 of
-		// the search's 17: a fine ratio, at least 1.1.
+		// publish triple (3 × 4.334 = 13.002); 6 polls spent leave at
+		// most one of the search's 7 (2 polls a period over 10 periods,
+		// 13 kept for after the search): the coarse ratio, 1.5.
 		{at: 24.334, pubs: []float64{20}, want: 33.002},
-		{at: 33.002, want: 42},    // 20 + 1.1 × 20
-		{at: 42, want: 44.444444}, // 7 spent, 10 left: × 10/9
-		// The second publish gives the period (23 s): one period after
+		{at: 33.002, want: 50}, // 20 + 1.5 × 20
+		// The second publish gives the period (23.25 s): one period after
 		// it plus 4% of it while one gap is known (no spread yet). The
 		// feed was quiet for 20 s, so no look at the gap's middle.
-		{at: 44.444444, pubs: []float64{43}, want: 66.92},
-		{at: 66.92, pubs: []float64{66}, more: true, want: 66.92},
+		{at: 50, pubs: []float64{43.25}, want: 67.43},
+		{at: 67.43, pubs: []float64{66.5}, more: true, want: 67.43},
 	})
 }
 
@@ -156,7 +156,19 @@ func TestAutoColdStartHalfGap(t *testing.T) {
 			steps: []step{
 				{at: 0, pubs: []float64{0}, want: 2},
 				{at: 60, pubs: []float64{60}, want: 92.4},
-				{at: 92.4, pubs: []float64{90}, want: 120.6},
+				// Gaps of 60 and 30.25 s: a period of 30.125 s (60 is
+				// two of them), plus the floor, 2% of it.
+				{at: 92.4, pubs: []float64{90.25}, want: 120.9775},
+			},
+		},
+		{
+			// Dated to whole seconds, the publish at 90 happened
+			// somewhere in that second: the margin is at least 1 s.
+			name: "whole-second dates",
+			steps: []step{
+				{at: 0, pubs: []float64{0}, want: 2},
+				{at: 60, pubs: []float64{60}, want: 92.4},
+				{at: 92.4, pubs: []float64{90}, want: 121},
 			},
 		},
 	}
@@ -309,5 +321,33 @@ func TestQuantile(t *testing.T) {
 		if got := quantile(tc.xs, tc.q); math.Abs(got-tc.want) > 1e-12 {
 			t.Errorf("quantile(%v, %v) = %v, want %v", tc.xs, tc.q, got, tc.want)
 		}
+	}
+}
+
+// TestAutoWholeSecondDates pins the date-resolution floor: a 15 s
+// publisher 0.3 s past each whole second whose dates say only the second.
+// With a margin under a second Auto would poll just before every publish
+// and fetch each reading a period late, every poll a hit; it must fetch
+// every reading within about a second.
+func TestAutoWholeSecondDates(t *testing.T) {
+	pub := func(k int) float64 { return 15*float64(k) + 0.301 + 0.0005*float64(k) }
+	p := NewAuto()
+	now, k := 0.0, 0
+	for n := 0; n < 400; n++ {
+		obs := Observation{At: at(now)}
+		for pub(k) <= now {
+			if k > 40 {
+				if lat := now - pub(k); lat > 1.5 {
+					t.Fatalf("reading %d (published at %.3f s) fetched %.2f s late", k, pub(k), lat)
+				}
+			}
+			obs.Published = append(obs.Published, at(math.Floor(pub(k))))
+			k++
+		}
+		obs.Hit = len(obs.Published) > 0
+		now = p.Next(obs).Sub(t0).Seconds()
+	}
+	if k < 300 {
+		t.Fatalf("%d readings fetched in 400 polls", k)
 	}
 }

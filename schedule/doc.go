@@ -78,6 +78,26 @@
 // sources already fresh when they are expected to have fresher data, and
 // republishes when m have new data.
 //
+// With WithForecast(q) MDPT plans from its trackers' forecasts instead
+// (trackers implementing Forecaster, such as Auto; others keep their own
+// schedule). The rounds it serves are the publishers': a round needs m
+// sources with readings newer than the newest reading the last republish
+// fused. A source's planned poll is its tracker's expected publish plus
+// the margin after which only a share q of publishes are still to come
+// (Auto.Margin: Auto's tail fit without its timer floor), for the first
+// expected publish whose poll falls after the source's last poll; a
+// retry the tracker plans within that slot, or a backoff beyond it, stands.
+// A source is counted on once likelySlots (2) of its expected publishes,
+// plus the margin, have passed since it was last known to have nothing new
+// (3 when a publish it expected before that did not come). The rendezvous
+// is the m-th earliest planned poll among the sources without new data;
+// sources counted on by then are not polled on their own schedule: the
+// sources in doubt due by the rendezvous are polled at it, and only once
+// enough of them have published are the counted-on sources needed to
+// complete the round polled, at that same instant. When m sources counted
+// on suffice, they are polled as soon as they are counted on. Sources with
+// new data this round are not polled again.
+//
 // # auto, slogfeed's default
 //
 // The exact DPT-L polls one σ late, so under Laplace jitter it misses about
@@ -121,7 +141,7 @@
 //   - Cold start: a new subscription learns from the dates of the items
 //     its first fetch finds (two dated items give the period at once).
 //     While no publish-to-publish gap is known, auto probes, within a
-//     budget of ColdPolls (3) polls a period over the first ColdPeriods
+//     budget of ColdPolls (2) polls a period over the first ColdPeriods
 //     (10) periods. A feed that has shown no item is probed ProbeStart
 //     (2 s) after it was first found empty, then 1.3 times the time
 //     waited apart. After the first item (published at t₁), the probes
@@ -131,7 +151,7 @@
 //     first reading came u later most likely has a period over u, one
 //     over x·u with probability about 1/x), then by a ratio r between 1.1
 //     and 1.5 chosen so that the r/(r−1) probes such a period needs fit
-//     in what is left of the budget (30 polls, less 13 kept for the
+//     in what is left of the budget (20 polls, less 13 kept for the
 //     periods after the search, less those spent): a short period,
 //     found with few polls, is probed finely, a long one coarsely. No two
 //     probes are closer than ProbeStart, nor further apart than the
@@ -150,6 +170,13 @@
 //     jitter tail a slightly late publish would otherwise cost a whole
 //     period. Before the tail is fitted the margin is three times the
 //     spread of the gaps around whole multiples of the refined period.
+//   - Date resolution: a publish dated to a whole second (as RSS, Atom
+//     and HTTP dates usually are) happened somewhere in that second, so
+//     the margin after the expected publish is then at least a second.
+//     Below that, a publisher a fraction of a second past its dated
+//     instant is polled just before every publish and each reading is
+//     fetched a whole period late, every poll still a hit, which no
+//     residual shows (the dates agree with the prediction).
 //   - Learned sleep: a publisher quiet through the same window of every
 //     day (a solar sensor at night) gets a learned daily sleep, and auto
 //     moves its polls after a miss out of it, to its end (quiet.go has

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"time"
 )
@@ -17,17 +18,51 @@ import (
 // moment (the next-earliest ones besides those expected ready), trading a
 // few early polls for fewer republishes delayed by one late source.
 //
+// With WithForecast, MDPT plans from its trackers' forecasts instead (see
+// WithForecast): the outputs it owes are set by the publishers, and it
+// spends its polls on the sources whose publish is in doubt.
+//
 // Use it as a loop: Plan, poll the sources it names at that time, Observe
 // each result, and when Ready reports true republish and call Republished.
 type MDPT struct {
 	src   []Policy
-	due   []int64 // per source: next poll time DPT-L chose (its expected arrival)
+	due   []int64 // per source: next poll time its tracker chose
 	fresh []bool  // per source: new data since the last republish
 	m, c  int
 	order []int
 	opts  []Option
 	track func(i int, opts ...Option) Policy
+
+	// Forecast planning (WithForecast).
+	share  float64 // early share aimed at; 0: the paper's planning
+	now    int64   // latest time MDPT was told of (Start, Observe)
+	cut    int64   // publish time of the newest reading the last republish fused
+	newest []int64 // per source: publish time of its newest fetched reading (0: none)
+	polled []int64 // per source: time of its last poll (0: none)
 }
+
+// Forecaster is a source tracker that can tell MDPT when the source's next
+// publish is expected and how far after it to poll (Auto is one).
+type Forecaster interface {
+	Policy
+	// PredictedPublish returns when the publish the tracker aims at is
+	// expected (false while the period is unknown).
+	PredictedPublish() (time.Time, bool)
+	// Margin returns how long after that publish to poll for only a share
+	// q of publishes to be still to come.
+	Margin(q float64) (time.Duration, bool)
+	// State gives the tracker's period (Median) and newest publish.
+	State() State
+}
+
+// likelySlots is how many expected publishes of a source must have passed
+// since it was last known to have nothing new before WithForecast counts
+// on it having new data: one may be lost, two in a row rarely are.
+const likelySlots = 2
+
+// DefaultEarlyShare is the share of a source's publishes that MDPT's
+// forecast planning (WithForecast) polls for too early by default.
+const DefaultEarlyShare = 0.008
 
 // MDPTOption configures MDPT.
 type MDPTOption func(*MDPT)
@@ -47,6 +82,34 @@ func WithSourceOptions(opts ...Option) MDPTOption {
 	return func(p *MDPT) { p.opts = append(p.opts, opts...) }
 }
 
+// WithForecast makes MDPT plan from its trackers' forecasts (trackers that
+// implement Forecaster, such as Auto; any other tracker's sources are
+// polled when the tracker says), aiming each poll at the moment when only
+// a share q of the source's publishes are still to come (q ≤ 0:
+// DefaultEarlyShare). A round is what the publishers set: it needs m
+// sources with readings newer than every reading the last republish fused.
+//
+//   - The rendezvous is the m-th earliest of the sources' planned polls.
+//     A source for which likelySlots expected publishes have passed since
+//     it was last known to have nothing new (a fast source beside slow
+//     ones) is not polled on its own schedule: it is counted on, and
+//     polled only when its reading completes the round, right after the
+//     sources in doubt were found to have published. So its reading is
+//     the newest there is when the round is republished, and a fast source
+//     costs about one poll a round.
+//   - Sources in doubt (their publish may be late or lost) are polled at
+//     the rendezvous; when one has nothing, the others that are counted
+//     on are not polled, and the rendezvous moves on.
+//   - A source that already has new data this round is not polled again.
+func WithForecast(q float64) MDPTOption {
+	return func(p *MDPT) {
+		if !(q > 0 && q < 0.5) {
+			q = DefaultEarlyShare
+		}
+		p.share = q
+	}
+}
+
 // NewMDPT returns an MDPT policy over n sources needing m of them. m and the
 // candidate threshold are clamped to [1, n].
 func NewMDPT(n, m int, opts ...MDPTOption) *MDPT {
@@ -62,6 +125,7 @@ func NewMDPT(n, m int, opts ...MDPTOption) *MDPT {
 	for _, f := range opts {
 		f(p)
 	}
+	p.newest, p.polled = make([]int64, n), make([]int64, n)
 	p.c = min(max(p.c, p.m), n)
 	for i := range p.src {
 		opts := append([]Option{WithSeed(uint64(i) + 1)}, p.opts...)
@@ -79,6 +143,7 @@ func (p *MDPT) Name() string { return "mdpt" }
 
 // Start sets every source's first poll to now.
 func (p *MDPT) Start(now time.Time) {
+	p.now = now.UnixNano()
 	for i := range p.due {
 		p.due[i] = now.UnixNano()
 	}
@@ -87,6 +152,9 @@ func (p *MDPT) Start(now time.Time) {
 // Plan returns the time of the next poll round and the sources to poll then,
 // appended to buf[:0].
 func (p *MDPT) Plan(buf []int) (time.Time, []int) {
+	if p.share > 0 {
+		return p.planForecast(buf[:0])
+	}
 	p.order = p.order[:0]
 	nfresh := 0
 	for i := range p.src {
@@ -149,8 +217,17 @@ func (p *MDPT) Observe(i int, obs Observation) {
 	if i < 0 || i >= len(p.src) {
 		return
 	}
+	at := obs.At.UnixNano()
+	p.now = max(p.now, at)
+	p.polled[i] = at
 	p.due[i] = p.src[i].Next(obs).UnixNano()
-	if obs.Hit {
+	if !obs.Hit {
+		return
+	}
+	if t, ok := obs.Newest(); ok {
+		p.newest[i] = max(p.newest[i], t.UnixNano())
+	}
+	if p.share == 0 || p.newest[i] > p.cut {
 		p.fresh[i] = true
 	}
 }
@@ -166,8 +243,132 @@ func (p *MDPT) Ready() bool {
 	return n >= p.m
 }
 
-// Republished starts a new round.
-func (p *MDPT) Republished() { clear(p.fresh) }
+// Republished starts a new round: the next needs m sources with readings
+// newer than the newest one this republish fused.
+func (p *MDPT) Republished() {
+	for i, f := range p.fresh {
+		if f {
+			p.cut = max(p.cut, p.newest[i])
+		}
+	}
+	clear(p.fresh)
+}
 
 // Source returns the tracker of source i (for dashboards).
 func (p *MDPT) Source(i int) Policy { return p.src[i] }
+
+// planForecast is Plan under WithForecast.
+func (p *MDPT) planForecast(out []int) (time.Time, []int) {
+	need := p.m
+	for _, f := range p.fresh {
+		if f {
+			need--
+		}
+	}
+	if need <= 0 {
+		// Ready: nothing to poll until the caller republishes.
+		return p.at(p.now), out
+	}
+	// Per source not fresh: its planned poll (due) and when it is counted
+	// on (likely, MaxInt64: not yet known).
+	p.order = p.order[:0]
+	for i := range p.src {
+		if p.fresh[i] {
+			continue
+		}
+		p.order = append(p.order, i)
+	}
+	due := func(i int) int64 { return p.forecastDue(i) }
+	slices.SortFunc(p.order, func(a, b int) int {
+		return cmp.Or(cmp.Compare(due(a), due(b)), cmp.Compare(a, b))
+	})
+	need = min(need, len(p.order))
+	if need == 0 {
+		return p.at(p.now), out
+	}
+	rv := max(due(p.order[need-1]), p.now)
+	// Sources counted on by the rendezvous, earliest first.
+	nlikely := 0
+	var likelyAt int64
+	for _, i := range p.order {
+		if l := p.likely(i); l <= rv {
+			nlikely++
+			likelyAt = max(likelyAt, l)
+		}
+	}
+	if nlikely >= need {
+		// The round completes from sources counted on: poll need of
+		// them, those counted on earliest first.
+		slices.SortFunc(p.order, func(a, b int) int {
+			return cmp.Or(cmp.Compare(p.likely(a), p.likely(b)), cmp.Compare(a, b))
+		})
+		at := max(p.likely(p.order[need-1]), p.now)
+		return p.at(at), append(out, p.order[:need]...)
+	}
+	// Poll the sources in doubt due by the rendezvous.
+	for _, i := range p.order {
+		if due(i) <= rv && p.likely(i) > rv {
+			out = append(out, i)
+		}
+	}
+	return p.at(rv), out
+}
+
+// forecastDue is source i's planned poll under WithForecast: the share's
+// margin after the first publish its tracker expects whose poll would
+// come after the source's last poll. The tracker's own choice stands when
+// it cannot forecast, when it retries within that slot, and when it backs
+// off beyond it (a source in a long outage).
+func (p *MDPT) forecastDue(i int) int64 {
+	own := p.due[i]
+	f, ok := p.src[i].(Forecaster)
+	if !ok {
+		return own
+	}
+	t, ok1 := f.PredictedPublish()
+	d, ok2 := f.Margin(p.share)
+	per := int64(f.State().Median)
+	if !ok1 || !ok2 || per <= 0 {
+		return own
+	}
+	at := t.Add(d).UnixNano()
+	if at <= p.polled[i] {
+		at += ((p.polled[i]-at)/per + 1) * per
+	}
+	if (own > p.polled[i] && own < at) || own > at+per/2 {
+		return own
+	}
+	return at
+}
+
+// likely is when source i is counted on to have new data: likelySlots of
+// its expected publishes (plus the share's margin) after the last time it
+// was known to have nothing new for this round (its last poll, or the
+// newest reading the last republish fused). MaxInt64 while its tracker
+// cannot forecast.
+func (p *MDPT) likely(i int) int64 {
+	f, ok := p.src[i].(Forecaster)
+	if !ok {
+		return math.MaxInt64
+	}
+	st := f.State()
+	d, ok := f.Margin(p.share)
+	if !ok || !st.HasPublish || st.Median <= 0 {
+		return math.MaxInt64
+	}
+	base := max(p.cut, p.polled[i])
+	last := st.LastPublish.UnixNano()
+	per := int64(st.Median)
+	// The first expected publish after base, then likelySlots−1 more; one
+	// more when a publish expected before base did not come (the
+	// source's losses come in runs).
+	k := int64(1)
+	if base > last {
+		k = (base-last)/per + 1
+	}
+	k += likelySlots - 1
+	if k > likelySlots {
+		k++
+	}
+	return last + k*per + int64(d)
+}

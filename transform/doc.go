@@ -74,15 +74,11 @@
 // Triggers ("trigger": {"on": ...}):
 //
 //   - "update" (default): on every input change;
-//   - "mdpt": as "update" (the pipe runs on every input update), and the
-//     inputs are tracked the MDPT way ({"on": "mdpt", "m": 2}; m defaults
-//     to n): a round ends when m inputs have new items. A host can let the
-//     runner bring forward the fetches of the inputs a round still waits
-//     for, at the rendezvous schedule.MDPT predicts
-//     (runner.Options.Expedite); `slogfeed serve` does not, so there an
-//     mdpt pipe behaves exactly like an update pipe (docs/pipes.md has the
-//     measurement). Republishing m of n is the fusing operator's part: a
-//     join with "min": m;
+//   - "mdpt": as "update" (the pipe runs on every input update;
+//     {"on": "mdpt", "m": 2}, m defaults to n). Each input is fetched on
+//     its own DPT schedule; republishing m of n is the fusing operator's
+//     part: a join with "min": m (docs/evaluation.md, mdpt, measures why
+//     bringing the inputs' fetches forward does not pay);
 //   - "cron": on a robfig/cron schedule ({"on": "cron", "cron": "*/5 * * * *"}
 //     or "@every 10m"), for digests and gap detection;
 //   - "manual": only through POST /api/v1/pipes/{id}/run.

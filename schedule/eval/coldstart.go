@@ -54,7 +54,7 @@ const (
 	coldBacklog   = 20
 	coldMeanShare = 0.20
 	coldP90Share  = 0.50
-	coldPollsX    = float64(schedule.ColdPolls)
+	coldPollsX    = 3.0
 	// coldRuns is the default number of runs per point.
 	coldRuns = 200
 	// coldSteadyRun is how many hits in a row make a hit "steady".
@@ -164,9 +164,9 @@ func runColdStart(ctx context.Context, opt Options) (*Report, error) {
 // fetched by the end of the run counts with end − publish), the polls
 // made in it and the time to the first steady hit. The run goes on two
 // periods past the window so that the window's last items are fetched.
-func coldRun(p schedule.Policy, items []sim.Item, start, window time.Time, period time.Duration, backlog int) coldOutcome {
+func coldRun(p schedule.Policy, items []sim.Item, start, window time.Time, period time.Duration, backlog int, opts ...sim.Option) coldOutcome {
 	end := window.Add(2 * period)
-	r := sim.Run(p, items, start, end, sim.WithBacklog(backlog), sim.WithPollLog())
+	r := sim.Run(p, items, start, end, append([]sim.Option{sim.WithBacklog(backlog), sim.WithPollLog()}, opts...)...)
 	lo, _ := slices.BinarySearchFunc(items, start, func(it sim.Item, t time.Time) int { return it.Published.Compare(t) })
 	var out coldOutcome
 	out.ttfs = math.NaN()

@@ -2,177 +2,103 @@ package eval
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"time"
 
+	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/schedule/sim"
 )
 
-// mdptOracle describes the bound rows of the mdpt scenario: a tracker that
-// knows each source's true period and how it publishes, so that it aims
-// every poll at the exact expected publish, which no policy can learn
-// better, but knows neither a jitter draw nor a loss before a poll reveals
-// it. It is an oracle, not a policy: it reads the sources' models, and it
-// exists to show what polling could reach at best under the scenario's
-// accounting. Its margin and retry are given, not learned.
+// mdptOracle describes the oracle rows of the mdpt scenario: MDPT's
+// forecast planning (schedule.WithForecast) given what no policy can
+// learn exactly, each source's true period, phase and jitter scale, in
+// place of learned trackers (modelTracker). It knows neither a jitter
+// draw nor a loss before a poll reveals it. The rows sweep the early share
+// the planning aims at.
 //
-// The Fig. 23 publishers put each publish one period after the previous one
-// plus a fresh Laplace draw (sim.Model), so the source's exact phase is the
-// publish time of its newest fetched reading: the next try is expected one
-// period after it (k periods after it when k−1 tries were lost). The
-// oracle polls every source but the on-demand one at the expected publish
-// plus Margin; after a miss it polls once more Retry later when Retry > 0,
-// and otherwise (or when the retry misses too) moves to the next try, Margin
-// after the next expected publish. A miss tells it nothing else: the
-// simulated publisher sends no hints, and a phase hint would only repeat the
-// newest publish time it already knows.
-//
-// The on-demand source (the 500 s one) is polled only when it would
-// complete a round: when exactly one other source has new data and it has
-// none, at the first try expected after its last poll plus Margin, or at once
-// when that has passed. It is thus polled once a round, the fewest polls
-// that keep it in every round.
+// They are heuristics, not bounds: the best of the plans tried, with the
+// knowledge a policy could at most learn. Nothing proves that another use
+// of the same knowledge (another choice of which source to poll when, or
+// of when to give up on a round) could not do better.
 type mdptOracle struct {
-	Margin time.Duration // poll this long after the expected publish
-	Retry  time.Duration // 0: no retry; else one retry this long after a miss
-	Demand int           // index of the source polled on demand
+	Share float64 // early share aimed at
 }
 
-// Name is the row's policy name, e.g. "oracle-m30s" or "oracle-m30s-r20s".
+// Name is the row's policy name, e.g. "oracle-q1.2%".
 func (o mdptOracle) Name() string {
-	n := fmt.Sprintf("oracle-m%gs", o.Margin.Seconds())
-	if o.Retry > 0 {
-		n += fmt.Sprintf("-r%gs", o.Retry.Seconds())
-	}
-	return n
+	return "oracle-q" + strconv.FormatFloat(100*o.Share, 'f', -1, 64) + "%"
 }
 
-// oracleSource is the oracle's view of one source.
-type oracleSource struct {
-	period   time.Duration
-	ref      time.Time // publish time of the newest fetched reading (or the try before the first)
-	k        int       // the try aimed at is expected at ref + k·period
-	retried  bool      // the try aimed at has had its retry
-	next     time.Time // next poll (on-demand source: when needed)
-	lastPoll time.Time
+// modelTracker is a source tracker that knows the source's model: its
+// period, the phase (the publish time of its newest fetched reading, or
+// the try before the first one), and the jitter scale. The Fig. 23
+// publishers put each publish one period after the previous one plus a
+// fresh Laplace draw (sim.Model), so the next publish is expected one
+// period after the newest one, and a poll m after it is early with
+// probability ½·e^(−m/b).
+type modelTracker struct {
+	period time.Duration
+	b      float64 // Laplace scale, seconds
+	share  float64
+	last   time.Time
 }
 
-func (s *oracleSource) expected() time.Time { return s.ref.Add(time.Duration(s.k) * s.period) }
-
-// aimAfter sets k to the first try whose poll (expected + margin) is after t.
-func (s *oracleSource) aimAfter(t time.Time, margin time.Duration) {
-	for !s.expected().Add(margin).After(t) {
-		s.k++
+// Next records obs and polls at the share's margin after the first
+// expected publish whose poll is after obs.At.
+func (t *modelTracker) Next(obs schedule.Observation) time.Time {
+	if n, ok := obs.Newest(); ok && n.After(t.last) {
+		t.last = n
 	}
+	d, _ := t.Margin(t.share)
+	at := t.last.Add(t.period + d)
+	for !at.After(obs.At) {
+		at = at.Add(t.period)
+	}
+	return at
 }
 
-// observe updates the source after a poll at t that fetched readings
-// published at pub (none on a miss); retry is 0 for no retry.
-func (s *oracleSource) observe(t time.Time, pub []time.Time, margin, retry time.Duration) {
-	s.lastPoll = t
-	if len(pub) > 0 {
-		s.ref, s.k, s.retried = pub[len(pub)-1], 1, false
-	} else if retry > 0 && !s.retried {
-		s.retried = true
-		s.next = t.Add(retry)
-		return
-	} else {
-		s.retried = false
-		s.k++
+// PredictedPublish is one period after the newest publish.
+func (t *modelTracker) PredictedPublish() (time.Time, bool) { return t.last.Add(t.period), true }
+
+// Margin is where only a share q of the Laplace jitter's publishes are
+// still to come: b·ln(1/(2q)).
+func (t *modelTracker) Margin(q float64) (time.Duration, bool) {
+	if t.b <= 0 {
+		return 0, true
 	}
-	s.aimAfter(t, margin)
-	s.next = s.expected().Add(margin)
+	return time.Duration(t.b * math.Log(1/(2*q)) * float64(time.Second)), true
 }
 
-// runMDPTOracle drives the oracle against the sources (models[i] generated
-// items[i]) under the same republish books as every other mdpt row.
-func runMDPTOracle(items [][]sim.Item, models []sim.Model, start, from, end time.Time, o mdptOracle) mdptBook {
-	periods := make([]time.Duration, len(models))
-	for i, m := range models {
-		periods[i] = m.Period
-	}
-	r := newRepublisher(items, periods, 2, from)
-	src := make([]oracleSource, len(items))
-	for i, m := range models {
-		s := &src[i]
-		s.period = m.Period
-		s.ref = start.Add(m.Phase - m.Period)
-		s.k = 1
-		s.lastPoll = start.Add(-time.Nanosecond)
-		s.next = s.expected().Add(o.Margin)
-	}
-	needed := func() bool {
-		if r.has[o.Demand] {
-			return false
-		}
-		n := 0
-		for i, h := range r.has {
-			if h && i != o.Demand {
-				n++
-			}
-		}
-		return n == 1
-	}
-	// demandAt is when the on-demand source is polled while it is needed.
-	demandAt := func(now time.Time) time.Time {
-		s := &src[o.Demand]
-		s.aimAfter(s.lastPoll, o.Margin)
-		return later(now, s.expected().Add(o.Margin))
-	}
-	now := start
-	for guard := 0; guard < 10_000_000; guard++ {
-		which, at := -1, time.Time{}
-		for i := range src {
-			t := src[i].next
-			if i == o.Demand {
-				if !needed() {
-					continue
-				}
-				t = demandAt(now)
-			}
-			if which < 0 || t.Before(at) {
-				which, at = i, t
-			}
-		}
-		if which < 0 || !at.Before(end) {
-			break
-		}
-		now = later(now, at)
-		obs := r.poll(which, now)
-		retry := o.Retry
-		if which == o.Demand {
-			retry = 0
-		}
-		src[which].observe(now, obs.Published, o.Margin, retry)
-		r.maybeRepublish(now)
-	}
-	return r.res
+// State gives the period and the newest publish.
+func (t *modelTracker) State() schedule.State {
+	return schedule.State{Median: t.period, LastPublish: t.last, HasPublish: true}
 }
 
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
+// runMDPTOracle drives MDPT's forecast planning with model trackers
+// against the sources of r (models[i] generated r.items[i]).
+func runMDPTOracle(r *republisher, models []sim.Model, start time.Time, o mdptOracle) mdptBook {
+	track := func(i int, _ ...schedule.Option) schedule.Policy {
+		m := models[i]
+		return &modelTracker{period: m.Period, b: m.JitterScale.Seconds(), share: o.Share, last: start.Add(m.Phase - m.Period)}
 	}
-	return a
+	return runMDPTPolicy(r, start, 0, schedule.WithTracker(track), schedule.WithForecast(o.Share))
 }
 
-// mdptOracles is the sweep the mdpt scenario reports: margins from 10 s to
-// 60 s, each without a retry and with one retry 20 s after a miss (which
-// finds a reading that was late by up to 20 s more with probability
-// 1 − e^(−20/b), 86% at b = 10 s).
+// mdptOracles is the sweep the mdpt scenario reports: early shares from
+// 0.5% to 3%.
 func mdptOracles() []mdptOracle {
 	var out []mdptOracle
-	for _, m := range []time.Duration{10, 20, 30, 35, 40, 50, 60} {
-		for _, r := range []time.Duration{0, 20} {
-			out = append(out, mdptOracle{Margin: m * time.Second, Retry: r * time.Second})
-		}
+	for _, q := range []float64{0.005, 0.008, 0.01, 0.012, 0.015, 0.02, 0.03} {
+		out = append(out, mdptOracle{Share: q})
 	}
 	return out
 }
 
-// oracleBoundNote states what the oracle rows reach: the lowest mean
-// latency at ≥ 96% hit with at most polls source polls, and the lowest mean
-// latency at any hit rate.
-func oracleBoundNote(rep *Report, oracles []mdptOracle, polls int) string {
+// oracleNote states what the oracle rows reach: the lowest mean latency at
+// ≥ 96% hit (of the source polls and of the owed outputs) with at most
+// polls source polls, and the lowest mean latency at any hit rate.
+func oracleNote(rep *Report, oracles []mdptOracle, polls int) string {
 	var within, low Row
 	okWithin, okAny := false, false
 	for _, o := range oracles {
@@ -183,7 +109,8 @@ func oracleBoundNote(rep *Report, oracles []mdptOracle, polls int) string {
 		if !okAny || r.MeanLatencyS < low.MeanLatencyS {
 			low, okAny = r, true
 		}
-		if r.HitPct >= 96 && r.Polls <= polls && (!okWithin || r.MeanLatencyS < within.MeanLatencyS) {
+		out, _ := r.Extra["out_hit_pct"].(float64)
+		if r.HitPct >= mdptHit && out >= mdptHit && r.Polls <= polls && (!okWithin || r.MeanLatencyS < within.MeanLatencyS) {
 			within, okWithin = r, true
 		}
 	}
@@ -198,5 +125,5 @@ func oracleBoundNote(rep *Report, oracles []mdptOracle, polls int) string {
 	if okAny {
 		lowest = desc(low)
 	}
-	return fmt.Sprintf("oracle rows (not policies: they know each source's true period and phase): lowest mean at ≥ 96%% hit within %d polls: %s; lowest mean at any hit: %s", polls, best, lowest)
+	return fmt.Sprintf("oracle rows (heuristics, not bounds: MDPT's forecast planning given each source's true period, phase and jitter scale): lowest mean at ≥ 96%% hit within %d polls: %s; lowest mean at any hit: %s", polls, best, lowest)
 }

@@ -10,6 +10,7 @@ func All() []Scenario {
 		MDPT(),
 		Trace(),
 		ColdStart(),
+		ColdTrace(),
 		Sleep(),
 		Budget(),
 		Scale(),

@@ -29,8 +29,10 @@ func TestAcceptance(t *testing.T) {
 	}{
 		{"loss-sweep", LossSweep(), Options{Seed: 1, Runs: 20}},
 		{"bimodal", Bimodal(), Options{Seed: 1, Runs: 4}},
-		{"mdpt", MDPT(), Options{Seed: 1, Runs: 4}},
+		{"mdpt", MDPT(), Options{Seed: 1, Runs: 20}},
+		{"mdpt-jitter", MDPT(), Options{Seed: 1, Runs: 20, Jitter: mdptJitterGoalB}},
 		{"trace", Trace(), Options{Seed: 1, Files: traces}},
+		{"cold-trace", ColdTrace(), Options{Seed: 1, Files: traces}},
 		{"sleep", Sleep(), Options{Seed: 1, Runs: 4}},
 	}
 	for _, tc := range tests {

@@ -42,28 +42,40 @@ func Trace() Scenario {
 // ErrNoFiles is returned by the trace scenario when it is given no file.
 var ErrNoFiles = errors.New("eval: trace needs at least one trace file")
 
-func runTrace(ctx context.Context, opt Options) (*Report, error) {
-	if len(opt.Files) == 0 {
+// traceFeed is one sensor of a trace file.
+type traceFeed struct {
+	file string
+	tr   sim.Trace
+}
+
+// loadTraceFeeds reads the sensors of the scenario's trace files that have
+// at least min readings.
+func loadTraceFeeds(scenario string, files []string, min int) ([]traceFeed, error) {
+	if len(files) == 0 {
 		return nil, ErrNoFiles
 	}
-	type feed struct {
-		file string
-		tr   sim.Trace
-	}
-	var feeds []feed
-	for _, f := range opt.Files {
+	var feeds []traceFeed
+	for _, f := range files {
 		trs, err := sim.Load(f)
 		if err != nil {
-			return nil, fmt.Errorf("eval: trace %s: %w", f, err)
+			return nil, fmt.Errorf("eval: %s %s: %w", scenario, f, err)
 		}
 		for _, tr := range trs {
-			if len(tr.Items) >= traceBacklog+3 {
-				feeds = append(feeds, feed{file: filepath.Base(f), tr: tr})
+			if len(tr.Items) >= min {
+				feeds = append(feeds, traceFeed{file: filepath.Base(f), tr: tr})
 			}
 		}
 	}
 	if len(feeds) == 0 {
-		return nil, fmt.Errorf("eval: trace: no sensor with at least %d readings in %v", traceBacklog+3, opt.Files)
+		return nil, fmt.Errorf("eval: %s: no sensor with at least %d readings in %v", scenario, min, files)
+	}
+	return feeds, nil
+}
+
+func runTrace(ctx context.Context, opt Options) (*Report, error) {
+	feeds, err := loadTraceFeeds("trace", opt.Files, traceBacklog+3)
+	if err != nil {
+		return nil, err
 	}
 	results, err := parallel(ctx, len(feeds), func(i int) []sim.Result {
 		return runTraceFeed(feeds[i].tr.Items, seedFor(opt.Seed, feeds[i].file, feeds[i].tr.Sensor))

@@ -24,6 +24,7 @@ type runConfig struct {
 	desync    time.Duration
 	delay     time.Duration
 	pollLog   bool
+	dateRes   time.Duration
 }
 
 // WithPhaseHint makes the simulated publisher send slogfeed's phase hint on
@@ -52,6 +53,14 @@ func WithFetchDelay(d time.Duration) Option {
 // latency, not in Items, and a first poll that found only backlog is not
 // counted.
 func WithBacklog(n int) Option { return func(c *runConfig) { c.backlog = max(n, 0) } }
+
+// WithDateResolution makes the publisher date its items to whole multiples
+// of d, as RSS and HTTP dates are whole seconds: the publish times the
+// policy is told are truncated to d (latencies are still measured from the
+// true publish times). d ≤ 0 keeps them exact.
+func WithDateResolution(d time.Duration) Option {
+	return func(c *runConfig) { c.dateRes = max(d, 0) }
+}
 
 // WithPollLog records every poll's request time in Result.PollTimes.
 func WithPollLog() Option { return func(c *runConfig) { c.pollLog = true } }
@@ -119,7 +128,11 @@ func Run(p schedule.Policy, items []Item, start, end time.Time, opts ...Option) 
 		measured := 0
 		for next < hi && !items[next].Published.After(now) {
 			pt := items[next].Published
-			buf = append(buf, pt)
+			if cfg.dateRes > 0 {
+				buf = append(buf, pt.Truncate(cfg.dateRes))
+			} else {
+				buf = append(buf, pt)
+			}
 			if next >= lo {
 				res.Latencies = append(res.Latencies, at.Sub(pt).Seconds())
 				measured++

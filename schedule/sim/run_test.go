@@ -241,3 +241,28 @@ func BenchmarkRun(b *testing.B) {
 		Run(p, items, t0, end)
 	}
 }
+
+func TestRunDateResolution(t *testing.T) {
+	tests := []struct {
+		name string
+		res  time.Duration
+		want []time.Time
+	}{
+		{"exact", 0, secs(10.25, 20.75)},
+		{"whole seconds", time.Second, secs(10, 20)},
+		{"whole minutes", time.Minute, secs(0, 0)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &script{times: secs(30)}
+			r := Run(s, itemsAt(10.25, 20.75), t0, sec(100), WithDateResolution(tc.res))
+			if got := s.seen[1].Published; !slices.Equal(got, tc.want) {
+				t.Errorf("told %v, want %v", got, tc.want)
+			}
+			// Latencies are measured from the true publish times.
+			if !slices.Equal(r.Latencies, []float64{19.75, 9.25}) {
+				t.Errorf("latencies %v", r.Latencies)
+			}
+		})
+	}
+}

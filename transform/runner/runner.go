@@ -48,11 +48,6 @@ type Options struct {
 	// Subscribe, when set, subscribes a URL input that is not a feed yet
 	// (aggregator.Service.Subscribe); without it such inputs are errors.
 	Subscribe func(storage.Feed) (storage.Feed, error)
-	// Expedite, when set, brings a feed's next fetch forward to at
-	// (aggregator.Service.Expedite). Pipes with an "mdpt" trigger use it to
-	// poll their inputs at the rendezvous schedule.MDPT predicts, once per
-	// round, instead of waiting for each input's own schedule.
-	Expedite func(feedID uint64, at time.Time) bool
 	// Workers is how many pipes may run at once (default 2).
 	Workers int
 	// FeedPath is the path under which outputs are served (default
@@ -111,13 +106,8 @@ type pipe struct {
 	cron       cron.Schedule
 
 	// Under Runner.mu.
-	queued    bool
-	fresh     map[uint64]bool // mdpt: inputs with new items this round
-	mdpt      *schedule.MDPT
-	round     int   // mdpt: rounds completed so far
-	expedited []int // mdpt: per input, fetches brought forward this round
-	plan      []int
-	nextCron  time.Time
+	queued   bool
+	nextCron time.Time
 
 	// Input queue: items were held elsewhere at the last run; the newest
 	// Seq notified per input feed, not run yet; runs that missed it.
@@ -254,18 +244,9 @@ func (p *pipe) setInputs(in []Input) {
 }
 
 func (p *pipe) setTrigger(def transform.Pipe) {
-	p.cron, p.mdpt, p.fresh = nil, nil, nil
-	switch def.Trigger.On {
-	case transform.OnCron:
+	p.cron = nil
+	if def.Trigger.On == transform.OnCron {
 		p.cron, _ = transform.CronParser.Parse(def.Trigger.Cron)
-	case transform.OnMDPT:
-		m := def.Trigger.M
-		if m <= 0 || m > len(p.feeds) {
-			m = len(p.feeds)
-		}
-		p.mdpt = schedule.NewMDPT(max(len(p.feeds), 1), m)
-		p.fresh = make(map[uint64]bool)
-		p.expedited = make([]int, len(p.feeds))
 	}
 }
 
@@ -295,31 +276,14 @@ func (r *Runner) remove(p *pipe) {
 	r.queue = slices.DeleteFunc(r.queue, func(q *pipe) bool { return q == p })
 }
 
-// expedite is a fetch to bring forward: input j of pipe p.
-type expedite struct {
-	p     *pipe
-	j     int
-	round int
-	feed  uint64
-	at    time.Time
-}
-
-// maxExpedite bounds the fetches an "mdpt" pipe brings forward per input
-// and round.
-const maxExpedite = 3
-
 // Notify tells the runner that feed gained items (the aggregator's
 // OnNewItems, the sensor store's, and the runner's own outputs). Pipes
 // reading the feed run according to their triggers. It never blocks on a
 // run.
 //
-// An "mdpt" pipe runs on every arrival too, and its inputs are polled the
-// MDPT way: each input's arrivals feed its schedule.MDPT tracker; after
-// every arrival the runner asks MDPT for the rendezvous (the m-th earliest
-// expected arrival) and brings forward, once per round, the fetches of the
-// inputs expected by then that have nothing new yet (Options.Expedite). A
-// round ends when m inputs have new items. What the pipe republishes when
-// is its operators' choice: a join with "min": m fuses a round once m
+// An "mdpt" pipe runs on every arrival too: its inputs are fetched on
+// their own schedules (each feed's DPT policy), and what it republishes
+// when is its operators' choice: a join with "min": m fuses a round once m
 // inputs have a reading in it. (Gating the runs themselves on m fresh
 // inputs falls a round behind for good as soon as one input publishes its
 // next round before another's reading of this one.)
@@ -327,16 +291,12 @@ func (r *Runner) Notify(feed storage.Feed, items []storage.Item) {
 	if len(items) == 0 {
 		return
 	}
-	now := r.clock.Now()
-	var exp []expedite
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	for _, p := range r.byInput[feed.ID] {
 		switch p.def.Trigger.On {
-		case "", transform.OnUpdate:
+		case "", transform.OnUpdate, transform.OnMDPT:
 			r.enqueue(p)
-		case transform.OnMDPT:
-			r.enqueue(p)
-			exp = r.notifyMDPT(p, feed.ID, items, now, exp)
 		default:
 			continue
 		}
@@ -344,59 +304,6 @@ func (r *Runner) Notify(feed storage.Feed, items []storage.Item) {
 			p.expectSeq(feed.ID, items)
 		}
 	}
-	r.mu.Unlock()
-	if r.opt.Expedite == nil {
-		return
-	}
-	for _, e := range exp {
-		if !r.opt.Expedite(e.feed, e.at) {
-			continue // its own schedule is sooner, or it may not be polled yet
-		}
-		r.mu.Lock()
-		if e.p.round == e.round && e.j < len(e.p.expedited) {
-			e.p.expedited[e.j]++
-		}
-		r.mu.Unlock()
-	}
-}
-
-// notifyMDPT handles an arrival on input feed of the mdpt pipe p; r.mu is
-// held. It returns exp with the fetches to bring forward.
-func (r *Runner) notifyMDPT(p *pipe, feed uint64, items []storage.Item, now time.Time, exp []expedite) []expedite {
-	i := slices.Index(p.feeds, feed)
-	if i < 0 || p.mdpt == nil {
-		return exp
-	}
-	pub := make([]time.Time, 0, len(items))
-	for _, it := range items {
-		if !it.Published.IsZero() {
-			pub = append(pub, it.Published)
-		}
-	}
-	slices.SortFunc(pub, time.Time.Compare)
-	p.mdpt.Observe(i, schedule.Observation{At: now, Hit: true, Published: pub})
-	p.fresh[feed] = true
-	if p.mdpt.Ready() { // m inputs have new items: the round is over
-		p.mdpt.Republished()
-		clear(p.fresh)
-		clear(p.expedited)
-		p.round++
-	}
-	if r.opt.Expedite == nil {
-		return exp
-	}
-	at, srcs := p.mdpt.Plan(p.plan[:0])
-	p.plan = srcs
-	if at.Before(now) {
-		at = now
-	}
-	for _, j := range srcs {
-		if j >= len(p.feeds) || p.fresh[p.feeds[j]] || p.expedited[j] >= maxExpedite {
-			continue
-		}
-		exp = append(exp, expedite{p: p, j: j, round: p.round, feed: p.feeds[j], at: at})
-	}
-	return exp
 }
 
 // enqueue queues p for a run unless it is queued already; r.mu is held.
