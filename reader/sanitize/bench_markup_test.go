@@ -9,13 +9,14 @@ import (
 // search work hard: nested tags, deep escaping, nested comments, many
 // event handlers.
 var hostileLong = map[string]string{
-	"nested tags":   strings.Repeat("<", 1<<15) + strings.Repeat("b>", 1<<14),
-	"deep escaping": "&" + strings.Repeat("amp;", 1<<14) + "lt;b&gt;",
-	"comments":      strings.Repeat("<!<", 1<<15/3) + strings.Repeat(">", 1<<15),
-	"handlers":      `"` + strings.Repeat(" onx=", 1<<16/5),
-	"open tags":     strings.Repeat("<b c ", 1<<16/5),
-	"entities":      strings.Repeat("&lt;b&gt;x", 1<<16/10),
-	"plain":         strings.Repeat("temperature < 5 & rising ", 1<<16/25),
+	"nested tags":      strings.Repeat("<", 1<<15) + strings.Repeat("b>", 1<<14),
+	"deep escaping":    "&" + strings.Repeat("amp;", 1<<14) + "lt;b&gt;",
+	"comments":         strings.Repeat("<!<", 1<<15/3) + strings.Repeat(">", 1<<15),
+	"handlers":         `"` + strings.Repeat(" onx=", 1<<16/5),
+	"open tags":        strings.Repeat("<b c ", 1<<16/5),
+	"entities":         strings.Repeat("&lt;b&gt;x", 1<<16/10),
+	"escaped comments": strings.Repeat("<!&amp;amp;amp;amp;amp;amp;amp;amp;amp;amp;amp;amp;amp;lt;<!&amp;amp;lt;", 1<<16/90),
+	"plain":            strings.Repeat("temperature < 5 & rising ", 1<<16/25),
 }
 
 // BenchmarkTextHostile: Text on hostileLong, to compare with plain text

@@ -15,7 +15,7 @@ import (
 const (
 	maxDecodings    = 16
 	maxStripRounds  = 16
-	maxCommentDepth = 4
+	maxCommentDepth = 1
 )
 
 // HasMarkup reports whether s, a plain-text field (a title, an author, a
@@ -26,9 +26,10 @@ const (
 //
 //   - an HTML tag, start or end, as golang.org/x/net/html's tokenizer reads
 //     it ("<b>", "</p>", "<ScRiPt>", "<img src=x onerror=…>");
-//   - a tag left open at the end of the text that already has an
-//     attribute ("x <img src=x onerror=alert(1)//"): the reader's own
-//     markup would close it;
+//   - a tag left open at the end of the text that has something after its
+//     name ("x <img src=x onerror=alert(1)//") or opens an element that
+//     changes how the rest of a page reads ("x <script"): the reader's
+//     own markup would close it;
 //   - a comment, CDATA section or declaration that holds either of those
 //     ("<![CDATA[<img …>]]>");
 //   - an event-handler attribute after a quote ("x\" onmouseover=\"…"),
@@ -101,12 +102,15 @@ func unmark(s string) string {
 // to show (0: s itself holds markup), and whether it shows at all. A level
 // above maxDecodings means s was still changing after that many decodings:
 // hostile in itself.
-func markupLevel(s string) (int, bool) {
+func markupLevel(s string) (int, bool) { return markupLevelAt(s, 0) }
+
+// markupLevelAt is markupLevel for text depth comments deep.
+func markupLevelAt(s string, depth int) (int, bool) {
 	if !mayHoldMarkup(s) {
 		return 0, false
 	}
 	for level := 0; ; level++ {
-		if markupAt(s, 0) {
+		if markupAt(s, depth) {
 			return level, true
 		}
 		if !strings.Contains(s, "&") {
@@ -132,7 +136,7 @@ func markupAt(s string, depth int) bool {
 		for {
 			switch z.Next() {
 			case nethtml.ErrorToken:
-				if openTagWithAttr(z.Raw()) {
+				if openTag(z.Raw()) {
 					return true
 				}
 				return handlerAt(s)
@@ -167,32 +171,53 @@ func mayOpenTag(s string) bool {
 }
 
 // commentHoldsMarkup reports whether the data of a comment (or CDATA
-// section, or declaration) would be markup once its delimiters were
-// removed. Comments nested deeper than maxCommentDepth count as markup.
+// section, or declaration) would hold markup, after any number of
+// decodings, once its delimiters were removed. A comment inside a
+// comment's data counts as markup when it may hold any.
 func commentHoldsMarkup(data []byte, depth int) bool {
-	if !strings.ContainsAny(string(data), "<\"'`") {
+	if !mayHoldMarkup(string(data)) {
 		return false
 	}
 	if depth >= maxCommentDepth {
 		return true
 	}
-	return markupAt(string(data), depth+1)
+	_, found := markupLevelAt(string(data), depth+1)
+	return found
 }
 
-// openTagWithAttr reports whether raw, what the tokenizer left unread at
-// the end of a text, is a tag left open that has an attribute already:
-// "<img src=x", "</b c", but not "<b" or "</p".
-func openTagWithAttr(raw []byte) bool {
+// openTag reports whether raw, what the tokenizer left unread at the end
+// of a text, is a tag left open that the reader's own markup could turn
+// into an element that matters: one with something after its name (an
+// attribute, a '/', white space: "<img src=x", "<b/", "</b c"), or one
+// that changes how what follows is read ("<script", "<svg"). A bare name
+// ("a<b", "x</p") does nothing: what follows it only lengthens the name.
+func openTag(raw []byte) bool {
 	if len(raw) < 2 || raw[0] != '<' {
 		return false
 	}
-	z := nethtml.NewTokenizer(strings.NewReader(string(raw) + ">"))
-	switch z.Next() {
-	case nethtml.StartTagToken, nethtml.EndTagToken, nethtml.SelfClosingTagToken:
-		_, hasAttr := z.TagName()
-		return hasAttr
+	rest := raw[1:]
+	if rest[0] == '/' {
+		rest = rest[1:]
 	}
-	return false
+	if len(rest) == 0 || !asciiLetter(rest[0]) {
+		return false
+	}
+	end := 0
+	for end < len(rest) && !htmlSpace(rest[end]) && rest[end] != '/' && rest[end] != '>' {
+		end++
+	}
+	return end < len(rest) || openingTags[strings.ToLower(string(rest))]
+}
+
+// openingTags are the elements whose start tag changes how the rest of a
+// page is read: raw text and foreign content, scripts, frames, forms and
+// the document's own metadata.
+var openingTags = map[string]bool{
+	"script": true, "style": true, "textarea": true, "title": true, "xmp": true,
+	"iframe": true, "noembed": true, "noframes": true, "noscript": true,
+	"plaintext": true, "svg": true, "math": true, "template": true,
+	"object": true, "embed": true, "applet": true, "frame": true, "frameset": true,
+	"base": true, "meta": true, "link": true, "form": true,
 }
 
 // handlerAt reports whether s holds an event handler after a quote (see
@@ -320,7 +345,7 @@ loop:
 		tt := z.Next()
 		switch tt {
 		case nethtml.ErrorToken:
-			if raw := z.Raw(); skip == "" && !openTagWithAttr(raw) {
+			if raw := z.Raw(); skip == "" && !openTag(raw) {
 				b.Write(raw)
 			}
 			break loop

@@ -30,6 +30,10 @@ func TestText(t *testing.T) {
 		{"x <y and y > z", "x z"}, // as an HTML reader reads it
 		{"<<b>img src=x onerror=alert(1)>", ""},
 		{"reading <img src=x onerror=alert(1)//", "reading"},
+		{"reading <script", "reading"},
+		{"reading <b/", "reading"},
+		{"if x<y then z", "if x"}, // "<y then z" is a tag once the reader's '>' comes
+		{"a<b & c", "a"},
 		{"<![CDATA[<img src=x onerror=alert(1)>]]>", "]]>"},
 		// Markup under entities: the text is read where the markup shows.
 		{"&lt;script&gt;alert(1)&lt;/script&gt; ok", "ok"},

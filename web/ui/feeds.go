@@ -185,9 +185,10 @@ func (u *UI) feedRow(f storage.Feed, lat latencyEntry, now time.Time) feedRow {
 
 // feedTitle is what the UI calls a feed.
 func feedTitle(f storage.Feed) string {
+	if t := sanitize.Text(f.Title, 0); t != "" {
+		return t
+	}
 	switch {
-	case f.Title != "":
-		return f.Title
 	case f.Slug != "":
 		return f.Slug
 	case f.URL != "":
@@ -609,7 +610,7 @@ func int64Cmp(a, b int64) int {
 
 // itemView prepares an item for the page, its HTML sanitised once more.
 func (u *UI) itemView(it storage.Item, now time.Time) itemView {
-	v := itemView{Title: sanitize.PlainText(it.Title, aggregator.MaxTitleRunes), Published: newStamp(it.Published, now)}
+	v := itemView{Title: sanitize.Text(it.Title, aggregator.MaxTitleRunes), Published: newStamp(it.Published, now)}
 	if it.Link != "" {
 		if l, err := url.Parse(it.Link); err == nil && (l.Scheme == "http" || l.Scheme == "https") && l.Host != "" {
 			v.Link = l.String()
@@ -617,8 +618,8 @@ func (u *UI) itemView(it storage.Item, now time.Time) itemView {
 	}
 	if it.Reading != nil {
 		v.Reading = strconv.FormatFloat(it.Reading.Value, 'g', -1, 64)
-		if it.Reading.Unit != "" {
-			v.Reading += " " + it.Reading.Unit
+		if u := sanitize.Text(it.Reading.Unit, 0); u != "" {
+			v.Reading += " " + u
 		}
 	}
 	body := it.Content

@@ -163,15 +163,16 @@ func checkLevel(v string, depth int) error {
 
 // noElement fails on an element in n and on a comment whose text holds
 // markup; with attrOnly (the value followed by '>', whose comments the
-// first pass has read), only on an element with attributes.
+// first pass has read), only on an element with attributes or one that
+// takes over what follows it (a script, a style, foreign content…).
 func noElement(n *nethtml.Node, attrOnly bool, depth int) error {
 	switch n.Type {
 	case nethtml.ElementNode:
-		if !attrOnly || len(n.Attr) > 0 {
+		if !attrOnly || len(n.Attr) > 0 || takesOver(n.Data) {
 			return fmt.Errorf("element <%s %v>", n.Data, n.Attr)
 		}
 	case nethtml.CommentNode:
-		if !attrOnly && depth < 4 {
+		if !attrOnly && depth < 2 {
 			if err := check(n.Data, depth+1); err != nil {
 				return fmt.Errorf("comment: %w", err)
 			}
@@ -204,4 +205,15 @@ func noHandler(n *nethtml.Node) error {
 func handlerName(k string) bool {
 	rest, ok := strings.CutPrefix(k, "on")
 	return ok && rest != "" && strings.Trim(rest, "abcdefghijklmnopqrstuvwxyz") == ""
+}
+
+// takesOver reports the elements whose start tag alone changes how a
+// page reads what comes after it.
+func takesOver(name string) bool {
+	switch name {
+	case "script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes",
+		"noscript", "plaintext", "svg", "math", "template", "object", "embed", "base", "meta", "link", "form":
+		return true
+	}
+	return false
 }
