@@ -380,6 +380,7 @@ func appendFeedJSON(b []byte, f *Feed) ([]byte, bool) {
 	o.intOmit("bad_dates", f.BadDates)
 	o.strOmit("last_repair", f.LastRepair)
 	o.timeOmitZero("last_repair_at", f.LastRepairAt)
+	o.boolOmit("repairs_per_item", f.RepairsPerItem)
 	o.time("created", f.Created)
 	o.time("updated", f.Updated)
 	return o.end()

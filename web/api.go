@@ -107,10 +107,11 @@ type FeedView struct {
 	// Warning is what the last fetch left out (skipped rows) or
 	// replaced (invalid UTF-8, bad dates), if anything.
 	Warning string `json:"warning,omitempty"`
-	// InvalidUTF8 and BadDates count what fetches of the feed replaced
-	// since it was subscribed: bytes of invalid UTF-8, new items whose
-	// date was unreadable or implausible; LastRepair is the last such
-	// repair.
+	// InvalidUTF8 and BadDates count the feed's items that needed a
+	// repair, each item once however often it is fetched again: items
+	// whose text held invalid UTF-8, items whose date was unreadable or
+	// implausible. LastRepair is the last such repair; Warning says what
+	// the last fetch replaced.
 	InvalidUTF8  int64      `json:"invalid_utf8"`
 	BadDates     int64      `json:"bad_dates"`
 	LastRepair   string     `json:"last_repair,omitempty"`
@@ -155,9 +156,10 @@ func (a *api) viewWith(f storage.Feed, lat []float64) FeedView {
 		Polls: f.Polls, Hits: f.Hits, Items: f.Items, LastError: f.LastError, ErrorCount: f.ErrorCount,
 		LastFetch: timePtr(f.LastFetch), LastHit: timePtr(f.LastHit), RetryAfter: timePtr(f.RetryAfter),
 		Created: f.Created.UTC(), Source: f.Source, Warning: f.Warning,
-		InvalidUTF8: f.InvalidUTF8, BadDates: f.BadDates, LastRepair: f.LastRepair, LastRepairAt: timePtr(f.LastRepairAt),
+		LastRepair: f.LastRepair, LastRepairAt: timePtr(f.LastRepairAt),
 		IgnoreCache: f.IgnoreCache, Extract: f.Extract, Reduce: f.Reduce, Sleep: f.Sleep.SleepText(),
 	}
+	v.InvalidUTF8, v.BadDates = f.RepairCounts()
 	if f.Retention != (storage.Retention{}) {
 		r := f.Retention
 		v.Retention = &r

@@ -484,8 +484,8 @@ func (u *UI) feedView(f storage.Feed, now time.Time) (*feedView, error) {
 		v.URL = sanitize.RedactURL(f.URL)
 	}
 	v.Warning = f.Warning
-	if f.InvalidUTF8 > 0 || f.BadDates > 0 {
-		v.Repaired = fmt.Sprintf("%d bytes of invalid UTF-8, %d items with a bad date", f.InvalidUTF8, f.BadDates)
+	if utf8Items, badDates := f.RepairCounts(); utf8Items > 0 || badDates > 0 {
+		v.Repaired = fmt.Sprintf("%d items with invalid UTF-8, %d items with a bad date (each item counted once)", utf8Items, badDates)
 		v.LastRepair = f.LastRepair
 	}
 	v.Sleep = f.Sleep.SleepText()
