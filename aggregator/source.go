@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/slogfeed/slogfeed/reader/parser"
@@ -126,19 +125,37 @@ func (s *Service) parseBody(f storage.Feed, body []byte, contentType string, opt
 }
 
 // recordRepairs adds the repairs of a fetched document to the feed's
-// counts: its invalid UTF-8 bytes, and the bad dates of the items it
-// added (an item refetched with the same bad date counts once).
+// counts: the items it added that held invalid UTF-8 or had a bad date,
+// each once (an item refetched with the same repair is not added again).
+// A feed counted by an older slogfeed (the bytes of invalid UTF-8, at
+// every fetch) has that count dropped first.
 func recordRepairs(f *storage.Feed, r parser.Repairs, added []storage.Item, at time.Time) {
-	bad := 0
-	for _, it := range added {
-		if slices.Contains(r.BadDates, it.ID) {
-			bad++
-		}
+	if !f.RepairsPerItem {
+		f.InvalidUTF8, f.RepairsPerItem = 0, true
 	}
-	if r.InvalidUTF8 == 0 && bad == 0 {
+	utf8Items, badDates := countAdded(added, r.UTF8Items), countAdded(added, r.BadDates)
+	if utf8Items == 0 && badDates == 0 {
 		return
 	}
-	f.InvalidUTF8 += int64(r.InvalidUTF8)
-	f.BadDates += int64(bad)
+	f.InvalidUTF8 += int64(utf8Items)
+	f.BadDates += int64(badDates)
 	f.LastRepair, f.LastRepairAt = sanitize.Truncate(r.Last, storage.MaxWarningLen/4), at
+}
+
+// countAdded counts the items of added whose id is in ids.
+func countAdded(added []storage.Item, ids []string) int {
+	if len(ids) == 0 {
+		return 0
+	}
+	set := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		set[id] = true
+	}
+	n := 0
+	for _, it := range added {
+		if set[it.ID] {
+			n++
+		}
+	}
+	return n
 }

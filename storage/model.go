@@ -71,18 +71,36 @@ type Feed struct {
 	// succeeded, e.g. "3 of 100 rows skipped: row 7: …" (empty when
 	// nothing was).
 	Warning string `json:"warning,omitempty"`
-	// InvalidUTF8 counts the bytes of invalid UTF-8 the feed's fetched
-	// documents held (replaced, not refused); BadDates its new items
-	// whose date was unreadable or implausible (a year 9999) and was
-	// replaced by the fetch time. LastRepair says what the last such
-	// repair was, at LastRepairAt.
+	// InvalidUTF8 and BadDates count the feed's items that needed a
+	// repair, each item once, when it is first stored: those whose text
+	// held invalid UTF-8 (replaced, not refused) and those whose date was
+	// unreadable or implausible (a year 9999) and was replaced by the
+	// fetch time. Refetching an item does not count it again. LastRepair
+	// says what the last such repair was, at LastRepairAt. Read them with
+	// RepairCounts.
 	InvalidUTF8  int64     `json:"invalid_utf8,omitempty"`
 	BadDates     int64     `json:"bad_dates,omitempty"`
 	LastRepair   string    `json:"last_repair,omitempty"`
 	LastRepairAt time.Time `json:"last_repair_at,omitzero"`
+	// RepairsPerItem is set once InvalidUTF8 counts items. A feed
+	// stored by an older slogfeed, which counted the bytes of invalid
+	// UTF-8 at every fetch, has it unset: its InvalidUTF8 is dropped at
+	// its next fetch and reads as 0 until then.
+	RepairsPerItem bool `json:"repairs_per_item,omitempty"`
 
 	Created time.Time `json:"created"`
 	Updated time.Time `json:"updated"`
+}
+
+// RepairCounts returns how many of the feed's items needed a repair,
+// each counted once: items with invalid UTF-8, items with a bad date
+// (see InvalidUTF8). An InvalidUTF8 kept by an older slogfeed, which
+// counted bytes at every fetch, reads as 0.
+func (f *Feed) RepairCounts() (invalidUTF8, badDates int64) {
+	if f.RepairsPerItem {
+		invalidUTF8 = f.InvalidUTF8
+	}
+	return invalidUTF8, f.BadDates
 }
 
 // SourceSpec selects a feed's source adapter and configures it. Config is

@@ -107,10 +107,11 @@ type FeedView struct {
 	// Warning is what the last fetch left out (skipped rows) or
 	// replaced (invalid UTF-8, bad dates), if anything.
 	Warning string `json:"warning,omitempty"`
-	// InvalidUTF8 and BadDates count what fetches of the feed replaced
-	// since it was subscribed: bytes of invalid UTF-8, new items whose
-	// date was unreadable or implausible; LastRepair is the last such
-	// repair.
+	// InvalidUTF8 and BadDates count the feed's items that needed a
+	// repair, each item once however often it is fetched again: items
+	// whose text held invalid UTF-8, items whose date was unreadable or
+	// implausible. LastRepair is the last such repair; Warning says what
+	// the last fetch replaced.
 	InvalidUTF8  int64      `json:"invalid_utf8"`
 	BadDates     int64      `json:"bad_dates"`
 	LastRepair   string     `json:"last_repair,omitempty"`
@@ -150,14 +151,15 @@ func (a *api) view(f storage.Feed) FeedView {
 // storage.Store.RecentLatencies) already read; it sorts them.
 func (a *api) viewWith(f storage.Feed, lat []float64) FeedView {
 	v := FeedView{
-		ID: f.ID, Kind: string(f.Kind), URL: sanitize.RedactURL(f.URL), Slug: f.Slug, Title: f.Title, Site: f.Site,
-		Category: f.Category, Policy: f.Policy, Weight: f.Weight,
+		ID: f.ID, Kind: string(f.Kind), URL: sanitize.RedactURL(f.URL), Slug: f.Slug, Title: sanitize.Text(f.Title, 0), Site: f.Site,
+		Category: plainList(f.Category), Policy: f.Policy, Weight: f.Weight,
 		Polls: f.Polls, Hits: f.Hits, Items: f.Items, LastError: f.LastError, ErrorCount: f.ErrorCount,
 		LastFetch: timePtr(f.LastFetch), LastHit: timePtr(f.LastHit), RetryAfter: timePtr(f.RetryAfter),
 		Created: f.Created.UTC(), Source: f.Source, Warning: f.Warning,
-		InvalidUTF8: f.InvalidUTF8, BadDates: f.BadDates, LastRepair: f.LastRepair, LastRepairAt: timePtr(f.LastRepairAt),
+		LastRepair: f.LastRepair, LastRepairAt: timePtr(f.LastRepairAt),
 		IgnoreCache: f.IgnoreCache, Extract: f.Extract, Reduce: f.Reduce, Sleep: f.Sleep.SleepText(),
 	}
+	v.InvalidUTF8, v.BadDates = f.RepairCounts()
 	if f.Retention != (storage.Retention{}) {
 		r := f.Retention
 		v.Retention = &r
@@ -381,10 +383,37 @@ func (a *api) items(w http.ResponseWriter, r *http.Request) {
 		a.internal(w, err)
 		return
 	}
-	if items == nil {
-		items = []storage.Item{}
+	respondJSON(w, http.StatusOK, plainItems(items))
+}
+
+// plainItems returns copies of items whose plain-text fields (title,
+// author, categories, a reading's unit and sensor) hold no markup, as
+// the republished feeds and the web UI show them (sanitize.Text); never
+// nil.
+func plainItems(items []storage.Item) []storage.Item {
+	out := make([]storage.Item, len(items))
+	for i, it := range items {
+		it.Title, it.Author, it.Categories = sanitize.Text(it.Title, 0), sanitize.Text(it.Author, 0), plainList(it.Categories)
+		if r := it.Reading; r != nil {
+			c := *r
+			c.Unit, c.Sensor = sanitize.Text(c.Unit, 0), sanitize.Text(c.Sensor, 0)
+			it.Reading = &c
+		}
+		out[i] = it
 	}
-	respondJSON(w, http.StatusOK, items)
+	return out
+}
+
+// plainList is list with each string made safe plain text
+// (sanitize.Text), the empty ones left out.
+func plainList(list []string) []string {
+	var out []string
+	for _, s := range list {
+		if s = sanitize.Text(s, 0); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // PollView is one recent poll in GET /api/v1/feeds/{id}/schedule.

@@ -215,10 +215,14 @@ func (a *pipeAPI) preview(w http.ResponseWriter, r *http.Request, def *transform
 	if pv.Nodes == nil {
 		pv.Nodes = []transform.NodeOutput{}
 	}
-	if pv.Output == nil {
-		pv.Output = []transform.Item{}
+	shown := *pv
+	shown.Output = plainItems(pv.Output)
+	shown.Nodes = make([]transform.NodeOutput, len(pv.Nodes))
+	for i, n := range pv.Nodes {
+		n.Items = plainItems(n.Items)
+		shown.Nodes[i] = n
 	}
-	respondJSON(w, http.StatusOK, pv)
+	respondJSON(w, http.StatusOK, &shown)
 }
 
 func (a *pipeAPI) run(w http.ResponseWriter, r *http.Request) {

@@ -20,6 +20,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/web/publish"
@@ -354,6 +355,8 @@ func parseReading(r *http.Request, w http.ResponseWriter, sensor string, now tim
 		return nil, sensorBadRequest("unit longer than %d bytes", MaxUnitLen)
 	case !utf8.ValidString(unit) || strings.ContainsFunc(unit, unicode.IsControl) || publish.Clean(unit) != unit:
 		return nil, sensorBadRequest("unit contains invalid characters")
+	case sanitize.HasMarkup(unit):
+		return nil, sensorBadRequest("unit holds markup (an HTML tag or event handler)")
 	}
 	rd.Unit = unit
 	if req.Time != "" {

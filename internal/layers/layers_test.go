@@ -19,7 +19,7 @@ var rules = []struct {
 	allow []string
 }{
 	{"feedext", nil},
-	{"reader/sanitize", nil},
+	{"reader/sanitize/...", nil},
 	{"schedule/...", []string{"schedule/..."}},
 	{"storage", []string{"schedule"}},
 	{"storage/storagetest", []string{"storage", "schedule"}},
@@ -31,7 +31,7 @@ var rules = []struct {
 	{"storage/jetstream/...", []string{"storage/jetstream/...", "storage", "storage/cluster", "schedule"}},
 	{"aggregator/...", []string{"aggregator", "reader/...", "feedext", "schedule", "storage", "storage/cluster"}},
 	{"transform/...", []string{"transform/...", "reader/sanitize", "feedext", "schedule", "storage", "storage/cluster"}},
-	{"web/publish", []string{"feedext", "schedule", "storage"}},
+	{"web/publish", []string{"feedext", "reader/sanitize", "schedule", "storage"}},
 	{"web/...", []string{"web/...", "aggregator", "transform/...", "reader/...", "feedext", "schedule/...", "storage", "storage/cluster"}},
 	{"plugins/...", []string{"plugins/...", "aggregator", "transform/...", "web", "reader/...", "feedext", "schedule", "storage"}},
 	{"cmd/...", []string{"..."}},

@@ -78,6 +78,7 @@ type normalizer struct {
 	jsonItems []jsonItemExtra // per-item extras (JSON Feed)
 	ruleErr   error
 	repairs   Repairs
+	utf8Items []bool // per item: held invalid UTF-8
 }
 
 // badDate records that item id's date field (the text raw) did not parse
@@ -153,6 +154,9 @@ func (n *normalizer) feed(f *gofeed.Feed) *Parsed {
 			continue
 		}
 		seen[item.ID] = true
+		if i < len(n.utf8Items) && n.utf8Items[i] {
+			n.repairs.UTF8Items = append(n.repairs.UTF8Items, item.ID)
+		}
 		p.Items = append(p.Items, item)
 	}
 	p.Repairs = n.repairs

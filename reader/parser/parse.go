@@ -132,6 +132,8 @@ type Repairs struct {
 	// BadDates are the ids of the items whose publish or update date
 	// was dropped (they get the fetch time).
 	BadDates []string
+	// UTF8Items are the ids of the items that held invalid UTF-8.
+	UTF8Items []string
 	// Last says what the last repair was, for the feed's warning.
 	Last string
 }
@@ -228,6 +230,7 @@ func clip(s string) string { return sanitize.Excerpt(s, maxErrText) }
 
 // parseXML parses RSS, RDF and Atom.
 func parseXML(body []byte, contentType string, opt Options) (*Parsed, error) {
+	orig := body
 	body, bad := toUTF8(body, contentType)
 	// The tokenizer holds a tag's attributes at once: measure the longest
 	// tag before it reads any.
@@ -279,6 +282,9 @@ func parseXML(body []byte, contentType string, opt Options) (*Parsed, error) {
 		return nil, fmt.Errorf("%w: %s", ErrMalformed, clip(err.Error()))
 	}
 	n := newNormalizer(opt)
+	if bad > 0 {
+		n.utf8Items = xmlUTF8Items(orig, sc.items, hashes, opt.Seen, opt.MaxItems)
+	}
 	n.sfKeys = namespaceKeys(body)
 	p := n.feed(feed)
 	p.Truncated = p.Truncated || truncated
@@ -333,6 +339,7 @@ func parseJSON(body []byte, opt Options) (*Parsed, error) {
 		return nil, fmt.Errorf("%w: %s", ErrMalformed, clip(err.Error()))
 	}
 	n := newNormalizer(opt)
+	n.utf8Items = jsonUTF8Items(items)
 	n.jsonItems = make([]jsonItemExtra, len(items))
 	for i, raw := range items {
 		_ = json.Unmarshal(raw, &n.jsonItems[i]) // a bad item loses its extras only

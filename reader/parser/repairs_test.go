@@ -3,6 +3,7 @@ package parser
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -32,7 +33,7 @@ func TestParseRepairs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Repairs.InvalidUTF8 == 0 || !strings.Contains(p.Warning(), "invalid UTF-8") {
+	if p.Repairs.InvalidUTF8 == 0 || !slices.Equal(p.Repairs.UTF8Items, []string{"u-1"}) || !strings.Contains(p.Warning(), "invalid UTF-8") {
 		t.Errorf("repairs %+v, warning %q", p.Repairs, p.Warning())
 	}
 
@@ -41,7 +42,7 @@ func TestParseRepairs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Repairs.InvalidUTF8 != 2 || len(p.Repairs.BadDates) != 1 || !p.Items[0].Published.IsZero() {
+	if p.Repairs.InvalidUTF8 != 2 || len(p.Repairs.BadDates) != 1 || !slices.Equal(p.Repairs.UTF8Items, []string{"j1"}) || !p.Items[0].Published.IsZero() {
 		t.Errorf("JSON repairs %+v, published %v", p.Repairs, p.Items[0].Published)
 	}
 }

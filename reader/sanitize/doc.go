@@ -9,6 +9,14 @@
 //   - PlainText turns a title, author or unit into text: tags removed,
 //     entities decoded, control and bidirectional-override characters
 //     removed, white space folded, length bounded.
+//   - HasMarkup decides, for every plain-text field in every output, what
+//     markup in plain text is: what would read as an HTML tag or an event
+//     handler, as the text stands or after any number of entity
+//     decodings. Text removes it from text that is already plain (what
+//     the store holds, what a pipe writes) and is what RSS, Atom, JSON
+//     Feed, the API and the web UI apply to titles, authors, plain-text
+//     summaries and categories; PlainText's results hold none. Ordinary
+//     text with '<' and '&' ("temperature < 5 & rising") holds none.
 //   - Clean makes an identifier or a quoted message valid UTF-8 on one
 //     line without touching its markup.
 //   - RedactURL masks the credentials of a URL wherever slogfeed shows one.

@@ -9,29 +9,22 @@ import (
 
 // PlainText turns s (text that may hold HTML markup and entities, such as
 // an item's title) into plain text: tags removed with their script and
-// style content, entities decoded, control and bidirectional-override
+// style content, entities decoded once, control and bidirectional-override
 // characters removed, white space folded, at most maxRunes runes (no limit
-// when maxRunes ≤ 0). The result is valid UTF-8.
+// when maxRunes ≤ 0). Markup that shows only after more decodings (text
+// escaped twice or more) is removed as Text removes it, so the result
+// holds no markup (HasMarkup) and Text gives it back unchanged. The result
+// is valid UTF-8.
 func PlainText(s string, maxRunes int) string {
 	s = cleanText(s, false)
-	if strings.ContainsAny(s, "<&") {
+	switch {
+	case markupAt(s, 0):
 		s = html.UnescapeString(strictPolicy().Sanitize(s))
-		s = cleanText(s, false)
+	case strings.IndexByte(s, '&') >= 0:
+		// Escaped text: what is left of "<" is no tag ("a<b", "i </3").
+		s = html.UnescapeString(s)
 	}
-	if !folded(s) {
-		s = strings.Join(strings.Fields(s), " ")
-	}
-	if maxRunes > 0 && utf8.RuneCountInString(s) > maxRunes {
-		n := 0
-		for i := range s {
-			if n == maxRunes {
-				s = strings.TrimSpace(s[:i])
-				break
-			}
-			n++
-		}
-	}
-	return s
+	return Text(s, maxRunes)
 }
 
 // Clean makes s valid UTF-8 on one line: control characters are removed

@@ -176,6 +176,14 @@
 // limit (Limits.MaxText) on a UTF-8 boundary. An id the template would
 // leave empty is kept.
 //
+// A template keeps the fields' kinds of text apart. Into summary or
+// content, which hold HTML, text values (title, author, a unit…) are
+// inserted escaped, so that "a<b" stays text there; into title, author,
+// unit or sensor, which are plain text, summary and content are inserted
+// as their plain text, and the result holds no markup (sanitize.Text:
+// what would read as an HTML tag or an event handler is removed), as in
+// every plain-text field slogfeed publishes.
+//
 //	{"id": "label", "op": "template", "config": {"field": "title", "template": "{sensor}: {value|%.1f} {unit} at {time|15:04}"}}
 //
 // date_format formats a time field ("field", default "published") into a

@@ -3,6 +3,7 @@ package pipes
 import (
 	"errors"
 	"fmt"
+	"html"
 	"math"
 	"regexp"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/transform"
 )
 
@@ -323,6 +325,18 @@ type tmplPart struct {
 type templateOp struct {
 	field string
 	parts []tmplPart
+	// html is set when field holds HTML (summary, content), plain when
+	// it holds plain text (title, author, unit, sensor).
+	html, plain bool
+}
+
+// htmlField reports the string item fields that hold HTML.
+func htmlField(name string) bool { return name == "summary" || name == "content" }
+
+// plainField reports the string item fields that hold plain text shown to
+// readers.
+func plainField(name string) bool {
+	return name == "title" || name == "author" || name == "unit" || name == "sensor"
 }
 
 func newTemplate(cfg TemplateConfig) (transform.Operator, error) {
@@ -336,7 +350,8 @@ func newTemplate(cfg TemplateConfig) (transform.Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &templateOp{field: canonical(cfg.Field), parts: parts}, nil
+	field := canonical(cfg.Field)
+	return &templateOp{field: field, parts: parts, html: htmlField(field), plain: plainField(field)}, nil
 }
 
 // parseTemplate reads a template from configuration field path.
@@ -445,6 +460,9 @@ func (o *templateOp) Apply(c *transform.Context, in [][]transform.Item) ([]trans
 			return nil, err
 		}
 		text := o.render(&out[i], limit)
+		if o.plain {
+			text = sanitize.Text(text, 0)
+		}
 		if err := c.Grow(len(text)); err != nil {
 			return nil, err
 		}
@@ -480,7 +498,14 @@ func (o *templateOp) render(it *transform.Item, limit int) string {
 			t, _ := v.(time.Time)
 			b.WriteString(p.tf.format(t.UTC()))
 		default:
-			b.WriteString(transform.AsString(v))
+			s := transform.AsString(v)
+			switch {
+			case o.html && !htmlField(p.field):
+				s = html.EscapeString(s)
+			case o.plain && htmlField(p.field):
+				s = sanitize.PlainText(s, 0)
+			}
+			b.WriteString(s)
 		}
 	}
 	return b.String()

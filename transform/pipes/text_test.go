@@ -148,6 +148,26 @@ func TestTemplate(t *testing.T) {
 			}
 		})
 	}
+	// Kinds of text: plain values are escaped into HTML fields, HTML
+	// fields become plain text in plain-text ones, and plain-text fields
+	// hold no markup, however their parts were built.
+	author := func(s string) opt { return func(it *transform.Item) { it.Author = s } }
+	mixed := item("1", title("a<img"), author(" src=x onerror=alert(1)>"), summary("<p>Fish &amp; Chips &lt;b&gt;</p>"), value(4, "<5"))
+	for _, tc := range []struct{ name, cfg, field, want string }{
+		{"parts of a tag into a title", `{"template":"{title}{author}"}`, "title", "a"},
+		{"plain text into a summary", `{"field":"summary","template":"<p>{title}{author} {unit} {summary}</p>"}`, "summary",
+			"<p>a&lt;img src=x onerror=alert(1)&gt; &lt;5 <p>Fish &amp; Chips &lt;b&gt;</p></p>"},
+		{"a summary into a title", `{"template":"{summary}: {value} {unit} & more"}`, "title", "Fish & Chips: 4 <5 & more"},
+		{"an event handler into an author", `{"field":"author","template":"{value}\" onclick=\"alert(1)"}`, "author", `4" "alert(1)`},
+		{"a tag written by the template", `{"template":"<b onclick=x>{value}</b> < 5"}`, "title", "4 < 5"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := run(t, build(t, "template", tc.cfg), []transform.Item{mixed})
+			if got := get(out[0], tc.field); got != tc.want {
+				t.Errorf("%s = %q, want %q", tc.field, got, tc.want)
+			}
+		})
+	}
 	t.Run("bounded by MaxText", func(t *testing.T) {
 		op := build(t, "template", `{"template":"{summary}{summary}é{summary}"}`)
 		c := transform.NewContext(context.Background(), t0, "p", "n", transform.Limits{MaxText: 4001})

@@ -39,7 +39,7 @@ func TestDigestItem(t *testing.T) {
 	d := &storage.Digest{Field: "value", Count: 2, Sum: 3, Min: 1, Max: 2}
 	f := Feed{ID: "tag:example.org,2026-11-21:feeds/d", Items: []storage.Item{
 		{ID: "d1", Published: t0, Digest: d},
-		{ID: "d2", Published: t0, Title: "own <title>", Summary: "own", Digest: d},
+		{ID: "d2", Published: t0, Title: "own title < 5", Summary: "own", Digest: d},
 	}}
 	p, err := prepare(f)
 	if err != nil {
@@ -48,7 +48,7 @@ func TestDigestItem(t *testing.T) {
 	if e := p.entries[0]; e.title != "digest of 2 readings: mean 1.5, min 1, max 2" || e.summary != e.title {
 		t.Errorf("entry 0: %q / %q", e.title, e.summary)
 	}
-	if e := p.entries[1]; e.title != "own <title>" || e.summary != "own" {
+	if e := p.entries[1]; e.title != "own title < 5" || e.summary != "own" {
 		t.Errorf("entry 1: %q / %q", e.title, e.summary)
 	}
 	for _, ft := range formats {

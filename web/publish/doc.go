@@ -18,6 +18,14 @@
 //   - Characters that XML 1.0 forbids (most C0 controls, U+FFFE, U+FFFF,
 //     lone surrogates, invalid UTF-8) are removed from every string, in
 //     all three formats.
+//   - Plain-text fields (titles, authors, categories, the feed's
+//     description, a reading's unit and sensor, JSON Feed's "summary")
+//     hold no markup in any format: what would read as an HTML tag or an
+//     event handler, as written or after any number of entity decodings,
+//     is removed (sanitize.Text), since many readers render RSS titles as
+//     HTML. Ordinary text keeps its '<' and '&'. HTML fields (RSS
+//     description, Atom summary and content, JSON "content_html") are
+//     written as stored.
 //   - Self links: <atom:link rel="self"> in RSS, <link rel="self"> in Atom,
 //     "feed_url" in JSON, plus a WebSub hub link when Feed.HubURL is set.
 //   - Paging (RFC 5005): when Feed.Next is set, the link to the page of

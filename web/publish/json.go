@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"html"
 	"math"
-	"strings"
 
 	"github.com/gorilla/feeds"
-	"github.com/microcosm-cc/bluemonday"
 
 	"github.com/slogfeed/slogfeed/feedext"
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 )
 
 // jsonDoc is gorilla/feeds' JSONFeed with slogfeed's items; its "items"
@@ -70,9 +68,6 @@ func (r *jsonReading) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// plainText turns sanitised HTML into plain text (JSON Feed's "summary").
-var plainText = bluemonday.StrictPolicy()
-
 // JSON renders f as a JSON Feed 1.1 document.
 func JSON(f Feed) ([]byte, error) {
 	p, err := prepare(f)
@@ -101,7 +96,7 @@ func JSON(f Feed) ([]byte, error) {
 		case e.content != "":
 			ji.ContentHTML = e.content
 			if e.summary != "" {
-				ji.Summary = strings.TrimSpace(html.UnescapeString(plainText.Sanitize(e.summary)))
+				ji.Summary = sanitize.PlainText(e.summary, 0)
 			}
 		case e.summary != "":
 			ji.ContentHTML = e.summary

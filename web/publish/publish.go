@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/storage"
 )
 
@@ -92,13 +93,13 @@ type entry struct {
 // prepare cleans f and fills in everything the formats require.
 func prepare(f Feed) (*prepared, error) {
 	p := &prepared{
-		title:  strings.TrimSpace(clean(f.Title)),
+		title:  plain(f.Title),
 		link:   clean(f.Link),
 		self:   clean(f.SelfURL),
-		desc:   strings.TrimSpace(clean(f.Description)),
+		desc:   plain(f.Description),
 		hub:    clean(f.HubURL),
 		next:   clean(f.Next),
-		author: clean(f.Author),
+		author: plain(f.Author),
 	}
 	raw := clean(f.ID)
 	if raw == "" {
@@ -153,11 +154,11 @@ func prepare(f Feed) (*prepared, error) {
 func prepareItem(it *storage.Item, feedID string) entry {
 	e := entry{
 		id:        clean(it.ID),
-		title:     strings.TrimSpace(clean(it.Title)),
+		title:     plain(it.Title),
 		summary:   clean(it.Summary),
 		content:   clean(it.Content),
 		link:      clean(it.Link),
-		author:    clean(it.Author),
+		author:    plain(it.Author),
 		published: utc(it.Published),
 		updated:   utc(it.Updated),
 		reading:   cleanReading(it.Reading),
@@ -176,19 +177,19 @@ func prepareItem(it *storage.Item, feedID string) entry {
 		e.published = e.updated
 	}
 	for _, c := range it.Categories {
-		if c = clean(c); c != "" {
+		if c = plain(c); c != "" {
 			e.categories = append(e.categories, c)
 		}
 	}
 	for _, enc := range it.Enclosures {
-		enc.URL, enc.Type = clean(enc.URL), clean(enc.Type)
+		enc.URL, enc.Type = clean(enc.URL), plain(enc.Type)
 		if enc.URL != "" {
 			e.enclosures = append(e.enclosures, enc)
 		}
 	}
 	if d := it.Digest; d != nil {
 		if e.title == "" {
-			e.title = strings.TrimSpace(clean(DigestTitle(*d)))
+			e.title = plain(DigestTitle(*d))
 		}
 		if e.summary == "" {
 			e.summary = html.EscapeString(clean(DigestSummary(*d)))
@@ -196,7 +197,7 @@ func prepareItem(it *storage.Item, feedID string) entry {
 	}
 	if e.reading != nil {
 		if e.title == "" {
-			e.title = ReadingTitle(*e.reading)
+			e.title = plain(ReadingTitle(*e.reading))
 		}
 		if e.summary == "" {
 			e.summary = html.EscapeString(ReadingSummary(*e.reading))
@@ -227,7 +228,7 @@ func cleanReading(r *storage.Reading) *storage.Reading {
 	if r == nil || math.IsNaN(r.Value) || math.IsInf(r.Value, 0) {
 		return nil
 	}
-	c := &storage.Reading{Value: r.Value, Unit: clean(r.Unit), Sensor: clean(r.Sensor), Time: utc(r.Time)}
+	c := &storage.Reading{Value: r.Value, Unit: plain(r.Unit), Sensor: plain(r.Sensor), Time: utc(r.Time)}
 	if r.Lat != nil && r.Lon != nil && validCoord(*r.Lat, 90) && validCoord(*r.Lon, 180) {
 		lat, lon := *r.Lat, *r.Lon
 		c.Lat, c.Lon = &lat, &lon
@@ -365,6 +366,13 @@ func clean(s string) string {
 		return -1
 	}, s)
 }
+
+// plain is clean for a plain-text field (a title, an author, a category,
+// a unit): its white space folded and, should it hold markup, the markup
+// removed (sanitize.Text), so that no reader that renders the field as
+// HTML finds a tag or an event handler in it, however often it decodes
+// its entities.
+func plain(s string) string { return sanitize.Text(clean(s), 0) }
 
 // Clean returns s without invalid UTF-8 and without the characters XML 1.0
 // forbids; the writers apply it to every string they publish.

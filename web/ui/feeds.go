@@ -186,9 +186,10 @@ func (u *UI) feedRow(f storage.Feed, lat latencyEntry, now time.Time) feedRow {
 
 // feedTitle is what the UI calls a feed.
 func feedTitle(f storage.Feed) string {
+	if t := sanitize.Text(f.Title, 0); t != "" {
+		return t
+	}
 	switch {
-	case f.Title != "":
-		return f.Title
 	case f.Slug != "":
 		return f.Slug
 	case f.URL != "":
@@ -484,8 +485,8 @@ func (u *UI) feedView(f storage.Feed, now time.Time) (*feedView, error) {
 		v.URL = sanitize.RedactURL(f.URL)
 	}
 	v.Warning = f.Warning
-	if f.InvalidUTF8 > 0 || f.BadDates > 0 {
-		v.Repaired = fmt.Sprintf("%d bytes of invalid UTF-8, %d items with a bad date", f.InvalidUTF8, f.BadDates)
+	if utf8Items, badDates := f.RepairCounts(); utf8Items > 0 || badDates > 0 {
+		v.Repaired = fmt.Sprintf("%d items with invalid UTF-8, %d items with a bad date (each item counted once)", utf8Items, badDates)
 		v.LastRepair = f.LastRepair
 	}
 	v.Sleep = f.Sleep.SleepText()
@@ -610,7 +611,7 @@ func int64Cmp(a, b int64) int {
 
 // itemView prepares an item for the page, its HTML sanitised once more.
 func (u *UI) itemView(it storage.Item, now time.Time) itemView {
-	v := itemView{Title: sanitize.PlainText(it.Title, parser.MaxTitleRunes), Published: newStamp(it.Published, now)}
+	v := itemView{Title: sanitize.Text(it.Title, parser.MaxTitleRunes), Published: newStamp(it.Published, now)}
 	if it.Link != "" {
 		if l, err := url.Parse(it.Link); err == nil && (l.Scheme == "http" || l.Scheme == "https") && l.Host != "" {
 			v.Link = l.String()
@@ -618,8 +619,8 @@ func (u *UI) itemView(it storage.Item, now time.Time) itemView {
 	}
 	if it.Reading != nil {
 		v.Reading = strconv.FormatFloat(it.Reading.Value, 'g', -1, 64)
-		if it.Reading.Unit != "" {
-			v.Reading += " " + it.Reading.Unit
+		if u := sanitize.Text(it.Reading.Unit, 0); u != "" {
+			v.Reading += " " + u
 		}
 	}
 	body := it.Content

@@ -21,7 +21,7 @@ func TestUIMasksCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := e.st.UpdateFeed(f.ID, func(x *storage.Feed) error {
-		x.InvalidUTF8, x.BadDates = 12, 3
+		x.InvalidUTF8, x.BadDates, x.RepairsPerItem = 12, 3, true
 		x.LastRepair, x.LastRepairAt = `item "x": published date "9999-12-31" unreadable or implausible, replaced by the fetch time`, time.Now()
 		return nil
 	}); err != nil {
@@ -50,7 +50,7 @@ func TestUIMasksCredentials(t *testing.T) {
 			t.Errorf("%s does not show the masked URL", name)
 		}
 	}
-	if body := pages["feed"].body; !strings.Contains(body, "12 bytes of invalid UTF-8, 3 items with a bad date") || !strings.Contains(body, "9999-12-31") {
+	if body := pages["feed"].body; !strings.Contains(body, "12 items with invalid UTF-8, 3 items with a bad date (each item counted once)") || !strings.Contains(body, "9999-12-31") {
 		t.Errorf("the feed page does not show the repairs")
 	}
 }
