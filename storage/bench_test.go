@@ -101,7 +101,7 @@ func BenchmarkItems(b *testing.B) {
 
 // BenchmarkPollBatches measures what a poll's write costs as a function of
 // how polls are grouped into transactions: the design question of a log
-// in front of bbolt (docs/aggregator.md, ninth round). Each iteration
+// in front of bbolt. Each iteration
 // writes one poll of each of 10,000 feeds as a 304 does, durable (fsync),
 // in transactions of N polls:
 //

@@ -364,7 +364,7 @@ func runFig1(t *testing.T, policy string, plans bool, horizon, warmup time.Durat
 // The target: auto's end-to-end median at most 20% of fixed polling's,
 // faster at every step, with no more than a quarter more polls and the
 // same fused rounds delivered. The measured figures are logged and
-// reported in docs/pipes.md.
+// reported in docs/benchmarks.md.
 func TestFig1RepublishingChain(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates hours of a three-instance chain")

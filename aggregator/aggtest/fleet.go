@@ -1,7 +1,7 @@
 // Package aggtest holds helpers for the live loop's benchmarks: Fleet, a
 // loopback publisher of many periodic feeds with conditional GET, and
 // CPUTime. The aggregator's BenchmarkFleet and the cluster's polling
-// benchmark (storage/cluster/e2e) poll the same Fleet.
+// benchmark (storage/jetstream/e2e) poll the same Fleet.
 package aggtest
 
 import (
