@@ -33,7 +33,7 @@ import (
 )
 
 // The hostile suite: the four failures of a hostile probe on loopback
-// (issue 16), each reproduced with its figures on the real stack (store,
+// each reproduced with its figures on the real stack (store,
 // aggregator, pipe runner, API with a token) and held to its bound. The
 // inputs are shrunk where the unbounded behaviour took seconds, so that
 // each test takes a few seconds at most even under -race.
