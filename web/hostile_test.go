@@ -32,7 +32,7 @@ import (
 	"github.com/slogfeed/slogfeed/web"
 )
 
-// The hostile suite: the four failures of a hostile probe on loopback
+// The hostile suite: the four failures of a hostile probe on loopback,
 // each reproduced with its figures on the real stack (store,
 // aggregator, pipe runner, API with a token) and held to its bound. The
 // inputs are shrunk where the unbounded behaviour took seconds, so that
