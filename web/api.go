@@ -294,36 +294,52 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) list(w http.ResponseWriter, r *http.Request) {
+	ff, err := parseFeedFilter(r)
+	if err != nil {
+		writeSensorError(w, err)
+		return
+	}
 	feeds, err := a.store.Feeds()
 	if err != nil {
 		a.internal(w, err)
 		return
 	}
-	// One read for every feed's latencies (a list of many feeds would
-	// otherwise take one transaction per feed).
-	lat, err := a.store.RecentLatencies(nil, recentLatencyPolls)
-	if err != nil { // the list still answers, without medians
-		a.log.Error("api: recent latencies", "err", err)
+	var next func(uint64) (time.Time, bool)
+	if a.agg != nil {
+		next = a.agg.NextFetch
 	}
-	// Sensor and pipe feeds are not fetched: their items count is what
-	// they hold, read for all of them at once.
+	page, total, cursor := pageFeeds(feeds, ff, next, a.now())
+	ids := make([]uint64, 0, len(page))
 	var local []uint64
-	for _, f := range feeds {
+	for _, f := range page {
+		ids = append(ids, f.ID)
+		// Sensor and pipe feeds are not fetched: their items count is
+		// what they hold.
 		if f.Kind != storage.KindRemote {
 			local = append(local, f.ID)
 		}
 	}
-	held, err := a.store.ItemCounts(local)
-	if err != nil { // the list still answers, with the counters
-		a.log.Error("api: item counts", "err", err)
+	// One read for the page's latencies and one for its item counts (a
+	// page would otherwise take a transaction per feed).
+	var lat map[uint64][]float64
+	if len(ids) > 0 {
+		if lat, err = a.store.RecentLatencies(ids, recentLatencyPolls); err != nil { // the page still answers, without medians
+			a.log.Error("api: recent latencies", "err", err)
+		}
 	}
-	out := make([]FeedView, 0, len(feeds))
-	for _, f := range feeds {
+	var held map[uint64]int
+	if len(local) > 0 {
+		if held, err = a.store.ItemCounts(local); err != nil { // the page still answers, with the counters
+			a.log.Error("api: item counts", "err", err)
+		}
+	}
+	out := FeedPage{Feeds: make([]FeedView, 0, len(page)), Total: total, NextCursor: cursor}
+	for _, f := range page {
 		v := a.viewWith(f, lat[f.ID])
 		if n, ok := held[f.ID]; ok {
 			v.Items = int64(n)
 		}
-		out = append(out, v)
+		out.Feeds = append(out.Feeds, v)
 	}
 	respondJSON(w, http.StatusOK, out)
 }

@@ -17,8 +17,9 @@ func TestFeedsAPIItemsOfSensor(t *testing.T) {
 	e.postSeries(t, "lab-1", 7, sensorT0)
 	h := New(Options{Store: e.st, Sensors: e.handler(), Now: e.clock.Now})
 
-	var list []FeedView
-	getJSON(t, h, "/api/v1/feeds", &list)
+	var page FeedPage
+	getJSON(t, h, "/api/v1/feeds", &page)
+	list := page.Feeds
 	if len(list) != 1 || list[0].Kind != "sensor" {
 		t.Fatalf("feeds %+v, want the one sensor feed", list)
 	}
@@ -32,7 +33,8 @@ func TestFeedsAPIItemsOfSensor(t *testing.T) {
 	}
 	e.clock.Set(sensorT0.Add(time.Hour))
 	e.postSeries(t, "lab-1", 2, sensorT0.Add(time.Hour))
-	getJSON(t, h, "/api/v1/feeds", &list)
+	getJSON(t, h, "/api/v1/feeds", &page)
+	list = page.Feeds
 	if list[0].Items != 9 {
 		t.Errorf("after two more readings: items = %d, want 9", list[0].Items)
 	}

@@ -4,7 +4,7 @@
 // Routes:
 //
 //	POST   /api/v1/feeds                  subscribe {"url": ..., "policy": "auto", ...} → 201 with the feed
-//	GET    /api/v1/feeds                  every feed with its status
+//	GET    /api/v1/feeds                  a page of feeds with their status (?limit=&cursor=&q=&status=&policy=) → {feeds, total, next_cursor}
 //	GET    /api/v1/feeds/{id}             one feed
 //	DELETE /api/v1/feeds/{id}             unsubscribe (items and observations go too)
 //	GET    /api/v1/feeds/{id}/items       newest items (?limit=, ≤ 1000)

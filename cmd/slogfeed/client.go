@@ -169,34 +169,75 @@ func runAdd(ctx context.Context, a *app, args []string) error {
 }
 
 func runList(ctx context.Context, a *app, args []string) error {
-	c, pos, err := clientCommand(a, "list", args, nil)
+	var (
+		limit                        int
+		all                          bool
+		text, status, policy, cursor string
+	)
+	c, pos, err := clientCommand(a, "list", args, func(fs *flag.FlagSet) {
+		fs.IntVar(&limit, "limit", 100, "feeds a page, 1 to 1000")
+		fs.BoolVar(&all, "all", false, "list every page, not just one")
+		fs.StringVar(&text, "q", "", "only feeds whose title or URL holds `TEXT`")
+		fs.StringVar(&status, "status", "", "only feeds that are `erroring` or `starved`")
+		fs.StringVar(&policy, "policy", "", "only feeds with scheduling `POLICY`")
+		fs.StringVar(&cursor, "cursor", "", "start at the page `CURSOR` a previous list printed")
+	})
 	if err != nil {
 		return err
 	}
 	if len(pos) != 0 {
 		return &usageError{msg: "list takes no arguments", cmd: "list"}
 	}
-	var feeds []web.FeedView
-	if err := c.do(ctx, http.MethodGet, "/api/v1/feeds", nil, &feeds); err != nil {
-		return err
+	if limit < 1 || limit > 1000 {
+		return &usageError{msg: "--limit must be from 1 to 1000", cmd: "list"}
 	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tPOLICY\tPOLLS\tHIT%\tMEDIAN LAT\tNEXT FETCH\tFEED\tERROR")
-	for _, f := range feeds {
-		lat, next := "-", "-"
-		if f.MedianLatencyS != nil {
-			lat = fmt.Sprintf("%.1fs", *f.MedianLatencyS)
+	shown := 0
+	for {
+		q := url.Values{}
+		q.Set("limit", strconv.Itoa(limit))
+		for k, v := range map[string]string{"q": text, "status": status, "policy": policy, "cursor": cursor} {
+			if v != "" {
+				q.Set(k, v)
+			}
 		}
-		if f.NextFetch != nil {
-			next = f.NextFetch.Local().Format("15:04:05")
+		var page web.FeedPage
+		if err := c.do(ctx, http.MethodGet, "/api/v1/feeds?"+q.Encode(), nil, &page); err != nil {
+			return err
 		}
-		name := f.URL
-		if f.Title != "" {
-			name = f.Title
+		for _, f := range page.Feeds {
+			lat, next := "-", "-"
+			if f.MedianLatencyS != nil {
+				lat = fmt.Sprintf("%.1fs", *f.MedianLatencyS)
+			}
+			if f.NextFetch != nil {
+				next = f.NextFetch.Local().Format("15:04:05")
+			}
+			name := f.URL
+			if f.Title != "" {
+				name = f.Title
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\n", f.ID, f.Policy, f.Polls, f.HitPct, lat, next, oneLine(name), oneLine(f.LastError))
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\n", f.ID, f.Policy, f.Polls, f.HitPct, lat, next, oneLine(name), oneLine(f.LastError))
+		shown += len(page.Feeds)
+		cursor = page.NextCursor
+		if !all || cursor == "" {
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if cursor != "" {
+				again := "slogfeed list"
+				for _, fl := range [][2]string{{"-q", text}, {"--status", status}, {"--policy", policy}} {
+					if fl[1] != "" {
+						again += " " + fl[0] + " " + quoteArg(fl[1])
+					}
+				}
+				fmt.Fprintf(a.stdout, "%d of %d feeds; the next page: %s --cursor %s (or --all)\n", shown, page.Total, again, cursor)
+			}
+			return nil
+		}
 	}
-	return tw.Flush()
 }
 
 func feedID(cmd string, pos []string) (uint64, error) {

@@ -93,3 +93,56 @@ func TestClusterCommand(t *testing.T) {
 		})
 	}
 }
+
+// list asks for one page with the filters given, and says how to get the
+// next; --all follows the pages to the end.
+func TestListPages(t *testing.T) {
+	var asked []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = append(asked, r.URL.RawQuery)
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("cursor") == "" {
+			w.Write([]byte(`{"feeds":[{"id":1,"policy":"auto","title":"Mote one"}],"total":2,"next_cursor":"CUR"}`))
+			return
+		}
+		w.Write([]byte(`{"feeds":[{"id":2,"policy":"auto","title":"Mote two"}],"total":2,"next_cursor":""}`))
+	}))
+	defer srv.Close()
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		asked  []string
+		has    []string
+		hasNot []string
+	}{
+		{"one page", []string{"list", "--limit", "1", "-q", "mote"}, 0, []string{"limit=1&q=mote"},
+			[]string{"Mote one", `1 of 2 feeds; the next page: slogfeed list -q "mote" --cursor CUR`}, []string{"Mote two"}},
+		{"all pages", []string{"list", "--all", "--status", "erroring"}, 0, []string{"limit=100&status=erroring", "cursor=CUR&limit=100&status=erroring"},
+			[]string{"Mote one", "Mote two"}, []string{"next page"}},
+		{"bad limit", []string{"list", "--limit", "0"}, 2, nil, nil, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			asked = nil
+			env := map[string]string{"SLOGFEED_LOG_LEVEL": "error", "SLOGFEED_SERVER": srv.URL}
+			r := runCLI(context.Background(), tc.args, env, nil)
+			if r.code != tc.code {
+				t.Fatalf("code %d, want %d; stderr %q", r.code, tc.code, r.stderr)
+			}
+			if strings.Join(asked, " ") != strings.Join(tc.asked, " ") {
+				t.Errorf("asked %q, want %q", asked, tc.asked)
+			}
+			for _, s := range tc.has {
+				if !strings.Contains(r.stdout, s) {
+					t.Errorf("stdout %q lacks %q", r.stdout, s)
+				}
+			}
+			for _, s := range tc.hasNot {
+				if strings.Contains(r.stdout, s) {
+					t.Errorf("stdout %q has %q", r.stdout, s)
+				}
+			}
+		})
+	}
+}

@@ -265,12 +265,12 @@ func TestClusterProcesses(t *testing.T) {
 			return
 		}
 		for _, n := range survivors {
-			var feeds []web.FeedView
-			if err := n.getJSON("/api/v1/feeds", &feeds); err != nil {
+			var page web.FeedPage
+			if err := n.getJSON("/api/v1/feeds?limit=1000", &page); err != nil {
 				t.Logf("%s: %v", n.name, err)
 				continue
 			}
-			for _, f := range feeds {
+			for _, f := range page.Feeds {
 				var sv web.ScheduleView
 				_ = n.getJSON(fmt.Sprintf("/api/v1/feeds/%d/schedule", f.ID), &sv)
 				t.Logf("%s: feed %d polls %d next %v mode %q median %v error %q", n.name, f.ID, f.Polls, f.NextFetch, sv.Mode, ptrVal(sv.MedianS), f.LastError)

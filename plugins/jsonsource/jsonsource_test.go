@@ -231,16 +231,18 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("api shows the source", func(t *testing.T) {
 		rec := httptest.NewRecorder()
 		env.API.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/feeds", nil))
-		var feeds []struct {
-			ID      uint64              `json:"id"`
-			Source  *storage.SourceSpec `json:"source"`
-			Warning string              `json:"warning"`
+		var page struct {
+			Feeds []struct {
+				ID      uint64              `json:"id"`
+				Source  *storage.SourceSpec `json:"source"`
+				Warning string              `json:"warning"`
+			} `json:"feeds"`
 		}
-		if err := json.Unmarshal(rec.Body.Bytes(), &feeds); err != nil {
+		if err := json.Unmarshal(rec.Body.Bytes(), &page); err != nil {
 			t.Fatal(err)
 		}
 		shown := 0
-		for _, f := range feeds {
+		for _, f := range page.Feeds {
 			if f.Source == nil || f.Source.Type != "json" {
 				t.Errorf("feed %d shows source %+v", f.ID, f.Source)
 			}

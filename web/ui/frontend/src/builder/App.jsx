@@ -9,7 +9,7 @@ import { useCallback, useEffect, useId, useLayoutEffect, useMemo, useReducer, us
 import Canvas from './Canvas.jsx';
 import Palette from './Palette.jsx';
 import { FeedLinks, ItemsTable, NodePanel } from './parts.jsx';
-import { api } from '../lib/api.js';
+import { allFeeds, api } from '../lib/api.js';
 import {
   emptyState,
   fromPipe,
@@ -133,7 +133,7 @@ export default function App({ initialPipeId }) {
       try {
         const [cat, fl, info] = await Promise.all([
           api('/api/v1/operators'),
-          api('/api/v1/feeds').catch(() => []),
+          allFeeds().catch(() => []),
           initialPipeId ? api(`/api/v1/pipes/${encodeURIComponent(initialPipeId)}`).catch((e) => ({ failed: e })) : null,
         ]);
         if (!alive) return;

@@ -66,3 +66,27 @@ export async function api(path, { method = 'GET', body, signal } = {}) {
   }
   return data;
 }
+
+/** feedPagesMax bounds how many pages of feeds allFeeds reads. */
+export const feedPagesMax = 50;
+
+/**
+ * allFeeds reads GET /api/v1/feeds page after page (1,000 feeds a page)
+ * and returns the feeds, at most feedPagesMax pages of them: a builder's
+ * source list of tens of thousands of feeds is as far as a picker helps.
+ * get is the API call (api by default), for tests.
+ */
+export async function allFeeds(get = api) {
+  const out = [];
+  let cursor = '';
+  for (let page = 0; page < feedPagesMax; page++) {
+    const q = new URLSearchParams({ limit: '1000' });
+    if (cursor) q.set('cursor', cursor);
+    const data = await get(`/api/v1/feeds?${q}`);
+    const feeds = Array.isArray(data?.feeds) ? data.feeds : [];
+    out.push(...feeds);
+    cursor = typeof data?.next_cursor === 'string' ? data.next_cursor : '';
+    if (!cursor) break;
+  }
+  return out;
+}

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { api, ApiError, csrfToken, loginURL, requestInit } from './api.js';
+import { allFeeds, api, ApiError, csrfToken, feedPagesMax, loginURL, requestInit } from './api.js';
 
 describe('requestInit', () => {
   it.each([
@@ -84,5 +84,33 @@ describe('api', () => {
     const err = await api('/x').catch((e) => e);
     expect(err.status).toBe(401);
     expect(assign).toHaveBeenCalledWith('/ui/login?next=%2Fui%2Fpipes%2F7');
+  });
+});
+
+describe('allFeeds', () => {
+  it('follows next_cursor until the last page', async () => {
+    const pages = {
+      '': { feeds: [{ id: 1 }, { id: 2 }], total: 3, next_cursor: 'c1' },
+      c1: { feeds: [{ id: 3 }], total: 3, next_cursor: '' },
+    };
+    const asked = [];
+    const get = async (path) => {
+      const q = new URL(path, 'http://x').searchParams;
+      asked.push(q.get('limit'));
+      return pages[q.get('cursor') || ''];
+    };
+    expect((await allFeeds(get)).map((f) => f.id)).toEqual([1, 2, 3]);
+    expect(asked).toEqual(['1000', '1000']);
+  });
+
+  it('stops at feedPagesMax pages and on a body without feeds', async () => {
+    let calls = 0;
+    const endless = async () => {
+      calls++;
+      return { feeds: [{ id: calls }], total: 1e9, next_cursor: 'more' };
+    };
+    expect((await allFeeds(endless)).length).toBe(feedPagesMax);
+    expect(calls).toBe(feedPagesMax);
+    expect(await allFeeds(async () => ({ error: 'x' }))).toEqual([]);
   });
 });

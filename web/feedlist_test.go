@@ -1,0 +1,203 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slogfeed/slogfeed/schedule"
+	"github.com/slogfeed/slogfeed/storage"
+)
+
+var listT0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+// planAgg is an Aggregator whose planned fetches are set by the test.
+type planAgg struct{ next map[uint64]time.Time }
+
+func (p planAgg) Subscribe(f storage.Feed) (storage.Feed, error) { return f, nil }
+func (p planAgg) Unsubscribe(uint64) error                       { return nil }
+func (p planAgg) State(uint64) (schedule.State, bool)            { return schedule.State{}, false }
+func (p planAgg) NextFetch(id uint64) (time.Time, bool) {
+	t, ok := p.next[id]
+	return t, ok
+}
+
+// listFixture is a store of n remote feeds: every third erroring, every
+// fifth on fixed-15m, every seventh overdue by 10 min, feed 11's URL
+// carrying a secret.
+func listFixture(t *testing.T, n int) (*storage.Store, http.Handler) {
+	t.Helper()
+	st, err := storage.Open(filepath.Join(t.TempDir(), "list.db"), storage.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	agg := planAgg{next: map[uint64]time.Time{}}
+	for i := 1; i <= n; i++ {
+		f := storage.Feed{Kind: storage.KindRemote, URL: fmt.Sprintf("https://sensors%d.example/s%d.rss", i%4, i), Title: fmt.Sprintf("Mote %d", i), Policy: "auto"}
+		if i == 11 {
+			f.URL = "https://user:hunter2@sensors.example/private.rss"
+		}
+		if i%5 == 0 {
+			f.Policy = "fixed-15m"
+		}
+		if err := st.CreateFeed(&f); err != nil {
+			t.Fatal(err)
+		}
+		if i%3 == 0 {
+			if _, err := st.UpdateFeed(f.ID, func(f *storage.Feed) error {
+				f.LastError, f.ErrorCount = "HTTP 500", 2
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		next := listT0.Add(time.Duration(i) * time.Second)
+		if i%7 == 0 {
+			next = listT0.Add(-10 * time.Minute)
+		}
+		agg.next[f.ID] = next
+	}
+	return st, New(Options{Store: st, Aggregator: agg, Now: func() time.Time { return listT0 }})
+}
+
+// walk follows next_cursor from the first page of query, returning the
+// IDs in the order served and the totals each page reported.
+func walk(t *testing.T, h http.Handler, query string, between func(page int)) (ids []uint64, totals []int) {
+	t.Helper()
+	cursor := ""
+	for page := 0; ; page++ {
+		q, err := url.ParseQuery(query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		var p FeedPage
+		getJSON(t, h, "/api/v1/feeds?"+q.Encode(), &p)
+		for _, f := range p.Feeds {
+			ids = append(ids, f.ID)
+		}
+		totals = append(totals, p.Total)
+		if p.NextCursor == "" {
+			return ids, totals
+		}
+		if page > 1000 {
+			t.Fatal("the pages never end")
+		}
+		cursor = p.NextCursor
+		if between != nil {
+			between(page)
+		}
+	}
+}
+
+func TestFeedsPages(t *testing.T) {
+	_, h := listFixture(t, 45)
+	tests := []struct {
+		name  string
+		query string
+		want  func(i int) bool // which of feeds 1..45 the filters keep
+	}{
+		{"every feed, default page", "", func(int) bool { return true }},
+		{"pages of 7", "limit=7", func(int) bool { return true }},
+		{"pages of 1", "limit=1", func(int) bool { return true }},
+		{"erroring", "limit=4&status=erroring", func(i int) bool { return i%3 == 0 }},
+		{"starved", "status=starved&limit=2", func(i int) bool { return i%7 == 0 }},
+		{"policy", "policy=fixed-15m&limit=3", func(i int) bool { return i%5 == 0 }},
+		{"text in the title, any case", "q=MOTE%204", func(i int) bool { return i == 4 || (i >= 40 && i <= 45) }},
+		{"text in the URL", "q=sensors1.example", func(i int) bool { return i%4 == 1 && i != 11 }},
+		{"filters together", "status=erroring&policy=fixed-15m", func(i int) bool { return i%15 == 0 }},
+		{"nothing matches", "q=no-such-feed", func(int) bool { return false }},
+		{"a secret in a URL is not searchable", "q=hunter2", func(int) bool { return false }},
+		{"the masked URL is", "q=private.rss", func(i int) bool { return i == 11 }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var want []uint64
+			for i := 1; i <= 45; i++ {
+				if tc.want(i) {
+					want = append(want, uint64(i))
+				}
+			}
+			got, totals := walk(t, h, tc.query, nil)
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("feeds %v, want %v", got, want)
+			}
+			for _, n := range totals {
+				if n != len(want) {
+					t.Errorf("a page's total is %d, want %d", n, len(want))
+				}
+			}
+		})
+	}
+}
+
+// A walk that meets inserts and deletes between pages serves every feed
+// that stayed, once, in order; a feed added behind the cursor is not
+// served, one added ahead of it is.
+func TestFeedsPagesUnderChange(t *testing.T) {
+	st, h := listFixture(t, 30)
+	got, _ := walk(t, h, "limit=4", func(page int) {
+		switch page {
+		case 0: // the walk has served 1–4
+			if err := st.DeleteFeed(2); err != nil { // behind the cursor
+				t.Fatal(err)
+			}
+			if err := st.DeleteFeed(9); err != nil { // ahead of it
+				t.Fatal(err)
+			}
+		case 2: // 1–12 served
+			f := storage.Feed{Kind: storage.KindRemote, URL: "https://late.example/a.rss", Policy: "auto"}
+			if err := st.CreateFeed(&f); err != nil { // ID 31, ahead
+				t.Fatal(err)
+			}
+		}
+	})
+	seen := map[uint64]int{}
+	for i, id := range got {
+		seen[id]++
+		if i > 0 && got[i-1] >= id {
+			t.Fatalf("out of order at %d: %v", i, got)
+		}
+	}
+	for id := uint64(1); id <= 31; id++ {
+		want := 1
+		if id == 9 {
+			want = 0
+		}
+		if seen[id] != want {
+			t.Errorf("feed %d served %d times, want %d (walk %v)", id, seen[id], want, got)
+		}
+	}
+}
+
+func TestFeedsPagesBadRequests(t *testing.T) {
+	_, h := listFixture(t, 3)
+	tests := []struct{ query, says string }{
+		{"limit=0", "limit must be"},
+		{"limit=1001", "limit must be"},
+		{"limit=ten", "limit must be"},
+		{"cursor=12", "cursor is not one this server gave"},
+		{"cursor=" + encodeFeedCursor(1) + "x", "cursor is not one"},
+		{"cursor=" + strings.Repeat("A", 100), "cursor is not one"},
+		{"status=ok", "status must be erroring or starved"},
+		{"q=" + strings.Repeat("x", feedQueryMax+1), "q must be valid UTF-8"},
+		{"q=%ff", "q must be valid UTF-8"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.query, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/feeds?"+tc.query, nil))
+			if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), tc.says) {
+				t.Fatalf("%d %s, want 400 saying %q", rec.Code, rec.Body, tc.says)
+			}
+		})
+	}
+}
