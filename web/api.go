@@ -17,6 +17,7 @@ import (
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/storage/cluster"
+	"github.com/slogfeed/slogfeed/web/feedlist"
 )
 
 // maxBody caps every JSON request body.
@@ -294,9 +295,9 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) list(w http.ResponseWriter, r *http.Request) {
-	ff, err := parseFeedFilter(r)
+	ff, err := feedlist.Parse(r.URL.Query())
 	if err != nil {
-		writeSensorError(w, err)
+		respondError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	feeds, err := a.store.Feeds()
@@ -304,14 +305,14 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) {
 		a.internal(w, err)
 		return
 	}
-	var next func(uint64) (time.Time, bool)
+	var next feedlist.Next
 	if a.agg != nil {
 		next = a.agg.NextFetch
 	}
-	page, total, cursor := pageFeeds(feeds, ff, next, a.now())
-	ids := make([]uint64, 0, len(page))
+	page := feedlist.Cut(feeds, ff, next, a.now())
+	ids := make([]uint64, 0, len(page.Feeds))
 	var local []uint64
-	for _, f := range page {
+	for _, f := range page.Feeds {
 		ids = append(ids, f.ID)
 		// Sensor and pipe feeds are not fetched: their items count is
 		// what they hold.
@@ -333,8 +334,8 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) {
 			a.log.Error("api: item counts", "err", err)
 		}
 	}
-	out := FeedPage{Feeds: make([]FeedView, 0, len(page)), Total: total, NextCursor: cursor}
-	for _, f := range page {
+	out := FeedPage{Feeds: make([]FeedView, 0, len(page.Feeds)), Total: page.Total, NextCursor: page.Cursor}
+	for _, f := range page.Feeds {
 		v := a.viewWith(f, lat[f.ID])
 		if n, ok := held[f.ID]; ok {
 			v.Items = int64(n)
@@ -342,6 +343,17 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) {
 		out.Feeds = append(out.Feeds, v)
 	}
 	respondJSON(w, http.StatusOK, out)
+}
+
+// FeedPage is GET /api/v1/feeds: one page of the feeds that match the
+// request's filters, in order of ID.
+type FeedPage struct {
+	Feeds []FeedView `json:"feeds"`
+	// Total counts every feed that matches the filters, on all pages.
+	Total int `json:"total"`
+	// NextCursor asks for the page after this one (?cursor=); it is
+	// empty on the last page.
+	NextCursor string `json:"next_cursor"`
 }
 
 // feed loads the feed named by the {id} path value, writing the error.

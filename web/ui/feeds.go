@@ -19,6 +19,7 @@ import (
 	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/web/feedlist"
 )
 
 // Sizes of the feed page.
@@ -35,6 +36,9 @@ const (
 	tablePolls = 50
 	// pageItems is how many of the newest items the page shows.
 	pageItems = 20
+	// latencyCacheMax bounds the median latencies kept between views of
+	// the feeds list (a few MiB).
+	latencyCacheMax = 1 << 16
 	// maxImportErrors is how many failed outlines an import lists.
 	maxImportErrors = 10
 )
@@ -65,37 +69,102 @@ type feedsView struct {
 	CanEdit  bool // an aggregator is there to subscribe
 	// The subscribe form's values after an error.
 	URL, Title, Policy, Sleep string
+
+	// The fleet above the list, and the list's filters and pages.
+	Fleet      fleetView
+	Q          string // the search box
+	Status     string // "", "erroring" or "starved"
+	ListPolicy string
+	Total      int    // feeds that match the filters
+	Filtered   bool   // a filter is set
+	NextURL    string // the next page, "" on the last
+	FirstURL   string // the first page, "" on it
+}
+
+// fleetView is the fleet's aggregates, formatted.
+type fleetView struct {
+	Feeds, Remote, Erroring, Starved int
+	Polls                            int64
+	HitPct                           string
+	LatencyFeeds                     int
+	MeanP50, MeanP90, MeanP99, Max   string
+	ErroringURL, StarvedURL          string
 }
 
 func (u *UI) feedsPage(w http.ResponseWriter, r *http.Request) {
 	u.renderFeeds(w, r, http.StatusOK, "", feedsView{Policy: schedule.DefaultPolicy})
 }
 
-// renderFeeds renders the feeds list with status; errMsg is an error about
-// the forms, form their values.
+// renderFeeds renders the feeds page with status: the fleet's aggregates
+// above one page of the feeds the query's filters (feedlist.Parse) keep.
+// errMsg is an error about the forms, form their values.
 func (u *UI) renderFeeds(w http.ResponseWriter, r *http.Request, status int, errMsg string, form feedsView) {
+	ff, err := feedlist.Parse(r.URL.Query())
+	if err != nil {
+		if errMsg == "" {
+			errMsg = err.Error()
+			status = http.StatusBadRequest
+		}
+		ff = feedlist.Filter{Limit: feedlist.DefaultLimit}
+	}
 	feeds, err := u.opt.Store.Feeds()
 	if err != nil {
 		u.internal(w, r, err)
 		return
 	}
-	lat, err := u.medianLatencies(feeds)
+	now := u.now()
+	var next feedlist.Next
+	if a := u.opt.Aggregator; a != nil {
+		next = a.NextFetch
+	}
+	page := feedlist.Cut(feeds, ff, next, now)
+	lat, err := u.medianLatencies(page.Feeds)
 	if err != nil { // the list still shows, without medians
 		u.log.Error("ui: recent latencies", "err", err)
-		lat = make([]latencyEntry, len(feeds))
+		lat = make([]latencyEntry, len(page.Feeds))
 	}
-	now := u.now()
 	v := form
 	v.Policies = policyChoices
 	v.CanEdit = u.opt.Aggregator != nil
-	v.Feeds = make([]feedRow, 0, len(feeds))
-	for i, f := range feeds {
+	v.Feeds = make([]feedRow, 0, len(page.Feeds))
+	for i, f := range page.Feeds {
 		v.Feeds = append(v.Feeds, u.feedRow(f, lat[i], now))
+	}
+	v.Fleet = fleetOf(feedlist.Summarise(feeds, next, now))
+	v.Q, v.Status, v.ListPolicy, v.Total = ff.Text, ff.Status, ff.Policy, page.Total
+	v.Filtered = ff.Text != "" || ff.Status != "" || ff.Policy != ""
+	q := ff.Query()
+	if page.Cursor != "" {
+		q.Set("cursor", page.Cursor)
+		v.NextURL = "/ui/feeds?" + q.Encode()
+		q.Del("cursor")
+	}
+	if ff.After > 0 {
+		v.FirstURL = "/ui/feeds"
+		if len(q) > 0 {
+			v.FirstURL += "?" + q.Encode()
+		}
 	}
 	p := u.newPage(w, r, "Feeds", "feeds")
 	p.Error = errMsg
 	p.Body = v
 	u.render(w, r, status, "feeds", p)
+}
+
+// fleetOf formats the fleet's aggregates for the page.
+func fleetOf(s feedlist.Fleet) fleetView {
+	v := fleetView{
+		Feeds: s.Feeds, Remote: s.Remote, Erroring: s.Erroring, Starved: s.Starved, Polls: s.Polls,
+		HitPct: "—", LatencyFeeds: s.LatencyFeeds, MeanP50: "—", MeanP90: "—", MeanP99: "—", Max: "—",
+		ErroringURL: "/ui/feeds?status=" + feedlist.Erroring, StarvedURL: "/ui/feeds?status=" + feedlist.Starved,
+	}
+	if s.Polls > 0 {
+		v.HitPct = percent(s.HitPct)
+	}
+	if s.LatencyFeeds > 0 {
+		v.MeanP50, v.MeanP90, v.MeanP99, v.Max = seconds(s.MeanP50), seconds(s.MeanP90), seconds(s.MeanP99), seconds(s.MeanMax)
+	}
+	return v
 }
 
 // latencyEntry is a feed's median latency over its recent polls, as it
@@ -142,7 +211,7 @@ func (u *UI) medianLatencies(feeds []storage.Feed) ([]latencyEntry, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.entries) > 2*len(feeds)+64 { // forget deleted feeds
+	if len(c.entries) > latencyCacheMax { // bounded, and forgets deleted feeds
 		clear(c.entries)
 	}
 	for i, f := range feeds {

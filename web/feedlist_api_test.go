@@ -12,6 +12,7 @@ import (
 
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/web/feedlist"
 )
 
 var listT0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
@@ -185,10 +186,10 @@ func TestFeedsPagesBadRequests(t *testing.T) {
 		{"limit=1001", "limit must be"},
 		{"limit=ten", "limit must be"},
 		{"cursor=12", "cursor is not one this server gave"},
-		{"cursor=" + encodeFeedCursor(1) + "x", "cursor is not one"},
+		{"cursor=" + feedlist.EncodeCursor(1) + "x", "cursor is not one"},
 		{"cursor=" + strings.Repeat("A", 100), "cursor is not one"},
 		{"status=ok", "status must be erroring or starved"},
-		{"q=" + strings.Repeat("x", feedQueryMax+1), "q must be valid UTF-8"},
+		{"q=" + strings.Repeat("x", 257), "q must be valid UTF-8"},
 		{"q=%ff", "q must be valid UTF-8"},
 	}
 	for _, tc := range tests {

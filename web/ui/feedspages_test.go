@@ -1,0 +1,115 @@
+package ui
+
+import (
+	"fmt"
+	"html"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/slogfeed/slogfeed/storage"
+)
+
+var (
+	feedRowRe  = regexp.MustCompile(`<td data-label="Feed"><a href="/ui/feeds/(\d+)">`)
+	nextPageRe = regexp.MustCompile(`<a href="([^"]+)" rel="next">`)
+)
+
+// The feeds page shows the fleet's aggregates above a list that pages
+// and filters: walking the pages lists every feed once, the filters keep
+// what they say, and a bad filter is a 400 that names it.
+func TestFeedsPagesUI(t *testing.T) {
+	e := newEnv(t, envOptions{loopback: true})
+	c := e.client(t)
+	for i := range 230 {
+		f := storage.Feed{Kind: storage.KindRemote, URL: fmt.Sprintf("https://mote-%d.example/s.rss", i), Title: fmt.Sprintf("Mote %d", i), Policy: "auto"}
+		if i%10 == 0 {
+			f.LastError, f.ErrorCount = "HTTP 503", 1
+		}
+		if err := e.st.CreateFeed(&f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := e.st.Feeds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	erroring := 0
+	for _, f := range all {
+		if f.LastError != "" || f.ErrorCount > 0 {
+			erroring++
+		}
+	}
+	rows := func(body string) []uint64 {
+		var ids []uint64
+		for _, m := range feedRowRe.FindAllStringSubmatch(body, -1) {
+			id, _ := strconv.ParseUint(m[1], 10, 64)
+			ids = append(ids, id)
+		}
+		return ids
+	}
+
+	t.Run("pages", func(t *testing.T) {
+		seen := map[uint64]int{}
+		path, pages := "/ui/feeds", 0
+		for path != "" {
+			r := c.get(t, path)
+			if r.status != http.StatusOK {
+				t.Fatalf("%s: %d", path, r.status)
+			}
+			if pages == 0 && (!strings.Contains(r.body, `<h2 id="fleet-heading">Fleet</h2>`) ||
+				!strings.Contains(r.body, fmt.Sprintf(">%d erroring</a>", erroring))) {
+				t.Fatalf("first page lacks the fleet's aggregates (%d erroring)", erroring)
+			}
+			ids := rows(r.body)
+			if len(ids) > 100 {
+				t.Fatalf("%s: %d rows on a page", path, len(ids))
+			}
+			for _, id := range ids {
+				seen[id]++
+			}
+			path = ""
+			if m := nextPageRe.FindStringSubmatch(r.body); m != nil {
+				path = html.UnescapeString(m[1])
+			}
+			if pages++; pages > 10 {
+				t.Fatal("the pages never end")
+			}
+		}
+		if pages != (len(all)+99)/100 || len(seen) != len(all) {
+			t.Fatalf("%d pages listed %d feeds, want %d pages of %d", pages, len(seen), (len(all)+99)/100, len(all))
+		}
+		for id, n := range seen {
+			if n != 1 {
+				t.Errorf("feed %d listed %d times", id, n)
+			}
+		}
+	})
+
+	tests := []struct {
+		name, path string
+		status     int
+		rows       int    // -1: not checked
+		has        string // in the body
+	}{
+		{"erroring", "/ui/feeds?status=erroring", http.StatusOK, erroring, fmt.Sprintf("%d matching feeds", erroring)},
+		{"search", "/ui/feeds?q=mote-17.example", http.StatusOK, 1, "1 matching feed<"},
+		{"search, no match", "/ui/feeds?q=nowhere", http.StatusOK, 0, "No feed matches"},
+		{"policy", "/ui/feeds?policy=fixed-1h", http.StatusOK, 0, "No feed matches"},
+		{"bad status", "/ui/feeds?status=asleep", http.StatusBadRequest, -1, "status must be erroring or starved"},
+		{"bad cursor", "/ui/feeds?cursor=zzz", http.StatusBadRequest, -1, "cursor is not one this server gave"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := c.get(t, tc.path)
+			if r.status != tc.status || !strings.Contains(r.body, tc.has) {
+				t.Fatalf("%d, want %d with %q; body %.400s", r.status, tc.status, tc.has, r.body)
+			}
+			if tc.rows >= 0 && len(rows(r.body)) != tc.rows {
+				t.Fatalf("%d rows, want %d", len(rows(r.body)), tc.rows)
+			}
+		})
+	}
+}
