@@ -38,7 +38,7 @@ func (r *replay) add(o storage.Observation) {
 // install schedules the replayed feed; with resume, its first poll is
 // the learned prediction.
 func (s *Service) install(r *replay, now time.Time, resume bool) error {
-	f, g := r.f, r.g
+	f := r.f
 	first := now
 	if resume {
 		// Resume the prediction: the policy's answer to the last
@@ -51,6 +51,12 @@ func (s *Service) install(r *replay, now time.Time, resume bool) error {
 		}
 		s.log.Debug("feed resumes its learned schedule", "feed", f.ID, "observations", r.n, "prediction", r.next, "first", first)
 	}
+	return s.installAt(r, now, first)
+}
+
+// installAt schedules the replayed feed with its first poll at first.
+func (s *Service) installAt(r *replay, now, first time.Time) error {
+	f, g := r.f, r.g
 	s.mu.Lock()
 	s.guards[f.ID] = g
 	s.mu.Unlock()

@@ -386,6 +386,10 @@ func (s starter) Start(now time.Time) time.Time {
 // that the fetcher's allow-list does not cover is refused with an error
 // wrapping ErrBlocked.
 func (s *Service) Subscribe(f storage.Feed) (storage.Feed, error) {
+	return s.subscribe(f, time.Time{})
+}
+
+func (s *Service) subscribe(f storage.Feed, first time.Time) (storage.Feed, error) {
 	u, err := url.Parse(f.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return storage.Feed{}, fmt.Errorf("%w: %q", ErrBadURL, sanitize.RedactURL(f.URL))
@@ -411,11 +415,50 @@ func (s *Service) Subscribe(f storage.Feed) (storage.Feed, error) {
 	if !s.owns(f.ID) {
 		return f, nil
 	}
-	if err := s.schedule(f, s.opt.Clock.Now(), false); err != nil {
+	r, err := newReplay(f)
+	if err == nil {
+		now := s.opt.Clock.Now()
+		start := now
+		if first.After(now) {
+			start = first
+		}
+		err = s.installAt(r, now, start)
+	}
+	if err != nil {
 		_ = s.opt.Store.DeleteFeed(f.ID)
 		return storage.Feed{}, err
 	}
 	return f, nil
+}
+
+// SubscribeAt is Subscribe with the first fetch at first rather than now
+// (now if first has passed): a bulk subscription spreads its feeds' first
+// fetches (Pacer) instead of firing them all at once.
+func (s *Service) SubscribeAt(f storage.Feed, first time.Time) (storage.Feed, error) {
+	return s.subscribe(f, first)
+}
+
+// Pacer hands out first-fetch times for feeds subscribed in bulk, at
+// most Rate a second from the time asked, so that an import of many
+// feeds does not fire every first fetch at once. It is pure and not safe
+// for concurrent use.
+type Pacer struct {
+	Rate float64 // first fetches a second; ≤ 0: no pacing
+	next time.Time
+}
+
+// Next is the first fetch of the next feed subscribed at now: now, or the
+// slot after the last one handed out when that is later.
+func (p *Pacer) Next(now time.Time) time.Time {
+	if p.Rate <= 0 {
+		return now
+	}
+	t := now
+	if p.next.After(t) {
+		t = p.next
+	}
+	p.next = t.Add(time.Duration(float64(time.Second) / p.Rate))
+	return t
 }
 
 // Unsubscribe removes a feed, its items and its observations.

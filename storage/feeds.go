@@ -21,7 +21,10 @@ func (s *Store) CreateFeed(f *Feed) error {
 	if _, err := validateFeed(&nf); err != nil {
 		return fmt.Errorf("storage: create feed: %w", err)
 	}
-	err := s.dbUpdate(func(tx *bolt.Tx) error {
+	// Group-committed: subscriptions made together (a bulk import) share
+	// their fsyncs. The function repeats its assignments if its group is
+	// rolled back (see update).
+	err := s.update(func(tx *bolt.Tx) error {
 		feeds, err := bucket(tx, bucketFeeds)
 		if err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator"
@@ -42,6 +43,9 @@ type api struct {
 	// clusterStatus and node: see Options.Cluster and Options.Node.
 	clusterStatus func() cluster.Status
 	node          string
+	// pacer spreads the first fetches of bulk subscriptions.
+	pacerMu sync.Mutex
+	pacer   aggregator.Pacer
 }
 
 // feedRequest is the body of POST /api/v1/feeds.
@@ -63,6 +67,22 @@ type feedRequest struct {
 	// schedule.ParseSleep: "22:00-06:00" (daily, UTC), one-off
 	// "START/END" (RFC 3339), comma-separated.
 	Sleep string `json:"sleep,omitempty"`
+}
+
+// feed is the subscription req asks for, its weight and sleep checked.
+func (req *feedRequest) feed() (storage.Feed, error) {
+	if req.Weight < 0 || req.Weight > schedule.MaxWeight {
+		return storage.Feed{}, fmt.Errorf("weight must be in (0, %v]", schedule.MaxWeight)
+	}
+	sleep, err := schedule.ParseSleep(req.Sleep)
+	if err != nil {
+		return storage.Feed{}, err
+	}
+	return storage.Feed{
+		URL: req.URL, Policy: req.Policy, Title: req.Title, Weight: req.Weight, Category: req.Category,
+		IgnoreCache: req.IgnoreCache, Retention: req.Retention, Extract: req.Extract, Source: req.Source, Reduce: req.Reduce,
+		Sleep: sleep,
+	}, nil
 }
 
 // sleepRequest is the body of PUT /api/v1/feeds/{id}/sleep.
@@ -191,6 +211,7 @@ func (a *api) viewWith(f storage.Feed, lat []float64) FeedView {
 func (a *api) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/v1/feeds", a.create)
 	mux.HandleFunc("GET /api/v1/feeds", a.list)
+	mux.HandleFunc("POST /api/v1/feeds/bulk", a.bulk)
 	mux.HandleFunc("GET /api/v1/feeds/{id}", a.get)
 	mux.HandleFunc("DELETE /api/v1/feeds/{id}", a.remove)
 	mux.HandleFunc("GET /api/v1/feeds/{id}/items", a.items)
@@ -264,24 +285,20 @@ func (a *api) setSleep(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) create(w http.ResponseWriter, r *http.Request) {
+	if a.agg == nil {
+		respondError(w, http.StatusServiceUnavailable, "this server does not subscribe to feeds")
+		return
+	}
 	var req feedRequest
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	if req.Weight < 0 || req.Weight > schedule.MaxWeight {
-		respondError(w, http.StatusBadRequest, fmt.Sprintf("weight must be in (0, %v]", schedule.MaxWeight))
-		return
-	}
-	sleep, err := schedule.ParseSleep(req.Sleep)
+	nf, err := req.feed()
 	if err != nil {
 		respondError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	f, err := a.agg.Subscribe(storage.Feed{
-		URL: req.URL, Policy: req.Policy, Title: req.Title, Weight: req.Weight, Category: req.Category,
-		IgnoreCache: req.IgnoreCache, Retention: req.Retention, Extract: req.Extract, Source: req.Source, Reduce: req.Reduce,
-		Sleep: sleep,
-	})
+	f, err := a.agg.Subscribe(nf)
 	switch {
 	case errors.Is(err, storage.ErrFeedExists):
 		respondError(w, http.StatusConflict, "already subscribed to "+sanitize.RedactURL(req.URL))
@@ -530,17 +547,22 @@ func (a *api) internal(w http.ResponseWriter, err error) {
 // decodeBody reads a JSON body (≤ maxBody, no unknown fields) into v, writing
 // the error response itself when it fails.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	return decodeBodyN(w, r, v, maxBody)
+}
+
+// decodeBodyN is decodeBody with a body of at most limit bytes.
+func decodeBodyN(w http.ResponseWriter, r *http.Request, v any, limit int64) bool {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSONType(ct) {
 		respondError(w, http.StatusUnsupportedMediaType, "send application/json")
 		return false
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			respondError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", maxBody))
+			respondError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", limit))
 			return false
 		}
 		respondError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())

@@ -350,34 +350,54 @@ func runImport(ctx context.Context, a *app, args []string) error {
 	if perr != nil && len(outlines) == 0 {
 		return perr
 	}
-	added, skipped := 0, 0
 	var errs []error
 	if perr != nil {
 		errs = append(errs, perr)
 	}
-	for _, o := range outlines {
-		f := o.Feed(policy) // with the settings a slogfeed export keeps
-		req := map[string]any{
-			"url": f.URL, "title": f.Title, "category": f.Category, "policy": f.Policy, "weight": f.Weight,
-			"ignore_cache": f.IgnoreCache, "retention": f.Retention, "extract": f.Extract, "source": f.Source,
-			"sleep": f.Sleep.SleepText(),
+	// In chunks through the bulk route: the server subscribes a chunk's
+	// feeds side by side and spreads their first fetches.
+	added, skipped, failed := 0, 0, 0
+	for start := 0; start < len(outlines); start += importChunk {
+		chunk := outlines[start:min(start+importChunk, len(outlines))]
+		req := struct {
+			Feeds []map[string]any `json:"feeds"`
+		}{Feeds: make([]map[string]any, 0, len(chunk))}
+		for _, o := range chunk {
+			f := o.Feed(policy) // with the settings a slogfeed export keeps
+			fr := map[string]any{
+				"url": f.URL, "title": f.Title, "category": f.Category, "policy": f.Policy, "weight": f.Weight,
+				"ignore_cache": f.IgnoreCache, "retention": f.Retention, "extract": f.Extract, "source": f.Source,
+				"sleep": f.Sleep.SleepText(),
+			}
+			if len(f.Reduce) > 0 {
+				fr["reduce"] = f.Reduce
+			}
+			req.Feeds = append(req.Feeds, fr)
 		}
-		if len(f.Reduce) > 0 {
-			req["reduce"] = f.Reduce
+		var res web.BulkResponse
+		if err := c.do(ctx, http.MethodPost, "/api/v1/feeds/bulk", req, &res); err != nil {
+			return errors.Join(append(errs, fmt.Errorf("after %d of %d outlines: %w", start, len(outlines), err))...)
 		}
-		err := c.do(ctx, http.MethodPost, "/api/v1/feeds", req, nil)
-		switch {
-		case err == nil:
-			added++
-		case strings.Contains(err.Error(), "already subscribed"):
-			skipped++
-		default:
-			errs = append(errs, fmt.Errorf("%s: %w", o.URL, err))
+		for i, r := range res.Results {
+			switch {
+			case r.ID != 0:
+				added++
+			case r.Reason == web.ReasonDuplicate:
+				skipped++
+			default:
+				failed++
+				errs = append(errs, fmt.Errorf("%s: %s: %s", chunk[min(i, len(chunk)-1)].URL, r.Reason, r.Error))
+			}
 		}
+		fmt.Fprintf(a.progress, "import: %d of %d outlines: %d subscribed, %d already subscribed, %d refused\n",
+			start+len(chunk), len(outlines), added, skipped, failed)
 	}
 	fmt.Fprintf(a.stdout, "imported %d feeds, %d already subscribed, %d failed\n", added, skipped, len(errs))
 	return errors.Join(errs...)
 }
+
+// importChunk is how many outlines `slogfeed import` sends a request.
+const importChunk = 1000
 
 func runExport(ctx context.Context, a *app, args []string) error {
 	c, pos, err := clientCommand(a, "export", args, nil)

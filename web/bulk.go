@@ -1,0 +1,156 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
+	"github.com/slogfeed/slogfeed/reader/sanitize"
+	"github.com/slogfeed/slogfeed/schedule"
+	"github.com/slogfeed/slogfeed/storage"
+)
+
+// Bulk subscription (POST /api/v1/feeds/bulk).
+const (
+	// MaxBulkFeeds is how many feeds one bulk request may carry.
+	MaxBulkFeeds = 10_000
+	// maxBulkBody bounds a bulk request's body.
+	maxBulkBody = 8 << 20
+	// bulkWorkers subscribe a request's feeds side by side, so that
+	// their writes share group commits (one fsync for many).
+	bulkWorkers = 32
+	// BulkFirstRate is how many first fetches a second bulk
+	// subscriptions start: an import of 10^6 feeds reaches them all in
+	// under three hours instead of asking for a million fetches at once.
+	BulkFirstRate = 100
+)
+
+// The reasons a bulk subscription gives for a feed it refused.
+const (
+	ReasonDuplicate = "duplicate" // already subscribed, or earlier in the same request
+	ReasonSSRF      = "ssrf"      // a host that is not a public address
+	ReasonBadURL    = "bad_url"   // not an absolute http or https URL
+	ReasonPolicy    = "policy"    // an unknown scheduling policy
+	ReasonInvalid   = "invalid"   // another setting is wrong (the error says which)
+)
+
+// bulkRequest is the body of POST /api/v1/feeds/bulk.
+type bulkRequest struct {
+	Feeds []feedRequest `json:"feeds"`
+}
+
+// BulkResult is what became of one feed of a bulk request.
+type BulkResult struct {
+	URL    string `json:"url"`              // as sent, credentials masked
+	ID     uint64 `json:"id,omitempty"`     // the new feed's ID, when subscribed
+	Error  string `json:"error,omitempty"`  // why not, in words
+	Reason string `json:"reason,omitempty"` // why not, one of the Reason… words
+}
+
+// BulkResponse is the answer to POST /api/v1/feeds/bulk: a result per
+// feed, in the order sent.
+type BulkResponse struct {
+	Added   int          `json:"added"`
+	Refused int          `json:"refused"`
+	Results []BulkResult `json:"results"`
+}
+
+// subscribeAt is implemented by aggregators that take a subscription's
+// first fetch time (aggregator.Service).
+type subscribeAt interface {
+	SubscribeAt(f storage.Feed, first time.Time) (storage.Feed, error)
+}
+
+func (a *api) bulk(w http.ResponseWriter, r *http.Request) {
+	if a.agg == nil {
+		respondError(w, http.StatusServiceUnavailable, "this server does not subscribe to feeds")
+		return
+	}
+	var req bulkRequest
+	if !decodeBodyN(w, r, &req, maxBulkBody) {
+		return
+	}
+	if len(req.Feeds) > MaxBulkFeeds {
+		respondError(w, http.StatusBadRequest, fmt.Sprintf("at most %d feeds a request (send the rest in another)", MaxBulkFeeds))
+		return
+	}
+	out := BulkResponse{Results: make([]BulkResult, len(req.Feeds))}
+	// The same URL twice in one request: the later ones are duplicates.
+	seen := make(map[string]bool, len(req.Feeds))
+	todo := make(chan int)
+	var wg sync.WaitGroup
+	for range min(bulkWorkers, len(req.Feeds)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range todo {
+				out.Results[i] = a.subscribeOne(&req.Feeds[i])
+			}
+		}()
+	}
+	for i := range req.Feeds {
+		u := req.Feeds[i].URL
+		if seen[u] {
+			out.Results[i] = BulkResult{URL: sanitize.RedactURL(u), Error: "earlier in this request", Reason: ReasonDuplicate}
+			continue
+		}
+		seen[u] = true
+		todo <- i
+	}
+	close(todo)
+	wg.Wait()
+	for _, res := range out.Results {
+		if res.ID != 0 {
+			out.Added++
+		} else {
+			out.Refused++
+		}
+	}
+	respondJSON(w, http.StatusOK, out)
+}
+
+// subscribeOne subscribes one feed of a bulk request, its first fetch
+// paced (BulkFirstRate).
+func (a *api) subscribeOne(req *feedRequest) BulkResult {
+	res := BulkResult{URL: sanitize.RedactURL(req.URL)}
+	f, err := req.feed()
+	if err == nil {
+		if at, ok := a.agg.(subscribeAt); ok {
+			a.pacerMu.Lock()
+			a.pacer.Rate = BulkFirstRate
+			first := a.pacer.Next(a.now())
+			a.pacerMu.Unlock()
+			f, err = at.SubscribeAt(f, first)
+		} else {
+			f, err = a.agg.Subscribe(f)
+		}
+	}
+	if err != nil {
+		res.Error, res.Reason = err.Error(), refusal(err)
+		if res.Reason == ReasonDuplicate {
+			res.Error = "already subscribed"
+		}
+		return res
+	}
+	res.ID = f.ID
+	return res
+}
+
+// refusal names why a subscription was refused.
+func refusal(err error) string {
+	switch {
+	case errors.Is(err, storage.ErrFeedExists):
+		return ReasonDuplicate
+	case errors.Is(err, fetcher.ErrBlocked):
+		return ReasonSSRF
+	case errors.Is(err, aggregator.ErrBadURL), errors.Is(err, fetcher.ErrInvalidURL), errors.Is(err, fetcher.ErrScheme):
+		return ReasonBadURL
+	case errors.Is(err, schedule.ErrUnknownPolicy):
+		return ReasonPolicy
+	}
+	return ReasonInvalid
+}
