@@ -60,6 +60,8 @@ type Store struct {
 	linger  time.Duration // Options.CommitLinger, 0 for never
 	reducer atomic.Pointer[reducerBox]
 	commit  committer // group commit of the hot writes (commit.go)
+	// summaries caches every feed's summary for lists (summaries.go).
+	summaries summaryCache
 	// feedMemo hands the feeds Store.Feed decoded to the writes that
 	// follow, and the feeds the polls' writes stored to the next
 	// Store.Feed (feedmemo.go).

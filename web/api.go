@@ -317,19 +317,23 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) {
 		respondError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	feeds, err := a.store.Feeds()
-	if err != nil {
-		a.internal(w, err)
-		return
-	}
 	var next feedlist.Next
 	if a.agg != nil {
 		next = a.agg.NextFetch
 	}
-	page := feedlist.Cut(feeds, ff, next, a.now())
-	ids := make([]uint64, 0, len(page.Feeds))
+	cut, _, err := feedlist.Read(feedlist.WalkOf(a.store), ff, next, a.now(), false)
+	if err != nil {
+		a.internal(w, err)
+		return
+	}
+	feeds, err := feedlist.Load(a.store, cut)
+	if err != nil {
+		a.internal(w, err)
+		return
+	}
+	ids := make([]uint64, 0, len(feeds))
 	var local []uint64
-	for _, f := range page.Feeds {
+	for _, f := range feeds {
 		ids = append(ids, f.ID)
 		// Sensor and pipe feeds are not fetched: their items count is
 		// what they hold.
@@ -351,8 +355,8 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) {
 			a.log.Error("api: item counts", "err", err)
 		}
 	}
-	out := FeedPage{Feeds: make([]FeedView, 0, len(page.Feeds)), Total: page.Total, NextCursor: page.Cursor}
-	for _, f := range page.Feeds {
+	out := FeedPage{Feeds: make([]FeedView, 0, len(feeds)), Total: cut.Total, NextCursor: cut.Cursor}
+	for _, f := range feeds {
 		v := a.viewWith(f, lat[f.ID])
 		if n, ok := held[f.ID]; ok {
 			v.Items = int64(n)

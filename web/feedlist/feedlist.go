@@ -3,11 +3,14 @@
 // filtered by status, policy and text, with the count of all that match
 // and aggregates of the whole fleet.
 //
-// It is pure: the feeds, the planned fetches and the time are passed in.
+// The feeds, the planned fetches and the time are passed in. A store that
+// keeps summaries (storage.Store.EachFeedSummary) is walked without
+// decoding every record; the page's own records are then read by ID.
 package feedlist
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -114,7 +117,7 @@ func (ff Filter) Query() url.Values {
 // Match reports whether feed f passes the filters (not the page bounds).
 // Text is sought in the URL as the API shows it, credentials masked, so
 // that a search cannot probe a secret.
-func (ff Filter) Match(f *storage.Feed, next Next, now time.Time) bool {
+func (ff Filter) Match(f *storage.FeedSummary, next Next, now time.Time) bool {
 	if ff.Policy != "" && f.Policy != ff.Policy {
 		return false
 	}
@@ -138,12 +141,12 @@ func (ff Filter) Match(f *storage.Feed, next Next, now time.Time) bool {
 }
 
 // IsErroring reports whether f's last fetch failed.
-func IsErroring(f *storage.Feed) bool { return f.LastError != "" || f.ErrorCount > 0 }
+func IsErroring(f *storage.FeedSummary) bool { return f.LastError != "" || f.ErrorCount > 0 }
 
 // IsStarved reports whether remote feed f is overdue by more than
 // StarvedLag: its planned fetch has passed and the scheduler has not
 // granted it.
-func IsStarved(f *storage.Feed, next Next, now time.Time) bool {
+func IsStarved(f *storage.FeedSummary, next Next, now time.Time) bool {
 	if f.Kind != storage.KindRemote || next == nil {
 		return false
 	}
@@ -151,39 +154,76 @@ func IsStarved(f *storage.Feed, next Next, now time.Time) bool {
 	return ok && now.Sub(t) > StarvedLag
 }
 
+// Walk calls fn with the summary of every feed in order of ID until fn
+// returns false (storage.Store.EachFeedSummary).
+type Walk func(fn func(*storage.FeedSummary) bool) error
+
+// FromFeeds walks feeds, which are in order of ID: for a store that
+// keeps no summaries.
+func FromFeeds(feeds []storage.Feed) Walk {
+	return func(fn func(*storage.FeedSummary) bool) error {
+		for i := range feeds {
+			s := storage.SummaryOf(&feeds[i])
+			if !fn(&s) {
+				break
+			}
+		}
+		return nil
+	}
+}
+
+// Summarizer is a store that keeps its feeds' summaries
+// (storage.Store): a walk of them decodes only the records changed since
+// the last.
+type Summarizer interface {
+	EachFeedSummary(fn func(*storage.FeedSummary) bool) error
+}
+
+// Lister is any store: it reads every feed.
+type Lister interface {
+	Feeds() ([]storage.Feed, error)
+	Feed(id uint64) (storage.Feed, error)
+}
+
+// WalkOf walks st's feeds: its summaries when it keeps them, else every
+// record read whole.
+func WalkOf(st Lister) Walk {
+	if s, ok := st.(Summarizer); ok {
+		return s.EachFeedSummary
+	}
+	return func(fn func(*storage.FeedSummary) bool) error {
+		feeds, err := st.Feeds()
+		if err != nil {
+			return err
+		}
+		return FromFeeds(feeds)(fn)
+	}
+}
+
+// Load reads the page's feeds from st, leaving out any deleted since the
+// page was cut.
+func Load(st Lister, p Page) ([]storage.Feed, error) {
+	out := make([]storage.Feed, 0, len(p.IDs))
+	for _, id := range p.IDs {
+		f, err := st.Feed(id)
+		if errors.Is(err, storage.ErrFeedNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
 // Page is one page of the feeds that match a filter.
 type Page struct {
-	Feeds []storage.Feed
+	IDs []uint64 // the page's feeds, in order
 	// Total counts every feed that matches the filter, on all pages.
 	Total int
 	// Cursor asks for the page after this one; "" on the last page.
 	Cursor string
-}
-
-// Cut filters feeds (in order of ID) and cuts the page: the matching
-// feeds after ff.After, at most ff.Limit of them.
-func Cut(feeds []storage.Feed, ff Filter, next Next, now time.Time) Page {
-	var p Page
-	more := false
-	for i := range feeds {
-		f := &feeds[i]
-		if !ff.Match(f, next, now) {
-			continue
-		}
-		p.Total++
-		if f.ID <= ff.After {
-			continue
-		}
-		if len(p.Feeds) == ff.Limit {
-			more = true
-			continue
-		}
-		p.Feeds = append(p.Feeds, *f)
-	}
-	if more {
-		p.Cursor = EncodeCursor(p.Feeds[len(p.Feeds)-1].ID)
-	}
-	return p
 }
 
 // Fleet sums up every feed.
@@ -197,28 +237,65 @@ type Fleet struct {
 	MeanP50, MeanP90, MeanP99, MeanMax float64
 }
 
-// Summarise sums up feeds.
-func Summarise(feeds []storage.Feed, next Next, now time.Time) Fleet {
-	var s Fleet
-	means := make([]float64, 0, len(feeds))
-	for i := range feeds {
-		f := &feeds[i]
-		s.Feeds++
-		if f.Kind == storage.KindRemote {
-			s.Remote++
+// Read walks every feed once: the page of those ff keeps (the matching
+// feeds after ff.After, at most ff.Limit of them, with the count of all
+// that match) and, with fleet set, the fleet's aggregates.
+func Read(walk Walk, ff Filter, next Next, now time.Time, fleet bool) (Page, Fleet, error) {
+	var (
+		p     Page
+		s     Fleet
+		means []float64
+		more  bool
+	)
+	err := walk(func(f *storage.FeedSummary) bool {
+		if fleet {
+			s.add(f, next, now, &means)
 		}
-		s.Polls += f.Polls
-		s.Hits += f.Hits
-		if IsErroring(f) {
-			s.Erroring++
+		if !ff.Match(f, next, now) {
+			return true
 		}
-		if IsStarved(f, next, now) {
-			s.Starved++
+		p.Total++
+		if f.ID <= ff.After {
+			return true
 		}
-		if f.LatencyCount > 0 {
-			means = append(means, f.LatencySumS/float64(f.LatencyCount))
+		if len(p.IDs) == ff.Limit {
+			more = true
+			return true
 		}
+		p.IDs = append(p.IDs, f.ID)
+		return true
+	})
+	if err != nil {
+		return Page{}, Fleet{}, err
 	}
+	if more {
+		p.Cursor = EncodeCursor(p.IDs[len(p.IDs)-1])
+	}
+	if fleet {
+		s.finish(means)
+	}
+	return p, s, nil
+}
+
+func (s *Fleet) add(f *storage.FeedSummary, next Next, now time.Time, means *[]float64) {
+	s.Feeds++
+	if f.Kind == storage.KindRemote {
+		s.Remote++
+	}
+	s.Polls += f.Polls
+	s.Hits += f.Hits
+	if IsErroring(f) {
+		s.Erroring++
+	}
+	if IsStarved(f, next, now) {
+		s.Starved++
+	}
+	if f.LatencyCount > 0 {
+		*means = append(*means, f.LatencySumS/float64(f.LatencyCount))
+	}
+}
+
+func (s *Fleet) finish(means []float64) {
 	if s.Polls > 0 {
 		s.HitPct = 100 * float64(s.Hits) / float64(s.Polls)
 	}
@@ -228,7 +305,6 @@ func Summarise(feeds []storage.Feed, next Next, now time.Time) Fleet {
 		s.LatencyFeeds = n
 		s.MeanP50, s.MeanP90, s.MeanP99, s.MeanMax = q(0.5), q(0.9), q(0.99), means[n-1]
 	}
-	return s
 }
 
 // A cursor is opaque to clients: the last feed ID of a page, behind a

@@ -107,35 +107,39 @@ func (u *UI) renderFeeds(w http.ResponseWriter, r *http.Request, status int, err
 		}
 		ff = feedlist.Filter{Limit: feedlist.DefaultLimit}
 	}
-	feeds, err := u.opt.Store.Feeds()
-	if err != nil {
-		u.internal(w, r, err)
-		return
-	}
 	now := u.now()
 	var next feedlist.Next
 	if a := u.opt.Aggregator; a != nil {
 		next = a.NextFetch
 	}
-	page := feedlist.Cut(feeds, ff, next, now)
-	lat, err := u.medianLatencies(page.Feeds)
+	cut, fleet, err := feedlist.Read(feedlist.WalkOf(u.opt.Store), ff, next, now, true)
+	if err != nil {
+		u.internal(w, r, err)
+		return
+	}
+	feeds, err := feedlist.Load(u.opt.Store, cut)
+	if err != nil {
+		u.internal(w, r, err)
+		return
+	}
+	lat, err := u.medianLatencies(feeds)
 	if err != nil { // the list still shows, without medians
 		u.log.Error("ui: recent latencies", "err", err)
-		lat = make([]latencyEntry, len(page.Feeds))
+		lat = make([]latencyEntry, len(feeds))
 	}
 	v := form
 	v.Policies = policyChoices
 	v.CanEdit = u.opt.Aggregator != nil
-	v.Feeds = make([]feedRow, 0, len(page.Feeds))
-	for i, f := range page.Feeds {
+	v.Feeds = make([]feedRow, 0, len(feeds))
+	for i, f := range feeds {
 		v.Feeds = append(v.Feeds, u.feedRow(f, lat[i], now))
 	}
-	v.Fleet = fleetOf(feedlist.Summarise(feeds, next, now))
-	v.Q, v.Status, v.ListPolicy, v.Total = ff.Text, ff.Status, ff.Policy, page.Total
+	v.Fleet = fleetOf(fleet)
+	v.Q, v.Status, v.ListPolicy, v.Total = ff.Text, ff.Status, ff.Policy, cut.Total
 	v.Filtered = ff.Text != "" || ff.Status != "" || ff.Policy != ""
 	q := ff.Query()
-	if page.Cursor != "" {
-		q.Set("cursor", page.Cursor)
+	if cut.Cursor != "" {
+		q.Set("cursor", cut.Cursor)
 		v.NextURL = "/ui/feeds?" + q.Encode()
 		q.Del("cursor")
 	}
