@@ -98,8 +98,12 @@ func WithSourceOptions(opts ...Option) MDPTOption {
 //     the newest there is when the round is republished, and a fast source
 //     costs about one poll a round.
 //   - Sources in doubt (their publish may be late or lost) are polled at
-//     the rendezvous; when one has nothing, the others that are counted
-//     on are not polled, and the rendezvous moves on.
+//     the rendezvous one at a time, the one due last first: the others
+//     only once it has published. When one has nothing, no other source
+//     is polled for the round then, and the rendezvous moves on; so a
+//     reading is not fetched early for a round that then waits, and the
+//     round is not completed with a reading its source has since
+//     replaced.
 //   - A source that already has new data this round is not polled again.
 func WithForecast(q float64) MDPTOption {
 	return func(p *MDPT) {
@@ -305,11 +309,18 @@ func (p *MDPT) planForecast(out []int) (time.Time, []int) {
 		at := max(p.likely(p.order[need-1]), p.now)
 		return p.at(at), append(out, p.order[:need]...)
 	}
-	// Poll the sources in doubt due by the rendezvous.
+	// Poll the source in doubt due last by the rendezvous (the one whose
+	// timing sets it); the others in doubt are polled right after it, once
+	// it has published, so that none is polled for a round that cannot
+	// complete yet.
+	last := -1
 	for _, i := range p.order {
-		if due(i) <= rv && p.likely(i) > rv {
-			out = append(out, i)
+		if due(i) <= rv && p.likely(i) > rv && (last < 0 || due(i) >= due(last)) {
+			last = i
 		}
+	}
+	if last >= 0 {
+		out = append(out, last)
 	}
 	return p.at(rv), out
 }

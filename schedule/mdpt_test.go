@@ -245,3 +245,46 @@ func TestMDPTForecastPlans(t *testing.T) {
 		t.Fatalf("plan %v at %v, want the non-forecasting source at its own 4600 s", which4, when4.Sub(t0))
 	}
 }
+
+// TestMDPTForecastOneInDoubtAtATime pins that, of the sources in doubt at
+// a rendezvous, the one due last is polled first and the others only once
+// it has published: a fast source that may have lost its reading is not
+// polled for a round the slow source cannot complete yet.
+func TestMDPTForecastOneInDoubtAtATime(t *testing.T) {
+	newP := func() *MDPT {
+		p := NewMDPT(2, 2, WithForecast(0.01), WithTracker(func(_ int, o ...Option) Policy { return NewAuto(o...) }))
+		p.Start(t0)
+		for k := 0; k <= 10; k++ {
+			s := float64(1000*k - 9000)
+			p.Observe(1, Observation{At: at(s), Hit: true, Published: []time.Time{at(s)}})
+		}
+		for k := 0; k <= 100; k++ {
+			s := float64(100*k - 9000)
+			p.Observe(0, Observation{At: at(s), Hit: true, Published: []time.Time{at(s)}})
+		}
+		p.Republished()
+		// The fast source's reading due at 1900 is not there: whether it
+		// has one for the next round is in doubt.
+		p.Observe(0, Observation{At: at(1950)})
+		return p
+	}
+	p := newP()
+	when, which := p.Plan(nil)
+	if len(which) != 1 || which[0] != 1 {
+		t.Fatalf("plan %v at %v, want the slow source alone", which, when.Sub(t0))
+	}
+	// The slow source published: the fast one is polled at once.
+	p.Observe(1, Observation{At: when, Hit: true, Published: []time.Time{at(2000)}})
+	when2, which2 := p.Plan(nil)
+	if !when2.Equal(when) || len(which2) != 1 || which2[0] != 0 {
+		t.Fatalf("plan %v at %v, want the fast source at %v", which2, when2.Sub(t0), when.Sub(t0))
+	}
+	// Had the slow source been silent, the fast one is not polled then.
+	q := newP()
+	w, _ := q.Plan(nil)
+	q.Observe(1, Observation{At: w})
+	w3, which3 := q.Plan(nil)
+	if w3.Equal(w) || slices.Contains(which3, 0) && !w3.After(w) {
+		t.Fatalf("plan %v at %v after the slow source's miss at %v, want no poll of the fast source then", which3, w3.Sub(t0), w.Sub(t0))
+	}
+}
