@@ -288,3 +288,42 @@ func TestMDPTForecastOneInDoubtAtATime(t *testing.T) {
 		t.Fatalf("plan %v at %v after the slow source's miss at %v, want no poll of the fast source then", which3, w3.Sub(t0), w.Sub(t0))
 	}
 }
+
+// TestMDPTForecastFitsMargins pins the margin forecast planning fits to a
+// source's recent gaps: the median residual plus the upper tail's scale
+// times ln(1/(2q)), and the trackers' own with WithTrackerMargins.
+func TestMDPTForecastFitsMargins(t *testing.T) {
+	const q = 0.01
+	tests := []struct {
+		name string
+		opts []MDPTOption
+		want float64 // seconds; 0: the tracker's margin
+	}{
+		// Gaps of 3590 and 3610 s: residuals ±10 s around a median of 0,
+		// an upper tail of scale 10 s.
+		{name: "fitted", want: 10 * math.Log(1/(2*q))},
+		{name: "tracker margins", opts: []MDPTOption{WithTrackerMargins()}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := append([]MDPTOption{WithForecast(q), WithTracker(func(_ int, o ...Option) Policy { return NewAuto(o...) })}, tc.opts...)
+			p := NewMDPT(2, 2, opts...)
+			p.Start(t0)
+			s := 0.0
+			for k := range 41 {
+				p.Observe(0, Observation{At: at(s + 30), Hit: true, Published: []time.Time{at(s)}})
+				s += 3600 + 10*float64(2*(k%2)-1)
+			}
+			if got := p.marg[0]; math.Abs(got-tc.want) > 0.5 {
+				t.Fatalf("margin %.2f s, want %.2f s", got, tc.want)
+			}
+			if tc.want == 0 {
+				return
+			}
+			d, ok := p.margin(0, p.src[0].(Forecaster))
+			if !ok || math.Abs(d.Seconds()-tc.want) > 0.5 {
+				t.Fatalf("margin() = %v, %v; want %.2f s", d, ok, tc.want)
+			}
+		})
+	}
+}

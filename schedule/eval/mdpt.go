@@ -49,7 +49,7 @@ const (
 	mdptHit         = 96.0
 	mdptExactMean   = 3.5
 	mdptJitterGoalB = 10.0
-	mdptJitterMean  = 48.0
+	mdptJitterMean  = 45.0
 	mdptPollBudget  = 13505.0 / 20
 )
 
