@@ -34,11 +34,11 @@ type MDPT struct {
 	track func(i int, opts ...Option) Policy
 
 	// Forecast planning (WithForecast).
-	share  float64 // early share aimed at; 0: the paper's planning
-	now    int64   // latest time MDPT was told of (Start, Observe)
-	cut    int64   // publish time of the newest reading the last republish fused
-	newest []int64 // per source: publish time of its newest fetched reading (0: none)
-	polled []int64 // per source: time of its last poll (0: none)
+	share  float64   // early share aimed at; 0: the paper's planning
+	now    int64     // latest time MDPT was told of (Start, Observe)
+	cut    int64     // publish time of the newest reading the last republish fused
+	newest []int64   // per source: publish time of its newest fetched reading (0: none)
+	polled []int64   // per source: time of its last poll (0: none)
 	gaps   []gapRing // per source: recent publish-to-publish gaps
 	marg   []float64 // per source: margin from gaps, seconds (0: too few, the tracker's)
 	given  bool      // WithTrackerMargins: never fit margins from gaps
