@@ -84,7 +84,8 @@
 // sources with readings newer than the newest reading the last republish
 // fused. A source's planned poll is its tracker's expected publish plus
 // the margin after which only a share q of publishes are still to come
-// (Auto.Margin: Auto's tail fit without its timer floor), for the first
+// (fitted by MDPT to the source's last 128 publish gaps once it has 16;
+// Auto.Margin, Auto's tail fit without its timer floor, before that), for the first
 // expected publish whose poll falls after the source's last poll; a
 // retry the tracker plans within that slot, or a backoff beyond it, stands.
 // A source is counted on once likelySlots (2) of its expected publishes,
@@ -92,7 +93,8 @@
 // (3 when a publish it expected before that did not come). The rendezvous
 // is the m-th earliest planned poll among the sources without new data;
 // sources counted on by then are not polled on their own schedule: the
-// sources in doubt due by the rendezvous are polled at it, and only once
+// sources in doubt due by the rendezvous are polled at it one at a time,
+// the one due last first, the others only once it has published; and only once
 // enough of them have published are the counted-on sources needed to
 // complete the round polled, at that same instant. When m sources counted
 // on suffice, they are polled as soon as they are counted on. Sources with

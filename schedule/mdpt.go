@@ -34,11 +34,37 @@ type MDPT struct {
 	track func(i int, opts ...Option) Policy
 
 	// Forecast planning (WithForecast).
-	share  float64 // early share aimed at; 0: the paper's planning
-	now    int64   // latest time MDPT was told of (Start, Observe)
-	cut    int64   // publish time of the newest reading the last republish fused
-	newest []int64 // per source: publish time of its newest fetched reading (0: none)
-	polled []int64 // per source: time of its last poll (0: none)
+	share  float64   // early share aimed at; 0: the paper's planning
+	now    int64     // latest time MDPT was told of (Start, Observe)
+	cut    int64     // publish time of the newest reading the last republish fused
+	newest []int64   // per source: publish time of its newest fetched reading (0: none)
+	polled []int64   // per source: time of its last poll (0: none)
+	gaps   []gapRing // per source: recent publish-to-publish gaps
+	marg   []float64 // per source: margin from gaps, seconds (0: too few, the tracker's)
+	given  bool      // WithTrackerMargins: never fit margins from gaps
+}
+
+// marginGaps is how many recent publish-to-publish gaps of a source
+// forecast planning fits its jitter tail to, and minMarginGaps how many it
+// needs before it uses its own fit instead of the tracker's margin. A
+// window of recent gaps, refitted to the tracker's current period, keeps
+// the residuals of a period not yet learned out of the tail.
+const (
+	marginGaps    = 128
+	minMarginGaps = 16
+)
+
+// gapRing holds a source's recent publish-to-publish gaps, seconds.
+type gapRing struct {
+	v    [marginGaps]float64
+	n    int
+	next int
+}
+
+func (g *gapRing) push(x float64) {
+	g.v[g.next] = x
+	g.next = (g.next + 1) % marginGaps
+	g.n = min(g.n+1, marginGaps)
 }
 
 // Forecaster is a source tracker that can tell MDPT when the source's next
@@ -62,7 +88,7 @@ const likelySlots = 2
 
 // DefaultEarlyShare is the share of a source's publishes that MDPT's
 // forecast planning (WithForecast) polls for too early by default.
-const DefaultEarlyShare = 0.008
+const DefaultEarlyShare = 0.007
 
 // MDPTOption configures MDPT.
 type MDPTOption func(*MDPT)
@@ -86,8 +112,11 @@ func WithSourceOptions(opts ...Option) MDPTOption {
 // implement Forecaster, such as Auto; any other tracker's sources are
 // polled when the tracker says), aiming each poll at the moment when only
 // a share q of the source's publishes are still to come (q ≤ 0:
-// DefaultEarlyShare). A round is what the publishers set: it needs m
-// sources with readings newer than every reading the last republish fused.
+// DefaultEarlyShare). Once a source has minMarginGaps publish-to-publish
+// gaps, that moment comes from MDPT's own fit of its jitter tail to its
+// recent gaps (see learnGaps; WithTrackerMargins keeps the trackers'). A
+// round is what the publishers set: it needs m sources with readings newer
+// than every reading the last republish fused.
 //
 //   - The rendezvous is the m-th earliest of the sources' planned polls.
 //     A source for which likelySlots expected publishes have passed since
@@ -98,8 +127,12 @@ func WithSourceOptions(opts ...Option) MDPTOption {
 //     the newest there is when the round is republished, and a fast source
 //     costs about one poll a round.
 //   - Sources in doubt (their publish may be late or lost) are polled at
-//     the rendezvous; when one has nothing, the others that are counted
-//     on are not polled, and the rendezvous moves on.
+//     the rendezvous one at a time, the one due last first: the others
+//     only once it has published. When one has nothing, no other source
+//     is polled for the round then, and the rendezvous moves on; so a
+//     reading is not fetched early for a round that then waits, and the
+//     round is not completed with a reading its source has since
+//     replaced.
 //   - A source that already has new data this round is not polled again.
 func WithForecast(q float64) MDPTOption {
 	return func(p *MDPT) {
@@ -109,6 +142,12 @@ func WithForecast(q float64) MDPTOption {
 		p.share = q
 	}
 }
+
+// WithTrackerMargins makes forecast planning use the trackers' own margins
+// (Forecaster.Margin) throughout, instead of fitting each source's jitter
+// tail to its recent publish-to-publish gaps once enough are known: for
+// trackers that know their source's jitter rather than learn it.
+func WithTrackerMargins() MDPTOption { return func(p *MDPT) { p.given = true } }
 
 // NewMDPT returns an MDPT policy over n sources needing m of them. m and the
 // candidate threshold are clamped to [1, n].
@@ -126,6 +165,7 @@ func NewMDPT(n, m int, opts ...MDPTOption) *MDPT {
 		f(p)
 	}
 	p.newest, p.polled = make([]int64, n), make([]int64, n)
+	p.gaps, p.marg = make([]gapRing, n), make([]float64, n)
 	p.c = min(max(p.c, p.m), n)
 	for i := range p.src {
 		opts := append([]Option{WithSeed(uint64(i) + 1)}, p.opts...)
@@ -224,6 +264,9 @@ func (p *MDPT) Observe(i int, obs Observation) {
 	if !obs.Hit {
 		return
 	}
+	if p.share > 0 && !p.given {
+		p.learnGaps(i, obs)
+	}
 	if t, ok := obs.Newest(); ok {
 		p.newest[i] = max(p.newest[i], t.UnixNano())
 	}
@@ -305,11 +348,18 @@ func (p *MDPT) planForecast(out []int) (time.Time, []int) {
 		at := max(p.likely(p.order[need-1]), p.now)
 		return p.at(at), append(out, p.order[:need]...)
 	}
-	// Poll the sources in doubt due by the rendezvous.
+	// Poll the source in doubt due last by the rendezvous (the one whose
+	// timing sets it); the others in doubt are polled right after it, once
+	// it has published, so that none is polled for a round that cannot
+	// complete yet.
+	last := -1
 	for _, i := range p.order {
-		if due(i) <= rv && p.likely(i) > rv {
-			out = append(out, i)
+		if due(i) <= rv && p.likely(i) > rv && (last < 0 || due(i) >= due(last)) {
+			last = i
 		}
+	}
+	if last >= 0 {
+		out = append(out, last)
 	}
 	return p.at(rv), out
 }
@@ -326,7 +376,7 @@ func (p *MDPT) forecastDue(i int) int64 {
 		return own
 	}
 	t, ok1 := f.PredictedPublish()
-	d, ok2 := f.Margin(p.share)
+	d, ok2 := p.margin(i, f)
 	per := int64(f.State().Median)
 	if !ok1 || !ok2 || per <= 0 {
 		return own
@@ -352,7 +402,7 @@ func (p *MDPT) likely(i int) int64 {
 		return math.MaxInt64
 	}
 	st := f.State()
-	d, ok := f.Margin(p.share)
+	d, ok := p.margin(i, f)
 	if !ok || !st.HasPublish || st.Median <= 0 {
 		return math.MaxInt64
 	}
@@ -371,4 +421,60 @@ func (p *MDPT) likely(i int) int64 {
 		k++
 	}
 	return last + k*per + int64(d)
+}
+
+// learnGaps adds the gaps between the readings obs brought (and the newest
+// one before them) to source i's window and refits its margin: the median
+// residual against whole multiples of the tracker's period plus the
+// upper tail's scale (the mean of 2·max(r−median, 0), which is b for a
+// Laplace tail) times ln(1/(2q)), where only a share q of publishes are
+// still to come.
+func (p *MDPT) learnGaps(i int, obs Observation) {
+	prev := p.newest[i]
+	for _, t := range obs.Published {
+		ns := t.UnixNano()
+		if prev != 0 && ns > prev {
+			p.gaps[i].push(float64(ns-prev) / 1e9)
+		}
+		prev = max(prev, ns)
+	}
+	f, ok := p.src[i].(Forecaster)
+	if !ok {
+		return
+	}
+	per := f.State().Median.Seconds()
+	g := &p.gaps[i]
+	if per <= 0 || g.n < minMarginGaps {
+		p.marg[i] = 0
+		return
+	}
+	var rb [marginGaps]float64
+	rs := rb[:0]
+	for _, x := range g.v[:g.n] {
+		k := math.Round(x / per)
+		if k >= 1 && k <= OutagePeriods+1 {
+			rs = append(rs, x-k*per)
+		}
+	}
+	if len(rs) < minMarginGaps {
+		p.marg[i] = 0
+		return
+	}
+	slices.Sort(rs)
+	mid := quantile(rs, 0.5)
+	var tail float64
+	for _, r := range rs {
+		tail += 2 * max(r-mid, 0)
+	}
+	tail /= float64(len(rs))
+	p.marg[i] = min(max(mid+tail*math.Log(1/(2*p.share)), floor(per)), per/2)
+}
+
+// margin is source i's forecast margin: its own fit when it has one, else
+// the tracker's.
+func (p *MDPT) margin(i int, f Forecaster) (time.Duration, bool) {
+	if m := p.marg[i]; m > 0 {
+		return seconds(m), true
+	}
+	return f.Margin(p.share)
 }

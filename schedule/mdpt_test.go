@@ -245,3 +245,85 @@ func TestMDPTForecastPlans(t *testing.T) {
 		t.Fatalf("plan %v at %v, want the non-forecasting source at its own 4600 s", which4, when4.Sub(t0))
 	}
 }
+
+// TestMDPTForecastOneInDoubtAtATime pins that, of the sources in doubt at
+// a rendezvous, the one due last is polled first and the others only once
+// it has published: a fast source that may have lost its reading is not
+// polled for a round the slow source cannot complete yet.
+func TestMDPTForecastOneInDoubtAtATime(t *testing.T) {
+	newP := func() *MDPT {
+		p := NewMDPT(2, 2, WithForecast(0.01), WithTracker(func(_ int, o ...Option) Policy { return NewAuto(o...) }))
+		p.Start(t0)
+		for k := 0; k <= 10; k++ {
+			s := float64(1000*k - 9000)
+			p.Observe(1, Observation{At: at(s), Hit: true, Published: []time.Time{at(s)}})
+		}
+		for k := 0; k <= 100; k++ {
+			s := float64(100*k - 9000)
+			p.Observe(0, Observation{At: at(s), Hit: true, Published: []time.Time{at(s)}})
+		}
+		p.Republished()
+		// The fast source's reading due at 1900 is not there: whether it
+		// has one for the next round is in doubt.
+		p.Observe(0, Observation{At: at(1950)})
+		return p
+	}
+	p := newP()
+	when, which := p.Plan(nil)
+	if len(which) != 1 || which[0] != 1 {
+		t.Fatalf("plan %v at %v, want the slow source alone", which, when.Sub(t0))
+	}
+	// The slow source published: the fast one is polled at once.
+	p.Observe(1, Observation{At: when, Hit: true, Published: []time.Time{at(2000)}})
+	when2, which2 := p.Plan(nil)
+	if !when2.Equal(when) || len(which2) != 1 || which2[0] != 0 {
+		t.Fatalf("plan %v at %v, want the fast source at %v", which2, when2.Sub(t0), when.Sub(t0))
+	}
+	// Had the slow source been silent, the fast one is not polled then.
+	q := newP()
+	w, _ := q.Plan(nil)
+	q.Observe(1, Observation{At: w})
+	w3, which3 := q.Plan(nil)
+	if w3.Equal(w) || slices.Contains(which3, 0) && !w3.After(w) {
+		t.Fatalf("plan %v at %v after the slow source's miss at %v, want no poll of the fast source then", which3, w3.Sub(t0), w.Sub(t0))
+	}
+}
+
+// TestMDPTForecastFitsMargins pins the margin forecast planning fits to a
+// source's recent gaps: the median residual plus the upper tail's scale
+// times ln(1/(2q)), and the trackers' own with WithTrackerMargins.
+func TestMDPTForecastFitsMargins(t *testing.T) {
+	const q = 0.01
+	tests := []struct {
+		name string
+		opts []MDPTOption
+		want float64 // seconds; 0: the tracker's margin
+	}{
+		// Gaps of 3590 and 3610 s: residuals ±10 s around a median of 0,
+		// an upper tail of scale 10 s.
+		{name: "fitted", want: 10 * math.Log(1/(2*q))},
+		{name: "tracker margins", opts: []MDPTOption{WithTrackerMargins()}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := append([]MDPTOption{WithForecast(q), WithTracker(func(_ int, o ...Option) Policy { return NewAuto(o...) })}, tc.opts...)
+			p := NewMDPT(2, 2, opts...)
+			p.Start(t0)
+			s := 0.0
+			for k := range 41 {
+				p.Observe(0, Observation{At: at(s + 30), Hit: true, Published: []time.Time{at(s)}})
+				s += 3600 + 10*float64(2*(k%2)-1)
+			}
+			if got := p.marg[0]; math.Abs(got-tc.want) > 0.5 {
+				t.Fatalf("margin %.2f s, want %.2f s", got, tc.want)
+			}
+			if tc.want == 0 {
+				return
+			}
+			d, ok := p.margin(0, p.src[0].(Forecaster))
+			if !ok || math.Abs(d.Seconds()-tc.want) > 0.5 {
+				t.Fatalf("margin() = %v, %v; want %.2f s", d, ok, tc.want)
+			}
+		})
+	}
+}

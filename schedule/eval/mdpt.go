@@ -49,7 +49,7 @@ const (
 	mdptHit         = 96.0
 	mdptExactMean   = 3.5
 	mdptJitterGoalB = 10.0
-	mdptJitterMean  = 48.0
+	mdptJitterMean  = 45.0
 	mdptPollBudget  = 13505.0 / 20
 )
 
@@ -95,7 +95,7 @@ func runMDPT(ctx context.Context, opt Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Scenario: "mdpt", Columns: []string{"rounds", "missed", "stale", "out_hit_pct", "mean_all_s", "polls_1h", "early_1h", "lost_1h", "polls_500s", "misses_500s"}}
+	rep := &Report{Scenario: "mdpt", Columns: []string{"rounds", "missed", "stale", "behind", "out_hit_pct", "mean_all_s", "polls_1h", "early_1h", "lost_1h", "polls_500s", "misses_500s"}}
 	for ni, name := range names {
 		bs := make([]mdptBook, runs)
 		for r := range bs {
@@ -112,6 +112,7 @@ func runMDPT(ctx context.Context, opt Options) (*Report, error) {
 			"rounds":      bk.Rounds,
 			"missed":      bk.Missed,
 			"stale":       bk.Stale,
+			"behind":      bk.Behind,
 			"out_hit_pct": round1(bk.outputHitPct()),
 			"mean_all_s":  round1(all / float64(max(len(bk.Waits), 1))),
 			"polls_1h":    bk.SrcPolls[1] + bk.SrcPolls[2],
@@ -129,7 +130,7 @@ func runMDPT(ctx context.Context, opt Options) (*Report, error) {
 	rep.Figures = []Figure{fig}
 	rep.Notes = mdptChecks(rep, b, runs)
 	rep.Notes = append(rep.Notes,
-		"items = rounds produced; polls = source polls; rounds = outputs the publishers set (a round closes at the publish that makes 2 distinct sources publish since the last close); latency from a round's close to its first fresh republish; missed = rounds never produced, stale = republishes fusing a reading an earlier round carried; out_hit_pct = produced / (rounds + stale); mean_all_s = every round's wait until the first fresh republish after its close, missed rounds included")
+		"items = rounds produced; polls = source polls; rounds = outputs the publishers set (a round closes at the publish that makes 2 distinct sources publish since the last close); latency from a round's close to its first fresh republish; missed = rounds never produced, stale = republishes fusing a reading an earlier round carried or a reading older than its source's newest at the round's close (behind: stale for the latter only); out_hit_pct = produced / (rounds + stale); mean_all_s = every round's wait until the first fresh republish after its close, missed rounds included")
 	if auto, found := find(rep, "mdpt-auto"); found {
 		rep.Notes = append(rep.Notes, oracleNote(rep, oracles, auto.Polls))
 	}

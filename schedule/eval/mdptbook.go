@@ -15,8 +15,11 @@ import (
 // distinct sources publish since the previous round closed (its close, D).
 // A republish at T belongs to the newest round closed by T. It is fresh
 // when at least m sources' newest fetched readings were published after
-// the previous round's close (readings of this round or newer); otherwise
-// it is stale: it fuses a reading that an earlier output already carried.
+// the previous round's close and are each at least as new as their
+// source's newest publish at this round's close (readings of this round,
+// each the newest of its source, or newer); otherwise it is stale: it
+// fuses a reading that an earlier output already carried, or a source's
+// previous publish when a newer one closed into this round.
 // A round is produced by the first fresh republish that belongs to it, and
 // its latency runs from its close to that republish. A round that no fresh
 // republish belongs to (the next one closed first) was never produced.
@@ -61,8 +64,10 @@ type mdptBook struct {
 	sim.Result
 	SrcPolls, SrcEarly, SrcLost []int
 	// Rounds closed by the publishers in the window; Missed of them never
-	// produced; Stale republishes; Outputs, all republishes.
-	Rounds, Missed, Stale, Outputs int
+	// produced; Stale republishes, Behind of them stale only because a
+	// reading was not its source's newest at the round's close; Outputs,
+	// all republishes.
+	Rounds, Missed, Stale, Behind, Outputs int
 	// Waits: every round's time from its close to the first fresh
 	// republish after it (missed rounds included), seconds.
 	Waits []float64
@@ -182,11 +187,19 @@ func (r *republisher) close(horizon time.Time) mdptBook {
 		if k > 0 {
 			prev = closes[k-1]
 		}
-		n := 0
-		for _, t := range o.newest {
-			if !t.IsZero() && t.After(prev) {
-				n++
+		n, behind := 0, 0
+		for i, t := range o.newest {
+			if t.IsZero() || !t.After(prev) {
+				continue
 			}
+			if t.Before(r.lastAt(i, closes[k])) {
+				// A reading of this round, but the source published
+				// again before the round closed: the output would fuse
+				// the previous publish.
+				behind++
+				continue
+			}
+			n++
 		}
 		if r.measured(o.at) {
 			r.res.Outputs++
@@ -194,6 +207,9 @@ func (r *republisher) close(horizon time.Time) mdptBook {
 		if n < r.m {
 			if r.measured(o.at) {
 				r.res.Stale++
+				if n+behind >= r.m {
+					r.res.Behind++
+				}
 			}
 			continue
 		}
@@ -223,6 +239,17 @@ func (r *republisher) close(horizon time.Time) mdptBook {
 	return r.res
 }
 
+// lastAt returns the publish time of source i's newest item published at
+// or before t (zero: none).
+func (r *republisher) lastAt(i int, t time.Time) time.Time {
+	its := r.items[i]
+	j := sort.Search(len(its), func(j int) bool { return its[j].Published.After(t) }) - 1
+	if j < 0 {
+		return time.Time{}
+	}
+	return its[j].Published
+}
+
 // mergeBooks adds up the books of several runs.
 func mergeBooks(bs []mdptBook) mdptBook {
 	var out mdptBook
@@ -241,6 +268,7 @@ func mergeBooks(bs []mdptBook) mdptBook {
 		out.Rounds += b.Rounds
 		out.Missed += b.Missed
 		out.Stale += b.Stale
+		out.Behind += b.Behind
 		out.Outputs += b.Outputs
 		out.Waits = append(out.Waits, b.Waits...)
 	}

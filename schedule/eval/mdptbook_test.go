@@ -275,3 +275,75 @@ func TestOracleNote(t *testing.T) {
 		})
 	}
 }
+
+// TestBooksBehind pins the freshness rule for a source that publishes
+// more than once in a round: a republish must fuse its newest reading at
+// the round's close, not an earlier one of the same round.
+func TestBooksBehind(t *testing.T) {
+	// Rounds close at 100 (fast + slow1) and 200 (fast + slow2); the fast
+	// source publishes at 110 and again at 160 inside the second round.
+	pubs := [][]float64{{10, 60, 110, 160}, {100}, {200}}
+	type step struct {
+		at   float64
+		poll []int
+		out  bool
+	}
+	tests := []struct {
+		name                            string
+		steps                           []step
+		produced, missed, stale, behind int
+		lat                             []float64
+	}{
+		{
+			name: "the fast source's newest reading",
+			steps: []step{
+				{at: 101, poll: []int{1, 0}, out: true},
+				{at: 201, poll: []int{2, 0}, out: true},
+			},
+			produced: 2, lat: []float64{1, 1},
+		},
+		{
+			// At 201 the fast source's reading is 110, but it published
+			// again at 160, before the round closed: stale.
+			name: "a reading behind its source's newest is stale",
+			steps: []step{
+				{at: 101, poll: []int{1, 0}, out: true},
+				{at: 120, poll: []int{0}, out: false},
+				{at: 201, poll: []int{2}, out: true},
+			},
+			produced: 1, missed: 1, stale: 1, behind: 1, lat: []float64{1},
+		},
+		{
+			// Polling the fast source again before republishing fixes it.
+			name: "re-polled before the republish",
+			steps: []step{
+				{at: 101, poll: []int{1, 0}, out: true},
+				{at: 120, poll: []int{0}, out: false},
+				{at: 201, poll: []int{2}, out: true},
+				{at: 203, poll: []int{0}, out: true},
+			},
+			produced: 2, stale: 1, behind: 1, lat: []float64{1, 3},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRepublisher(itemsAt(pubs...), []time.Duration{50 * time.Second, 200 * time.Second, 200 * time.Second}, 2, sec(0), sec(400))
+			for _, s := range tc.steps {
+				for _, i := range s.poll {
+					r.poll(i, sec(s.at))
+				}
+				if s.out {
+					r.republish(sec(s.at))
+				}
+			}
+			bk := r.close(sec(500))
+			if bk.Rounds != 2 || bk.Items != tc.produced || bk.Missed != tc.missed || bk.Stale != tc.stale || bk.Behind != tc.behind {
+				t.Errorf("rounds %d produced %d missed %d stale %d behind %d, want 2 %d %d %d %d",
+					bk.Rounds, bk.Items, bk.Missed, bk.Stale, bk.Behind, tc.produced, tc.missed, tc.stale, tc.behind)
+			}
+			if !slices.Equal(bk.Latencies, tc.lat) {
+				t.Errorf("latencies %v, want %v", bk.Latencies, tc.lat)
+			}
+		})
+	}
+}

@@ -82,7 +82,7 @@ func runMDPTOracle(r *republisher, models []sim.Model, start time.Time, o mdptOr
 		m := models[i]
 		return &modelTracker{period: m.Period, b: m.JitterScale.Seconds(), share: o.Share, last: start.Add(m.Phase - m.Period)}
 	}
-	return runMDPTPolicy(r, start, 0, schedule.WithTracker(track), schedule.WithForecast(o.Share))
+	return runMDPTPolicy(r, start, 0, schedule.WithTracker(track), schedule.WithForecast(o.Share), schedule.WithTrackerMargins())
 }
 
 // mdptOracles is the sweep the mdpt scenario reports: early shares from
