@@ -2,7 +2,8 @@
 // JetStream server that `slogfeed serve --nats-embed` runs inside the
 // process (StartEmbedded), and the storage backend that keeps slogfeed's
 // data in JetStream (Store, with Backend presenting it behind the storage
-// interfaces). docs/cluster.md has the design.
+// interfaces). docs/cluster.md is the operator's guide; the design of the
+// backend is below.
 //
 // # Embedded server
 //
