@@ -28,9 +28,9 @@ type FeedState = storage.FeedState
 // observations stream (for more than 16 wanted feeds; fewer are read one
 // by one). That is what a node taking over shards needs (its figure:
 // BenchmarkManyFeeds in docs/benchmarks.md). Each pass reads up to what
-// the stream's leader held when it began (see pass): a feed written meanwhile may be read before or
-// after its write, but nothing the leader held is missed because a
-// replica lagged or a fetch came back empty.
+// the stream's leader held when it began (see pass): a feed written
+// meanwhile may be read before or after its write, but nothing the leader
+// held is missed because a replica lagged or a fetch came back empty.
 func (s *Store) FeedStates(ctx context.Context, want func(id uint64) bool, obsLimit int) (map[uint64]*FeedState, error) {
 	out, err := s.readRecords(ctx, want)
 	if err != nil || len(out) == 0 {
