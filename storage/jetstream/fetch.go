@@ -35,7 +35,9 @@ import (
 // counters of that poll (the next poll finds the items known); that is
 // the at-least-once side of polling, never a duplicate item.
 func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.Item, o storage.Observation, fn func(f *storage.Feed, o *storage.Observation, added []storage.Item) error) (storage.Fetched, error) {
-	f, err := s.Feed(ctx, feedID)
+	// The record read here is the one the first write expects: only a
+	// conflict reads it again.
+	f, rev, err := s.feed(ctx, feedID)
 	if err != nil {
 		return storage.Fetched{}, err
 	}
@@ -43,9 +45,14 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 		return storage.Fetched{}, err
 	}
 	var fresh []storage.Item
+	refused := false
 	seen := make(map[string]bool, len(items))
 	for _, it := range items {
-		if it.ID == "" || seen[it.ID] || s.known.has(feedID, MsgID(feedID, it.ID)) {
+		if it.ID == "" || len(it.ID) > storage.MaxIDLen {
+			refused = true // addSynced says why
+			continue
+		}
+		if seen[it.ID] || s.known.has(feedID, MsgID(feedID, it.ID)) {
 			continue
 		}
 		seen[it.ID] = true
@@ -59,15 +66,23 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 	if err := checkObservation(feedID, &dryObs, s.maxData); err != nil {
 		return storage.Fetched{}, err
 	}
-	added, itemErr := s.AddFeedItems(ctx, f, items)
+	// A document without new items costs no items call; retention has
+	// nothing new to cut (age is each message's TTL, or the next call's).
+	var added []storage.Item
+	var itemErr error
+	if len(fresh) > 0 || refused || len(items) > 0 && s.reducer() != nil {
+		added, itemErr = s.addSynced(ctx, f, items)
+	}
 	if added == nil && itemErr != nil && len(items) > 0 && !isItemRefusal(itemErr) {
 		return storage.Fetched{}, fmt.Errorf("record fetch of feed %d: %w", feedID, itemErr)
 	}
 	published := false
-	for range maxRetries {
-		cur, rev, err := s.feed(ctx, feedID)
-		if err != nil {
-			return storage.Fetched{}, err
+	cur := f
+	for try := range maxRetries {
+		if try > 0 {
+			if cur, rev, err = s.feed(ctx, feedID); err != nil {
+				return storage.Fetched{}, err
+			}
 		}
 		nf, no := cur, o
 		if err := fn(&nf, &no, added); err != nil {

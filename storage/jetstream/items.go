@@ -56,12 +56,17 @@ func (s *Store) AddItems(ctx context.Context, feedID uint64, items []storage.Ite
 // Unlike the bbolt store, a changed item with a known ID is not merged
 // into the stored one (next stage); it is skipped.
 func (s *Store) AddFeedItems(ctx context.Context, f storage.Feed, items []storage.Item) ([]storage.Item, error) {
+	if err := s.syncKnown(ctx, f.ID); err != nil {
+		return nil, err
+	}
+	return s.addSynced(ctx, f, items)
+}
+
+// addSynced is AddFeedItems once the feed's known item IDs are synced.
+func (s *Store) addSynced(ctx context.Context, f storage.Feed, items []storage.Item) ([]storage.Item, error) {
 	now := s.opt.Now()
 	feedID, ret := f.ID, f.Retention
 	subject := itemSubject(feedID)
-	if err := s.syncKnown(ctx, feedID); err != nil {
-		return nil, err
-	}
 	red := s.reducer()
 	skip := s.admission(feedID, ret, now)
 	var errs []error
@@ -82,13 +87,16 @@ func (s *Store) AddFeedItems(ctx context.Context, f storage.Feed, items []storag
 			errs = append(errs, &storage.ItemError{Index: i, ID: short(it.ID), Err: fmt.Errorf("%w: item id of %d bytes", storage.ErrInvalid, len(it.ID))})
 			continue
 		}
+		msgID := MsgID(feedID, it.ID)
+		if s.known.has(feedID, msgID) {
+			continue // the usual case for most of a document's items
+		}
 		data, err := json.Marshal(&it)
 		if err != nil || len(data) > s.maxData {
 			errs = append(errs, &storage.ItemError{Index: i, ID: short(it.ID), Err: fmt.Errorf("%w: item of %d bytes (at most %d), %v", storage.ErrInvalid, len(data), s.maxData, err)})
 			continue
 		}
-		msgID := MsgID(feedID, it.ID)
-		if s.known.has(feedID, msgID) || skip(&it) {
+		if skip(&it) {
 			continue
 		}
 		opts := []jetstream.PublishOpt{jetstream.WithMsgID(msgID)}
@@ -145,6 +153,23 @@ func (s *Store) AddFeedItems(ctx context.Context, f storage.Feed, items []storag
 		}
 	}
 	return added, errors.Join(errs...)
+}
+
+// HasItems reports, for each of ids, whether feed feedID holds (or held,
+// before retention removed it) an item with that ID, from the node's
+// index of the feed's item IDs after one read of the subject's last
+// sequence: a poll asks this of every document, and reading the items
+// themselves would take a consumer. Unlike the bbolt store it does not
+// check that the feed exists (a deleted feed holds nothing).
+func (s *Store) HasItems(ctx context.Context, feedID uint64, ids []string) ([]bool, error) {
+	if err := s.syncKnown(ctx, feedID); err != nil {
+		return nil, err
+	}
+	out := make([]bool, len(ids))
+	for i, id := range ids {
+		out[i] = id != "" && len(id) <= storage.MaxIDLen && s.known.has(feedID, MsgID(feedID, id))
+	}
+	return out, nil
 }
 
 // admission returns the filter of the items retention would remove at

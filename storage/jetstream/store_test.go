@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -695,5 +696,72 @@ func TestReadsLeaveNoConsumers(t *testing.T) {
 			t.Fatalf("%d read consumers left after 5 s", consumers())
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestHasItemsAndQuietPolls: HasItems answers from the item IDs a node
+// learns from the stream (another node's additions included), and a
+// fetch whose document holds only known items publishes no items
+// message while its observation and counters are stored.
+func TestHasItemsAndQuietPolls(t *testing.T) {
+	c := jstest.NewServer(t)
+	a, _ := openStore(t, c)
+	js, err := jetstream.New(c.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	reg := prometheus.NewRegistry()
+	b, err := sjs.Open(ctx, js, sjs.Options{Metrics: sjs.NewMetrics(reg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := storage.Feed{Kind: storage.KindRemote, URL: "http://example.com/quiet.xml", Policy: "fixed-1m"}
+	if err := a.CreateFeed(ctx, &f); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.AddItems(ctx, f.ID, items("q", 2), storage.Retention{}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		ids  []string
+		want []bool
+	}{
+		{[]string{"q-0", "q-1"}, []bool{true, true}},
+		{[]string{"q-2", "q-1", ""}, []bool{false, true, false}},
+		{[]string{strings.Repeat("x", storage.MaxIDLen+1)}, []bool{false}},
+		{nil, []bool{}},
+	}
+	for _, tt := range tests {
+		got, err := b.HasItems(ctx, f.ID, tt.ids)
+		if err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("HasItems(%q) = %v, %v; want %v", tt.ids, got, err, tt.want)
+		}
+	}
+	bump := func(f *storage.Feed, o *storage.Observation, added []storage.Item) error {
+		f.Polls++
+		f.Items += int64(len(added))
+		return nil
+	}
+	at := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	got, err := b.RecordFetch(ctx, f.ID, items("q", 2), storage.Observation{At: at, Status: 200}, bump)
+	if err != nil || len(got.Added) != 0 || got.Feed.Polls != 1 {
+		t.Fatalf("quiet poll: %+v, %v", got, err)
+	}
+	if n := publishes(t, reg); n != 0 {
+		t.Fatalf("a poll of known items published %d items messages", n)
+	}
+	got, err = b.RecordFetch(ctx, f.ID, items("q", 3), storage.Observation{At: at.Add(time.Minute), Status: 200}, bump)
+	if err != nil || ids(got.Added) != "q-2" || got.Feed.Polls != 2 || got.Feed.Items != 1 {
+		t.Fatalf("poll with one new item: added %q, %+v, %v", ids(got.Added), got.Feed, err)
+	}
+	if n := publishes(t, reg); n != 1 {
+		t.Fatalf("a poll with one new item published %d times, want 1", n)
+	}
+	if obs, err := a.Observations(ctx, f.ID, 0); err != nil || len(obs) != 2 {
+		t.Fatalf("observations = %d, %v; want both polls", len(obs), err)
+	}
+	if has, err := a.HasItems(ctx, f.ID, []string{"q-2"}); err != nil || !has[0] {
+		t.Fatalf("node a does not see q-2: %v, %v", has, err)
 	}
 }
