@@ -37,11 +37,11 @@ import (
 func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.Item, o storage.Observation, fn func(f *storage.Feed, o *storage.Observation, added []storage.Item) error) (storage.Fetched, error) {
 	// The record read here is the one the first write expects: only a
 	// conflict reads it again.
-	f, rev, err := s.feed(ctx, feedID)
+	f, rev, err := s.recentFeed(ctx, feedID)
 	if err != nil {
 		return storage.Fetched{}, err
 	}
-	if err := s.syncKnown(ctx, feedID); err != nil {
+	if err := s.syncKnownRecent(ctx, feedID); err != nil {
 		return storage.Fetched{}, err
 	}
 	var fresh []storage.Item

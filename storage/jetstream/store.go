@@ -88,6 +88,7 @@ type Store struct {
 	opt     Options
 	maxData int
 	known   *known
+	recent  recentReads
 	red     atomic.Pointer[reducerBox]
 }
 

@@ -765,3 +765,31 @@ func TestHasItemsAndQuietPolls(t *testing.T) {
 		t.Fatalf("node a does not see q-2: %v, %v", has, err)
 	}
 }
+
+// TestFetchAfterConcurrentEdit: a node reads a feed, another node edits
+// it, then the first stores a fetch from its earlier read: the edit is
+// kept and the fetch is counted.
+func TestFetchAfterConcurrentEdit(t *testing.T) {
+	c := jstest.NewServer(t)
+	a, _ := openStore(t, c)
+	b, _ := openStore(t, c)
+	ctx := testCtx(t)
+	f := storage.Feed{Kind: storage.KindRemote, URL: "http://example.com/edit.xml", Policy: "fixed-1m"}
+	if err := a.CreateFeed(ctx, &f); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Feed(ctx, f.ID); err != nil { // the aggregator's read before its fetch
+		t.Fatal(err)
+	}
+	if _, err := b.UpdateFeed(ctx, f.ID, func(f *storage.Feed) error { f.Title = "renamed"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.RecordFetch(ctx, f.ID, nil, storage.Observation{At: time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC), Status: 304},
+		func(f *storage.Feed, o *storage.Observation, added []storage.Item) error { f.Polls++; return nil })
+	if err != nil || got.Feed.Title != "renamed" || got.Feed.Polls != 1 {
+		t.Fatalf("RecordFetch = %+v, %v; want the edit kept and one poll", got.Feed, err)
+	}
+	if cur, err := b.Feed(ctx, f.ID); err != nil || cur.Title != "renamed" || cur.Polls != 1 {
+		t.Fatalf("stored %+v, %v", cur, err)
+	}
+}
