@@ -793,3 +793,78 @@ func TestFetchAfterConcurrentEdit(t *testing.T) {
 		t.Fatalf("stored %+v, %v", cur, err)
 	}
 }
+
+// TestGroupedFetches: fetches of many feeds stored at once share groups
+// (or go alone, with a negative window); each is counted once, each
+// observation is stored, and a concurrent edit of one record is kept.
+func TestGroupedFetches(t *testing.T) {
+	for _, window := range []time.Duration{-1, 0, 20 * time.Millisecond} {
+		t.Run(fmt.Sprint(window), func(t *testing.T) {
+			c := jstest.NewServer(t)
+			js, err := jetstream.New(c.Connect(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := testCtx(t)
+			st, err := sjs.Open(ctx, js, sjs.Options{GroupWindow: window})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const feeds, polls = 24, 3
+			ids := make([]uint64, feeds)
+			for i := range ids {
+				f := storage.Feed{Kind: storage.KindRemote, URL: fmt.Sprintf("http://example.com/%d.xml", i), Policy: "fixed-1m"}
+				if err := st.CreateFeed(ctx, &f); err != nil {
+					t.Fatal(err)
+				}
+				ids[i] = f.ID
+			}
+			at := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+			var wg sync.WaitGroup
+			errs := make(chan error, feeds*polls+1)
+			for i, id := range ids {
+				wg.Go(func() {
+					for p := range polls {
+						if _, err := st.Feed(ctx, id); err != nil {
+							errs <- err
+							return
+						}
+						its := items(fmt.Sprintf("f%d", i), p+1)
+						_, err := st.RecordFetch(ctx, id, its, storage.Observation{At: at.Add(time.Duration(p) * time.Minute), Status: 200},
+							func(f *storage.Feed, o *storage.Observation, added []storage.Item) error {
+								f.Polls++
+								f.Items += int64(len(added))
+								return nil
+							})
+						if err != nil {
+							errs <- err
+							return
+						}
+					}
+				})
+			}
+			wg.Go(func() {
+				if _, err := st.UpdateFeed(ctx, ids[0], func(f *storage.Feed) error { f.Title = "edited"; return nil }); err != nil {
+					errs <- err
+				}
+			})
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			for _, id := range ids {
+				f, err := st.Feed(ctx, id)
+				if err != nil || f.Polls != polls || f.Items != polls {
+					t.Fatalf("feed %d: %d polls, %d items, %v; want %d and %d", id, f.Polls, f.Items, err, polls, polls)
+				}
+				if obs, err := st.Observations(ctx, id, 0); err != nil || len(obs) != polls {
+					t.Fatalf("feed %d: %d observations, %v", id, len(obs), err)
+				}
+				if id == ids[0] && f.Title != "edited" {
+					t.Fatalf("the concurrent edit was lost: %+v", f)
+				}
+			}
+		})
+	}
+}
