@@ -73,8 +73,10 @@ func (s *Store) addSynced(ctx context.Context, f storage.Feed, items []storage.I
 	type pending struct {
 		item storage.Item
 		msg  *nats.Msg
-		opts []jetstream.PublishOpt
-		ack  jetstream.PubAckFuture
+		opts  []jetstream.PublishOpt
+		ack   jetstream.PubAckFuture
+		err   error
+		index int
 	}
 	var sent []pending
 	start := time.Now()
@@ -103,22 +105,43 @@ func (s *Store) addSynced(ctx context.Context, f storage.Feed, items []storage.I
 		if ret.MaxAge > 0 && red == nil {
 			opts = append(opts, jetstream.WithMsgTTL(max(sortTime(&it).Add(ret.MaxAge).Sub(now), time.Second)))
 		}
-		msg := &nats.Msg{Subject: subject, Data: data, Header: itemHeaders(msgID, &it)}
-		ack, err := s.js.PublishMsgAsync(msg, opts...)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("publish item %d of feed %d: %w", i, feedID, err))
-			continue
+		sent = append(sent, pending{item: it, msg: &nats.Msg{Subject: subject, Data: data, Header: itemHeaders(msgID, &it)}, opts: opts, index: i})
+	}
+	// One new item, the usual case, is published expecting the subject's
+	// last sequence the index is complete up to: once stored, the index
+	// is complete up to the item, and the next poll reads nothing back.
+	alone, upTo := false, uint64(0)
+	if seq, ok := s.known.upTo(feedID); ok && len(sent) == 1 {
+		alone, upTo = true, seq
+		sent[0].opts = append(slices.Clip(sent[0].opts), jetstream.WithExpectLastSequencePerSubject(upTo))
+	}
+	for k := range sent {
+		p := &sent[k]
+		if p.ack, p.err = s.js.PublishMsgAsync(p.msg, p.opts...); p.err != nil {
+			errs = append(errs, fmt.Errorf("publish item %d of feed %d: %w", p.index, feedID, p.err))
 		}
-		sent = append(sent, pending{it, msg, opts, ack})
 	}
 	var added []storage.Item
 	var stored []knownItem
 	for _, p := range sent {
+		if p.err != nil {
+			continue
+		}
 		var pa *jetstream.PubAck
 		var err error
 		select {
 		case pa = <-p.ack.Ok():
+			if alone && !pa.Duplicate {
+				s.known.advance(feedID, upTo, knownItem{key: MsgID(feedID, p.item.ID), seq: pa.Sequence, at: sortTime(&p.item).UnixNano()})
+			}
 		case err = <-p.ack.Err():
+			if alone && (IsConflict(err) || inProcess(err)) {
+				// Another writer published to the feed since the sync:
+				// the message ID keeps the item stored once.
+				p.msg = &nats.Msg{Subject: p.msg.Subject, Data: p.msg.Data, Header: itemHeaders(MsgID(feedID, p.item.ID), &p.item)}
+				p.opts = p.opts[:len(p.opts)-1]
+				pa, err = s.js.PublishMsg(ctx, p.msg, p.opts...)
+			}
 			if inProcess(err) {
 				pa, err = s.republish(ctx, p.msg, p.opts)
 			}

@@ -134,6 +134,21 @@ func (k *known) checkedSince(feedID uint64, t time.Time) bool {
 	return ok && f.synced >= t.UnixNano()
 }
 
+// advance records it, stored right after the sequence the feed's index
+// was complete up to with nothing in between (its publish expected that
+// sequence), and makes the index complete up to it. An index that has
+// moved or was evicted since is left alone.
+func (k *known) advance(feedID, from uint64, it knownItem) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	f, ok := k.feeds[feedID]
+	if !ok || f.lastSeq != from || it.seq <= from {
+		return
+	}
+	f.put(it)
+	f.lastSeq = it.seq
+}
+
 // add records items just stored; they do not make the index complete to
 // a later sequence (other writers may have published in between).
 func (k *known) add(feedID uint64, items []knownItem) {

@@ -868,3 +868,56 @@ func TestGroupedFetches(t *testing.T) {
 		})
 	}
 }
+
+// TestOneNewItemNeedsNoReadBack: a poll that adds one item publishes it
+// expecting the subject's last sequence, so the next poll's index is
+// complete without reading the item back; when another writer got in
+// between, the item is still stored once and the index learns both.
+func TestOneNewItemNeedsNoReadBack(t *testing.T) {
+	c := jstest.NewServer(t)
+	a, _ := openStore(t, c)
+	b, _ := openStore(t, c)
+	ctx := testCtx(t)
+	f := storage.Feed{Kind: storage.KindRemote, URL: "http://example.com/one.xml", Policy: "fixed-1m"}
+	if err := a.CreateFeed(ctx, &f); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	poll := func(st *sjs.Store, its []storage.Item) []storage.Item {
+		t.Helper()
+		got, err := st.RecordFetch(ctx, f.ID, its, storage.Observation{At: at, Status: 200},
+			func(f *storage.Feed, o *storage.Observation, added []storage.Item) error { f.Polls++; return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		at = at.Add(time.Minute)
+		return got.Added
+	}
+	for i := range 3 {
+		if _, err := a.HasItems(ctx, f.ID, nil); err != nil {
+			t.Fatal(err)
+		}
+		if added := poll(a, items("n", i+1)); len(added) != 1 {
+			t.Fatalf("poll %d added %q", i, ids(added))
+		}
+	}
+	// a syncs for its next poll; b adds n-3 behind its back; a's single
+	// new item expects a stale sequence, falls back, and is stored once.
+	if _, err := a.HasItems(ctx, f.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.AddItems(ctx, f.ID, items("n", 4), storage.Retention{}); err != nil {
+		t.Fatal(err)
+	}
+	more := append(items("n", 3), storage.Item{ID: "n-x", Title: "x", Published: time.Date(2026, 11, 25, 13, 0, 0, 0, time.UTC)})
+	if added := poll(a, more); ids(added) != "n-x" {
+		t.Fatalf("a added %q; want n-x", ids(added))
+	}
+	has, err := a.HasItems(ctx, f.ID, []string{"n-0", "n-2", "n-3", "n-x", "n-9"})
+	if err != nil || !slices.Equal(has, []bool{true, true, true, true, false}) {
+		t.Fatalf("HasItems = %v, %v", has, err)
+	}
+	if n, err := b.CountItems(ctx, f.ID); err != nil || n != 5 {
+		t.Fatalf("CountItems = %d, %v; want 5", n, err)
+	}
+}
