@@ -71,8 +71,8 @@ func (s *Store) addSynced(ctx context.Context, f storage.Feed, items []storage.I
 	skip := s.admission(feedID, ret, now)
 	var errs []error
 	type pending struct {
-		item storage.Item
-		msg  *nats.Msg
+		item  storage.Item
+		msg   *nats.Msg
 		opts  []jetstream.PublishOpt
 		ack   jetstream.PubAckFuture
 		err   error
