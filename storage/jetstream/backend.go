@@ -243,6 +243,14 @@ func (s *Store) feedByIndex(ctx context.Context, key *storage.Feed) (storage.Fee
 	return f, nil
 }
 
+// HasItems is Store.HasItems: the aggregator asks it of every document
+// it fetches, in place of one Item call (a consumer) per item.
+func (b *Backend) HasItems(feedID uint64, ids []string) ([]bool, error) {
+	ctx, cancel := b.call()
+	defer cancel()
+	return b.s.HasItems(ctx, feedID, ids)
+}
+
 // Item returns the item of feedID with this ID, or storage.ErrFeedNotFound
 // or storage.ErrItemNotFound. It reads the feed's subject (at most
 // MaxItemsPerFeed messages); a lookup by message ID is next stage.

@@ -136,7 +136,10 @@ func (s *Store) nextID(ctx context.Context, key string) (uint64, error) {
 
 // Feed returns the feed with this ID, or storage.ErrFeedNotFound.
 func (s *Store) Feed(ctx context.Context, id uint64) (storage.Feed, error) {
-	f, _, err := s.feed(ctx, id)
+	f, rev, err := s.feed(ctx, id)
+	if err == nil && f.Kind == storage.KindRemote {
+		s.recent.put(f, rev, s.opt.Now())
+	}
 	return f, err
 }
 
@@ -265,6 +268,7 @@ func (s *Store) DeleteFeed(ctx context.Context, id uint64) error {
 		return fmt.Errorf("delete feed %d: %w", id, err)
 	}
 	s.known.forget(id)
+	s.recent.forget(id)
 	var errs []error
 	if err := s.opt.Metrics.kvWrite(IndexBucket, s.index.Delete(ctx, indexKeyOf(&f))); err != nil {
 		errs = append(errs, err)

@@ -35,17 +35,24 @@ import (
 // counters of that poll (the next poll finds the items known); that is
 // the at-least-once side of polling, never a duplicate item.
 func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.Item, o storage.Observation, fn func(f *storage.Feed, o *storage.Observation, added []storage.Item) error) (storage.Fetched, error) {
-	f, err := s.Feed(ctx, feedID)
+	// The record read here is the one the first write expects: only a
+	// conflict reads it again.
+	f, rev, err := s.recentFeed(ctx, feedID)
 	if err != nil {
 		return storage.Fetched{}, err
 	}
-	if err := s.syncKnown(ctx, feedID); err != nil {
+	if err := s.syncKnownRecent(ctx, feedID); err != nil {
 		return storage.Fetched{}, err
 	}
 	var fresh []storage.Item
+	refused := false
 	seen := make(map[string]bool, len(items))
 	for _, it := range items {
-		if it.ID == "" || seen[it.ID] || s.known.has(feedID, MsgID(feedID, it.ID)) {
+		if it.ID == "" || len(it.ID) > storage.MaxIDLen {
+			refused = true // addSynced says why
+			continue
+		}
+		if seen[it.ID] || s.known.has(feedID, MsgID(feedID, it.ID)) {
 			continue
 		}
 		seen[it.ID] = true
@@ -59,15 +66,23 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 	if err := checkObservation(feedID, &dryObs, s.maxData); err != nil {
 		return storage.Fetched{}, err
 	}
-	added, itemErr := s.AddFeedItems(ctx, f, items)
+	// A document without new items costs no items call; retention has
+	// nothing new to cut (age is each message's TTL, or the next call's).
+	var added []storage.Item
+	var itemErr error
+	if len(fresh) > 0 || refused || len(items) > 0 && s.reducer() != nil {
+		added, itemErr = s.addSynced(ctx, f, items)
+	}
 	if added == nil && itemErr != nil && len(items) > 0 && !isItemRefusal(itemErr) {
 		return storage.Fetched{}, fmt.Errorf("record fetch of feed %d: %w", feedID, itemErr)
 	}
 	published := false
-	for range maxRetries {
-		cur, rev, err := s.feed(ctx, feedID)
-		if err != nil {
-			return storage.Fetched{}, err
+	cur := f
+	for try := range maxRetries {
+		if try > 0 {
+			if cur, rev, err = s.feed(ctx, feedID); err != nil {
+				return storage.Fetched{}, err
+			}
 		}
 		nf, no := cur, o
 		if err := fn(&nf, &no, added); err != nil {
@@ -76,18 +91,37 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 		if nf.ID != cur.ID || nf.Kind != cur.Kind || nf.URL != cur.URL || nf.Slug != cur.Slug {
 			return storage.Fetched{}, fmt.Errorf("record fetch of feed %d: %w: id, kind, URL and slug are fixed", feedID, storage.ErrInvalid)
 		}
-		if !published {
-			if err := s.publishObservation(ctx, feedID, &no); err != nil {
-				return storage.Fetched{}, err
-			}
-			published = true
-		}
 		nf.Created, nf.Updated = cur.Created, s.opt.Now()
 		data, err := s.encodeFeed(&nf)
 		if err != nil {
 			return storage.Fetched{}, err
 		}
-		_, err = s.defs.Update(ctx, feedKey(feedID), data, rev)
+		if !published && s.group != nil {
+			// The usual case: the observation and the record go with
+			// the group of fetches being stored now.
+			msg, opts, merr := s.obsMessage(feedID, &no)
+			if merr != nil {
+				return storage.Fetched{}, merr
+			}
+			start := time.Now()
+			w := &groupWrite{obs: msg, obsOpts: opts, rec: kvUpdate(DefsBucket, feedKey(feedID), data, rev)}
+			if cerr := s.group.commit(ctx, w); cerr != nil {
+				return storage.Fetched{}, fmt.Errorf("record fetch of feed %d: %w", feedID, cerr)
+			}
+			if w.obsErr != nil {
+				return storage.Fetched{}, fmt.Errorf("observation of feed %d: %w", feedID, w.obsErr)
+			}
+			s.opt.Metrics.published("observation", start)
+			published, err = true, w.recErr
+		} else {
+			if !published {
+				if err := s.publishObservation(ctx, feedID, &no); err != nil {
+					return storage.Fetched{}, err
+				}
+				published = true
+			}
+			_, err = s.defs.Update(ctx, feedKey(feedID), data, rev)
+		}
 		if s.opt.Metrics.kvWrite(DefsBucket, err) == nil {
 			return storage.Fetched{Feed: nf, Added: added, Observation: no, ItemErr: itemErr}, nil
 		}
@@ -124,19 +158,26 @@ func checkObservation(feedID uint64, o *storage.Observation, maxData int) error 
 	return nil
 }
 
-// publishObservation publishes o to the feed's observation subject with a
-// message ID from the feed and o.At, so that a retry stores it once.
-func (s *Store) publishObservation(ctx context.Context, feedID uint64, o *storage.Observation) error {
-	if err := checkObservation(feedID, o, s.maxData); err != nil {
-		return err
-	}
+// obsMessage is the message of o on the feed's observation subject, with
+// a message ID from the feed and o.At, so that a retry stores it once. It
+// refuses, as checkObservation does, an observation too large.
+func (s *Store) obsMessage(feedID uint64, o *storage.Observation) (*nats.Msg, []jetstream.PublishOpt, error) {
 	data, err := json.Marshal(o)
-	if err != nil {
-		return fmt.Errorf("observation of feed %d: %w", feedID, err)
+	if err != nil || len(data) > storage.MaxObservationSize || len(data) > s.maxData {
+		return nil, nil, fmt.Errorf("observation of feed %d: %w: %d bytes, %v", feedID, storage.ErrInvalid, len(data), err)
 	}
 	msgID := strconv.FormatUint(feedID, 10) + "/" + strconv.FormatInt(o.At.UnixNano(), 10)
+	return &nats.Msg{Subject: obsSubjectOf(feedID), Data: data}, []jetstream.PublishOpt{jetstream.WithMsgID(msgID)}, nil
+}
+
+// publishObservation publishes o to the feed's observation subject.
+func (s *Store) publishObservation(ctx context.Context, feedID uint64, o *storage.Observation) error {
+	msg, opts, err := s.obsMessage(feedID, o)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
-	if _, err := s.js.PublishMsg(ctx, &nats.Msg{Subject: obsSubjectOf(feedID), Data: data}, jetstream.WithMsgID(msgID)); err != nil {
+	if _, err := s.js.PublishMsg(ctx, msg, opts...); err != nil {
 		return fmt.Errorf("observation of feed %d: %w", feedID, err)
 	}
 	s.opt.Metrics.published("observation", start)

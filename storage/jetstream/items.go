@@ -56,20 +56,27 @@ func (s *Store) AddItems(ctx context.Context, feedID uint64, items []storage.Ite
 // Unlike the bbolt store, a changed item with a known ID is not merged
 // into the stored one (next stage); it is skipped.
 func (s *Store) AddFeedItems(ctx context.Context, f storage.Feed, items []storage.Item) ([]storage.Item, error) {
+	if err := s.syncKnown(ctx, f.ID); err != nil {
+		return nil, err
+	}
+	return s.addSynced(ctx, f, items)
+}
+
+// addSynced is AddFeedItems once the feed's known item IDs are synced.
+func (s *Store) addSynced(ctx context.Context, f storage.Feed, items []storage.Item) ([]storage.Item, error) {
 	now := s.opt.Now()
 	feedID, ret := f.ID, f.Retention
 	subject := itemSubject(feedID)
-	if err := s.syncKnown(ctx, feedID); err != nil {
-		return nil, err
-	}
 	red := s.reducer()
 	skip := s.admission(feedID, ret, now)
 	var errs []error
 	type pending struct {
-		item storage.Item
-		msg  *nats.Msg
-		opts []jetstream.PublishOpt
-		ack  jetstream.PubAckFuture
+		item  storage.Item
+		msg   *nats.Msg
+		opts  []jetstream.PublishOpt
+		ack   jetstream.PubAckFuture
+		err   error
+		index int
 	}
 	var sent []pending
 	start := time.Now()
@@ -82,35 +89,59 @@ func (s *Store) AddFeedItems(ctx context.Context, f storage.Feed, items []storag
 			errs = append(errs, &storage.ItemError{Index: i, ID: short(it.ID), Err: fmt.Errorf("%w: item id of %d bytes", storage.ErrInvalid, len(it.ID))})
 			continue
 		}
+		msgID := MsgID(feedID, it.ID)
+		if s.known.has(feedID, msgID) {
+			continue // the usual case for most of a document's items
+		}
 		data, err := json.Marshal(&it)
 		if err != nil || len(data) > s.maxData {
 			errs = append(errs, &storage.ItemError{Index: i, ID: short(it.ID), Err: fmt.Errorf("%w: item of %d bytes (at most %d), %v", storage.ErrInvalid, len(data), s.maxData, err)})
 			continue
 		}
-		msgID := MsgID(feedID, it.ID)
-		if s.known.has(feedID, msgID) || skip(&it) {
+		if skip(&it) {
 			continue
 		}
 		opts := []jetstream.PublishOpt{jetstream.WithMsgID(msgID)}
 		if ret.MaxAge > 0 && red == nil {
 			opts = append(opts, jetstream.WithMsgTTL(max(sortTime(&it).Add(ret.MaxAge).Sub(now), time.Second)))
 		}
-		msg := &nats.Msg{Subject: subject, Data: data, Header: itemHeaders(msgID, &it)}
-		ack, err := s.js.PublishMsgAsync(msg, opts...)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("publish item %d of feed %d: %w", i, feedID, err))
-			continue
+		sent = append(sent, pending{item: it, msg: &nats.Msg{Subject: subject, Data: data, Header: itemHeaders(msgID, &it)}, opts: opts, index: i})
+	}
+	// One new item, the usual case, is published expecting the subject's
+	// last sequence the index is complete up to: once stored, the index
+	// is complete up to the item, and the next poll reads nothing back.
+	alone, upTo := false, uint64(0)
+	if seq, ok := s.known.upTo(feedID); ok && len(sent) == 1 {
+		alone, upTo = true, seq
+		sent[0].opts = append(slices.Clip(sent[0].opts), jetstream.WithExpectLastSequencePerSubject(upTo))
+	}
+	for k := range sent {
+		p := &sent[k]
+		if p.ack, p.err = s.js.PublishMsgAsync(p.msg, p.opts...); p.err != nil {
+			errs = append(errs, fmt.Errorf("publish item %d of feed %d: %w", p.index, feedID, p.err))
 		}
-		sent = append(sent, pending{it, msg, opts, ack})
 	}
 	var added []storage.Item
 	var stored []knownItem
 	for _, p := range sent {
+		if p.err != nil {
+			continue
+		}
 		var pa *jetstream.PubAck
 		var err error
 		select {
 		case pa = <-p.ack.Ok():
+			if alone && !pa.Duplicate {
+				s.known.advance(feedID, upTo, knownItem{key: MsgID(feedID, p.item.ID), seq: pa.Sequence, at: sortTime(&p.item).UnixNano()})
+			}
 		case err = <-p.ack.Err():
+			if alone && (IsConflict(err) || inProcess(err)) {
+				// Another writer published to the feed since the sync:
+				// the message ID keeps the item stored once.
+				p.msg = &nats.Msg{Subject: p.msg.Subject, Data: p.msg.Data, Header: itemHeaders(MsgID(feedID, p.item.ID), &p.item)}
+				p.opts = p.opts[:len(p.opts)-1]
+				pa, err = s.js.PublishMsg(ctx, p.msg, p.opts...)
+			}
 			if inProcess(err) {
 				pa, err = s.republish(ctx, p.msg, p.opts)
 			}
@@ -145,6 +176,23 @@ func (s *Store) AddFeedItems(ctx context.Context, f storage.Feed, items []storag
 		}
 	}
 	return added, errors.Join(errs...)
+}
+
+// HasItems reports, for each of ids, whether feed feedID holds (or held,
+// before retention removed it) an item with that ID, from the node's
+// index of the feed's item IDs after one read of the subject's last
+// sequence: a poll asks this of every document, and reading the items
+// themselves would take a consumer. Unlike the bbolt store it does not
+// check that the feed exists (a deleted feed holds nothing).
+func (s *Store) HasItems(ctx context.Context, feedID uint64, ids []string) ([]bool, error) {
+	if err := s.syncKnown(ctx, feedID); err != nil {
+		return nil, err
+	}
+	out := make([]bool, len(ids))
+	for i, id := range ids {
+		out[i] = id != "" && len(id) <= storage.MaxIDLen && s.known.has(feedID, MsgID(feedID, id))
+	}
+	return out, nil
 }
 
 // admission returns the filter of the items retention would remove at

@@ -62,6 +62,7 @@ type knownItem struct {
 type knownFeed struct {
 	items   map[string]knownItem
 	lastSeq uint64 // items are complete up to this stream sequence
+	synced  int64  // when lastSeq was last checked against the stream, Unix nanoseconds
 	elem    *list.Element
 }
 
@@ -113,6 +114,39 @@ func (f *knownFeed) put(it knownItem) {
 		return
 	}
 	f.items[it.key] = it
+}
+
+// checked notes that the feed's index was found complete at at.
+func (k *known) checked(feedID uint64, at time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if f, ok := k.feeds[feedID]; ok {
+		f.synced = at.UnixNano()
+	}
+}
+
+// checkedSince reports whether the feed's index was found complete at or
+// after t.
+func (k *known) checkedSince(feedID uint64, t time.Time) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	f, ok := k.feeds[feedID]
+	return ok && f.synced >= t.UnixNano()
+}
+
+// advance records it, stored right after the sequence the feed's index
+// was complete up to with nothing in between (its publish expected that
+// sequence), and makes the index complete up to it. An index that has
+// moved or was evicted since is left alone.
+func (k *known) advance(feedID, from uint64, it knownItem) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	f, ok := k.feeds[feedID]
+	if !ok || f.lastSeq != from || it.seq <= from {
+		return
+	}
+	f.put(it)
+	f.lastSeq = it.seq
 }
 
 // add records items just stored; they do not make the index complete to
@@ -262,6 +296,7 @@ func (s *Store) syncKnown(ctx context.Context, feedID uint64) error {
 	}
 	upTo, ok := s.known.upTo(feedID)
 	if ok && upTo == last {
+		s.known.checked(feedID, s.opt.Now())
 		return nil
 	}
 	reset := !ok || upTo > last
@@ -331,7 +366,24 @@ func (s *Store) syncKnown(ctx context.Context, feedID uint64) error {
 		}
 	}
 	s.known.extend(feedID, last, items, reset)
+	s.known.checked(feedID, s.opt.Now())
 	return nil
+}
+
+// recentSync is how long after a sync of a feed's item IDs a fetch of the
+// same feed trusts them without reading the subject's last sequence
+// again: the aggregator asks HasItems of a document and stores it
+// moments later. An item another writer adds in between is not stored
+// twice: its message ID is de-duplicated by the stream.
+const recentSync = 2 * time.Second
+
+// syncKnownRecent is syncKnown unless the feed's index was synced within
+// recentSync.
+func (s *Store) syncKnownRecent(ctx context.Context, feedID uint64) error {
+	if s.known.checkedSince(feedID, s.opt.Now().Add(-recentSync)) {
+		return nil
+	}
+	return s.syncKnown(ctx, feedID)
 }
 
 // knownOf returns the index entry of the message at seq from its

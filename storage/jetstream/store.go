@@ -65,6 +65,10 @@ type Options struct {
 	// KnownFeeds bounds how many feeds' item IDs are kept in memory;
 	// zero means DefaultKnownFeeds.
 	KnownFeeds int
+	// GroupWindow is how long the first fetch of a group waits for
+	// others before their observations and records are sent together;
+	// zero means DefaultGroupWindow, negative sends each fetch alone.
+	GroupWindow time.Duration
 	// PipeAckWait is how long a pipe's fetched inputs stay with their node;
 	// zero means DefaultPipeAckWait.
 	PipeAckWait time.Duration
@@ -88,6 +92,8 @@ type Store struct {
 	opt     Options
 	maxData int
 	known   *known
+	recent  recentReads
+	group   *group // nil: each fetch alone
 	red     atomic.Pointer[reducerBox]
 }
 
@@ -123,6 +129,12 @@ func Open(ctx context.Context, js jetstream.JetStream, opt Options) (*Store, err
 		return nil, fmt.Errorf("jetstream store: %w: options %+v", storage.ErrInvalid, opt)
 	}
 	s := &Store{js: js, opt: opt, maxData: int(js.Conn().MaxPayload()) - 4096, known: newKnown(opt.KnownFeeds)}
+	switch {
+	case opt.GroupWindow == 0:
+		s.group = newGroup(js, DefaultGroupWindow)
+	case opt.GroupWindow > 0:
+		s.group = newGroup(js, opt.GroupWindow)
+	}
 	var err error
 	if s.items, err = Stream(ctx, js, jetstream.StreamConfig{
 		Name:              ItemsStream,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -695,5 +696,228 @@ func TestReadsLeaveNoConsumers(t *testing.T) {
 			t.Fatalf("%d read consumers left after 5 s", consumers())
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestHasItemsAndQuietPolls: HasItems answers from the item IDs a node
+// learns from the stream (another node's additions included), and a
+// fetch whose document holds only known items publishes no items
+// message while its observation and counters are stored.
+func TestHasItemsAndQuietPolls(t *testing.T) {
+	c := jstest.NewServer(t)
+	a, _ := openStore(t, c)
+	js, err := jetstream.New(c.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	reg := prometheus.NewRegistry()
+	b, err := sjs.Open(ctx, js, sjs.Options{Metrics: sjs.NewMetrics(reg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := storage.Feed{Kind: storage.KindRemote, URL: "http://example.com/quiet.xml", Policy: "fixed-1m"}
+	if err := a.CreateFeed(ctx, &f); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.AddItems(ctx, f.ID, items("q", 2), storage.Retention{}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		ids  []string
+		want []bool
+	}{
+		{[]string{"q-0", "q-1"}, []bool{true, true}},
+		{[]string{"q-2", "q-1", ""}, []bool{false, true, false}},
+		{[]string{strings.Repeat("x", storage.MaxIDLen+1)}, []bool{false}},
+		{nil, []bool{}},
+	}
+	for _, tt := range tests {
+		got, err := b.HasItems(ctx, f.ID, tt.ids)
+		if err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("HasItems(%q) = %v, %v; want %v", tt.ids, got, err, tt.want)
+		}
+	}
+	bump := func(f *storage.Feed, o *storage.Observation, added []storage.Item) error {
+		f.Polls++
+		f.Items += int64(len(added))
+		return nil
+	}
+	at := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	got, err := b.RecordFetch(ctx, f.ID, items("q", 2), storage.Observation{At: at, Status: 200}, bump)
+	if err != nil || len(got.Added) != 0 || got.Feed.Polls != 1 {
+		t.Fatalf("quiet poll: %+v, %v", got, err)
+	}
+	if n := publishes(t, reg); n != 0 {
+		t.Fatalf("a poll of known items published %d items messages", n)
+	}
+	got, err = b.RecordFetch(ctx, f.ID, items("q", 3), storage.Observation{At: at.Add(time.Minute), Status: 200}, bump)
+	if err != nil || ids(got.Added) != "q-2" || got.Feed.Polls != 2 || got.Feed.Items != 1 {
+		t.Fatalf("poll with one new item: added %q, %+v, %v", ids(got.Added), got.Feed, err)
+	}
+	if n := publishes(t, reg); n != 1 {
+		t.Fatalf("a poll with one new item published %d times, want 1", n)
+	}
+	if obs, err := a.Observations(ctx, f.ID, 0); err != nil || len(obs) != 2 {
+		t.Fatalf("observations = %d, %v; want both polls", len(obs), err)
+	}
+	if has, err := a.HasItems(ctx, f.ID, []string{"q-2"}); err != nil || !has[0] {
+		t.Fatalf("node a does not see q-2: %v, %v", has, err)
+	}
+}
+
+// TestFetchAfterConcurrentEdit: a node reads a feed, another node edits
+// it, then the first stores a fetch from its earlier read: the edit is
+// kept and the fetch is counted.
+func TestFetchAfterConcurrentEdit(t *testing.T) {
+	c := jstest.NewServer(t)
+	a, _ := openStore(t, c)
+	b, _ := openStore(t, c)
+	ctx := testCtx(t)
+	f := storage.Feed{Kind: storage.KindRemote, URL: "http://example.com/edit.xml", Policy: "fixed-1m"}
+	if err := a.CreateFeed(ctx, &f); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Feed(ctx, f.ID); err != nil { // the aggregator's read before its fetch
+		t.Fatal(err)
+	}
+	if _, err := b.UpdateFeed(ctx, f.ID, func(f *storage.Feed) error { f.Title = "renamed"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.RecordFetch(ctx, f.ID, nil, storage.Observation{At: time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC), Status: 304},
+		func(f *storage.Feed, o *storage.Observation, added []storage.Item) error { f.Polls++; return nil })
+	if err != nil || got.Feed.Title != "renamed" || got.Feed.Polls != 1 {
+		t.Fatalf("RecordFetch = %+v, %v; want the edit kept and one poll", got.Feed, err)
+	}
+	if cur, err := b.Feed(ctx, f.ID); err != nil || cur.Title != "renamed" || cur.Polls != 1 {
+		t.Fatalf("stored %+v, %v", cur, err)
+	}
+}
+
+// TestGroupedFetches: fetches of many feeds stored at once share groups
+// (or go alone, with a negative window); each is counted once, each
+// observation is stored, and a concurrent edit of one record is kept.
+func TestGroupedFetches(t *testing.T) {
+	for _, window := range []time.Duration{-1, 0, 20 * time.Millisecond} {
+		t.Run(fmt.Sprint(window), func(t *testing.T) {
+			c := jstest.NewServer(t)
+			js, err := jetstream.New(c.Connect(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := testCtx(t)
+			st, err := sjs.Open(ctx, js, sjs.Options{GroupWindow: window})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const feeds, polls = 24, 3
+			ids := make([]uint64, feeds)
+			for i := range ids {
+				f := storage.Feed{Kind: storage.KindRemote, URL: fmt.Sprintf("http://example.com/%d.xml", i), Policy: "fixed-1m"}
+				if err := st.CreateFeed(ctx, &f); err != nil {
+					t.Fatal(err)
+				}
+				ids[i] = f.ID
+			}
+			at := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+			var wg sync.WaitGroup
+			errs := make(chan error, feeds*polls+1)
+			for i, id := range ids {
+				wg.Go(func() {
+					for p := range polls {
+						if _, err := st.Feed(ctx, id); err != nil {
+							errs <- err
+							return
+						}
+						its := items(fmt.Sprintf("f%d", i), p+1)
+						_, err := st.RecordFetch(ctx, id, its, storage.Observation{At: at.Add(time.Duration(p) * time.Minute), Status: 200},
+							func(f *storage.Feed, o *storage.Observation, added []storage.Item) error {
+								f.Polls++
+								f.Items += int64(len(added))
+								return nil
+							})
+						if err != nil {
+							errs <- err
+							return
+						}
+					}
+				})
+			}
+			wg.Go(func() {
+				if _, err := st.UpdateFeed(ctx, ids[0], func(f *storage.Feed) error { f.Title = "edited"; return nil }); err != nil {
+					errs <- err
+				}
+			})
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			for _, id := range ids {
+				f, err := st.Feed(ctx, id)
+				if err != nil || f.Polls != polls || f.Items != polls {
+					t.Fatalf("feed %d: %d polls, %d items, %v; want %d and %d", id, f.Polls, f.Items, err, polls, polls)
+				}
+				if obs, err := st.Observations(ctx, id, 0); err != nil || len(obs) != polls {
+					t.Fatalf("feed %d: %d observations, %v", id, len(obs), err)
+				}
+				if id == ids[0] && f.Title != "edited" {
+					t.Fatalf("the concurrent edit was lost: %+v", f)
+				}
+			}
+		})
+	}
+}
+
+// TestOneNewItemNeedsNoReadBack: a poll that adds one item publishes it
+// expecting the subject's last sequence, so the next poll's index is
+// complete without reading the item back; when another writer got in
+// between, the item is still stored once and the index learns both.
+func TestOneNewItemNeedsNoReadBack(t *testing.T) {
+	c := jstest.NewServer(t)
+	a, _ := openStore(t, c)
+	b, _ := openStore(t, c)
+	ctx := testCtx(t)
+	f := storage.Feed{Kind: storage.KindRemote, URL: "http://example.com/one.xml", Policy: "fixed-1m"}
+	if err := a.CreateFeed(ctx, &f); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	poll := func(st *sjs.Store, its []storage.Item) []storage.Item {
+		t.Helper()
+		got, err := st.RecordFetch(ctx, f.ID, its, storage.Observation{At: at, Status: 200},
+			func(f *storage.Feed, o *storage.Observation, added []storage.Item) error { f.Polls++; return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		at = at.Add(time.Minute)
+		return got.Added
+	}
+	for i := range 3 {
+		if _, err := a.HasItems(ctx, f.ID, nil); err != nil {
+			t.Fatal(err)
+		}
+		if added := poll(a, items("n", i+1)); len(added) != 1 {
+			t.Fatalf("poll %d added %q", i, ids(added))
+		}
+	}
+	// a syncs for its next poll; b adds n-3 behind its back; a's single
+	// new item expects a stale sequence, falls back, and is stored once.
+	if _, err := a.HasItems(ctx, f.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.AddItems(ctx, f.ID, items("n", 4), storage.Retention{}); err != nil {
+		t.Fatal(err)
+	}
+	more := append(items("n", 3), storage.Item{ID: "n-x", Title: "x", Published: time.Date(2026, 11, 25, 13, 0, 0, 0, time.UTC)})
+	if added := poll(a, more); ids(added) != "n-x" {
+		t.Fatalf("a added %q; want n-x", ids(added))
+	}
+	has, err := a.HasItems(ctx, f.ID, []string{"n-0", "n-2", "n-3", "n-x", "n-9"})
+	if err != nil || !slices.Equal(has, []bool{true, true, true, true, false}) {
+		t.Fatalf("HasItems = %v, %v", has, err)
+	}
+	if n, err := b.CountItems(ctx, f.ID); err != nil || n != 5 {
+		t.Fatalf("CountItems = %d, %v; want 5", n, err)
 	}
 }
