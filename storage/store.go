@@ -59,7 +59,8 @@ type Store struct {
 	maxObs  int
 	linger  time.Duration // Options.CommitLinger, 0 for never
 	reducer atomic.Pointer[reducerBox]
-	commit  committer // group commit of the hot writes (commit.go)
+	learner atomic.Pointer[learnerBox] // folds observations into policy states (policystate.go)
+	commit  committer                  // group commit of the hot writes (commit.go)
 	// summaries caches every feed's summary for lists (summaries.go).
 	summaries summaryCache
 	// feedMemo hands the feeds Store.Feed decoded to the writes that

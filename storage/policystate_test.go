@@ -1,0 +1,223 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// countLearner keeps, as a feed's policy, one byte per observation it
+// learned from (errors are not learned), and predicts a minute after the
+// newest; feeds of policy "none" keep no state.
+func countLearner(f *Feed, prev *PolicyState, o *Observation) (PolicyState, bool) {
+	if f.Policy == "none" {
+		return PolicyState{}, false
+	}
+	if o.Err != "" {
+		return *prev, true
+	}
+	p := append(append([]byte(nil), prev.Policy...), byte(len(prev.Policy)))
+	return PolicyState{Next: o.At.Add(time.Minute), Last: o.At, Policy: p}, true
+}
+
+func obsAt(i int) Observation {
+	return Observation{At: t0.Add(time.Duration(i) * time.Minute), Status: 200}
+}
+
+// TestPolicyStateFolds: every write of an observation (AddObservation,
+// RecordPoll, RecordFetch) folds it into the feed's state in its own
+// transaction; without a learner, or for a policy that keeps none, the
+// state is dropped; a sensor feed keeps none.
+func TestPolicyStateFolds(t *testing.T) {
+	write := map[string]func(s *Store, id uint64, o Observation) error{
+		"AddObservation": func(s *Store, id uint64, o Observation) error { return s.AddObservation(id, o) },
+		"RecordPoll": func(s *Store, id uint64, o Observation) error {
+			_, err := s.RecordPoll(id, o, func(f *Feed) error { f.Polls++; return nil })
+			return err
+		},
+		"RecordFetch": func(s *Store, id uint64, o Observation) error {
+			it := Item{ID: fmt.Sprintf("i%d", o.At.Unix()), Title: "x", Published: o.At}
+			_, err := s.RecordFetch(id, []Item{it}, o, func(f *Feed, o *Observation, added []Item) error {
+				o.Hit = len(added) > 0
+				f.Polls++
+				return nil
+			})
+			return err
+		},
+	}
+	tests := []struct {
+		name      string
+		policy    string
+		learner   bool
+		obs       []Observation
+		wantState bool
+		wantN     int // observations learned
+	}{
+		{"learns each", "auto", true, []Observation{obsAt(0), obsAt(1), obsAt(2)}, true, 3},
+		{"errors are not learned", "auto", true, []Observation{obsAt(0), {At: t0.Add(5 * time.Minute), Err: "boom"}}, true, 1},
+		{"no learner drops the state", "auto", false, []Observation{obsAt(0)}, false, 0},
+		{"a policy without state drops it", "none", true, []Observation{obsAt(0)}, false, 0},
+		{"a new feed has a fresh state", "auto", true, nil, true, 0},
+	}
+	for wname, w := range write {
+		for _, tt := range tests {
+			t.Run(wname+"/"+tt.name, func(t *testing.T) {
+				s := openTest(t)
+				if tt.learner {
+					s.SetLearner(countLearner)
+				}
+				f := Feed{Kind: KindRemote, URL: "https://example.com/f", Policy: tt.policy}
+				if err := s.CreateFeed(&f); err != nil {
+					t.Fatal(err)
+				}
+				for _, o := range tt.obs {
+					if err := w(s, f.ID, o); err != nil {
+						t.Fatal(err)
+					}
+				}
+				st, ok, err := s.PolicyStateOf(f.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ok != tt.wantState {
+					t.Fatalf("has state %v, want %v", ok, tt.wantState)
+				}
+				if len(st.Policy) != tt.wantN {
+					t.Fatalf("learned %d observations, want %d", len(st.Policy), tt.wantN)
+				}
+				if tt.wantN > 0 && !st.Last.Equal(tt.obs[tt.wantN-1].At) {
+					t.Fatalf("last %v, want %v", st.Last, tt.obs[tt.wantN-1].At)
+				}
+			})
+		}
+	}
+	t.Run("sensor feeds keep none", func(t *testing.T) {
+		s := openTest(t)
+		s.SetLearner(countLearner)
+		f := Feed{Kind: KindSensor, Slug: "temp"}
+		if err := s.CreateFeed(&f); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := s.PolicyStateOf(f.ID); err != nil || ok {
+			t.Fatalf("state %v, %v", ok, err)
+		}
+	})
+}
+
+// TestStateOrderAndFeedsWithStates: the feeds come in order of their
+// learned next fetch, those without a state first, and deleted feeds
+// leave no state behind (closeAndCheck checks the file).
+func TestStateOrderAndFeedsWithStates(t *testing.T) {
+	s := openTest(t)
+	var ids []uint64
+	for i := range 5 {
+		f := Feed{Kind: KindRemote, URL: fmt.Sprintf("https://example.com/%d", i), Policy: "auto"}
+		if i == 3 {
+			f.Policy = "none"
+		}
+		if err := s.CreateFeed(&f); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, f.ID)
+	}
+	s.SetLearner(countLearner)
+	// Feed i's newest observation is at minute 10-i: the last is due first.
+	for i, id := range ids {
+		if err := s.AddObservation(id, obsAt(10-i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.DeleteFeed(ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	refs, err := s.StateOrder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []uint64
+	for _, r := range refs {
+		got = append(got, r.ID)
+	}
+	want := []uint64{ids[3], ids[4], ids[2], ids[0]}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("order %v, want %v", got, want)
+	}
+	n := 0
+	err = s.FeedsWithStates(append(got, 999), func(f Feed, st *PolicyState) error {
+		if (st != nil) != (f.ID != ids[3]) {
+			t.Errorf("feed %d: state %v", f.ID, st)
+		}
+		n++
+		return nil
+	})
+	if err != nil || n != 4 {
+		t.Fatalf("FeedsWithStates: %d feeds, %v", n, err)
+	}
+}
+
+// TestInitPolicyState: a replay's state is stored only while the feed
+// has none and its newest observation is still the one replayed.
+func TestInitPolicyState(t *testing.T) {
+	s := openTest(t)
+	f := Feed{Kind: KindRemote, URL: "https://example.com/f", Policy: "auto"}
+	if err := s.CreateFeed(&f); err != nil {
+		t.Fatal(err)
+	}
+	// Written without a learner: the state is gone.
+	for i := range 3 {
+		if err := s.AddObservation(f.ID, obsAt(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := PolicyState{Next: obsAt(3).At, Last: obsAt(2).At, Policy: []byte{0, 1, 2}}
+	if err := s.InitPolicyState(f.ID, obsAt(1).At, st); !errors.Is(err, ErrStateRace) {
+		t.Fatalf("init after an older replay: %v, want ErrStateRace", err)
+	}
+	if err := s.InitPolicyState(f.ID, obsAt(2).At, st); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.InitPolicyState(f.ID, obsAt(2).At, st); !errors.Is(err, ErrStateRace) {
+		t.Fatalf("init twice: %v, want ErrStateRace", err)
+	}
+	got, ok, err := s.PolicyStateOf(f.ID)
+	if err != nil || !ok || !got.Next.Equal(st.Next) || string(got.Policy) != string(st.Policy) {
+		t.Fatalf("state %+v %v %v", got, ok, err)
+	}
+	s.SetLearner(countLearner)
+	if err := s.AddObservation(f.ID, obsAt(3)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := s.PolicyStateOf(f.ID); len(got.Policy) != 4 || !got.Last.Equal(obsAt(3).At) {
+		t.Fatalf("after a fold: %+v", got)
+	}
+	if err := s.InitPolicyState(f.ID, time.Time{}, PolicyState{Policy: make([]byte, MaxPolicyStateSize)}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("oversized state: %v, want ErrInvalid", err)
+	}
+	if err := s.InitPolicyState(12345, time.Time{}, PolicyState{}); !errors.Is(err, ErrFeedNotFound) {
+		t.Fatalf("no such feed: %v", err)
+	}
+}
+
+// TestCheckFindsBadPolicyState: Check reports a malformed state.
+func TestCheckFindsBadPolicyState(t *testing.T) {
+	s := openTest(t)
+	f := Feed{Kind: KindRemote, URL: "https://example.com/f", Policy: "auto"}
+	if err := s.CreateFeed(&f); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.dbUpdate(func(tx *bolt.Tx) error { return tx.Bucket(bucketFeeds).Put(stateKey(f.ID), []byte{9}) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Check(); err == nil {
+		t.Fatal("Check accepted a malformed policy state")
+	}
+	if err := s.dbUpdate(func(tx *bolt.Tx) error { return tx.Bucket(bucketFeeds).Delete(stateKey(f.ID)) }); err != nil {
+		t.Fatal(err)
+	}
+}
