@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -302,46 +301,58 @@ func (s *Store) PolicyStateOf(id uint64) (PolicyState, bool, error) {
 	return st, ok, nil
 }
 
-// ErrStateRace is returned by InitPolicyState when the feed's
-// observations or state changed since the replay it was given.
-var ErrStateRace = errors.New("storage: the feed changed since its replay")
+// StateInit is the state a replay of a feed's observations reached, for
+// InitPolicyStates.
+type StateInit struct {
+	ID uint64
+	// Newest is when the newest observation replayed was made (zero:
+	// none).
+	Newest time.Time
+	State  PolicyState
+}
 
-// InitPolicyState stores st, the state a replay of feed id's
-// observations up to the one made at newest (zero: none) reached, for a
-// feed that keeps no state yet. It fails with ErrStateRace, storing
-// nothing, when the feed has a state by now or its newest observation is
-// no longer the one made at newest; with ErrInvalid for a state larger
-// than MaxPolicyStateSize.
-func (s *Store) InitPolicyState(id uint64, newest time.Time, st PolicyState) error {
-	v := encodePolicyState(&st)
-	if len(v) > MaxPolicyStateSize {
-		return fmt.Errorf("storage: policy state of feed %d: %w", id, invalidf("%d bytes, more than %d", len(v), MaxPolicyStateSize))
+// InitPolicyStates stores, in one transaction, the states replays of
+// feeds' observations reached (the migration of a store written before
+// states were kept). A feed's state is left out when the feed is gone,
+// has a state by now, its newest observation is no longer the one
+// replayed (it changed meanwhile: the next start replays it again), or
+// the state is larger than MaxPolicyStateSize. It returns how many were
+// stored.
+func (s *Store) InitPolicyStates(inits []StateInit) (int, error) {
+	vals := make([][]byte, len(inits))
+	for i := range inits {
+		vals[i] = encodePolicyState(&inits[i].State)
 	}
+	var stored int
 	err := s.update(func(tx *bolt.Tx) error {
+		stored = 0
 		feeds, err := bucket(tx, bucketFeeds)
 		if err != nil {
 			return err
 		}
-		if feeds.Get(u64(id)) == nil {
-			return ErrFeedNotFound
+		for i, in := range inits {
+			key := stateKey(in.ID)
+			if len(vals[i]) > MaxPolicyStateSize || feeds.Get(u64(in.ID)) == nil || feeds.Get(key) != nil {
+				continue
+			}
+			at, err := newestObservationAt(tx, feeds, in.ID)
+			if err != nil {
+				return err
+			}
+			if !at.Equal(in.Newest) {
+				continue
+			}
+			if err := feeds.Put(key, vals[i]); err != nil {
+				return err
+			}
+			stored++
 		}
-		key := stateKey(id)
-		if feeds.Get(key) != nil {
-			return ErrStateRace
-		}
-		at, err := newestObservationAt(tx, feeds, id)
-		if err != nil {
-			return err
-		}
-		if !at.Equal(newest) {
-			return ErrStateRace
-		}
-		return feeds.Put(key, v)
+		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("storage: init policy state of feed %d: %w", id, err)
+		return 0, fmt.Errorf("storage: init policy states: %w", err)
 	}
-	return nil
+	return stored, nil
 }
 
 // newestObservationAt returns when feed id's newest observation was made

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -158,46 +157,54 @@ func TestStateOrderAndFeedsWithStates(t *testing.T) {
 	}
 }
 
-// TestInitPolicyState: a replay's state is stored only while the feed
+// TestInitPolicyStates: a replay's state is stored only while the feed
 // has none and its newest observation is still the one replayed.
-func TestInitPolicyState(t *testing.T) {
+func TestInitPolicyStates(t *testing.T) {
 	s := openTest(t)
-	f := Feed{Kind: KindRemote, URL: "https://example.com/f", Policy: "auto"}
-	if err := s.CreateFeed(&f); err != nil {
-		t.Fatal(err)
-	}
-	// Written without a learner: the state is gone.
-	for i := range 3 {
-		if err := s.AddObservation(f.ID, obsAt(i)); err != nil {
+	var ids []uint64
+	for i := range 2 {
+		f := Feed{Kind: KindRemote, URL: fmt.Sprintf("https://example.com/%d", i), Policy: "auto"}
+		if err := s.CreateFeed(&f); err != nil {
 			t.Fatal(err)
+		}
+		ids = append(ids, f.ID)
+	}
+	// Written without a learner: the states are gone.
+	for i := range 3 {
+		for _, id := range ids {
+			if err := s.AddObservation(id, obsAt(i)); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	st := PolicyState{Next: obsAt(3).At, Last: obsAt(2).At, Policy: []byte{0, 1, 2}}
-	if err := s.InitPolicyState(f.ID, obsAt(1).At, st); !errors.Is(err, ErrStateRace) {
-		t.Fatalf("init after an older replay: %v, want ErrStateRace", err)
+	tests := []struct {
+		name  string
+		inits []StateInit
+		want  int
+	}{
+		{"an older replay", []StateInit{{ids[0], obsAt(1).At, st}}, 0},
+		{"no such feed", []StateInit{{12345, obsAt(2).At, st}}, 0},
+		{"too large", []StateInit{{ids[0], obsAt(2).At, PolicyState{Policy: make([]byte, MaxPolicyStateSize)}}}, 0},
+		{"current replays", []StateInit{{ids[0], obsAt(2).At, st}, {ids[1], obsAt(2).At, st}}, 2},
+		{"twice", []StateInit{{ids[0], obsAt(2).At, st}}, 0},
 	}
-	if err := s.InitPolicyState(f.ID, obsAt(2).At, st); err != nil {
-		t.Fatal(err)
+	for _, tt := range tests {
+		n, err := s.InitPolicyStates(tt.inits)
+		if err != nil || n != tt.want {
+			t.Fatalf("%s: stored %d (%v), want %d", tt.name, n, err, tt.want)
+		}
 	}
-	if err := s.InitPolicyState(f.ID, obsAt(2).At, st); !errors.Is(err, ErrStateRace) {
-		t.Fatalf("init twice: %v, want ErrStateRace", err)
-	}
-	got, ok, err := s.PolicyStateOf(f.ID)
+	got, ok, err := s.PolicyStateOf(ids[0])
 	if err != nil || !ok || !got.Next.Equal(st.Next) || string(got.Policy) != string(st.Policy) {
 		t.Fatalf("state %+v %v %v", got, ok, err)
 	}
 	s.SetLearner(countLearner)
-	if err := s.AddObservation(f.ID, obsAt(3)); err != nil {
+	if err := s.AddObservation(ids[0], obsAt(3)); err != nil {
 		t.Fatal(err)
 	}
-	if got, _, _ := s.PolicyStateOf(f.ID); len(got.Policy) != 4 || !got.Last.Equal(obsAt(3).At) {
+	if got, _, _ := s.PolicyStateOf(ids[0]); len(got.Policy) != 4 || !got.Last.Equal(obsAt(3).At) {
 		t.Fatalf("after a fold: %+v", got)
-	}
-	if err := s.InitPolicyState(f.ID, time.Time{}, PolicyState{Policy: make([]byte, MaxPolicyStateSize)}); !errors.Is(err, ErrInvalid) {
-		t.Fatalf("oversized state: %v, want ErrInvalid", err)
-	}
-	if err := s.InitPolicyState(12345, time.Time{}, PolicyState{}); !errors.Is(err, ErrFeedNotFound) {
-		t.Fatalf("no such feed: %v", err)
 	}
 }
 
