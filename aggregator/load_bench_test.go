@@ -35,23 +35,23 @@ func buildLoadStore(b *testing.B, path string, feeds, obs int, end time.Time) {
 	defer st.Close()
 	st.SetLearner(aggregator.Learn)
 	var wg sync.WaitGroup
-	errs := make(chan error, feeds)
-	ids := make(chan uint64, 1024)
+	errs := make(chan error, 128)
+	next := make(chan int, 1024)
 	go func() {
-		defer close(ids)
+		defer close(next)
 		for i := range feeds {
-			f := storage.Feed{Kind: storage.KindRemote, URL: fmt.Sprintf("https://s%d.example/f.rss", i), Policy: schedule.DefaultPolicy}
-			if err := st.CreateFeed(&f); err != nil {
-				errs <- err
-				return
-			}
-			ids <- f.ID
+			next <- i
 		}
 	}()
 	for range 128 { // concurrent writers share group commits
 		wg.Go(func() {
-			for id := range ids {
-				phase := time.Duration(id%3600) * time.Second
+			for i := range next {
+				f := storage.Feed{Kind: storage.KindRemote, URL: fmt.Sprintf("https://s%d.example/f.rss", i), Policy: schedule.DefaultPolicy}
+				if err := st.CreateFeed(&f); err != nil {
+					errs <- err
+					return
+				}
+				phase := time.Duration(i%3600) * time.Second
 				t0 := end.Add(-time.Duration(obs)*time.Hour - phase)
 				for j := range obs {
 					at := t0.Add(time.Duration(j+1) * time.Hour)
@@ -60,7 +60,7 @@ func buildLoadStore(b *testing.B, path string, feeds, obs int, end time.Time) {
 						o.Published = []time.Time{at}
 						o.LatencyS = []float64{3}
 					}
-					if err := st.AddObservation(id, o); err != nil {
+					if err := st.AddObservation(f.ID, o); err != nil {
 						errs <- err
 						return
 					}
