@@ -195,3 +195,34 @@ func (t benchTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp.Request = r
 	return resp, nil
 }
+
+// BenchmarkLearn times what a poll's write adds to keep its feed's
+// policy state: restoring auto's state (a day of hourly polls learned),
+// learning the poll's observation and encoding the state again, inside
+// the write's transaction.
+func BenchmarkLearn(b *testing.B) {
+	f := storage.Feed{ID: 7, Kind: storage.KindRemote, Policy: schedule.DefaultPolicy}
+	st := storage.PolicyState{}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	obs := func(j int) storage.Observation {
+		at := t0.Add(time.Duration(j) * time.Hour)
+		o := storage.Observation{At: at.Add(3 * time.Second), Hit: j%5 != 0, Status: 200}
+		if o.Hit {
+			o.Published = []time.Time{at}
+		}
+		return o
+	}
+	for j := range 24 {
+		o := obs(j)
+		var ok bool
+		if st, ok = aggregator.Learn(&f, &st, &o); !ok {
+			b.Fatal("auto keeps no state")
+		}
+	}
+	j := 24
+	for b.Loop() {
+		o := obs(j)
+		st, _ = aggregator.Learn(&f, &st, &o)
+		j++
+	}
+}
