@@ -2,9 +2,11 @@ package storage
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
+	"github.com/slogfeed/slogfeed/schedule"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -226,5 +228,31 @@ func TestCheckFindsBadPolicyState(t *testing.T) {
 	}
 	if err := s.dbUpdate(func(tx *bolt.Tx) error { return tx.Bucket(bucketFeeds).Delete(stateKey(f.ID)) }); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFeedsWithStatesReadsSchedulingFields: a start-up's read gives
+// every field scheduling takes as the record holds it, and no other.
+func TestFeedsWithStatesReadsSchedulingFields(t *testing.T) {
+	s := openTest(t)
+	f := Feed{Kind: KindRemote, URL: "https://example.com/f", Policy: "dpt-l", Title: "a title", Weight: 2.5, IgnoreCache: true,
+		UpdateHint: time.Hour, Category: []string{"x"}}
+	f.Sleep.SkipHours = 1 << 3
+	f.Sleep.Daily = []schedule.DailyWindow{{From: time.Hour, To: 2 * time.Hour}}
+	if err := s.CreateFeed(&f); err != nil {
+		t.Fatal(err)
+	}
+	full, err := s.UpdateFeed(f.ID, func(x *Feed) error { x.RetryAfter = t0.Add(time.Hour); x.Polls = 9; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Feed{ID: full.ID, Kind: full.Kind, URL: full.URL, Policy: full.Policy, Weight: full.Weight, IgnoreCache: full.IgnoreCache,
+		Sleep: full.Sleep, UpdateHint: full.UpdateHint, RetryAfter: full.RetryAfter}
+	var got Feed
+	if err := s.FeedsWithStates([]uint64{f.ID}, func(x Feed, _ *PolicyState) error { got = x; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("read %+v\nwant %+v", got, want)
 	}
 }
