@@ -6,7 +6,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/slogfeed/slogfeed/storage"
@@ -60,6 +64,94 @@ func TestHealthzReady(t *testing.T) {
 			if tt.status != http.StatusOK && body["error"] != "NATS: not connected" {
 				t.Errorf("body %v does not say why", body)
 			}
+		})
+	}
+}
+
+// stuckStore is a store whose LastSeq blocks until release is closed, as
+// a JetStream stream's Info does while the stream elects a leader.
+type stuckStore struct {
+	*storage.Store
+	release chan struct{}
+	calls   atomic.Int32
+}
+
+func (s *stuckStore) LastSeq() (uint64, error) {
+	s.calls.Add(1)
+	<-s.release
+	return s.Store.LastSeq()
+}
+
+// /healthz answers within HealthTimeout whatever blocks behind it: a
+// store or a Ready that does not answer makes it a 503 that says so, and
+// requests arriving meanwhile share the one check under way instead of
+// each starting its own.
+func TestHealthzAnswersInTime(t *testing.T) {
+	st := clusterStore(t, 0)
+	const timeout = 500 * time.Millisecond
+	tests := []struct {
+		name       string
+		stuckStore bool // LastSeq blocks
+		stuckReady bool // Ready blocks
+		wantErr    string
+	}{
+		{"store stuck", true, false, "did not answer within 500ms"},
+		{"ready stuck", false, true, "did not answer within 500ms"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				release := make(chan struct{})
+				store := &stuckStore{Store: st, release: make(chan struct{})}
+				if !tt.stuckStore {
+					close(store.release)
+				}
+				var readyCalls atomic.Int32
+				ready := func() error {
+					readyCalls.Add(1)
+					if tt.stuckReady {
+						<-release
+					}
+					return nil
+				}
+				h := New(Options{Store: store, Ready: ready, HealthTimeout: timeout})
+				const requests = 20
+				var wg sync.WaitGroup
+				codes := make([]int, requests)
+				bodies := make([]string, requests)
+				took := make([]time.Duration, requests)
+				for i := range requests {
+					wg.Go(func() {
+						start := time.Now()
+						rec := httptest.NewRecorder()
+						h.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+						codes[i], bodies[i], took[i] = rec.Code, rec.Body.String(), time.Since(start)
+					})
+				}
+				wg.Wait()
+				for i := range requests {
+					if codes[i] != http.StatusServiceUnavailable || !strings.Contains(bodies[i], tt.wantErr) {
+						t.Errorf("request %d: %d %s, want 503 saying %q", i, codes[i], bodies[i], tt.wantErr)
+					}
+					if took[i] != timeout {
+						t.Errorf("request %d answered after %v, want %v", i, took[i], timeout)
+					}
+				}
+				if r, c := readyCalls.Load(), store.calls.Load(); r != 1 || c > 1 {
+					t.Errorf("%d requests called Ready %d times and the store %d, want one check shared", requests, r, c)
+				}
+				// Once what blocked answers, the next check is 200.
+				close(release)
+				if tt.stuckStore {
+					close(store.release)
+				}
+				synctest.Wait()
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+				if rec.Code != http.StatusOK {
+					t.Errorf("after the release: %d %s, want 200", rec.Code, rec.Body)
+				}
+			})
 		})
 	}
 }
