@@ -85,18 +85,23 @@ func (s *stuckStore) LastSeq() (uint64, error) {
 // /healthz answers within HealthTimeout whatever blocks behind it: a
 // store or a Ready that does not answer makes it a 503 that says so, and
 // requests arriving meanwhile share the one check under way instead of
-// each starting its own.
+// each starting its own. A cluster node's Ready answers for it: a stuck
+// store (a stream electing its leader) is not asked.
 func TestHealthzAnswersInTime(t *testing.T) {
 	st := clusterStore(t, 0)
 	const timeout = 500 * time.Millisecond
 	tests := []struct {
 		name       string
+		withReady  bool // a cluster node
 		stuckStore bool // LastSeq blocks
 		stuckReady bool // Ready blocks
+		wantCode   int
 		wantErr    string
+		wantTook   time.Duration
 	}{
-		{"store stuck", true, false, "did not answer within 500ms"},
-		{"ready stuck", false, true, "did not answer within 500ms"},
+		{"single node, store stuck", false, true, false, http.StatusServiceUnavailable, "did not answer within 500ms", timeout},
+		{"cluster node, ready stuck", true, false, true, http.StatusServiceUnavailable, "did not answer within 500ms", timeout},
+		{"cluster node, store stuck", true, true, false, http.StatusOK, `"ok"`, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,12 +112,15 @@ func TestHealthzAnswersInTime(t *testing.T) {
 					close(store.release)
 				}
 				var readyCalls atomic.Int32
-				ready := func() error {
-					readyCalls.Add(1)
-					if tt.stuckReady {
-						<-release
+				var ready func() error
+				if tt.withReady {
+					ready = func() error {
+						readyCalls.Add(1)
+						if tt.stuckReady {
+							<-release
+						}
+						return nil
 					}
-					return nil
 				}
 				h := New(Options{Store: store, Ready: ready, HealthTimeout: timeout})
 				const requests = 20
@@ -130,15 +138,22 @@ func TestHealthzAnswersInTime(t *testing.T) {
 				}
 				wg.Wait()
 				for i := range requests {
-					if codes[i] != http.StatusServiceUnavailable || !strings.Contains(bodies[i], tt.wantErr) {
-						t.Errorf("request %d: %d %s, want 503 saying %q", i, codes[i], bodies[i], tt.wantErr)
+					if codes[i] != tt.wantCode || !strings.Contains(bodies[i], tt.wantErr) {
+						t.Errorf("request %d: %d %s, want %d saying %q", i, codes[i], bodies[i], tt.wantCode, tt.wantErr)
 					}
-					if took[i] != timeout {
-						t.Errorf("request %d answered after %v, want %v", i, took[i], timeout)
+					if took[i] != tt.wantTook {
+						t.Errorf("request %d answered after %v, want %v", i, took[i], tt.wantTook)
 					}
 				}
-				if r, c := readyCalls.Load(), store.calls.Load(); r != 1 || c > 1 {
-					t.Errorf("%d requests called Ready %d times and the store %d, want one check shared", requests, r, c)
+				if tt.wantCode != http.StatusOK {
+					// The checks blocked: every request waited for
+					// the one under way.
+					if n := readyCalls.Load() + store.calls.Load(); n != 1 {
+						t.Errorf("%d requests called Ready and the store %d times, want one check shared", requests, n)
+					}
+				}
+				if tt.withReady && store.calls.Load() != 0 {
+					t.Errorf("a cluster node's /healthz asked the store %d times", store.calls.Load())
 				}
 				// Once what blocked answers, the next check is 200.
 				close(release)

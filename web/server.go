@@ -27,8 +27,9 @@
 //	GET    /api/v1/cluster                the cluster: nodes (name, addr, shards, feeds, last_seen), shards,
 //	                                      unowned, lease_ttl_s (ClusterStatus; one node, mode "single",
 //	                                      without a cluster)
-//	GET    /healthz                       {"status": "ok"} when Options.Ready is nil and the store answers;
-//	                                      else 503 with the reason; always within Options.HealthTimeout
+//	GET    /healthz                       {"status": "ok"} when the node can take writes (Options.Ready
+//	                                      returns nil; without Ready, the store answers); else 503 with
+//	                                      the reason; always within Options.HealthTimeout
 //	GET    /metrics                       Prometheus metrics
 //	GET    /                              the list of routes; a browser (Accept: text/html) is sent to /ui/feeds
 //
@@ -97,7 +98,10 @@ type Options struct {
 	// Ready, when set, tells whether the node can take writes (a cluster
 	// node: NATS connected, its lease writes succeed); /healthz answers
 	// 503 with its error until it returns nil. It should answer from
-	// state the node keeps, not from a request to the cluster.
+	// state the node keeps, not from a request to the cluster: /healthz
+	// then does not ask the store (on a cluster, a stream electing a
+	// leader would hold the answer up). Without Ready, /healthz reads
+	// the store's last item sequence.
 	Ready func() error
 	// HealthTimeout bounds GET /healthz (default DefaultHealthTimeout):
 	// when Ready and the store's answer have not both come within it,
@@ -217,8 +221,8 @@ func New(opt Options) http.Handler {
 	return h
 }
 
-// healthCheck answers /healthz: Options.Ready, then a read of the store
-// (its last item sequence), run by one goroutine that concurrent requests
+// healthCheck answers /healthz: Options.Ready, or without it a read of
+// the store (its last item sequence), run by one goroutine that concurrent requests
 // share, each waiting for it at most timeout. A store that blocks (a
 // JetStream stream electing a leader) costs one goroutine until its own
 // call timeout, however many requests came meanwhile.
@@ -281,12 +285,10 @@ func (h *healthCheck) start() *healthRun {
 	return run
 }
 
-// probe is one check: Ready first (the node's own state), then the store.
+// probe is one check: Ready (the node's own state), else the store.
 func (h *healthCheck) probe() error {
 	if h.ready != nil {
-		if err := h.ready(); err != nil {
-			return err
-		}
+		return h.ready()
 	}
 	if _, err := h.store.LastSeq(); err != nil {
 		return fmt.Errorf("store: %w", err)
