@@ -18,8 +18,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/storage/cluster"
+	sjs "github.com/slogfeed/slogfeed/storage/jetstream"
 	"github.com/slogfeed/slogfeed/storage/jetstream/e2e"
 	"github.com/slogfeed/slogfeed/web"
 )
@@ -29,6 +33,8 @@ const (
 	procFeeds  = 9
 	procPeriod = 10 * time.Second
 	procReown  = 15 * time.Second
+	// procHealth bounds a survivor's /healthz answer after the kill.
+	procHealth = time.Second
 )
 
 // servedNode is one `slogfeed serve --nats-embed` process.
@@ -57,6 +63,67 @@ func (n *servedNode) getJSON(path string, out any) error {
 		return fmt.Errorf("GET %s: %s: %s", path, resp.Status, body)
 	}
 	return json.Unmarshal(body, out)
+}
+
+// count is how many of its log lines contain s.
+func (n *servedNode) count(s string) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	c := 0
+	for _, l := range n.log {
+		if strings.Contains(l, s) {
+			c++
+		}
+	}
+	return c
+}
+
+// healthz times one GET /healthz.
+func (n *servedNode) healthz() (int, time.Duration, error) {
+	c := &http.Client{Timeout: 10 * time.Second}
+	start := time.Now()
+	resp, err := c.Get(n.url("/healthz"))
+	took := time.Since(start)
+	if err != nil {
+		return 0, took, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, took, nil
+}
+
+// assetLeaders names the JetStream server leading each of slogfeed's
+// streams and buckets, and the meta group, as the server at url sees
+// them.
+func assetLeaders(ctx context.Context, url string) (map[string]string, error) {
+	nc, err := nats.Connect(url, nats.Timeout(5*time.Second))
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	js, err := natsjs.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, name := range []string{sjs.ItemsStream, sjs.ObsStream, "KV_" + sjs.DefsBucket, "KV_slogfeed_cluster"} {
+		st, err := js.Stream(ctx, name)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		out[name] = st.CachedInfo().Cluster.Leader
+	}
+	msg, err := nc.RequestWithContext(ctx, "$JS.API.INFO", nil)
+	if err == nil {
+		var ai struct {
+			Cluster struct {
+				Leader string `json:"leader"`
+			} `json:"cluster"`
+		}
+		if json.Unmarshal(msg.Data, &ai) == nil && ai.Cluster.Leader != "" {
+			out["meta"] = ai.Cluster.Leader
+		}
+	}
+	return out, nil
 }
 
 func (n *servedNode) tail() string {
@@ -254,12 +321,48 @@ func TestClusterProcesses(t *testing.T) {
 			survivors = append(survivors, n)
 		}
 	}
+	leaders, err := assetLeaders(ctx, "nats://"+clients[(victim+1)%3])
+	if err != nil {
+		t.Logf("asset leaders: %v", err)
+	}
+	routeErrs := make([]int, len(survivors))
+	for i, n := range survivors {
+		routeErrs[i] = n.count("connect to route")
+	}
 	if err := dead.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	<-dead.exited
 	killed := time.Now()
-	t.Logf("killed %s (%d shards, %d feeds)", dead.name, len(lost), most)
+	var led []string
+	for asset, l := range leaders {
+		if l == dead.name {
+			led = append(led, asset)
+		}
+	}
+	slices.Sort(led)
+	t.Logf("killed %s (%d shards, %d feeds), leading %v (leaders: %v)", dead.name, len(lost), most, led, leaders)
+	// Every survivor's /healthz, every 200 ms for 20 s after the kill:
+	// an answer, 200 or 503, within procHealth.
+	healthDone := make(chan struct{})
+	var healthWorst time.Duration
+	var health503 int
+	go func() {
+		defer close(healthDone)
+		for time.Since(killed) < 20*time.Second {
+			for _, n := range survivors {
+				code, took, err := n.healthz()
+				healthWorst = max(healthWorst, took)
+				if code == http.StatusServiceUnavailable {
+					health503++
+				}
+				if err != nil || took > procHealth {
+					t.Errorf("%s at +%s: /healthz took %s (%d, %v), want ≤ %s", n.name, time.Since(killed).Round(time.Millisecond), took.Round(time.Millisecond), code, err, procHealth)
+				}
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
 	t.Cleanup(func() { // before the nodes stop: what the survivors plan
 		if !t.Failed() {
 			return
@@ -296,6 +399,11 @@ func TestClusterProcesses(t *testing.T) {
 		return nil
 	})
 	t.Logf("shards owned again %v after the kill", reown.Round(10*time.Millisecond))
+	<-healthDone
+	t.Logf("survivors' /healthz over 20 s after the kill: slowest %s, %d answers 503", healthWorst.Round(time.Millisecond), health503)
+	for i, n := range survivors {
+		t.Logf("%s: %d route-connect log lines in the 20 s after the kill", n.name, n.count("connect to route")-routeErrs[i])
+	}
 	if reown > procReown {
 		t.Errorf("shards owned again %v after the kill, want ≤ %v", reown, procReown)
 	}
