@@ -514,6 +514,9 @@ func (n *Node) written(err error) bool {
 		// The server answered, but a stream leader that has lost its
 		// quorum answers conflicts too: no sign that writes work again.
 		return true
+	case errors.Is(err, context.Canceled):
+		// The node is stopping: no sign either way.
+		return false
 	case err == nil:
 		n.lastOK = n.opt.Now()
 		if !n.healthy {
