@@ -415,6 +415,19 @@ func TestClusterProcesses(t *testing.T) {
 		}
 		return nil
 	})
+	// The longest wait between two polls of any feed, around the kill
+	// (a feed whose writes failed during a re-election backs off).
+	var gap time.Duration
+	gapFeed := -1
+	for i := range procFeeds {
+		ps := pub.Polls(i, killed.Add(-procPeriod))
+		for k := 1; k < len(ps); k++ {
+			if d := ps[k].At.Sub(ps[k-1].At); d > gap {
+				gap, gapFeed = d, i
+			}
+		}
+	}
+	t.Logf("longest gap between two polls of one feed since %s before the kill: %s (feed #%d)", procPeriod, gap.Round(10*time.Millisecond), gapFeed)
 	for _, i := range lost {
 		p := pub.Polls(i, killed)[0]
 		t.Logf("feed #%d polled again by %s %v after the kill", i, p.Node, p.At.Sub(killed).Round(10*time.Millisecond))
