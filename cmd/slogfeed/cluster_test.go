@@ -126,6 +126,37 @@ func assetLeaders(ctx context.Context, url string) (map[string]string, error) {
 	return out, nil
 }
 
+// leadStream asks stream's leader to step down in favour of server,
+// until server leads it (within 20 s).
+func leadStream(ctx context.Context, url, stream, server string) error {
+	nc, err := nats.Connect(url, nats.Timeout(5*time.Second))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := natsjs.New(nc)
+	if err != nil {
+		return err
+	}
+	req, _ := json.Marshal(map[string]any{"placement": map[string]string{"preferred": server}})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st, err := js.Stream(ctx, stream)
+		if err == nil && st.CachedInfo().Cluster.Leader == server {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s still not leading %s (%v)", server, stream, err)
+		}
+		if err == nil {
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, _ = nc.RequestWithContext(rctx, "$JS.API.STREAM.LEADER.STEPDOWN."+stream, req)
+			cancel()
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
 func (n *servedNode) tail() string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -320,6 +351,12 @@ func TestClusterProcesses(t *testing.T) {
 		if i != victim {
 			survivors = append(survivors, n)
 		}
+	}
+	// The victim leads the items stream: a request to a stream leader
+	// that dies waits out its caller's whole timeout, which /healthz
+	// must not.
+	if err := leadStream(ctx, "nats://"+clients[(victim+1)%3], sjs.ItemsStream, dead.name); err != nil {
+		t.Logf("moving %s's leadership to %s: %v", sjs.ItemsStream, dead.name, err)
 	}
 	leaders, err := assetLeaders(ctx, "nats://"+clients[(victim+1)%3])
 	if err != nil {
