@@ -1,11 +1,14 @@
 package jetstream
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -175,5 +178,121 @@ func TestRouteErrorsBounded(t *testing.T) {
 	time.Sleep(8 * time.Second)
 	if n := count.n.Load(); n > 4 {
 		t.Fatalf("%d route error lines in 8 s while a peer is down: not bounded", n)
+	}
+}
+
+// fakeClock is a clock a test moves by hand.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time      { return c.t }
+func (c *fakeClock) add(d time.Duration) { c.t = c.t.Add(d) }
+func newFakeClock() *fakeClock           { return &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)} }
+func routeErr(peer string) error {
+	return errors.New("dial tcp " + peer + ": connect: connection refused")
+}
+func routeConnect(l *slogLogger, attempt int, peer string) {
+	l.Errorf("Error trying to connect to route (attempt %v): %v", attempt, routeErr(peer))
+}
+
+// While two peers are down, the server reports a failed route connect to
+// each about four times a second: each peer's error is logged at once,
+// then once per RepeatEvery with the count held back; other lines and
+// other levels are not held back by them.
+func TestSlogLoggerLimitsRepeats(t *testing.T) {
+	tests := []struct {
+		name  string
+		every time.Duration
+		// lines logged per peer over 65 s, and the "repeated" counts
+		// of those after the first
+		wantPerPeer  int
+		wantRepeated []int64
+	}{
+		{"every 30 s", 30 * time.Second, 3, []int64{119, 119}},
+		{"every 10 s", 10 * time.Second, 7, []int64{39, 39, 39, 39, 39, 39}},
+		{"every line", -1, 260, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			clock := newFakeClock()
+			l := &slogLogger{
+				l:      slog.New(slog.NewJSONHandler(&buf, nil)),
+				repeat: newRepeatLimiter(tt.every, clock.now),
+			}
+			peers := []string{"127.0.0.1:6222", "127.0.0.1:6223"}
+			for i := range 260 { // 65 s at 4 a second
+				for _, p := range peers {
+					routeConnect(l, i+1, p)
+				}
+				if i == 100 {
+					l.Warnf("JetStream cluster stream %q has NO quorum", "KV_slogfeed_cluster")
+					l.Noticef("Server is ready")
+				}
+				clock.add(250 * time.Millisecond)
+			}
+			per := map[string][]map[string]any{}
+			other := 0
+			dec := json.NewDecoder(&buf)
+			for dec.More() {
+				var rec map[string]any
+				if err := dec.Decode(&rec); err != nil {
+					t.Fatal(err)
+				}
+				msg, _ := rec["msg"].(string)
+				matched := false
+				for _, p := range peers {
+					if strings.Contains(msg, p) {
+						per[p] = append(per[p], rec)
+						matched = true
+					}
+				}
+				if !matched {
+					other++
+				}
+			}
+			if other != 2 {
+				t.Errorf("%d other lines logged, want the warning and the notice", other)
+			}
+			for _, p := range peers {
+				recs := per[p]
+				if len(recs) != tt.wantPerPeer {
+					t.Fatalf("peer %s: %d lines logged, want %d", p, len(recs), tt.wantPerPeer)
+				}
+				if _, ok := recs[0]["repeated"]; ok || !strings.Contains(recs[0]["msg"].(string), "(attempt 1)") {
+					t.Errorf("peer %s: first line %v, want attempt 1 without a count", p, recs[0])
+				}
+				for i, want := range tt.wantRepeated {
+					if got, _ := recs[i+1]["repeated"].(float64); int64(got) != want || recs[i+1]["level"] != "ERROR" {
+						t.Errorf("peer %s line %d: %v, want an error repeated %d times", p, i+1, recs[i+1], want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// The limiter forgets lines not logged within a period once it holds
+// maxRepeatKeys, and lets lines through uncounted while every key is
+// recent: a flood of distinct lines is logged, not dropped.
+func TestRepeatLimiterBounded(t *testing.T) {
+	clock := newFakeClock()
+	r := newRepeatLimiter(time.Minute, clock.now)
+	for i := range maxRepeatKeys {
+		if ok, _ := r.allow("k" + strconv.Itoa(i)); !ok {
+			t.Fatalf("first line %d held back", i)
+		}
+	}
+	if ok, _ := r.allow("k0"); ok {
+		t.Error("a repeat within the period let through")
+	}
+	if ok, _ := r.allow("new"); !ok || len(r.seen) != maxRepeatKeys {
+		t.Errorf("a new line with the limiter full: let through %v, %d keys kept", ok, len(r.seen))
+	}
+	clock.add(time.Minute)
+	if ok, _ := r.allow("new"); !ok || len(r.seen) != 1 {
+		t.Errorf("a new line after a period: let through %v, %d keys kept, want the old ones forgotten", ok, len(r.seen))
+	}
+	if ok, skipped := r.allow("new"); ok || skipped != 0 {
+		t.Errorf("its repeat: let through %v (%d)", ok, skipped)
 	}
 }
