@@ -230,7 +230,6 @@ func serverOptions(opt EmbedOptions) (*server.Options, error) {
 		name = DefaultClusterName
 	}
 	so.Cluster = server.ClusterOpts{Name: name, Host: chost, Port: cport}
-	so.ReconnectErrorReports = RouteErrorReports
 	for _, r := range opt.Routes {
 		u, err := url.Parse(strings.TrimSpace(r))
 		if err != nil || u.Scheme != "nats" || u.Host == "" || u.Port() == "" {
@@ -240,13 +239,6 @@ func serverOptions(opt EmbedOptions) (*server.Options, error) {
 	}
 	return so, nil
 }
-
-// RouteErrorReports is how many failed attempts to reconnect a route to
-// a peer that went away make one ERROR line: the first attempt says so,
-// then every RouteErrorReports-th (one a second), about once a minute per
-// route; the others are debug lines. NATS's default reports every attempt,
-// several lines a second for as long as a peer is down.
-const RouteErrorReports = 60
 
 // hostPort splits host:port; port 0 becomes the server's "any free port".
 func hostPort(addr string) (string, int, error) {
