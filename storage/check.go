@@ -58,7 +58,8 @@ func (s *Store) Check() error {
 // returns false.
 func checkInvariants(tx *bolt.Tx, add func(error) bool) {
 	buckets := map[string]*bolt.Bucket{}
-	for _, name := range [][]byte{bucketMeta, bucketFeeds, bucketFeedURL, bucketFeedSlug, bucketFeedData, bucketPipes, bucketPipeSlug, bucketPluginData} {
+	names := [][]byte{bucketMeta, bucketFeeds, bucketFeedURL, bucketFeedSlug, bucketPipes, bucketPipeSlug, bucketPluginData}
+	for _, name := range append(names, dataBuckets...) {
 		b := tx.Bucket(name)
 		if b == nil {
 			add(fmt.Errorf("bucket %s missing", name))
@@ -68,6 +69,11 @@ func checkInvariants(tx *bolt.Tx, add func(error) bool) {
 	}
 	if v, err := schemaVersion(tx); err != nil || v != SchemaVersion {
 		if !add(fmt.Errorf("schema version %d, want %d (%v)", v, SchemaVersion, err)) {
+			return
+		}
+	}
+	if tx.Bucket(legacyFeedData) != nil || buckets[string(bucketMeta)].Get(keyMigrating) != nil {
+		if !add(fmt.Errorf("the move of feed data to schema %d is unfinished", SchemaVersion)) {
 			return
 		}
 	}
@@ -147,16 +153,10 @@ func checkInvariants(tx *bolt.Tx, add func(error) bool) {
 			return
 		}
 	}
-	err = buckets[string(bucketFeedData)].ForEach(func(k, _ []byte) error {
-		if id, _ := getU64(k); feeds[id].ID != id || id == 0 {
-			if !add(fmt.Errorf("feed_data[%x] belongs to no feed", k)) {
-				return errStop
-			}
+	for _, name := range dataBuckets {
+		if !checkDataOwners(buckets[string(name)], name, feeds, add) {
+			return
 		}
-		return nil
-	})
-	if err != nil {
-		return
 	}
 	checkPipes(buckets[string(bucketPipes)], buckets[string(bucketPipeSlug)], feeds, add)
 }
@@ -206,6 +206,33 @@ func checkPipes(pipeB, slugB *bolt.Bucket, feeds map[uint64]Feed, add func(error
 }
 
 var errStop = errors.New("stop")
+
+// checkDataOwners reports the entries of data bucket b (named name) that
+// belong to no feed, one report per feed ID; false means stop. It seeks
+// from one feed's range to the next instead of reading every entry.
+func checkDataOwners(b *bolt.Bucket, name []byte, feeds map[uint64]Feed, add func(error) bool) bool {
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil; {
+		if len(k) < 8 || bytes.Equal(name, bucketItemCount) && len(k) != 8 {
+			if !add(fmt.Errorf("%s[%x]: bad key", name, k)) {
+				return false
+			}
+			k, _ = c.Next()
+			continue
+		}
+		id := binary.BigEndian.Uint64(k)
+		if f, ok := feeds[id]; !ok || f.ID != id || id == 0 {
+			if !add(fmt.Errorf("%s[%x]: data of feed %d, which does not exist", name, k, id)) {
+				return false
+			}
+		}
+		if id == ^uint64(0) {
+			break
+		}
+		k, _ = c.Seek(u64(id + 1))
+	}
+	return true
+}
 
 // checkFeedItems checks one feed's items; false means stop.
 func checkFeedItems(feedID uint64, fb *feedBuckets, lastSeq uint64, add func(error) bool) bool {

@@ -247,14 +247,7 @@ func (s *Store) DeleteFeed(id uint64) error {
 		if err := feeds.Delete(stateKey(id)); err != nil {
 			return err
 		}
-		data, err := bucket(tx, bucketFeedData)
-		if err != nil {
-			return err
-		}
-		if data.Bucket(u64(id)) != nil {
-			return data.DeleteBucket(u64(id))
-		}
-		return nil
+		return deleteFeedData(tx, id)
 	})
 	if err != nil {
 		return fmt.Errorf("storage: delete feed %d: %w", id, err)

@@ -522,7 +522,7 @@ func (s *Store) HasItems(feedID uint64, ids []string) ([]bool, error) {
 	out := make([]bool, len(ids))
 	err := s.db.View(func(tx *bolt.Tx) error {
 		// Only the ID index is opened: a poll asks this of every document.
-		idx, err := openDataBucket(tx, feedID, bucketIDs)
+		idx, err := openFeedView(tx, feedID, bucketItemIDs)
 		if err != nil {
 			return err
 		}

@@ -337,14 +337,7 @@ func deleteFeedTx(tx *bolt.Tx, id uint64) error {
 	if err := feeds.Delete(tailKey(id)); err != nil {
 		return err
 	}
-	data, err := bucket(tx, bucketFeedData)
-	if err != nil {
-		return err
-	}
-	if data.Bucket(u64(id)) != nil {
-		return data.DeleteBucket(u64(id))
-	}
-	return nil
+	return deleteFeedData(tx, id)
 }
 
 // CommitPipeRun records one run of pipe pipeID: its output, its new state
