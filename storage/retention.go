@@ -83,6 +83,9 @@ func (s *Store) retain(tx *bolt.Tx, feed Feed, fb *feedBuckets, now time.Time) (
 	if r.MaxAge > 0 {
 		cutoff = now.Add(-r.MaxAge)
 	}
+	if over == 0 && cutoff.IsZero() {
+		return 0, nil // within MaxItems, and no age bound: no page to read
+	}
 	var entries []overEntry
 	c := fb.pub.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
