@@ -46,16 +46,22 @@
 //	                            next and last (Unix ns), the policy's own bytes
 //	feed_url                  URL → feed ID            (remote feeds)
 //	feed_slug                 "<kind>/<slug>" → feed ID (sensor and pipe feeds)
-//	feed_data/<feed ID>/      one bucket per feed:
-//	    count                 number of items
-//	    ids/                  item ID → Seq
-//	    items/                Seq → Item JSON
-//	    published/            time(12 bytes) | Seq → item ID
-//	    obs/                  sequence → Observation JSON (older than the tail)
+//	item_count                feed ID → number of items (every feed has one)
+//	item_ids                  feed ID | item ID → Seq
+//	items                     feed ID | Seq → Item JSON
+//	item_pub                  feed ID | time(12 bytes) | Seq → item ID
+//	obs                       feed ID | sequence → Observation JSON (older
+//	                            than the tail)
 //	pipes                     pipe ID → Pipe JSON (IDs: the bucket's sequence)
 //	pipe_slug                 slug → pipe ID
 //	plugin_data/
 //	  <plugin>/               key → value, the plugin's own records (plugindata.go)
+//
+// A feed's items and observations have no bucket of their own: they are
+// the range of its ID in five buckets shared by all feeds (feeddata.go),
+// so an empty feed costs its count entry alone and small feeds share
+// pages. Items, the published index and observations are appended at the
+// end of their feed's range and split full pages.
 //
 // Seq is store-wide: items of all feeds share one sequence, so a consumer
 // of several feeds can remember one number per feed and ask for newer items
@@ -89,9 +95,14 @@
 // (obstail.go: nothing to convert, but a schema-3 slogfeed would read a
 // tail as a broken feed record); schema 5 added policy states
 // (policystate.go: nothing to convert, but a schema-4 slogfeed would
-// leave them behind its observations). testdata/schema1.db is a file of schema 1 and
-// testdata/schema2.db one of schema 2 (with a pipe) that every later
-// version must still open.
+// leave them behind its observations); schema 6 moved every feed's
+// items and observations from a bucket of its own (feed_data/<feed ID>/
+// with the count and buckets ids, items, published and obs) to the shared
+// buckets, a batch of feeds per transaction (meta/migrating marks a move
+// under way, which the next Open resumes). testdata/schema1.db is a file
+// of schema 1, testdata/schema2.db one of schema 2 (with a pipe) and
+// testdata/schema5.db one of schema 5, which every later version must
+// still open.
 //
 // # Retention
 //
