@@ -9,7 +9,9 @@ import (
 )
 
 // CreateFeed stores a new feed. It assigns f.ID (the next feed sequence
-// number; any ID given is ignored) and sets f.Created and f.Updated. A
+// number; any ID given is ignored), sets f.Created and f.Updated, and
+// gives a feed without a Retention the store's default
+// (Options.DefaultRetention). A
 // remote feed needs an absolute URL that no other remote feed has (URLs
 // are compared byte for byte: normalise them first); a sensor or pipe
 // feed needs a slug that no other feed of its kind has. It fails with
@@ -18,6 +20,7 @@ func (s *Store) CreateFeed(f *Feed) error {
 	now := s.now()
 	nf := *f
 	nf.Created, nf.Updated = now, now
+	s.withDefaultRetention(&nf)
 	if _, err := validateFeed(&nf); err != nil {
 		return fmt.Errorf("storage: create feed: %w", err)
 	}

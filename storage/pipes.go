@@ -27,7 +27,8 @@ const (
 // exactly as CreateFeed creates a feed (data buckets, slug index,
 // validation). CreatePipe assigns p.ID (the next pipe sequence number),
 // p.FeedID and out.ID (the next feed sequence number; IDs given are
-// ignored) and sets Created and Updated of both to Options.Now. p.Def
+// ignored), sets Created and Updated of both to Options.Now and gives an
+// output feed without a Retention the store's default. p.Def
 // must hold the definition (any JSON value; storage does not interpret
 // it), p.State may be empty, and p's counters are stored as given.
 //
@@ -51,6 +52,7 @@ func (s *Store) CreatePipe(p *Pipe, out *Feed) error {
 	now := s.now()
 	nf, np := *out, *p
 	nf.Created, nf.Updated = now, now
+	s.withDefaultRetention(&nf)
 	np.Created, np.Updated = now, now
 	if _, err := validateFeed(&nf); err != nil {
 		return fmt.Errorf("storage: create pipe %q: output feed: %w", shortID(p.Slug), err)
