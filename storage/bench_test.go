@@ -29,7 +29,7 @@ func benchItem(i int) Item {
 
 // benchStore opens a store with one feed holding n items.
 func benchStore(b *testing.B, n int) (*Store, Feed) {
-	s := openTest(b)
+	s := openTest(b, Options{DefaultRetention: Retention{MaxItems: -1}}) // every item kept
 	f := createRemote(b, s, "https://example.org/feed", Retention{})
 	const batch = 1000
 	for i := 0; i < n; i += batch {
