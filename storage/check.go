@@ -15,9 +15,11 @@ const maxCheckErrors = 20
 
 // Check verifies the data file: bbolt's page-level consistency check, then
 // the store's own invariants (every feed record decodes and is indexed by
-// its URL or slug and has its data buckets, every index entry points at a
-// matching feed, and in every feed the item ids, records and publish-time
-// index agree with each other and with the item count; every pipe record
+// its URL or slug and has an item count, every index entry points at a
+// matching feed, in every feed the item ids, records and publish-time
+// index agree with each other and with the item count, the shared data
+// buckets hold nothing of a feed that does not exist, and no move of an
+// older layout is left unfinished; every pipe record
 // decodes, is indexed by its slug and has an output feed of KindPipe with
 // the same slug, and every pipe slug index entry points at a matching
 // pipe). It reads the whole file in one read transaction, so writers are
@@ -118,7 +120,7 @@ func checkInvariants(tx *bolt.Tx, add func(error) bool) {
 		}
 		if fb, err := openFeedBuckets(tx, f.ID); err != nil || fb == nil {
 			if err == nil {
-				err = fmt.Errorf("feed %d: data buckets missing", f.ID)
+				err = fmt.Errorf("feed %d: item count missing", f.ID)
 			}
 			if !add(err) {
 				return errStop
