@@ -147,7 +147,7 @@ func (s *Store) addItemsTx(tx *bolt.Tx, feedID uint64, prep preparedItems, now t
 		return addResult{}, err
 	}
 	if fb == nil {
-		return addResult{}, corruptf("feed %d has no data buckets", feedID)
+		return addResult{}, corruptf("feed %d has no item count", feedID)
 	}
 	skip := admission(fb, feed.Retention, now)
 	ins := itemInserter{tx: tx, fb: fb}

@@ -24,7 +24,7 @@ const (
 
 // CreatePipe stores a new pipe and its output feed out, in one
 // transaction. out must be of KindPipe with p's slug; it is created
-// exactly as CreateFeed creates a feed (data buckets, slug index,
+// exactly as CreateFeed creates a feed (item count, slug index,
 // validation). CreatePipe assigns p.ID (the next pipe sequence number),
 // p.FeedID and out.ID (the next feed sequence number; IDs given are
 // ignored), sets Created and Updated of both to Options.Now and gives an
@@ -317,7 +317,7 @@ func (s *Store) DeletePipe(id uint64) error {
 	return nil
 }
 
-// deleteFeedTx removes feed id, its index entry and its data buckets, if
+// deleteFeedTx removes feed id, its index entry and its data, if
 // it exists.
 func deleteFeedTx(tx *bolt.Tx, id uint64) error {
 	f, err := getFeed(tx, id)

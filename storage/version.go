@@ -100,7 +100,7 @@ func (s *Store) FeedSnapshot(kind Kind, slug string, n int) (Feed, []Item, Versi
 			return err
 		}
 		if fb == nil {
-			return corruptf("feed %d has no data buckets", id)
+			return corruptf("feed %d has no item count", id)
 		}
 		if n <= 0 {
 			n = int(min(fb.count(), 1<<30))
