@@ -164,10 +164,11 @@ func feedVersion(tx *bolt.Tx, id uint64, depth int) (Version, error) {
 		return Version{}, corruptf("feed %d has no item count", id)
 	}
 	count, _ := getU64(cv)
-	items, err := openFeedView(tx, id, bucketItems)
+	ib, err := dataBucket(tx, bucketItems)
 	if err != nil {
 		return Version{}, err
 	}
+	items := newView(ib, id)
 	v := Version{FeedID: id, Count: count}
 	// Sum hashes the list of (key, hash of record) of the feed record and
 	// the newest depth items: one-shot maphash.Bytes per record is several
