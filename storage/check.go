@@ -82,6 +82,7 @@ func checkInvariants(tx *bolt.Tx, add func(error) bool) {
 	lastSeq, _ := getU64(buckets[string(bucketMeta)].Get(keyItemSeq))
 
 	feeds := map[uint64]Feed{}
+	var listed uint64  // items the feeds count
 	var tails []uint64 // feeds with an observation tail or a policy state
 	err := buckets[string(bucketFeeds)].ForEach(func(k, v []byte) error {
 		if len(k) == 9 && k[8] == stateSuffix {
@@ -125,8 +126,11 @@ func checkInvariants(tx *bolt.Tx, add func(error) bool) {
 			if !add(err) {
 				return errStop
 			}
-		} else if !checkFeedItems(f.ID, fb, lastSeq, add) {
-			return errStop
+		} else {
+			listed += fb.count()
+			if !checkFeedItems(f.ID, fb, lastSeq, add) {
+				return errStop
+			}
 		}
 		return nil
 	})
@@ -155,8 +159,15 @@ func checkInvariants(tx *bolt.Tx, add func(error) bool) {
 			return
 		}
 	}
-	for _, name := range dataBuckets {
+	for _, name := range feedRanges {
 		if !checkDataOwners(buckets[string(name)], name, feeds, add) {
+			return
+		}
+	}
+	// Every record was reached through its feed's item_seq, and each
+	// feed's count matched what it reached: any other is of no feed.
+	if n := buckets[string(bucketItems)].Stats().KeyN; uint64(n) != listed {
+		if !add(fmt.Errorf("%s holds %d item records, the feeds %d", bucketItems, n, listed)) {
 			return
 		}
 	}

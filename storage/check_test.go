@@ -45,7 +45,9 @@ func TestCheckDetectsBrokenInvariants(t *testing.T) {
 		}},
 		{"data of no feed", func(tx *bolt.Tx) error { return createFeedBuckets(tx, 9) }},
 		{"feed without data", func(tx *bolt.Tx) error { return tx.Bucket(bucketItemCount).Delete(u64(1)) }},
-		{"item of no feed", func(tx *bolt.Tx) error { return newView(tx.Bucket(bucketItems), 9).Put(u64(1), []byte("{}")) }},
+		{"item of no feed", func(tx *bolt.Tx) error { return newView(tx.Bucket(bucketItemIDs), 9).Put([]byte("x"), u64(1)) }},
+		{"item record of no feed", func(tx *bolt.Tx) error { return tx.Bucket(bucketItems).Put(u64(99), []byte("{}")) }},
+		{"item listed twice", func(tx *bolt.Tx) error { return newView(tx.Bucket(bucketItemSeqs), 9).Put(u64(1), []byte{}) }},
 		{"observation of no feed", func(tx *bolt.Tx) error { return newView(tx.Bucket(bucketObs), 9).Put(u64(1), []byte("{}")) }},
 		{"bad count key", func(tx *bolt.Tx) error { return tx.Bucket(bucketItemCount).Put([]byte("x"), u64(1)) }},
 		{"feed data left in the old layout", func(tx *bolt.Tx) error {

@@ -46,9 +46,10 @@
 //	                            next and last (Unix ns), the policy's own bytes
 //	feed_url                  URL → feed ID            (remote feeds)
 //	feed_slug                 "<kind>/<slug>" → feed ID (sensor and pipe feeds)
+//	items                     Seq → Item JSON (all feeds')
 //	item_count                feed ID → number of items (every feed has one)
+//	item_seq                  feed ID | Seq → nothing (the feed's items by arrival)
 //	item_ids                  feed ID | item ID → Seq
-//	items                     feed ID | Seq → Item JSON
 //	item_pub                  feed ID | time(12 bytes) | Seq → item ID
 //	obs                       feed ID | sequence → Observation JSON (older
 //	                            than the tail)
@@ -57,11 +58,12 @@
 //	plugin_data/
 //	  <plugin>/               key → value, the plugin's own records (plugindata.go)
 //
-// A feed's items and observations have no bucket of their own: they are
-// the range of its ID in five buckets shared by all feeds (feeddata.go),
-// so an empty feed costs its count entry alone and small feeds share
-// pages. Items, the published index and observations are appended at the
-// end of their feed's range and split full pages.
+// A feed's items and observations have no bucket of their own
+// (feeddata.go), so an empty feed costs its count entry alone and small
+// feeds share pages. Item records are keyed by Seq alone: new items of
+// all feeds are appended at the end of one bucket, which fills its pages,
+// and a poll writes no page of older items. The other buckets are keyed
+// by feed ID first, so that a feed's entries sit together.
 //
 // Seq is store-wide: items of all feeds share one sequence, so a consumer
 // of several feeds can remember one number per feed and ask for newer items

@@ -7,18 +7,23 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Feed data. The items and observations of every feed share five
-// top-level buckets, each key led by the feed's 8-byte ID, so that a
-// feed's entries sit together in key order and many small feeds share a
-// page: a feed costs no page of its own, and an empty one costs its count
-// entry alone. Items, their publish-time index and observations are
-// appended at the end of their feed's range, so their buckets split full
-// pages (appendFill).
+// Feed data. The items and observations of every feed share six
+// top-level buckets, so that a feed costs no page of its own (an empty
+// one costs its count entry alone) and many small feeds share a page.
+//
+// Item records are keyed by their Seq alone: Seq is store-wide and grows
+// with every insert, so new items of all feeds are appended at the end of
+// one bucket and fill its pages (itemsFill), and a poll writes no page of
+// older items. A feed finds its items through its range of item_seq
+// (feed ID | Seq, in arrival order), item_ids and item_pub. The keys of
+// those and of item_count and obs begin with the feed's ID, so that a
+// feed's entries sit together in key order: a poll appends at the end of
+// its feed's range, which lies anywhere in the bucket, so these buckets
+// split pages in halves as bbolt does by default.
 
-// appendFill is the FillPercent of the buckets whose entries are appended
-// at the end of their feed's range: a split leaves the older entries in a
-// full page and carries on in the new one.
-const appendFill = 0.9
+// itemsFill is the FillPercent of the items bucket, appended at its end:
+// a split leaves the page full.
+const itemsFill = 1.0
 
 // view is one feed's range of a shared bucket: its keys are the feed's ID
 // followed by the key a caller gives.
@@ -123,13 +128,86 @@ func (c *viewCursor) Seek(k []byte) ([]byte, []byte) {
 	return c.strip(c.c.Seek(append(append(key, c.prefix[:]...), k...)))
 }
 
+// itemsView is one feed's items: its range of item_seq, whose keys (Seq)
+// are those of the item records in the shared items bucket.
+type itemsView struct {
+	seqs view         // Seq → nothing
+	all  *bolt.Bucket // Seq → item JSON, all feeds'
+}
+
+// Get returns the record of the item with Seq k.
+func (v itemsView) Get(k []byte) []byte { return v.all.Get(k) }
+
+// Put stores the record of the item with Seq k, new or not.
+func (v itemsView) Put(k, val []byte) error {
+	if err := v.all.Put(k, val); err != nil {
+		return err
+	}
+	if v.seqs.Get(k) != nil {
+		return nil
+	}
+	return v.seqs.Put(k, []byte{})
+}
+
+// Delete removes the item with Seq k.
+func (v itemsView) Delete(k []byte) error {
+	if err := v.all.Delete(k); err != nil {
+		return err
+	}
+	return v.seqs.Delete(k)
+}
+
+// ForEach calls fn on the feed's items in arrival order (key Seq, value
+// the record, nil when missing) until fn fails.
+func (v itemsView) ForEach(fn func(k, val []byte) error) error {
+	c := v.Cursor()
+	for k, val := c.First(); k != nil; k, val = c.Next() {
+		if err := fn(k, val); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Cursor returns a cursor over the feed's items in arrival order.
+func (v itemsView) Cursor() *itemsCursor { return &itemsCursor{c: v.seqs.Cursor(), all: v.all} }
+
+// itemsCursor walks a feed's item_seq range and returns each Seq with its
+// record.
+type itemsCursor struct {
+	c   *viewCursor
+	all *bolt.Bucket
+}
+
+func (c *itemsCursor) record(k, _ []byte) ([]byte, []byte) {
+	if k == nil {
+		return nil, nil
+	}
+	return k, c.all.Get(k)
+}
+
+// First moves to the feed's first item.
+func (c *itemsCursor) First() ([]byte, []byte) { return c.record(c.c.First()) }
+
+// Last moves to the feed's last item.
+func (c *itemsCursor) Last() ([]byte, []byte) { return c.record(c.c.Last()) }
+
+// Next moves to the next item (see viewCursor.Next).
+func (c *itemsCursor) Next() ([]byte, []byte) { return c.record(c.c.Next()) }
+
+// Prev moves to the previous item (see viewCursor.Prev).
+func (c *itemsCursor) Prev() ([]byte, []byte) { return c.record(c.c.Prev()) }
+
+// Seek moves to the feed's first item with a Seq at or after k.
+func (c *itemsCursor) Seek(k []byte) ([]byte, []byte) { return c.record(c.c.Seek(k)) }
+
 // feedBuckets are one feed's items and observations: its ranges of the
 // shared data buckets.
 type feedBuckets struct {
 	id     uint64
 	counts *bolt.Bucket // item_count: feed ID → number of items
+	items  itemsView    // Seq → item JSON
 	ids    view         // item ID → Seq
-	items  view         // Seq → item JSON
 	pub    view         // pubKey → item ID
 	obs    view         // observation sequence → observation JSON
 }
@@ -158,34 +236,35 @@ func dataBucket(tx *bolt.Tx, name []byte) (*bolt.Bucket, error) {
 // openFeedBuckets returns the data of feed id, or nil when the feed has
 // none (it does not exist): its count entry marks it.
 func openFeedBuckets(tx *bolt.Tx, id uint64) (*feedBuckets, error) {
-	var bs [5]*bolt.Bucket
-	for i, name := range dataBuckets {
+	bs := make(map[string]*bolt.Bucket, len(dataBuckets))
+	for _, name := range dataBuckets {
 		b, err := dataBucket(tx, name)
 		if err != nil {
 			return nil, err
 		}
-		bs[i] = b
+		bs[string(name)] = b
 	}
-	if bs[0].Get(u64(id)) == nil {
+	counts := bs[string(bucketItemCount)]
+	if counts.Get(u64(id)) == nil {
 		return nil, nil
 	}
+	all := bs[string(bucketItems)]
 	if tx.Writable() {
-		for _, b := range []*bolt.Bucket{bs[2], bs[3], bs[4]} {
-			b.FillPercent = appendFill
-		}
+		all.FillPercent = itemsFill
 	}
 	return &feedBuckets{
 		id:     id,
-		counts: bs[0],
-		ids:    newView(bs[1], id),
-		items:  newView(bs[2], id),
-		pub:    newView(bs[3], id),
-		obs:    newView(bs[4], id),
+		counts: counts,
+		items:  itemsView{seqs: newView(bs[string(bucketItemSeqs)], id), all: all},
+		ids:    newView(bs[string(bucketItemIDs)], id),
+		pub:    newView(bs[string(bucketItemPub)], id),
+		obs:    newView(bs[string(bucketObs)], id),
 	}, nil
 }
 
-// openFeedView returns feed id's range of the data bucket name alone (a
-// poll that stores no item needs no other), or ErrFeedNotFound.
+// openFeedView returns feed id's range of the data bucket name (one of
+// feedRanges) alone: a poll that stores no item needs no other. It fails
+// with ErrFeedNotFound.
 func openFeedView(tx *bolt.Tx, id uint64, name []byte) (view, error) {
 	count, err := dataBucket(tx, bucketItemCount)
 	if err != nil {
@@ -197,9 +276,6 @@ func openFeedView(tx *bolt.Tx, id uint64, name []byte) (view, error) {
 	b, err := dataBucket(tx, name)
 	if err != nil {
 		return view{}, err
-	}
-	if tx.Writable() && !bytes.Equal(name, bucketItemIDs) {
-		b.FillPercent = appendFill
 	}
 	return newView(b, id), nil
 }
@@ -215,7 +291,17 @@ func createFeedBuckets(tx *bolt.Tx, id uint64) error {
 
 // deleteFeedData removes everything feed id holds in the data buckets.
 func deleteFeedData(tx *bolt.Tx, id uint64) error {
-	for _, name := range dataBuckets {
+	fb, err := openFeedBuckets(tx, id)
+	if err != nil || fb == nil {
+		return err
+	}
+	c := fb.items.seqs.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		if err := fb.items.all.Delete(k); err != nil {
+			return err
+		}
+	}
+	for _, name := range feedRanges {
 		b, err := dataBucket(tx, name)
 		if err != nil {
 			return err

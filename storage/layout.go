@@ -16,11 +16,12 @@ var (
 	// bucketPluginData holds one nested bucket per plugin (plugindata.go).
 	bucketPluginData = []byte("plugin_data")
 
-	// The items and observations of all feeds, each key led by its feed's
-	// ID (feedData).
+	// The items and observations of all feeds (feeddata.go): the items by
+	// Seq alone, every other key led by its feed's ID.
+	bucketItems     = []byte("items")      // Seq → item JSON
 	bucketItemCount = []byte("item_count") // feed ID → number of items
+	bucketItemSeqs  = []byte("item_seq")   // feed ID | Seq → nothing
 	bucketItemIDs   = []byte("item_ids")   // feed ID | item ID → Seq
-	bucketItems     = []byte("items")      // feed ID | Seq → item JSON
 	bucketItemPub   = []byte("item_pub")   // feed ID | pubKey → item ID
 	bucketObs       = []byte("obs")        // feed ID | sequence → observation JSON
 
@@ -29,9 +30,12 @@ var (
 	keyItemSeq = []byte("item_seq")
 )
 
-// dataBuckets are the buckets that hold feeds' items and observations,
-// the item count first.
-var dataBuckets = [][]byte{bucketItemCount, bucketItemIDs, bucketItems, bucketItemPub, bucketObs}
+// feedRanges are the data buckets whose keys begin with a feed's ID, the
+// item count first.
+var feedRanges = [][]byte{bucketItemCount, bucketItemSeqs, bucketItemIDs, bucketItemPub, bucketObs}
+
+// dataBuckets are all the buckets of feeds' items and observations.
+var dataBuckets = append([][]byte{bucketItems}, feedRanges...)
 
 // u64 encodes v as an 8-byte big-endian key, so keys sort numerically.
 func u64(v uint64) []byte {

@@ -217,7 +217,8 @@ var migrateBatchEntries = 50_000
 // schema 6, a batch of feeds at a time, in order of feed ID, deleting
 // each feed's old bucket in the transaction that moves it; the last batch
 // deletes feed_data. Keys, values and the count are kept as they are,
-// each key led by the feed's ID.
+// each key led by the feed's ID but for the item records (keyed by Seq,
+// and listed in item_seq).
 func migrateSharedFeedData(tx *bolt.Tx) (done bool, err error) {
 	dst := make(map[string]*bolt.Bucket, len(dataBuckets))
 	for _, name := range dataBuckets {
@@ -225,8 +226,11 @@ func migrateSharedFeedData(tx *bolt.Tx) (done bool, err error) {
 		if err != nil {
 			return false, err
 		}
-		// Moved in key order: full pages.
-		b.FillPercent = appendFill
+		// Moved in order of feed ID: every bucket but the items' is
+		// appended to at its end.
+		if !bytes.Equal(name, bucketItems) {
+			b.FillPercent = itemsFill
+		}
 		dst[string(name)] = b
 	}
 	data := tx.Bucket(legacyFeedData)
@@ -264,21 +268,24 @@ func migrateSharedFeedData(tx *bolt.Tx) (done bool, err error) {
 // buckets dst and returns how many entries it copied.
 func moveFeedData(root *bolt.Bucket, id uint64, dst map[string]*bolt.Bucket) (int, error) {
 	n := 0
-	for _, m := range []struct{ from, to []byte }{
-		{legacyIDs, bucketItemIDs}, {legacyItems, bucketItems},
-		{legacyPublished, bucketItemPub}, {legacyObs, bucketObs},
+	items := itemsView{seqs: newView(dst[string(bucketItemSeqs)], id), all: dst[string(bucketItems)]}
+	for _, m := range []struct {
+		from []byte
+		to   interface{ Put(k, v []byte) error }
+	}{
+		{legacyIDs, newView(dst[string(bucketItemIDs)], id)}, {legacyItems, items},
+		{legacyPublished, newView(dst[string(bucketItemPub)], id)}, {legacyObs, newView(dst[string(bucketObs)], id)},
 	} {
 		src := root.Bucket(m.from)
 		if src == nil {
 			continue // a feed written before the bucket existed has none
 		}
-		to := newView(dst[string(m.to)], id)
 		err := src.ForEach(func(k, v []byte) error {
 			if v == nil {
 				return corruptf("%s/%d/%s[%x] is a bucket", legacyFeedData, id, m.from, k)
 			}
 			n++
-			return to.Put(bytes.Clone(k), bytes.Clone(v))
+			return m.to.Put(bytes.Clone(k), bytes.Clone(v))
 		})
 		if err != nil {
 			return 0, err

@@ -153,8 +153,8 @@ func feedVersion(tx *bolt.Tx, id uint64, depth int) (Version, error) {
 	if rec == nil {
 		return Version{}, ErrFeedNotFound
 	}
-	// Only the two data buckets a version reads are opened (not
-	// openFeedBuckets' five): this runs on every request.
+	// Only the three data buckets a version reads are opened (not
+	// openFeedBuckets' six): this runs on every request.
 	counts, err := dataBucket(tx, bucketItemCount)
 	if err != nil {
 		return Version{}, err
@@ -164,11 +164,15 @@ func feedVersion(tx *bolt.Tx, id uint64, depth int) (Version, error) {
 		return Version{}, corruptf("feed %d has no item count", id)
 	}
 	count, _ := getU64(cv)
-	ib, err := dataBucket(tx, bucketItems)
+	all, err := dataBucket(tx, bucketItems)
 	if err != nil {
 		return Version{}, err
 	}
-	items := newView(ib, id)
+	seqs, err := dataBucket(tx, bucketItemSeqs)
+	if err != nil {
+		return Version{}, err
+	}
+	items := itemsView{seqs: newView(seqs, id), all: all}
 	v := Version{FeedID: id, Count: count}
 	// Sum hashes the list of (key, hash of record) of the feed record and
 	// the newest depth items: one-shot maphash.Bytes per record is several
