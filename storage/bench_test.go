@@ -339,4 +339,20 @@ func BenchmarkSteadyState(b *testing.B) {
 	b.ReportMetric(float64(obsB), "obs-B")
 	b.Logf("%d feeds at %d items and %d observations each: %d MiB in use, %.0f GB for a million feeds",
 		len(ids), DefaultRetention.MaxItems, DefaultMaxObservations, used>>20, float64(used)/n*1e6/1e9)
+	logBuckets(b, s, len(ids))
+}
+
+// logBuckets logs the pages and leaf fill of each top-level bucket.
+func logBuckets(b *testing.B, s *Store, feeds int) {
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(name []byte, bk *bolt.Bucket) error {
+			st := bk.Stats()
+			pages := st.LeafPageN + st.BranchPageN + st.LeafOverflowN + st.BranchOverflowN
+			if pages > 0 {
+				b.Logf("%-10s %8d keys %7d pages (%6d B a feed), leaves %3.0f%% full",
+					name, st.KeyN, pages, pages*s.db.Info().PageSize/feeds, 100*float64(st.LeafInuse)/float64(max(1, st.LeafAlloc)))
+			}
+			return nil
+		})
+	})
 }

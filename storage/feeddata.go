@@ -25,6 +25,12 @@ import (
 // a split leaves the page full.
 const itemsFill = 1.0
 
+// rangeFill is the FillPercent of the feed-keyed buckets that do not
+// split pages in halves (bbolt's default).
+var rangeFill = map[string]float64{
+	string(bucketObs): 0.9, // a feed's range outgrows a page: appended
+}
+
 // view is one feed's range of a shared bucket: its keys are the feed's ID
 // followed by the key a caller gives.
 type view struct {
@@ -251,6 +257,9 @@ func openFeedBuckets(tx *bolt.Tx, id uint64) (*feedBuckets, error) {
 	all := bs[string(bucketItems)]
 	if tx.Writable() {
 		all.FillPercent = itemsFill
+		for name, fill := range rangeFill {
+			bs[name].FillPercent = fill
+		}
 	}
 	return &feedBuckets{
 		id:     id,
@@ -276,6 +285,9 @@ func openFeedView(tx *bolt.Tx, id uint64, name []byte) (view, error) {
 	b, err := dataBucket(tx, name)
 	if err != nil {
 		return view{}, err
+	}
+	if fill, ok := rangeFill[string(name)]; ok && tx.Writable() {
+		b.FillPercent = fill
 	}
 	return newView(b, id), nil
 }
