@@ -50,7 +50,7 @@
 //	item_count                feed ID → number of items (every feed has one)
 //	item_seq                  feed ID | Seq → nothing (the feed's items by arrival)
 //	item_ids                  feed ID | item ID → Seq
-//	item_pub                  feed ID | time(12 bytes) | Seq → item ID
+//	item_pub                  feed ID | time(12 bytes) | Seq → nothing
 //	obs                       feed ID | sequence → Observation JSON (older
 //	                            than the tail)
 //	pipes                     pipe ID → Pipe JSON (IDs: the bucket's sequence)

@@ -214,7 +214,7 @@ type feedBuckets struct {
 	counts *bolt.Bucket // item_count: feed ID → number of items
 	items  itemsView    // Seq → item JSON
 	ids    view         // item ID → Seq
-	pub    view         // pubKey → item ID
+	pub    view         // pubKey → nothing
 	obs    view         // observation sequence → observation JSON
 }
 

@@ -314,7 +314,7 @@ func (w *itemInserter) insert(it *Item, raw []byte) error {
 	if err := w.fb.ids.Put([]byte(it.ID), u64(seq)); err != nil {
 		return err
 	}
-	if err := w.fb.pub.Put(pubKey(sortTime(it), seq), []byte(it.ID)); err != nil {
+	if err := w.fb.pub.Put(pubKey(sortTime(it), seq), []byte{}); err != nil {
 		return err
 	}
 	w.n++

@@ -22,7 +22,7 @@ var (
 	bucketItemCount = []byte("item_count") // feed ID → number of items
 	bucketItemSeqs  = []byte("item_seq")   // feed ID | Seq → nothing
 	bucketItemIDs   = []byte("item_ids")   // feed ID | item ID → Seq
-	bucketItemPub   = []byte("item_pub")   // feed ID | pubKey → item ID
+	bucketItemPub   = []byte("item_pub")   // feed ID | pubKey → nothing
 	bucketObs       = []byte("obs")        // feed ID | sequence → observation JSON
 
 	// In meta.

@@ -217,8 +217,9 @@ var migrateBatchEntries = 50_000
 // schema 6, a batch of feeds at a time, in order of feed ID, deleting
 // each feed's old bucket in the transaction that moves it; the last batch
 // deletes feed_data. Keys, values and the count are kept as they are,
-// each key led by the feed's ID but for the item records (keyed by Seq,
-// and listed in item_seq).
+// each key led by the feed's ID, but for the item records (keyed by Seq,
+// and listed in item_seq) and the published index (no item ID: the
+// record has it).
 func migrateSharedFeedData(tx *bolt.Tx) (done bool, err error) {
 	dst := make(map[string]*bolt.Bucket, len(dataBuckets))
 	for _, name := range dataBuckets {
@@ -274,7 +275,7 @@ func moveFeedData(root *bolt.Bucket, id uint64, dst map[string]*bolt.Bucket) (in
 		to   interface{ Put(k, v []byte) error }
 	}{
 		{legacyIDs, newView(dst[string(bucketItemIDs)], id)}, {legacyItems, items},
-		{legacyPublished, newView(dst[string(bucketItemPub)], id)}, {legacyObs, newView(dst[string(bucketObs)], id)},
+		{legacyPublished, emptyValues{newView(dst[string(bucketItemPub)], id)}}, {legacyObs, newView(dst[string(bucketObs)], id)},
 	} {
 		src := root.Bucket(m.from)
 		if src == nil {
@@ -297,3 +298,9 @@ func moveFeedData(root *bolt.Bucket, id uint64, dst map[string]*bolt.Bucket) (in
 	}
 	return n, dst[string(bucketItemCount)].Put(u64(id), bytes.Clone(count))
 }
+
+// emptyValues puts its keys with empty values: the published index of
+// schema 6 holds no item ID (the record has it).
+type emptyValues struct{ v view }
+
+func (e emptyValues) Put(k, _ []byte) error { return e.v.Put(k, []byte{}) }
