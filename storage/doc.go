@@ -109,7 +109,10 @@
 // # Retention
 //
 // A feed's Retention bounds its items by count (MaxItems) and age (MaxAge,
-// relative to Options.Now). Both look at the published index: the items
+// relative to Options.Now). A feed created without one gets
+// Options.DefaultRetention, by default DefaultRetention (its newest 200
+// items); with at most Options.MaxObservations observations a feed (500
+// by default), every feed's share of the data file is bounded. Both look at the published index: the items
 // over the bound are always its oldest entries. Without a Reducer they are
 // deleted; with one (SetReducer, the transform package's PACK policies)
 // the Reducer chooses which to keep and adds digest items summarising the
