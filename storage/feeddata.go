@@ -176,20 +176,26 @@ func (v itemsView) ForEach(fn func(k, val []byte) error) error {
 }
 
 // Cursor returns a cursor over the feed's items in arrival order.
-func (v itemsView) Cursor() *itemsCursor { return &itemsCursor{c: v.seqs.Cursor(), all: v.all} }
+func (v itemsView) Cursor() *itemsCursor {
+	return &itemsCursor{c: v.seqs.Cursor(), all: v.all.Cursor()}
+}
 
 // itemsCursor walks a feed's item_seq range and returns each Seq with its
-// record.
+// record, looked up with a cursor of its own (a Get would make one for
+// every item).
 type itemsCursor struct {
 	c   *viewCursor
-	all *bolt.Bucket
+	all *bolt.Cursor
 }
 
 func (c *itemsCursor) record(k, _ []byte) ([]byte, []byte) {
 	if k == nil {
 		return nil, nil
 	}
-	return k, c.all.Get(k)
+	if rk, v := c.all.Seek(k); bytes.Equal(rk, k) {
+		return k, v
+	}
+	return k, nil
 }
 
 // First moves to the feed's first item.
