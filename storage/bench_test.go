@@ -30,7 +30,7 @@ func benchItem(i int) Item {
 
 // benchStore opens a store with one feed holding n items.
 func benchStore(b *testing.B, n int) (*Store, Feed) {
-	s := openTest(b, Options{DefaultRetention: Retention{MaxItems: -1}}) // every item kept
+	s := openTest(b)
 	f := createRemote(b, s, "https://example.org/feed", Retention{})
 	const batch = 1000
 	for i := 0; i < n; i += batch {
@@ -292,7 +292,7 @@ var steadyFeeds = flag.Int("steady.feeds", 1000, "BenchmarkSteadyState: feeds in
 // the encoded item and observation sizes and the pages in use per item
 // and observation stored. b.N is ignored.
 func BenchmarkSteadyState(b *testing.B) {
-	s := openTest(b)
+	s := openTest(b, Options{DefaultRetention: DefaultRetention})
 	ids := make([]uint64, *steadyFeeds)
 	for i := range ids {
 		ids[i] = createRemote(b, s, fmt.Sprintf("https://sensors.example.org/station/%d/feed.xml", i), Retention{}).ID

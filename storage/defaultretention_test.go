@@ -19,11 +19,12 @@ func TestDefaultRetention(t *testing.T) {
 		want   Retention // the feed's after creation (and update)
 		kept   int       // of 250 items added
 	}{
-		{"package default", Retention{}, Retention{}, nil, DefaultRetention, DefaultRetention.MaxItems},
+		{"none by default", Retention{}, Retention{}, nil, Retention{}, 250},
+		{"the package's default", DefaultRetention, Retention{}, nil, DefaultRetention, DefaultRetention.MaxItems},
 		{"the store's default", Retention{MaxItems: 30}, Retention{}, nil, Retention{MaxItems: 30}, 30},
 		{"the feed's own", Retention{}, Retention{MaxItems: 40}, nil, Retention{MaxItems: 40}, 40},
 		{"none by option", Retention{MaxItems: -1}, Retention{}, nil, Retention{}, 250},
-		{"none by update", Retention{}, Retention{}, &Retention{}, Retention{}, 250},
+		{"none by update", DefaultRetention, Retention{}, &Retention{}, Retention{}, 250},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -110,9 +110,10 @@
 //
 // A feed's Retention bounds its items by count (MaxItems) and age (MaxAge,
 // relative to Options.Now). A feed created without one gets
-// Options.DefaultRetention, by default DefaultRetention (its newest 200
-// items); with at most Options.MaxObservations observations a feed (500
-// by default), every feed's share of the data file is bounded. Both look at the published index: the items
+// Options.DefaultRetention (none unless set; DefaultRetention, its newest
+// 200 items, is the bound for a node of many feeds); with it and at most
+// Options.MaxObservations observations a feed (500 by default), every
+// feed's share of the data file is bounded. Both look at the published index: the items
 // over the bound are always its oldest entries. Without a Reducer they are
 // deleted; with one (SetReducer, the transform package's PACK policies)
 // the Reducer chooses which to keep and adds digest items summarising the

@@ -10,7 +10,7 @@ import (
 // TestInUse: the bytes in use follow what is stored, down as well as up,
 // while the file's size keeps its high-water mark.
 func TestInUse(t *testing.T) {
-	s := openTest(t, Options{DefaultRetention: Retention{MaxItems: -1}}) // every item kept
+	s := openTest(t)
 	sizes := func() (size, used int64) {
 		t.Helper()
 		size, err := s.Size()

@@ -20,11 +20,11 @@ const DefaultLockTimeout = time.Second
 // Options.MaxObservations is zero: as many as the web UI charts.
 const DefaultMaxObservations = 500
 
-// DefaultRetention is the Retention a feed created without one gets when
-// Options.DefaultRetention is zero: its newest 200 items (by publish
-// time), about a week of an hourly feed. With DefaultMaxObservations, a
-// feed then holds at most 200 items and 500 observations, which bounds
-// the data file (see the README for the disk a node of many feeds needs).
+// DefaultRetention is the default retention of a node's new feeds, for
+// Options.DefaultRetention: their newest 200 items (by publish time),
+// about a week of an hourly feed. With DefaultMaxObservations, a feed
+// then holds at most 200 items and 500 observations, which bounds the
+// data file (see the README for the disk a node of many feeds needs).
 var DefaultRetention = Retention{MaxItems: 200}
 
 // Options configure a Store. The zero value is ready to use.
@@ -45,9 +45,9 @@ type Options struct {
 	MaxObservations int
 	// DefaultRetention is the Retention CreateFeed and CreatePipe give a
 	// feed created without one (zero Retention); a feed's own Retention,
-	// and UpdateFeed, override it. Zero means the package's
-	// DefaultRetention; a negative MaxItems means none (such feeds keep
-	// every item).
+	// and UpdateFeed, override it. Zero (or a negative MaxItems) means
+	// none: such feeds keep every item. A node of many feeds sets it to
+	// the package's DefaultRetention, or its own bound.
 	DefaultRetention Retention
 	// CommitLinger is how long a group commit may wait for more writes
 	// while they keep arriving, when the last group already carried more
@@ -242,11 +242,8 @@ func (s *Store) Size() (int64, error) {
 // defaultRetention is the Retention new feeds get under opt
 // (Options.DefaultRetention).
 func defaultRetention(opt Retention) Retention {
-	switch {
-	case opt.MaxItems < 0:
+	if opt.MaxItems < 0 {
 		return Retention{}
-	case opt == Retention{}:
-		return DefaultRetention
 	}
 	return opt
 }
