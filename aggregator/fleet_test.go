@@ -190,9 +190,9 @@ func startFleet(b *testing.B, period time.Duration) *aggtest.Fleet {
 // the last period and a minute (starved; reported only when the
 // measurement lasts that long), CPU per poll, the process's peak RSS per
 // feed with, at the end, its anonymous memory and its resident file pages
-// (bbolt's mapped file) per feed, and the data file's growth per feed per
-// day, as the file's size and as its pages in use, and its pages in use
-// per stored item. b.N is ignored: one run per size.
+// (bbolt's mapped file) per feed, the data file's size and pages in use
+// per feed at the end, its growth per feed per day, as the file's size
+// and as its pages in use, and its pages in use per stored item. b.N is ignored: one run per size.
 func BenchmarkFleet(b *testing.B) {
 	for _, f := range strings.Split(*fleetSizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -316,6 +316,8 @@ func runFleet(b *testing.B, n int) {
 	b.ReportMetric(float64(peakRSS())/float64(n), "rss-B/feed")
 	b.ReportMetric(float64(anon)/float64(n), "anon-B/feed")
 	b.ReportMetric(float64(file)/float64(n), "file-pages-B/feed")
+	b.ReportMetric(float64(size1)/float64(n), "file-B/feed")
+	b.ReportMetric(float64(used1)/float64(n), "in-use-B/feed")
 	b.ReportMetric(float64(size1-size0)/float64(n)/measured.Hours()*24, "file-B/feed/day")
 	// The file's size is its high-water mark (a commit's new pages before
 	// the old ones are freed); the pages in use are what is stored.

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"encoding/binary"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -277,5 +278,81 @@ func (s *Store) pollLogBatch(b *testing.B, ids []uint64, at time.Time) int {
 			}
 		}
 		return nil
+	})
+}
+
+var steadyFeeds = flag.Int("steady.feeds", 1000, "BenchmarkSteadyState: feeds in the store")
+
+// BenchmarkSteadyState fills -steady.feeds feeds to their default bounds
+// (DefaultRetention, DefaultMaxObservations) by hourly polls that each
+// store one new sensor item of about 400 bytes and an observation, round
+// robin (NoSync), and reports the data file's pages in use per feed
+// then, which stay put as polls go on (TestFileStopsGrowing): times a
+// million, the disk a node of a million such feeds needs. It also reports
+// the encoded item and observation sizes and the pages in use per item
+// and observation stored. b.N is ignored.
+func BenchmarkSteadyState(b *testing.B) {
+	s := openTest(b, Options{DefaultRetention: DefaultRetention})
+	ids := make([]uint64, *steadyFeeds)
+	for i := range ids {
+		ids[i] = createRemote(b, s, fmt.Sprintf("https://sensors.example.org/station/%d/feed.xml", i), Retention{}).ID
+	}
+	used0, err := s.InUse()
+	if err != nil {
+		b.Fatal(err)
+	}
+	rounds := DefaultMaxObservations + obsSlack(DefaultMaxObservations)
+	var itemB, obsB int
+	b.ResetTimer()
+	for r := range rounds {
+		at := t0.Add(time.Duration(r) * time.Hour)
+		for _, id := range ids {
+			it := Item{
+				ID:        fmt.Sprintf("%d-%d", id, r),
+				GUID:      fmt.Sprintf("%d-%d", id, r),
+				Link:      fmt.Sprintf("https://sensors.example.org/station/%d/readings/%d", id, r),
+				Title:     fmt.Sprintf("Station %d: water level %d.%d cm", id, 100+r%50, r%10),
+				Summary:   fmt.Sprintf("<p>Water level at station %d, gauge 1, averaged over the hour: %d.%d cm.</p>", id, 100+r%50, r%10),
+				Published: at.Add(-3 * time.Minute),
+				Reading:   &Reading{Value: 100 + float64(r%50), Unit: "cm", Sensor: "gauge-1", Time: at.Add(-3 * time.Minute)},
+			}
+			o := Observation{At: at, Hit: true, Published: []time.Time{it.Published}, LatencyS: []float64{180}, Status: 200}
+			if r == 0 && id == ids[0] {
+				raw, _ := marshalItem(&it, 1)
+				ob, _ := marshalObservation(&o)
+				itemB, obsB = len(raw), len(ob)
+			}
+			if _, err := s.RecordFetch(id, []Item{it}, o, func(*Feed, *Observation, []Item) error { return nil }); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.StopTimer()
+	used, err := s.InUse()
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := float64(len(ids))
+	b.ReportMetric(float64(used)/n, "in-use-B/feed")
+	b.ReportMetric(float64(used-used0)/n/float64(DefaultRetention.MaxItems+DefaultMaxObservations), "in-use-B/(item+obs)")
+	b.ReportMetric(float64(itemB), "item-B")
+	b.ReportMetric(float64(obsB), "obs-B")
+	b.Logf("%d feeds at %d items and %d observations each: %d MiB in use, %.0f GB for a million feeds",
+		len(ids), DefaultRetention.MaxItems, DefaultMaxObservations, used>>20, float64(used)/n*1e6/1e9)
+	logBuckets(b, s, len(ids))
+}
+
+// logBuckets logs the pages and leaf fill of each top-level bucket.
+func logBuckets(b *testing.B, s *Store, feeds int) {
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(name []byte, bk *bolt.Bucket) error {
+			st := bk.Stats()
+			pages := st.LeafPageN + st.BranchPageN + st.LeafOverflowN + st.BranchOverflowN
+			if pages > 0 {
+				b.Logf("%-10s %8d keys %7d pages (%6d B a feed), leaves %3.0f%% full",
+					name, st.KeyN, pages, pages*s.db.Info().PageSize/feeds, 100*float64(st.LeafInuse)/float64(max(1, st.LeafAlloc)))
+			}
+			return nil
+		})
 	})
 }

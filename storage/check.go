@@ -15,9 +15,11 @@ const maxCheckErrors = 20
 
 // Check verifies the data file: bbolt's page-level consistency check, then
 // the store's own invariants (every feed record decodes and is indexed by
-// its URL or slug and has its data buckets, every index entry points at a
-// matching feed, and in every feed the item ids, records and publish-time
-// index agree with each other and with the item count; every pipe record
+// its URL or slug and has an item count, every index entry points at a
+// matching feed, in every feed the item ids, records and publish-time
+// index agree with each other and with the item count, the shared data
+// buckets hold nothing of a feed that does not exist, and no move of an
+// older layout is left unfinished; every pipe record
 // decodes, is indexed by its slug and has an output feed of KindPipe with
 // the same slug, and every pipe slug index entry points at a matching
 // pipe). It reads the whole file in one read transaction, so writers are
@@ -58,7 +60,8 @@ func (s *Store) Check() error {
 // returns false.
 func checkInvariants(tx *bolt.Tx, add func(error) bool) {
 	buckets := map[string]*bolt.Bucket{}
-	for _, name := range [][]byte{bucketMeta, bucketFeeds, bucketFeedURL, bucketFeedSlug, bucketFeedData, bucketPipes, bucketPipeSlug, bucketPluginData} {
+	names := [][]byte{bucketMeta, bucketFeeds, bucketFeedURL, bucketFeedSlug, bucketPipes, bucketPipeSlug, bucketPluginData}
+	for _, name := range append(names, dataBuckets...) {
 		b := tx.Bucket(name)
 		if b == nil {
 			add(fmt.Errorf("bucket %s missing", name))
@@ -71,9 +74,15 @@ func checkInvariants(tx *bolt.Tx, add func(error) bool) {
 			return
 		}
 	}
+	if tx.Bucket(legacyFeedData) != nil || buckets[string(bucketMeta)].Get(keyMigrating) != nil {
+		if !add(fmt.Errorf("the move of feed data to schema %d is unfinished", SchemaVersion)) {
+			return
+		}
+	}
 	lastSeq, _ := getU64(buckets[string(bucketMeta)].Get(keyItemSeq))
 
 	feeds := map[uint64]Feed{}
+	var listed uint64  // items the feeds count
 	var tails []uint64 // feeds with an observation tail or a policy state
 	err := buckets[string(bucketFeeds)].ForEach(func(k, v []byte) error {
 		if len(k) == 9 && k[8] == stateSuffix {
@@ -112,13 +121,16 @@ func checkInvariants(tx *bolt.Tx, add func(error) bool) {
 		}
 		if fb, err := openFeedBuckets(tx, f.ID); err != nil || fb == nil {
 			if err == nil {
-				err = fmt.Errorf("feed %d: data buckets missing", f.ID)
+				err = fmt.Errorf("feed %d: item count missing", f.ID)
 			}
 			if !add(err) {
 				return errStop
 			}
-		} else if !checkFeedItems(f.ID, fb, lastSeq, add) {
-			return errStop
+		} else {
+			listed += fb.count()
+			if !checkFeedItems(f.ID, fb, lastSeq, add) {
+				return errStop
+			}
 		}
 		return nil
 	})
@@ -147,16 +159,17 @@ func checkInvariants(tx *bolt.Tx, add func(error) bool) {
 			return
 		}
 	}
-	err = buckets[string(bucketFeedData)].ForEach(func(k, _ []byte) error {
-		if id, _ := getU64(k); feeds[id].ID != id || id == 0 {
-			if !add(fmt.Errorf("feed_data[%x] belongs to no feed", k)) {
-				return errStop
-			}
+	for _, name := range feedRanges {
+		if !checkDataOwners(buckets[string(name)], name, feeds, add) {
+			return
 		}
-		return nil
-	})
-	if err != nil {
-		return
+	}
+	// Every record was reached through its feed's item_seq, and each
+	// feed's count matched what it reached: any other is of no feed.
+	if n := buckets[string(bucketItems)].Stats().KeyN; uint64(n) != listed {
+		if !add(fmt.Errorf("%s holds %d item records, the feeds %d", bucketItems, n, listed)) {
+			return
+		}
 	}
 	checkPipes(buckets[string(bucketPipes)], buckets[string(bucketPipeSlug)], feeds, add)
 }
@@ -207,6 +220,33 @@ func checkPipes(pipeB, slugB *bolt.Bucket, feeds map[uint64]Feed, add func(error
 
 var errStop = errors.New("stop")
 
+// checkDataOwners reports the entries of data bucket b (named name) that
+// belong to no feed, one report per feed ID; false means stop. It seeks
+// from one feed's range to the next instead of reading every entry.
+func checkDataOwners(b *bolt.Bucket, name []byte, feeds map[uint64]Feed, add func(error) bool) bool {
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil; {
+		if len(k) < 8 || bytes.Equal(name, bucketItemCount) && len(k) != 8 {
+			if !add(fmt.Errorf("%s[%x]: bad key", name, k)) {
+				return false
+			}
+			k, _ = c.Next()
+			continue
+		}
+		id := binary.BigEndian.Uint64(k)
+		if f, ok := feeds[id]; !ok || f.ID != id || id == 0 {
+			if !add(fmt.Errorf("%s[%x]: data of feed %d, which does not exist", name, k, id)) {
+				return false
+			}
+		}
+		if id == ^uint64(0) {
+			break
+		}
+		k, _ = c.Seek(u64(id + 1))
+	}
+	return true
+}
+
 // checkFeedItems checks one feed's items; false means stop.
 func checkFeedItems(feedID uint64, fb *feedBuckets, lastSeq uint64, add func(error) bool) bool {
 	report := func(format string, args ...any) bool {
@@ -233,8 +273,8 @@ func checkFeedItems(feedID uint64, fb *feedBuckets, lastSeq uint64, add func(err
 		default:
 			if id, _ := getU64(fb.ids.Get([]byte(it.ID))); id != seq {
 				ok = report("ids[%q] = %d, want %d", shortID(it.ID), id, seq)
-			} else if v := fb.pub.Get(pubKey(sortTime(&it), seq)); string(v) != it.ID {
-				ok = report("published index entry of item seq %d is %q", seq, shortID(string(v)))
+			} else if fb.pub.Get(pubKey(sortTime(&it), seq)) == nil {
+				ok = report("published index entry of item seq %d missing", seq)
 			}
 		}
 		if !ok {
@@ -259,8 +299,8 @@ func checkFeedItems(feedID uint64, fb *feedBuckets, lastSeq uint64, add func(err
 			}
 			return nil
 		}
-		if id, _ := getU64(fb.ids.Get(v)); id != pubKeySeq(k) {
-			if !report("published index entry %x for %q points nowhere", k, shortID(string(v))) {
+		if len(v) != 0 || fb.items.seqs.Get(k[12:20]) == nil {
+			if !report("published index entry %x (value %q) points nowhere", k, shortID(string(v))) {
 				return errStop
 			}
 		}

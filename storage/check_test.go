@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"errors"
 	"path/filepath"
 	"testing"
@@ -11,24 +12,30 @@ import (
 // Check finds each kind of broken invariant, so that tests relying on it
 // (the fuzz target above all) would notice a store bug.
 func TestCheckDetectsBrokenInvariants(t *testing.T) {
-	feedData := func(tx *bolt.Tx) *bolt.Bucket { return tx.Bucket(bucketFeedData).Bucket(u64(1)) }
+	feedData := func(tx *bolt.Tx) *feedBuckets {
+		fb, err := openFeedBuckets(tx, 1)
+		if err != nil || fb == nil {
+			t.Fatalf("feed 1's data: %v", err)
+		}
+		return fb
+	}
 	tests := []struct {
 		name    string
 		corrupt func(tx *bolt.Tx) error
 	}{
-		{"id index entry missing", func(tx *bolt.Tx) error { return feedData(tx).Bucket(bucketIDs).Delete([]byte("a")) }},
-		{"id index points elsewhere", func(tx *bolt.Tx) error { return feedData(tx).Bucket(bucketIDs).Put([]byte("a"), u64(2)) }},
-		{"item record missing", func(tx *bolt.Tx) error { return feedData(tx).Bucket(bucketItems).Delete(u64(1)) }},
-		{"item record garbage", func(tx *bolt.Tx) error { return feedData(tx).Bucket(bucketItems).Put(u64(1), []byte("{")) }},
+		{"id index entry missing", func(tx *bolt.Tx) error { return feedData(tx).ids.Delete([]byte("a")) }},
+		{"id index points elsewhere", func(tx *bolt.Tx) error { return feedData(tx).ids.Put([]byte("a"), u64(2)) }},
+		{"item record missing", func(tx *bolt.Tx) error { return feedData(tx).items.Delete(u64(1)) }},
+		{"item record garbage", func(tx *bolt.Tx) error { return feedData(tx).items.Put(u64(1), []byte("{")) }},
 		{"published entry missing", func(tx *bolt.Tx) error {
-			c := feedData(tx).Bucket(bucketPublished).Cursor()
-			c.First()
-			return c.Delete()
+			pub := feedData(tx).pub
+			k, _ := pub.Cursor().First()
+			return pub.Delete(bytes.Clone(k))
 		}},
 		{"published entry extra", func(tx *bolt.Tx) error {
-			return feedData(tx).Bucket(bucketPublished).Put(pubKey(t0, 99), []byte("zz"))
+			return feedData(tx).pub.Put(pubKey(t0, 99), []byte("zz"))
 		}},
-		{"count wrong", func(tx *bolt.Tx) error { return feedData(tx).Put(keyCount, u64(7)) }},
+		{"count wrong", func(tx *bolt.Tx) error { return feedData(tx).setCount(7) }},
 		{"feed record garbage", func(tx *bolt.Tx) error { return tx.Bucket(bucketFeeds).Put(u64(1), []byte("nope")) }},
 		{"feed not indexed", func(tx *bolt.Tx) error {
 			return tx.Bucket(bucketFeedURL).Delete([]byte("https://example.org/feed"))
@@ -37,7 +44,16 @@ func TestCheckDetectsBrokenInvariants(t *testing.T) {
 			return tx.Bucket(bucketFeedSlug).Put([]byte("sensor/ghost"), u64(9))
 		}},
 		{"data of no feed", func(tx *bolt.Tx) error { return createFeedBuckets(tx, 9) }},
-		{"feed without data", func(tx *bolt.Tx) error { return tx.Bucket(bucketFeedData).DeleteBucket(u64(1)) }},
+		{"feed without data", func(tx *bolt.Tx) error { return tx.Bucket(bucketItemCount).Delete(u64(1)) }},
+		{"item of no feed", func(tx *bolt.Tx) error { return newView(tx.Bucket(bucketItemIDs), 9).Put([]byte("x"), u64(1)) }},
+		{"item record of no feed", func(tx *bolt.Tx) error { return tx.Bucket(bucketItems).Put(u64(99), []byte("{}")) }},
+		{"item listed twice", func(tx *bolt.Tx) error { return newView(tx.Bucket(bucketItemSeqs), 9).Put(u64(1), []byte{}) }},
+		{"observation of no feed", func(tx *bolt.Tx) error { return newView(tx.Bucket(bucketObs), 9).Put(u64(1), []byte("{}")) }},
+		{"bad count key", func(tx *bolt.Tx) error { return tx.Bucket(bucketItemCount).Put([]byte("x"), u64(1)) }},
+		{"feed data left in the old layout", func(tx *bolt.Tx) error {
+			_, err := tx.CreateBucket(legacyFeedData)
+			return err
+		}},
 		{"schema version wrong", func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySchema, []byte{1}) }},
 		{"item seq above the last", func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyItemSeq, u64(1)) }},
 		{"observation tail garbage", func(tx *bolt.Tx) error { return tx.Bucket(bucketFeeds).Put(tailKey(1), []byte{5, '{'}) }},
@@ -70,4 +86,11 @@ func TestCheckDetectsBrokenInvariants(t *testing.T) {
 			}
 		})
 	}
+}
+
+// viewLen counts the entries of a feed's range.
+func viewLen(v view) int {
+	n := 0
+	_ = v.ForEach(func(_, _ []byte) error { n++; return nil })
+	return n
 }

@@ -46,16 +46,24 @@
 //	                            next and last (Unix ns), the policy's own bytes
 //	feed_url                  URL → feed ID            (remote feeds)
 //	feed_slug                 "<kind>/<slug>" → feed ID (sensor and pipe feeds)
-//	feed_data/<feed ID>/      one bucket per feed:
-//	    count                 number of items
-//	    ids/                  item ID → Seq
-//	    items/                Seq → Item JSON
-//	    published/            time(12 bytes) | Seq → item ID
-//	    obs/                  sequence → Observation JSON (older than the tail)
+//	items                     Seq → Item JSON (all feeds')
+//	item_count                feed ID → number of items (every feed has one)
+//	item_seq                  feed ID | Seq → nothing (the feed's items by arrival)
+//	item_ids                  feed ID | item ID → Seq
+//	item_pub                  feed ID | time(12 bytes) | Seq → nothing
+//	obs                       feed ID | sequence → Observation JSON (older
+//	                            than the tail)
 //	pipes                     pipe ID → Pipe JSON (IDs: the bucket's sequence)
 //	pipe_slug                 slug → pipe ID
 //	plugin_data/
 //	  <plugin>/               key → value, the plugin's own records (plugindata.go)
+//
+// A feed's items and observations have no bucket of their own
+// (feeddata.go), so an empty feed costs its count entry alone and small
+// feeds share pages. Item records are keyed by Seq alone: new items of
+// all feeds are appended at the end of one bucket, which fills its pages,
+// and a poll writes no page of older items. The other buckets are keyed
+// by feed ID first, so that a feed's entries sit together.
 //
 // Seq is store-wide: items of all feeds share one sequence, so a consumer
 // of several feeds can remember one number per feed and ask for newer items
@@ -89,14 +97,23 @@
 // (obstail.go: nothing to convert, but a schema-3 slogfeed would read a
 // tail as a broken feed record); schema 5 added policy states
 // (policystate.go: nothing to convert, but a schema-4 slogfeed would
-// leave them behind its observations). testdata/schema1.db is a file of schema 1 and
-// testdata/schema2.db one of schema 2 (with a pipe) that every later
-// version must still open.
+// leave them behind its observations); schema 6 moved every feed's
+// items and observations from a bucket of its own (feed_data/<feed ID>/
+// with the count and buckets ids, items, published and obs) to the shared
+// buckets, a batch of feeds per transaction (meta/migrating marks a move
+// under way, which the next Open resumes). testdata/schema1.db is a file
+// of schema 1, testdata/schema2.db one of schema 2 (with a pipe) and
+// testdata/schema5.db one of schema 5, which every later version must
+// still open.
 //
 // # Retention
 //
 // A feed's Retention bounds its items by count (MaxItems) and age (MaxAge,
-// relative to Options.Now). Both look at the published index: the items
+// relative to Options.Now). A feed created without one gets
+// Options.DefaultRetention (none unless set; DefaultRetention, its newest
+// 200 items, is the bound for a node of many feeds); with it and at most
+// Options.MaxObservations observations a feed (500 by default), every
+// feed's share of the data file is bounded. Both look at the published index: the items
 // over the bound are always its oldest entries. Without a Reducer they are
 // deleted; with one (SetReducer, the transform package's PACK policies)
 // the Reducer chooses which to keep and adds digest items summarising the

@@ -9,7 +9,9 @@ import (
 )
 
 // CreateFeed stores a new feed. It assigns f.ID (the next feed sequence
-// number; any ID given is ignored) and sets f.Created and f.Updated. A
+// number; any ID given is ignored), sets f.Created and f.Updated, and
+// gives a feed without a Retention the store's default
+// (Options.DefaultRetention). A
 // remote feed needs an absolute URL that no other remote feed has (URLs
 // are compared byte for byte: normalise them first); a sensor or pipe
 // feed needs a slug that no other feed of its kind has. It fails with
@@ -18,6 +20,7 @@ func (s *Store) CreateFeed(f *Feed) error {
 	now := s.now()
 	nf := *f
 	nf.Created, nf.Updated = now, now
+	s.withDefaultRetention(&nf)
 	if _, err := validateFeed(&nf); err != nil {
 		return fmt.Errorf("storage: create feed: %w", err)
 	}
@@ -247,14 +250,7 @@ func (s *Store) DeleteFeed(id uint64) error {
 		if err := feeds.Delete(stateKey(id)); err != nil {
 			return err
 		}
-		data, err := bucket(tx, bucketFeedData)
-		if err != nil {
-			return err
-		}
-		if data.Bucket(u64(id)) != nil {
-			return data.DeleteBucket(u64(id))
-		}
-		return nil
+		return deleteFeedData(tx, id)
 	})
 	if err != nil {
 		return fmt.Errorf("storage: delete feed %d: %w", id, err)

@@ -147,7 +147,7 @@ func (s *Store) addItemsTx(tx *bolt.Tx, feedID uint64, prep preparedItems, now t
 		return addResult{}, err
 	}
 	if fb == nil {
-		return addResult{}, corruptf("feed %d has no data buckets", feedID)
+		return addResult{}, corruptf("feed %d has no item count", feedID)
 	}
 	skip := admission(fb, feed.Retention, now)
 	ins := itemInserter{tx: tx, fb: fb}
@@ -314,7 +314,7 @@ func (w *itemInserter) insert(it *Item, raw []byte) error {
 	if err := w.fb.ids.Put([]byte(it.ID), u64(seq)); err != nil {
 		return err
 	}
-	if err := w.fb.pub.Put(pubKey(sortTime(it), seq), []byte(it.ID)); err != nil {
+	if err := w.fb.pub.Put(pubKey(sortTime(it), seq), []byte{}); err != nil {
 		return err
 	}
 	w.n++
@@ -522,7 +522,7 @@ func (s *Store) HasItems(feedID uint64, ids []string) ([]bool, error) {
 	out := make([]bool, len(ids))
 	err := s.db.View(func(tx *bolt.Tx) error {
 		// Only the ID index is opened: a poll asks this of every document.
-		idx, err := openDataBucket(tx, feedID, bucketIDs)
+		idx, err := openFeedView(tx, feedID, bucketItemIDs)
 		if err != nil {
 			return err
 		}

@@ -3,8 +3,6 @@ package storage
 import (
 	"encoding/binary"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Bucket and key names of the on-disk layout (doc.go describes it).
@@ -13,23 +11,31 @@ var (
 	bucketFeeds    = []byte("feeds")
 	bucketFeedURL  = []byte("feed_url")
 	bucketFeedSlug = []byte("feed_slug")
-	bucketFeedData = []byte("feed_data")
 	bucketPipes    = []byte("pipes")
 	bucketPipeSlug = []byte("pipe_slug")
 	// bucketPluginData holds one nested bucket per plugin (plugindata.go).
 	bucketPluginData = []byte("plugin_data")
 
+	// The items and observations of all feeds (feeddata.go): the items by
+	// Seq alone, every other key led by its feed's ID.
+	bucketItems     = []byte("items")      // Seq → item JSON
+	bucketItemCount = []byte("item_count") // feed ID → number of items
+	bucketItemSeqs  = []byte("item_seq")   // feed ID | Seq → nothing
+	bucketItemIDs   = []byte("item_ids")   // feed ID | item ID → Seq
+	bucketItemPub   = []byte("item_pub")   // feed ID | pubKey → nothing
+	bucketObs       = []byte("obs")        // feed ID | sequence → observation JSON
+
 	// In meta.
 	keySchema  = []byte("schema")
 	keyItemSeq = []byte("item_seq")
-
-	// In each feed's data bucket.
-	bucketIDs       = []byte("ids")
-	bucketItems     = []byte("items")
-	bucketPublished = []byte("published")
-	bucketObs       = []byte("obs")
-	keyCount        = []byte("count")
 )
+
+// feedRanges are the data buckets whose keys begin with a feed's ID, the
+// item count first.
+var feedRanges = [][]byte{bucketItemCount, bucketItemSeqs, bucketItemIDs, bucketItemPub, bucketObs}
+
+// dataBuckets are all the buckets of feeds' items and observations.
+var dataBuckets = append([][]byte{bucketItems}, feedRanges...)
 
 // u64 encodes v as an 8-byte big-endian key, so keys sort numerically.
 func u64(v uint64) []byte {
@@ -84,70 +90,4 @@ func sortTime(it *Item) time.Time {
 // slugKey is the feed_slug key of a sensor or pipe feed.
 func slugKey(kind Kind, slug string) []byte {
 	return []byte(string(kind) + "/" + slug)
-}
-
-// feedBuckets are the buckets of one feed's items and observations.
-type feedBuckets struct {
-	root  *bolt.Bucket // feed_data/<id>
-	ids   *bolt.Bucket // item ID → Seq
-	items *bolt.Bucket // Seq → item JSON
-	pub   *bolt.Bucket // pubKey → item ID
-	obs   *bolt.Bucket // observation sequence → observation JSON
-}
-
-// count returns the number of items the feed holds.
-func (fb *feedBuckets) count() uint64 {
-	n, _ := getU64(fb.root.Get(keyCount))
-	return n
-}
-
-// setCount stores the number of items the feed holds.
-func (fb *feedBuckets) setCount(n uint64) error {
-	return fb.root.Put(keyCount, u64(n))
-}
-
-// openFeedBuckets returns the data buckets of feed id, or nil when the feed
-// has none (it does not exist).
-func openFeedBuckets(tx *bolt.Tx, id uint64) (*feedBuckets, error) {
-	data := tx.Bucket(bucketFeedData)
-	if data == nil {
-		return nil, corruptf("bucket %s missing", bucketFeedData)
-	}
-	root := data.Bucket(u64(id))
-	if root == nil {
-		return nil, nil
-	}
-	fb := &feedBuckets{
-		root:  root,
-		ids:   root.Bucket(bucketIDs),
-		items: root.Bucket(bucketItems),
-		pub:   root.Bucket(bucketPublished),
-		obs:   root.Bucket(bucketObs),
-	}
-	if fb.ids == nil || fb.items == nil || fb.pub == nil || fb.obs == nil {
-		return nil, corruptf("feed %d: data buckets missing", id)
-	}
-	// Items and observations are appended with increasing keys: full
-	// pages split less.
-	fb.items.FillPercent = 0.9
-	fb.obs.FillPercent = 0.9
-	return fb, nil
-}
-
-// createFeedBuckets creates the data buckets of a new feed.
-func createFeedBuckets(tx *bolt.Tx, id uint64) error {
-	data := tx.Bucket(bucketFeedData)
-	if data == nil {
-		return corruptf("bucket %s missing", bucketFeedData)
-	}
-	root, err := data.CreateBucket(u64(id))
-	if err != nil {
-		return err
-	}
-	for _, name := range [][]byte{bucketIDs, bucketItems, bucketPublished, bucketObs} {
-		if _, err := root.CreateBucket(name); err != nil {
-			return err
-		}
-	}
-	return root.Put(keyCount, u64(0))
 }

@@ -1,35 +1,61 @@
 package storage
 
 import (
+	"bytes"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
 )
 
-// migration brings the data file from schema version-1 to version.
+// migration brings the data file from schema version-1 to version, in
+// one transaction (fn) or in several (batch).
 type migration struct {
 	version uint64
 	name    string
 	fn      func(tx *bolt.Tx) error
+	// batch, when set instead of fn, converts a bounded part of the file
+	// at each call and reports done when nothing is left. migrate calls it
+	// in one transaction after another, each storing the new version and
+	// keyMigrating (the version still under way) until it is done, so that
+	// a large file is converted without holding it all in one
+	// transaction, an interrupted conversion resumes where it stopped, and
+	// an older slogfeed refuses the file meanwhile (ErrSchemaTooNew).
+	batch func(tx *bolt.Tx) (done bool, err error)
 }
+
+// keyMigrating, in meta, holds the version of a batched migration under
+// way (absent when none is).
+var keyMigrating = []byte("migrating")
 
 // migrations is the ordered list of schema migrations. Append new ones at
 // the end with the next version number (and raise SchemaVersion); never
 // edit or remove a released one.
 var migrations = []migration{
-	{1, "initial layout: meta, feeds, feed_url, feed_slug, feed_data", migrateInitial},
-	{2, "pipes: pipes, pipe_slug", migratePipes},
-	{3, "plugin data: plugin_data", migratePluginData},
-	{4, "observation tails in feeds", migrateObsTails},
-	{5, "policy states in feeds", migratePolicyStates},
+	{1, "initial layout: meta, feeds, feed_url, feed_slug, feed_data", migrateInitial, nil},
+	{2, "pipes: pipes, pipe_slug", migratePipes, nil},
+	{3, "plugin data: plugin_data", migratePluginData, nil},
+	{4, "observation tails in feeds", migrateObsTails, nil},
+	{5, "policy states in feeds", migratePolicyStates, nil},
+	{6, "items and observations of all feeds in shared buckets", nil, migrateSharedFeedData},
 }
 
 // SchemaVersion is the schema version this build of slogfeed writes: the
 // version of the last migration.
-const SchemaVersion = 5
+const SchemaVersion = 6
+
+// The layout of feed data up to schema 5: a bucket feed_data holding one
+// bucket per feed (its ID), which held the count and four buckets.
+var (
+	legacyFeedData  = []byte("feed_data")
+	legacyCount     = []byte("count")
+	legacyIDs       = []byte("ids")
+	legacyItems     = []byte("items")
+	legacyPublished = []byte("published")
+	legacyObs       = []byte("obs")
+)
 
 func migrateInitial(tx *bolt.Tx) error {
-	for _, name := range [][]byte{bucketMeta, bucketFeeds, bucketFeedURL, bucketFeedSlug, bucketFeedData} {
+	for _, name := range [][]byte{bucketMeta, bucketFeeds, bucketFeedURL, bucketFeedSlug, legacyFeedData} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err
 		}
@@ -51,7 +77,7 @@ func migratePipes(tx *bolt.Tx) error {
 // increasing from 1.
 func checkMigrations(migs []migration) error {
 	for i, m := range migs {
-		if m.version != uint64(i+1) || m.fn == nil {
+		if m.version != uint64(i+1) || (m.fn == nil) == (m.batch == nil) {
 			return fmt.Errorf("storage: migration table: entry %d (%q) has version %d, want %d", i, m.name, m.version, i+1)
 		}
 	}
@@ -86,11 +112,21 @@ func migrate(db *bolt.DB, migs []migration) error {
 	if len(migs) > 0 {
 		latest = migs[len(migs)-1].version
 	}
-	var current uint64
+	var current, pending uint64
 	if err := db.View(func(tx *bolt.Tx) error {
 		var err error
-		current, err = schemaVersion(tx)
-		return err
+		if current, err = schemaVersion(tx); err != nil {
+			return err
+		}
+		if meta := tx.Bucket(bucketMeta); meta != nil {
+			if raw := meta.Get(keyMigrating); raw != nil {
+				var ok bool
+				if pending, ok = getU64(raw); !ok || pending != current {
+					return corruptf("migration under way is %x, schema version %d", raw, current)
+				}
+			}
+		}
+		return nil
 	}); err != nil {
 		return err
 	}
@@ -99,7 +135,13 @@ func migrate(db *bolt.DB, migs []migration) error {
 			db.Path(), current, latest, ErrSchemaTooNew)
 	}
 	for _, m := range migs {
-		if m.version <= current {
+		if m.version < current || m.version == current && pending != m.version {
+			continue
+		}
+		if m.batch != nil {
+			if err := migrateBatches(db, m); err != nil {
+				return err
+			}
 			continue
 		}
 		err := db.Update(func(tx *bolt.Tx) error {
@@ -138,3 +180,127 @@ func migrateObsTails(*bolt.Tx) error { return nil }
 // version keeps a slogfeed of schema 4, which would write observations
 // without folding them into the states, from opening the file.
 func migratePolicyStates(*bolt.Tx) error { return nil }
+
+// migrateBatches runs batched migration m to its end (see migration).
+func migrateBatches(db *bolt.DB, m migration) error {
+	for done := false; !done; {
+		err := db.Update(func(tx *bolt.Tx) error {
+			var err error
+			if done, err = m.batch(tx); err != nil {
+				return err
+			}
+			meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+			if err != nil {
+				return err
+			}
+			if err := meta.Put(keySchema, u64(m.version)); err != nil {
+				return err
+			}
+			if done {
+				return meta.Delete(keyMigrating)
+			}
+			return meta.Put(keyMigrating, u64(m.version))
+		})
+		if err != nil {
+			return fmt.Errorf("storage: migration %d (%s): %w", m.version, m.name, err)
+		}
+	}
+	return nil
+}
+
+// migrateBatchEntries is about how many entries migrateSharedFeedData
+// moves in one transaction (a feed is always moved whole).
+var migrateBatchEntries = 50_000
+
+// migrateSharedFeedData moves the items and observations of schema 5's
+// per-feed buckets (feed_data/<feed ID>/…) to the shared buckets of
+// schema 6, a batch of feeds at a time, in order of feed ID, deleting
+// each feed's old bucket in the transaction that moves it; the last batch
+// deletes feed_data. Keys, values and the count are kept as they are,
+// each key led by the feed's ID, but for the item records (keyed by Seq,
+// and listed in item_seq) and the published index (no item ID: the
+// record has it).
+func migrateSharedFeedData(tx *bolt.Tx) (done bool, err error) {
+	dst := make(map[string]*bolt.Bucket, len(dataBuckets))
+	for _, name := range dataBuckets {
+		b, err := tx.CreateBucketIfNotExists(name)
+		if err != nil {
+			return false, err
+		}
+		// Moved in order of feed ID: every bucket but the items' is
+		// appended to at its end.
+		if !bytes.Equal(name, bucketItems) {
+			b.FillPercent = itemsFill
+		}
+		dst[string(name)] = b
+	}
+	data := tx.Bucket(legacyFeedData)
+	if data == nil {
+		return true, nil
+	}
+	var moved [][]byte
+	entries := 0
+	c := data.Cursor()
+	for k, v := c.First(); k != nil && entries < migrateBatchEntries; k, v = c.Next() {
+		id, ok := getU64(k)
+		root := data.Bucket(k)
+		if !ok || v != nil || root == nil {
+			return false, corruptf("%s[%x] is not a feed's data bucket", legacyFeedData, k)
+		}
+		n, err := moveFeedData(root, id, dst)
+		if err != nil {
+			return false, fmt.Errorf("feed %d: %w", id, err)
+		}
+		entries += n
+		moved = append(moved, append([]byte(nil), k...))
+	}
+	for _, k := range moved {
+		if err := data.DeleteBucket(k); err != nil {
+			return false, err
+		}
+	}
+	if k, _ := data.Cursor().First(); k != nil {
+		return false, nil
+	}
+	return true, tx.DeleteBucket(legacyFeedData)
+}
+
+// moveFeedData copies one schema-5 feed data bucket to the shared
+// buckets dst and returns how many entries it copied.
+func moveFeedData(root *bolt.Bucket, id uint64, dst map[string]*bolt.Bucket) (int, error) {
+	n := 0
+	items := itemsView{seqs: newView(dst[string(bucketItemSeqs)], id), all: dst[string(bucketItems)]}
+	for _, m := range []struct {
+		from []byte
+		to   interface{ Put(k, v []byte) error }
+	}{
+		{legacyIDs, newView(dst[string(bucketItemIDs)], id)}, {legacyItems, items},
+		{legacyPublished, emptyValues{newView(dst[string(bucketItemPub)], id)}}, {legacyObs, newView(dst[string(bucketObs)], id)},
+	} {
+		src := root.Bucket(m.from)
+		if src == nil {
+			continue // a feed written before the bucket existed has none
+		}
+		err := src.ForEach(func(k, v []byte) error {
+			if v == nil {
+				return corruptf("%s/%d/%s[%x] is a bucket", legacyFeedData, id, m.from, k)
+			}
+			n++
+			return m.to.Put(bytes.Clone(k), bytes.Clone(v))
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	count := root.Get(legacyCount)
+	if _, ok := getU64(count); !ok {
+		return 0, corruptf("%s/%d: item count %x", legacyFeedData, id, count)
+	}
+	return n, dst[string(bucketItemCount)].Put(u64(id), bytes.Clone(count))
+}
+
+// emptyValues puts its keys with empty values: the published index of
+// schema 6 holds no item ID (the record has it).
+type emptyValues struct{ v view }
+
+func (e emptyValues) Put(k, _ []byte) error { return e.v.Put(k, []byte{}) }

@@ -109,17 +109,22 @@ func (s *Store) obsKept(limit int) int {
 // appendObs appends an encoded observation to feed feedID's obs bucket
 // and drops the oldest beyond Options.MaxObservations (counting a full
 // tail, see obstail.go), a slack at a time (obsSlack).
-func (s *Store) appendObs(obs *bolt.Bucket, feedID uint64, raw []byte) error {
-	seq, err := obs.NextSequence()
-	if err != nil {
-		return err
+func (s *Store) appendObs(obs view, feedID uint64, raw []byte) error {
+	// Keys are consecutive sequence numbers from 1: the last key tells
+	// the next one, the first how many are kept.
+	c := obs.Cursor()
+	var seq uint64 = 1
+	if k, _ := c.Last(); k != nil {
+		last, ok := getU64(k)
+		if !ok {
+			return corruptf("feed %d: bad observation key %x", feedID, k)
+		}
+		seq = last + 1
 	}
 	if err := obs.Put(u64(seq), raw); err != nil {
 		return err
 	}
-	// Keys are consecutive sequence numbers: the first key tells how
-	// many are kept.
-	k, _ := obs.Cursor().First()
+	k, _ := c.First()
 	first, ok := getU64(k)
 	if !ok {
 		return corruptf("feed %d: bad observation key %x", feedID, k)
@@ -328,33 +333,10 @@ func (s *Store) FeedStates(want func(id uint64) bool, obsLimit int) (map[uint64]
 	return out, nil
 }
 
-// openObsBucket returns feed id's observations bucket alone (a poll that
-// stores no item needs no other of its data buckets), or ErrFeedNotFound.
-func openObsBucket(tx *bolt.Tx, id uint64) (*bolt.Bucket, error) {
-	obs, err := openDataBucket(tx, id, bucketObs)
-	if err != nil {
-		return nil, err
-	}
-	obs.FillPercent = 0.9 // appended with increasing keys (see openFeedBuckets)
-	return obs, nil
-}
-
-// openDataBucket returns one of feed id's data buckets (bucketIDs,
-// bucketObs …) without opening the others, or ErrFeedNotFound.
-func openDataBucket(tx *bolt.Tx, id uint64, name []byte) (*bolt.Bucket, error) {
-	data := tx.Bucket(bucketFeedData)
-	if data == nil {
-		return nil, corruptf("bucket %s missing", bucketFeedData)
-	}
-	root := data.Bucket(u64(id))
-	if root == nil {
-		return nil, ErrFeedNotFound
-	}
-	b := root.Bucket(name)
-	if b == nil {
-		return nil, corruptf("feed %d: data buckets missing", id)
-	}
-	return b, nil
+// openObsBucket returns feed id's observations alone (a poll that stores
+// no item needs none of its other data), or ErrFeedNotFound.
+func openObsBucket(tx *bolt.Tx, id uint64) (view, error) {
+	return openFeedView(tx, id, bucketObs)
 }
 
 // addedAsExpected reports whether a transaction's addItemsTx added

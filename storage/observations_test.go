@@ -114,7 +114,7 @@ func TestObservationsTrimmedInBatches(t *testing.T) {
 				return err
 			}
 			tail, err := feedTail(tx.Bucket(bucketFeeds), f.ID)
-			n = fb.obs.Stats().KeyN + len(tail)
+			n = viewLen(fb.obs) + len(tail)
 			return err
 		}); err != nil {
 			t.Fatal(err)

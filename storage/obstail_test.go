@@ -21,7 +21,7 @@ func heldObs(t *testing.T, s *Store, id uint64) (bucketN, tailN int) {
 			return err
 		}
 		tail, err := feedTail(tx.Bucket(bucketFeeds), id)
-		bucketN, tailN = fb.obs.Stats().KeyN, len(tail)
+		bucketN, tailN = viewLen(fb.obs), len(tail)
 		return err
 	}); err != nil {
 		t.Fatal(err)

@@ -24,10 +24,11 @@ const (
 
 // CreatePipe stores a new pipe and its output feed out, in one
 // transaction. out must be of KindPipe with p's slug; it is created
-// exactly as CreateFeed creates a feed (data buckets, slug index,
+// exactly as CreateFeed creates a feed (item count, slug index,
 // validation). CreatePipe assigns p.ID (the next pipe sequence number),
 // p.FeedID and out.ID (the next feed sequence number; IDs given are
-// ignored) and sets Created and Updated of both to Options.Now. p.Def
+// ignored), sets Created and Updated of both to Options.Now and gives an
+// output feed without a Retention the store's default. p.Def
 // must hold the definition (any JSON value; storage does not interpret
 // it), p.State may be empty, and p's counters are stored as given.
 //
@@ -51,6 +52,7 @@ func (s *Store) CreatePipe(p *Pipe, out *Feed) error {
 	now := s.now()
 	nf, np := *out, *p
 	nf.Created, nf.Updated = now, now
+	s.withDefaultRetention(&nf)
 	np.Created, np.Updated = now, now
 	if _, err := validateFeed(&nf); err != nil {
 		return fmt.Errorf("storage: create pipe %q: output feed: %w", shortID(p.Slug), err)
@@ -315,7 +317,7 @@ func (s *Store) DeletePipe(id uint64) error {
 	return nil
 }
 
-// deleteFeedTx removes feed id, its index entry and its data buckets, if
+// deleteFeedTx removes feed id, its index entry and its data, if
 // it exists.
 func deleteFeedTx(tx *bolt.Tx, id uint64) error {
 	f, err := getFeed(tx, id)
@@ -337,14 +339,7 @@ func deleteFeedTx(tx *bolt.Tx, id uint64) error {
 	if err := feeds.Delete(tailKey(id)); err != nil {
 		return err
 	}
-	data, err := bucket(tx, bucketFeedData)
-	if err != nil {
-		return err
-	}
-	if data.Bucket(u64(id)) != nil {
-		return data.DeleteBucket(u64(id))
-	}
-	return nil
+	return deleteFeedData(tx, id)
 }
 
 // CommitPipeRun records one run of pipe pipeID: its output, its new state

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -62,7 +63,8 @@ func (s *Store) ApplyRetention(feedID uint64) (removed int, err error) {
 	return removed, nil
 }
 
-// overEntry is one published-index entry beyond retention.
+// overEntry is one published-index entry beyond retention: its key, and
+// its item's ID when known ("" to read it from the item's record).
 type overEntry struct {
 	key []byte
 	id  string
@@ -83,9 +85,12 @@ func (s *Store) retain(tx *bolt.Tx, feed Feed, fb *feedBuckets, now time.Time) (
 	if r.MaxAge > 0 {
 		cutoff = now.Add(-r.MaxAge)
 	}
+	if over == 0 && cutoff.IsZero() {
+		return 0, nil // within MaxItems, and no age bound: no page to read
+	}
 	var entries []overEntry
 	c := fb.pub.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
 		if len(k) != pubKeyLen {
 			return 0, corruptf("feed %d: bad published key %x", feed.ID, k)
 		}
@@ -93,7 +98,7 @@ func (s *Store) retain(tx *bolt.Tx, feed Feed, fb *feedBuckets, now time.Time) (
 		if uint64(len(entries)) >= over && !old {
 			break
 		}
-		entries = append(entries, overEntry{key: append([]byte(nil), k...), id: string(v)})
+		entries = append(entries, overEntry{key: append([]byte(nil), k...)})
 	}
 	if len(entries) == 0 {
 		return 0, nil
@@ -165,7 +170,23 @@ func (s *Store) retain(tx *bolt.Tx, feed Feed, fb *feedBuckets, now time.Time) (
 
 // deleteEntry deletes the item of a published-index entry.
 func deleteEntry(fb *feedBuckets, e overEntry) error {
-	if err := fb.items.Delete(u64(pubKeySeq(e.key))); err != nil {
+	seq := pubKeySeq(e.key)
+	if e.id == "" {
+		// The index holds no ID: the record has it (its page is
+		// rewritten by the delete below anyway).
+		raw := fb.items.Get(u64(seq))
+		if raw == nil {
+			return corruptf("feed %d: item seq %d missing", fb.id, seq)
+		}
+		var rec struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(raw, &rec); err != nil || rec.ID == "" {
+			return corruptf("feed %d: item seq %d: no id (%v)", fb.id, seq, err)
+		}
+		e.id = rec.ID
+	}
+	if err := fb.items.Delete(u64(seq)); err != nil {
 		return err
 	}
 	if err := fb.ids.Delete([]byte(e.id)); err != nil {

@@ -72,7 +72,7 @@ func (s *Store) RecentLatencies(ids []uint64, polls int) (map[uint64][]float64, 
 // observations in the obs bucket b followed by the tail, oldest first. It
 // walks back from the newest observation once, appending each one's
 // latencies reversed, and reverses what it appended at the end.
-func recentLatencies(b *bolt.Bucket, tail [][]byte, feedID uint64, polls int, dst []float64) ([]float64, error) {
+func recentLatencies(b view, tail [][]byte, feedID uint64, polls int, dst []float64) ([]float64, error) {
 	start := len(dst)
 	n := 0
 	for i := len(tail) - 1; i >= 0 && (polls <= 0 || n < polls); i-- {

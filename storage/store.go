@@ -17,8 +17,15 @@ import (
 const DefaultLockTimeout = time.Second
 
 // DefaultMaxObservations is how many observations per feed are kept when
-// Options.MaxObservations is zero.
-const DefaultMaxObservations = 2000
+// Options.MaxObservations is zero: as many as the web UI charts.
+const DefaultMaxObservations = 500
+
+// DefaultRetention is the default retention of a node's new feeds, for
+// Options.DefaultRetention: their newest 200 items (by publish time),
+// about a week of an hourly feed. With DefaultMaxObservations, a feed
+// then holds at most 200 items and 500 observations, which bounds the
+// data file (see the README for the disk a node of many feeds needs).
+var DefaultRetention = Retention{MaxItems: 200}
 
 // Options configure a Store. The zero value is ready to use.
 type Options struct {
@@ -36,6 +43,12 @@ type Options struct {
 	// to an eighth more (at most 64), dropped a batch at a time so that a
 	// poll does not rewrite the oldest page; reads never return them.
 	MaxObservations int
+	// DefaultRetention is the Retention CreateFeed and CreatePipe give a
+	// feed created without one (zero Retention); a feed's own Retention,
+	// and UpdateFeed, override it. Zero (or a negative MaxItems) means
+	// none: such feeds keep every item. A node of many feeds sets it to
+	// the package's DefaultRetention, or its own bound.
+	DefaultRetention Retention
 	// CommitLinger is how long a group commit may wait for more writes
 	// while they keep arriving, when the last group already carried more
 	// than one (see committer). Zero means DefaultCommitLinger; negative,
@@ -53,14 +66,17 @@ const DefaultCommitLinger = 2 * time.Millisecond
 // callers share one transaction and one fsync (group commit, commit.go);
 // each stays atomic on its own.
 type Store struct {
-	db      *bolt.DB
-	path    string
-	now     func() time.Time
-	maxObs  int
-	linger  time.Duration // Options.CommitLinger, 0 for never
-	reducer atomic.Pointer[reducerBox]
-	learner atomic.Pointer[learnerBox] // folds observations into policy states (policystate.go)
-	commit  committer                  // group commit of the hot writes (commit.go)
+	db     *bolt.DB
+	path   string
+	now    func() time.Time
+	maxObs int
+	linger time.Duration // Options.CommitLinger, 0 for never
+	// retention is what a feed created without a Retention gets
+	// (Options.DefaultRetention).
+	retention Retention
+	reducer   atomic.Pointer[reducerBox]
+	learner   atomic.Pointer[learnerBox] // folds observations into policy states (policystate.go)
+	commit    committer                  // group commit of the hot writes (commit.go)
 	// summaries caches every feed's summary for lists (summaries.go).
 	summaries summaryCache
 	// feedMemo hands the feeds Store.Feed decoded to the writes that
@@ -128,7 +144,8 @@ func open(path string, opt Options, migs []migration) (*Store, error) {
 	if linger == 0 {
 		linger = DefaultCommitLinger
 	}
-	st := &Store{db: db, path: path, now: opt.Now, maxObs: opt.MaxObservations, linger: max(linger, 0)}
+	st := &Store{db: db, path: path, now: opt.Now, maxObs: opt.MaxObservations, linger: max(linger, 0),
+		retention: defaultRetention(opt.DefaultRetention)}
 	st.feedGen.Store(1) // 0 marks a memo entry as not known current
 	return st, nil
 }
@@ -220,4 +237,21 @@ func (s *Store) Size() (int64, error) {
 		return 0, fmt.Errorf("storage: size: %w", err)
 	}
 	return n, nil
+}
+
+// defaultRetention is the Retention new feeds get under opt
+// (Options.DefaultRetention).
+func defaultRetention(opt Retention) Retention {
+	if opt.MaxItems < 0 {
+		return Retention{}
+	}
+	return opt
+}
+
+// withDefaultRetention gives f the store's default Retention when it has
+// none.
+func (s *Store) withDefaultRetention(f *Feed) {
+	if f.Retention == (Retention{}) {
+		f.Retention = s.retention
+	}
 }

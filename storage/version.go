@@ -100,7 +100,7 @@ func (s *Store) FeedSnapshot(kind Kind, slug string, n int) (Feed, []Item, Versi
 			return err
 		}
 		if fb == nil {
-			return corruptf("feed %d has no data buckets", id)
+			return corruptf("feed %d has no item count", id)
 		}
 		if n <= 0 {
 			n = int(min(fb.count(), 1<<30))
@@ -153,21 +153,26 @@ func feedVersion(tx *bolt.Tx, id uint64, depth int) (Version, error) {
 	if rec == nil {
 		return Version{}, ErrFeedNotFound
 	}
-	// Only the two parts of the feed's data bucket a version reads are
-	// opened (not openFeedBuckets' four): this runs on every request.
-	data, err := bucket(tx, bucketFeedData)
+	// Only the three data buckets a version reads are opened (not
+	// openFeedBuckets' six): this runs on every request.
+	counts, err := dataBucket(tx, bucketItemCount)
 	if err != nil {
 		return Version{}, err
 	}
-	root := data.Bucket(u64(id))
-	if root == nil {
-		return Version{}, corruptf("feed %d has no data buckets", id)
+	cv := counts.Get(u64(id))
+	if cv == nil {
+		return Version{}, corruptf("feed %d has no item count", id)
 	}
-	items := root.Bucket(bucketItems)
-	if items == nil {
-		return Version{}, corruptf("feed %d: data buckets missing", id)
+	count, _ := getU64(cv)
+	all, err := dataBucket(tx, bucketItems)
+	if err != nil {
+		return Version{}, err
 	}
-	count, _ := getU64(root.Get(keyCount))
+	seqs, err := dataBucket(tx, bucketItemSeqs)
+	if err != nil {
+		return Version{}, err
+	}
+	items := itemsView{seqs: newView(seqs, id), all: all}
 	v := Version{FeedID: id, Count: count}
 	// Sum hashes the list of (key, hash of record) of the feed record and
 	// the newest depth items: one-shot maphash.Bytes per record is several
