@@ -321,7 +321,7 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) {
 	if a.agg != nil {
 		next = a.agg.NextFetch
 	}
-	cut, _, err := feedlist.Read(feedlist.WalkOf(a.store), ff, next, a.now(), false)
+	cut, err := feedlist.List(a.store, ff, next, a.now())
 	if err != nil {
 		a.internal(w, err)
 		return
