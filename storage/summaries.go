@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -81,6 +82,7 @@ type summaryCache struct {
 var summaryIndexes sync.Map // *bolt.DB → *summaryIndex
 
 type summaryIndex struct {
+	chunk    int // summaryChunk; less in tests
 	mu       sync.RWMutex
 	building bool
 	pending  []summaryChange // committed while building
@@ -183,7 +185,7 @@ func (s *Store) index() (*summaryIndex, error) {
 	if x := c.ready.Load(); x != nil {
 		return x, nil
 	}
-	x := &summaryIndex{building: true, policyID: map[string]uint32{}, lat: newLatencyHist()}
+	x := &summaryIndex{chunk: summaryChunk, building: true, policyID: map[string]uint32{}, lat: newLatencyHist()}
 	db := s.db
 	if _, loaded := summaryIndexes.LoadOrStore(db, x); loaded {
 		return nil, fmt.Errorf("storage: feed summaries: %w", corruptf("two stores on one bbolt handle"))
@@ -389,7 +391,7 @@ func (s *Store) EachFeedSummaryAfter(after uint64, fn func(*FeedSummary) bool) e
 	if err != nil {
 		return err
 	}
-	var buf [summaryChunk]FeedSummary
+	buf := make([]FeedSummary, x.chunk)
 	for {
 		n := 0
 		x.mu.RLock()
@@ -442,6 +444,91 @@ func (s *Store) FeedIDsAfter(after uint64, limit int) (ids []uint64, more bool, 
 		ids = append(ids, x.entries[i].id)
 	}
 	return ids, false, nil
+}
+
+// SummaryFilter selects feeds by their summaries; its zero value keeps
+// every feed.
+type SummaryFilter struct {
+	// Text is sought in FeedSummary.Text: give it in lower case.
+	Text     string
+	Policy   string
+	Kind     Kind
+	Erroring bool
+	// Keep, when set, is the caller's own test of the feeds the others
+	// keep. It is called without the index locked, and may be slow.
+	Keep func(id uint64) bool
+}
+
+// MatchFeeds walks the summaries in memory for the feeds f keeps: the IDs
+// of the first limit of them whose ID is greater than after, in order,
+// and how many it keeps in all. It reads no record. Commits that happen
+// during the walk show in the part of it that follows them.
+func (s *Store) MatchFeeds(f SummaryFilter, after uint64, limit int) (ids []uint64, total int, err error) {
+	x, err := s.index()
+	if err != nil {
+		return nil, 0, err
+	}
+	buf := make([]uint64, 0, x.chunk)
+	from := uint64(0)
+	for {
+		var done bool
+		buf, from, done = x.matchChunk(&f, from, buf[:0])
+		for _, id := range buf {
+			if f.Keep != nil && !f.Keep(id) {
+				continue
+			}
+			total++
+			if id > after && len(ids) < limit {
+				ids = append(ids, id)
+			}
+		}
+		if done {
+			return ids, total, nil
+		}
+	}
+}
+
+// matchChunk appends to ids those of the next summaryChunk feeds after
+// from that f keeps (Keep aside), with one hold of the lock, and returns
+// the last ID it read and whether the walk reached the end.
+func (x *summaryIndex) matchChunk(f *SummaryFilter, from uint64, ids []uint64) (_ []uint64, last uint64, done bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	policy := uint32(math.MaxUint32)
+	if f.Policy != "" {
+		p, ok := x.policyID[f.Policy]
+		if !ok {
+			return ids, 0, true // no feed has it
+		}
+		policy = p
+	}
+	kind := uint8(math.MaxUint8)
+	if f.Kind != "" {
+		kind = kindCode(f.Kind)
+	}
+	var want uint8 = entryDead
+	if f.Erroring {
+		want |= entryErroring
+	}
+	i, found := x.find(from)
+	if found {
+		i++
+	}
+	end := min(len(x.entries), i+x.chunk)
+	for ; i < end; i++ {
+		e := &x.entries[i]
+		if e.flags&want != want&^entryDead ||
+			policy != math.MaxUint32 && e.policy != policy ||
+			kind != math.MaxUint8 && e.kind != kind ||
+			f.Text != "" && !strings.Contains(e.text, f.Text) {
+			continue
+		}
+		ids = append(ids, e.id)
+	}
+	if end == len(x.entries) {
+		return ids, 0, true
+	}
+	return ids, x.entries[end-1].id, false
 }
 
 // FleetStats returns the aggregates of every feed, kept up to date by

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -95,6 +96,35 @@ func checkIndex(t *testing.T, st *Store, step string) {
 	}
 	if !slices.Equal(ids, wantIDs) {
 		t.Fatalf("%s: pages give %v, want %v", step, ids, wantIDs)
+	}
+	// Filters keep what SummaryOf's fields say, after any cursor.
+	odd := func(id uint64) bool { return id%2 == 1 }
+	for _, f := range []SummaryFilter{
+		{}, {Text: "t1"}, {Text: "xxxxx"}, {Text: "secret"}, {Policy: "fixed-15m"}, {Policy: "none"},
+		{Erroring: true}, {Kind: KindPipe}, {Kind: KindRemote, Keep: odd}, {Erroring: true, Text: "s", Keep: odd},
+	} {
+		var want []uint64
+		for _, s := range wantSums {
+			if strings.Contains(s.Text, f.Text) && (f.Policy == "" || s.Policy == f.Policy) &&
+				(f.Kind == "" || s.Kind == f.Kind) && (!f.Erroring || s.Erroring) && (f.Keep == nil || f.Keep(s.ID)) {
+				want = append(want, s.ID)
+			}
+		}
+		for _, after := range []uint64{0, 5, 40} {
+			got, total, err := st.MatchFeeds(f, after, 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var page []uint64
+			for _, id := range want {
+				if id > after && len(page) < 4 {
+					page = append(page, id)
+				}
+			}
+			if total != len(want) || !slices.Equal(got, page) {
+				t.Fatalf("%s: MatchFeeds(%+v, %d): %v of %d, want %v of %d", step, f, after, got, total, page, len(want))
+			}
+		}
 	}
 }
 
@@ -188,6 +218,9 @@ func TestFeedSummariesFollowChanges(t *testing.T) {
 		}
 		if step%7 == 0 || step > 490 {
 			checkIndex(t, st, fmt.Sprint("step ", step))
+		}
+		if step == 250 { // walks in chunks of a few feeds from here
+			st.summaries.ready.Load().chunk = 3
 		}
 	}
 	for _, id := range []uint64{ids[0], ids[len(ids)-1]} {

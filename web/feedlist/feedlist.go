@@ -137,6 +137,26 @@ func (ff Filter) Match(f *storage.FeedSummary, next Next, now time.Time) bool {
 	return ff.Text == "" || strings.Contains(f.Text, ff.Text)
 }
 
+// summaryFilter is ff for storage.Store.MatchFeeds.
+func (ff Filter) summaryFilter(next Next, now time.Time) storage.SummaryFilter {
+	f := storage.SummaryFilter{Text: ff.Text, Policy: ff.Policy, Erroring: ff.Status == Erroring}
+	if ff.Status == Starved {
+		f.Kind, f.Keep = storage.KindRemote, starved(next, now)
+	}
+	return f
+}
+
+// starved tells whether a remote feed is starved (IsStarved).
+func starved(next Next, now time.Time) func(id uint64) bool {
+	return func(id uint64) bool {
+		if next == nil {
+			return false
+		}
+		t, ok := next(id)
+		return ok && now.Sub(t) > StarvedLag
+	}
+}
+
 // unfiltered reports whether ff keeps every feed.
 func (ff Filter) unfiltered() bool { return ff.Text == "" && ff.Status == "" && ff.Policy == "" }
 
@@ -176,6 +196,7 @@ func FromFeeds(feeds []storage.Feed) Walk {
 type Index interface {
 	EachFeedSummary(fn func(*storage.FeedSummary) bool) error
 	FeedIDsAfter(after uint64, limit int) (ids []uint64, more bool, err error)
+	MatchFeeds(f storage.SummaryFilter, after uint64, limit int) (ids []uint64, total int, err error)
 	FleetStats() (storage.FleetStats, error)
 }
 
@@ -243,9 +264,21 @@ type Fleet struct {
 // from all its feeds.
 func List(st Lister, ff Filter, next Next, now time.Time) (Page, error) {
 	x, ok := st.(Index)
-	if !ok || !ff.unfiltered() {
+	if !ok {
 		p, _, err := Read(WalkOf(st), ff, next, now, false)
 		return p, err
+	}
+	if !ff.unfiltered() {
+		ids, total, err := x.MatchFeeds(ff.summaryFilter(next, now), ff.After, ff.Limit+1)
+		if err != nil {
+			return Page{}, err
+		}
+		p := Page{IDs: ids, Total: total}
+		if len(ids) > ff.Limit {
+			p.IDs = ids[:ff.Limit]
+			p.Cursor = EncodeCursor(p.IDs[len(p.IDs)-1])
+		}
+		return p, nil
 	}
 	ids, more, err := x.FeedIDsAfter(ff.After, ff.Limit)
 	if err != nil {
@@ -311,13 +344,7 @@ func (c *Counter) countStarved(x Index, next Next, now time.Time) (int, error) {
 	if c.valid && !now.Before(c.at) && now.Sub(c.at) < StarvedEvery {
 		return c.starved, nil
 	}
-	n := 0
-	err := x.EachFeedSummary(func(f *storage.FeedSummary) bool {
-		if IsStarved(f, next, now) {
-			n++
-		}
-		return true
-	})
+	_, n, err := x.MatchFeeds(storage.SummaryFilter{Kind: storage.KindRemote, Keep: starved(next, now)}, 0, 0)
 	if err != nil {
 		return 0, err
 	}
