@@ -46,6 +46,9 @@ type api struct {
 	// pacer spreads the first fetches of bulk subscriptions.
 	pacerMu sync.Mutex
 	pacer   aggregator.Pacer
+	// fleetCount sums up the fleet (its starved count is reused for a
+	// while).
+	fleetCount feedlist.Counter
 }
 
 // feedRequest is the body of POST /api/v1/feeds.
@@ -219,6 +222,7 @@ func (a *api) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/opml", a.exportOPML)
 	mux.HandleFunc("PUT /api/v1/feeds/{id}/sleep", a.setSleep)
 	mux.HandleFunc("GET /api/v1/cluster", a.cluster)
+	mux.HandleFunc("GET /api/v1/fleet", a.fleet)
 }
 
 // exportOPML writes every remote feed as OPML. The export is a backup:
