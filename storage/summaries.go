@@ -213,17 +213,10 @@ func (s *Store) index() (*summaryIndex, error) {
 			return err
 		}
 		entries = make([]summaryEntry, 0, min(b.Sequence(), 1<<22)+16) // the IDs given so far
-		return b.ForEach(func(k, v []byte) error {
-			if !isFeedKey(k) {
-				return nil // an observation tail, a policy state
+		return decodeSummaries(b, func(sums []FeedSummary) {
+			for i := range sums {
+				entries = append(entries, x.entryOf(&sums[i], snap))
 			}
-			f, err := decodeFeed(k, v)
-			if err != nil {
-				return err
-			}
-			sum := SummaryOf(&f)
-			entries = append(entries, x.entryOf(&sum, snap))
-			return nil
 		})
 	})
 	if err != nil {
@@ -245,6 +238,82 @@ func (s *Store) index() (*summaryIndex, error) {
 	built = true
 	c.ready.Store(x)
 	return x, nil
+}
+
+// decodeBatch is how many records a worker of decodeSummaries decodes
+// at a time.
+const decodeBatch = 512
+
+// decodeSummaries decodes the summaries of the feed records of bucket b
+// (a read transaction's, open until it returns) on a few cores, and
+// hands them to add in order of ID, a batch at a time.
+func decodeSummaries(b *bolt.Bucket, add func([]FeedSummary)) error {
+	type batch struct {
+		keys, vals [][]byte // the transaction's memory
+		sums       []FeedSummary
+		err        error
+		done       chan struct{}
+	}
+	workers := min(runtime.GOMAXPROCS(0), 4)
+	work := make(chan *batch, workers)
+	order := make(chan *batch, 2*workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for bt := range work {
+				bt.sums = make([]FeedSummary, 0, len(bt.keys))
+				for i, k := range bt.keys {
+					f, err := decodeFeed(k, bt.vals[i])
+					if err != nil {
+						bt.err = err
+						break
+					}
+					bt.sums = append(bt.sums, SummaryOf(&f))
+				}
+				close(bt.done)
+			}
+		})
+	}
+	collected := make(chan error, 1)
+	go func() {
+		var err error
+		for bt := range order {
+			<-bt.done
+			if err == nil {
+				err = bt.err
+			}
+			if err == nil {
+				add(bt.sums)
+			}
+		}
+		collected <- err
+	}()
+	var cur *batch
+	flush := func() {
+		if cur != nil {
+			order <- cur
+			work <- cur
+			cur = nil
+		}
+	}
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if !isFeedKey(k) {
+			continue // an observation tail, a policy state
+		}
+		if cur == nil {
+			cur = &batch{done: make(chan struct{})}
+		}
+		cur.keys, cur.vals = append(cur.keys, k), append(cur.vals, v)
+		if len(cur.keys) == decodeBatch {
+			flush()
+		}
+	}
+	flush()
+	close(work)
+	close(order)
+	wg.Wait()
+	return <-collected
 }
 
 // entryOf is s as an entry of x, from transaction tx. x.mu is held, or

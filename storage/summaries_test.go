@@ -384,3 +384,24 @@ func TestSearchText(t *testing.T) {
 		}
 	}
 }
+
+// A store of several batches of records builds its index in order, on
+// several cores, after it is reopened.
+func TestFeedSummariesBuiltInBatches(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "b.db")
+	st := openSummaryStore(t, path)
+	n := 2*decodeBatch + 77
+	for i := range n {
+		f := Feed{Kind: KindRemote, URL: fmt.Sprintf("https://s%d.example/f.rss", i), Policy: "auto",
+			Polls: int64(i), LatencySumS: float64(i % 13), LatencyCount: 1}
+		if err := st.CreateFeed(&f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st = openSummaryStore(t, path)
+	defer st.Close()
+	checkIndex(t, st, "reopened")
+}
