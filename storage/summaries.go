@@ -450,17 +450,12 @@ const summaryChunk = 4096
 // them a chunk at a time, so a write committed during the walk shows in
 // the chunks read after it. fn must not keep the pointer.
 func (s *Store) EachFeedSummary(fn func(*FeedSummary) bool) error {
-	return s.EachFeedSummaryAfter(0, fn)
-}
-
-// EachFeedSummaryAfter is EachFeedSummary from the first feed whose ID is
-// greater than after.
-func (s *Store) EachFeedSummaryAfter(after uint64, fn func(*FeedSummary) bool) error {
 	x, err := s.index()
 	if err != nil {
 		return err
 	}
 	buf := make([]FeedSummary, x.chunk)
+	after := uint64(0)
 	for {
 		n := 0
 		x.mu.RLock()
