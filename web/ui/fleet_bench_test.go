@@ -110,6 +110,12 @@ func BenchmarkFleetPages(b *testing.B) {
 		{"ui-recount", "/ui/feeds"},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
+			// One request before the timed ones: the page's count of the
+			// starved feeds serves the next StarvedEvery (ui-recount
+			// measures the count).
+			warm := httptest.NewRequest("GET", tc.path, nil)
+			warm.Host = "127.0.0.1:8080"
+			h.ServeHTTP(httptest.NewRecorder(), warm)
 			var size int
 			for b.Loop() {
 				if tc.name == "ui-recount" {
