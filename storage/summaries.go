@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -75,6 +76,9 @@ type summaryCache struct {
 	buildMu sync.Mutex
 	ready   atomic.Pointer[summaryIndex]
 }
+
+// errNoWrite rolls back the write that waits for the writer (index).
+var errNoWrite = errors.New("storage: no write")
 
 // summaryIndexes maps each open store's bbolt handle to its index, for
 // the hooks, which run in functions given only the transaction. An entry
@@ -197,16 +201,14 @@ func (s *Store) index() (*summaryIndex, error) {
 		}
 	}()
 	// A write that began before the hooks could find x may still commit:
-	// wait for the writer, so that the walk's snapshot holds every
-	// change the hooks did not see.
-	wtx, err := db.Begin(true)
-	if err != nil {
+	// wait for the writer (with a write that is rolled back), so that the
+	// walk's snapshot holds every change the hooks did not see.
+	if err := s.dbUpdate(func(*bolt.Tx) error { return errNoWrite }); !errors.Is(err, errNoWrite) {
 		return nil, fmt.Errorf("storage: feed summaries: %w", err)
 	}
-	_ = wtx.Rollback()
 	var entries []summaryEntry
 	var snap uint64
-	err = db.View(func(tx *bolt.Tx) error {
+	err := db.View(func(tx *bolt.Tx) error {
 		snap = uint64(tx.ID())
 		b, err := bucket(tx, bucketFeeds)
 		if err != nil {
