@@ -124,6 +124,7 @@ func (s *Store) updateFeedRawTx(tx *bolt.Tx, id uint64, fn func(*Feed) error) (F
 	if err := feeds.Put(u64(nf.ID), raw); err != nil { // validated and encoded above
 		return Feed{}, nil, err
 	}
+	feedStored(tx, &nf)
 	return nf, raw, nil
 }
 
@@ -324,6 +325,7 @@ func putFeed(tx *bolt.Tx, f *Feed) error {
 	if err != nil {
 		return err
 	}
+	feedStored(tx, f)
 	return feeds.Put(u64(f.ID), raw)
 }
 
@@ -362,6 +364,7 @@ func unindexFeed(tx *bolt.Tx, f *Feed) error {
 	if err != nil {
 		return err
 	}
+	feedRemoved(tx, f.ID)
 	if v := b.Get(key); v != nil && bytes.Equal(v, u64(f.ID)) {
 		return b.Delete(key)
 	}

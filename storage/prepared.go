@@ -72,5 +72,6 @@ func applyPrepared(tx *bolt.Tx, id uint64, p *preparedFeed) (bool, error) {
 	if v := feeds.Get(k); v == nil || !bytes.Equal(v, p.old) {
 		return false, nil
 	}
+	feedStored(tx, &p.f)
 	return true, feeds.Put(k, p.raw)
 }

@@ -1,133 +1,616 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
-	"hash/maphash"
+	"math"
+	"runtime"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 )
 
-// FeedSummary is what a list of many feeds filters, counts and sorts on:
-// the part of a feed record that changes when it is polled, and the
-// names it is searched by.
+// FeedSummary is what a list of many feeds filters, counts and pages on:
+// the part of a feed record that a poll changes, and the names it is
+// searched by.
 type FeedSummary struct {
-	ID               uint64
-	Kind             Kind
-	Policy           string
-	Title, Slug, URL string
-	Polls, Hits      int64
-	LatencySumS      float64
-	LatencyCount     int64
-	LastError        string
-	ErrorCount       int
+	ID     uint64
+	Kind   Kind
+	Policy string
+	// Text is what a search looks in: the title, the slug and the URL as
+	// the API shows it (credentials masked), in lower case, one a line.
+	Text        string
+	Polls, Hits int64
+	// MeanLatencyS is the mean use latency of the feed's items, in
+	// seconds, when HasLatency.
+	MeanLatencyS float64
+	HasLatency   bool
+	// Erroring: the feed's last fetch failed.
+	Erroring bool
 }
 
 // SummaryOf is f's summary.
 func SummaryOf(f *Feed) FeedSummary {
-	return FeedSummary{
-		ID: f.ID, Kind: f.Kind, Policy: f.Policy, Title: f.Title, Slug: f.Slug, URL: f.URL,
-		Polls: f.Polls, Hits: f.Hits, LatencySumS: f.LatencySumS, LatencyCount: f.LatencyCount,
-		LastError: f.LastError, ErrorCount: f.ErrorCount,
+	s := FeedSummary{
+		ID: f.ID, Kind: f.Kind, Policy: f.Policy, Text: searchText(f),
+		Polls: f.Polls, Hits: f.Hits, Erroring: f.LastError != "" || f.ErrorCount > 0,
+	}
+	if f.LatencyCount > 0 {
+		s.MeanLatencyS, s.HasLatency = f.LatencySumS/float64(f.LatencyCount), true
+	}
+	return s
+}
+
+// searchText is FeedSummary.Text of f. A string that is already in lower
+// case is not copied.
+func searchText(f *Feed) string {
+	url := strings.ToLower(sanitize.RedactURL(f.URL))
+	if f.Title == "" && f.Slug == "" {
+		return "\n\n" + url
+	}
+	return strings.ToLower(f.Title) + "\n" + strings.ToLower(f.Slug) + "\n" + url
+}
+
+// The store keeps every feed's summary in memory (summaryIndex), and the
+// fleet's aggregates with them, up to date from the write path: each
+// write of a feed record (putFeed, updateFeedRawTx, applyPrepared) and
+// each removal (unindexFeed) registers a commit handler that applies the
+// change once its transaction commits. A list then reads no feed record
+// but those of its page. The index is built on the first read after the
+// store is opened, by one walk of the records; the changes committed
+// while it is built are kept aside and applied after it.
+//
+// bbolt runs a transaction's commit handlers after it has released the
+// writer lock, so two writers' handlers may run in either order: every
+// change carries its transaction's ID (bbolt's, which grows with each
+// commit), and an entry keeps the ID of the change it holds; an older
+// change never replaces a newer one. A removed feed's entry stays as a
+// tombstone (with that ID) until the second compaction after it, so a
+// late handler of an earlier write cannot bring it back.
+type summaryCache struct {
+	buildMu sync.Mutex
+	ready   atomic.Pointer[summaryIndex]
+}
+
+// errNoWrite rolls back the write that waits for the writer (index).
+var errNoWrite = errors.New("storage: no write")
+
+// summaryIndexes maps each open store's bbolt handle to its index, for
+// the hooks, which run in functions given only the transaction. An entry
+// goes when its store is unreachable.
+var summaryIndexes sync.Map // *bolt.DB → *summaryIndex
+
+type summaryIndex struct {
+	chunk    int // summaryChunk; less in tests
+	mu       sync.RWMutex
+	building bool
+	pending  []summaryChange // committed while building
+	// entries are the feeds' summaries in order of ID, tombstones among
+	// them (dead); compact drops the dead.
+	entries []summaryEntry
+	dead    int
+	// maxTx is the newest transaction applied; keepAfter, the one
+	// before which the last compaction's tombstones were made: the next
+	// drops those.
+	maxTx, keepAfter uint64
+
+	policies []string
+	policyID map[string]uint32
+
+	// The aggregates over the live entries.
+	feeds, remote, erroring int
+	polls, hits             int64
+	lat                     latencyHist
+}
+
+// summaryEntry is one feed's summary, compact: 72 bytes and its text.
+type summaryEntry struct {
+	id          uint64
+	tx          uint64 // the transaction whose change it holds
+	polls, hits int64
+	mean        float64
+	text        string
+	policy      uint32
+	kind        uint8
+	flags       uint8
+}
+
+const (
+	entryDead = 1 << iota
+	entryErroring
+	entryLatency
+)
+
+var kindCodes = []Kind{KindRemote, KindSensor, KindPipe}
+
+func kindCode(k Kind) uint8 {
+	if i := slices.Index(kindCodes, k); i >= 0 {
+		return uint8(i)
+	}
+	return uint8(len(kindCodes)) // validateFeed admits no other
+}
+
+// summaryChange is a committed put (s set) or removal of feed id.
+type summaryChange struct {
+	tx     uint64
+	id     uint64
+	remove bool
+	s      FeedSummary
+}
+
+// feedStored is the hook of a write of feed record f in tx: the index
+// takes f's summary once tx commits.
+func feedStored(tx *bolt.Tx, f *Feed) {
+	if x := indexOf(tx); x != nil {
+		c := summaryChange{tx: uint64(tx.ID()), id: f.ID, s: SummaryOf(f)}
+		tx.OnCommit(func() { x.commit(c) })
 	}
 }
 
-// summaryCache keeps every feed's summary with a hash of the record it
-// was decoded from, in order of ID. A read walks the feed records (no
-// decoding) beside the cache and decodes only the records whose bytes
-// changed since: those polled since the last read. Decoding is what a
-// full read of 10^6 feeds spends its time on (about 10 µs a record).
-type summaryCache struct {
-	mu      sync.Mutex
-	seed    maphash.Seed
-	entries []summaryEntry
+// feedRemoved is the hook of the removal of feed id in tx.
+func feedRemoved(tx *bolt.Tx, id uint64) {
+	if x := indexOf(tx); x != nil {
+		c := summaryChange{tx: uint64(tx.ID()), id: id, remove: true}
+		tx.OnCommit(func() { x.commit(c) })
+	}
 }
 
-type summaryEntry struct {
-	sum uint64 // maphash of the record's bytes
-	s   FeedSummary
+func indexOf(tx *bolt.Tx) *summaryIndex {
+	v, ok := summaryIndexes.Load(tx.DB())
+	if !ok {
+		return nil
+	}
+	return v.(*summaryIndex)
 }
 
-// EachFeedSummary calls fn with the summary of every feed, in order of
-// ID, as of one read transaction, until fn returns false. fn must not
-// keep the pointer or call the store's summaries again. Reads are
-// serialised: one walk at a time.
-func (s *Store) EachFeedSummary(fn func(*FeedSummary) bool) error {
+func (x *summaryIndex) commit(c summaryChange) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.building {
+		x.pending = append(x.pending, c)
+		return
+	}
+	x.apply(c)
+}
+
+// index returns the store's summary index, built on first use.
+func (s *Store) index() (*summaryIndex, error) {
 	c := &s.summaries
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	err := s.db.View(func(tx *bolt.Tx) error {
+	if x := c.ready.Load(); x != nil {
+		return x, nil
+	}
+	c.buildMu.Lock()
+	defer c.buildMu.Unlock()
+	if x := c.ready.Load(); x != nil {
+		return x, nil
+	}
+	x := &summaryIndex{chunk: summaryChunk, building: true, policyID: map[string]uint32{}, lat: newLatencyHist()}
+	db := s.db
+	if _, loaded := summaryIndexes.LoadOrStore(db, x); loaded {
+		return nil, fmt.Errorf("storage: feed summaries: %w", corruptf("two stores on one bbolt handle"))
+	}
+	built := false
+	defer func() {
+		if !built {
+			summaryIndexes.Delete(db)
+		}
+	}()
+	// A write that began before the hooks could find x may still commit:
+	// wait for the writer (with a write that is rolled back), so that the
+	// walk's snapshot holds every change the hooks did not see.
+	if err := s.dbUpdate(func(*bolt.Tx) error { return errNoWrite }); !errors.Is(err, errNoWrite) {
+		return nil, fmt.Errorf("storage: feed summaries: %w", err)
+	}
+	var entries []summaryEntry
+	var snap uint64
+	err := db.View(func(tx *bolt.Tx) error {
+		snap = uint64(tx.ID())
 		b, err := bucket(tx, bucketFeeds)
 		if err != nil {
 			return err
 		}
-		return c.refresh(b)
+		entries = make([]summaryEntry, 0, min(b.Sequence(), 1<<22)+16) // the IDs given so far
+		return decodeSummaries(b, func(sums []FeedSummary) {
+			for i := range sums {
+				entries = append(entries, x.entryOf(&sums[i], snap))
+			}
+		})
 	})
 	if err != nil {
-		return fmt.Errorf("storage: feed summaries: %w", err)
+		return nil, fmt.Errorf("storage: feed summaries: %w", err)
 	}
-	for i := range c.entries {
-		if !fn(&c.entries[i].s) {
-			break
+	x.mu.Lock()
+	for i := range entries {
+		x.count(&entries[i], 1)
+	}
+	x.entries, x.maxTx, x.keepAfter = entries, snap, snap
+	for _, c := range x.pending {
+		if c.tx > snap { // the walk saw the others
+			x.apply(c)
 		}
 	}
-	return nil
+	x.pending, x.building = nil, false
+	x.mu.Unlock()
+	runtime.AddCleanup(s, func(db *bolt.DB) { summaryIndexes.CompareAndDelete(db, x) }, db)
+	built = true
+	c.ready.Store(x)
+	return x, nil
 }
 
-// refresh brings the cache to the records of bucket b: a merge walk of
-// the records and the cache, both in order of ID.
-func (c *summaryCache) refresh(b *bolt.Bucket) error {
-	if c.seed == (maphash.Seed{}) {
-		c.seed = maphash.MakeSeed()
+// decodeBatch is how many records a worker of decodeSummaries decodes
+// at a time.
+const decodeBatch = 512
+
+// decodeSummaries decodes the summaries of the feed records of bucket b
+// (a read transaction's, open until it returns) on a few cores, and
+// hands them to add in order of ID, a batch at a time.
+func decodeSummaries(b *bolt.Bucket, add func([]FeedSummary)) error {
+	type batch struct {
+		keys, vals [][]byte // the transaction's memory
+		sums       []FeedSummary
+		err        error
+		done       chan struct{}
 	}
-	old := c.entries
-	next := old[:0:0] // rebuilt only when feeds came or went
-	same := true      // the records so far are old's, in place
-	i := 0
-	cur := b.Cursor()
-	for k, v := cur.First(); k != nil; k, v = cur.Next() {
+	workers := min(runtime.GOMAXPROCS(0), 4)
+	work := make(chan *batch, workers)
+	order := make(chan *batch, 2*workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for bt := range work {
+				bt.sums = make([]FeedSummary, 0, len(bt.keys))
+				for i, k := range bt.keys {
+					f, err := decodeFeed(k, bt.vals[i])
+					if err != nil {
+						bt.err = err
+						break
+					}
+					bt.sums = append(bt.sums, SummaryOf(&f))
+				}
+				close(bt.done)
+			}
+		})
+	}
+	collected := make(chan error, 1)
+	go func() {
+		var err error
+		for bt := range order {
+			<-bt.done
+			if err == nil {
+				err = bt.err
+			}
+			if err == nil {
+				add(bt.sums)
+			}
+		}
+		collected <- err
+	}()
+	var cur *batch
+	flush := func() {
+		if cur != nil {
+			order <- cur
+			work <- cur
+			cur = nil
+		}
+	}
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if !isFeedKey(k) {
-			continue // an observation tail
+			continue // an observation tail, a policy state
 		}
-		id, _ := getU64(k)
-		for i < len(old) && old[i].s.ID < id { // deleted since
-			if same {
-				same = false
-				next = append(make([]summaryEntry, 0, len(old)+64), old[:i]...)
-			}
-			i++
+		if cur == nil {
+			cur = &batch{done: make(chan struct{})}
 		}
-		h := maphash.Bytes(c.seed, v)
-		var e summaryEntry
+		cur.keys, cur.vals = append(cur.keys, k), append(cur.vals, v)
+		if len(cur.keys) == decodeBatch {
+			flush()
+		}
+	}
+	flush()
+	close(work)
+	close(order)
+	wg.Wait()
+	return <-collected
+}
+
+// entryOf is s as an entry of x, from transaction tx. x.mu is held, or
+// x is not yet shared.
+func (x *summaryIndex) entryOf(s *FeedSummary, tx uint64) summaryEntry {
+	p, ok := x.policyID[s.Policy]
+	if !ok {
+		p = uint32(len(x.policies))
+		x.policies = append(x.policies, s.Policy)
+		x.policyID[s.Policy] = p
+	}
+	e := summaryEntry{id: s.ID, tx: tx, polls: s.Polls, hits: s.Hits, text: s.Text, policy: p, kind: kindCode(s.Kind)}
+	if s.Erroring {
+		e.flags |= entryErroring
+	}
+	if s.HasLatency {
+		e.flags |= entryLatency
+		e.mean = s.MeanLatencyS
+	}
+	return e
+}
+
+// count adds live entry e to the aggregates (sign 1) or takes it out (-1).
+func (x *summaryIndex) count(e *summaryEntry, sign int) {
+	if e.flags&entryDead != 0 {
+		return
+	}
+	x.feeds += sign
+	if e.kind == 0 {
+		x.remote += sign
+	}
+	if e.flags&entryErroring != 0 {
+		x.erroring += sign
+	}
+	x.polls += int64(sign) * e.polls
+	x.hits += int64(sign) * e.hits
+	if e.flags&entryLatency != 0 {
+		x.lat.add(e.mean, sign)
+	}
+}
+
+// find returns the position of feed id's entry, or where it would go.
+func (x *summaryIndex) find(id uint64) (int, bool) {
+	return slices.BinarySearchFunc(x.entries, id, func(e summaryEntry, id uint64) int {
 		switch {
-		case i < len(old) && old[i].s.ID == id && old[i].sum == h:
-			e = old[i]
+		case e.id < id:
+			return -1
+		case e.id > id:
+			return 1
+		}
+		return 0
+	})
+}
+
+// apply takes committed change c. x.mu is held.
+func (x *summaryIndex) apply(c summaryChange) {
+	x.maxTx = max(x.maxTx, c.tx)
+	i, found := x.find(c.id)
+	if found && c.tx < x.entries[i].tx {
+		return // a later write's change is there
+	}
+	var e summaryEntry
+	if c.remove {
+		e = summaryEntry{id: c.id, tx: c.tx, flags: entryDead}
+	} else {
+		e = x.entryOf(&c.s, c.tx)
+	}
+	if !found {
+		x.entries = slices.Insert(x.entries, i, e)
+		if c.remove {
+			x.dead++
+		}
+		x.count(&x.entries[i], 1)
+		return
+	}
+	old := &x.entries[i]
+	if old.text == e.text {
+		e.text = old.text // one copy
+	}
+	x.count(old, -1)
+	switch {
+	case old.flags&entryDead != 0 && !c.remove:
+		x.dead--
+	case old.flags&entryDead == 0 && c.remove:
+		x.dead++
+	}
+	*old = e
+	x.count(old, 1)
+	if x.dead > 1024 && x.dead > len(x.entries)/4 {
+		x.compact()
+	}
+}
+
+// compact drops the tombstones older than the last compaction (see
+// summaryCache). x.mu is held.
+func (x *summaryIndex) compact() {
+	keep := x.entries[:0]
+	dead := 0
+	for _, e := range x.entries {
+		if e.flags&entryDead != 0 {
+			if e.tx <= x.keepAfter {
+				continue
+			}
+			dead++
+		}
+		keep = append(keep, e)
+	}
+	clear(x.entries[len(keep):])
+	x.entries, x.dead, x.keepAfter = keep, dead, x.maxTx
+	if cap(x.entries) > 2*len(x.entries)+1024 {
+		x.entries = slices.Clip(slices.Clone(x.entries))
+	}
+}
+
+// summary fills s from live entry e. x.mu is held.
+func (x *summaryIndex) summary(e *summaryEntry, s *FeedSummary) {
+	*s = FeedSummary{ID: e.id, Kind: KindRemote, Policy: x.policies[e.policy], Text: e.text,
+		Polls: e.polls, Hits: e.hits, Erroring: e.flags&entryErroring != 0}
+	if int(e.kind) < len(kindCodes) {
+		s.Kind = kindCodes[e.kind]
+	}
+	if e.flags&entryLatency != 0 {
+		s.MeanLatencyS, s.HasLatency = e.mean, true
+	}
+}
+
+// summaryChunk is how many entries a walk reads under one hold of the
+// index's lock: commits wait for a chunk, never for a whole walk.
+const summaryChunk = 4096
+
+// EachFeedSummary calls fn with the summary of every feed, in order of
+// ID, until fn returns false. The summaries are kept in memory, up to
+// date with every committed write: the walk reads no record. It reads
+// them a chunk at a time, so a write committed during the walk shows in
+// the chunks read after it. fn must not keep the pointer.
+func (s *Store) EachFeedSummary(fn func(*FeedSummary) bool) error {
+	x, err := s.index()
+	if err != nil {
+		return err
+	}
+	buf := make([]FeedSummary, x.chunk)
+	after := uint64(0)
+	for {
+		n := 0
+		x.mu.RLock()
+		i, found := x.find(after)
+		if found {
 			i++
-		default:
-			if i < len(old) && old[i].s.ID == id {
-				i++ // changed in place
-			} else if same { // new since
-				same = false
-				next = append(make([]summaryEntry, 0, len(old)+64), old[:i]...)
-			}
-			f, err := decodeFeed(k, v)
-			if err != nil {
-				return err
-			}
-			e = summaryEntry{sum: h, s: SummaryOf(&f)}
 		}
-		if same {
-			old[i-1] = e
-		} else {
-			next = append(next, e)
+		for ; i < len(x.entries) && n < len(buf); i++ {
+			e := &x.entries[i]
+			if e.flags&entryDead == 0 {
+				x.summary(e, &buf[n])
+				n++
+			}
+		}
+		x.mu.RUnlock()
+		for j := range n {
+			if !fn(&buf[j]) {
+				return nil
+			}
+		}
+		if n < len(buf) {
+			return nil
+		}
+		after = buf[n-1].ID
+	}
+}
+
+// FeedIDsAfter returns the IDs of the first limit feeds whose ID is
+// greater than after, in order, and whether more follow; from the
+// summaries in memory, in time independent of the number of feeds.
+func (s *Store) FeedIDsAfter(after uint64, limit int) (ids []uint64, more bool, err error) {
+	x, err := s.index()
+	if err != nil {
+		return nil, false, err
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	i, found := x.find(after)
+	if found {
+		i++
+	}
+	ids = make([]uint64, 0, min(limit, 1024))
+	for ; i < len(x.entries); i++ {
+		if x.entries[i].flags&entryDead != 0 {
+			continue
+		}
+		if len(ids) == limit {
+			return ids, true, nil
+		}
+		ids = append(ids, x.entries[i].id)
+	}
+	return ids, false, nil
+}
+
+// SummaryFilter selects feeds by their summaries; its zero value keeps
+// every feed.
+type SummaryFilter struct {
+	// Text is sought in FeedSummary.Text: give it in lower case.
+	Text     string
+	Policy   string
+	Kind     Kind
+	Erroring bool
+	// Keep, when set, is the caller's own test of the feeds the others
+	// keep. It is called without the index locked, and may be slow.
+	Keep func(id uint64) bool
+}
+
+// MatchFeeds walks the summaries in memory for the feeds f keeps: the IDs
+// of the first limit of them whose ID is greater than after, in order,
+// and how many it keeps in all. It reads no record. Commits that happen
+// during the walk show in the part of it that follows them.
+func (s *Store) MatchFeeds(f SummaryFilter, after uint64, limit int) (ids []uint64, total int, err error) {
+	x, err := s.index()
+	if err != nil {
+		return nil, 0, err
+	}
+	buf := make([]uint64, 0, x.chunk)
+	from := uint64(0)
+	for {
+		var done bool
+		buf, from, done = x.matchChunk(&f, from, buf[:0])
+		for _, id := range buf {
+			if f.Keep != nil && !f.Keep(id) {
+				continue
+			}
+			total++
+			if id > after && len(ids) < limit {
+				ids = append(ids, id)
+			}
+		}
+		if done {
+			return ids, total, nil
 		}
 	}
-	if i < len(old) && same { // the last feeds were deleted
-		same = false
-		next = old[:i]
+}
+
+// matchChunk appends to ids those of the next summaryChunk feeds after
+// from that f keeps (Keep aside), with one hold of the lock, and returns
+// the last ID it read and whether the walk reached the end.
+func (x *summaryIndex) matchChunk(f *SummaryFilter, from uint64, ids []uint64) (_ []uint64, last uint64, done bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	policy := uint32(math.MaxUint32)
+	if f.Policy != "" {
+		p, ok := x.policyID[f.Policy]
+		if !ok {
+			return ids, 0, true // no feed has it
+		}
+		policy = p
 	}
-	if !same {
-		c.entries = next
+	kind := uint8(math.MaxUint8)
+	if f.Kind != "" {
+		kind = kindCode(f.Kind)
 	}
-	return nil
+	var want uint8 = entryDead
+	if f.Erroring {
+		want |= entryErroring
+	}
+	i, found := x.find(from)
+	if found {
+		i++
+	}
+	end := min(len(x.entries), i+x.chunk)
+	for ; i < end; i++ {
+		e := &x.entries[i]
+		if e.flags&want != want&^entryDead ||
+			policy != math.MaxUint32 && e.policy != policy ||
+			kind != math.MaxUint8 && e.kind != kind ||
+			f.Text != "" && !strings.Contains(e.text, f.Text) {
+			continue
+		}
+		ids = append(ids, e.id)
+	}
+	if end == len(x.entries) {
+		return ids, 0, true
+	}
+	return ids, x.entries[end-1].id, false
+}
+
+// FleetStats returns the aggregates of every feed, kept up to date by
+// the writes: its cost does not grow with the number of feeds.
+func (s *Store) FleetStats() (FleetStats, error) {
+	x, err := s.index()
+	if err != nil {
+		return FleetStats{}, err
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	st := FleetStats{Feeds: x.feeds, Remote: x.remote, Erroring: x.erroring, Polls: x.polls, Hits: x.hits,
+		LatencyFeeds: x.lat.n}
+	if x.lat.n > 0 {
+		qs, m := x.lat.quantiles([]float64{0.5, 0.9, 0.99})
+		st.LatencyP50, st.LatencyP90, st.LatencyP99, st.LatencyMax = qs[0], qs[1], qs[2], m
+	}
+	return st, nil
 }

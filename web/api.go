@@ -46,6 +46,9 @@ type api struct {
 	// pacer spreads the first fetches of bulk subscriptions.
 	pacerMu sync.Mutex
 	pacer   aggregator.Pacer
+	// fleetCount sums up the fleet (its starved count is reused for a
+	// while).
+	fleetCount feedlist.Counter
 }
 
 // feedRequest is the body of POST /api/v1/feeds.
@@ -219,6 +222,7 @@ func (a *api) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/opml", a.exportOPML)
 	mux.HandleFunc("PUT /api/v1/feeds/{id}/sleep", a.setSleep)
 	mux.HandleFunc("GET /api/v1/cluster", a.cluster)
+	mux.HandleFunc("GET /api/v1/fleet", a.fleet)
 }
 
 // exportOPML writes every remote feed as OPML. The export is a backup:
@@ -321,7 +325,7 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) {
 	if a.agg != nil {
 		next = a.agg.NextFetch
 	}
-	cut, _, err := feedlist.Read(feedlist.WalkOf(a.store), ff, next, a.now(), false)
+	cut, err := feedlist.List(a.store, ff, next, a.now())
 	if err != nil {
 		a.internal(w, err)
 		return

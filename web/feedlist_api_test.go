@@ -191,6 +191,8 @@ func TestFeedsPagesBadRequests(t *testing.T) {
 		{"status=ok", "status must be erroring or starved"},
 		{"q=" + strings.Repeat("x", 257), "q must be valid UTF-8"},
 		{"q=%ff", "q must be valid UTF-8"},
+		{"q=a%00b", "without control characters"},
+		{"q=a%0Ab", "without control characters"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.query, func(t *testing.T) {

@@ -6,6 +6,8 @@
 //	POST   /api/v1/feeds                  subscribe {"url": ..., "policy": "auto", ...} → 201 with the feed
 //	GET    /api/v1/feeds                  a page of feeds with their status (?limit=&cursor=&q=&status=&policy=) → {feeds, total, next_cursor}
 //	GET    /api/v1/feeds/{id}             one feed
+//	GET    /api/v1/fleet                  every feed summed up: counts, polls, hit rate, erroring, starved,
+//	                                      quantiles of the feeds' mean latencies
 //	DELETE /api/v1/feeds/{id}             unsubscribe (items and observations go too)
 //	GET    /api/v1/feeds/{id}/items       newest items (?limit=, ≤ 1000)
 //	GET    /api/v1/feeds/{id}/schedule    median, σ, mode, next fetch, recent polls (?polls=)
@@ -159,7 +161,7 @@ func New(opt Options) http.Handler {
 	a := &api{store: opt.Store, agg: opt.Aggregator, auth: opt.Auth, log: opt.Logger, now: opt.Now,
 		clusterStatus: opt.Cluster, node: opt.Node}
 	a.routes(mux)
-	index := []string{"/api/v1/feeds", "/api/v1/cluster", "/api/v1/sensors/{sensor}/readings", "/sensors/{sensor}.rss", "/healthz", "/metrics"}
+	index := []string{"/api/v1/feeds", "/api/v1/fleet", "/api/v1/cluster", "/api/v1/sensors/{sensor}/readings", "/sensors/{sensor}.rss", "/healthz", "/metrics"}
 	if opt.Pipes != nil {
 		(&pipeAPI{pipes: opt.Pipes, log: opt.Logger, slots: newSlots(opt.MaxPreviews)}).routes(mux)
 		index = append(index, "/api/v1/pipes", "/api/v1/operators")

@@ -4,8 +4,10 @@
 // and aggregates of the whole fleet.
 //
 // The feeds, the planned fetches and the time are passed in. A store that
-// keeps summaries (storage.Store.EachFeedSummary) is walked without
-// decoding every record; the page's own records are then read by ID.
+// keeps its feeds' summaries and the fleet's aggregates in memory (Index:
+// storage.Store) gives an unfiltered page and the aggregates without a
+// walk, and a filtered page by a walk of the summaries; the page's own
+// records are then read by ID.
 package feedlist
 
 import (
@@ -16,10 +18,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
-	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/storage"
 )
 
@@ -82,8 +85,8 @@ func Parse(q url.Values) (Filter, error) {
 		f.After = id
 	}
 	if s := strings.TrimSpace(q.Get("q")); s != "" {
-		if len(s) > maxText || !utf8.ValidString(s) {
-			return bad("q must be valid UTF-8 of at most %d bytes", maxText)
+		if len(s) > maxText || !utf8.ValidString(s) || strings.ContainsFunc(s, unicode.IsControl) {
+			return bad("q must be valid UTF-8 of at most %d bytes, without control characters", maxText)
 		}
 		f.Text = strings.ToLower(s)
 	}
@@ -116,14 +119,14 @@ func (ff Filter) Query() url.Values {
 
 // Match reports whether feed f passes the filters (not the page bounds).
 // Text is sought in the URL as the API shows it, credentials masked, so
-// that a search cannot probe a secret.
+// that a search cannot probe a secret (storage.FeedSummary.Text).
 func (ff Filter) Match(f *storage.FeedSummary, next Next, now time.Time) bool {
 	if ff.Policy != "" && f.Policy != ff.Policy {
 		return false
 	}
 	switch ff.Status {
 	case Erroring:
-		if !IsErroring(f) {
+		if !f.Erroring {
 			return false
 		}
 	case Starved:
@@ -131,17 +134,31 @@ func (ff Filter) Match(f *storage.FeedSummary, next Next, now time.Time) bool {
 			return false
 		}
 	}
-	if ff.Text != "" &&
-		!strings.Contains(strings.ToLower(f.Title), ff.Text) &&
-		!strings.Contains(strings.ToLower(f.Slug), ff.Text) &&
-		!strings.Contains(strings.ToLower(sanitize.RedactURL(f.URL)), ff.Text) {
-		return false
-	}
-	return true
+	return ff.Text == "" || strings.Contains(f.Text, ff.Text)
 }
 
-// IsErroring reports whether f's last fetch failed.
-func IsErroring(f *storage.FeedSummary) bool { return f.LastError != "" || f.ErrorCount > 0 }
+// summaryFilter is ff for storage.Store.MatchFeeds.
+func (ff Filter) summaryFilter(next Next, now time.Time) storage.SummaryFilter {
+	f := storage.SummaryFilter{Text: ff.Text, Policy: ff.Policy, Erroring: ff.Status == Erroring}
+	if ff.Status == Starved {
+		f.Kind, f.Keep = storage.KindRemote, starved(next, now)
+	}
+	return f
+}
+
+// starved tells whether a remote feed is starved (IsStarved).
+func starved(next Next, now time.Time) func(id uint64) bool {
+	return func(id uint64) bool {
+		if next == nil {
+			return false
+		}
+		t, ok := next(id)
+		return ok && now.Sub(t) > StarvedLag
+	}
+}
+
+// unfiltered reports whether ff keeps every feed.
+func (ff Filter) unfiltered() bool { return ff.Text == "" && ff.Status == "" && ff.Policy == "" }
 
 // IsStarved reports whether remote feed f is overdue by more than
 // StarvedLag: its planned fetch has passed and the scheduler has not
@@ -172,11 +189,15 @@ func FromFeeds(feeds []storage.Feed) Walk {
 	}
 }
 
-// Summarizer is a store that keeps its feeds' summaries
-// (storage.Store): a walk of them decodes only the records changed since
-// the last.
-type Summarizer interface {
+// Index is a store that keeps its feeds' summaries and the fleet's
+// aggregates in memory, up to date with its writes (storage.Store): an
+// unfiltered page and the aggregates cost the same whatever the number
+// of feeds, and a filter walks summaries without reading a record.
+type Index interface {
 	EachFeedSummary(fn func(*storage.FeedSummary) bool) error
+	FeedIDsAfter(after uint64, limit int) (ids []uint64, more bool, err error)
+	MatchFeeds(f storage.SummaryFilter, after uint64, limit int) (ids []uint64, total int, err error)
+	FleetStats() (storage.FleetStats, error)
 }
 
 // Lister is any store: it reads every feed.
@@ -188,8 +209,8 @@ type Lister interface {
 // WalkOf walks st's feeds: its summaries when it keeps them, else every
 // record read whole.
 func WalkOf(st Lister) Walk {
-	if s, ok := st.(Summarizer); ok {
-		return s.EachFeedSummary
+	if x, ok := st.(Index); ok {
+		return x.EachFeedSummary
 	}
 	return func(fn func(*storage.FeedSummary) bool) error {
 		feeds, err := st.Feeds()
@@ -237,9 +258,103 @@ type Fleet struct {
 	MeanP50, MeanP90, MeanP99, MeanMax float64
 }
 
+// List cuts the page ff asks for from st's feeds: from the summaries of
+// an Index (an unfiltered page in time independent of the number of
+// feeds, a filtered one by a walk of the summaries in memory), else
+// from all its feeds.
+func List(st Lister, ff Filter, next Next, now time.Time) (Page, error) {
+	x, ok := st.(Index)
+	if !ok {
+		p, _, err := Read(WalkOf(st), ff, next, now, false)
+		return p, err
+	}
+	if !ff.unfiltered() {
+		ids, total, err := x.MatchFeeds(ff.summaryFilter(next, now), ff.After, ff.Limit+1)
+		if err != nil {
+			return Page{}, err
+		}
+		p := Page{IDs: ids, Total: total}
+		if len(ids) > ff.Limit {
+			p.IDs = ids[:ff.Limit]
+			p.Cursor = EncodeCursor(p.IDs[len(p.IDs)-1])
+		}
+		return p, nil
+	}
+	ids, more, err := x.FeedIDsAfter(ff.After, ff.Limit)
+	if err != nil {
+		return Page{}, err
+	}
+	stats, err := x.FleetStats()
+	if err != nil {
+		return Page{}, err
+	}
+	p := Page{IDs: ids, Total: stats.Feeds}
+	if more && len(ids) > 0 {
+		p.Cursor = EncodeCursor(ids[len(ids)-1])
+	}
+	return p, nil
+}
+
+// StarvedEvery is how long a count of the starved feeds of an Index
+// serves (Counter): a feed counts as starved a StarvedLag after its
+// planned fetch, so a count this much older says the same.
+const StarvedEvery = 10 * time.Second
+
+// Counter sums up an Index's fleet, counting its starved feeds (which
+// takes a walk of the summaries, asking the scheduler about every remote
+// feed) at most once per StarvedEvery. The zero Counter is ready.
+type Counter struct {
+	mu      sync.Mutex
+	at      time.Time
+	starved int
+	valid   bool
+}
+
+// Fleet sums up st's feeds: from an Index's aggregates (with the
+// starved feeds as counted at most StarvedEvery before now), else by a
+// walk of all its feeds.
+func (c *Counter) Fleet(st Lister, next Next, now time.Time) (Fleet, error) {
+	x, ok := st.(Index)
+	if !ok {
+		_, s, err := Read(WalkOf(st), Filter{Limit: 1}, next, now, true)
+		return s, err
+	}
+	stats, err := x.FleetStats()
+	if err != nil {
+		return Fleet{}, err
+	}
+	s := Fleet{Feeds: stats.Feeds, Remote: stats.Remote, Polls: stats.Polls, Hits: stats.Hits, Erroring: stats.Erroring,
+		LatencyFeeds: stats.LatencyFeeds, MeanP50: stats.LatencyP50, MeanP90: stats.LatencyP90,
+		MeanP99: stats.LatencyP99, MeanMax: stats.LatencyMax}
+	if s.Polls > 0 {
+		s.HitPct = 100 * float64(s.Hits) / float64(s.Polls)
+	}
+	if s.Starved, err = c.countStarved(x, next, now); err != nil {
+		return Fleet{}, err
+	}
+	return s, nil
+}
+
+func (c *Counter) countStarved(x Index, next Next, now time.Time) (int, error) {
+	if next == nil {
+		return 0, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock() // one count at a time; the others wait for it
+	if c.valid && !now.Before(c.at) && now.Sub(c.at) < StarvedEvery {
+		return c.starved, nil
+	}
+	_, n, err := x.MatchFeeds(storage.SummaryFilter{Kind: storage.KindRemote, Keep: starved(next, now)}, 0, 0)
+	if err != nil {
+		return 0, err
+	}
+	c.at, c.starved, c.valid = now, n, true
+	return n, nil
+}
+
 // Read walks every feed once: the page of those ff keeps (the matching
 // feeds after ff.After, at most ff.Limit of them, with the count of all
-// that match) and, with fleet set, the fleet's aggregates.
+// that match) and, with fleet set, the fleet's aggregates, all exact.
 func Read(walk Walk, ff Filter, next Next, now time.Time, fleet bool) (Page, Fleet, error) {
 	var (
 		p     Page
@@ -284,14 +399,14 @@ func (s *Fleet) add(f *storage.FeedSummary, next Next, now time.Time, means *[]f
 	}
 	s.Polls += f.Polls
 	s.Hits += f.Hits
-	if IsErroring(f) {
+	if f.Erroring {
 		s.Erroring++
 	}
 	if IsStarved(f, next, now) {
 		s.Starved++
 	}
-	if f.LatencyCount > 0 {
-		*means = append(*means, f.LatencySumS/float64(f.LatencyCount))
+	if f.HasLatency {
+		*means = append(*means, f.MeanLatencyS)
 	}
 }
 

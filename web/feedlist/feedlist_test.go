@@ -56,6 +56,6 @@ func TestCursorRoundTrip(t *testing.T) {
 	}
 }
 
-// The bbolt store keeps summaries: lists walk them rather than decoding
-// every record.
-var _ Summarizer = (*storage.Store)(nil)
+// The bbolt store keeps summaries and aggregates: lists read them rather than
+// decoding every record.
+var _ Index = (*storage.Store)(nil)

@@ -112,7 +112,12 @@ func (u *UI) renderFeeds(w http.ResponseWriter, r *http.Request, status int, err
 	if a := u.opt.Aggregator; a != nil {
 		next = a.NextFetch
 	}
-	cut, fleet, err := feedlist.Read(feedlist.WalkOf(u.opt.Store), ff, next, now, true)
+	cut, err := feedlist.List(u.opt.Store, ff, next, now)
+	if err != nil {
+		u.internal(w, r, err)
+		return
+	}
+	fleet, err := u.fleet.Fleet(u.opt.Store, next, now)
 	if err != nil {
 		u.internal(w, r, err)
 		return

@@ -8,8 +8,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/web/feedlist"
 )
 
 var (
@@ -111,5 +114,51 @@ func TestFeedsPagesUI(t *testing.T) {
 				t.Fatalf("%d rows, want %d", len(rows(r.body)), tc.rows)
 			}
 		})
+	}
+}
+
+// The fleet's starved count is counted again once it is StarvedEvery
+// old, not before; the other aggregates follow every write at once.
+func TestFeedsPageStarvedRecount(t *testing.T) {
+	e := newEnv(t, envOptions{loopback: true})
+	c := e.client(t)
+	var ids []uint64
+	for i := range 12 {
+		f := storage.Feed{Kind: storage.KindRemote, URL: fmt.Sprintf("https://late-%d.example/s.rss", i), Policy: "auto"}
+		if err := e.st.CreateFeed(&f); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, f.ID)
+		next := t0.Add(time.Hour)
+		if i < 3 {
+			next = t0.Add(-time.Hour)
+		}
+		e.agg.set(f.ID, schedule.State{}, next)
+	}
+	page := func() string {
+		t.Helper()
+		r := c.get(t, "/ui/feeds")
+		if r.status != http.StatusOK {
+			t.Fatalf("%d", r.status)
+		}
+		return r.body
+	}
+	if b := page(); !strings.Contains(b, ">3 starved</a>") {
+		t.Fatalf("want 3 starved: %.2000s", b)
+	}
+	for _, id := range ids[3:6] {
+		e.agg.set(id, schedule.State{}, t0.Add(-time.Hour))
+	}
+	if _, err := e.st.UpdateFeed(ids[0], func(f *storage.Feed) error { f.LastError = "HTTP 500"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Add(feedlist.StarvedEvery / 2)
+	b := page()
+	if !strings.Contains(b, ">3 starved</a>") || !strings.Contains(b, ">1 erroring</a>") {
+		t.Fatal("within StarvedEvery: want the starved count kept (3), the erroring one current (1)")
+	}
+	e.clock.Add(feedlist.StarvedEvery / 2)
+	if b := page(); !strings.Contains(b, ">6 starved</a>") {
+		t.Fatal("after StarvedEvery: want 6 starved")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/slogfeed/slogfeed/web"
+	"github.com/slogfeed/slogfeed/web/feedlist"
 )
 
 // ContentSecurityPolicy is sent with every UI response: scripts, styles,
@@ -77,6 +78,9 @@ type UI struct {
 	bufs   sync.Pool
 	// latency caches the feeds' median latencies (see medianLatencies).
 	latency latencyCache
+	// fleet sums up the feeds page's fleet (its starved count is
+	// reused for a while).
+	fleet feedlist.Counter
 }
 
 // Errors of New.
