@@ -276,8 +276,10 @@ func (s *Store) DeleteFeed(ctx context.Context, id uint64) error {
 	if err := s.items.Purge(ctx, jetstream.WithPurgeSubject(itemSubject(id))); err != nil {
 		errs = append(errs, err)
 	}
-	if err := s.obs.Purge(ctx, jetstream.WithPurgeSubject(obsSubjectOf(id))); err != nil {
-		errs = append(errs, err)
+	for _, subject := range s.obsSubjectsOf(id) {
+		if err := s.obs.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("delete feed %d: %w", id, err)
@@ -315,19 +317,22 @@ func (s *Store) Observations(ctx context.Context, feedID uint64, limit int) ([]s
 }
 
 func (s *Store) readObservations(ctx context.Context, feedID uint64, limit int) ([]storage.Observation, error) {
-	subject := obsSubjectOf(feedID)
-	info, err := s.obs.Info(ctx, jetstream.WithSubjectFilter(subject))
-	if err != nil {
-		return nil, fmt.Errorf("observations of feed %d: %w", feedID, err)
+	subjects := s.obsSubjectsOf(feedID)
+	total := 0
+	for _, subject := range subjects {
+		info, err := s.obs.Info(ctx, jetstream.WithSubjectFilter(subject))
+		if err != nil {
+			return nil, fmt.Errorf("observations of feed %d: %w", feedID, err)
+		}
+		total += int(info.State.Subjects[subject])
 	}
-	total := int(info.State.Subjects[subject])
 	if total == 0 {
 		return nil, nil
 	}
 	if limit <= 0 || limit > total {
 		limit = total
 	}
-	cons, err := s.obs.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}, InactiveThreshold: 10 * time.Second})
+	cons, err := s.obs.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: subjects, InactiveThreshold: 10 * time.Second})
 	if err != nil {
 		return nil, fmt.Errorf("observations of feed %d: %w", feedID, err)
 	}

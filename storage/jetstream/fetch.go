@@ -167,7 +167,7 @@ func (s *Store) obsMessage(feedID uint64, o *storage.Observation) (*nats.Msg, []
 		return nil, nil, fmt.Errorf("observation of feed %d: %w: %d bytes, %v", feedID, storage.ErrInvalid, len(data), err)
 	}
 	msgID := strconv.FormatUint(feedID, 10) + "/" + strconv.FormatInt(o.At.UnixNano(), 10)
-	return &nats.Msg{Subject: obsSubjectOf(feedID), Data: data}, []jetstream.PublishOpt{jetstream.WithMsgID(msgID)}, nil
+	return &nats.Msg{Subject: s.obsSubjectOf(feedID), Data: data}, []jetstream.PublishOpt{jetstream.WithMsgID(msgID)}, nil
 }
 
 // publishObservation publishes o to the feed's observation subject.

@@ -91,7 +91,7 @@ func startScaleNode(tb testing.TB, c *jstest.Cluster, name string, cfg scaleConf
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	st, err := sjs.Open(ctx, js, sjs.Options{Metrics: sjs.NewMetrics(n.reg)})
+	st, err := sjs.Open(ctx, js, sjs.Options{Metrics: sjs.NewMetrics(n.reg), Shards: cluster.DefaultShards})
 	if err != nil {
 		tb.Fatal(err)
 	}
