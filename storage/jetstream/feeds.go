@@ -317,14 +317,20 @@ func (s *Store) Observations(ctx context.Context, feedID uint64, limit int) ([]s
 }
 
 func (s *Store) readObservations(ctx context.Context, feedID uint64, limit int) ([]storage.Observation, error) {
-	subjects := s.obsSubjectsOf(feedID)
+	// Only the subjects that hold observations are filtered on: a
+	// consumer on two subjects is not served from the per-subject index
+	// and reads the stream.
+	var subjects []string
 	total := 0
-	for _, subject := range subjects {
+	for _, subject := range s.obsSubjectsOf(feedID) {
 		info, err := s.obs.Info(ctx, jetstream.WithSubjectFilter(subject))
 		if err != nil {
 			return nil, fmt.Errorf("observations of feed %d: %w", feedID, err)
 		}
-		total += int(info.State.Subjects[subject])
+		if n := int(info.State.Subjects[subject]); n > 0 {
+			total += n
+			subjects = append(subjects, subject)
+		}
 	}
 	if total == 0 {
 		return nil, nil
