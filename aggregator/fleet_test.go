@@ -1,12 +1,19 @@
 package aggregator_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net/netip"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -19,18 +26,21 @@ import (
 	"github.com/slogfeed/slogfeed/storage"
 )
 
-// BenchmarkFleet's run: how long the live loop learns the feeds before
-// the measurement, and how long the measurement lasts (a multiple of
-// fleetPeriod is best).
+// BenchmarkFleet's run: the fleet, how long the live loop learns the
+// feeds before the measurement, and how long the measurement lasts.
 var (
-	fleetWarmup  = flag.Duration("fleet.warmup", fleetPeriod, "BenchmarkFleet: time before the measurement")
-	fleetMeasure = flag.Duration("fleet.measure", fleetPeriod+fleetGrace, "BenchmarkFleet: measured time (at least a period and a minute)")
+	fleetSizes    = flag.String("fleet.feeds", "1000,100000", "BenchmarkFleet: fleet sizes, comma-separated")
+	fleetPeriod   = flag.Duration("fleet.period", 300*time.Second, "BenchmarkFleet: every feed's publishing period")
+	fleetWarmup   = flag.Duration("fleet.warmup", 0, "BenchmarkFleet: time before the measurement (0: one period)")
+	fleetMeasure  = flag.Duration("fleet.measure", 0, "BenchmarkFleet: measured time (0: a period and a minute, what the starved count needs)")
+	fleetInProc   = flag.Bool("fleet.inprocess", false, "BenchmarkFleet: serve the loopback fleet in the benchmark's process (its CPU and memory then count as slogfeed's)")
+	fleetDurable  = flag.Bool("fleet.durable-create", false, "BenchmarkFleet: create the feeds on the fsynced store too (slower set-up; polls are always fsynced)")
+	fleetProgress = flag.Bool("fleet.progress", false, "BenchmarkFleet: log set-up progress")
 )
 
 const (
-	fleetPeriod = 300 * time.Second
-	fleetHosts  = 8
-	fleetItems  = 5 // items a feed lists
+	fleetHosts = 8
+	fleetItems = 5 // items a feed lists
 	// fleetGrace: a feed is starved when none of its items was stored in
 	// the last period and this grace of the run.
 	fleetGrace = time.Minute
@@ -43,6 +53,8 @@ type fleetStats struct {
 	polls    int
 	lat      []float64 // use latency of items published after from, s
 	lastHit  []time.Time
+	stored   int // items stored in the measurement
+	itemB    int // their bytes, encoded as the store encodes them (JSON)
 	measured bool
 }
 
@@ -53,6 +65,12 @@ func (st *fleetStats) fetched(ev aggregator.Fetched, idx map[uint64]int) {
 		return
 	}
 	st.polls++
+	st.stored += len(ev.Added)
+	for i := range ev.Added {
+		if data, err := json.Marshal(&ev.Added[i]); err == nil {
+			st.itemB += len(data)
+		}
+	}
 	for _, it := range ev.Added {
 		if !it.Published.Before(st.from) {
 			st.lat = append(st.lat, ev.At.Sub(it.Published).Seconds())
@@ -70,35 +88,143 @@ func peakRSS() int64 {
 	return ru.Maxrss * 1024
 }
 
-// BenchmarkFleet runs the live loop (default policy, 64 workers) over 1,000
-// and 100,000 loopback feeds that publish every 300 s, each at its own
-// phase, on 8 addresses 127.0.0.x with conditional GET, for
-// -fleet.warmup then -fleet.measure of wall time (11 minutes for each
-// size by default: run it alone). It reports the median and maximum use
-// latency (publish → stored) of the items published during the
-// measurement, polls/s, the feeds none of whose items was stored in the
-// last period and a minute of the run (starved; every feed publishes once
-// a period),
-// CPU per poll (the loopback publisher's included), the process's peak
-// RSS per feed (publisher, Go runtime and bbolt's mapped pages included)
-// and the data file's growth per feed per day, both as the file's size
-// and as its pages in use. b.N is ignored: one run.
+// rssParts is the process's resident set now, in bytes: anonymous memory
+// (the Go heap and stacks) and file pages (bbolt's mapped data file and
+// the binary), from /proc/self/status.
+func rssParts() (anon, file int64) {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0
+	}
+	for line := range strings.Lines(string(data)) {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(v)
+		if len(f) == 0 {
+			continue
+		}
+		n, _ := strconv.ParseInt(f[0], 10, 64)
+		switch k {
+		case "RssAnon":
+			anon = n * 1024
+		case "RssFile":
+			file = n * 1024
+		}
+	}
+	return anon, file
+}
+
+// fleetPublisherEnv asks TestFleetPublisher to serve a fleet: "epoch
+// (Unix ns) period items hosts".
+const fleetPublisherEnv = "SLOGFEED_FLEET_PUBLISHER"
+
+// TestFleetPublisher serves BenchmarkFleet's loopback fleet in a process
+// of its own when the benchmark starts it (fleetPublisherEnv set): it
+// writes the fleet's addresses on a line of standard output and serves
+// until its standard input closes. Without the variable it does nothing.
+func TestFleetPublisher(t *testing.T) {
+	spec := os.Getenv(fleetPublisherEnv)
+	if spec == "" {
+		t.Skip("run by BenchmarkFleet")
+	}
+	var epoch, period int64
+	var items, hosts int
+	if _, err := fmt.Sscan(spec, &epoch, &period, &items, &hosts); err != nil {
+		t.Fatalf("%s=%q: %v", fleetPublisherEnv, spec, err)
+	}
+	p, stop, err := aggtest.ServeFleet(time.Unix(0, epoch), time.Duration(period), items, hosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	fmt.Println(strings.Join(p.Hosts(), ","))
+	_, _ = io.Copy(io.Discard, os.Stdin)
+}
+
+// startFleet serves the benchmark's fleet, in a process of its own unless
+// -fleet.inprocess.
+func startFleet(b *testing.B, period time.Duration) *aggtest.Fleet {
+	if *fleetInProc {
+		return aggtest.StartFleet(b, fleetHosts, period, fleetItems)
+	}
+	epoch := time.Now().Add(-time.Duration(fleetItems) * period)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFleetPublisher$", "-test.timeout=0")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d %d %d %d", fleetPublisherEnv, epoch.UnixNano(), int64(period), fleetItems, fleetHosts))
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = stdin.Close()
+		_ = cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatalf("fleet publisher: %v", err)
+	}
+	return aggtest.FleetAt(epoch, period, fleetItems, strings.Split(strings.TrimSpace(line), ","))
+}
+
+// BenchmarkFleet runs the live loop (default policy, 64 workers) over
+// loopback fleets (-fleet.feeds, 1,000 and 100,000 by default) that each
+// publish every -fleet.period (300 s), at a phase of their own, on 8
+// addresses 127.0.0.x with conditional GET, served by a process of its
+// own (this test binary again, TestFleetPublisher) so that what is
+// measured is slogfeed's alone; -fleet.inprocess serves it here instead.
+// The feeds are created on an unsynced store (-fleet.durable-create: an
+// fsynced one), which is then reopened fsynced, as serve runs it, for the
+// polls. It runs -fleet.warmup (a period), then measures -fleet.measure
+// (a period and a minute) of wall time, and reports the median and
+// maximum use latency (publish → stored) of the items published during
+// the measurement, polls/s, the feeds none of whose items was stored in
+// the last period and a minute (starved; reported only when the
+// measurement lasts that long), CPU per poll, the process's peak RSS per
+// feed with, at the end, its anonymous memory and its resident file pages
+// (bbolt's mapped file) per feed, and the data file's growth per feed per
+// day, as the file's size and as its pages in use, and its pages in use
+// per stored item. b.N is ignored: one run per size.
 func BenchmarkFleet(b *testing.B) {
-	for _, n := range []int{1000, 100_000} {
+	for _, f := range strings.Split(*fleetSizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			b.Fatalf("-fleet.feeds: %q is not a size", f)
+		}
 		b.Run(fmt.Sprintf("feeds-%d", n), func(b *testing.B) { runFleet(b, n) })
 	}
 }
 
 func runFleet(b *testing.B, n int) {
-	pub := aggtest.StartFleet(b, fleetHosts, fleetPeriod, fleetItems)
+	period := *fleetPeriod
+	warmup, measure := *fleetWarmup, *fleetMeasure
+	if warmup <= 0 {
+		warmup = period
+	}
+	if measure <= 0 {
+		measure = period + fleetGrace
+	}
+	pub := startFleet(b, period)
 	path := filepath.Join(b.TempDir(), "fleet.db")
-	st, err := storage.Open(path, storage.Options{NoSync: true})
+	st, err := storage.Open(path, storage.Options{NoSync: !*fleetDurable})
 	if err != nil {
 		b.Fatal(err)
 	}
+	began := time.Now()
 	for i := range n {
 		if err := st.CreateFeed(&storage.Feed{URL: pub.URL(i), Kind: storage.KindRemote, Policy: schedule.DefaultPolicy}); err != nil {
 			b.Fatal(err)
+		}
+		if *fleetProgress && (i+1)%100_000 == 0 {
+			b.Logf("%d feeds created in %v", i+1, time.Since(began).Round(time.Second))
 		}
 	}
 	st.Close()
@@ -114,7 +240,8 @@ func runFleet(b *testing.B, n int) {
 	for i, f := range feeds {
 		idx[f.ID] = i
 	}
-	stats := &fleetStats{lastHit: make([]time.Time, len(feeds))}
+	feeds = nil
+	stats := &fleetStats{lastHit: make([]time.Time, n)}
 	fetcher := fetcher.New(fetcher.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	svc, err := aggregator.NewService(aggregator.ServiceOptions{Store: st, Fetcher: fetcher, Scheduler: schedule.Config{Workers: 64}})
 	if err != nil {
@@ -124,12 +251,15 @@ func runFleet(b *testing.B, n int) {
 	if err := svc.Load(); err != nil {
 		b.Fatal(err)
 	}
+	if *fleetProgress {
+		b.Logf("%d feeds created and loaded in %v", n, time.Since(began).Round(time.Second))
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(ctx) }()
 	b.ResetTimer()
 
-	time.Sleep(*fleetWarmup) // the live loop runs on the wall clock: this is the run
+	time.Sleep(warmup) // the live loop runs on the wall clock: this is the run
 	size0, err := st.Size()
 	if err != nil {
 		b.Fatal(err)
@@ -142,20 +272,21 @@ func runFleet(b *testing.B, n int) {
 	stats.mu.Lock()
 	stats.from, stats.measured = time.Now(), true
 	stats.mu.Unlock()
-	time.Sleep(*fleetMeasure)
+	time.Sleep(measure)
 	stats.mu.Lock()
 	stats.measured = false
 	end := time.Now()
-	polls, lat := stats.polls, slices.Clone(stats.lat)
+	polls, lat, stored, itemB := stats.polls, slices.Clone(stats.lat), stats.stored, stats.itemB
 	starved := 0
 	for _, t := range stats.lastHit {
-		if t.Before(end.Add(-fleetPeriod - fleetGrace)) {
+		if t.Before(end.Add(-period - fleetGrace)) {
 			starved++
 		}
 	}
 	measured := end.Sub(stats.from)
 	stats.mu.Unlock()
 	cpu := aggtest.CPUTime() - cpu0
+	anon, file := rssParts()
 	size1, err := st.Size()
 	if err != nil {
 		b.Fatal(err)
@@ -176,14 +307,27 @@ func runFleet(b *testing.B, n int) {
 	b.ReportMetric(med, "median-latency-s")
 	b.ReportMetric(worst, "max-latency-s")
 	b.ReportMetric(float64(polls)/measured.Seconds(), "polls/s")
-	b.ReportMetric(float64(starved), "starved-feeds")
+	if measured >= period+fleetGrace {
+		b.ReportMetric(float64(starved), "starved-feeds")
+	}
 	if polls > 0 {
 		b.ReportMetric(float64(cpu.Microseconds())/float64(polls), "cpu-µs/poll")
 	}
 	b.ReportMetric(float64(peakRSS())/float64(n), "rss-B/feed")
+	b.ReportMetric(float64(anon)/float64(n), "anon-B/feed")
+	b.ReportMetric(float64(file)/float64(n), "file-pages-B/feed")
 	b.ReportMetric(float64(size1-size0)/float64(n)/measured.Hours()*24, "file-B/feed/day")
 	// The file's size is its high-water mark (a commit's new pages before
 	// the old ones are freed); the pages in use are what is stored.
 	b.ReportMetric(float64(used1-used0)/float64(n)/measured.Hours()*24, "data-B/feed/day")
-	b.Logf("%d feeds: %d items published in the measurement stored, %d polls in %v", n, len(lat), polls, measured.Round(time.Second))
+	if stored > 0 {
+		b.ReportMetric(float64(used1-used0)/float64(stored), "data-B/item")
+		b.ReportMetric(float64(itemB)/float64(stored), "item-B")
+	}
+	where := "in its own process"
+	if *fleetInProc {
+		where = "in this process (counted)"
+	}
+	b.Logf("%d feeds, publisher %s: %d items published in the measurement stored (%d items in all), %d polls in %v; at the end %d MiB anonymous, %d MiB file pages resident",
+		n, where, len(lat), stored, polls, measured.Round(time.Second), anon>>20, file>>20)
 }

@@ -1,6 +1,8 @@
 package aggregator
 
 import (
+	"context"
+	"log/slog"
 	"net/url"
 	"time"
 
@@ -49,7 +51,9 @@ func (s *Service) install(r *replay, now time.Time, resume bool) error {
 		if f.RetryAfter.After(first) {
 			first = f.RetryAfter
 		}
-		s.log.Debug("feed resumes its learned schedule", "feed", f.ID, "observations", r.n, "prediction", r.next, "first", first)
+		if s.log.Enabled(context.Background(), slog.LevelDebug) {
+			s.log.Debug("feed resumes its learned schedule", "feed", f.ID, "observations", r.n, "prediction", r.next, "first", first)
+		}
 	}
 	return s.installAt(r, now, first)
 }

@@ -50,6 +50,8 @@ var (
 
 // ServiceOptions configure the live aggregator.
 type ServiceOptions struct {
+	// Store holds the feeds. On a store that keeps policy states
+	// (storage.Store), NewService installs Learn as its learner.
 	Store   Store
 	Fetcher *fetcher.Fetcher
 	// Scheduler is the fetch budget: global rate (fetches per second, 0 =
@@ -95,7 +97,8 @@ type ServiceOptions struct {
 // Service is the live loop: the scheduler pops the feed whose predicted
 // publish time has come, the fetcher fetches it (conditional GET), new
 // items are stored, and an observation goes back to the feed's policy,
-// which returns the next fetch time. Policies are rebuilt after a restart by
+// which returns the next fetch time. Policies are rebuilt after a restart
+// from the policy states stored with the observations (load.go), or by
 // replaying the stored observations.
 type Service struct {
 	opt   ServiceOptions
@@ -106,6 +109,7 @@ type Service struct {
 	guards map[uint64]*feedGuard
 	push   pushState // watchers (push.go)
 	own    ownState  // a clustered service's listing (owner.go)
+	load   loadState // the start-up's progress (load.go)
 
 	// The live loop (loop.go): fetch slots, and wake, signalled when the
 	// scheduler may have a grant for a free slot (a feed added or
@@ -272,6 +276,10 @@ func NewService(opt ServiceOptions) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("aggregator: %w", err)
 	}
+	if ss, ok := opt.Store.(stateStore); ok {
+		// Every observation written folds into its feed's policy state.
+		ss.SetLearner(Learn)
+	}
 	return &Service{
 		opt: opt, sched: sched, log: opt.Logger, guards: map[uint64]*feedGuard{},
 		fetchers: fetchers, wake: make(chan struct{}, 1),
@@ -286,13 +294,17 @@ func (s *Service) SetMetrics(m *Metrics) { s.opt.Metrics = m }
 func (s *Service) Scheduler() *schedule.Scheduler { return s.sched }
 
 // Load schedules every remote feed of the store that this node owns,
-// rebuilding each policy from its stored observations. Call it once
-// before Run. A clustered service reads the owned feeds' records and
+// rebuilding each policy from its stored state (a store that keeps policy
+// states, see load.go) or else from its stored observations. Call it once
+// before Run, or use LoadInBackground. A clustered service reads the owned feeds' records and
 // observations in passes (loadStates: on JetStream two passes, not a get
 // and a consumer per feed); a single node, whose bbolt reads are local,
 // reads feed by feed.
 func (s *Service) Load() error {
 	if !s.clustered() {
+		if ss, ok := s.opt.Store.(stateStore); ok {
+			return s.loadStored(context.Background(), ss)
+		}
 		return s.loadEach()
 	}
 	replays, _, ok, err := s.loadStates(s.owns)

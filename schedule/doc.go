@@ -224,6 +224,18 @@
 // paper and do not read plans (they do honour Cache-Control, which a
 // planning publisher sets to the plan).
 //
+// # Saved state
+//
+// Auto, the DPT variants, Fixed and Cron implement Stateful: AppendState
+// encodes what the policy has learned (histories, residuals, retry state,
+// learned sleep, plans, the random source) in a compact versioned binary
+// form, about 475 bytes for Auto with a day of history and at most about
+// 620, about 175 for DPT, 2 for the timers; RestoreState, on a policy
+// built as the saved one was, gives back a policy whose every later
+// answer is the one the saved policy would have given (pinned on the real
+// traces by state_test.go). slogfeed stores the state with each poll and
+// restores it at start-up instead of replaying the observations.
+//
 // # Scheduler
 //
 // Scheduler runs the policies of many feeds: a priority queue of next

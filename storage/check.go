@@ -74,8 +74,18 @@ func checkInvariants(tx *bolt.Tx, add func(error) bool) {
 	lastSeq, _ := getU64(buckets[string(bucketMeta)].Get(keyItemSeq))
 
 	feeds := map[uint64]Feed{}
-	var tails []uint64 // feeds with an observation tail
+	var tails []uint64 // feeds with an observation tail or a policy state
 	err := buckets[string(bucketFeeds)].ForEach(func(k, v []byte) error {
+		if len(k) == 9 && k[8] == stateSuffix {
+			if err := checkPolicyState(k, v); err != nil {
+				if !add(err) {
+					return errStop
+				}
+			} else {
+				tails = append(tails, binary.BigEndian.Uint64(k))
+			}
+			return nil
+		}
 		if !isFeedKey(k) {
 			if err := checkTail(k, v); err != nil {
 				if !add(err) {
@@ -116,7 +126,7 @@ func checkInvariants(tx *bolt.Tx, add func(error) bool) {
 		return
 	}
 	for _, id := range tails {
-		if _, ok := feeds[id]; !ok && !add(fmt.Errorf("observation tail of feed %d: no such feed", id)) {
+		if _, ok := feeds[id]; !ok && !add(fmt.Errorf("observation tail or policy state of feed %d: no such feed", id)) {
 			return
 		}
 	}

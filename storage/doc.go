@@ -42,6 +42,8 @@
 //	feeds                     feed ID → Feed JSON (IDs: the bucket's sequence)
 //	                          feed ID | 't' → observation tail: the feed's
 //	                            newest observations, uvarint length | JSON each
+//	                          feed ID | 's' → policy state (remote feeds): version,
+//	                            next and last (Unix ns), the policy's own bytes
 //	feed_url                  URL → feed ID            (remote feeds)
 //	feed_slug                 "<kind>/<slug>" → feed ID (sensor and pipe feeds)
 //	feed_data/<feed ID>/      one bucket per feed:
@@ -85,7 +87,9 @@
 // touched. Schema 1 is the initial layout; schema 2 added pipes and
 // pipe_slug; schema 3 added plugin_data; schema 4 added observation tails
 // (obstail.go: nothing to convert, but a schema-3 slogfeed would read a
-// tail as a broken feed record). testdata/schema1.db is a file of schema 1 and
+// tail as a broken feed record); schema 5 added policy states
+// (policystate.go: nothing to convert, but a schema-4 slogfeed would
+// leave them behind its observations). testdata/schema1.db is a file of schema 1 and
 // testdata/schema2.db one of schema 2 (with a pipe) that every later
 // version must still open.
 //

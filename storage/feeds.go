@@ -40,6 +40,9 @@ func (s *Store) CreateFeed(f *Feed) error {
 		if err := createFeedBuckets(tx, id); err != nil {
 			return err
 		}
+		if err := putFreshState(feeds, &nf); err != nil {
+			return err
+		}
 		return putFeed(tx, &nf)
 	})
 	if err != nil {
@@ -239,6 +242,9 @@ func (s *Store) DeleteFeed(id uint64) error {
 			return err
 		}
 		if err := feeds.Delete(tailKey(id)); err != nil {
+			return err
+		}
+		if err := feeds.Delete(stateKey(id)); err != nil {
 			return err
 		}
 		data, err := bucket(tx, bucketFeedData)

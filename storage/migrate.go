@@ -21,11 +21,12 @@ var migrations = []migration{
 	{2, "pipes: pipes, pipe_slug", migratePipes},
 	{3, "plugin data: plugin_data", migratePluginData},
 	{4, "observation tails in feeds", migrateObsTails},
+	{5, "policy states in feeds", migratePolicyStates},
 }
 
 // SchemaVersion is the schema version this build of slogfeed writes: the
 // version of the last migration.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 func migrateInitial(tx *bolt.Tx) error {
 	for _, name := range [][]byte{bucketMeta, bucketFeeds, bucketFeedURL, bucketFeedSlug, bucketFeedData} {
@@ -130,3 +131,10 @@ func migratePluginData(tx *bolt.Tx) error {
 // convert; the version keeps a slogfeed of schema 3, which would read a
 // tail as a broken feed record, from opening the file.
 func migrateObsTails(*bolt.Tx) error { return nil }
+
+// migratePolicyStates marks schema 5: a remote feed's policy state may
+// sit in the feeds bucket beside its record (policystate.go). There is
+// nothing to convert (a feed without one is rebuilt by replay); the
+// version keeps a slogfeed of schema 4, which would write observations
+// without folding them into the states, from opening the file.
+func migratePolicyStates(*bolt.Tx) error { return nil }

@@ -17,7 +17,15 @@ func (s *Store) AddObservation(feedID uint64, o Observation) error {
 	if err != nil {
 		return err
 	}
-	err = s.updatePoll(func(tx *bolt.Tx) error { return s.putObservation(tx, feedID, raw) })
+	err = s.updatePoll(func(tx *bolt.Tx) error {
+		if err := s.putObservation(tx, feedID, raw); err != nil {
+			return err
+		}
+		return s.foldState(tx, feedID, func() (*Feed, error) {
+			f, err := getFeed(tx, feedID)
+			return &f, err
+		}, &o)
+	})
 	if err != nil {
 		return fmt.Errorf("storage: add observation to feed %d: %w", feedID, err)
 	}
@@ -43,14 +51,15 @@ func (s *Store) RecordPoll(feedID uint64, o Observation, fn func(*Feed) error) (
 		} else if ok {
 			out = pre.f
 			s.memoOnCommit(tx, feedID, pre.raw, pre.memo)
-			return nil
+			return s.foldState(tx, feedID, feedOf(&pre.f), &o)
 		}
 		f, fr, err := s.updateFeedRawTx(tx, feedID, fn)
-		if err == nil {
-			out = f
-			s.memoOnCommit(tx, feedID, fr, cloneFeed(&f))
+		if err != nil {
+			return err
 		}
-		return err
+		out = f
+		s.memoOnCommit(tx, feedID, fr, cloneFeed(&f))
+		return s.foldState(tx, feedID, feedOf(&f), &o)
 	})
 	if err != nil {
 		return Feed{}, fmt.Errorf("storage: record poll of feed %d: %w", feedID, err)
@@ -252,7 +261,7 @@ func (s *Store) RecordFetch(feedID uint64, items []Item, o Observation, fn func(
 					return err
 				}
 				s.memoOnCommit(tx, feedID, pre.raw, pre.memo)
-				return nil
+				return s.foldState(tx, feedID, feedOf(&pre.f), &pre.obs)
 			}
 		}
 		obs := st.o
@@ -274,7 +283,7 @@ func (s *Store) RecordFetch(feedID uint64, items []Item, o Observation, fn func(
 		st.slow = &Fetched{Feed: f, Added: st.res.added, Observation: obs,
 			ItemErr: errors.Join(append(append(errs[:len(errs):len(errs)], st.res.updateErrs...), st.res.retErr)...)}
 		s.memoOnCommit(tx, feedID, fr, cloneFeed(&f))
-		return nil
+		return s.foldState(tx, feedID, feedOf(&f), &obs)
 	})
 	if err != nil {
 		return Fetched{}, fmt.Errorf("storage: record fetch of feed %d: %w", feedID, err)

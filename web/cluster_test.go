@@ -6,7 +6,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/slogfeed/slogfeed/storage"
@@ -60,6 +64,109 @@ func TestHealthzReady(t *testing.T) {
 			if tt.status != http.StatusOK && body["error"] != "NATS: not connected" {
 				t.Errorf("body %v does not say why", body)
 			}
+		})
+	}
+}
+
+// stuckStore is a store whose LastSeq blocks until release is closed, as
+// a JetStream stream's Info does while the stream elects a leader.
+type stuckStore struct {
+	*storage.Store
+	release chan struct{}
+	calls   atomic.Int32
+}
+
+func (s *stuckStore) LastSeq() (uint64, error) {
+	s.calls.Add(1)
+	<-s.release
+	return s.Store.LastSeq()
+}
+
+// /healthz answers within HealthTimeout whatever blocks behind it: a
+// store or a Ready that does not answer makes it a 503 that says so, and
+// requests arriving meanwhile share the one check under way instead of
+// each starting its own. A cluster node's Ready answers for it: a stuck
+// store (a stream electing its leader) is not asked.
+func TestHealthzAnswersInTime(t *testing.T) {
+	st := clusterStore(t, 0)
+	const timeout = 500 * time.Millisecond
+	tests := []struct {
+		name       string
+		withReady  bool // a cluster node
+		stuckStore bool // LastSeq blocks
+		stuckReady bool // Ready blocks
+		wantCode   int
+		wantErr    string
+		wantTook   time.Duration
+	}{
+		{"single node, store stuck", false, true, false, http.StatusServiceUnavailable, "did not answer within 500ms", timeout},
+		{"cluster node, ready stuck", true, false, true, http.StatusServiceUnavailable, "did not answer within 500ms", timeout},
+		{"cluster node, store stuck", true, true, false, http.StatusOK, `"ok"`, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				release := make(chan struct{})
+				store := &stuckStore{Store: st, release: make(chan struct{})}
+				if !tt.stuckStore {
+					close(store.release)
+				}
+				var readyCalls atomic.Int32
+				var ready func() error
+				if tt.withReady {
+					ready = func() error {
+						readyCalls.Add(1)
+						if tt.stuckReady {
+							<-release
+						}
+						return nil
+					}
+				}
+				h := New(Options{Store: store, Ready: ready, HealthTimeout: timeout})
+				const requests = 20
+				var wg sync.WaitGroup
+				codes := make([]int, requests)
+				bodies := make([]string, requests)
+				took := make([]time.Duration, requests)
+				for i := range requests {
+					wg.Go(func() {
+						start := time.Now()
+						rec := httptest.NewRecorder()
+						h.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+						codes[i], bodies[i], took[i] = rec.Code, rec.Body.String(), time.Since(start)
+					})
+				}
+				wg.Wait()
+				for i := range requests {
+					if codes[i] != tt.wantCode || !strings.Contains(bodies[i], tt.wantErr) {
+						t.Errorf("request %d: %d %s, want %d saying %q", i, codes[i], bodies[i], tt.wantCode, tt.wantErr)
+					}
+					if took[i] != tt.wantTook {
+						t.Errorf("request %d answered after %v, want %v", i, took[i], tt.wantTook)
+					}
+				}
+				if tt.wantCode != http.StatusOK {
+					// The checks blocked: every request waited for
+					// the one under way.
+					if n := readyCalls.Load() + store.calls.Load(); n != 1 {
+						t.Errorf("%d requests called Ready and the store %d times, want one check shared", requests, n)
+					}
+				}
+				if tt.withReady && store.calls.Load() != 0 {
+					t.Errorf("a cluster node's /healthz asked the store %d times", store.calls.Load())
+				}
+				// Once what blocked answers, the next check is 200.
+				close(release)
+				if tt.stuckStore {
+					close(store.release)
+				}
+				synctest.Wait()
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+				if rec.Code != http.StatusOK {
+					t.Errorf("after the release: %d %s, want 200", rec.Code, rec.Body)
+				}
+			})
 		})
 	}
 }

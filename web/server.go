@@ -27,8 +27,9 @@
 //	GET    /api/v1/cluster                the cluster: nodes (name, addr, shards, feeds, last_seen), shards,
 //	                                      unowned, lease_ttl_s (ClusterStatus; one node, mode "single",
 //	                                      without a cluster)
-//	GET    /healthz                       {"status": "ok"} when the store answers and Options.Ready is nil;
-//	                                      else 503 with the reason
+//	GET    /healthz                       {"status": "ok"} when the node can take writes (Options.Ready
+//	                                      returns nil; without Ready, the store answers); else 503 with
+//	                                      the reason; always within Options.HealthTimeout
 //	GET    /metrics                       Prometheus metrics
 //	GET    /                              the list of routes; a browser (Accept: text/html) is sent to /ui/feeds
 //
@@ -59,9 +60,12 @@
 package web
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/slogfeed/slogfeed/storage/cluster"
@@ -93,8 +97,17 @@ type Options struct {
 	Now func() time.Time
 	// Ready, when set, tells whether the node can take writes (a cluster
 	// node: NATS connected, its lease writes succeed); /healthz answers
-	// 503 with its error until it returns nil.
+	// 503 with its error until it returns nil. It should answer from
+	// state the node keeps, not from a request to the cluster: /healthz
+	// then does not ask the store (on a cluster, a stream electing a
+	// leader would hold the answer up). Without Ready, /healthz reads
+	// the store's last item sequence.
 	Ready func() error
+	// HealthTimeout bounds GET /healthz (default DefaultHealthTimeout):
+	// when Ready and the store's answer have not both come within it,
+	// /healthz answers 503 saying so. Concurrent requests share one
+	// check, so a slow store is asked once, not once per request.
+	HealthTimeout time.Duration
 	// Cluster, when set, is the lease view of a cluster node
 	// (the lease node's Status) that GET /api/v1/cluster shows; nil means a
 	// single slogfeed, shown as one node named Node.
@@ -111,6 +124,10 @@ type Options struct {
 // DefaultMaxPreviews is Options.MaxPreviews when it is not set: a run
 // may keep a core busy for its whole time limit.
 const DefaultMaxPreviews = 2
+
+// DefaultHealthTimeout is Options.HealthTimeout when it is not set: well
+// within the second a load balancer's health check waits.
+const DefaultHealthTimeout = 500 * time.Millisecond
 
 // Route is one extra handler of Options.Routes.
 type Route struct {
@@ -150,16 +167,11 @@ func New(opt Options) http.Handler {
 	if opt.PipeFeeds != nil {
 		index = append(index, "/feeds/{slug}.rss")
 	}
+	hc := newHealthCheck(opt.Ready, opt.Store, opt.HealthTimeout)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		if _, err := opt.Store.LastSeq(); err != nil {
+		if err := hc.check(r); err != nil {
 			respondJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": err.Error()})
 			return
-		}
-		if opt.Ready != nil {
-			if err := opt.Ready(); err != nil {
-				respondJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": err.Error()})
-				return
-			}
 		}
 		respondJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -207,6 +219,81 @@ func New(opt Options) http.Handler {
 	h = recoverer(h, opt.Logger)
 	h = logRequests(h, opt.Logger, opt.Now)
 	return h
+}
+
+// healthCheck answers /healthz: Options.Ready, or without it a read of
+// the store (its last item sequence), run by one goroutine that concurrent requests
+// share, each waiting for it at most timeout. A store that blocks (a
+// JetStream stream electing a leader) costs one goroutine until its own
+// call timeout, however many requests came meanwhile.
+type healthCheck struct {
+	ready   func() error
+	store   Store
+	timeout time.Duration
+
+	mu  sync.Mutex
+	cur *healthRun // the check under way; nil when none
+}
+
+// healthRun is one check: err is set before done is closed.
+type healthRun struct {
+	done chan struct{}
+	err  error
+}
+
+func newHealthCheck(ready func() error, store Store, timeout time.Duration) *healthCheck {
+	if timeout <= 0 {
+		timeout = DefaultHealthTimeout
+	}
+	return &healthCheck{ready: ready, store: store, timeout: timeout}
+}
+
+// errHealthTimeout wraps the answer of a check that took too long.
+var errHealthTimeout = errors.New("no answer in time")
+
+// check returns the result of the check under way, or of one it starts,
+// or an error once timeout has passed without one.
+func (h *healthCheck) check(r *http.Request) error {
+	run := h.start()
+	t := time.NewTimer(h.timeout)
+	defer t.Stop()
+	select {
+	case <-run.done:
+		return run.err
+	case <-t.C:
+		return fmt.Errorf("%w: the node's readiness and its store did not answer within %s", errHealthTimeout, h.timeout)
+	case <-r.Context().Done():
+		return r.Context().Err()
+	}
+}
+
+func (h *healthCheck) start() *healthRun {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cur != nil {
+		return h.cur
+	}
+	run := &healthRun{done: make(chan struct{})}
+	h.cur = run
+	go func() {
+		run.err = h.probe()
+		h.mu.Lock()
+		h.cur = nil
+		h.mu.Unlock()
+		close(run.done)
+	}()
+	return run
+}
+
+// probe is one check: Ready (the node's own state), else the store.
+func (h *healthCheck) probe() error {
+	if h.ready != nil {
+		return h.ready()
+	}
+	if _, err := h.store.LastSeq(); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return nil
 }
 
 // recoverer turns a handler panic into a 500 for that request only.

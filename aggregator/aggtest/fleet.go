@@ -34,19 +34,47 @@ type Fleet struct {
 // periods back, so a first fetch finds items full documents.
 func StartFleet(tb testing.TB, hosts int, period time.Duration, items int) *Fleet {
 	tb.Helper()
-	p := &Fleet{Epoch: time.Now().Add(-time.Duration(items) * period), Period: period, Items: items}
+	p, stop, err := ServeFleet(time.Now().Add(-time.Duration(items)*period), period, items, hosts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(stop)
+	return p
+}
+
+// ServeFleet serves a Fleet of the epoch given on hosts addresses
+// 127.0.0.1 … 127.0.0.hosts until stop is called.
+func ServeFleet(epoch time.Time, period time.Duration, items, hosts int) (p *Fleet, stop func(), err error) {
+	p = &Fleet{Epoch: epoch, Period: period, Items: items}
+	var srvs []*http.Server
+	stop = func() {
+		for _, srv := range srvs {
+			_ = srv.Close()
+		}
+	}
 	for h := 1; h <= hosts; h++ {
 		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.%d:0", h))
 		if err != nil {
-			tb.Fatalf("fleet address %d: %v", h, err)
+			stop()
+			return nil, nil, fmt.Errorf("fleet address %d: %w", h, err)
 		}
 		srv := &http.Server{Handler: p, ReadHeaderTimeout: time.Minute}
 		go func() { _ = srv.Serve(ln) }()
-		tb.Cleanup(func() { _ = srv.Close() })
+		srvs = append(srvs, srv)
 		p.hosts = append(p.hosts, ln.Addr().String())
 	}
-	return p
+	return p, stop, nil
 }
+
+// FleetAt is the Fleet another process serves on hosts (host:port
+// addresses, as Hosts gives them): it answers URL, Published and the
+// other questions of the feeds, and serves nothing itself.
+func FleetAt(epoch time.Time, period time.Duration, items int, hosts []string) *Fleet {
+	return &Fleet{Epoch: epoch, Period: period, Items: items, hosts: hosts}
+}
+
+// Hosts are the addresses the fleet is served on.
+func (p *Fleet) Hosts() []string { return p.hosts }
 
 // URL is feed i's address, on host i mod hosts.
 func (p *Fleet) URL(i int) string {

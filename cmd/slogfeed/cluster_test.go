@@ -18,8 +18,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/storage/cluster"
+	sjs "github.com/slogfeed/slogfeed/storage/jetstream"
 	"github.com/slogfeed/slogfeed/storage/jetstream/e2e"
 	"github.com/slogfeed/slogfeed/web"
 )
@@ -29,6 +33,8 @@ const (
 	procFeeds  = 9
 	procPeriod = 10 * time.Second
 	procReown  = 15 * time.Second
+	// procHealth bounds a survivor's /healthz answer after the kill.
+	procHealth = time.Second
 )
 
 // servedNode is one `slogfeed serve --nats-embed` process.
@@ -57,6 +63,98 @@ func (n *servedNode) getJSON(path string, out any) error {
 		return fmt.Errorf("GET %s: %s: %s", path, resp.Status, body)
 	}
 	return json.Unmarshal(body, out)
+}
+
+// count is how many of its log lines contain s.
+func (n *servedNode) count(s string) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	c := 0
+	for _, l := range n.log {
+		if strings.Contains(l, s) {
+			c++
+		}
+	}
+	return c
+}
+
+// healthz times one GET /healthz.
+func (n *servedNode) healthz() (int, time.Duration, error) {
+	c := &http.Client{Timeout: 10 * time.Second}
+	start := time.Now()
+	resp, err := c.Get(n.url("/healthz"))
+	took := time.Since(start)
+	if err != nil {
+		return 0, took, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, took, nil
+}
+
+// assetLeaders names the JetStream server leading each of slogfeed's
+// streams and buckets, and the meta group, as the server at url sees
+// them.
+func assetLeaders(ctx context.Context, url string) (map[string]string, error) {
+	nc, err := nats.Connect(url, nats.Timeout(5*time.Second))
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	js, err := natsjs.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, name := range []string{sjs.ItemsStream, sjs.ObsStream, "KV_" + sjs.DefsBucket, "KV_slogfeed_cluster"} {
+		st, err := js.Stream(ctx, name)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		out[name] = st.CachedInfo().Cluster.Leader
+	}
+	msg, err := nc.RequestWithContext(ctx, "$JS.API.INFO", nil)
+	if err == nil {
+		var ai struct {
+			Cluster struct {
+				Leader string `json:"leader"`
+			} `json:"cluster"`
+		}
+		if json.Unmarshal(msg.Data, &ai) == nil && ai.Cluster.Leader != "" {
+			out["meta"] = ai.Cluster.Leader
+		}
+	}
+	return out, nil
+}
+
+// leadStream asks stream's leader to step down in favour of server,
+// until server leads it (within 20 s).
+func leadStream(ctx context.Context, url, stream, server string) error {
+	nc, err := nats.Connect(url, nats.Timeout(5*time.Second))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := natsjs.New(nc)
+	if err != nil {
+		return err
+	}
+	req, _ := json.Marshal(map[string]any{"placement": map[string]string{"preferred": server}})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st, err := js.Stream(ctx, stream)
+		if err == nil && st.CachedInfo().Cluster.Leader == server {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s still not leading %s (%v)", server, stream, err)
+		}
+		if err == nil {
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, _ = nc.RequestWithContext(rctx, "$JS.API.STREAM.LEADER.STEPDOWN."+stream, req)
+			cancel()
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }
 
 func (n *servedNode) tail() string {
@@ -254,12 +352,54 @@ func TestClusterProcesses(t *testing.T) {
 			survivors = append(survivors, n)
 		}
 	}
+	// The victim leads the items stream: a request to a stream leader
+	// that dies waits out its caller's whole timeout, which /healthz
+	// must not.
+	if err := leadStream(ctx, "nats://"+clients[(victim+1)%3], sjs.ItemsStream, dead.name); err != nil {
+		t.Logf("moving %s's leadership to %s: %v", sjs.ItemsStream, dead.name, err)
+	}
+	leaders, err := assetLeaders(ctx, "nats://"+clients[(victim+1)%3])
+	if err != nil {
+		t.Logf("asset leaders: %v", err)
+	}
+	routeErrs := make([]int, len(survivors))
+	for i, n := range survivors {
+		routeErrs[i] = n.count("connect to route")
+	}
 	if err := dead.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	<-dead.exited
 	killed := time.Now()
-	t.Logf("killed %s (%d shards, %d feeds)", dead.name, len(lost), most)
+	var led []string
+	for asset, l := range leaders {
+		if l == dead.name {
+			led = append(led, asset)
+		}
+	}
+	slices.Sort(led)
+	t.Logf("killed %s (%d shards, %d feeds), leading %v (leaders: %v)", dead.name, len(lost), most, led, leaders)
+	// Every survivor's /healthz, every 200 ms for 20 s after the kill:
+	// an answer, 200 or 503, within procHealth.
+	healthDone := make(chan struct{})
+	var healthWorst time.Duration
+	var health503 int
+	go func() {
+		defer close(healthDone)
+		for time.Since(killed) < 20*time.Second {
+			for _, n := range survivors {
+				code, took, err := n.healthz()
+				healthWorst = max(healthWorst, took)
+				if code == http.StatusServiceUnavailable {
+					health503++
+				}
+				if err != nil || took > procHealth {
+					t.Errorf("%s at +%s: /healthz took %s (%d, %v), want ≤ %s", n.name, time.Since(killed).Round(time.Millisecond), took.Round(time.Millisecond), code, err, procHealth)
+				}
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
 	t.Cleanup(func() { // before the nodes stop: what the survivors plan
 		if !t.Failed() {
 			return
@@ -296,6 +436,11 @@ func TestClusterProcesses(t *testing.T) {
 		return nil
 	})
 	t.Logf("shards owned again %v after the kill", reown.Round(10*time.Millisecond))
+	<-healthDone
+	t.Logf("survivors' /healthz over 20 s after the kill: slowest %s, %d answers 503", healthWorst.Round(time.Millisecond), health503)
+	for i, n := range survivors {
+		t.Logf("%s: %d route-connect log lines in the 20 s after the kill", n.name, n.count("connect to route")-routeErrs[i])
+	}
 	if reown > procReown {
 		t.Errorf("shards owned again %v after the kill, want ≤ %v", reown, procReown)
 	}
@@ -307,6 +452,19 @@ func TestClusterProcesses(t *testing.T) {
 		}
 		return nil
 	})
+	// The longest wait between two polls of any feed, around the kill
+	// (a feed whose writes failed during a re-election backs off).
+	var gap time.Duration
+	gapFeed := -1
+	for i := range procFeeds {
+		ps := pub.Polls(i, killed.Add(-procPeriod))
+		for k := 1; k < len(ps); k++ {
+			if d := ps[k].At.Sub(ps[k-1].At); d > gap {
+				gap, gapFeed = d, i
+			}
+		}
+	}
+	t.Logf("longest gap between two polls of one feed since %s before the kill: %s (feed #%d)", procPeriod, gap.Round(10*time.Millisecond), gapFeed)
 	for _, i := range lost {
 		p := pub.Polls(i, killed)[0]
 		t.Logf("feed #%d polled again by %s %v after the kill", i, p.Node, p.At.Sub(killed).Round(10*time.Millisecond))

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -206,6 +208,7 @@ type services struct {
 	handler  http.Handler
 	base     string // the public base URL
 	websubOn bool
+	loaded   bool // the polling service's feeds are loaded (else run loads them)
 }
 
 // buildServices builds the polling service, the pipe runner, the plugin
@@ -263,9 +266,14 @@ func buildServices(ctx context.Context, a *app, cfg *serveConfig, st *storeStage
 	}
 	sv.pipes = pipes
 	added.subscribe(pipes.Notify)
-	if err := svc.Load(); err != nil {
-		sv.close()
-		return nil, err
+	if st.node != nil {
+		// A cluster node loads the feeds of its shards before it serves;
+		// a single node loads them while it serves (run).
+		if err := svc.Load(); err != nil {
+			sv.close()
+			return nil, err
+		}
+		sv.loaded = true
 	}
 	if err := pipes.Load(); err != nil {
 		sv.close()
@@ -310,7 +318,7 @@ func buildServices(ctx context.Context, a *app, cfg *serveConfig, st *storeStage
 		sv.close()
 		return nil, err
 	}
-	sv.handler = web.New(web.Options{
+	sv.handler = healthzWhileLoading(svc.LoadProgress, web.New(web.Options{
 		Store: store, Aggregator: svc, Logger: log, Token: token, Auth: auth, UI: webUI,
 		Metrics:   promhttp.HandlerFor(st.reg, promhttp.HandlerOpts{}),
 		Sensors:   sensors,
@@ -322,7 +330,7 @@ func buildServices(ctx context.Context, a *app, cfg *serveConfig, st *storeStage
 		Node:        v["node"],
 		Ready:       clusterReady(st.node),
 		Cluster:     clusterStatusOf(st.node),
-	})
+	}))
 	if sv.demo != nil {
 		existing, err := store.Feeds()
 		if err != nil {
@@ -368,6 +376,22 @@ func (sv *services) run(ctx context.Context, a *app, cfg *serveConfig, ln net.Li
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
+	if !sv.loaded {
+		// The feeds are scheduled while the node serves, those due first
+		// (/healthz says "loading" meanwhile).
+		began := time.Now()
+		loaded := sv.svc.LoadInBackground(runCtx)
+		wg.Go(func() {
+			if err := <-loaded; err != nil {
+				if runCtx.Err() == nil {
+					a.log.Error("cannot load the feeds", "err", err)
+				}
+				return
+			}
+			p := sv.svc.LoadProgress()
+			a.log.Info("feeds loaded", "feeds", p.Done, "replayed", p.Replayed, "took", time.Since(began).Round(time.Millisecond))
+		})
+	}
 	public := cfg.values["public-url"]
 	a.log.Info("slogfeed serving", "addr", "http://"+ln.Addr().String(), "public_url", sv.base, "data", cfg.dir, "demo", cfg.demo, "websub", sv.websubOn)
 	fmt.Fprintf(a.stderr, "slogfeed: serving on %s (data in %s)\n", listenDescription(ln.Addr()), cfg.dir)
@@ -457,4 +481,50 @@ func otherMachinesURL(a net.Addr, publicURL string, hostname func() (string, err
 func isLoopback(a net.Addr) bool {
 	ap, err := netip.ParseAddrPort(a.String())
 	return err == nil && ap.Addr().IsLoopback()
+}
+
+// healthzWhileLoading answers GET /healthz, while the polling service
+// still loads its feeds (progress), with 200 and the body
+// {"status": "loading", "loaded": n, "feeds": total} when next answers
+// 200 (the node can take writes), and as next does otherwise.
+func healthzWhileLoading(progress func() aggregator.LoadProgress, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := progress()
+		if r.Method != http.MethodGet || r.URL.Path != "/healthz" || !p.Loading {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rec := &healthRecorder{header: http.Header{}, code: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		if rec.code != http.StatusOK {
+			for k, v := range rec.header {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.code)
+			_, _ = w.Write(rec.body.Bytes())
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		_ = json.NewEncoder(w).Encode(map[string]any{"status": "loading", "loaded": p.Done, "feeds": p.Total})
+	})
+}
+
+// healthRecorder keeps the answer of /healthz's own handler (a small
+// JSON body).
+type healthRecorder struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+}
+
+func (h *healthRecorder) Header() http.Header { return h.header }
+
+func (h *healthRecorder) WriteHeader(code int) { h.code = code }
+
+func (h *healthRecorder) Write(b []byte) (int, error) {
+	if h.body.Len()+len(b) > 64<<10 {
+		return 0, errors.New("healthz: answer too long")
+	}
+	return h.body.Write(b)
 }

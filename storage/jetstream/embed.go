@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -65,7 +67,16 @@ type EmbedOptions struct {
 	Logger *slog.Logger
 	// Debug passes the server's debug lines to Logger.
 	Debug bool
+	// RepeatEvery bounds how often one warning or error of the server is
+	// logged again while it repeats (a route to a dead peer failing to
+	// connect several times a second): the first is logged, then at
+	// most one per RepeatEvery, with how many were left out. Zero means
+	// DefaultRepeatEvery; negative logs every line.
+	RepeatEvery time.Duration
 }
+
+// DefaultRepeatEvery is EmbedOptions.RepeatEvery when it is zero.
+const DefaultRepeatEvery = 30 * time.Second
 
 // Embedded is a running embedded JetStream server.
 type Embedded struct {
@@ -89,7 +100,14 @@ func StartEmbedded(opt EmbedOptions) (*Embedded, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	srv.SetLogger(&slogLogger{l: logger.With("component", "nats-server", "server", so.ServerName)}, opt.Debug, false)
+	every := opt.RepeatEvery
+	if every == 0 {
+		every = DefaultRepeatEvery
+	}
+	srv.SetLogger(&slogLogger{
+		l:      logger.With("component", "nats-server", "server", so.ServerName),
+		repeat: newRepeatLimiter(every, time.Now),
+	}, opt.Debug, false)
 	e := &Embedded{srv: srv, opts: so}
 	timeout := opt.ReadyTimeout
 	if timeout <= 0 {
@@ -241,12 +259,16 @@ func hostPort(addr string) (string, int, error) {
 	return host, port, nil
 }
 
-// slogLogger passes the server's log lines to slog.
-type slogLogger struct{ l *slog.Logger }
+// slogLogger passes the server's log lines to slog, its warnings and
+// errors through a repeatLimiter.
+type slogLogger struct {
+	l      *slog.Logger
+	repeat *repeatLimiter
+}
 
 func (s *slogLogger) Noticef(format string, v ...any) { s.l.Info(fmt.Sprintf(format, v...)) }
-func (s *slogLogger) Warnf(format string, v ...any)   { s.l.Warn(fmt.Sprintf(format, v...)) }
-func (s *slogLogger) Errorf(format string, v ...any)  { s.l.Error(fmt.Sprintf(format, v...)) }
+func (s *slogLogger) Warnf(format string, v ...any)   { s.limited(slog.LevelWarn, format, v) }
+func (s *slogLogger) Errorf(format string, v ...any)  { s.limited(slog.LevelError, format, v) }
 func (s *slogLogger) Debugf(format string, v ...any)  { s.l.Debug(fmt.Sprintf(format, v...)) }
 func (s *slogLogger) Tracef(format string, v ...any)  { s.l.Debug(fmt.Sprintf(format, v...)) }
 
@@ -254,4 +276,97 @@ func (s *slogLogger) Tracef(format string, v ...any)  { s.l.Debug(fmt.Sprintf(fo
 // process; the server shuts itself down after a fatal error.
 func (s *slogLogger) Fatalf(format string, v ...any) {
 	s.l.Error(fmt.Sprintf(format, v...), "fatal", true)
+}
+
+// limited logs a warning or error unless the limiter holds it back; a
+// line logged after some were held back says how many.
+func (s *slogLogger) limited(level slog.Level, format string, v []any) {
+	msg := fmt.Sprintf(format, v...)
+	ok, skipped := s.repeat.allow(repeatKey(level, format, v))
+	if !ok {
+		return
+	}
+	if skipped > 0 {
+		s.l.Log(context.Background(), level, msg, "repeated", skipped, "over", s.repeat.every)
+		return
+	}
+	s.l.Log(context.Background(), level, msg)
+}
+
+// repeatKey is what makes two lines "the same": the level, the format and
+// the arguments other than integers. A route's connect error names its
+// peer's address in its error, but counts its attempts in an integer, so
+// each peer's failures are one key.
+func repeatKey(level slog.Level, format string, v []any) string {
+	var b strings.Builder
+	b.WriteString(level.String())
+	b.WriteByte(0)
+	b.WriteString(format)
+	for _, a := range v {
+		switch a.(type) {
+		case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+			continue
+		}
+		b.WriteByte(0)
+		b.WriteString(fmt.Sprint(a))
+	}
+	return b.String()
+}
+
+// maxRepeatKeys bounds the lines a repeatLimiter remembers; past it, the
+// keys not logged within the last period are forgotten, and when none
+// is, lines are logged without being counted.
+const maxRepeatKeys = 256
+
+// repeatLimiter lets a repeated line through once, then at most once per
+// period, counting the ones it held back. It is driven by the clock now
+// it is given.
+type repeatLimiter struct {
+	every time.Duration
+	now   func() time.Time
+
+	mu   sync.Mutex
+	seen map[string]*repeatState
+}
+
+type repeatState struct {
+	logged  time.Time // when the line was last let through
+	skipped int       // held back since
+}
+
+func newRepeatLimiter(every time.Duration, now func() time.Time) *repeatLimiter {
+	return &repeatLimiter{every: every, now: now, seen: map[string]*repeatState{}}
+}
+
+// allow reports whether a line with key is to be logged now and, if so,
+// how many lines with that key it held back since the last one logged.
+func (r *repeatLimiter) allow(key string) (ok bool, skipped int) {
+	if r.every <= 0 {
+		return true, 0
+	}
+	now := r.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.seen[key]
+	if st == nil {
+		if len(r.seen) >= maxRepeatKeys {
+			for k, old := range r.seen {
+				if now.Sub(old.logged) >= r.every {
+					delete(r.seen, k)
+				}
+			}
+			if len(r.seen) >= maxRepeatKeys {
+				return true, 0
+			}
+		}
+		r.seen[key] = &repeatState{logged: now}
+		return true, 0
+	}
+	if now.Sub(st.logged) < r.every {
+		st.skipped++
+		return false, 0
+	}
+	skipped = st.skipped
+	st.logged, st.skipped = now, 0
+	return true, skipped
 }

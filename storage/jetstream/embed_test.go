@@ -1,8 +1,16 @@
 package jetstream
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,5 +100,199 @@ func TestStartEmbeddedStandalone(t *testing.T) {
 	e.Shutdown() // twice is fine
 	if e.JetStreamReady() {
 		t.Error("ready after Shutdown")
+	}
+}
+
+// lineCounter counts the log records whose message contains sub.
+type lineCounter struct {
+	sub string
+	n   atomic.Int64
+}
+
+func (c *lineCounter) Enabled(context.Context, slog.Level) bool { return true }
+func (c *lineCounter) Handle(_ context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelError && strings.Contains(r.Message, c.sub) {
+		c.n.Add(1)
+	}
+	return nil
+}
+func (c *lineCounter) WithAttrs([]slog.Attr) slog.Handler { return c }
+func (c *lineCounter) WithGroup(string) slog.Handler      { return c }
+
+// freePort is a TCP port on 127.0.0.1 nothing listens on now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestRouteErrorsBounded: while a peer is down, a survivor says so once
+// per route, then about once a minute, not at every reconnect attempt
+// (one a second).
+func TestRouteErrorsBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for route reconnect attempts")
+	}
+	ports := []int{freePort(t), freePort(t), freePort(t)}
+	count := &lineCounter{sub: "Error trying to connect to route"}
+	servers := make([]*Embedded, 3)
+	errs := make(chan error, 3)
+	for i := range servers {
+		go func() {
+			opt := EmbedOptions{
+				Name: fmt.Sprintf("r%d", i), StoreDir: t.TempDir(), Listen: "127.0.0.1:0",
+				ClusterListen: fmt.Sprintf("127.0.0.1:%d", ports[i]),
+				MaxMemory:     32 << 20, MaxStore: 64 << 20, ReadyTimeout: 30 * time.Second,
+			}
+			// r0 dials both others (and retries r2 once it is gone); they
+			// dial r0 only.
+			opt.Routes = []string{fmt.Sprintf("nats://127.0.0.1:%d", ports[0])}
+			if i == 0 {
+				opt.Routes = []string{fmt.Sprintf("nats://127.0.0.1:%d", ports[1]), fmt.Sprintf("nats://127.0.0.1:%d", ports[2])}
+				opt.Logger = slog.New(count)
+			}
+			var err error
+			servers[i], err = StartEmbedded(opt)
+			errs <- err
+		}()
+	}
+	for range servers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() {
+		for _, e := range servers {
+			e.Shutdown()
+		}
+	}()
+	count.n.Store(0) // the peers that were not up yet at the start
+	servers[2].Shutdown()
+	// r0 retries each of its routes to r2 once a second: unbounded, that
+	// was about four ERROR lines a second (28 in these 8 s); bounded, it
+	// is at most one a route (the first attempt).
+	time.Sleep(8 * time.Second)
+	if n := count.n.Load(); n > 4 {
+		t.Fatalf("%d route error lines in 8 s while a peer is down: not bounded", n)
+	}
+}
+
+// fakeClock is a clock a test moves by hand.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time      { return c.t }
+func (c *fakeClock) add(d time.Duration) { c.t = c.t.Add(d) }
+func newFakeClock() *fakeClock           { return &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)} }
+func routeErr(peer string) error {
+	return errors.New("dial tcp " + peer + ": connect: connection refused")
+}
+func routeConnect(l *slogLogger, attempt int, peer string) {
+	l.Errorf("Error trying to connect to route (attempt %v): %v", attempt, routeErr(peer))
+}
+
+// While two peers are down, the server reports a failed route connect to
+// each about four times a second: each peer's error is logged at once,
+// then once per RepeatEvery with the count held back; other lines and
+// other levels are not held back by them.
+func TestSlogLoggerLimitsRepeats(t *testing.T) {
+	tests := []struct {
+		name  string
+		every time.Duration
+		// lines logged per peer over 65 s, and the "repeated" counts
+		// of those after the first
+		wantPerPeer  int
+		wantRepeated []int64
+	}{
+		{"every 30 s", 30 * time.Second, 3, []int64{119, 119}},
+		{"every 10 s", 10 * time.Second, 7, []int64{39, 39, 39, 39, 39, 39}},
+		{"every line", -1, 260, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			clock := newFakeClock()
+			l := &slogLogger{
+				l:      slog.New(slog.NewJSONHandler(&buf, nil)),
+				repeat: newRepeatLimiter(tt.every, clock.now),
+			}
+			peers := []string{"127.0.0.1:6222", "127.0.0.1:6223"}
+			for i := range 260 { // 65 s at 4 a second
+				for _, p := range peers {
+					routeConnect(l, i+1, p)
+				}
+				if i == 100 {
+					l.Warnf("JetStream cluster stream %q has NO quorum", "KV_slogfeed_cluster")
+					l.Noticef("Server is ready")
+				}
+				clock.add(250 * time.Millisecond)
+			}
+			per := map[string][]map[string]any{}
+			other := 0
+			dec := json.NewDecoder(&buf)
+			for dec.More() {
+				var rec map[string]any
+				if err := dec.Decode(&rec); err != nil {
+					t.Fatal(err)
+				}
+				msg, _ := rec["msg"].(string)
+				matched := false
+				for _, p := range peers {
+					if strings.Contains(msg, p) {
+						per[p] = append(per[p], rec)
+						matched = true
+					}
+				}
+				if !matched {
+					other++
+				}
+			}
+			if other != 2 {
+				t.Errorf("%d other lines logged, want the warning and the notice", other)
+			}
+			for _, p := range peers {
+				recs := per[p]
+				if len(recs) != tt.wantPerPeer {
+					t.Fatalf("peer %s: %d lines logged, want %d", p, len(recs), tt.wantPerPeer)
+				}
+				if _, ok := recs[0]["repeated"]; ok || !strings.Contains(recs[0]["msg"].(string), "(attempt 1)") {
+					t.Errorf("peer %s: first line %v, want attempt 1 without a count", p, recs[0])
+				}
+				for i, want := range tt.wantRepeated {
+					if got, _ := recs[i+1]["repeated"].(float64); int64(got) != want || recs[i+1]["level"] != "ERROR" {
+						t.Errorf("peer %s line %d: %v, want an error repeated %d times", p, i+1, recs[i+1], want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// The limiter forgets lines not logged within a period once it holds
+// maxRepeatKeys, and lets lines through uncounted while every key is
+// recent: a flood of distinct lines is logged, not dropped.
+func TestRepeatLimiterBounded(t *testing.T) {
+	clock := newFakeClock()
+	r := newRepeatLimiter(time.Minute, clock.now)
+	for i := range maxRepeatKeys {
+		if ok, _ := r.allow("k" + strconv.Itoa(i)); !ok {
+			t.Fatalf("first line %d held back", i)
+		}
+	}
+	if ok, _ := r.allow("k0"); ok {
+		t.Error("a repeat within the period let through")
+	}
+	if ok, _ := r.allow("new"); !ok || len(r.seen) != maxRepeatKeys {
+		t.Errorf("a new line with the limiter full: let through %v, %d keys kept", ok, len(r.seen))
+	}
+	clock.add(time.Minute)
+	if ok, _ := r.allow("new"); !ok || len(r.seen) != 1 {
+		t.Errorf("a new line after a period: let through %v, %d keys kept, want the old ones forgotten", ok, len(r.seen))
+	}
+	if ok, skipped := r.allow("new"); ok || skipped != 0 {
+		t.Errorf("its repeat: let through %v (%d)", ok, skipped)
 	}
 }

@@ -155,6 +155,7 @@ type Node struct {
 	memberVals map[string]memberValue
 	healthy    bool
 	lostAt     time.Time // when lease writes began failing
+	lastOK     time.Time // when a lease or member write last succeeded
 	memberRev  uint64
 	memberSent time.Time
 	owned      []int // shards owned at the last evaluation
@@ -513,9 +514,13 @@ func (n *Node) written(err error) bool {
 		// The server answered, but a stream leader that has lost its
 		// quorum answers conflicts too: no sign that writes work again.
 		return true
+	case errors.Is(err, context.Canceled):
+		// The node is stopping: no sign either way.
+		return false
 	case err == nil:
+		n.lastOK = n.opt.Now()
 		if !n.healthy {
-			now := n.opt.Now()
+			now := n.lastOK
 			for i := range n.leases {
 				n.leases[i].Seen = cluster.ResumeSeen(n.leases[i].Seen, n.lostAt, now, n.opt.Timing)
 			}
@@ -792,6 +797,25 @@ func (n *Node) Healthy() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.err == nil && n.healthy
+}
+
+// Ready is nil while the node's lease writes succeed: it has not stopped
+// (Err), its last write did not fail, and one succeeded within the lease
+// TTL (a node whose writes hang is not ready either). It answers from the
+// node's own state, without a request to the cluster.
+func (n *Node) Ready() error {
+	now := n.opt.Now()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case n.err != nil:
+		return n.err
+	case !n.healthy:
+		return fmt.Errorf("cluster lease writes have been failing for %s (no JetStream quorum, or a bucket electing its leader)", now.Sub(n.lostAt).Round(time.Millisecond))
+	case now.Sub(n.lastOK) > n.opt.Timing.TTL:
+		return fmt.Errorf("no cluster lease write has succeeded for %s (lease TTL %s)", now.Sub(n.lastOK).Round(time.Millisecond), n.opt.Timing.TTL)
+	}
+	return nil
 }
 
 // Err is the error that made the node stop acting on shards

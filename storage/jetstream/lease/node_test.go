@@ -9,7 +9,9 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -634,4 +636,42 @@ func TestNodesRideOutQuorumLoss(t *testing.T) {
 			t.Errorf("%s: %v claims/releases around the outage", n.Name(), m-moves[i])
 		}
 	}
+}
+
+// Ready answers from the node's own state: nil while its writes succeed,
+// an error once a write failed (the server down) until one succeeds
+// again, and an error when no write has succeeded for a TTL (a node
+// whose loop stopped).
+func TestReadyFollowsWrites(t *testing.T) {
+	c := jstest.NewServer(t)
+	t.Run("writes fail, then work again", func(t *testing.T) {
+		n := startNode(t, c, "r1", func(o *Options) { o.WriteTimeout = 300 * time.Millisecond })
+		if err := n.Ready(); err != nil {
+			t.Fatalf("after start: %v", err)
+		}
+		c.Stop(0)
+		waitFor(t, 10*time.Second, "Ready to report failing writes", func() error {
+			if err := n.Ready(); err == nil || !strings.Contains(err.Error(), "failing") {
+				return fmt.Errorf("Ready = %v", err)
+			}
+			return nil
+		})
+		c.Restart(0)
+		waitFor(t, 20*time.Second, "Ready after the restart", n.Ready)
+	})
+	t.Run("no write for a TTL", func(t *testing.T) {
+		var skew atomic.Int64
+		n := startNode(t, c, "r2", func(o *Options) {
+			o.Now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+		})
+		waitFor(t, 10*time.Second, "Ready after start", n.Ready)
+		n.stop() // no write from now on
+		if err := n.Ready(); err != nil {
+			t.Fatalf("just stopped: %v", err)
+		}
+		skew.Store(int64(cluster.DefaultTiming.TTL + time.Second))
+		if err := n.Ready(); err == nil || !strings.Contains(err.Error(), "no cluster lease write has succeeded") {
+			t.Errorf("a TTL after the last write: Ready = %v", err)
+		}
+	})
 }

@@ -2,7 +2,6 @@ package member
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -164,18 +163,15 @@ func (m *Member) Lease() *lease.Node { return m.lease }
 func (m *Member) Status() cluster.Status { return m.lease.Status() }
 
 // Ready is nil once the node can take writes: connected to NATS, its lease
-// writes succeeding.
+// writes succeeding (lease.Node.Ready). It answers from state the
+// connection and the lease node keep, never from a request that could
+// wait on a JetStream leader election, so /healthz stays fast while the
+// cluster recovers from a lost server.
 func (m *Member) Ready() error {
-	if !m.nc.IsConnected() {
-		return errors.New("not connected to NATS")
+	if st := m.nc.Status(); st != nats.CONNECTED {
+		return fmt.Errorf("not connected to NATS (%s)", strings.ToLower(st.String()))
 	}
-	if err := m.lease.Err(); err != nil {
-		return err
-	}
-	if !m.lease.Healthy() {
-		return errors.New("cluster lease writes are failing (no JetStream quorum?)")
-	}
-	return nil
+	return m.lease.Ready()
 }
 
 // Close leaves the cluster (giving the shards back at once, within ctx),
