@@ -326,11 +326,17 @@ func runScale(tb testing.TB, cfg scaleConfig) scaleResult {
 	// Each node loads the state of its feeds, as at its start.
 	held := make([]map[uint64]*sjs.FeedState, len(nodes))
 	for i, n := range nodes {
+		if i == 0 {
+			writeHeapProfile(tb, "before")
+		}
 		before := heap()
 		t := time.Now()
 		held[i], err = n.st.FeedStates(ctx, n.OwnsFeed, 0)
 		if err != nil {
 			tb.Fatal(err)
+		}
+		if i == 0 {
+			writeHeapProfile(tb, "after")
 		}
 		res.initialLoad = max(res.initialLoad, time.Since(t))
 		res.nodeHeap += float64(int64(heap())-int64(before)) / float64(max(len(held[i]), 1)) / float64(len(nodes))
