@@ -101,6 +101,7 @@ type Store struct {
 	maxData int
 	known   *known
 	recent  recentReads
+	learner learners
 	shards  atomic.Int64
 	group   *group // nil: each fetch alone
 	red     atomic.Pointer[reducerBox]
