@@ -394,12 +394,14 @@ func (s *Store) noneOnLeader(ctx context.Context, stream string, req []byte) err
 	return nil
 }
 
-// TakeFeedStates is Store.TakeFeedStates, bounded by DefaultLoadTimeout
-// and cancelled by Close.
-func (b *Backend) TakeFeedStates(ids []uint64, fn TakeFuncs) (TakeStats, error) {
+// TakeFeedStates is Store.TakeFeedStates with the callbacks of
+// TakeFuncs (Feed, Obs, Reached), bounded by DefaultLoadTimeout and
+// cancelled by Close.
+func (b *Backend) TakeFeedStates(ids []uint64, feed func(f storage.Feed, st *storage.PolicyState) (replay bool), obs func(id uint64, o storage.Observation), reached func(id uint64) *storage.PolicyState) error {
 	ctx, cancel := context.WithTimeout(b.ctx, DefaultLoadTimeout)
 	defer cancel()
-	return b.s.TakeFeedStates(ctx, ids, fn)
+	_, err := b.s.TakeFeedStates(ctx, ids, TakeFuncs{Feed: feed, Obs: obs, Reached: reached})
+	return err
 }
 
 // SetLearner is Store.SetLearner.
