@@ -117,8 +117,13 @@ func take(t *testing.T, st *sjs.Store, ids []uint64, reached func(id uint64) *st
 // observations, and feeds whose records have none (stored by a node
 // without a Learner) are replayed and get the state reached stored, so
 // the next takeover restores them too.
-func TestTakeFeedStates(t *testing.T) {
-	c := jstest.NewServer(t)
+func TestTakeFeedStates(t *testing.T) { testTakeFeedStates(t, jstest.NewServer(t)) }
+
+// TestTakeFeedStatesOnCluster is TestTakeFeedStates on a 3-server
+// cluster (R3): the batched reads may be answered by any replica.
+func TestTakeFeedStatesOnCluster(t *testing.T) { testTakeFeedStates(t, jstest.NewCluster(t, 3)) }
+
+func testTakeFeedStates(t *testing.T, c *jstest.Cluster) {
 	learning := openNode(t, c, true)
 	legacy := openNode(t, c, false)
 	taker := openNode(t, c, true)
