@@ -373,7 +373,9 @@ func (s *Service) take(ids []uint64) (took int, busy bool) {
 	}
 	var replays map[uint64]*replay
 	var seen map[uint64]bool
-	if len(ids) > perFeedTake {
+	// A store whose records carry policy states is read in one batch
+	// whatever the count: no observation is read for a feed with one.
+	if _, isTaker := s.opt.Store.(stateTaker); isTaker || len(ids) > perFeedTake {
 		want := make(map[uint64]bool, len(ids))
 		for _, id := range ids {
 			want[id] = true
