@@ -234,14 +234,36 @@ func (s *Service) feedIDs() ([]uint64, error) {
 	return ids, nil
 }
 
-// loadStates reads the records and observations of the feeds want
-// accepts in passes and replays their policies: with a
+// stateTaker is a clustered store whose feed records carry their
+// feeds' policy states (storage/jetstream's Backend): it reads the
+// records of the feeds ids in batches and hands each over with its
+// state (nil when the record has none); the feeds feed asks to replay
+// get their observations handed to obs, and the states their replays
+// reached (reached) stored for the next takeover.
+type stateTaker interface {
+	TakeFeedStates(ids []uint64, feed func(f storage.Feed, st *storage.PolicyState) (replay bool), obs func(id uint64, o storage.Observation), reached func(id uint64) *storage.PolicyState) error
+}
+
+// loadStates rebuilds the policies of the feeds of ids (nil: every feed
+// listed) that want accepts: from their records' policy states with a
+// stateTaker, replaying only the feeds without one; else it reads their
+// records and observations in passes and replays every policy, with a
 // storage.StateStreamer as the pass reads them (holding a policy per
 // feed, not its observations), else with one storage.StateLoader call.
 // seen holds every feed the load returned, replayed or not (a feed
 // never polled, a policy name this version does not know). ok is false
-// when the store offers neither.
-func (s *Service) loadStates(want func(id uint64) bool) (replays map[uint64]*replay, seen map[uint64]bool, ok bool, err error) {
+// when the store offers none of these.
+func (s *Service) loadStates(ids []uint64, want func(id uint64) bool) (replays map[uint64]*replay, seen map[uint64]bool, ok bool, err error) {
+	if st, isTaker := s.opt.Store.(stateTaker); isTaker {
+		if ids == nil {
+			if ids, err = s.feedIDs(); err != nil {
+				return nil, nil, true, err
+			}
+		}
+		ids = slices.DeleteFunc(slices.Clone(ids), func(id uint64) bool { return !want(id) })
+		replays, seen, err = s.takeStates(st, ids)
+		return replays, seen, true, err
+	}
 	replays, seen = map[uint64]*replay{}, map[uint64]bool{}
 	start := func(f storage.Feed) bool {
 		seen[f.ID] = true
@@ -276,7 +298,7 @@ func (s *Service) loadStates(want func(id uint64) bool) (replays map[uint64]*rep
 	if err != nil {
 		return nil, nil, true, err
 	}
-	ids := make([]uint64, 0, len(states))
+	ids = make([]uint64, 0, len(states))
 	for id := range states {
 		ids = append(ids, id)
 	}
@@ -291,6 +313,58 @@ func (s *Service) loadStates(want func(id uint64) bool) (replays map[uint64]*rep
 	return replays, seen, true, nil
 }
 
+// takeStates is loadStates with a stateTaker: the feeds whose records
+// hold a policy state are restored from it, the others replayed, and
+// the states their replays reached stored in their records.
+func (s *Service) takeStates(st stateTaker, ids []uint64) (replays map[uint64]*replay, seen map[uint64]bool, err error) {
+	replays, seen = map[uint64]*replay{}, map[uint64]bool{}
+	restored, replayed := 0, 0
+	feed := func(f storage.Feed, ps *storage.PolicyState) bool {
+		seen[f.ID] = true
+		if f.Kind != storage.KindRemote {
+			s.own.setSkip(f.ID)
+			return false
+		}
+		if ps != nil {
+			if r, err := restoreFeed(f, ps); err == nil {
+				replays[f.ID] = r
+				restored++
+				return false
+			}
+		}
+		r, err := newReplay(f)
+		if err != nil {
+			s.log.Error("cannot schedule feed", "feed", f.ID, "url", sanitize.RedactURL(f.URL), "err", err)
+			return false
+		}
+		replays[f.ID] = r
+		replayed++
+		return true
+	}
+	obs := func(id uint64, o storage.Observation) {
+		if r := replays[id]; r != nil {
+			r.add(o)
+		}
+	}
+	reached := func(id uint64) *storage.PolicyState {
+		r := replays[id]
+		if r == nil {
+			return nil
+		}
+		sp, ok := r.g.policy.(schedule.Stateful)
+		if !ok {
+			return nil
+		}
+		return &storage.PolicyState{Next: r.next, Last: r.g.prevPoll, Policy: sp.AppendState(nil)}
+	}
+	if err := st.TakeFeedStates(ids, feed, obs, reached); err != nil {
+		return nil, nil, err
+	}
+	s.load.replay.Add(int64(replayed))
+	s.log.Debug("feed states loaded", "feeds", len(ids), "restored", restored, "replayed", replayed)
+	return replays, seen, nil
+}
+
 // take schedules the feeds ids (owned, not polled yet) from their stored
 // state. busy reports some that could not be, to be tried again soon.
 func (s *Service) take(ids []uint64) (took int, busy bool) {
@@ -299,14 +373,16 @@ func (s *Service) take(ids []uint64) (took int, busy bool) {
 	}
 	var replays map[uint64]*replay
 	var seen map[uint64]bool
-	if len(ids) > perFeedTake {
+	// A store whose records carry policy states is read in one batch
+	// whatever the count: no observation is read for a feed with one.
+	if _, isTaker := s.opt.Store.(stateTaker); isTaker || len(ids) > perFeedTake {
 		want := make(map[uint64]bool, len(ids))
 		for _, id := range ids {
 			want[id] = true
 		}
 		var err error
 		var ok bool
-		replays, seen, ok, err = s.loadStates(func(id uint64) bool { return want[id] && s.owns(id) })
+		replays, seen, ok, err = s.loadStates(ids, func(id uint64) bool { return want[id] && s.owns(id) })
 		if ok && err != nil {
 			s.log.Warn("cannot load the state of the feeds this node came to own; trying again", "feeds", len(ids), "err", err)
 			return 0, true

@@ -276,8 +276,9 @@ func NewService(opt ServiceOptions) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("aggregator: %w", err)
 	}
-	if ss, ok := opt.Store.(stateStore); ok {
-		// Every observation written folds into its feed's policy state.
+	if ss, ok := opt.Store.(interface{ SetLearner(storage.Learner) }); ok {
+		// Every observation written folds into its feed's policy state
+		// (a bbolt store, a JetStream feed record).
 		ss.SetLearner(Learn)
 	}
 	return &Service{
@@ -307,7 +308,7 @@ func (s *Service) Load() error {
 		}
 		return s.loadEach()
 	}
-	replays, _, ok, err := s.loadStates(s.owns)
+	replays, _, ok, err := s.loadStates(nil, s.owns)
 	if !ok {
 		return s.loadEach()
 	}

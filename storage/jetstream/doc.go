@@ -26,10 +26,11 @@
 //	                                                   <feed ID>/<hash of item ID>; MaxAge as
 //	                                                   the message TTL; MaxItems by purge-keep;
 //	                                                   MaxMsgsPerSubject the hard cap
-//	stream SLOGFEED_OBS     slogfeed.obs.<feed ID>     poll observations, the newest
-//	                                                   MaxObservations per feed
-//	KV slogfeed_defs        feed.<id>                  the feed record (definition, learned
-//	                                                   schedule state, validators, counters)
+//	stream SLOGFEED_OBS     slogfeed.obs.<shard>.<id>  poll observations, the newest
+//	                                                   MaxObservations per feed (on
+//	                                                   slogfeed.obs.<id> without shards)
+//	KV slogfeed_defs        feed.<id>                  the feed record (definition, the
+//	                                                   policy state, validators, counters)
 //	                        seq.feed                   last feed ID
 //	                        pipe.<id>, seq.pipe        pipe records (definition, runner
 //	                                                   state, counters), last pipe ID
@@ -69,11 +70,26 @@
 // (ItemKeyHeader, ItemTimeHeader), so only the items a Reducer is given
 // are read.
 //
-// FeedStates loads the records and observations of many feeds (those of
-// the shards a node takes over) in two ordered-consumer passes. Reads
-// delete their ephemeral consumers once done, and polls catch up with a
-// feed's new items by direct gets, so that no consumers pile up against
-// the stream's limit (1,000 by default).
+// # Policy states and takeovers
+//
+// A remote feed's record carries the state of its scheduling policy as of
+// the newest observation the record counts (policystate.go): each poll's
+// record write folds the poll's observation into it, through the Learner
+// the polling service installs (SetLearner), in the compare-and-set that
+// writes the poll's counters. A node taking shards over reads the records
+// of their feeds with TakeFeedStates: batched direct gets of the keys'
+// last values (1,000 keys a request, four at once), so the read grows
+// with the feeds taken, not with the bucket, and no observation is read
+// for a record that has a state. Records without one (stored before
+// states were kept, or by a node without a Learner) are replayed from
+// their observations, read on their shards' subjects only, and the state
+// reached is written back at the revision read.
+//
+// FeedStates loads the records and every observation of many feeds in
+// two ordered-consumer passes. Reads delete their ephemeral consumers
+// once done, and polls catch up with a feed's new items by direct gets,
+// so that no consumers pile up against the stream's limit (1,000 by
+// default).
 //
 // Not yet here: item updates (a changed item with a known ID is skipped,
 // not merged); Items, Item and snapshots read the feed's whole subject

@@ -55,7 +55,11 @@ func (s *Store) CreateFeed(ctx context.Context, f *storage.Feed) error {
 	now := s.opt.Now()
 	nf := *f
 	nf.ID, nf.Created, nf.Updated = id, now, now
-	data, err := s.encodeFeed(&nf)
+	rec := feedRecord{Feed: nf}
+	if statedFeed(nf.Kind) {
+		rec.State = &recordState{} // nothing learned yet
+	}
+	data, err := s.encodeRecord(&rec)
 	if err != nil {
 		return err
 	}
@@ -136,26 +140,32 @@ func (s *Store) nextID(ctx context.Context, key string) (uint64, error) {
 
 // Feed returns the feed with this ID, or storage.ErrFeedNotFound.
 func (s *Store) Feed(ctx context.Context, id uint64) (storage.Feed, error) {
-	f, rev, err := s.feed(ctx, id)
-	if err == nil && f.Kind == storage.KindRemote {
-		s.recent.put(f, rev, s.opt.Now())
+	rec, rev, err := s.record(ctx, id)
+	if err == nil && rec.Kind == storage.KindRemote {
+		s.recent.put(rec, rev, s.opt.Now())
 	}
-	return f, err
+	return rec.Feed, err
 }
 
 func (s *Store) feed(ctx context.Context, id uint64) (storage.Feed, uint64, error) {
+	rec, rev, err := s.record(ctx, id)
+	return rec.Feed, rev, err
+}
+
+// record reads feed id's record with its policy state, and its revision.
+func (s *Store) record(ctx context.Context, id uint64) (feedRecord, uint64, error) {
 	e, err := s.get(ctx, s.defs, DefsBucket, feedKey(id))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return storage.Feed{}, 0, fmt.Errorf("feed %d: %w", id, storage.ErrFeedNotFound)
+		return feedRecord{}, 0, fmt.Errorf("feed %d: %w", id, storage.ErrFeedNotFound)
 	}
 	if err != nil {
-		return storage.Feed{}, 0, fmt.Errorf("feed %d: %w", id, err)
+		return feedRecord{}, 0, fmt.Errorf("feed %d: %w", id, err)
 	}
-	var f storage.Feed
-	if err := json.Unmarshal(e.Value(), &f); err != nil || f.ID != id {
-		return storage.Feed{}, 0, fmt.Errorf("feed %d: %w: %v", id, storage.ErrCorrupt, err)
+	rec, err := decodeRecord(id, e.Value())
+	if err != nil {
+		return feedRecord{}, 0, err
 	}
-	return f, e.Revision(), nil
+	return rec, e.Revision(), nil
 }
 
 // Feeds returns every feed, by ID.
@@ -224,13 +234,21 @@ func (s *Store) keysFromLeader(ctx context.Context, bucket, prefix string) ([]st
 // again and re-applies fn (fn must be repeatable), up to 16 times, then
 // fails with ErrStale. fn may not change the ID, kind, URL or slug
 // (storage.ErrInvalid). An error of fn is returned as it is and nothing is
-// written.
+// written. The feed's policy state is kept, unless fn changes its policy
+// (the feed is then rebuilt by replay at a takeover).
 func (s *Store) UpdateFeed(ctx context.Context, id uint64, fn func(*storage.Feed) error) (storage.Feed, error) {
+	return s.updateRecord(ctx, id, fn, nil)
+}
+
+// updateRecord is UpdateFeed; with o, the record's policy state also
+// learns observation o (RecordPoll).
+func (s *Store) updateRecord(ctx context.Context, id uint64, fn func(*storage.Feed) error, o *storage.Observation) (storage.Feed, error) {
 	for range maxRetries {
-		f, rev, err := s.feed(ctx, id)
+		rec, rev, err := s.record(ctx, id)
 		if err != nil {
 			return storage.Feed{}, err
 		}
+		f := rec.Feed
 		nf := f
 		if err := fn(&nf); err != nil {
 			return storage.Feed{}, err
@@ -239,12 +257,20 @@ func (s *Store) UpdateFeed(ctx context.Context, id uint64, fn func(*storage.Feed
 			return storage.Feed{}, fmt.Errorf("update feed %d: %w: id, kind, URL and slug are fixed", id, storage.ErrInvalid)
 		}
 		nf.Created, nf.Updated = f.Created, s.opt.Now()
-		data, err := s.encodeFeed(&nf)
+		nrec := feedRecord{Feed: nf, State: rec.State}
+		if nf.Policy != f.Policy {
+			nrec.State = nil
+		}
+		if o != nil {
+			s.learn(&nrec, o)
+		}
+		data, err := s.encodeRecord(&nrec)
 		if err != nil {
 			return storage.Feed{}, err
 		}
 		_, err = s.defs.Update(ctx, feedKey(id), data, rev)
 		if s.opt.Metrics.kvWrite(DefsBucket, err) == nil {
+			s.recent.forget(id)
 			return nf, nil
 		}
 		if !IsConflict(err) {
@@ -276,8 +302,10 @@ func (s *Store) DeleteFeed(ctx context.Context, id uint64) error {
 	if err := s.items.Purge(ctx, jetstream.WithPurgeSubject(itemSubject(id))); err != nil {
 		errs = append(errs, err)
 	}
-	if err := s.obs.Purge(ctx, jetstream.WithPurgeSubject(obsSubjectOf(id))); err != nil {
-		errs = append(errs, err)
+	for _, subject := range s.obsSubjectsOf(id) {
+		if err := s.obs.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("delete feed %d: %w", id, err)
@@ -303,9 +331,9 @@ func (s *Store) RecordPoll(ctx context.Context, feedID uint64, o storage.Observa
 		return storage.Feed{}, fmt.Errorf("record poll of feed %d: %w", feedID, err)
 	}
 	if fn == nil {
-		return s.Feed(ctx, feedID)
+		fn = func(*storage.Feed) error { return nil }
 	}
-	return s.UpdateFeed(ctx, feedID, fn)
+	return s.updateRecord(ctx, feedID, fn, &o)
 }
 
 // Observations returns the newest limit observations of the feed, oldest
@@ -315,19 +343,28 @@ func (s *Store) Observations(ctx context.Context, feedID uint64, limit int) ([]s
 }
 
 func (s *Store) readObservations(ctx context.Context, feedID uint64, limit int) ([]storage.Observation, error) {
-	subject := obsSubjectOf(feedID)
-	info, err := s.obs.Info(ctx, jetstream.WithSubjectFilter(subject))
-	if err != nil {
-		return nil, fmt.Errorf("observations of feed %d: %w", feedID, err)
+	// Only the subjects that hold observations are filtered on: a
+	// consumer on two subjects is not served from the per-subject index
+	// and reads the stream.
+	var subjects []string
+	total := 0
+	for _, subject := range s.obsSubjectsOf(feedID) {
+		info, err := s.obs.Info(ctx, jetstream.WithSubjectFilter(subject))
+		if err != nil {
+			return nil, fmt.Errorf("observations of feed %d: %w", feedID, err)
+		}
+		if n := int(info.State.Subjects[subject]); n > 0 {
+			total += n
+			subjects = append(subjects, subject)
+		}
 	}
-	total := int(info.State.Subjects[subject])
 	if total == 0 {
 		return nil, nil
 	}
 	if limit <= 0 || limit > total {
 		limit = total
 	}
-	cons, err := s.obs.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}, InactiveThreshold: 10 * time.Second})
+	cons, err := s.obs.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: subjects, InactiveThreshold: 10 * time.Second})
 	if err != nil {
 		return nil, fmt.Errorf("observations of feed %d: %w", feedID, err)
 	}

@@ -37,10 +37,11 @@ import (
 func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.Item, o storage.Observation, fn func(f *storage.Feed, o *storage.Observation, added []storage.Item) error) (storage.Fetched, error) {
 	// The record read here is the one the first write expects: only a
 	// conflict reads it again.
-	f, rev, err := s.recentFeed(ctx, feedID)
+	rec, rev, err := s.recentRecord(ctx, feedID)
 	if err != nil {
 		return storage.Fetched{}, err
 	}
+	f := rec.Feed
 	if err := s.syncKnownRecent(ctx, feedID); err != nil {
 		return storage.Fetched{}, err
 	}
@@ -77,14 +78,14 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 		return storage.Fetched{}, fmt.Errorf("record fetch of feed %d: %w", feedID, itemErr)
 	}
 	published := false
-	cur := f
+	cur := rec
 	for try := range maxRetries {
 		if try > 0 {
-			if cur, rev, err = s.feed(ctx, feedID); err != nil {
+			if cur, rev, err = s.record(ctx, feedID); err != nil {
 				return storage.Fetched{}, err
 			}
 		}
-		nf, no := cur, o
+		nf, no := cur.Feed, o
 		if err := fn(&nf, &no, added); err != nil {
 			return storage.Fetched{}, fmt.Errorf("record fetch of feed %d: %d items stored, then the update failed: %w", feedID, len(added), err)
 		}
@@ -92,7 +93,14 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 			return storage.Fetched{}, fmt.Errorf("record fetch of feed %d: %w: id, kind, URL and slug are fixed", feedID, storage.ErrInvalid)
 		}
 		nf.Created, nf.Updated = cur.Created, s.opt.Now()
-		data, err := s.encodeFeed(&nf)
+		// The policy state learns the observation as stored, in the
+		// record's compare-and-set.
+		nrec := feedRecord{Feed: nf, State: cur.State}
+		if nf.Policy != cur.Policy {
+			nrec.State = nil
+		}
+		s.learn(&nrec, &no)
+		data, err := s.encodeRecord(&nrec)
 		if err != nil {
 			return storage.Fetched{}, err
 		}
@@ -167,7 +175,7 @@ func (s *Store) obsMessage(feedID uint64, o *storage.Observation) (*nats.Msg, []
 		return nil, nil, fmt.Errorf("observation of feed %d: %w: %d bytes, %v", feedID, storage.ErrInvalid, len(data), err)
 	}
 	msgID := strconv.FormatUint(feedID, 10) + "/" + strconv.FormatInt(o.At.UnixNano(), 10)
-	return &nats.Msg{Subject: obsSubjectOf(feedID), Data: data}, []jetstream.PublishOpt{jetstream.WithMsgID(msgID)}, nil
+	return &nats.Msg{Subject: s.obsSubjectOf(feedID), Data: data}, []jetstream.PublishOpt{jetstream.WithMsgID(msgID)}, nil
 }
 
 // publishObservation publishes o to the feed's observation subject.

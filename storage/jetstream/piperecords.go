@@ -391,16 +391,21 @@ func (s *Store) claimIndex(ctx context.Context, k jetstreamKey) (bool, error) {
 // change the slug (the caller keeps the index keys).
 func (s *Store) rewriteFeed(ctx context.Context, id uint64, fn func(*storage.Feed) error) error {
 	for range maxRetries {
-		f, rev, err := s.feed(ctx, id)
+		rec, rev, err := s.record(ctx, id)
 		if err != nil {
 			return err
 		}
+		f := rec.Feed
 		nf := f
 		if err := fn(&nf); err != nil {
 			return err
 		}
 		nf.ID, nf.Created, nf.Updated = f.ID, f.Created, s.opt.Now()
-		data, err := s.encodeFeed(&nf)
+		nrec := feedRecord{Feed: nf, State: rec.State}
+		if nf.Policy != f.Policy {
+			nrec.State = nil
+		}
+		data, err := s.encodeRecord(&nrec)
 		if err != nil {
 			return err
 		}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync"
 	"time"
-
-	"github.com/slogfeed/slogfeed/storage"
 )
 
 // recentReads keeps the feed records read in the last recentSync, each
@@ -20,7 +18,7 @@ type recentReads struct {
 }
 
 type recentRead struct {
-	f   storage.Feed
+	f   feedRecord
 	rev uint64
 	at  int64 // Unix nanoseconds
 }
@@ -28,7 +26,7 @@ type recentRead struct {
 // maxRecentReads bounds the entries kept between sweeps.
 const maxRecentReads = 1 << 16
 
-func (r *recentReads) put(f storage.Feed, rev uint64, at time.Time) {
+func (r *recentReads) put(f feedRecord, rev uint64, at time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.feeds == nil {
@@ -49,16 +47,16 @@ func (r *recentReads) put(f storage.Feed, rev uint64, at time.Time) {
 }
 
 // take removes and returns the record of id read at or after since.
-func (r *recentReads) take(id uint64, since time.Time) (storage.Feed, uint64, bool) {
+func (r *recentReads) take(id uint64, since time.Time) (feedRecord, uint64, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, ok := r.feeds[id]
 	if !ok {
-		return storage.Feed{}, 0, false
+		return feedRecord{}, 0, false
 	}
 	delete(r.feeds, id)
 	if e.at < since.UnixNano() {
-		return storage.Feed{}, 0, false
+		return feedRecord{}, 0, false
 	}
 	return e.f, e.rev, true
 }
@@ -70,10 +68,11 @@ func (r *recentReads) forget(id uint64) {
 	r.mu.Unlock()
 }
 
-// recentFeed is feed, from a read of the last recentSync when there is one.
-func (s *Store) recentFeed(ctx context.Context, id uint64) (storage.Feed, uint64, error) {
+// recentRecord is record, from a read of the last recentSync when there
+// is one.
+func (s *Store) recentRecord(ctx context.Context, id uint64) (feedRecord, uint64, error) {
 	if f, rev, ok := s.recent.take(id, s.opt.Now().Add(-recentSync)); ok {
 		return f, rev, nil
 	}
-	return s.feed(ctx, id)
+	return s.record(ctx, id)
 }

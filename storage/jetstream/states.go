@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/storage/cluster"
 )
 
 // FeedState is storage.FeedState: a feed's record and newest
@@ -98,8 +99,8 @@ func (s *Store) StreamFeedStates(ctx context.Context, want func(id uint64) bool,
 		}
 		return nil
 	}
-	return s.pass(ctx, s.obs, obsSubject+"*", jetstream.DeliverAllPolicy, "feed states: observations", func(m jetstream.Msg) error {
-		id, err := strconv.ParseUint(strings.TrimPrefix(m.Subject(), obsSubject), 10, 64)
+	return s.pass(ctx, s.obs, s.obsFilters(keep), jetstream.DeliverAllPolicy, "feed states: observations", func(m jetstream.Msg) error {
+		id, err := obsFeedOf(m.Subject())
 		if err != nil || !keep[id] {
 			return nil
 		}
@@ -121,7 +122,7 @@ func (s *Store) readRecords(ctx context.Context, want func(id uint64) bool) (map
 		return nil, fmt.Errorf("feed states: %w", err)
 	}
 	prefix := "$KV." + DefsBucket + "." + feedKeyPrefix
-	err = s.pass(ctx, defs, prefix+"*", jetstream.DeliverLastPerSubjectPolicy, "feed states: records", func(m jetstream.Msg) error {
+	err = s.pass(ctx, defs, []string{prefix + "*"}, jetstream.DeliverLastPerSubjectPolicy, "feed states: records", func(m jetstream.Msg) error {
 		id, err := strconv.ParseUint(strings.TrimPrefix(m.Subject(), prefix), 10, 64)
 		if err != nil || want != nil && !want(id) {
 			return nil // not a feed, or not wanted
@@ -143,6 +144,36 @@ func (s *Store) readRecords(ctx context.Context, want func(id uint64) bool) (map
 	return out, nil
 }
 
+// obsFilters are the subject filters of a pass over the observations of
+// the feeds ids: with shards, their shards' subjects and those without a
+// shard; without, every observation. A pass that wants most shards reads
+// them all.
+func (s *Store) obsFilters(ids map[uint64]bool) []string {
+	n := int(s.shards.Load())
+	if n <= 0 {
+		return []string{obsSubject + ">"}
+	}
+	shards := map[int]bool{}
+	for id := range ids {
+		shards[cluster.ShardOf(cluster.KindFeed, id, n)] = true
+	}
+	if 2*len(shards) > n {
+		return []string{obsSubject + ">"}
+	}
+	filters := make([]string, 0, len(shards)+1)
+	for sh := range shards {
+		filters = append(filters, shardObsSubject(sh)+"*")
+	}
+	slices.Sort(filters)
+	return append(filters, obsSubject+"*")
+}
+
+// obsFeedOf is the feed ID of an observation subject, with or without a
+// shard.
+func obsFeedOf(subject string) (uint64, error) {
+	return strconv.ParseUint(subject[strings.LastIndexByte(subject, '.')+1:], 10, 64)
+}
+
 // perFeedObservations is up to how many feeds FeedStates reads the
 // observations of one feed at a time.
 const perFeedObservations = 16
@@ -151,8 +182,12 @@ const perFeedObservations = 16
 // their states, in one pass over the observations stream, keeping at most
 // obsLimit newest (all when ≤ 0).
 func (s *Store) readAllObservations(ctx context.Context, out map[uint64]*FeedState, obsLimit int) error {
-	return s.pass(ctx, s.obs, obsSubject+"*", jetstream.DeliverAllPolicy, "feed states: observations", func(m jetstream.Msg) error {
-		id, err := strconv.ParseUint(strings.TrimPrefix(m.Subject(), obsSubject), 10, 64)
+	wanted := make(map[uint64]bool, len(out))
+	for id := range out {
+		wanted[id] = true
+	}
+	return s.pass(ctx, s.obs, s.obsFilters(wanted), jetstream.DeliverAllPolicy, "feed states: observations", func(m jetstream.Msg) error {
+		id, err := obsFeedOf(m.Subject())
 		st := out[id]
 		if err != nil || st == nil {
 			return nil
@@ -172,7 +207,7 @@ func (s *Store) readAllObservations(ctx context.Context, out map[uint64]*FeedSta
 // pass calls fn for the messages of stream on subjects filter, in stream
 // order, through one ordered consumer with the deliver policy given, up
 // to the last message the stream's leader held when the pass began.
-func (s *Store) pass(ctx context.Context, stream jetstream.Stream, filter string, policy jetstream.DeliverPolicy, what string, fn func(jetstream.Msg) error) error {
+func (s *Store) pass(ctx context.Context, stream jetstream.Stream, filters []string, policy jetstream.DeliverPolicy, what string, fn func(jetstream.Msg) error) error {
 	info, err := stream.Info(ctx) // answered by the stream's leader
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
@@ -182,7 +217,7 @@ func (s *Store) pass(ctx context.Context, stream jetstream.Stream, filter string
 		return nil
 	}
 	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{filter}, DeliverPolicy: policy,
+		FilterSubjects: filters, DeliverPolicy: policy,
 		InactiveThreshold: 10 * time.Second, MaxResetAttempts: passResetAttempts,
 	})
 	if err != nil {
@@ -191,7 +226,12 @@ func (s *Store) pass(ctx context.Context, stream jetstream.Stream, filter string
 	defer s.release(stream, cons)
 	name := info.Config.Name
 	more := func(ctx context.Context, from uint64) (bool, error) {
-		return s.leaderHasNext(ctx, name, filter, from, target)
+		for _, filter := range filters {
+			if has, err := s.leaderHasNext(ctx, name, filter, from, target); has || err != nil {
+				return has, err
+			}
+		}
+		return false, nil
 	}
 	return readPass(ctx, cons, target, more, what, fn)
 }

@@ -11,12 +11,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/storage/cluster"
 )
 
 // Names of the JetStream assets the store keeps its data in.
 const (
 	ItemsStream = "SLOGFEED_ITEMS" // subjects slogfeed.items.<feed ID>
-	ObsStream   = "SLOGFEED_OBS"   // subjects slogfeed.obs.<feed ID>
+	ObsStream   = "SLOGFEED_OBS"   // subjects slogfeed.obs.<shard>.<feed ID> (slogfeed.obs.<feed ID> without shards)
 	DefsBucket  = "slogfeed_defs"  // feed.<id>, seq.feed
 	IndexBucket = "slogfeed_index" // url.<hash>, slug.<kind>.<hash> → feed ID
 	// PluginsBucket keeps plugins' records, keyed <plugin>.<key>, both
@@ -65,6 +66,13 @@ type Options struct {
 	// KnownFeeds bounds how many feeds' item IDs are kept in memory;
 	// zero means DefaultKnownFeeds.
 	KnownFeeds int
+	// Shards is the cluster's shard count (storage/cluster.ShardOf):
+	// each feed's observations are published on a subject of its shard,
+	// slogfeed.obs.<shard>.<id>, so that a node taking shards over reads
+	// theirs only. Zero publishes on slogfeed.obs.<id> (one node). Set it
+	// here or with SetShards before the first poll is stored; either
+	// layout is read.
+	Shards int
 	// GroupWindow is how long the first fetch of a group waits for
 	// others before their observations and records are sent together;
 	// zero means DefaultGroupWindow, negative sends each fetch alone.
@@ -93,6 +101,8 @@ type Store struct {
 	maxData int
 	known   *known
 	recent  recentReads
+	learner learners
+	shards  atomic.Int64
 	group   *group // nil: each fetch alone
 	red     atomic.Pointer[reducerBox]
 }
@@ -129,6 +139,7 @@ func Open(ctx context.Context, js jetstream.JetStream, opt Options) (*Store, err
 		return nil, fmt.Errorf("jetstream store: %w: options %+v", storage.ErrInvalid, opt)
 	}
 	s := &Store{js: js, opt: opt, maxData: int(js.Conn().MaxPayload()) - 4096, known: newKnown(opt.KnownFeeds)}
+	s.SetShards(opt.Shards)
 	switch {
 	case opt.GroupWindow == 0:
 		s.group = newGroup(js, DefaultGroupWindow)
@@ -153,7 +164,7 @@ func Open(ctx context.Context, js jetstream.JetStream, opt Options) (*Store, err
 	if s.obs, err = Stream(ctx, js, jetstream.StreamConfig{
 		Name:              ObsStream,
 		Description:       "slogfeed poll observations, one subject per feed",
-		Subjects:          []string{obsSubject + "*"},
+		Subjects:          []string{obsSubject + "*", obsSubject + "*.*"},
 		Storage:           jetstream.FileStorage,
 		Replicas:          opt.Replicas,
 		Duplicates:        opt.DuplicateWindow,
@@ -184,8 +195,39 @@ func Open(ctx context.Context, js jetstream.JetStream, opt Options) (*Store, err
 	return s, nil
 }
 
-func itemSubject(feedID uint64) string  { return itemsSubject + strconv.FormatUint(feedID, 10) }
-func obsSubjectOf(feedID uint64) string { return obsSubject + strconv.FormatUint(feedID, 10) }
+func itemSubject(feedID uint64) string { return itemsSubject + strconv.FormatUint(feedID, 10) }
+
+// legacyObsSubject is feed feedID's observation subject without a shard.
+func legacyObsSubject(feedID uint64) string { return obsSubject + strconv.FormatUint(feedID, 10) }
+
+// obsSubjectOf is the subject feedID's observations are published on.
+func (s *Store) obsSubjectOf(feedID uint64) string {
+	n := int(s.shards.Load())
+	if n <= 0 {
+		return legacyObsSubject(feedID)
+	}
+	return shardObsSubject(cluster.ShardOf(cluster.KindFeed, feedID, n)) + strconv.FormatUint(feedID, 10)
+}
+
+// shardObsSubject is the prefix of the observation subjects of shard.
+func shardObsSubject(shard int) string { return obsSubject + strconv.Itoa(shard) + "." }
+
+// obsSubjectsOf are the subjects feedID's observations may be on: its
+// shard's (once Shards is set) and the one without a shard.
+func (s *Store) obsSubjectsOf(feedID uint64) []string {
+	if s.shards.Load() <= 0 {
+		return []string{legacyObsSubject(feedID)}
+	}
+	return []string{s.obsSubjectOf(feedID), legacyObsSubject(feedID)}
+}
+
+// SetShards sets Options.Shards, for a node that learns the cluster's
+// shard count after it opened the store. n ≤ 0 is ignored.
+func (s *Store) SetShards(n int) {
+	if n > 0 {
+		s.shards.Store(int64(n))
+	}
+}
 
 // IsConflict reports whether err is a compare-and-set that lost: a KV
 // Create of an existing key, an Update or Delete at a revision that is no

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/storage/cluster"
 	sjs "github.com/slogfeed/slogfeed/storage/jetstream"
 	"github.com/slogfeed/slogfeed/storage/jetstream/jstest"
 )
@@ -919,5 +920,91 @@ func TestOneNewItemNeedsNoReadBack(t *testing.T) {
 	}
 	if n, err := b.CountItems(ctx, f.ID); err != nil || n != 5 {
 		t.Fatalf("CountItems = %d, %v; want 5", n, err)
+	}
+}
+
+// TestObservationsByShard: a store given the cluster's shard count
+// publishes observations on their shard's subjects, and reads them with
+// those published before it had one (one node grown into a cluster): in
+// order, per feed and in a load of many feeds; deleting a feed purges
+// both.
+func TestObservationsByShard(t *testing.T) {
+	c := jstest.NewServer(t)
+	before, js := openStore(t, c)
+	ctx := testCtx(t)
+	const feeds = 80
+	var ids []uint64
+	for i := range feeds {
+		f := storage.Feed{Kind: storage.KindRemote, URL: fmt.Sprintf("http://example.com/s%d.xml", i), Policy: "fixed-1m"}
+		if err := before.CreateFeed(ctx, &f); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, f.ID)
+	}
+	at := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	poll := func(st *sjs.Store, id uint64, k int) {
+		t.Helper()
+		if _, err := st.RecordPoll(ctx, id, storage.Observation{At: at.Add(time.Duration(k) * time.Minute), Status: 304}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range ids {
+		poll(before, id, 0)
+	}
+	after, err := sjs.Open(ctx, js, sjs.Options{Shards: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		poll(after, id, 1)
+		poll(after, id, 2)
+	}
+	stream, err := js.Stream(ctx, sjs.ObsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for filter, want := range map[string]int{"slogfeed.obs.*": feeds, "slogfeed.obs.*.*": feeds} {
+		info, err := stream.Info(ctx, jetstream.WithSubjectFilter(filter))
+		if err != nil || len(info.State.Subjects) != want {
+			t.Fatalf("%s: %d subjects, %v; want %d", filter, len(info.State.Subjects), err, want)
+		}
+	}
+	for _, id := range ids[:3] {
+		obs, err := after.Observations(ctx, id, 0)
+		if err != nil || len(obs) != 3 || !obs[0].At.Equal(at) || !obs[2].At.Equal(at.Add(2*time.Minute)) {
+			t.Fatalf("feed %d: %d observations %v, %v", id, len(obs), obs, err)
+		}
+		if last, err := after.Observations(ctx, id, 1); err != nil || len(last) != 1 || !last[0].At.Equal(at.Add(2*time.Minute)) {
+			t.Fatalf("feed %d: newest %v, %v", id, last, err)
+		}
+	}
+	// A load of the feeds of one shard (more than are read one by one).
+	want := func(id uint64) bool {
+		return cluster.ShardOf(cluster.KindFeed, id, 4) == cluster.ShardOf(cluster.KindFeed, ids[0], 4)
+	}
+	states, err := after.FeedStates(ctx, nil, 0)
+	if err != nil || len(states) != feeds {
+		t.Fatalf("FeedStates: %d, %v", len(states), err)
+	}
+	for id, st := range states {
+		if len(st.Observations) != 3 {
+			t.Fatalf("feed %d: %d observations in a load", id, len(st.Observations))
+		}
+	}
+	n := 0
+	err = after.StreamFeedStates(ctx, want, func(storage.Feed) bool { return true }, func(id uint64, o storage.Observation) {
+		if !want(id) {
+			t.Errorf("feed %d of another shard", id)
+		}
+		n++
+	})
+	if err != nil || n == 0 || n%3 != 0 {
+		t.Fatalf("StreamFeedStates: %d observations, %v", n, err)
+	}
+	if err := after.DeleteFeed(ctx, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if obs, err := after.Observations(ctx, ids[0], 0); err != nil || len(obs) != 0 {
+		t.Fatalf("deleted feed has %d observations, %v", len(obs), err)
 	}
 }

@@ -98,6 +98,7 @@ func startNode(t testing.TB, ctx context.Context, c *jstest.Cluster, name string
 	if err != nil {
 		t.Fatalf("%s: join: %v", name, err)
 	}
+	b.Store().SetShards(lease.Shards()) // as a serve node does
 	svc, err := aggregator.NewService(aggregator.ServiceOptions{
 		Store: b,
 		Fetcher: fetcher.New(fetcher.Options{

@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/storage/cluster"
 	sjs "github.com/slogfeed/slogfeed/storage/jetstream"
@@ -49,6 +52,12 @@ type scaleConfig struct {
 	// settle is how long a survivor waits, after its last newly owned
 	// shard, before it loads them (0: at once, one load per change).
 	settle time.Duration
+	// replay stores the feeds as a cluster without policy states did
+	// (no Learner, records without a state): a takeover replays every
+	// feed's observations. Otherwise every node learns as the polling
+	// service does, and a takeover restores the states from the
+	// records.
+	replay bool
 }
 
 // scaleResult is what a run measured.
@@ -67,15 +76,19 @@ type scaleResult struct {
 	takenOver     int // feeds in the killed node's shards
 	ownedAfter    time.Duration
 	loadedAfter   time.Duration
-	loads         int // FeedStates calls of the survivors during takeover
+	loads         int // TakeFeedStates calls of the survivors during takeover
+	restored      int // feeds of those loads restored from their records' states
+	replayed      int // feeds of those loads replayed from their observations
 	sampled       int
 	perFeedTook   time.Duration // per-feed loader on the sample
 	passTook      time.Duration // FeedStates on the same sample
+	takeTook      time.Duration // TakeFeedStates on the same sample
 }
 
 type scaleNode struct {
 	*testNode
 	st *sjs.Store
+	b  *sjs.Backend
 }
 
 func startScaleNode(tb testing.TB, c *jstest.Cluster, name string, cfg scaleConfig) *scaleNode {
@@ -91,11 +104,14 @@ func startScaleNode(tb testing.TB, c *jstest.Cluster, name string, cfg scaleConf
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	st, err := sjs.Open(ctx, js, sjs.Options{Metrics: sjs.NewMetrics(n.reg)})
+	st, err := sjs.Open(ctx, js, sjs.Options{Metrics: sjs.NewMetrics(n.reg), Shards: cluster.DefaultShards})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &scaleNode{testNode: n, st: st}
+	if !cfg.replay {
+		st.SetLearner(aggregator.Learn)
+	}
+	return &scaleNode{testNode: n, st: st, b: sjs.NewBackend(st, 0)}
 }
 
 // testNodes returns the lease nodes of nodes.
@@ -170,8 +186,9 @@ const scalePeriod = time.Minute
 
 // createFeeds writes feeds 1..n into the defs bucket with asynchronous KV
 // puts, as setup: CreateFeed's unique-index key and ID sequence are not
-// written, nothing in the run reads them.
-func createFeeds(tb testing.TB, js jetstream.JetStream, n int) {
+// written, nothing in the run reads them. With states, each record holds
+// a fresh policy state, as CreateFeed writes it.
+func createFeeds(tb testing.TB, js jetstream.JetStream, n int, states bool) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -184,6 +201,9 @@ func createFeeds(tb testing.TB, js jetstream.JetStream, n int) {
 		data, err := json.Marshal(&f)
 		if err != nil {
 			tb.Fatal(err)
+		}
+		if states {
+			data = append(data[:len(data)-1], `,"policy_state":{}}`...)
 		}
 		if _, err := js.PublishAsync("$KV."+sjs.DefsBucket+".feed."+strconv.Itoa(id), data); err != nil {
 			tb.Fatal(err)
@@ -261,7 +281,7 @@ func runScale(tb testing.TB, cfg scaleConfig) scaleResult {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	createFeeds(tb, js, cfg.feeds)
+	createFeeds(tb, js, cfg.feeds, !cfg.replay)
 
 	// Every node polls the feeds of its shards, cfg.rounds times each.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
@@ -326,11 +346,17 @@ func runScale(tb testing.TB, cfg scaleConfig) scaleResult {
 	// Each node loads the state of its feeds, as at its start.
 	held := make([]map[uint64]*sjs.FeedState, len(nodes))
 	for i, n := range nodes {
+		if i == 0 {
+			writeHeapProfile(tb, "before")
+		}
 		before := heap()
 		t := time.Now()
 		held[i], err = n.st.FeedStates(ctx, n.OwnsFeed, 0)
 		if err != nil {
 			tb.Fatal(err)
+		}
+		if i == 0 {
+			writeHeapProfile(tb, "after")
 		}
 		res.initialLoad = max(res.initialLoad, time.Since(t))
 		res.nodeHeap += float64(int64(heap())-int64(before)) / float64(max(len(held[i]), 1)) / float64(len(nodes))
@@ -386,23 +412,20 @@ func runScale(tb testing.TB, cfg scaleConfig) scaleResult {
 					}
 				}
 				if len(fresh) > 0 {
-					var states map[uint64]*sjs.FeedState
+					// As a clustered aggregator takes shards over: list
+					// the feed IDs, keep those of the new shards, and
+					// load their state (takeLoad).
+					var stats sjs.TakeStats
 					var err error
 					for try := 0; try < 3; try++ { // a lost reply times out; load again
-						lctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-						states, err = n.st.FeedStates(lctx, func(id uint64) bool { return fresh[cluster.ShardOf(cluster.KindFeed, id, cluster.DefaultShards)] }, 0)
-						cancel()
-						if err == nil {
+						if stats, err = takeLoad(ctx, n, fresh, cfg.rounds); err == nil {
 							break
-						}
-					}
-					for _, st := range states {
-						if err == nil {
-							err = checkState(st, cfg.rounds)
 						}
 					}
 					mu.Lock()
 					res.loads++
+					res.restored += stats.Restored
+					res.replayed += stats.Replayed
 					if err != nil && loadErr == nil {
 						loadErr = fmt.Errorf("%s: %w", n.Name(), err)
 					}
@@ -489,6 +512,15 @@ func runScale(tb testing.TB, cfg scaleConfig) scaleResult {
 	if err != nil || len(states) != len(sample) {
 		tb.Fatalf("FeedStates of the sample: %d states, %v; want %d", len(states), err, len(sample))
 	}
+	t = time.Now()
+	stats, err := n.st.TakeFeedStates(ctx, sample, sjs.TakeFuncs{
+		Feed: func(storage.Feed, *storage.PolicyState) bool { return true },
+		Obs:  func(uint64, storage.Observation) {},
+	})
+	res.takeTook = time.Since(t)
+	if err != nil || stats.Records != len(sample) {
+		tb.Fatalf("TakeFeedStates of the sample: %+v, %v; want %d records", stats, err, len(sample))
+	}
 	runtime.KeepAlive(held)
 	return res
 }
@@ -500,9 +532,11 @@ func (r scaleResult) log(tb testing.TB) {
 		r.defsWrites/float64(r.polls), r.defsConflicts, r.obsPublishes/float64(r.polls), r.itemCalls/float64(r.polls))
 	tb.Logf("memory per feed: %.0f B heap and %.0f B RSS per JetStream server; %.0f B heap per owned feed in a node (loaded state); initial load of a node's feeds %s",
 		r.serverHeap, r.serverRSS, r.nodeHeap, r.initialLoad.Round(time.Millisecond))
-	tb.Logf("takeover of %d feeds: shards owned %s after the kill, state loaded %s after (%d FeedStates calls); on %d of them: per-feed reads %s, FeedStates %s (%.1f×)",
-		r.takenOver, r.ownedAfter.Round(time.Millisecond), r.loadedAfter.Round(time.Millisecond), r.loads,
-		r.sampled, r.perFeedTook.Round(time.Millisecond), r.passTook.Round(time.Millisecond), r.perFeedTook.Seconds()/r.passTook.Seconds())
+	tb.Logf("takeover of %d feeds: shards owned %s after the kill, state loaded %s after, %s after ownership (%d loads: %d feeds restored from their records' states, %d replayed)",
+		r.takenOver, r.ownedAfter.Round(time.Millisecond), r.loadedAfter.Round(time.Millisecond), (r.loadedAfter - r.ownedAfter).Round(time.Millisecond),
+		r.loads, r.restored, r.replayed)
+	tb.Logf("on %d of them: per-feed reads %s, FeedStates %s (%.1f×), TakeFeedStates with every observation %s",
+		r.sampled, r.perFeedTook.Round(time.Millisecond), r.passTook.Round(time.Millisecond), r.perFeedTook.Seconds()/r.passTook.Seconds(), r.takeTook.Round(time.Millisecond))
 }
 
 // TestManyFeedsTakeOver is the many-feeds measurement at a test size (300
@@ -510,10 +544,16 @@ func (r scaleResult) log(tb testing.TB) {
 // once and publishes one observation, and after a kill the survivors own
 // every shard and have loaded the state of every feed they took over.
 func TestManyFeedsTakeOver(t *testing.T) {
+	for _, replay := range []bool{false, true} {
+		t.Run("replay="+strconv.FormatBool(replay), func(t *testing.T) { testManyFeedsTakeOver(t, replay) })
+	}
+}
+
+func testManyFeedsTakeOver(t *testing.T, replay bool) {
 	r := runScale(t, scaleConfig{
 		feeds: 300, rounds: 2, workers: 4, perFeedSample: 50,
 		timing: cluster.Timing{TTL: 2 * time.Second, Renew: 600 * time.Millisecond, Margin: 200 * time.Millisecond},
-		tick:   100 * time.Millisecond,
+		tick:   100 * time.Millisecond, replay: replay,
 	})
 	r.log(t)
 	if r.polls != 600 {
@@ -529,13 +569,23 @@ func TestManyFeedsTakeOver(t *testing.T) {
 	if r.takenOver == 0 || r.loads == 0 {
 		t.Errorf("nothing taken over: %d feeds, %d loads", r.takenOver, r.loads)
 	}
+	// Every feed taken over restored from its record's state, or, in a
+	// store without states, replayed.
+	if got, want := r.restored+r.replayed, r.takenOver; got < want {
+		t.Errorf("%d feeds restored and %d replayed; want %d", r.restored, r.replayed, want)
+	}
+	if replay && r.restored != 0 || !replay && r.replayed != 0 {
+		t.Errorf("replay=%v: %d feeds restored, %d replayed", replay, r.restored, r.replayed)
+	}
 }
 
 // BenchmarkManyFeeds is the many-feeds measurement at 10^4, 10^5 and 10^6
 // feeds with the default lease timing (tick 200 ms), three polls per feed.
 // A survivor loads the state of its new shards at each change of its
 // ownership (load=per-change) or once no new shard came for 600 ms
-// (load=settled):
+// (load=settled), from the policy states the records carry; with
+// load=settled-replay the store has no states (as one written before
+// they were kept) and every feed taken over is replayed:
 //
 //	go test -run xxx -bench 'BenchmarkManyFeeds/feeds=10000$/load=settled' -benchtime 1x -timeout 2h ./storage/jetstream/lease/
 func BenchmarkManyFeeds(b *testing.B) {
@@ -544,12 +594,13 @@ func BenchmarkManyFeeds(b *testing.B) {
 			for _, load := range []struct {
 				name   string
 				settle time.Duration
-			}{{"per-change", 0}, {"settled", 600 * time.Millisecond}} {
+				replay bool
+			}{{"per-change", 0, false}, {"settled", 600 * time.Millisecond, false}, {"settled-replay", 600 * time.Millisecond, true}} {
 				b.Run("load="+load.name, func(b *testing.B) {
 					for range b.N {
 						r := runScale(b, scaleConfig{
 							feeds: n, rounds: 3, workers: 32, perFeedSample: 2000,
-							timing: cluster.DefaultTiming, tick: 200 * time.Millisecond, settle: load.settle,
+							timing: cluster.DefaultTiming, tick: 200 * time.Millisecond, settle: load.settle, replay: load.replay,
 							maxStore: max(256<<20, int64(n)*16<<10),
 						})
 						r.log(b)
@@ -560,10 +611,83 @@ func BenchmarkManyFeeds(b *testing.B) {
 						b.ReportMetric(r.nodeHeap, "node-heap-B/feed")
 						b.ReportMetric(r.ownedAfter.Seconds(), "owned-s")
 						b.ReportMetric(r.loadedAfter.Seconds(), "loaded-s")
+						b.ReportMetric((r.loadedAfter - r.ownedAfter).Seconds(), "loaded-after-owned-s")
 						b.ReportMetric(float64(r.takenOver), "taken-over-feeds")
 					}
 				})
 			}
 		})
 	}
+}
+
+// takeLoad loads, as a clustered aggregator takes shards over, the state
+// of the feeds of the shards fresh: it lists the feed IDs, keeps those of
+// the shards, and reads them with TakeFeedStates, each feed's policy
+// restored from its record's state or, for a record without one,
+// rebuilt by replaying its observations (the state reached is stored in
+// the record). Each feed must come out having learned its rounds polls.
+func takeLoad(ctx context.Context, n *scaleNode, fresh map[int]bool, rounds int) (sjs.TakeStats, error) {
+	all, err := n.b.FeedIDs()
+	if err != nil {
+		return sjs.TakeStats{}, err
+	}
+	var ids []uint64
+	for _, id := range all {
+		if fresh[cluster.ShardOf(cluster.KindFeed, id, cluster.DefaultShards)] {
+			ids = append(ids, id)
+		}
+	}
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	type learned struct {
+		p    schedule.Policy
+		next time.Time
+		last time.Time
+	}
+	policies := make(map[uint64]*learned, len(ids))
+	var bad error
+	stats, err := n.st.TakeFeedStates(lctx, ids, sjs.TakeFuncs{
+		Feed: func(f storage.Feed, st *storage.PolicyState) bool {
+			p, err := schedule.ByName(f.Policy, f.ID)
+			if err != nil {
+				bad = cmp.Or(bad, err)
+				return false
+			}
+			l := &learned{p: p}
+			policies[f.ID] = l
+			if st == nil {
+				return true
+			}
+			if err := p.(schedule.Stateful).RestoreState(st.Policy); err != nil {
+				bad = cmp.Or(bad, fmt.Errorf("feed %d: %w", f.ID, err))
+			}
+			l.next, l.last = st.Next, st.Last
+			return false
+		},
+		Obs: func(id uint64, o storage.Observation) {
+			if l := policies[id]; l != nil && o.Err == "" {
+				l.next, l.last = l.p.Next(o.Schedule()), o.At
+			}
+		},
+		Reached: func(id uint64) *storage.PolicyState {
+			l := policies[id]
+			return &storage.PolicyState{Next: l.next, Last: l.last, Policy: l.p.(schedule.Stateful).AppendState(nil)}
+		},
+	})
+	if err != nil {
+		return stats, err
+	}
+	if bad != nil {
+		return stats, bad
+	}
+	if len(policies) != len(ids) {
+		return stats, fmt.Errorf("%d feeds loaded of %d", len(policies), len(ids))
+	}
+	want := scaleT0.Add(time.Duration(rounds-1) * scalePeriod)
+	for id, l := range policies {
+		if !l.last.Equal(want) || l.next.IsZero() {
+			return stats, fmt.Errorf("feed %d: learned up to %v (next %v), want %v", id, l.last, l.next, want)
+		}
+	}
+	return stats, nil
 }

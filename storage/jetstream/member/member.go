@@ -128,6 +128,9 @@ func Join(ctx context.Context, opt Options) (*Member, error) {
 		m.Close(context.Background())
 		return nil, fmt.Errorf("join the cluster: %w", err)
 	}
+	// Observations go to their shard's subjects, so that a takeover
+	// reads its shards' only.
+	m.store.SetShards(m.lease.Shards())
 	return m, nil
 }
 
