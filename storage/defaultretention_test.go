@@ -56,6 +56,15 @@ func TestDefaultRetention(t *testing.T) {
 			if want := defaultRetention(tt.opt); out.Retention != want {
 				t.Errorf("pipe output retention %+v, want %+v", out.Retention, want)
 			}
+			// A sensor feed's readings are kept nowhere else: it gets no
+			// default, only a Retention of its own.
+			sensor := Feed{Kind: KindSensor, Slug: "mote", Retention: tt.own}
+			if err := s.CreateFeed(&sensor); err != nil {
+				t.Fatal(err)
+			}
+			if sensor.Retention != tt.own {
+				t.Errorf("sensor feed retention %+v, want its own %+v", sensor.Retention, tt.own)
+			}
 		})
 	}
 }

@@ -20,11 +20,12 @@ const DefaultLockTimeout = time.Second
 // Options.MaxObservations is zero: as many as the web UI charts.
 const DefaultMaxObservations = 500
 
-// DefaultRetention is the default retention of a node's new feeds, for
-// Options.DefaultRetention: their newest 200 items (by publish time),
-// about a week of an hourly feed. With DefaultMaxObservations, a feed
-// then holds at most 200 items and 500 observations, which bounds the
-// data file (see the README for the disk a node of many feeds needs).
+// DefaultRetention is the default retention of a node's new remote and
+// pipe feeds, for Options.DefaultRetention: their newest 200 items (by
+// publish time), about a week of an hourly feed. With
+// DefaultMaxObservations, such a feed then holds at most 200 items and
+// 500 observations, which bounds its share of the data file (see the
+// README for the disk a node of many feeds needs).
 var DefaultRetention = Retention{MaxItems: 200}
 
 // Options configure a Store. The zero value is ready to use.
@@ -44,10 +45,12 @@ type Options struct {
 	// poll does not rewrite the oldest page; reads never return them.
 	MaxObservations int
 	// DefaultRetention is the Retention CreateFeed and CreatePipe give a
-	// feed created without one (zero Retention); a feed's own Retention,
-	// and UpdateFeed, override it. Zero (or a negative MaxItems) means
-	// none: such feeds keep every item. A node of many feeds sets it to
-	// the package's DefaultRetention, or its own bound.
+	// remote or pipe feed created without one (zero Retention); a feed's
+	// own Retention, and UpdateFeed, override it. Sensor feeds never get
+	// it: their readings are kept nowhere else, so they keep every item
+	// unless given a Retention of their own. Zero (or a negative
+	// MaxItems) means none: such feeds keep every item. A node of many
+	// feeds sets it to the package's DefaultRetention, or its own bound.
 	DefaultRetention Retention
 	// CommitLinger is how long a group commit may wait for more writes
 	// while they keep arriving, when the last group already carried more
@@ -249,9 +252,9 @@ func defaultRetention(opt Retention) Retention {
 }
 
 // withDefaultRetention gives f the store's default Retention when it has
-// none.
+// none and is not a sensor feed.
 func (s *Store) withDefaultRetention(f *Feed) {
-	if f.Retention == (Retention{}) {
+	if f.Retention == (Retention{}) && f.Kind != KindSensor {
 		f.Retention = s.retention
 	}
 }

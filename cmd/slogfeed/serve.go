@@ -99,6 +99,9 @@ type serveConfig struct {
 	perHost  int
 	workers  int
 	previews int
+	// keepItems is the retention of new remote and pipe feeds
+	// (storage.Options.DefaultRetention); 0 keeps every item.
+	keepItems int
 }
 
 // parseServe reads serve's flags and environment into a serveConfig.
@@ -127,6 +130,7 @@ func parseServe(a *app, args []string) (*serveConfig, error) {
 	cfg.perHost, _ = strconv.Atoi(v["per-host"])
 	cfg.workers, _ = strconv.Atoi(v["workers"])
 	cfg.previews, _ = strconv.Atoi(v["previews"])
+	cfg.keepItems, _ = strconv.Atoi(v["keep-items"])
 	if cfg.demo && !flagGiven(fs, "data") && a.getenv("SLOGFEED_DATA") == "" {
 		// The demo keeps its state apart from a real data directory.
 		cfg.dir = filepath.Join(cfg.dir, "demo")
@@ -152,7 +156,8 @@ func openStore(ctx context.Context, a *app, cfg *serveConfig, addr net.Addr) (*s
 	st := &storeStage{owner: cluster.Everything, userAgent: fetcher.UserAgent(versionString(), ""), reg: prometheus.NewRegistry()}
 	st.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if !clusterEnabled(v) {
-		bolt, err := storage.Open(filepath.Join(cfg.dir, "slogfeed.db"), storage.Options{LockTimeout: time.Second})
+		bolt, err := storage.Open(filepath.Join(cfg.dir, "slogfeed.db"), storage.Options{LockTimeout: time.Second,
+			DefaultRetention: storage.Retention{MaxItems: cfg.keepItems}})
 		if err != nil {
 			return nil, err
 		}

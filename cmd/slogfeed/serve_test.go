@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/transform"
 )
 
@@ -83,6 +87,56 @@ func TestServeURLs(t *testing.T) {
 			}
 			if got := otherMachinesURL(a, tt.public, tt.hostname); got != tt.remote {
 				t.Errorf("otherMachinesURL = %q, want %q", got, tt.remote)
+			}
+		})
+	}
+}
+
+// --keep-items is the retention a single node's new remote and pipe feeds
+// get; sensor feeds keep every reading, and 0 keeps every item; values
+// out of range are refused.
+func TestKeepItems(t *testing.T) {
+	tests := []struct {
+		args   []string
+		remote storage.Retention
+		err    bool
+	}{
+		{nil, storage.Retention{MaxItems: 200}, false},
+		{[]string{"--keep-items", "50"}, storage.Retention{MaxItems: 50}, false},
+		{[]string{"--keep-items", "0"}, storage.Retention{}, false},
+		{[]string{"--keep-items", "-1"}, storage.Retention{}, true},
+		{[]string{"--keep-items", "lots"}, storage.Retention{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			a := &app{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }}
+			cfg, err := parseServe(a, append([]string{"--data", t.TempDir()}, tt.args...))
+			if tt.err {
+				if err == nil {
+					t.Fatal("accepted")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := openStore(context.Background(), a, cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.backend.Close()
+			remote := storage.Feed{Kind: storage.KindRemote, URL: "https://example.org/feed"}
+			sensor := storage.Feed{Kind: storage.KindSensor, Slug: "mote"}
+			for _, f := range []*storage.Feed{&remote, &sensor} {
+				if err := st.backend.CreateFeed(f); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if remote.Retention != tt.remote {
+				t.Errorf("remote feed retention %+v, want %+v", remote.Retention, tt.remote)
+			}
+			if sensor.Retention != (storage.Retention{}) {
+				t.Errorf("sensor feed retention %+v, want none", sensor.Retention)
 			}
 		})
 	}

@@ -67,6 +67,7 @@ func serveSettings(getenv func(string) string) []setting {
 		{Name: "pipe-node-bytes", Env: "SLOGFEED_PIPE_NODE_BYTES", Default: "32MiB", Doc: "`BYTES` one node of a pipe run or preview may materialise (KiB, MiB, GiB suffixes)", Check: checkBytes},
 		{Name: "pipe-run-bytes", Env: "SLOGFEED_PIPE_RUN_BYTES", Default: "128MiB", Doc: "`BYTES` all the nodes of a pipe run or preview may materialise together", Check: checkBytes},
 		{Name: "regex-input", Env: "SLOGFEED_REGEX_INPUT", Default: "16KiB", Doc: "`BYTES` of a field a regex operator matches in; the rest of the field is kept as it is", Check: checkBytes},
+		{Name: "keep-items", Env: "SLOGFEED_KEEP_ITEMS", Default: "200", Doc: "newest items (`N`, by publish time) a new remote or pipe feed of a single node keeps unless given a retention of its own; 0 keeps every item. Sensor feeds keep every reading unless given one", Check: checkKeepItems},
 		{Name: "previews", Env: "SLOGFEED_PREVIEWS", Default: "2", Doc: "pipe previews and requested runs (`N`) that run at once; one more is answered 429", Check: checkInt},
 	}, clusterSettings()...)
 }
@@ -158,6 +159,15 @@ func checkFloat(s string) error {
 	f, err := strconv.ParseFloat(s, 64)
 	if err == nil && (f < 0 || f > schedule.MaxRate) {
 		err = fmt.Errorf("want 0 to %v", schedule.MaxRate)
+	}
+	return err
+}
+
+// checkKeepItems accepts a default item count from 0 (keep all) to 10^9.
+func checkKeepItems(s string) error {
+	n, err := strconv.Atoi(s)
+	if err == nil && (n < 0 || n > 1e9) {
+		err = errors.New("want 0 (keep every item) to 1000000000")
 	}
 	return err
 }
