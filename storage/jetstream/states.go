@@ -84,33 +84,7 @@ func (s *Store) StreamFeedStates(ctx context.Context, want func(id uint64) bool,
 			keep[id] = true
 		}
 	}
-	if len(keep) <= perFeedObservations {
-		for _, id := range ids {
-			if !keep[id] {
-				continue
-			}
-			list, err := s.Observations(ctx, id, 0)
-			if err != nil {
-				return err
-			}
-			for _, o := range list {
-				obs(id, o)
-			}
-		}
-		return nil
-	}
-	return s.pass(ctx, s.obs, s.obsFilters(keep), jetstream.DeliverAllPolicy, "feed states: observations", func(m jetstream.Msg) error {
-		id, err := obsFeedOf(m.Subject())
-		if err != nil || !keep[id] {
-			return nil
-		}
-		var o storage.Observation
-		if err := json.Unmarshal(m.Data(), &o); err != nil {
-			return fmt.Errorf("observation of feed %d: %w: %v", id, storage.ErrCorrupt, err)
-		}
-		obs(id, o)
-		return nil
-	})
+	return s.replayObservations(ctx, keep, obs)
 }
 
 // readRecords reads the last value of every feed key of the defs bucket
