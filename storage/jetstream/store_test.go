@@ -23,13 +23,19 @@ import (
 // openStore opens a Store on its own connection to c, as one node would.
 func openStore(t testing.TB, c *jstest.Cluster) (*sjs.Store, jetstream.JetStream) {
 	t.Helper()
+	return openStoreWith(t, c, sjs.Options{})
+}
+
+// openStoreWith is openStore with options.
+func openStoreWith(t testing.TB, c *jstest.Cluster, opt sjs.Options) (*sjs.Store, jetstream.JetStream) {
+	t.Helper()
 	js, err := jetstream.New(c.Connect(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := sjs.Open(ctx, js, sjs.Options{})
+	st, err := sjs.Open(ctx, js, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,13 +2,10 @@ package jetstream_test
 
 import (
 	"bytes"
-	"context"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/storage"
@@ -20,16 +17,7 @@ import (
 // service's Learner installed, as a clustered node does.
 func openNode(t *testing.T, c *jstest.Cluster, learn bool) *sjs.Store {
 	t.Helper()
-	js, err := jetstream.New(c.Connect(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	st, err := sjs.Open(ctx, js, sjs.Options{Shards: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, _ := openStoreWith(t, c, sjs.Options{Shards: 8})
 	if learn {
 		st.SetLearner(aggregator.Learn)
 	}
