@@ -244,7 +244,7 @@ func (s *Store) pollBatch(b *testing.B, ids []uint64, at time.Time) int {
 			if err := s.putObservation(tx, id, polls[i].raw); err != nil {
 				return err
 			}
-			if ok, err := applyPrepared(tx, id, polls[i].pre); err != nil || !ok {
+			if ok, err := s.applyPrepared(tx, id, polls[i].pre); err != nil || !ok {
 				return fmt.Errorf("feed %d: record not stored (%v)", id, err)
 			}
 			s.memoOnCommit(tx, id, polls[i].pre.raw, polls[i].pre.memo)

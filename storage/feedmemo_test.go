@@ -34,7 +34,7 @@ func TestFeedMemo(t *testing.T) {
 			err := s.db.Update(func(tx *bolt.Tx) error {
 				g := *f
 				g.Title = "rewritten"
-				return putFeed(tx, &g)
+				return s.putFeed(tx, &g)
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -319,7 +319,7 @@ func TestFeedMemoCurrent(t *testing.T) {
 					return err
 				}
 				f.Title = "written directly"
-				return putFeed(tx, &f)
+				return s.putFeed(tx, &f)
 			})
 		}},
 		{"a grouped write of the record (update)", func(t *testing.T, s *Store, id uint64) error {
@@ -328,7 +328,7 @@ func TestFeedMemoCurrent(t *testing.T) {
 				return err
 			}
 			f.Title = "written in a group"
-			return s.update(func(tx *bolt.Tx) error { return putFeed(tx, &f) })
+			return s.update(func(tx *bolt.Tx) error { return s.putFeed(tx, &f) })
 		}},
 		{"another poll's write", func(t *testing.T, s *Store, id uint64) error {
 			pollWrite(t, s, id, at.Add(time.Minute))

@@ -46,7 +46,7 @@ func (s *Store) CreateFeed(f *Feed) error {
 		if err := putFreshState(feeds, &nf); err != nil {
 			return err
 		}
-		return putFeed(tx, &nf)
+		return s.putFeed(tx, &nf)
 	})
 	if err != nil {
 		return fmt.Errorf("storage: create feed: %w", err)
@@ -110,7 +110,7 @@ func (s *Store) updateFeedRawTx(tx *bolt.Tx, id uint64, fn func(*Feed) error) (F
 	oi, ok := indexKey(&old)
 	ni, nk := indexKey(&nf)
 	if !bytes.Equal(oi, ni) || !bytes.Equal(ok, nk) {
-		if err := unindexFeed(tx, &old); err != nil {
+		if err := s.unindexFeed(tx, &old); err != nil {
 			return Feed{}, nil, err
 		}
 		if err := indexFeed(tx, &nf); err != nil {
@@ -124,7 +124,7 @@ func (s *Store) updateFeedRawTx(tx *bolt.Tx, id uint64, fn func(*Feed) error) (F
 	if err := feeds.Put(u64(nf.ID), raw); err != nil { // validated and encoded above
 		return Feed{}, nil, err
 	}
-	feedStored(tx, &nf)
+	s.feedStored(tx, &nf)
 	return nf, raw, nil
 }
 
@@ -235,7 +235,7 @@ func (s *Store) DeleteFeed(id uint64) error {
 				return fmt.Errorf("%w: feed %d is the output of pipe %q; delete the pipe", ErrPipeOutput, id, f.Slug)
 			}
 		}
-		if err := unindexFeed(tx, &f); err != nil {
+		if err := s.unindexFeed(tx, &f); err != nil {
 			return err
 		}
 		feeds, err := bucket(tx, bucketFeeds)
@@ -316,7 +316,7 @@ func decodeFeed(k, v []byte) (Feed, error) {
 	return f, nil
 }
 
-func putFeed(tx *bolt.Tx, f *Feed) error {
+func (s *Store) putFeed(tx *bolt.Tx, f *Feed) error {
 	raw, err := validateFeed(f)
 	if err != nil {
 		return err
@@ -325,7 +325,7 @@ func putFeed(tx *bolt.Tx, f *Feed) error {
 	if err != nil {
 		return err
 	}
-	feedStored(tx, f)
+	s.feedStored(tx, f)
 	return feeds.Put(u64(f.ID), raw)
 }
 
@@ -358,13 +358,13 @@ func indexFeed(tx *bolt.Tx, f *Feed) error {
 }
 
 // unindexFeed removes f's index entry if it points at f.
-func unindexFeed(tx *bolt.Tx, f *Feed) error {
+func (s *Store) unindexFeed(tx *bolt.Tx, f *Feed) error {
 	name, key := indexKey(f)
 	b, err := bucket(tx, name)
 	if err != nil {
 		return err
 	}
-	feedRemoved(tx, f.ID)
+	s.feedRemoved(tx, f.ID)
 	if v := b.Get(key); v != nil && bytes.Equal(v, u64(f.ID)) {
 		return b.Delete(key)
 	}

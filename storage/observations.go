@@ -46,7 +46,7 @@ func (s *Store) RecordPoll(feedID uint64, o Observation, fn func(*Feed) error) (
 		if err := s.putObservation(tx, feedID, raw); err != nil {
 			return err
 		}
-		if ok, err := applyPrepared(tx, feedID, pre); err != nil {
+		if ok, err := s.applyPrepared(tx, feedID, pre); err != nil {
 			return err
 		} else if ok {
 			out = pre.f
@@ -258,7 +258,7 @@ func (s *Store) RecordFetch(feedID uint64, items []Item, o Observation, fn func(
 			}
 		}
 		if addedAsExpected(st.res, expect) {
-			if ok, err := applyPrepared(tx, feedID, pre); err != nil {
+			if ok, err := s.applyPrepared(tx, feedID, pre); err != nil {
 				return err
 			} else if ok {
 				st.usedPre = true

@@ -86,7 +86,7 @@ func (s *Store) CreatePipe(p *Pipe, out *Feed) error {
 		if err := createFeedBuckets(tx, nf.ID); err != nil {
 			return err
 		}
-		if err := putFeed(tx, &nf); err != nil {
+		if err := s.putFeed(tx, &nf); err != nil {
 			return err
 		}
 		if np.ID, err = pipes.NextSequence(); err != nil {
@@ -309,7 +309,7 @@ func (s *Store) DeletePipe(id uint64) error {
 		if err := pipes.Delete(u64(id)); err != nil {
 			return err
 		}
-		return deleteFeedTx(tx, p.FeedID)
+		return s.deleteFeedTx(tx, p.FeedID)
 	})
 	if err != nil {
 		return fmt.Errorf("storage: delete pipe %d: %w", id, err)
@@ -319,14 +319,14 @@ func (s *Store) DeletePipe(id uint64) error {
 
 // deleteFeedTx removes feed id, its index entry and its data, if
 // it exists.
-func deleteFeedTx(tx *bolt.Tx, id uint64) error {
+func (s *Store) deleteFeedTx(tx *bolt.Tx, id uint64) error {
 	f, err := getFeed(tx, id)
 	if errors.Is(err, ErrFeedNotFound) {
 		return nil
 	} else if err != nil {
 		return err
 	}
-	if err := unindexFeed(tx, &f); err != nil {
+	if err := s.unindexFeed(tx, &f); err != nil {
 		return err
 	}
 	feeds, err := bucket(tx, bucketFeeds)

@@ -417,7 +417,7 @@ func TestDeletePipe(t *testing.T) {
 func TestDeletePipeWithoutOutputFeed(t *testing.T) {
 	s := openTest(t)
 	p, out := createPipe(t, s, "p", Retention{})
-	if err := s.db.Update(func(tx *bolt.Tx) error { return deleteFeedTx(tx, out.ID) }); err != nil {
+	if err := s.db.Update(func(tx *bolt.Tx) error { return s.deleteFeedTx(tx, out.ID) }); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Check(); !errors.Is(err, ErrCorrupt) {
@@ -731,7 +731,7 @@ func TestCheckDetectsBrokenPipes(t *testing.T) {
 		}},
 		{"pipe record garbage", func(tx *bolt.Tx) error { return tx.Bucket(bucketPipes).Put(u64(1), []byte("{")) }},
 		{"pipe record of another id", func(tx *bolt.Tx) error { return setPipe(tx, 1, func(p *Pipe) { p.ID = 5 }) }},
-		{"output feed missing", func(tx *bolt.Tx) error { return deleteFeedTx(tx, 1) }},
+		{"output feed missing", func(tx *bolt.Tx) error { return new(Store).deleteFeedTx(tx, 1) }},
 		{"output feed under another slug", func(tx *bolt.Tx) error { return setPipe(tx, 1, func(p *Pipe) { p.FeedID = 2 }) }},
 		{"output feed of another kind", func(tx *bolt.Tx) error { return setPipe(tx, 1, func(p *Pipe) { p.FeedID = 3 }) }},
 		{"pipe buckets missing", func(tx *bolt.Tx) error { return tx.DeleteBucket(bucketPipeSlug) }},

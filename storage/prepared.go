@@ -60,7 +60,7 @@ func (s *Store) prepareFeed(id uint64, fn func(p *preparedFeed) error) *prepared
 
 // applyPrepared stores p's record in tx when feed id's stored record is
 // still the one p was worked out from, and reports whether it did.
-func applyPrepared(tx *bolt.Tx, id uint64, p *preparedFeed) (bool, error) {
+func (s *Store) applyPrepared(tx *bolt.Tx, id uint64, p *preparedFeed) (bool, error) {
 	if p == nil {
 		return false, nil
 	}
@@ -72,6 +72,6 @@ func applyPrepared(tx *bolt.Tx, id uint64, p *preparedFeed) (bool, error) {
 	if v := feeds.Get(k); v == nil || !bytes.Equal(v, p.old) {
 		return false, nil
 	}
-	feedStored(tx, &p.f)
+	s.feedStored(tx, &p.f)
 	return true, feeds.Put(k, p.raw)
 }

@@ -70,7 +70,7 @@ func TestPreparedFeedUpdate(t *testing.T) {
 					return err
 				}
 				f.Title = "rewritten"
-				return putFeed(tx, &f)
+				return s.putFeed(tx, &f)
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	neturl "net/url"
 	"runtime"
 	"slices"
 	"strings"
@@ -11,8 +12,6 @@ import (
 	"sync/atomic"
 
 	bolt "go.etcd.io/bbolt"
-
-	"github.com/slogfeed/slogfeed/reader/sanitize"
 )
 
 // FeedSummary is what a list of many feeds filters, counts and pages on:
@@ -22,8 +21,8 @@ type FeedSummary struct {
 	ID     uint64
 	Kind   Kind
 	Policy string
-	// Text is what a search looks in: the title, the slug and the URL as
-	// the API shows it (credentials masked), in lower case, one a line.
+	// Text is what a search looks in: the title, the slug and the URL
+	// without its credentials, in lower case, one a line.
 	Text        string
 	Polls, Hits int64
 	// MeanLatencyS is the mean use latency of the feed's items, in
@@ -49,7 +48,7 @@ func SummaryOf(f *Feed) FeedSummary {
 // searchText is FeedSummary.Text of f. A string that is already in lower
 // case is not copied.
 func searchText(f *Feed) string {
-	url := strings.ToLower(sanitize.RedactURL(f.URL))
+	url := strings.ToLower(withoutUserInfo(f.URL))
 	if f.Title == "" && f.Slug == "" {
 		return "\n\n" + url
 	}
@@ -74,16 +73,14 @@ func searchText(f *Feed) string {
 // late handler of an earlier write cannot bring it back.
 type summaryCache struct {
 	buildMu sync.Mutex
-	ready   atomic.Pointer[summaryIndex]
+	// hooked is the index the write hooks feed, from the start of its
+	// build; ready, the same index once built.
+	hooked atomic.Pointer[summaryIndex]
+	ready  atomic.Pointer[summaryIndex]
 }
 
 // errNoWrite rolls back the write that waits for the writer (index).
 var errNoWrite = errors.New("storage: no write")
-
-// summaryIndexes maps each open store's bbolt handle to its index, for
-// the hooks, which run in functions given only the transaction. An entry
-// goes when its store is unreachable.
-var summaryIndexes sync.Map // *bolt.DB → *summaryIndex
 
 type summaryIndex struct {
 	chunk    int // summaryChunk; less in tests
@@ -145,27 +142,19 @@ type summaryChange struct {
 
 // feedStored is the hook of a write of feed record f in tx: the index
 // takes f's summary once tx commits.
-func feedStored(tx *bolt.Tx, f *Feed) {
-	if x := indexOf(tx); x != nil {
+func (s *Store) feedStored(tx *bolt.Tx, f *Feed) {
+	if x := s.summaries.hooked.Load(); x != nil {
 		c := summaryChange{tx: uint64(tx.ID()), id: f.ID, s: SummaryOf(f)}
 		tx.OnCommit(func() { x.commit(c) })
 	}
 }
 
 // feedRemoved is the hook of the removal of feed id in tx.
-func feedRemoved(tx *bolt.Tx, id uint64) {
-	if x := indexOf(tx); x != nil {
+func (s *Store) feedRemoved(tx *bolt.Tx, id uint64) {
+	if x := s.summaries.hooked.Load(); x != nil {
 		c := summaryChange{tx: uint64(tx.ID()), id: id, remove: true}
 		tx.OnCommit(func() { x.commit(c) })
 	}
-}
-
-func indexOf(tx *bolt.Tx) *summaryIndex {
-	v, ok := summaryIndexes.Load(tx.DB())
-	if !ok {
-		return nil
-	}
-	return v.(*summaryIndex)
 }
 
 func (x *summaryIndex) commit(c summaryChange) {
@@ -191,13 +180,11 @@ func (s *Store) index() (*summaryIndex, error) {
 	}
 	x := &summaryIndex{chunk: summaryChunk, building: true, policyID: map[string]uint32{}, lat: newLatencyHist()}
 	db := s.db
-	if _, loaded := summaryIndexes.LoadOrStore(db, x); loaded {
-		return nil, fmt.Errorf("storage: feed summaries: %w", corruptf("two stores on one bbolt handle"))
-	}
+	c.hooked.Store(x)
 	built := false
 	defer func() {
 		if !built {
-			summaryIndexes.Delete(db)
+			c.hooked.Store(nil)
 		}
 	}()
 	// A write that began before the hooks could find x may still commit:
@@ -236,7 +223,6 @@ func (s *Store) index() (*summaryIndex, error) {
 	}
 	x.pending, x.building = nil, false
 	x.mu.Unlock()
-	runtime.AddCleanup(s, func(db *bolt.DB) { summaryIndexes.CompareAndDelete(db, x) }, db)
 	built = true
 	c.ready.Store(x)
 	return x, nil
@@ -613,4 +599,20 @@ func (s *Store) FleetStats() (FleetStats, error) {
 		st.LatencyP50, st.LatencyP90, st.LatencyP99, st.LatencyMax = qs[0], qs[1], qs[2], m
 	}
 	return st, nil
+}
+
+// withoutUserInfo is raw without the user information of its authority,
+// so that a search never matches, and so never reveals, a feed's
+// credentials. A string that does not parse as a URL but holds an '@'
+// gives nothing.
+func withoutUserInfo(raw string) string {
+	if !strings.Contains(raw, "@") {
+		return raw
+	}
+	u, err := neturl.Parse(raw)
+	if err != nil || u.User == nil && (strings.Contains(u.Opaque, "@") || u.Host == "" && strings.Contains(u.Path, "@")) {
+		return ""
+	}
+	u.User = nil
+	return u.String()
 }

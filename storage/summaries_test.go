@@ -367,15 +367,17 @@ func TestLatencyHistQuantiles(t *testing.T) {
 	}
 }
 
-// The search text holds the title, slug and URL in lower case, the URL's
-// credentials masked.
+// The search text holds the title, slug and URL in lower case, the URL
+// without its credentials.
 func TestSearchText(t *testing.T) {
 	for _, tc := range []struct {
 		f    Feed
 		want string
 	}{
 		{Feed{Kind: KindRemote, Title: "Station B", URL: "https://x.example/F.rss"}, "station b\n\nhttps://x.example/f.rss"},
-		{Feed{Kind: KindRemote, URL: "https://u:hunter2@x.example/f"}, "\n\nhttps://u:xxxxx@x.example/f"},
+		{Feed{Kind: KindRemote, URL: "https://u:hunter2@x.example/f"}, "\n\nhttps://x.example/f"},
+		{Feed{Kind: KindRemote, URL: "https://apikey@x.example/f"}, "\n\nhttps://x.example/f"},
+		{Feed{Kind: KindRemote, URL: "user:secret@x.example/f"}, "\n\n"},
 		{Feed{Kind: KindSensor, Slug: "lab-1"}, "\nlab-1\n"},
 	} {
 		got := searchText(&tc.f)
