@@ -266,14 +266,11 @@ func (s *Service) loadStates(ids []uint64, want func(id uint64) bool) (replays m
 	}
 	replays, seen = map[uint64]*replay{}, map[uint64]bool{}
 	start := func(f storage.Feed) bool {
-		seen[f.ID] = true
-		if f.Kind != storage.KindRemote {
-			s.own.setSkip(f.ID)
+		if !s.admitFeed(f, seen) {
 			return false
 		}
-		r, err := newReplay(f)
-		if err != nil {
-			s.log.Error("cannot schedule feed", "feed", f.ID, "url", sanitize.RedactURL(f.URL), "err", err)
+		r := s.replayFor(f)
+		if r == nil {
 			return false
 		}
 		replays[f.ID] = r
@@ -320,9 +317,7 @@ func (s *Service) takeStates(st stateTaker, ids []uint64) (replays map[uint64]*r
 	replays, seen = map[uint64]*replay{}, map[uint64]bool{}
 	restored, replayed := 0, 0
 	feed := func(f storage.Feed, ps *storage.PolicyState) bool {
-		seen[f.ID] = true
-		if f.Kind != storage.KindRemote {
-			s.own.setSkip(f.ID)
+		if !s.admitFeed(f, seen) {
 			return false
 		}
 		if ps != nil {
@@ -332,9 +327,8 @@ func (s *Service) takeStates(st stateTaker, ids []uint64) (replays map[uint64]*r
 				return false
 			}
 		}
-		r, err := newReplay(f)
-		if err != nil {
-			s.log.Error("cannot schedule feed", "feed", f.ID, "url", sanitize.RedactURL(f.URL), "err", err)
+		r := s.replayFor(f)
+		if r == nil {
 			return false
 		}
 		replays[f.ID] = r
@@ -455,4 +449,26 @@ func (s *Service) take(ids []uint64) (took int, busy bool) {
 		}
 	}
 	return took, busy
+}
+
+// admitFeed marks f seen by a load and says whether it is scheduled here:
+// only remote feeds are; the others are marked skipped.
+func (s *Service) admitFeed(f storage.Feed, seen map[uint64]bool) bool {
+	seen[f.ID] = true
+	if f.Kind != storage.KindRemote {
+		s.own.setSkip(f.ID)
+		return false
+	}
+	return true
+}
+
+// replayFor is a new replay of f's policy, or nil (logged) when f's
+// policy cannot be built.
+func (s *Service) replayFor(f storage.Feed) *replay {
+	r, err := newReplay(f)
+	if err != nil {
+		s.log.Error("cannot schedule feed", "feed", f.ID, "url", sanitize.RedactURL(f.URL), "err", err)
+		return nil
+	}
+	return r
 }
