@@ -429,8 +429,8 @@ func (c *Counter) Fleet(st Lister, plans Planner, now time.Time) (Fleet, error) 
 	if s.Polls > 0 {
 		s.HitPct = 100 * float64(s.Hits) / float64(s.Polls)
 	}
-	if ids, ok := starvedIDs(plans, now); ok {
-		s.Starved = len(ids)
+	if o, ok := plans.(OverduePlanner); ok {
+		s.Starved = len(o.Overdue(now.Add(-StarvedLag))) // each feed once
 		return s, nil
 	}
 	if s.Starved, err = c.countStarved(x, next, now); err != nil {
