@@ -219,3 +219,34 @@ func TestSchedulerOverdueCost(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCountOverdue counts the overdue feeds of a million, one in a
+// hundred of them an hour late (BenchmarkFleetPages's fleet), against a
+// pass over every feed.
+func BenchmarkCountOverdue(b *testing.B) {
+	const n = 1_000_000
+	s := mustNew(b, Config{})
+	s.Grow(n)
+	for id := range n {
+		start := schAt(time.Duration(id%60) * time.Second)
+		if id%100 == 0 {
+			start = schAt(-time.Hour)
+		}
+		mustAdd(b, s, id, Feed{Policy: &schPolicy{start: start, period: time.Hour}}, schAt(-2*time.Hour))
+	}
+	before := schAt(-time.Minute)
+	b.Run("prefix", func(b *testing.B) {
+		for b.Loop() {
+			if c := s.CountOverdue(before); c != n/100 {
+				b.Fatal(c)
+			}
+		}
+	})
+	b.Run("every-feed", func(b *testing.B) {
+		for b.Loop() {
+			if c := len(bruteOverdue(s, before)); c != n/100 {
+				b.Fatal(c)
+			}
+		}
+	})
+}
