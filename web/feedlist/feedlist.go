@@ -7,7 +7,9 @@
 // keeps its feeds' summaries and the fleet's aggregates in memory (Index:
 // storage.Store) gives an unfiltered page and the aggregates without a
 // walk, and a filtered page by a walk of the summaries; the page's own
-// records are then read by ID.
+// records are then read by ID. A planner that keeps its feeds in order of
+// planned fetch (OverduePlanner: the live aggregator's scheduler) gives
+// the starved feeds, their count and their pages, without a walk.
 package feedlist
 
 import (
