@@ -262,7 +262,7 @@ type Scheduler struct {
 	cfg Config
 
 	feeds []feed
-	pos   []int32 // slot of each feed in its heap or parked list
+	pos   []int32 // slot of each feed in its heap, parked list or flying
 
 	waiting heap4   // stWaiting, keyed by due
 	ready   []heap4 // stReady, one per weight class (OrderPriority) or one
@@ -281,6 +281,12 @@ type Scheduler struct {
 	inflight int
 	feedsN   int
 	last     int64 // latest time given to Due
+
+	// flying holds the granted feeds not yet released (stInFlight, or
+	// stGone when removed in flight), and nparked counts the parked
+	// feeds, for Overdue.
+	flying  []int32
+	nparked int
 
 	notify  chan struct{}
 	running bool
@@ -589,6 +595,7 @@ func (s *Scheduler) unparkAt(h int32, i int) int32 {
 	}
 	s.hosts[h].parked = p[:last]
 	s.pos[id] = -1
+	s.nparked--
 	return id
 }
 
@@ -694,6 +701,7 @@ func (s *Scheduler) AppendDueN(dst []Grant, now time.Time, max int) []Grant {
 			f.state = stParked
 			s.pos[id] = int32(len(hs.parked))
 			hs.parked = append(hs.parked, id)
+			s.nparked++
 			continue
 		}
 		if s.cfg.Order == OrderRoundRobin {
@@ -708,7 +716,8 @@ func (s *Scheduler) AppendDueN(dst []Grant, now time.Time, max int) []Grant {
 func (s *Scheduler) grant(dst []Grant, id int32) []Grant {
 	f := &s.feeds[id]
 	f.state = stInFlight
-	s.pos[id] = -1
+	s.pos[id] = int32(len(s.flying))
+	s.flying = append(s.flying, id)
 	s.inflight++
 	if f.host >= 0 {
 		s.hosts[f.host].inflight++
@@ -742,6 +751,7 @@ func (s *Scheduler) NextWakeup() (t time.Time, ok bool) {
 // release ends feed id's flight; it must be in flight or gone.
 func (s *Scheduler) release(id int, at int64) {
 	f := &s.feeds[id]
+	s.unfly(id)
 	s.inflight--
 	if f.host < 0 {
 		return

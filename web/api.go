@@ -321,11 +321,7 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) {
 		respondError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	var next feedlist.Next
-	if a.agg != nil {
-		next = a.agg.NextFetch
-	}
-	cut, err := feedlist.List(a.store, ff, next, a.now())
+	cut, err := feedlist.List(a.store, ff, a.agg, a.now())
 	if err != nil {
 		a.internal(w, err)
 		return

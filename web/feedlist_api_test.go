@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/web/feedlist"
@@ -28,10 +29,36 @@ func (p planAgg) NextFetch(id uint64) (time.Time, bool) {
 	return t, ok
 }
 
+// overdueAgg is a planAgg that lists its overdue feeds, as the live
+// aggregator does from its scheduler (here by a pass over them all).
+type overdueAgg struct{ planAgg }
+
+func (p overdueAgg) Overdue(before time.Time) []uint64 {
+	var ids []uint64
+	for id, t := range p.next {
+		if t.Before(before) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// The live aggregator counts and lists the starved feeds from its
+// scheduler.
+var _ feedlist.OverduePlanner = (*aggregator.Service)(nil)
+
 // listFixture is a store of n remote feeds: every third erroring, every
 // fifth on fixed-15m, every seventh overdue by 10 min, feed 11's URL
 // carrying a secret.
 func listFixture(t *testing.T, n int) (*storage.Store, http.Handler) {
+	t.Helper()
+	st, h, _ := listFixtureOf(t, n, false)
+	return st, h
+}
+
+// listFixtureOf is listFixture with the planned fetches it gives the
+// handler, from a planAgg or, with overdue, an overdueAgg.
+func listFixtureOf(t *testing.T, n int, overdue bool) (*storage.Store, http.Handler, planAgg) {
 	t.Helper()
 	st, err := storage.Open(filepath.Join(t.TempDir(), "list.db"), storage.Options{NoSync: true})
 	if err != nil {
@@ -64,7 +91,11 @@ func listFixture(t *testing.T, n int) (*storage.Store, http.Handler) {
 		}
 		agg.next[f.ID] = next
 	}
-	return st, New(Options{Store: st, Aggregator: agg, Now: func() time.Time { return listT0 }})
+	var a Aggregator = agg
+	if overdue {
+		a = overdueAgg{agg}
+	}
+	return st, New(Options{Store: st, Aggregator: a, Now: func() time.Time { return listT0 }}), agg
 }
 
 // walk follows next_cursor from the first page of query, returning the
@@ -100,7 +131,6 @@ func walk(t *testing.T, h http.Handler, query string, between func(page int)) (i
 }
 
 func TestFeedsPages(t *testing.T) {
-	_, h := listFixture(t, 45)
 	tests := []struct {
 		name  string
 		query string
@@ -111,6 +141,9 @@ func TestFeedsPages(t *testing.T) {
 		{"pages of 1", "limit=1", func(int) bool { return true }},
 		{"erroring", "limit=4&status=erroring", func(i int) bool { return i%3 == 0 }},
 		{"starved", "status=starved&limit=2", func(i int) bool { return i%7 == 0 }},
+		{"starved, one page", "status=starved", func(i int) bool { return i%7 == 0 }},
+		{"starved by text", "status=starved&q=mote%202&limit=1", func(i int) bool { return i == 21 || i == 28 }},
+		{"starved by policy", "status=starved&policy=fixed-15m", func(i int) bool { return i == 35 }},
 		{"policy", "policy=fixed-15m&limit=3", func(i int) bool { return i%5 == 0 }},
 		{"text in the title, any case", "q=MOTE%204", func(i int) bool { return i == 4 || (i >= 40 && i <= 45) }},
 		{"text in the URL", "q=sensors1.example", func(i int) bool { return i%4 == 1 && i != 11 }},
@@ -119,24 +152,27 @@ func TestFeedsPages(t *testing.T) {
 		{"a secret in a URL is not searchable", "q=hunter2", func(int) bool { return false }},
 		{"the masked URL is", "q=private.rss", func(i int) bool { return i == 11 }},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var want []uint64
-			for i := 1; i <= 45; i++ {
-				if tc.want(i) {
-					want = append(want, uint64(i))
+	for _, overdue := range []bool{false, true} {
+		_, h, _ := listFixtureOf(t, 45, overdue)
+		for _, tc := range tests {
+			t.Run(fmt.Sprintf("%s/overdue=%v", tc.name, overdue), func(t *testing.T) {
+				var want []uint64
+				for i := 1; i <= 45; i++ {
+					if tc.want(i) {
+						want = append(want, uint64(i))
+					}
 				}
-			}
-			got, totals := walk(t, h, tc.query, nil)
-			if fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Errorf("feeds %v, want %v", got, want)
-			}
-			for _, n := range totals {
-				if n != len(want) {
-					t.Errorf("a page's total is %d, want %d", n, len(want))
+				got, totals := walk(t, h, tc.query, nil)
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("feeds %v, want %v", got, want)
 				}
-			}
-		})
+				for _, n := range totals {
+					if n != len(want) {
+						t.Errorf("a page's total is %d, want %d", n, len(want))
+					}
+				}
+			})
+		}
 	}
 }
 

@@ -2,8 +2,6 @@ package web
 
 import (
 	"net/http"
-
-	"github.com/slogfeed/slogfeed/web/feedlist"
 )
 
 // FleetView is GET /api/v1/fleet: every feed summed up, as the feeds
@@ -15,7 +13,9 @@ type FleetView struct {
 	Hits     int64 `json:"hits"`
 	Erroring int   `json:"erroring"`
 	// Starved counts the remote feeds overdue by more than
-	// feedlist.StarvedLag, as counted at most feedlist.StarvedEvery ago.
+	// feedlist.StarvedLag: the feeds whose planned fetch is that far
+	// past and not yet made (counted now from the live aggregator, else
+	// as counted at most feedlist.StarvedEvery ago).
 	Starved int `json:"starved"`
 	// HitPct is the share of all polls that found something new
 	// (absent before any poll).
@@ -38,11 +38,7 @@ type LatencyQuants struct {
 // fleet answers GET /api/v1/fleet. On the bbolt store it reads no feed
 // record: the aggregates are kept up to date by the writes.
 func (a *api) fleet(w http.ResponseWriter, r *http.Request) {
-	var next feedlist.Next
-	if a.agg != nil {
-		next = a.agg.NextFetch
-	}
-	s, err := a.fleetCount.Fleet(a.store, next, a.now())
+	s, err := a.fleetCount.Fleet(a.store, a.agg, a.now())
 	if err != nil {
 		a.internal(w, err)
 		return

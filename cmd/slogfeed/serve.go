@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -37,6 +38,7 @@ import (
 	"github.com/slogfeed/slogfeed/transform/runner"
 	"github.com/slogfeed/slogfeed/web"
 	"github.com/slogfeed/slogfeed/web/demo"
+	"github.com/slogfeed/slogfeed/web/feedlist"
 	"github.com/slogfeed/slogfeed/web/ui"
 )
 
@@ -214,6 +216,7 @@ type services struct {
 	base     string // the public base URL
 	websubOn bool
 	loaded   bool // the polling service's feeds are loaded (else run loads them)
+	store    storage.Backend
 }
 
 // buildServices builds the polling service, the pipe runner, the plugin
@@ -222,7 +225,7 @@ type services struct {
 // output reaches the plugin services through another (outputs).
 func buildServices(ctx context.Context, a *app, cfg *serveConfig, st *storeStage, addr net.Addr) (*services, error) {
 	v, log, store := cfg.values, a.log, st.backend
-	sv := &services{}
+	sv := &services{store: store}
 	token := v["token"]
 	if !isLoopback(addr) && token == "" {
 		var buf [16]byte
@@ -395,7 +398,10 @@ func (sv *services) run(ctx context.Context, a *app, cfg *serveConfig, ln net.Li
 			}
 			p := sv.svc.LoadProgress()
 			a.log.Info("feeds loaded", "feeds", p.Done, "replayed", p.Replayed, "took", time.Since(began).Round(time.Millisecond))
+			warmFeedList(runCtx, a.log, sv.store)
 		})
+	} else {
+		wg.Go(func() { warmFeedList(runCtx, a.log, sv.store) })
 	}
 	public := cfg.values["public-url"]
 	a.log.Info("slogfeed serving", "addr", "http://"+ln.Addr().String(), "public_url", sv.base, "data", cfg.dir, "demo", cfg.demo, "websub", sv.websubOn)
@@ -532,4 +538,24 @@ func (h *healthRecorder) Write(b []byte) (int, error) {
 		return 0, errors.New("healthz: answer too long")
 	}
 	return h.body.Write(b)
+}
+
+// warmFeedList builds the feed summaries of a store that keeps them
+// (feedlist.Warm) once the feeds are scheduled, so that the first feeds
+// page or list after a start does not wait for a walk of every record;
+// /healthz and the polls already run meanwhile.
+func warmFeedList(ctx context.Context, log *slog.Logger, store feedlist.Lister) {
+	if ctx.Err() != nil {
+		return
+	}
+	began := time.Now()
+	n, ok, err := feedlist.Warm(store)
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			log.Error("cannot build the feed list", "err", err)
+		}
+	case ok:
+		log.Info("feed list ready", "feeds", n, "took", time.Since(began).Round(time.Millisecond))
+	}
 }

@@ -1,17 +1,23 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/reader/fetcher"
 	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/web/feedlist"
 )
 
 // gatedStore holds a load's reads of feeds until gate is closed; entered
@@ -104,5 +110,60 @@ func TestHealthzWhileLoading(t *testing.T) {
 	}
 	if p := svc.LoadProgress(); p.Done != feeds || p.Replayed != 0 {
 		t.Errorf("progress %+v", p)
+	}
+}
+
+// listerOnly is a store seen only as a feedlist.Lister: it keeps no
+// summaries to warm.
+type listerOnly struct{ st *storage.Store }
+
+func (l listerOnly) Feeds() ([]storage.Feed, error)       { return l.st.Feeds() }
+func (l listerOnly) Feed(id uint64) (storage.Feed, error) { return l.st.Feed(id) }
+
+// failingIndex is a store whose summaries cannot be built.
+type failingIndex struct{ *storage.Store }
+
+func (failingIndex) FleetStats() (storage.FleetStats, error) {
+	return storage.FleetStats{}, errors.New("disk on fire")
+}
+
+// TestWarmFeedList: after the load, serve builds the summaries of a store
+// that keeps them, and says so with the number of feeds; a store without
+// summaries has nothing to warm, a failure is logged, and a server
+// already stopping does not start the walk.
+func TestWarmFeedList(t *testing.T) {
+	st, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const feeds = 300
+	for i := range feeds {
+		f := storage.Feed{Kind: storage.KindRemote, URL: fmt.Sprintf("https://s%d.example/f.rss", i), Policy: "auto"}
+		if err := st.CreateFeed(&f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stopped, stop := context.WithCancel(t.Context())
+	stop()
+	tests := []struct {
+		name  string
+		ctx   context.Context
+		store feedlist.Lister
+		want  string // in the log; "" for nothing
+	}{
+		{"summaries built", t.Context(), st, fmt.Sprintf(`msg="feed list ready" feeds=%d`, feeds)},
+		{"no summaries kept", t.Context(), listerOnly{st}, ""},
+		{"build fails", t.Context(), failingIndex{st}, `msg="cannot build the feed list" err="disk on fire"`},
+		{"stopping", stopped, st, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			warmFeedList(tc.ctx, slog.New(slog.NewTextHandler(&buf, nil)), tc.store)
+			if got := buf.String(); tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+				t.Fatalf("log %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

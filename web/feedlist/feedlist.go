@@ -7,7 +7,9 @@
 // keeps its feeds' summaries and the fleet's aggregates in memory (Index:
 // storage.Store) gives an unfiltered page and the aggregates without a
 // walk, and a filtered page by a walk of the summaries; the page's own
-// records are then read by ID.
+// records are then read by ID. A planner that keeps its feeds in order of
+// planned fetch (OverduePlanner: the live aggregator's scheduler) gives
+// the starved feeds, their count and their pages, without a walk.
 package feedlist
 
 import (
@@ -62,6 +64,43 @@ type Filter struct {
 
 // Next tells when a feed's next fetch is planned (ok false: not planned).
 type Next func(id uint64) (t time.Time, ok bool)
+
+// Planner tells when the feeds' next fetches are planned
+// (aggregator.Service).
+type Planner interface {
+	NextFetch(id uint64) (t time.Time, ok bool)
+}
+
+// OverduePlanner is a Planner that keeps its feeds in order of planned
+// fetch (aggregator.Service): Overdue returns, in any order, the feeds
+// whose planned fetch is before before and not yet made. The starved
+// feeds are then counted and listed at a cost that grows with the
+// overdue feeds, not with the fleet.
+type OverduePlanner interface {
+	Planner
+	Overdue(before time.Time) []uint64
+}
+
+// nextOf is p's NextFetch, nil without a planner.
+func nextOf(p Planner) Next {
+	if p == nil {
+		return nil
+	}
+	return p.NextFetch
+}
+
+// starvedIDs returns the starved feeds in order of ID, when p keeps its
+// feeds in order of planned fetch (ok false otherwise): the feeds
+// planned more than StarvedLag before now and not fetched since.
+func starvedIDs(p Planner, now time.Time) (ids []uint64, ok bool) {
+	o, ok := p.(OverduePlanner)
+	if !ok {
+		return nil, false
+	}
+	ids = o.Overdue(now.Add(-StarvedLag))
+	slices.Sort(ids)
+	return slices.Compact(ids), true
+}
 
 // Parse reads a filter from a request's query (limit, cursor, q, status,
 // policy). Its error is a *QueryError naming the bad parameter.
@@ -200,6 +239,23 @@ type Index interface {
 	FleetStats() (storage.FleetStats, error)
 }
 
+// Warm builds the summaries st keeps when it is an Index (they are built
+// on its first read, by a walk of every record) and returns how many
+// feeds it holds; ok is false for a store that keeps none. A server calls
+// it in the background once its feeds are scheduled, so that the first
+// page it serves after a start does not wait for the walk.
+func Warm(st Lister) (feeds int, ok bool, err error) {
+	x, ok := st.(Index)
+	if !ok {
+		return 0, false, nil
+	}
+	stats, err := x.FleetStats()
+	if err != nil {
+		return 0, true, err
+	}
+	return stats.Feeds, true, nil
+}
+
 // Lister is any store: it reads every feed.
 type Lister interface {
 	Feeds() ([]storage.Feed, error)
@@ -258,15 +314,22 @@ type Fleet struct {
 	MeanP50, MeanP90, MeanP99, MeanMax float64
 }
 
-// List cuts the page ff asks for from st's feeds: from the summaries of
-// an Index (an unfiltered page in time independent of the number of
-// feeds, a filtered one by a walk of the summaries in memory), else
-// from all its feeds.
-func List(st Lister, ff Filter, next Next, now time.Time) (Page, error) {
+// List cuts the page ff asks for from st's feeds, plans telling when they
+// are fetched next: from the summaries of an Index (an unfiltered page
+// in time independent of the number of feeds, a filtered one by a walk
+// of the summaries in memory, the starved feeds alone from an
+// OverduePlanner without a walk), else from all its feeds.
+func List(st Lister, ff Filter, plans Planner, now time.Time) (Page, error) {
+	next := nextOf(plans)
 	x, ok := st.(Index)
 	if !ok {
 		p, _, err := Read(WalkOf(st), ff, next, now, false)
 		return p, err
+	}
+	if ff.Status == Starved {
+		if ids, ok := starvedIDs(plans, now); ok {
+			return listStarved(x, ff, ids)
+		}
 	}
 	if !ff.unfiltered() {
 		ids, total, err := x.MatchFeeds(ff.summaryFilter(next, now), ff.After, ff.Limit+1)
@@ -295,14 +358,51 @@ func List(st Lister, ff Filter, next Next, now time.Time) (Page, error) {
 	return p, nil
 }
 
+// listStarved cuts the page ff (whose status is Starved) asks for from
+// the starved feeds ids, in order of ID: directly when ff asks for
+// nothing else, else by a walk of x's summaries that keeps those among
+// the feeds the other filters keep.
+func listStarved(x Index, ff Filter, ids []uint64) (Page, error) {
+	if ff.Text != "" || ff.Policy != "" {
+		sf := ff.summaryFilter(nil, time.Time{})
+		sf.Keep = func(id uint64) bool {
+			_, found := slices.BinarySearch(ids, id)
+			return found
+		}
+		got, total, err := x.MatchFeeds(sf, ff.After, ff.Limit+1)
+		if err != nil {
+			return Page{}, err
+		}
+		return pageOf(got, total, ff.Limit), nil
+	}
+	i, found := slices.BinarySearch(ids, ff.After)
+	if found {
+		i++
+	}
+	return pageOf(ids[i:min(len(ids), i+ff.Limit+1)], len(ids), ff.Limit), nil
+}
+
+// pageOf is the page of the first limit of ids (up to limit+1 of the
+// matching feeds after the cursor, in order), total matching in all.
+func pageOf(ids []uint64, total, limit int) Page {
+	p := Page{IDs: ids, Total: total}
+	if len(ids) > limit {
+		p.IDs = ids[:limit]
+		p.Cursor = EncodeCursor(p.IDs[len(p.IDs)-1])
+	}
+	return p
+}
+
 // StarvedEvery is how long a count of the starved feeds of an Index
-// serves (Counter): a feed counts as starved a StarvedLag after its
-// planned fetch, so a count this much older says the same.
+// serves (Counter) when the planner does not keep its feeds in order of
+// planned fetch: a feed counts as starved a StarvedLag after its planned
+// fetch, so a count this much older says the same.
 const StarvedEvery = 10 * time.Second
 
-// Counter sums up an Index's fleet, counting its starved feeds (which
-// takes a walk of the summaries, asking the scheduler about every remote
-// feed) at most once per StarvedEvery. The zero Counter is ready.
+// Counter sums up an Index's fleet. It counts the starved feeds from an
+// OverduePlanner at every call; from another Planner, which takes a walk
+// of the summaries asking about every remote feed, at most once per
+// StarvedEvery. The zero Counter is ready.
 type Counter struct {
 	mu      sync.Mutex
 	at      time.Time
@@ -310,10 +410,12 @@ type Counter struct {
 	valid   bool
 }
 
-// Fleet sums up st's feeds: from an Index's aggregates (with the
-// starved feeds as counted at most StarvedEvery before now), else by a
-// walk of all its feeds.
-func (c *Counter) Fleet(st Lister, next Next, now time.Time) (Fleet, error) {
+// Fleet sums up st's feeds, plans telling when they are fetched next: from
+// an Index's aggregates (with the starved feeds counted now from an
+// OverduePlanner, else as counted at most StarvedEvery before now), else
+// by a walk of all its feeds.
+func (c *Counter) Fleet(st Lister, plans Planner, now time.Time) (Fleet, error) {
+	next := nextOf(plans)
 	x, ok := st.(Index)
 	if !ok {
 		_, s, err := Read(WalkOf(st), Filter{Limit: 1}, next, now, true)
@@ -328,6 +430,10 @@ func (c *Counter) Fleet(st Lister, next Next, now time.Time) (Fleet, error) {
 		MeanP99: stats.LatencyP99, MeanMax: stats.LatencyMax}
 	if s.Polls > 0 {
 		s.HitPct = 100 * float64(s.Hits) / float64(s.Polls)
+	}
+	if o, ok := plans.(OverduePlanner); ok {
+		s.Starved = len(o.Overdue(now.Add(-StarvedLag))) // each feed once
+		return s, nil
 	}
 	if s.Starved, err = c.countStarved(x, next, now); err != nil {
 		return Fleet{}, err

@@ -55,6 +55,31 @@ type testAgg struct {
 	mu     sync.Mutex
 	states map[uint64]schedule.State
 	next   map[uint64]time.Time
+	// sched, when set, holds the planned fetches too, and answers
+	// Overdue as the live aggregator's does (BenchmarkFleetPages).
+	sched *schedule.Scheduler
+}
+
+// Overdue lists the feeds planned before before: from sched when set,
+// else by a pass over next.
+func (a *testAgg) Overdue(before time.Time) []uint64 {
+	if a.sched != nil {
+		ids := a.sched.AppendOverdue(nil, before)
+		out := make([]uint64, len(ids))
+		for i, id := range ids {
+			out[i] = uint64(id)
+		}
+		return out
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []uint64
+	for id, t := range a.next {
+		if t.Before(before) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 func (a *testAgg) State(id uint64) (schedule.State, bool) {

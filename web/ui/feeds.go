@@ -108,16 +108,12 @@ func (u *UI) renderFeeds(w http.ResponseWriter, r *http.Request, status int, err
 		ff = feedlist.Filter{Limit: feedlist.DefaultLimit}
 	}
 	now := u.now()
-	var next feedlist.Next
-	if a := u.opt.Aggregator; a != nil {
-		next = a.NextFetch
-	}
-	cut, err := feedlist.List(u.opt.Store, ff, next, now)
+	cut, err := feedlist.List(u.opt.Store, ff, u.opt.Aggregator, now)
 	if err != nil {
 		u.internal(w, r, err)
 		return
 	}
-	fleet, err := u.fleet.Fleet(u.opt.Store, next, now)
+	fleet, err := u.fleet.Fleet(u.opt.Store, u.opt.Aggregator, now)
 	if err != nil {
 		u.internal(w, r, err)
 		return

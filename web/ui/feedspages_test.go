@@ -117,8 +117,9 @@ func TestFeedsPagesUI(t *testing.T) {
 	}
 }
 
-// The fleet's starved count is counted again once it is StarvedEvery
-// old, not before; the other aggregates follow every write at once.
+// The fleet's starved count, from an aggregator that lists its overdue
+// feeds, follows the planned fetches at once, as the other aggregates
+// follow every write; the starved filter lists the same feeds.
 func TestFeedsPageStarvedRecount(t *testing.T) {
 	e := newEnv(t, envOptions{loopback: true})
 	c := e.client(t)
@@ -154,11 +155,18 @@ func TestFeedsPageStarvedRecount(t *testing.T) {
 	}
 	e.clock.Add(feedlist.StarvedEvery / 2)
 	b := page()
-	if !strings.Contains(b, ">3 starved</a>") || !strings.Contains(b, ">1 erroring</a>") {
-		t.Fatal("within StarvedEvery: want the starved count kept (3), the erroring one current (1)")
+	if !strings.Contains(b, ">6 starved</a>") || !strings.Contains(b, ">1 erroring</a>") {
+		t.Fatal("want the starved count (6) and the erroring one (1) current")
 	}
-	e.clock.Add(feedlist.StarvedEvery / 2)
-	if b := page(); !strings.Contains(b, ">6 starved</a>") {
-		t.Fatal("after StarvedEvery: want 6 starved")
+	r := c.get(t, "/ui/feeds?status=starved")
+	if got := len(feedRowRe.FindAllStringSubmatch(r.body, -1)); r.status != http.StatusOK || got != 6 || !strings.Contains(r.body, "6 matching feeds") {
+		t.Fatalf("starved filter: %d, %d rows, want 6: %.400s", r.status, got, r.body)
+	}
+	e.clock.Add(2 * time.Hour) // every planned fetch is now overdue
+	e.agg.mu.Lock()
+	planned := len(e.agg.next) // these 12 and the env's own remote feed
+	e.agg.mu.Unlock()
+	if b := page(); planned < 12 || !strings.Contains(b, fmt.Sprintf(">%d starved</a>", planned)) {
+		t.Fatalf("two hours on: want all %d planned feeds starved", planned)
 	}
 }
