@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,6 +38,8 @@ var (
 	fleetInProc   = flag.Bool("fleet.inprocess", false, "BenchmarkFleet: serve the loopback fleet in the benchmark's process (its CPU and memory then count as slogfeed's)")
 	fleetDurable  = flag.Bool("fleet.durable-create", false, "BenchmarkFleet: create the feeds on the fsynced store too (slower set-up; polls are always fsynced)")
 	fleetProgress = flag.Bool("fleet.progress", false, "BenchmarkFleet: log set-up progress")
+	fleetHeapProf = flag.String("fleet.heapprofile", "", "BenchmarkFleet: write a heap profile of the end of the measurement to this file (a size's name is added when several are run)")
+	fleetPages    = flag.Bool("fleet.pages", false, "BenchmarkFleet: log, at the end, each bucket's pages of the data file and how many of them are resident")
 )
 
 const (
@@ -298,6 +302,7 @@ func runFleet(b *testing.B, n int) {
 	cancel()
 	<-done
 	b.StopTimer()
+	fleetEndReport(b, n, path)
 
 	slices.Sort(lat)
 	med, worst := 0.0, 0.0
@@ -332,4 +337,48 @@ func runFleet(b *testing.B, n int) {
 	}
 	b.Logf("%d feeds, publisher %s: %d items published in the measurement stored (%d items in all), %d polls in %v; at the end %d MiB anonymous, %d MiB file pages resident",
 		n, where, len(lat), stored, polls, measured.Round(time.Second), anon>>20, file>>20)
+}
+
+// fleetEndReport logs where the process's memory is at the end of a
+// measurement: the Go runtime's split of it, and with -fleet.pages each
+// bucket's pages of the data file at path and those resident; it writes
+// -fleet.heapprofile.
+func fleetEndReport(b *testing.B, n int, path string) {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	per := func(v uint64) float64 { return float64(v) / float64(n) }
+	b.Logf("Go runtime per feed: heap live %.0f B, heap in use %.0f B, heap idle not released %.0f B, stacks %.0f B, other runtime %.0f B; next GC at %.0f B",
+		per(ms.HeapAlloc), per(ms.HeapInuse), per(ms.HeapIdle-ms.HeapReleased), per(ms.StackInuse),
+		per(ms.MSpanInuse+ms.MCacheInuse+ms.BuckHashSys+ms.GCSys+ms.OtherSys), per(ms.NextGC))
+	if *fleetHeapProf != "" {
+		name := *fleetHeapProf
+		if strings.Contains(*fleetSizes, ",") {
+			name = fmt.Sprintf("%s.%d", name, n)
+		}
+		runtime.GC()
+		if f, err := os.Create(name); err != nil {
+			b.Errorf("heap profile: %v", err)
+		} else {
+			if err := pprof.WriteHeapProfile(f); err != nil {
+				b.Errorf("heap profile: %v", err)
+			}
+			f.Close()
+		}
+	}
+	if !*fleetPages {
+		return
+	}
+	parts, err := fileBuckets(path)
+	if err != nil {
+		b.Errorf("data file's pages: %v", err)
+		return
+	}
+	psz := float64(os.Getpagesize())
+	var all, res int64
+	for _, p := range parts {
+		all += p.pages
+		res += p.resident
+		b.Logf("  %-36s %9d pages %7.0f B/feed, resident %9d pages %7.0f B/feed", p.name, p.pages, float64(p.pages)*psz/float64(n), p.resident, float64(p.resident)*psz/float64(n))
+	}
+	b.Logf("  %-36s %9d pages %7.0f B/feed, resident %9d pages %7.0f B/feed", "data file", all, float64(all)*psz/float64(n), res, float64(res)*psz/float64(n))
 }
