@@ -198,6 +198,11 @@ func startFleet(b *testing.B, period time.Duration) *aggtest.Fleet {
 // per feed at the end, its growth per feed per day, as the file's size
 // and as its pages in use, and its pages in use per stored item. b.N is ignored: one run per size.
 func BenchmarkFleet(b *testing.B) {
+	if *fleetHeapProf != "" {
+		// Per-feed structures are small: sample finely enough to see
+		// each of them.
+		runtime.MemProfileRate = 4096
+	}
 	for _, f := range strings.Split(*fleetSizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n <= 0 {
