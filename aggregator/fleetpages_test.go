@@ -17,6 +17,8 @@ import (
 type bucketPages struct {
 	name            string
 	pages, resident int64
+	used            int64 // bytes of its leaf elements, keys and values
+	referenced      int64 // pages referenced since the last clear_refs
 }
 
 // Page layout of a bbolt file (little-endian on the machines the
@@ -75,6 +77,7 @@ func fileBuckets(path string) ([]bucketPages, error) {
 	}
 	owner := make([]int32, hwm) // 0: none, else index+1 into names
 	var names []string
+	used := map[string]int64{}
 	buf := make([]byte, psz)
 	var walk func(pgid uint64, name string, depth int) error
 	var walkPage func(p []byte, name string, depth int) error
@@ -91,10 +94,18 @@ func fileBuckets(path string) ([]bucketPages, error) {
 					return err
 				}
 			case boltLeaf:
+				pos, ksz, vsz := int(binary.LittleEndian.Uint32(p[e+4:])), int(binary.LittleEndian.Uint32(p[e+8:])), int(binary.LittleEndian.Uint32(p[e+12:]))
 				if binary.LittleEndian.Uint32(p[e:])&boltBucketLeaf == 0 {
+					used[topName(name)] += int64(boltElem + ksz + vsz)
+					if name == "feeds" && e+pos+ksz <= len(p) {
+						kind := "feeds: records"
+						if ksz == 9 {
+							kind = fmt.Sprintf("feeds: %q entries", p[e+pos+8])
+						}
+						used[kind] += int64(boltElem + ksz + vsz)
+					}
 					continue
 				}
-				pos, ksz, vsz := int(binary.LittleEndian.Uint32(p[e+4:])), int(binary.LittleEndian.Uint32(p[e+8:])), int(binary.LittleEndian.Uint32(p[e+12:]))
 				if e+pos+ksz+vsz > len(p) || vsz < 16 {
 					return fmt.Errorf("%s: bucket element %d out of its page", name, i)
 				}
@@ -129,13 +140,7 @@ func fileBuckets(path string) ([]bucketPages, error) {
 		if _, err := f.ReadAt(p, int64(pgid)*psz); err != nil {
 			return err
 		}
-		top := name
-		if i := strings.IndexByte(top, '/'); i >= 0 {
-			top = top[:i+1] + "*" // nested buckets counted with their parent
-		}
-		if name == "" {
-			top = "(root)"
-		}
+		top := topName(name)
 		at := slices.Index(names, top)
 		if at < 0 {
 			names = append(names, top)
@@ -155,7 +160,12 @@ func fileBuckets(path string) ([]bucketPages, error) {
 	}
 	out := make([]bucketPages, len(names)+1)
 	for i, n := range names {
-		out[i].name = n
+		out[i].name, out[i].used = n, used[n]
+	}
+	for k, v := range used {
+		if strings.HasPrefix(k, "feeds: ") {
+			out = append(out, bucketPages{name: k, used: v})
+		}
 	}
 	out[len(names)].name = "(meta, free list and free pages)"
 	for pg, o := range owner {
@@ -170,6 +180,18 @@ func fileBuckets(path string) ([]bucketPages, error) {
 	}
 	slices.SortFunc(out, func(a, b bucketPages) int { return int(b.pages - a.pages) })
 	return out, nil
+}
+
+// topName is the name a bucket's pages are counted under: nested buckets
+// with their top-level parent.
+func topName(name string) string {
+	if i := strings.IndexByte(name, '/'); i >= 0 {
+		return name[:i+1] + "*"
+	}
+	if name == "" {
+		return "(root)"
+	}
+	return name
 }
 
 // mappedPages reports which of the first n pages of this process's
@@ -214,4 +236,44 @@ func mappedPages(path string, n int64) ([]bool, error) {
 		out[i] = binary.LittleEndian.Uint64(raw[i*8:])&(1<<63) != 0
 	}
 	return out, nil
+}
+
+// clearRefs clears the referenced bits of this process's pages
+// (/proc/self/clear_refs), so that fileReferenced counts the pages used
+// from then on.
+func clearRefs() error { return os.WriteFile("/proc/self/clear_refs", []byte("1"), 0) }
+
+// fileReferenced is, in bytes, what /proc/self/smaps says of this
+// process's mappings of the file at path: resident, and referenced since
+// the last clearRefs (read through the mapping, or written by a commit).
+func fileReferenced(path string) (rss, ref int64, err error) {
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	in := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		if !strings.HasSuffix(fields[0], ":") { // a mapping's header line
+			in = len(fields) >= 6 && fields[5] == path
+			continue
+		}
+		if !in || len(fields) < 2 {
+			continue
+		}
+		v, _ := strconv.ParseInt(fields[1], 10, 64)
+		switch fields[0] {
+		case "Rss:":
+			rss += v * 1024
+		case "Referenced:":
+			ref += v * 1024
+		}
+	}
+	return rss, ref, sc.Err()
 }
