@@ -39,6 +39,7 @@ var (
 	fleetDurable  = flag.Bool("fleet.durable-create", false, "BenchmarkFleet: create the feeds on the fsynced store too (slower set-up; polls are always fsynced)")
 	fleetProgress = flag.Bool("fleet.progress", false, "BenchmarkFleet: log set-up progress")
 	fleetHeapProf = flag.String("fleet.heapprofile", "", "BenchmarkFleet: write a heap profile of the end of the measurement to this file (a size's name is added when several are run)")
+	fleetKeep     = flag.Int("fleet.keep", 200, "BenchmarkFleet: newest items a feed keeps (the store's default retention, as serve's --keep-items; 0 keeps every item)")
 	fleetPages    = flag.Bool("fleet.pages", false, "BenchmarkFleet: log, at the end, each bucket's pages of the data file and how many of them are resident")
 )
 
@@ -223,7 +224,8 @@ func runFleet(b *testing.B, n int) {
 	}
 	pub := startFleet(b, period)
 	path := filepath.Join(b.TempDir(), "fleet.db")
-	st, err := storage.Open(path, storage.Options{NoSync: !*fleetDurable})
+	retain := storage.Retention{MaxItems: *fleetKeep}
+	st, err := storage.Open(path, storage.Options{NoSync: !*fleetDurable, DefaultRetention: retain})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -237,7 +239,7 @@ func runFleet(b *testing.B, n int) {
 		}
 	}
 	st.Close()
-	if st, err = storage.Open(path, storage.Options{}); err != nil {
+	if st, err = storage.Open(path, storage.Options{DefaultRetention: retain}); err != nil {
 		b.Fatal(err)
 	}
 	defer st.Close()
