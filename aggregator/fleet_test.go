@@ -40,6 +40,7 @@ var (
 	fleetProgress = flag.Bool("fleet.progress", false, "BenchmarkFleet: log set-up progress")
 	fleetHeapProf = flag.String("fleet.heapprofile", "", "BenchmarkFleet: write a heap profile of the end of the measurement to this file (a size's name is added when several are run)")
 	fleetKeep     = flag.Int("fleet.keep", 200, "BenchmarkFleet: newest items a feed keeps (the store's default retention, as serve's --keep-items; 0 keeps every item)")
+	fleetPrefill  = flag.Int("fleet.prefill", 0, "BenchmarkFleet: items each feed holds before the run, published in the periods before the fleet's own (a node that has run that long; with -fleet.keep, one whose feeds are at their retention)")
 	fleetPages    = flag.Bool("fleet.pages", false, "BenchmarkFleet: log, at the end, each bucket's pages of the data file and how many of them are resident")
 )
 
@@ -231,8 +232,14 @@ func runFleet(b *testing.B, n int) {
 	}
 	began := time.Now()
 	for i := range n {
-		if err := st.CreateFeed(&storage.Feed{URL: pub.URL(i), Kind: storage.KindRemote, Policy: schedule.DefaultPolicy}); err != nil {
+		f := storage.Feed{URL: pub.URL(i), Kind: storage.KindRemote, Policy: schedule.DefaultPolicy}
+		if err := st.CreateFeed(&f); err != nil {
 			b.Fatal(err)
+		}
+		if *fleetPrefill > 0 {
+			if _, err := st.AddItems(f.ID, prefillItems(i, *fleetPrefill, pub.Epoch, period)); err != nil {
+				b.Fatal(err)
+			}
 		}
 		if *fleetProgress && (i+1)%100_000 == 0 {
 			b.Logf("%d feeds created in %v", i+1, time.Since(began).Round(time.Second))
@@ -408,4 +415,17 @@ func fleetEndReport(b *testing.B, n int, path string) {
 	fmt.Fprintf(&tab, "\n  %-36s %9d pages %7.0f B/feed,             resident %9d pages %7.0f B/feed", "data file", all, float64(all)*psz/float64(n), res, float64(res)*psz/float64(n))
 	// On standard error: a benchmark's log keeps its first lines only.
 	fmt.Fprintf(os.Stderr, "%s: the data file by bucket:%s\n", b.Name(), tab.String())
+}
+
+// prefillItems are the k items feed i held before the fleet's own, one a
+// period, the newest a period before epoch, shaped like the fleet's.
+func prefillItems(i, k int, epoch time.Time, period time.Duration) []storage.Item {
+	items := make([]storage.Item, k)
+	for j := range items {
+		at := epoch.Add(-time.Duration(k-j) * period)
+		id := fmt.Sprintf("p%d-%d", i, j)
+		items[j] = storage.Item{ID: id, GUID: id, Title: fmt.Sprintf("reading p%d", j),
+			Summary: fmt.Sprintf("%d.%d C", i%40, j%10), Published: at, Fetched: at}
+	}
+	return items
 }
