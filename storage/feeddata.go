@@ -300,13 +300,21 @@ func openFeedView(tx *bolt.Tx, id uint64, name []byte) (view, error) {
 }
 
 // createFeedBuckets starts the data of a new feed: its count entry.
+// Feed IDs only grow and a count never changes size, so the entries are
+// appended and their pages, which every poll that stores items reads and
+// rewrites, are left full (countFill).
 func createFeedBuckets(tx *bolt.Tx, id uint64) error {
 	count, err := dataBucket(tx, bucketItemCount)
 	if err != nil {
 		return err
 	}
+	count.FillPercent = countFill
 	return count.Put(u64(id), u64(0))
 }
+
+// countFill is the FillPercent of the item_count bucket, appended at its
+// end.
+const countFill = 1.0
 
 // deleteFeedData removes everything feed id holds in the data buckets.
 func deleteFeedData(tx *bolt.Tx, id uint64) error {
