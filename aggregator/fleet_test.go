@@ -196,9 +196,16 @@ func startFleet(b *testing.B, period time.Duration) *aggtest.Fleet {
 // the last period and a minute (starved; reported only when the
 // measurement lasts that long), CPU per poll, the process's peak RSS per
 // feed with, at the end, its anonymous memory and its resident file pages
-// (bbolt's mapped file) per feed, the data file's size and pages in use
+// (bbolt's mapped file) per feed, the data file's pages the measurement
+// read or wrote per feed (file-used-B/feed: its working set over the
+// measurement), the data file's size and pages in use
 // per feed at the end, its growth per feed per day, as the file's size
-// and as its pages in use, and its pages in use per stored item. b.N is ignored: one run per size.
+// and as its pages in use, and its pages in use per stored item. The
+// store keeps -fleet.keep items a feed (serve's default retention), and
+// -fleet.prefill starts every feed with that many older items.
+// -fleet.pages splits the data file by bucket (pages, fill, resident)
+// and -fleet.heapprofile writes a heap profile at the end. b.N is
+// ignored: one run per size.
 func BenchmarkFleet(b *testing.B) {
 	if *fleetHeapProf != "" {
 		// Per-feed structures are small: sample finely enough to see
