@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,6 +38,10 @@ var (
 	fleetInProc   = flag.Bool("fleet.inprocess", false, "BenchmarkFleet: serve the loopback fleet in the benchmark's process (its CPU and memory then count as slogfeed's)")
 	fleetDurable  = flag.Bool("fleet.durable-create", false, "BenchmarkFleet: create the feeds on the fsynced store too (slower set-up; polls are always fsynced)")
 	fleetProgress = flag.Bool("fleet.progress", false, "BenchmarkFleet: log set-up progress")
+	fleetHeapProf = flag.String("fleet.heapprofile", "", "BenchmarkFleet: write a heap profile of the end of the measurement to this file (a size's name is added when several are run)")
+	fleetKeep     = flag.Int("fleet.keep", 200, "BenchmarkFleet: newest items a feed keeps (the store's default retention, as serve's --keep-items; 0 keeps every item)")
+	fleetPrefill  = flag.Int("fleet.prefill", 0, "BenchmarkFleet: items each feed holds before the run, published in the periods before the fleet's own (a node that has run that long; with -fleet.keep, one whose feeds are at their retention)")
+	fleetPages    = flag.Bool("fleet.pages", false, "BenchmarkFleet: log, at the end, each bucket's pages of the data file and how many of them are resident")
 )
 
 const (
@@ -190,10 +196,22 @@ func startFleet(b *testing.B, period time.Duration) *aggtest.Fleet {
 // the last period and a minute (starved; reported only when the
 // measurement lasts that long), CPU per poll, the process's peak RSS per
 // feed with, at the end, its anonymous memory and its resident file pages
-// (bbolt's mapped file) per feed, the data file's size and pages in use
+// (bbolt's mapped file) per feed, the data file's pages the measurement
+// read or wrote per feed (file-used-B/feed: its working set over the
+// measurement), the data file's size and pages in use
 // per feed at the end, its growth per feed per day, as the file's size
-// and as its pages in use, and its pages in use per stored item. b.N is ignored: one run per size.
+// and as its pages in use, and its pages in use per stored item. The
+// store keeps -fleet.keep items a feed (serve's default retention), and
+// -fleet.prefill starts every feed with that many older items.
+// -fleet.pages splits the data file by bucket (pages, fill, resident)
+// and -fleet.heapprofile writes a heap profile at the end. b.N is
+// ignored: one run per size.
 func BenchmarkFleet(b *testing.B) {
+	if *fleetHeapProf != "" {
+		// Per-feed structures are small: sample finely enough to see
+		// each of them.
+		runtime.MemProfileRate = 4096
+	}
 	for _, f := range strings.Split(*fleetSizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n <= 0 {
@@ -214,21 +232,28 @@ func runFleet(b *testing.B, n int) {
 	}
 	pub := startFleet(b, period)
 	path := filepath.Join(b.TempDir(), "fleet.db")
-	st, err := storage.Open(path, storage.Options{NoSync: !*fleetDurable})
+	retain := storage.Retention{MaxItems: *fleetKeep}
+	st, err := storage.Open(path, storage.Options{NoSync: !*fleetDurable, DefaultRetention: retain})
 	if err != nil {
 		b.Fatal(err)
 	}
 	began := time.Now()
 	for i := range n {
-		if err := st.CreateFeed(&storage.Feed{URL: pub.URL(i), Kind: storage.KindRemote, Policy: schedule.DefaultPolicy}); err != nil {
+		f := storage.Feed{URL: pub.URL(i), Kind: storage.KindRemote, Policy: schedule.DefaultPolicy}
+		if err := st.CreateFeed(&f); err != nil {
 			b.Fatal(err)
+		}
+		if *fleetPrefill > 0 {
+			if _, err := st.AddItems(f.ID, prefillItems(i, *fleetPrefill, pub.Epoch, period)); err != nil {
+				b.Fatal(err)
+			}
 		}
 		if *fleetProgress && (i+1)%100_000 == 0 {
 			b.Logf("%d feeds created in %v", i+1, time.Since(began).Round(time.Second))
 		}
 	}
 	st.Close()
-	if st, err = storage.Open(path, storage.Options{}); err != nil {
+	if st, err = storage.Open(path, storage.Options{DefaultRetention: retain}); err != nil {
 		b.Fatal(err)
 	}
 	defer st.Close()
@@ -269,6 +294,7 @@ func runFleet(b *testing.B, n int) {
 		b.Fatal(err)
 	}
 	cpu0 := aggtest.CPUTime()
+	refsCleared := clearRefs() == nil
 	stats.mu.Lock()
 	stats.from, stats.measured = time.Now(), true
 	stats.mu.Unlock()
@@ -287,6 +313,7 @@ func runFleet(b *testing.B, n int) {
 	stats.mu.Unlock()
 	cpu := aggtest.CPUTime() - cpu0
 	anon, file := rssParts()
+	_, fileRef, refErr := fileReferenced(path)
 	size1, err := st.Size()
 	if err != nil {
 		b.Fatal(err)
@@ -298,6 +325,8 @@ func runFleet(b *testing.B, n int) {
 	cancel()
 	<-done
 	b.StopTimer()
+	fleetEndReport(b, n, path)
+	runtime.KeepAlive(svc) // its per-feed state is what the report measures
 
 	slices.Sort(lat)
 	med, worst := 0.0, 0.0
@@ -316,6 +345,10 @@ func runFleet(b *testing.B, n int) {
 	b.ReportMetric(float64(peakRSS())/float64(n), "rss-B/feed")
 	b.ReportMetric(float64(anon)/float64(n), "anon-B/feed")
 	b.ReportMetric(float64(file)/float64(n), "file-pages-B/feed")
+	if refsCleared && refErr == nil {
+		// The data file's working set: its pages the measurement used.
+		b.ReportMetric(float64(fileRef)/float64(n), "file-used-B/feed")
+	}
 	b.ReportMetric(float64(size1)/float64(n), "file-B/feed")
 	b.ReportMetric(float64(used1)/float64(n), "in-use-B/feed")
 	b.ReportMetric(float64(size1-size0)/float64(n)/measured.Hours()*24, "file-B/feed/day")
@@ -332,4 +365,74 @@ func runFleet(b *testing.B, n int) {
 	}
 	b.Logf("%d feeds, publisher %s: %d items published in the measurement stored (%d items in all), %d polls in %v; at the end %d MiB anonymous, %d MiB file pages resident",
 		n, where, len(lat), stored, polls, measured.Round(time.Second), anon>>20, file>>20)
+}
+
+// fleetEndReport logs where the process's memory is at the end of a
+// measurement: the Go runtime's split of it, and with -fleet.pages each
+// bucket's pages of the data file at path and those resident; it writes
+// -fleet.heapprofile.
+func fleetEndReport(b *testing.B, n int, path string) {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	per := func(v uint64) float64 { return float64(v) / float64(n) }
+	b.Logf("Go runtime per feed: heap allocated %.0f B (live and not yet collected), heap in use %.0f B, heap idle not released %.0f B, stacks %.0f B, other runtime %.0f B; next GC at %.0f B",
+		per(ms.HeapAlloc), per(ms.HeapInuse), per(ms.HeapIdle-ms.HeapReleased), per(ms.StackInuse),
+		per(ms.MSpanInuse+ms.MCacheInuse+ms.BuckHashSys+ms.GCSys+ms.OtherSys), per(ms.NextGC))
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	b.Logf("Go runtime per feed after a collection: heap live %.0f B", per(ms.HeapAlloc))
+	if *fleetHeapProf != "" {
+		name := *fleetHeapProf
+		if strings.Contains(*fleetSizes, ",") {
+			name = fmt.Sprintf("%s.%d", name, n)
+		}
+		if f, err := os.Create(name); err != nil {
+			b.Errorf("heap profile: %v", err)
+		} else {
+			if err := pprof.WriteHeapProfile(f); err != nil {
+				b.Errorf("heap profile: %v", err)
+			}
+			f.Close()
+		}
+	}
+	if !*fleetPages {
+		return
+	}
+	parts, err := fileBuckets(path)
+	if err != nil {
+		b.Errorf("data file's pages: %v", err)
+		return
+	}
+	psz := float64(os.Getpagesize())
+	var all, res int64
+	var tab strings.Builder
+	for _, p := range parts {
+		if p.pages == 0 {
+			fmt.Fprintf(&tab, "\n  %-36s bytes in use %7.0f B/feed", p.name, float64(p.used)/float64(n))
+			continue
+		}
+		all += p.pages
+		res += p.resident
+		fill := 0.0
+		if p.pages > 0 {
+			fill = 100 * float64(p.used) / (float64(p.pages) * psz)
+		}
+		fmt.Fprintf(&tab, "\n  %-36s %9d pages %7.0f B/feed (%3.0f%% full), resident %9d pages %7.0f B/feed", p.name, p.pages, float64(p.pages)*psz/float64(n), fill, p.resident, float64(p.resident)*psz/float64(n))
+	}
+	fmt.Fprintf(&tab, "\n  %-36s %9d pages %7.0f B/feed,             resident %9d pages %7.0f B/feed", "data file", all, float64(all)*psz/float64(n), res, float64(res)*psz/float64(n))
+	// On standard error: a benchmark's log keeps its first lines only.
+	fmt.Fprintf(os.Stderr, "%s: the data file by bucket:%s\n", b.Name(), tab.String())
+}
+
+// prefillItems are the k items feed i held before the fleet's own, one a
+// period, the newest a period before epoch, shaped like the fleet's.
+func prefillItems(i, k int, epoch time.Time, period time.Duration) []storage.Item {
+	items := make([]storage.Item, k)
+	for j := range items {
+		at := epoch.Add(-time.Duration(k-j) * period)
+		id := fmt.Sprintf("p%d-%d", i, j)
+		items[j] = storage.Item{ID: id, GUID: id, Title: fmt.Sprintf("reading p%d", j),
+			Summary: fmt.Sprintf("%d.%d C", i%40, j%10), Published: at, Fetched: at}
+	}
+	return items
 }

@@ -25,32 +25,34 @@ type Observation struct {
 }
 
 // Hints are publisher-provided scheduling hints. Zero values mean "not given".
+// Encoded as JSON (a stored observation's hints), a field that is zero is
+// left out.
 type Hints struct {
 	// Desync is the publisher's intentional desynchronisation interval:
 	// subscribers spread their polls uniformly over [0, Desync) after the
 	// predicted publish time so that they do not all arrive at once.
-	Desync time.Duration
+	Desync time.Duration `json:",omitzero"`
 	// Phase is the publisher's phase adjustment: the age of its newest item
 	// when the request arrived. When HasPhase is set the newest publish time
 	// is At-Phase, which beats any other estimate.
-	Phase    time.Duration
-	HasPhase bool
+	Phase    time.Duration `json:",omitzero"`
+	HasPhase bool          `json:",omitzero"`
 	// CacheFor is the HTTP cache lifetime (Cache-Control max-age, Expires,
 	// RSS <ttl>) or a Retry-After delay: a lower bound on the next poll for
 	// feeds that honour it. Policies ignore it; see Respect.
-	CacheFor time.Duration
+	CacheFor time.Duration `json:",omitzero"`
 	// Period is the update interval the publisher states (RSS syndication
 	// module: sy:updatePeriod / sy:updateFrequency). It is a hint, not a
 	// bound: many publishers state a default ("hourly") whatever they
 	// do. Auto's cold-start probes are never further apart than it
 	// until ColdPeriods of it have passed without the data it expects.
-	Period time.Duration
+	Period time.Duration `json:",omitzero"`
 	// Due is the publisher's planned next update, as a delay after At,
 	// when HasDue is set: the publisher knows it from its own schedule (a
 	// pipe's next fetch of the inputs it waits for, a cron trigger), not
 	// from statistics over its past publishes. Auto polls right then.
-	Due    time.Duration
-	HasDue bool
+	Due    time.Duration `json:",omitzero"`
+	HasDue bool          `json:",omitzero"`
 }
 
 // Newest returns the best estimate of the publish time of the newest item

@@ -62,8 +62,17 @@ func (v view) Delete(k []byte) error { return v.b.Delete(v.key(k)) }
 
 // ForEach calls fn on every key of v's range in order, the feed's ID
 // stripped, until fn fails.
-func (v view) ForEach(fn func(k, val []byte) error) error {
-	c := v.Cursor()
+func (v view) ForEach(fn func(k, val []byte) error) error { return forEach(v.Cursor(), fn) }
+
+// forwardCursor is a cursor that walks forward: a viewCursor or an
+// itemsCursor.
+type forwardCursor interface {
+	First() ([]byte, []byte)
+	Next() ([]byte, []byte)
+}
+
+// forEach calls fn on every key of c from the first until fn fails.
+func forEach[C forwardCursor](c C, fn func(k, val []byte) error) error {
 	for k, val := c.First(); k != nil; k, val = c.Next() {
 		if err := fn(k, val); err != nil {
 			return err
@@ -165,15 +174,7 @@ func (v itemsView) Delete(k []byte) error {
 
 // ForEach calls fn on the feed's items in arrival order (key Seq, value
 // the record, nil when missing) until fn fails.
-func (v itemsView) ForEach(fn func(k, val []byte) error) error {
-	c := v.Cursor()
-	for k, val := c.First(); k != nil; k, val = c.Next() {
-		if err := fn(k, val); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (v itemsView) ForEach(fn func(k, val []byte) error) error { return forEach(v.Cursor(), fn) }
 
 // Cursor returns a cursor over the feed's items in arrival order.
 func (v itemsView) Cursor() *itemsCursor {
@@ -299,13 +300,21 @@ func openFeedView(tx *bolt.Tx, id uint64, name []byte) (view, error) {
 }
 
 // createFeedBuckets starts the data of a new feed: its count entry.
+// Feed IDs only grow and a count never changes size, so the entries are
+// appended and their pages, which every poll that stores items reads and
+// rewrites, are left full (countFill).
 func createFeedBuckets(tx *bolt.Tx, id uint64) error {
 	count, err := dataBucket(tx, bucketItemCount)
 	if err != nil {
 		return err
 	}
+	count.FillPercent = countFill
 	return count.Put(u64(id), u64(0))
 }
+
+// countFill is the FillPercent of the item_count bucket, appended at its
+// end.
+const countFill = 1.0
 
 // deleteFeedData removes everything feed id holds in the data buckets.
 func deleteFeedData(tx *bolt.Tx, id uint64) error {

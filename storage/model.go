@@ -33,7 +33,7 @@ type Feed struct {
 	Policy      string             `json:"policy"`                 // schedule policy name, e.g. "auto", "dpt-l", "fixed-15m"
 	Weight      float64            `json:"weight,omitempty"`       // best-effort priority weight (0 = 1)
 	IgnoreCache bool               `json:"ignore_cache,omitempty"` // do not treat Cache-Control/Expires/<ttl> as a lower bound
-	Sleep       schedule.SleepPlan `json:"sleep"`                  // from <skipHours>/<skipDays> and the user's windows
+	Sleep       schedule.SleepPlan `json:"sleep,omitzero"`         // from <skipHours>/<skipDays> and the user's windows
 	UpdateHint  time.Duration      `json:"update_hint,omitempty"`  // sy:updatePeriod/updateFrequency; polls pass it to the policy as Hints.Period
 	NextFetch   time.Time          `json:"next_fetch"`             // what the scheduler last chose
 
@@ -45,8 +45,8 @@ type Feed struct {
 	// may be fetched again. A feed is never disabled silently.
 	LastError   string    `json:"last_error,omitempty"`
 	ErrorCount  int       `json:"error_count,omitempty"`
-	LastErrorAt time.Time `json:"last_error_at,omitempty"`
-	RetryAfter  time.Time `json:"retry_after,omitempty"`
+	LastErrorAt time.Time `json:"last_error_at,omitzero"`
+	RetryAfter  time.Time `json:"retry_after,omitzero"`
 
 	// Counters.
 	Polls        int64     `json:"polls"`
@@ -54,8 +54,8 @@ type Feed struct {
 	Items        int64     `json:"items"`
 	LatencySumS  float64   `json:"latency_sum_s"` // over items with a known publish time
 	LatencyCount int64     `json:"latency_count"`
-	LastFetch    time.Time `json:"last_fetch,omitempty"`
-	LastHit      time.Time `json:"last_hit,omitempty"`
+	LastFetch    time.Time `json:"last_fetch,omitzero"`
+	LastHit      time.Time `json:"last_hit,omitzero"`
 
 	Retention Retention    `json:"retention"`
 	Extract   *ExtractRule `json:"extract,omitempty"`
@@ -214,13 +214,15 @@ type PipeRun struct {
 }
 
 // Observation is one poll's outcome as the feed's policy saw it, kept so the
-// policy can be rebuilt after a restart by replaying them in order.
+// policy can be rebuilt after a restart by replaying them in order. It is
+// stored as JSON without its zero fields (hints not given, a miss's hit);
+// a record that spells them out reads the same.
 type Observation struct {
 	At        time.Time      `json:"at"`
-	Hit       bool           `json:"hit"`
+	Hit       bool           `json:"hit,omitzero"`
 	Published []time.Time    `json:"published,omitempty"`
 	MoreData  bool           `json:"more,omitempty"`
-	Hints     schedule.Hints `json:"hints"`
+	Hints     schedule.Hints `json:"hints,omitzero"`
 	LatencyS  []float64      `json:"latency_s,omitempty"` // publish → fetched of the new items, when known
 	Status    int            `json:"status,omitempty"`    // HTTP status (0 for non-HTTP sources)
 	Err       string         `json:"err,omitempty"`
