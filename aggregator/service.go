@@ -512,6 +512,9 @@ func (s *Service) NextFetch(id uint64) (time.Time, bool) {
 	if g == nil {
 		return time.Time{}, false
 	}
+	if due, ok := s.sched.Waiting(int(id)); ok {
+		return due, true // the queue's time: an expedite or the cap moves it
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.next, true

@@ -507,6 +507,18 @@ func (s *Scheduler) hostUnref(i int32) {
 	}
 }
 
+// Waiting returns feed id's due time while it waits in the queue: when
+// it will be granted, expedites and caps included. It is false while the
+// feed is in flight, held back by the budget or not scheduled.
+func (s *Scheduler) Waiting(id int) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id < 0 || id >= len(s.feeds) || s.feeds[id].state != stWaiting {
+		return time.Time{}, false
+	}
+	return time.Unix(0, s.feeds[id].due), true
+}
+
 // Expedite moves feed id's next poll forward to at, when the feed is
 // waiting for a later time; it never delays a poll, and a feed whose sleep
 // plan covers at is left alone. It reports whether the poll moved. MDPT

@@ -862,8 +862,21 @@ func TestSchedulerExpedite(t *testing.T) {
 	if w, ok := s.NextWakeup(); !ok || !w.Equal(schAt(5*time.Minute)) {
 		t.Fatalf("NextWakeup = %v, want the expedited feed's", w)
 	}
+	// Waiting reports the queue's time, expedites included.
+	for _, w := range []struct {
+		id   int
+		want time.Time
+		ok   bool
+	}{{0, schAt(time.Hour), true}, {1, schAt(5 * time.Minute), true}, {2, schAt(25 * time.Minute), true}, {7, time.Time{}, false}, {-1, time.Time{}, false}} {
+		if got, ok := s.Waiting(w.id); ok != w.ok || !got.Equal(w.want) {
+			t.Errorf("Waiting(%d) = %v, %v; want %v, %v", w.id, got, ok, w.want, w.ok)
+		}
+	}
 	if gs := s.Due(schAt(5 * time.Minute)); len(gs) != 1 || gs[0].ID != 1 {
 		t.Fatalf("due at the expedited time: %v", gs)
+	}
+	if _, ok := s.Waiting(1); ok {
+		t.Error("Waiting reports a feed in flight")
 	}
 	if s.Expedite(1, schBase) {
 		t.Error("expedited a feed in flight")
