@@ -36,10 +36,16 @@ import (
 // the at-least-once side of polling, never a duplicate item.
 func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.Item, o storage.Observation, fn func(f *storage.Feed, o *storage.Observation, added []storage.Item) error) (storage.Fetched, error) {
 	// The record read here is the one the first write expects: only a
-	// conflict reads it again.
-	rec, rev, err := s.recentRecord(ctx, feedID)
-	if err != nil {
-		return storage.Fetched{}, err
+	// conflict reads it again. A feed this node owns needs no read: its
+	// record is the one the node wrote last (SetOwner), and the write's
+	// compare-and-set refuses it if anyone wrote since.
+	mark, owned := s.markOwned(feedID)
+	rec, rev, ok := s.takeOwnedRecord(feedID)
+	if !ok {
+		var err error
+		if rec, rev, err = s.recentRecord(ctx, feedID); err != nil {
+			return storage.Fetched{}, err
+		}
 	}
 	f := rec.Feed
 	if err := s.syncKnownRecent(ctx, feedID); err != nil {
@@ -81,6 +87,7 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 	cur := rec
 	for try := range maxRetries {
 		if try > 0 {
+			var err error
 			if cur, rev, err = s.record(ctx, feedID); err != nil {
 				return storage.Fetched{}, err
 			}
@@ -104,6 +111,7 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 		if err != nil {
 			return storage.Fetched{}, err
 		}
+		var newRev uint64
 		if !published && s.group != nil {
 			// The usual case: the observation and the record go with
 			// the group of fetches being stored now.
@@ -120,7 +128,7 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 				return storage.Fetched{}, fmt.Errorf("observation of feed %d: %w", feedID, w.obsErr)
 			}
 			s.opt.Metrics.published("observation", start)
-			published, err = true, w.recErr
+			published, err, newRev = true, w.recErr, w.recRev
 		} else {
 			if !published {
 				if err := s.publishObservation(ctx, feedID, &no); err != nil {
@@ -128,9 +136,12 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 				}
 				published = true
 			}
-			_, err = s.defs.Update(ctx, feedKey(feedID), data, rev)
+			newRev, err = s.defs.Update(ctx, feedKey(feedID), data, rev)
 		}
 		if s.opt.Metrics.kvWrite(DefsBucket, err) == nil {
+			if owned {
+				s.keepOwnedRecord(nrec, newRev, mark)
+			}
 			return storage.Fetched{Feed: nf, Added: added, Observation: no, ItemErr: itemErr}, nil
 		}
 		if !IsConflict(err) {

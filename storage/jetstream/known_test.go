@@ -24,7 +24,7 @@ func keys(items []knownItem) []string {
 }
 
 func TestKnownBoundsFeedsAndTracksSequences(t *testing.T) {
-	k := newKnown(2)
+	k := newKnown(2, 0)
 	k.extend(1, 10, ki("a", 10), false)
 	k.extend(2, 20, ki("b", 20), false)
 	if _, ok := k.upTo(1); !ok { // 1 is now the most recently used
@@ -61,7 +61,7 @@ func TestKnownBoundsFeedsAndTracksSequences(t *testing.T) {
 // items known but not stored; a key moved to a later message (a digest
 // replacing an item) not marked removed by the removal of its old one.
 func TestKnownOrdersByTimeAndKeepsRemoved(t *testing.T) {
-	k := newKnown(4)
+	k := newKnown(4, 0)
 	k.extend(1, 4, []knownItem{{key: "late", seq: 1, at: 50}, {key: "b", seq: 2, at: 20}, {key: "c", seq: 3, at: 20}, {key: "d", seq: 4, at: 10}}, false)
 	live, ok := k.live(1)
 	if !ok || !slices.Equal(keys(live), []string{"d", "b", "c", "late"}) {
