@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -70,7 +71,8 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 	if err := fn(&dryFeed, &dryObs, fresh); err != nil {
 		return storage.Fetched{}, err
 	}
-	if err := checkObservation(feedID, &dryObs, s.maxData); err != nil {
+	dryData, err := encodeObservation(feedID, &dryObs, s.maxData)
+	if err != nil {
 		return storage.Fetched{}, err
 	}
 	// A document without new items costs no items call; retention has
@@ -115,10 +117,16 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 		if !published && s.group != nil {
 			// The usual case: the observation and the record go with
 			// the group of fetches being stored now.
-			msg, opts, merr := s.obsMessage(feedID, &no)
-			if merr != nil {
-				return storage.Fetched{}, merr
+			// The observation is encoded once when the write completed
+			// it as the dry run did (the usual case: the items added
+			// are those found new).
+			obsData := dryData
+			if !reflect.DeepEqual(no, dryObs) {
+				if obsData, err = encodeObservation(feedID, &no, s.maxData); err != nil {
+					return storage.Fetched{}, err
+				}
 			}
+			msg, opts := s.obsMessage(feedID, no.At, obsData)
 			start := time.Now()
 			w := &groupWrite{obs: msg, obsOpts: opts, rec: kvUpdate(DefsBucket, feedKey(feedID), data, rev)}
 			if cerr := s.group.commit(ctx, w); cerr != nil {
@@ -170,31 +178,34 @@ func isItemRefusal(err error) bool {
 // checkObservation refuses, with storage.ErrInvalid, an observation JSON
 // cannot hold or larger than storage.MaxObservationSize or one message.
 func checkObservation(feedID uint64, o *storage.Observation, maxData int) error {
-	data, err := json.Marshal(o)
-	if err != nil || len(data) > storage.MaxObservationSize || len(data) > maxData {
-		return fmt.Errorf("observation of feed %d: %w: %d bytes, %v", feedID, storage.ErrInvalid, len(data), err)
-	}
-	return nil
+	_, err := encodeObservation(feedID, o, maxData)
+	return err
 }
 
-// obsMessage is the message of o on the feed's observation subject, with
-// a message ID from the feed and o.At, so that a retry stores it once. It
-// refuses, as checkObservation does, an observation too large.
-func (s *Store) obsMessage(feedID uint64, o *storage.Observation) (*nats.Msg, []jetstream.PublishOpt, error) {
+// encodeObservation is o's JSON, refused as checkObservation does.
+func encodeObservation(feedID uint64, o *storage.Observation, maxData int) ([]byte, error) {
 	data, err := json.Marshal(o)
-	if err != nil || len(data) > storage.MaxObservationSize || len(data) > s.maxData {
-		return nil, nil, fmt.Errorf("observation of feed %d: %w: %d bytes, %v", feedID, storage.ErrInvalid, len(data), err)
+	if err != nil || len(data) > storage.MaxObservationSize || len(data) > maxData {
+		return nil, fmt.Errorf("observation of feed %d: %w: %d bytes, %v", feedID, storage.ErrInvalid, len(data), err)
 	}
-	msgID := strconv.FormatUint(feedID, 10) + "/" + strconv.FormatInt(o.At.UnixNano(), 10)
-	return &nats.Msg{Subject: s.obsSubjectOf(feedID), Data: data}, []jetstream.PublishOpt{jetstream.WithMsgID(msgID)}, nil
+	return data, nil
+}
+
+// obsMessage is the message of an observation made at at, encoded as
+// data, on the feed's observation subject, with a message ID from the
+// feed and at, so that a retry stores it once.
+func (s *Store) obsMessage(feedID uint64, at time.Time, data []byte) (*nats.Msg, []jetstream.PublishOpt) {
+	msgID := strconv.FormatUint(feedID, 10) + "/" + strconv.FormatInt(at.UnixNano(), 10)
+	return &nats.Msg{Subject: s.obsSubjectOf(feedID), Data: data}, []jetstream.PublishOpt{jetstream.WithMsgID(msgID)}
 }
 
 // publishObservation publishes o to the feed's observation subject.
 func (s *Store) publishObservation(ctx context.Context, feedID uint64, o *storage.Observation) error {
-	msg, opts, err := s.obsMessage(feedID, o)
+	data, err := encodeObservation(feedID, o, s.maxData)
 	if err != nil {
 		return err
 	}
+	msg, opts := s.obsMessage(feedID, o.At, data)
 	start := time.Now()
 	if _, err := s.js.PublishMsg(ctx, msg, opts...); err != nil {
 		return fmt.Errorf("observation of feed %d: %w", feedID, err)
