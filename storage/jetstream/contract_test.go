@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/storage/cluster"
 
 	sjs "github.com/slogfeed/slogfeed/storage/jetstream"
 	"github.com/slogfeed/slogfeed/storage/jetstream/jstest"
@@ -23,6 +24,21 @@ import (
 func TestContracts(t *testing.T) {
 	storagetest.Run(t, func(t *testing.T) any {
 		st, _ := openStore(t, jstest.NewServer(t))
+		b := sjs.NewBackend(st, 0)
+		t.Cleanup(func() { b.Close() })
+		return b
+	})
+}
+
+// TestContractsOwningEverything runs the suite on a store that owns
+// every feed (a one-node cluster, SetOwner): polls read from the copies
+// of the records and item indexes the store wrote itself.
+func TestContractsOwningEverything(t *testing.T) {
+	storagetest.Run(t, func(t *testing.T) any {
+		st, _ := openStore(t, jstest.NewServer(t))
+		if err := st.SetOwner(cluster.Everything); err != nil {
+			t.Fatal(err)
+		}
 		b := sjs.NewBackend(st, 0)
 		t.Cleanup(func() { b.Close() })
 		return b

@@ -139,7 +139,14 @@ func (s *Store) nextID(ctx context.Context, key string) (uint64, error) {
 }
 
 // Feed returns the feed with this ID, or storage.ErrFeedNotFound.
+//
+// A feed this node owns (SetOwner) is answered from the record the node
+// wrote at its last poll, without a read: an edit on any node drops that
+// copy, announced to the owner over NATS.
 func (s *Store) Feed(ctx context.Context, id uint64) (storage.Feed, error) {
+	if rec, ok := s.ownedRecord(id); ok {
+		return rec.Feed, nil
+	}
 	rec, rev, err := s.record(ctx, id)
 	if err == nil && rec.Kind == storage.KindRemote {
 		s.recent.put(rec, rev, s.opt.Now())
@@ -154,6 +161,7 @@ func (s *Store) feed(ctx context.Context, id uint64) (storage.Feed, uint64, erro
 
 // record reads feed id's record with its policy state, and its revision.
 func (s *Store) record(ctx context.Context, id uint64) (feedRecord, uint64, error) {
+	s.opt.Metrics.read("record")
 	e, err := s.get(ctx, s.defs, DefsBucket, feedKey(id))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return feedRecord{}, 0, fmt.Errorf("feed %d: %w", id, storage.ErrFeedNotFound)
@@ -271,6 +279,7 @@ func (s *Store) updateRecord(ctx context.Context, id uint64, fn func(*storage.Fe
 		_, err = s.defs.Update(ctx, feedKey(id), data, rev)
 		if s.opt.Metrics.kvWrite(DefsBucket, err) == nil {
 			s.recent.forget(id)
+			s.announceChanged(id)
 			return nf, nil
 		}
 		if !IsConflict(err) {
@@ -295,6 +304,7 @@ func (s *Store) DeleteFeed(ctx context.Context, id uint64) error {
 	}
 	s.known.forget(id)
 	s.recent.forget(id)
+	s.announceChanged(id)
 	var errs []error
 	if err := s.opt.Metrics.kvWrite(IndexBucket, s.index.Delete(ctx, indexKeyOf(&f))); err != nil {
 		errs = append(errs, err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -36,10 +37,16 @@ import (
 // the at-least-once side of polling, never a duplicate item.
 func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.Item, o storage.Observation, fn func(f *storage.Feed, o *storage.Observation, added []storage.Item) error) (storage.Fetched, error) {
 	// The record read here is the one the first write expects: only a
-	// conflict reads it again.
-	rec, rev, err := s.recentRecord(ctx, feedID)
-	if err != nil {
-		return storage.Fetched{}, err
+	// conflict reads it again. A feed this node owns needs no read: its
+	// record is the one the node wrote last (SetOwner), and the write's
+	// compare-and-set refuses it if anyone wrote since.
+	mark, owned := s.markOwned(feedID)
+	rec, rev, ok := s.takeOwnedRecord(feedID)
+	if !ok {
+		var err error
+		if rec, rev, err = s.recentRecord(ctx, feedID); err != nil {
+			return storage.Fetched{}, err
+		}
 	}
 	f := rec.Feed
 	if err := s.syncKnownRecent(ctx, feedID); err != nil {
@@ -64,7 +71,8 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 	if err := fn(&dryFeed, &dryObs, fresh); err != nil {
 		return storage.Fetched{}, err
 	}
-	if err := checkObservation(feedID, &dryObs, s.maxData); err != nil {
+	dryData, err := encodeObservation(feedID, &dryObs, s.maxData)
+	if err != nil {
 		return storage.Fetched{}, err
 	}
 	// A document without new items costs no items call; retention has
@@ -81,6 +89,7 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 	cur := rec
 	for try := range maxRetries {
 		if try > 0 {
+			var err error
 			if cur, rev, err = s.record(ctx, feedID); err != nil {
 				return storage.Fetched{}, err
 			}
@@ -104,13 +113,20 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 		if err != nil {
 			return storage.Fetched{}, err
 		}
+		var newRev uint64
 		if !published && s.group != nil {
 			// The usual case: the observation and the record go with
 			// the group of fetches being stored now.
-			msg, opts, merr := s.obsMessage(feedID, &no)
-			if merr != nil {
-				return storage.Fetched{}, merr
+			// The observation is encoded once when the write completed
+			// it as the dry run did (the usual case: the items added
+			// are those found new).
+			obsData := dryData
+			if !reflect.DeepEqual(no, dryObs) {
+				if obsData, err = encodeObservation(feedID, &no, s.maxData); err != nil {
+					return storage.Fetched{}, err
+				}
 			}
+			msg, opts := s.obsMessage(feedID, no.At, obsData)
 			start := time.Now()
 			w := &groupWrite{obs: msg, obsOpts: opts, rec: kvUpdate(DefsBucket, feedKey(feedID), data, rev)}
 			if cerr := s.group.commit(ctx, w); cerr != nil {
@@ -120,7 +136,7 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 				return storage.Fetched{}, fmt.Errorf("observation of feed %d: %w", feedID, w.obsErr)
 			}
 			s.opt.Metrics.published("observation", start)
-			published, err = true, w.recErr
+			published, err, newRev = true, w.recErr, w.recRev
 		} else {
 			if !published {
 				if err := s.publishObservation(ctx, feedID, &no); err != nil {
@@ -128,9 +144,12 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 				}
 				published = true
 			}
-			_, err = s.defs.Update(ctx, feedKey(feedID), data, rev)
+			newRev, err = s.defs.Update(ctx, feedKey(feedID), data, rev)
 		}
 		if s.opt.Metrics.kvWrite(DefsBucket, err) == nil {
+			if owned {
+				s.keepOwnedRecord(nrec, newRev, mark)
+			}
 			return storage.Fetched{Feed: nf, Added: added, Observation: no, ItemErr: itemErr}, nil
 		}
 		if !IsConflict(err) {
@@ -159,31 +178,34 @@ func isItemRefusal(err error) bool {
 // checkObservation refuses, with storage.ErrInvalid, an observation JSON
 // cannot hold or larger than storage.MaxObservationSize or one message.
 func checkObservation(feedID uint64, o *storage.Observation, maxData int) error {
-	data, err := json.Marshal(o)
-	if err != nil || len(data) > storage.MaxObservationSize || len(data) > maxData {
-		return fmt.Errorf("observation of feed %d: %w: %d bytes, %v", feedID, storage.ErrInvalid, len(data), err)
-	}
-	return nil
+	_, err := encodeObservation(feedID, o, maxData)
+	return err
 }
 
-// obsMessage is the message of o on the feed's observation subject, with
-// a message ID from the feed and o.At, so that a retry stores it once. It
-// refuses, as checkObservation does, an observation too large.
-func (s *Store) obsMessage(feedID uint64, o *storage.Observation) (*nats.Msg, []jetstream.PublishOpt, error) {
+// encodeObservation is o's JSON, refused as checkObservation does.
+func encodeObservation(feedID uint64, o *storage.Observation, maxData int) ([]byte, error) {
 	data, err := json.Marshal(o)
-	if err != nil || len(data) > storage.MaxObservationSize || len(data) > s.maxData {
-		return nil, nil, fmt.Errorf("observation of feed %d: %w: %d bytes, %v", feedID, storage.ErrInvalid, len(data), err)
+	if err != nil || len(data) > storage.MaxObservationSize || len(data) > maxData {
+		return nil, fmt.Errorf("observation of feed %d: %w: %d bytes, %v", feedID, storage.ErrInvalid, len(data), err)
 	}
-	msgID := strconv.FormatUint(feedID, 10) + "/" + strconv.FormatInt(o.At.UnixNano(), 10)
-	return &nats.Msg{Subject: s.obsSubjectOf(feedID), Data: data}, []jetstream.PublishOpt{jetstream.WithMsgID(msgID)}, nil
+	return data, nil
+}
+
+// obsMessage is the message of an observation made at at, encoded as
+// data, on the feed's observation subject, with a message ID from the
+// feed and at, so that a retry stores it once.
+func (s *Store) obsMessage(feedID uint64, at time.Time, data []byte) (*nats.Msg, []jetstream.PublishOpt) {
+	msgID := strconv.FormatUint(feedID, 10) + "/" + strconv.FormatInt(at.UnixNano(), 10)
+	return &nats.Msg{Subject: s.obsSubjectOf(feedID), Data: data}, []jetstream.PublishOpt{jetstream.WithMsgID(msgID)}
 }
 
 // publishObservation publishes o to the feed's observation subject.
 func (s *Store) publishObservation(ctx context.Context, feedID uint64, o *storage.Observation) error {
-	msg, opts, err := s.obsMessage(feedID, o)
+	data, err := encodeObservation(feedID, o, s.maxData)
 	if err != nil {
 		return err
 	}
+	msg, opts := s.obsMessage(feedID, o.At, data)
 	start := time.Now()
 	if _, err := s.js.PublishMsg(ctx, msg, opts...); err != nil {
 		return fmt.Errorf("observation of feed %d: %w", feedID, err)

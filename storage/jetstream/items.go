@@ -123,6 +123,7 @@ func (s *Store) addSynced(ctx context.Context, f storage.Feed, items []storage.I
 	}
 	var added []storage.Item
 	var stored []knownItem
+	advanced := false // the one item extended the index
 	for _, p := range sent {
 		if p.err != nil {
 			continue
@@ -132,10 +133,13 @@ func (s *Store) addSynced(ctx context.Context, f storage.Feed, items []storage.I
 		select {
 		case pa = <-p.ack.Ok():
 			if alone && !pa.Duplicate {
-				s.known.advance(feedID, upTo, knownItem{key: MsgID(feedID, p.item.ID), seq: pa.Sequence, at: sortTime(&p.item).UnixNano()})
+				advanced = s.known.advance(feedID, upTo, knownItem{key: MsgID(feedID, p.item.ID), seq: pa.Sequence, at: sortTime(&p.item).UnixNano()})
 			}
 		case err = <-p.ack.Err():
 			if alone && (IsConflict(err) || inProcess(err)) {
+				// The index is behind the subject: read it at the
+				// next poll.
+				s.known.distrust(feedID)
 				// Another writer published to the feed since the sync:
 				// the message ID keeps the item stored once.
 				p.msg = &nats.Msg{Subject: p.msg.Subject, Data: p.msg.Data, Header: itemHeaders(MsgID(feedID, p.item.ID), &p.item)}
@@ -155,7 +159,9 @@ func (s *Store) addSynced(ctx context.Context, f storage.Feed, items []storage.I
 		case !pa.Duplicate:
 			p.item.Seq = pa.Sequence
 			added = append(added, p.item)
-			stored = append(stored, knownItem{key: MsgID(feedID, p.item.ID), seq: pa.Sequence, at: sortTime(&p.item).UnixNano()})
+			if !advanced {
+				stored = append(stored, knownItem{key: MsgID(feedID, p.item.ID), seq: pa.Sequence, at: sortTime(&p.item).UnixNano()})
+			}
 		}
 	}
 	s.known.add(feedID, stored)
@@ -185,7 +191,7 @@ func (s *Store) addSynced(ctx context.Context, f storage.Feed, items []storage.I
 // themselves would take a consumer. Unlike the bbolt store it does not
 // check that the feed exists (a deleted feed holds nothing).
 func (s *Store) HasItems(ctx context.Context, feedID uint64, ids []string) ([]bool, error) {
-	if err := s.syncKnown(ctx, feedID); err != nil {
+	if err := s.syncOwned(ctx, feedID); err != nil {
 		return nil, err
 	}
 	out := make([]bool, len(ids))

@@ -45,11 +45,22 @@ const (
 // when the feed's subject has messages beyond it (this node's own
 // publishes, or another node's: a sensor reading posted elsewhere, the
 // overlap poll at a takeover), only those are read.
+//
+// The index of a feed the node owns (Store.SetOwner) is trusted once
+// synced: it is complete up to the subject's last sequence for as long
+// as the node owns the feed and only its own publishes extend it, so
+// its polls read nothing back. Trusted indexes are outside the bound of
+// recently used feeds (max), up to ownMax of them; a refused publish,
+// a publish that does not extend the index, or a change of the owned
+// shards ends the trust.
 type known struct {
-	mu    sync.Mutex
-	max   int
-	order *list.List // of uint64 feed IDs, most recent first
-	feeds map[uint64]*knownFeed
+	mu       sync.Mutex
+	max      int
+	ownMax   int
+	order    *list.List // of uint64 feed IDs not trusted, most recent first
+	feeds    map[uint64]*knownFeed
+	nTrusted int     // feeds with a trusted index
+	swept    ownMark // the ownership the trusted indexes were last checked against
 }
 
 // knownItem is where and when an item of a feed is stored.
@@ -61,13 +72,99 @@ type knownItem struct {
 
 type knownFeed struct {
 	items   map[string]knownItem
-	lastSeq uint64 // items are complete up to this stream sequence
-	synced  int64  // when lastSeq was last checked against the stream, Unix nanoseconds
-	elem    *list.Element
+	lastSeq uint64        // items are complete up to this stream sequence
+	synced  int64         // when lastSeq was last checked against the stream, Unix nanoseconds
+	elem    *list.Element // nil while trusted
+	trust   ownMark       // when trusted: the ownership it holds under
 }
 
-func newKnown(max int) *known {
-	return &known{max: max, order: list.New(), feeds: map[uint64]*knownFeed{}}
+func newKnown(max, ownMax int) *known {
+	return &known{max: max, ownMax: ownMax, order: list.New(), feeds: map[uint64]*knownFeed{}}
+}
+
+// touch marks f as recently used.
+func (k *known) touch(f *knownFeed) {
+	if f.elem != nil {
+		k.order.MoveToFront(f.elem)
+	}
+}
+
+// untrustLocked ends f's trust: it is one of the recently used feeds
+// again.
+func (k *known) untrustLocked(id uint64, f *knownFeed) {
+	if f.elem != nil {
+		return
+	}
+	f.trust = ownMark{}
+	f.elem = k.order.PushFront(id)
+	k.nTrusted--
+}
+
+// evictLocked drops the least recently used feeds beyond the bound.
+func (k *known) evictLocked() {
+	for k.order.Len() > k.max {
+		old := k.order.Remove(k.order.Back()).(uint64)
+		delete(k.feeds, old)
+	}
+}
+
+// trust makes the feed's index trusted under ownership m (the node owned
+// the feed when the sync that made the index complete began). Trusted
+// indexes whose ownership no longer holds by valid are checked, and
+// untrusted, whenever m differs from the last check's.
+func (k *known) trust(feedID uint64, m ownMark, valid func(uint64, ownMark) bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	f, ok := k.feeds[feedID]
+	if !ok {
+		return
+	}
+	if k.swept != m {
+		for id, g := range k.feeds {
+			if g.elem == nil && !valid(id, g.trust) {
+				k.untrustLocked(id, g)
+			}
+		}
+		k.swept = m
+	}
+	if f.elem == nil {
+		f.trust = m
+		return
+	}
+	if k.nTrusted >= k.ownMax {
+		return
+	}
+	k.order.Remove(f.elem)
+	f.elem, f.trust = nil, m
+	k.nTrusted++
+	k.evictLocked()
+}
+
+// distrust ends the trust in the feed's index, if any.
+func (k *known) distrust(feedID uint64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if f, ok := k.feeds[feedID]; ok {
+		k.untrustLocked(feedID, f)
+		k.evictLocked()
+	}
+}
+
+// trusted reports whether the feed's index is trusted and its ownership
+// still holds by valid; one that does not is untrusted.
+func (k *known) trusted(feedID uint64, valid func(uint64, ownMark) bool) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	f, ok := k.feeds[feedID]
+	if !ok || f.elem != nil {
+		return false
+	}
+	if valid(feedID, f.trust) {
+		return true
+	}
+	k.untrustLocked(feedID, f)
+	k.evictLocked()
+	return false
 }
 
 // upTo returns the sequence the feed's index is complete up to.
@@ -78,7 +175,7 @@ func (k *known) upTo(feedID uint64) (uint64, bool) {
 	if !ok {
 		return 0, false
 	}
-	k.order.MoveToFront(f.elem)
+	k.touch(f)
 	return f.lastSeq, true
 }
 
@@ -96,16 +193,14 @@ func (k *known) extend(feedID, lastSeq uint64, items []knownItem, reset bool) {
 	}
 	if reset {
 		f.items = make(map[string]knownItem, len(items))
+		k.untrustLocked(feedID, f)
 	}
 	for _, it := range items {
 		f.put(it)
 	}
 	f.lastSeq = lastSeq
-	k.order.MoveToFront(f.elem)
-	for k.order.Len() > k.max {
-		old := k.order.Remove(k.order.Back()).(uint64)
-		delete(k.feeds, old)
-	}
+	k.touch(f)
+	k.evictLocked()
 }
 
 // put records it unless the index has a later message of the same key.
@@ -136,28 +231,36 @@ func (k *known) checkedSince(feedID uint64, t time.Time) bool {
 
 // advance records it, stored right after the sequence the feed's index
 // was complete up to with nothing in between (its publish expected that
-// sequence), and makes the index complete up to it. An index that has
-// moved or was evicted since is left alone.
-func (k *known) advance(feedID, from uint64, it knownItem) {
+// sequence), and makes the index complete up to it; a trusted index stays
+// trusted. An index that has moved or was evicted since is left alone
+// (false).
+func (k *known) advance(feedID, from uint64, it knownItem) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	f, ok := k.feeds[feedID]
 	if !ok || f.lastSeq != from || it.seq <= from {
-		return
+		return false
 	}
 	f.put(it)
 	f.lastSeq = it.seq
+	return true
 }
 
 // add records items just stored; they do not make the index complete to
-// a later sequence (other writers may have published in between).
+// a later sequence (other writers may have published in between), so
+// the index is no longer trusted.
 func (k *known) add(feedID uint64, items []knownItem) {
+	if len(items) == 0 {
+		return
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if f, ok := k.feeds[feedID]; ok {
 		for _, it := range items {
 			f.put(it)
 		}
+		k.untrustLocked(feedID, f)
+		k.evictLocked()
 	}
 }
 
@@ -250,7 +353,11 @@ func (k *known) forget(feedID uint64) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if f, ok := k.feeds[feedID]; ok {
-		k.order.Remove(f.elem)
+		if f.elem != nil {
+			k.order.Remove(f.elem)
+		} else {
+			k.nTrusted--
+		}
 		delete(k.feeds, feedID)
 	}
 }
@@ -282,8 +389,12 @@ const directCatchUp = 16
 // no index of the feed or the subject's last message was removed below
 // what it remembers.
 func (s *Store) syncKnown(ctx context.Context, feedID uint64) error {
+	// Ownership is noted before the read: a change during it closes the
+	// mark's channel and the index is not trusted.
+	mark, owned := s.markOwned(feedID)
 	subject := itemSubject(feedID)
 	var last uint64
+	s.opt.Metrics.read("items")
 	// A stream leader change leaves the stream without responders for a
 	// moment: retryNoResponders waits it out.
 	m, err := retryNoResponders(ctx, func() (*jetstream.RawStreamMsg, error) { return s.items.GetLastMsgForSubject(ctx, subject) })
@@ -297,6 +408,9 @@ func (s *Store) syncKnown(ctx context.Context, feedID uint64) error {
 	upTo, ok := s.known.upTo(feedID)
 	if ok && upTo == last {
 		s.known.checked(feedID, s.opt.Now())
+		if owned {
+			s.known.trust(feedID, mark, s.stillOwned)
+		}
 		return nil
 	}
 	reset := !ok || upTo > last
@@ -367,7 +481,20 @@ func (s *Store) syncKnown(ctx context.Context, feedID uint64) error {
 	}
 	s.known.extend(feedID, last, items, reset)
 	s.known.checked(feedID, s.opt.Now())
+	if owned {
+		s.known.trust(feedID, mark, s.stillOwned)
+	}
 	return nil
+}
+
+// syncOwned is syncKnown unless the feed's index is trusted (the node
+// owns the feed and extended the index only by its own publishes since
+// its last sync): then there is nothing to read.
+func (s *Store) syncOwned(ctx context.Context, feedID uint64) error {
+	if s.known.trusted(feedID, s.stillOwned) {
+		return nil
+	}
+	return s.syncKnown(ctx, feedID)
 }
 
 // recentSync is how long after a sync of a feed's item IDs a fetch of the
@@ -380,7 +507,7 @@ const recentSync = 2 * time.Second
 // syncKnownRecent is syncKnown unless the feed's index was synced within
 // recentSync.
 func (s *Store) syncKnownRecent(ctx context.Context, feedID uint64) error {
-	if s.known.checkedSince(feedID, s.opt.Now().Add(-recentSync)) {
+	if s.known.checkedSince(feedID, s.opt.Now().Add(-recentSync)) || s.known.trusted(feedID, s.stillOwned) {
 		return nil
 	}
 	return s.syncKnown(ctx, feedID)

@@ -24,7 +24,7 @@ func keys(items []knownItem) []string {
 }
 
 func TestKnownBoundsFeedsAndTracksSequences(t *testing.T) {
-	k := newKnown(2)
+	k := newKnown(2, 0)
 	k.extend(1, 10, ki("a", 10), false)
 	k.extend(2, 20, ki("b", 20), false)
 	if _, ok := k.upTo(1); !ok { // 1 is now the most recently used
@@ -61,7 +61,7 @@ func TestKnownBoundsFeedsAndTracksSequences(t *testing.T) {
 // items known but not stored; a key moved to a later message (a digest
 // replacing an item) not marked removed by the removal of its old one.
 func TestKnownOrdersByTimeAndKeepsRemoved(t *testing.T) {
-	k := newKnown(4)
+	k := newKnown(4, 0)
 	k.extend(1, 4, []knownItem{{key: "late", seq: 1, at: 50}, {key: "b", seq: 2, at: 20}, {key: "c", seq: 3, at: 20}, {key: "d", seq: 4, at: 10}}, false)
 	live, ok := k.live(1)
 	if !ok || !slices.Equal(keys(live), []string{"d", "b", "c", "late"}) {
@@ -85,5 +85,116 @@ func TestKnownOrdersByTimeAndKeepsRemoved(t *testing.T) {
 	}
 	if _, ok := k.live(7); ok {
 		t.Fatal("live of a feed without index")
+	}
+}
+
+// TestKnownTrust: a trusted index (an owned feed's) is kept outside the
+// bound of recently used feeds, up to ownMax; an own publish that
+// extends it keeps the trust, while an addition that does not, a reset,
+// or an ownership that no longer holds ends it, and the feed is again
+// one of the recently used ones.
+func TestKnownTrust(t *testing.T) {
+	owned := map[uint64]bool{}
+	valid := func(id uint64, m ownMark) bool { return owned[id] && m.gen == 1 }
+	mark := ownMark{gen: 1}
+	tests := []struct {
+		name  string
+		do    func(k *known)
+		trust map[uint64]bool // feed → trusted afterwards
+		kept  []uint64        // feeds still indexed
+	}{
+		{name: "trusted feeds are not evicted",
+			do: func(k *known) {
+				k.extend(1, 1, ki("a", 1), false)
+				k.trust(1, mark, valid)
+				k.extend(2, 2, ki("b", 2), false)
+				k.extend(3, 3, ki("c", 3), false)
+				k.extend(4, 4, ki("d", 4), false) // evicts 2, not 1
+			},
+			trust: map[uint64]bool{1: true, 3: false}, kept: []uint64{1, 3, 4}},
+		{name: "own publish keeps the trust",
+			do: func(k *known) {
+				k.extend(1, 1, ki("a", 1), false)
+				k.trust(1, mark, valid)
+				if !k.advance(1, 1, knownItem{key: "a2", seq: 5, at: 50}) {
+					t.Error("advance refused")
+				}
+			},
+			trust: map[uint64]bool{1: true}, kept: []uint64{1}},
+		{name: "an addition that does not extend the index ends it",
+			do: func(k *known) {
+				k.extend(1, 1, ki("a", 1), false)
+				k.trust(1, mark, valid)
+				k.add(1, ki("a2", 7))
+			},
+			trust: map[uint64]bool{1: false}, kept: []uint64{1}},
+		{name: "a reset ends it",
+			do: func(k *known) {
+				k.extend(1, 4, ki("a", 4), false)
+				k.trust(1, mark, valid)
+				k.extend(1, 2, ki("x", 2), true)
+			},
+			trust: map[uint64]bool{1: false}, kept: []uint64{1}},
+		{name: "a feed no longer owned is untrusted when asked",
+			do: func(k *known) {
+				k.extend(1, 1, ki("a", 1), false)
+				k.trust(1, mark, valid)
+				owned[1] = false
+			},
+			trust: map[uint64]bool{1: false}, kept: []uint64{1}},
+		{name: "a new ownership sweeps the trusted feeds",
+			do: func(k *known) {
+				for id := uint64(1); id <= 2; id++ {
+					k.extend(id, 1, ki("a", 1), false)
+					k.trust(id, mark, valid)
+				}
+				owned[1] = false
+				k.extend(5, 1, ki("e", 1), false)
+				k.trust(5, ownMark{gen: 1, changed: make(chan struct{})}, valid) // a new mark: 1 is swept
+				k.extend(6, 1, ki("f", 1), false)
+				k.extend(7, 1, ki("g", 1), false) // the bound of 2 evicts 1
+			},
+			trust: map[uint64]bool{2: true, 5: true, 7: false}, kept: []uint64{2, 5, 6, 7}},
+		{name: "no more than ownMax trusted",
+			do: func(k *known) {
+				for id := uint64(1); id <= 4; id++ {
+					k.extend(id, 1, ki("a", 1), false)
+					k.trust(id, mark, valid)
+				}
+			},
+			trust: map[uint64]bool{1: true, 2: true, 3: false, 4: false}, kept: []uint64{1, 2, 3, 4}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clear(owned)
+			for id := range uint64(8) {
+				owned[id] = true
+			}
+			k := newKnown(2, 2)
+			tt.do(k)
+			for id, want := range tt.trust {
+				if got := k.trusted(id, valid); got != want {
+					t.Errorf("feed %d trusted = %v, want %v", id, got, want)
+				}
+			}
+			var kept []uint64
+			for id := range uint64(8) {
+				if _, ok := k.feeds[id]; ok {
+					kept = append(kept, id)
+				}
+			}
+			if !slices.Equal(kept, tt.kept) {
+				t.Errorf("indexed feeds %v, want %v", kept, tt.kept)
+			}
+			n := 0
+			for _, f := range k.feeds {
+				if f.elem == nil {
+					n++
+				}
+			}
+			if n != k.nTrusted || k.order.Len()+n != len(k.feeds) {
+				t.Errorf("%d trusted counted %d; %d in the order of %d", n, k.nTrusted, k.order.Len(), len(k.feeds))
+			}
+		})
 	}
 }

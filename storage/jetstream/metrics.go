@@ -12,12 +12,17 @@ import (
 //	slogfeed_jetstream_publish_seconds{op="items|observation"}  publish → acknowledged, per call
 //	slogfeed_jetstream_kv_writes_total{bucket,result}           KV writes: ok, conflict (lost a
 //	                                                            compare-and-set), error
+//	slogfeed_jetstream_poll_reads_total{read="record|items"}    reads a poll may make: a feed
+//	                                                            record, an items subject's last
+//	                                                            sequence (none for an owned feed's
+//	                                                            quiet poll)
 //
 // KV writes per poll is rate(slogfeed_jetstream_kv_writes_total[5m]) /
 // rate(slogfeed_fetches_total[5m]).
 type Metrics struct {
 	publish  *prometheus.HistogramVec
 	kvWrites *prometheus.CounterVec
+	reads    *prometheus.CounterVec
 }
 
 // NewMetrics registers the store's metrics on reg.
@@ -32,7 +37,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "slogfeed_jetstream_kv_writes_total", Help: "KV writes by bucket and result (ok, conflict, error).",
 		}, []string{"bucket", "result"}),
 	}
-	reg.MustRegister(m.publish, m.kvWrites)
+	m.reads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "slogfeed_jetstream_poll_reads_total", Help: "Reads of feed records and of items subjects' last sequences.",
+	}, []string{"read"})
+	reg.MustRegister(m.publish, m.kvWrites, m.reads)
+	m.reads.WithLabelValues("record")
+	m.reads.WithLabelValues("items")
 	for _, b := range []string{DefsBucket, IndexBucket} {
 		for _, r := range []string{"ok", "conflict", "error"} {
 			m.kvWrites.WithLabelValues(b, r)
@@ -61,4 +71,12 @@ func (m *Metrics) kvWrite(bucket string, err error) error {
 	}
 	m.kvWrites.WithLabelValues(bucket, r).Inc()
 	return err
+}
+
+// read counts one read of a feed record or of an items subject's last
+// sequence.
+func (m *Metrics) read(what string) {
+	if m != nil {
+		m.reads.WithLabelValues(what).Inc()
+	}
 }

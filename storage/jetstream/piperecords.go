@@ -411,6 +411,7 @@ func (s *Store) rewriteFeed(ctx context.Context, id uint64, fn func(*storage.Fee
 		}
 		_, err = s.defs.Update(ctx, feedKey(id), data, rev)
 		if s.opt.Metrics.kvWrite(DefsBucket, err) == nil {
+			s.announceChanged(id)
 			return nil
 		}
 		if !IsConflict(err) {

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/slogfeed/slogfeed/storage"
@@ -77,6 +79,10 @@ type Options struct {
 	// others before their observations and records are sent together;
 	// zero means DefaultGroupWindow, negative sends each fetch alone.
 	GroupWindow time.Duration
+	// OwnedFeeds bounds how many owned feeds' records and item indexes
+	// are kept from the Store's own writes (SetOwner); zero means
+	// DefaultOwnedFeeds.
+	OwnedFeeds int
 	// PipeAckWait is how long a pipe's fetched inputs stay with their node;
 	// zero means DefaultPipeAckWait.
 	PipeAckWait time.Duration
@@ -105,6 +111,12 @@ type Store struct {
 	shards  atomic.Int64
 	group   *group // nil: each fetch alone
 	red     atomic.Pointer[reducerBox]
+
+	ownMu  sync.Mutex // serialises SetOwner
+	owner  atomic.Pointer[ownerBox]
+	ownGen atomic.Uint64 // bumped by SetOwner and by SetShards
+	ownSub *nats.Subscription
+	own    ownRecords
 }
 
 // MaxStreamConsumers is the consumer limit of the items and observations
@@ -135,10 +147,14 @@ func Open(ctx context.Context, js jetstream.JetStream, opt Options) (*Store, err
 	if opt.KnownFeeds == 0 {
 		opt.KnownFeeds = DefaultKnownFeeds
 	}
-	if opt.KnownFeeds < 0 || opt.PipeAckWait < 0 || opt.DuplicateWindow < 0 || opt.MaxItemsPerFeed < 0 || opt.MaxObservations < 0 || opt.Replicas < 0 || opt.Replicas > 5 {
+	if opt.OwnedFeeds == 0 {
+		opt.OwnedFeeds = DefaultOwnedFeeds
+	}
+	if opt.OwnedFeeds < 0 || opt.KnownFeeds < 0 || opt.PipeAckWait < 0 || opt.DuplicateWindow < 0 || opt.MaxItemsPerFeed < 0 || opt.MaxObservations < 0 || opt.Replicas < 0 || opt.Replicas > 5 {
 		return nil, fmt.Errorf("jetstream store: %w: options %+v", storage.ErrInvalid, opt)
 	}
-	s := &Store{js: js, opt: opt, maxData: int(js.Conn().MaxPayload()) - 4096, known: newKnown(opt.KnownFeeds)}
+	s := &Store{js: js, opt: opt, maxData: int(js.Conn().MaxPayload()) - 4096, known: newKnown(opt.KnownFeeds, opt.OwnedFeeds)}
+	s.own.max = opt.OwnedFeeds
 	s.SetShards(opt.Shards)
 	switch {
 	case opt.GroupWindow == 0:
@@ -224,8 +240,9 @@ func (s *Store) obsSubjectsOf(feedID uint64) []string {
 // SetShards sets Options.Shards, for a node that learns the cluster's
 // shard count after it opened the store. n ≤ 0 is ignored.
 func (s *Store) SetShards(n int) {
-	if n > 0 {
-		s.shards.Store(int64(n))
+	if n > 0 && s.shards.Swap(int64(n)) != int64(n) {
+		s.ownGen.Add(1) // copies of owned feeds' state are dropped
+		s.own.clear()
 	}
 }
 

@@ -130,6 +130,7 @@ func (s *Store) TakeFeedStates(ctx context.Context, ids []uint64, fn TakeFuncs) 
 		if err != nil || rec.State == nil {
 			continue
 		}
+		s.own.forget(id) // the copy of a poll before this write is stale
 		a, err := s.js.PublishMsgAsync(kvUpdate(DefsBucket, feedKey(id), data, replays[id].rev))
 		if err != nil {
 			break // the others wait for the next takeover

@@ -99,6 +99,9 @@ func startNode(t testing.TB, ctx context.Context, c *jstest.Cluster, name string
 		t.Fatalf("%s: join: %v", name, err)
 	}
 	b.Store().SetShards(lease.Shards()) // as a serve node does
+	if err := b.Store().SetOwner(lease); err != nil {
+		t.Fatal(err)
+	}
 	svc, err := aggregator.NewService(aggregator.ServiceOptions{
 		Store: b,
 		Fetcher: fetcher.New(fetcher.Options{

@@ -131,6 +131,12 @@ func Join(ctx context.Context, opt Options) (*Member, error) {
 	// Observations go to their shard's subjects, so that a takeover
 	// reads its shards' only.
 	m.store.SetShards(m.lease.Shards())
+	// The node keeps the records and item indexes of the feeds it owns
+	// from its own writes: a quiet poll reads nothing.
+	if err := m.store.SetOwner(m.lease); err != nil {
+		m.Close(context.Background())
+		return nil, err
+	}
 	return m, nil
 }
 

@@ -1,0 +1,213 @@
+package jetstream
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/storage/cluster"
+)
+
+// DefaultOwnedFeeds bounds, when Options.OwnedFeeds is zero, how many
+// owned feeds a Store keeps the record of (and trusts the item index of)
+// without reading them back: beyond it, polls read as a node without an
+// Owner does.
+const DefaultOwnedFeeds = 1 << 18
+
+// changedSubject is the core NATS subject a Store announces, by feed ID,
+// the feed records it wrote outside a poll (an edit, a delete): the
+// node that owns the feed drops its copy at once instead of polling once
+// more from it.
+const changedSubject = "slogfeed.changed.feed"
+
+// ownMark is when a Store's copy of an owned feed's state was made: the
+// Owner's Changed channel and the Store's ownership generation at that
+// moment. The copy holds while the channel is open, the generation is
+// the same and the Owner still owns the feed: a shard lost and claimed
+// again between two polls closes the channel, so the copy is not used.
+type ownMark struct {
+	changed <-chan struct{}
+	gen     uint64
+}
+
+type ownerBox struct{ o cluster.Owner }
+
+// SetOwner makes the Store keep the records and the item index of the
+// feeds o owns from its own writes, so that a poll of such a feed with
+// nothing new (304, or only known items) reads nothing: its group
+// publish's compare-and-set (record revision, items subject's last
+// sequence) refuses a copy made stale by another writer, and the write
+// then reads and tries again. A copy is dropped when the feed's shard is
+// lost (o.Changed), on SetShards, on a delete or an edit on any node,
+// and on any refused write. nil stops it. Call it before polling starts;
+// an error (the subscription to other nodes' edits failed) leaves the
+// Store without an Owner.
+func (s *Store) SetOwner(o cluster.Owner) error {
+	s.ownMu.Lock()
+	defer s.ownMu.Unlock()
+	s.ownGen.Add(1)
+	s.own.clear()
+	if o == nil {
+		s.owner.Store(nil)
+		return nil
+	}
+	if s.ownSub == nil {
+		sub, err := s.js.Conn().Subscribe(changedSubject, func(m *nats.Msg) {
+			if id, err := strconv.ParseUint(string(m.Data), 10, 64); err == nil {
+				s.own.forget(id)
+			}
+		})
+		if err != nil {
+			s.owner.Store(nil)
+			return fmt.Errorf("jetstream store: hear of feed edits: %w", err)
+		}
+		s.ownSub = sub
+	}
+	s.owner.Store(&ownerBox{o})
+	return nil
+}
+
+// markOwned returns the mark of a copy of feed id's state made now,
+// false when the Store has no Owner or does not own the feed. The
+// channel is read before ownership is asked, so a change in between
+// closes it.
+func (s *Store) markOwned(id uint64) (ownMark, bool) {
+	b := s.owner.Load()
+	if b == nil {
+		return ownMark{}, false
+	}
+	m := ownMark{changed: b.o.Changed(), gen: s.ownGen.Load()}
+	return m, b.o.OwnsFeed(id)
+}
+
+// stillOwned reports whether a copy of feed id's state marked m holds.
+func (s *Store) stillOwned(id uint64, m ownMark) bool {
+	b := s.owner.Load()
+	if b == nil || m.gen != s.ownGen.Load() {
+		return false
+	}
+	if m.changed != nil {
+		select {
+		case <-m.changed:
+			return false
+		default:
+		}
+	}
+	return b.o.OwnsFeed(id)
+}
+
+// announceChanged tells the owner of feed id, on whatever node, that its
+// record was written outside a poll. It is best effort: a lost
+// announcement costs the owner one poll from a stale copy, whose write
+// is refused and retried from a fresh read.
+func (s *Store) announceChanged(id uint64) {
+	s.own.forget(id)
+	_ = s.js.Conn().Publish(changedSubject, []byte(strconv.FormatUint(id, 10)))
+}
+
+// ownRecords are the records of owned feeds as this Store last wrote
+// them in a poll, with their revisions.
+type ownRecords struct {
+	mu    sync.Mutex
+	max   int
+	feeds map[uint64]ownRecord
+}
+
+type ownRecord struct {
+	rec  feedRecord
+	rev  uint64
+	mark ownMark
+}
+
+// get returns the copy of feed id's record, leaving it in place.
+func (r *ownRecords) get(id uint64) (ownRecord, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.feeds[id]
+	return e, ok
+}
+
+// take removes and returns the copy of feed id's record: the write that
+// follows puts the record it stored back, and a refused or failed write
+// leaves none.
+func (r *ownRecords) take(id uint64) (ownRecord, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.feeds[id]
+	if ok {
+		delete(r.feeds, id)
+	}
+	return e, ok
+}
+
+// put keeps e as feed id's copy; when the bound is reached, copies no
+// longer valid are dropped first, and e is not kept if none was.
+func (r *ownRecords) put(id uint64, e ownRecord, valid func(uint64, ownMark) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.feeds == nil {
+		r.feeds = map[uint64]ownRecord{}
+	}
+	if _, ok := r.feeds[id]; !ok && len(r.feeds) >= r.max {
+		for k, old := range r.feeds {
+			if !valid(k, old.mark) {
+				delete(r.feeds, k)
+			}
+		}
+		if len(r.feeds) >= r.max {
+			return
+		}
+	}
+	r.feeds[id] = e
+}
+
+func (r *ownRecords) forget(id uint64) {
+	r.mu.Lock()
+	delete(r.feeds, id)
+	r.mu.Unlock()
+}
+
+func (r *ownRecords) clear() {
+	r.mu.Lock()
+	clear(r.feeds)
+	r.mu.Unlock()
+}
+
+// ownedRecord returns the Store's copy of feed id's record when it holds
+// (see SetOwner), dropping one that does not.
+func (s *Store) ownedRecord(id uint64) (feedRecord, bool) {
+	e, ok := s.own.get(id)
+	if !ok {
+		return feedRecord{}, false
+	}
+	if !s.stillOwned(id, e.mark) {
+		s.own.forget(id)
+		return feedRecord{}, false
+	}
+	e.rec.Category = slices.Clone(e.rec.Category)
+	return e.rec, true
+}
+
+// takeOwnedRecord is ownedRecord for the write of a poll: the copy is
+// removed, with its revision.
+func (s *Store) takeOwnedRecord(id uint64) (feedRecord, uint64, bool) {
+	e, ok := s.own.take(id)
+	if !ok || !s.stillOwned(id, e.mark) {
+		return feedRecord{}, 0, false
+	}
+	return e.rec, e.rev, true
+}
+
+// keepOwnedRecord keeps rec, just written at revision rev by a poll that
+// began with mark m, when the feed is a remote one the Store still owns.
+func (s *Store) keepOwnedRecord(rec feedRecord, rev uint64, m ownMark) {
+	if rec.Kind != storage.KindRemote || rev == 0 || !s.stillOwned(rec.ID, m) {
+		return
+	}
+	rec.Category = slices.Clone(rec.Category)
+	s.own.put(rec.ID, ownRecord{rec: rec, rev: rev, mark: m}, s.stillOwned)
+}

@@ -1,0 +1,88 @@
+package jetstream
+
+import (
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/slogfeed/slogfeed/storage"
+)
+
+// BenchmarkOwnedCopyBytes reports the heap one owned feed's record copy
+// takes (ownRecords), for a remote feed with validators, counters and a
+// 300-byte learned policy state, decoded as a poll's write leaves it.
+func BenchmarkOwnedCopyBytes(b *testing.B) {
+	const n = 20_000
+	at := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	policy := make([]byte, 300)
+	for i := range policy {
+		policy[i] = 'a' + byte(i%26)
+	}
+	encoded := make([][]byte, n)
+	for i := range encoded {
+		rec := feedRecord{
+			Feed: storage.Feed{ID: uint64(i + 1), Kind: storage.KindRemote, URL: fmt.Sprintf("http://127.0.0.%d:8080/feeds/%d.xml", i%8+1, i),
+				Title: fmt.Sprintf("Sensor %d", i), Policy: "auto", NextFetch: at, ETag: fmt.Sprintf(`"%x"`, i*7919),
+				LastModified: at.Format(time.RFC1123), Polls: 100, Hits: 90, Items: 80, LastFetch: at, LastHit: at},
+			State: &recordState{Next: at, Last: at, Policy: policy},
+		}
+		data, err := json.Marshal(&rec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		encoded[i] = data
+	}
+	for b.Loop() {
+		var r ownRecords
+		r.max = n
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for i, data := range encoded {
+			rec, err := decodeRecord(uint64(i+1), data)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r.put(rec.ID, ownRecord{rec: rec, rev: 1}, func(uint64, ownMark) bool { return true })
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "B/feed")
+		runtime.KeepAlive(&r)
+	}
+}
+
+// BenchmarkTrustedIndexBytes reports the heap of an owned feed's item
+// index (kept, trusted, beyond the bound of recently used feeds) per feed
+// and per item ID, for feeds of 10 and of 100 items.
+func BenchmarkTrustedIndexBytes(b *testing.B) {
+	const n = 5_000
+	for _, per := range []int{10, 100} {
+		b.Run(fmt.Sprintf("items=%d", per), func(b *testing.B) {
+			valid := func(uint64, ownMark) bool { return true }
+			for b.Loop() {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				k := newKnown(1, n)
+				for id := range uint64(n) {
+					its := make([]knownItem, per)
+					for i := range its {
+						its[i] = knownItem{key: MsgID(id, fmt.Sprintf("https://example.com/item/%d", i)), seq: id*uint64(per) + uint64(i) + 1, at: int64(i)}
+					}
+					k.extend(id, its[per-1].seq, its, false)
+					k.trust(id, ownMark{}, valid)
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				if k.nTrusted != n {
+					b.Fatalf("%d trusted, want %d", k.nTrusted, n)
+				}
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "B/feed")
+				runtime.KeepAlive(k)
+			}
+		})
+	}
+}

@@ -1,0 +1,238 @@
+package jetstream_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/slogfeed/slogfeed/storage"
+	sjs "github.com/slogfeed/slogfeed/storage/jetstream"
+	"github.com/slogfeed/slogfeed/storage/jetstream/jstest"
+)
+
+// fakeOwner is a cluster.Owner whose one answer (all feeds or none) a
+// test changes, closing Changed as the lease node does.
+type fakeOwner struct {
+	mu      sync.Mutex
+	owns    bool
+	changed chan struct{}
+}
+
+func newFakeOwner() *fakeOwner { return &fakeOwner{owns: true, changed: make(chan struct{})} }
+
+func (o *fakeOwner) OwnsFeed(uint64) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.owns
+}
+
+func (o *fakeOwner) OwnsPipe(id uint64) bool { return o.OwnsFeed(id) }
+
+func (o *fakeOwner) Changed() <-chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.changed
+}
+
+func (o *fakeOwner) set(owns bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.owns = owns
+	close(o.changed)
+	o.changed = make(chan struct{})
+}
+
+// pollReads returns slogfeed_jetstream_poll_reads_total by read.
+func pollReads(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "slogfeed_jetstream_poll_reads_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			out[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+		}
+	}
+	return out
+}
+
+// rawEdit sets the title of feed id's record straight in the bucket, as
+// a node whose announcement is lost would: no Store hears of it.
+func rawEdit(t *testing.T, ctx context.Context, js jetstream.JetStream, id uint64, title string) {
+	t.Helper()
+	kv, err := js.KeyValue(ctx, sjs.DefsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "feed." + strconv.FormatUint(id, 10)
+	e, err := kv.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(e.Value(), &rec); err != nil {
+		t.Fatal(err)
+	}
+	rec["title"] = title
+	data, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Update(ctx, key, data, e.Revision()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOwnedFeedCopies: a node that owns a feed polls it from the record
+// and item index it wrote itself, reading nothing when nothing changed;
+// an edit made elsewhere in between (announced or not) is never lost,
+// a deleted feed is not written back, and a node that lost the feed's
+// shard (even if it claimed it again since) or changed its shard count
+// reads the record instead of using its copy.
+func TestOwnedFeedCopies(t *testing.T) {
+	type env struct {
+		ctx   context.Context
+		js    jetstream.JetStream
+		a, b  *sjs.Store
+		owner *fakeOwner
+		id    uint64
+	}
+	tests := []struct {
+		name    string
+		between func(t *testing.T, e env)
+		// feedTitle is the title a's Feed must answer after between:
+		// "" means a's copy (the title before any edit).
+		feedTitle string
+		title     string // the title stored after a's poll
+		readsNone bool   // a's poll reads nothing
+		gone      bool   // the feed was deleted: a's poll fails
+	}{
+		{name: "nothing changed", between: func(*testing.T, env) {}, readsNone: true},
+		{name: "edited on another node, announced", title: "edited",
+			between: func(t *testing.T, e env) {
+				if _, err := e.b.UpdateFeed(e.ctx, e.id, func(f *storage.Feed) error { f.Title = "edited"; return nil }); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "edited, announcement lost", title: "edited",
+			between: func(t *testing.T, e env) { rawEdit(t, e.ctx, e.js, e.id, "edited") }},
+		{name: "shard lost", feedTitle: "edited", title: "edited",
+			between: func(t *testing.T, e env) {
+				e.owner.set(false)
+				rawEdit(t, e.ctx, e.js, e.id, "edited")
+			}},
+		{name: "shard lost and claimed again", feedTitle: "edited", title: "edited",
+			between: func(t *testing.T, e env) {
+				e.owner.set(false)
+				rawEdit(t, e.ctx, e.js, e.id, "edited")
+				e.owner.set(true)
+			}},
+		{name: "shard count changed", feedTitle: "edited", title: "edited",
+			between: func(t *testing.T, e env) {
+				rawEdit(t, e.ctx, e.js, e.id, "edited")
+				e.a.SetShards(16)
+			}},
+		{name: "deleted on another node", gone: true,
+			between: func(t *testing.T, e env) {
+				if err := e.b.DeleteFeed(e.ctx, e.id); err != nil {
+					t.Fatal(err)
+				}
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := jstest.NewServer(t)
+			js, err := jetstream.New(c.Connect(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := testCtx(t)
+			reg := prometheus.NewRegistry()
+			a, err := sjs.Open(ctx, js, sjs.Options{Metrics: sjs.NewMetrics(reg), Shards: 8})
+			if err != nil {
+				t.Fatal(err)
+			}
+			owner := newFakeOwner()
+			if err := a.SetOwner(owner); err != nil {
+				t.Fatal(err)
+			}
+			b, _ := openStoreWith(t, c, sjs.Options{Shards: 8})
+			f := storage.Feed{Kind: storage.KindRemote, URL: "http://example.com/own.xml", Title: "first", Policy: "fixed-1m"}
+			if err := b.CreateFeed(ctx, &f); err != nil {
+				t.Fatal(err)
+			}
+			at := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+			doc := items("o", 1)
+			poll := func() (storage.Fetched, error) {
+				t.Helper()
+				if _, err := a.Feed(ctx, f.ID); err != nil {
+					return storage.Fetched{}, err
+				}
+				if _, err := a.HasItems(ctx, f.ID, []string{"o-0"}); err != nil {
+					return storage.Fetched{}, err
+				}
+				got, err := a.RecordFetch(ctx, f.ID, doc, storage.Observation{At: at, Status: 200},
+					func(f *storage.Feed, o *storage.Observation, added []storage.Item) error {
+						f.Polls++
+						f.Items += int64(len(added))
+						return nil
+					})
+				at = at.Add(time.Minute)
+				return got, err
+			}
+			if got, err := poll(); err != nil || len(got.Added) != 1 {
+				t.Fatalf("first poll: %+v, %v", got, err)
+			}
+			tt.between(t, env{ctx: ctx, js: js, a: a, b: b, owner: owner, id: f.ID})
+
+			if tt.feedTitle != "" {
+				got, err := a.Feed(ctx, f.ID)
+				if err != nil || got.Title != tt.feedTitle {
+					t.Fatalf("Feed = %q, %v; want %q read from the stream, not the copy", got.Title, err, tt.feedTitle)
+				}
+			}
+			before := pollReads(t, reg)
+			got, err := poll()
+			reads := pollReads(t, reg)
+			if tt.gone {
+				if !errors.Is(err, storage.ErrFeedNotFound) {
+					t.Fatalf("poll of a deleted feed = %+v, %v; want ErrFeedNotFound", got.Feed, err)
+				}
+				if _, err := b.Feed(ctx, f.ID); !errors.Is(err, storage.ErrFeedNotFound) {
+					t.Fatalf("the deleted feed was written back: %v", err)
+				}
+				return
+			}
+			if err != nil || len(got.Added) != 0 || got.Feed.Polls != 2 || got.Feed.Items != 1 {
+				t.Fatalf("second poll: %+v, %v; want 2 polls, 1 item", got.Feed, err)
+			}
+			none := reads["record"] == before["record"] && reads["items"] == before["items"]
+			if none != tt.readsNone {
+				t.Fatalf("second poll: reads %v → %v; want none: %v", before, reads, tt.readsNone)
+			}
+			want := tt.title
+			if want == "" {
+				want = "first"
+			}
+			stored, err := b.Feed(ctx, f.ID)
+			if err != nil || stored.Title != want || stored.Polls != 2 || stored.Items != 1 {
+				t.Fatalf("stored %q, %d polls, %d items, %v; want %q, 2, 1", stored.Title, stored.Polls, stored.Items, err, want)
+			}
+			if obs, err := b.Observations(ctx, f.ID, 0); tt.name != "shard count changed" && (err != nil || len(obs) != 2) {
+				t.Fatalf("%d observations, %v; want 2", len(obs), err)
+			}
+		})
+	}
+}
