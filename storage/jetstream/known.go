@@ -50,16 +50,20 @@ const (
 // synced: it is complete up to the subject's last sequence for as long
 // as the node owns the feed and only its own publishes extend it, so
 // its polls read nothing back. Trusted indexes are outside the bound of
-// recently used feeds (max), up to ownMax of them; a refused publish,
-// a publish that does not extend the index, or a change of the owned
-// shards ends the trust.
+// recently used feeds (max), up to ownMax of them holding up to itemMax
+// item entries (stored or removed) in all: a feed whose trust would go
+// beyond either stays untrusted, and a trusted index that grows past
+// itemMax loses its trust. A refused publish, a publish that does not
+// extend the index, or a change of the owned shards ends the trust.
 type known struct {
 	mu       sync.Mutex
 	max      int
 	ownMax   int
+	itemMax  int
 	order    *list.List // of uint64 feed IDs not trusted, most recent first
 	feeds    map[uint64]*knownFeed
 	nTrusted int     // feeds with a trusted index
+	nItems   int     // item entries of the trusted indexes
 	swept    ownMark // the ownership the trusted indexes were last checked against
 }
 
@@ -78,8 +82,8 @@ type knownFeed struct {
 	trust   ownMark       // when trusted: the ownership it holds under
 }
 
-func newKnown(max, ownMax int) *known {
-	return &known{max: max, ownMax: ownMax, order: list.New(), feeds: map[uint64]*knownFeed{}}
+func newKnown(max, ownMax, itemMax int) *known {
+	return &known{max: max, ownMax: ownMax, itemMax: itemMax, order: list.New(), feeds: map[uint64]*knownFeed{}}
 }
 
 // touch marks f as recently used.
@@ -98,6 +102,26 @@ func (k *known) untrustLocked(id uint64, f *knownFeed) {
 	f.trust = ownMark{}
 	f.elem = k.order.PushFront(id)
 	k.nTrusted--
+	k.nItems -= len(f.items)
+}
+
+// putLocked records it in f's index, counting a new entry of a trusted
+// index.
+func (k *known) putLocked(f *knownFeed, it knownItem) {
+	n := len(f.items)
+	f.put(it)
+	if f.elem == nil {
+		k.nItems += len(f.items) - n
+	}
+}
+
+// boundLocked ends the trust of f when the trusted indexes hold more
+// item entries than itemMax.
+func (k *known) boundLocked(id uint64, f *knownFeed) {
+	if f.elem == nil && k.nItems > k.itemMax {
+		k.untrustLocked(id, f)
+		k.evictLocked()
+	}
 }
 
 // evictLocked drops the least recently used feeds beyond the bound.
@@ -131,12 +155,13 @@ func (k *known) trust(feedID uint64, m ownMark, valid func(uint64, ownMark) bool
 		f.trust = m
 		return
 	}
-	if k.nTrusted >= k.ownMax {
+	if k.nTrusted >= k.ownMax || len(f.items) > k.itemMax-k.nItems {
 		return
 	}
 	k.order.Remove(f.elem)
 	f.elem, f.trust = nil, m
 	k.nTrusted++
+	k.nItems += len(f.items)
 	k.evictLocked()
 }
 
@@ -192,15 +217,16 @@ func (k *known) extend(feedID, lastSeq uint64, items []knownItem, reset bool) {
 		reset = true
 	}
 	if reset {
+		k.untrustLocked(feedID, f) // before the entries it counted go
 		f.items = make(map[string]knownItem, len(items))
-		k.untrustLocked(feedID, f)
 	}
 	for _, it := range items {
-		f.put(it)
+		k.putLocked(f, it)
 	}
 	f.lastSeq = lastSeq
 	k.touch(f)
 	k.evictLocked()
+	k.boundLocked(feedID, f)
 }
 
 // put records it unless the index has a later message of the same key.
@@ -241,8 +267,9 @@ func (k *known) advance(feedID, from uint64, it knownItem) bool {
 	if !ok || f.lastSeq != from || it.seq <= from {
 		return false
 	}
-	f.put(it)
+	k.putLocked(f, it)
 	f.lastSeq = it.seq
+	k.boundLocked(feedID, f)
 	return true
 }
 
@@ -257,7 +284,7 @@ func (k *known) add(feedID uint64, items []knownItem) {
 	defer k.mu.Unlock()
 	if f, ok := k.feeds[feedID]; ok {
 		for _, it := range items {
-			f.put(it)
+			k.putLocked(f, it)
 		}
 		k.untrustLocked(feedID, f)
 		k.evictLocked()
@@ -357,6 +384,7 @@ func (k *known) forget(feedID uint64) {
 			k.order.Remove(f.elem)
 		} else {
 			k.nTrusted--
+			k.nItems -= len(f.items)
 		}
 		delete(k.feeds, feedID)
 	}

@@ -24,7 +24,7 @@ func keys(items []knownItem) []string {
 }
 
 func TestKnownBoundsFeedsAndTracksSequences(t *testing.T) {
-	k := newKnown(2, 0)
+	k := newKnown(2, 0, 0)
 	k.extend(1, 10, ki("a", 10), false)
 	k.extend(2, 20, ki("b", 20), false)
 	if _, ok := k.upTo(1); !ok { // 1 is now the most recently used
@@ -61,7 +61,7 @@ func TestKnownBoundsFeedsAndTracksSequences(t *testing.T) {
 // items known but not stored; a key moved to a later message (a digest
 // replacing an item) not marked removed by the removal of its old one.
 func TestKnownOrdersByTimeAndKeepsRemoved(t *testing.T) {
-	k := newKnown(4, 0)
+	k := newKnown(4, 0, 0)
 	k.extend(1, 4, []knownItem{{key: "late", seq: 1, at: 50}, {key: "b", seq: 2, at: 20}, {key: "c", seq: 3, at: 20}, {key: "d", seq: 4, at: 10}}, false)
 	live, ok := k.live(1)
 	if !ok || !slices.Equal(keys(live), []string{"d", "b", "c", "late"}) {
@@ -170,7 +170,7 @@ func TestKnownTrust(t *testing.T) {
 			for id := range uint64(8) {
 				owned[id] = true
 			}
-			k := newKnown(2, 2)
+			k := newKnown(2, 2, 100)
 			tt.do(k)
 			for id, want := range tt.trust {
 				if got := k.trusted(id, valid); got != want {
@@ -194,6 +194,186 @@ func TestKnownTrust(t *testing.T) {
 			}
 			if n != k.nTrusted || k.order.Len()+n != len(k.feeds) {
 				t.Errorf("%d trusted counted %d; %d in the order of %d", n, k.nTrusted, k.order.Len(), len(k.feeds))
+			}
+		})
+	}
+}
+
+// TestKnownOwnedItems: the trusted indexes hold at most itemMax item
+// entries in all, counted exactly as entries are added (a sync, an own
+// publish), kept when retention removes their items (their keys stay
+// known), and dropped as indexes lose their trust or are forgotten; a
+// feed whose trust would go beyond the bound stays untrusted, and a
+// trusted index that grows past it loses its trust.
+func TestKnownOwnedItems(t *testing.T) {
+	owned := map[uint64]bool{}
+	valid := func(id uint64, m ownMark) bool { return owned[id] && m.gen == 1 }
+	mark := ownMark{gen: 1}
+	tests := []struct {
+		name  string
+		do    func(k *known)
+		count int             // item entries of the trusted indexes afterwards
+		trust map[uint64]bool // feed → trusted afterwards
+	}{
+		{name: "trust counts the index",
+			do: func(k *known) {
+				k.extend(1, 2, ki("a", 1, "b", 2), false)
+				k.trust(1, mark, valid)
+			},
+			count: 2, trust: map[uint64]bool{1: true}},
+		{name: "trust up to the bound exactly",
+			do: func(k *known) {
+				k.extend(1, 2, ki("a", 1, "b", 2), false)
+				k.trust(1, mark, valid)
+				k.extend(2, 4, ki("c", 3, "d", 4), false)
+				k.trust(2, mark, valid)
+			},
+			count: 4, trust: map[uint64]bool{1: true, 2: true}},
+		{name: "a feed whose trust would go beyond the bound stays untrusted",
+			do: func(k *known) {
+				k.extend(1, 3, ki("a", 1, "b", 2, "c", 3), false)
+				k.trust(1, mark, valid)
+				k.extend(2, 5, ki("d", 4, "e", 5), false)
+				k.trust(2, mark, valid)
+			},
+			count: 3, trust: map[uint64]bool{1: true, 2: false}},
+		{name: "an index larger than the bound is never trusted",
+			do: func(k *known) {
+				k.extend(1, 5, ki("a", 1, "b", 2, "c", 3, "d", 4, "e", 5), false)
+				k.trust(1, mark, valid)
+			},
+			count: 0, trust: map[uint64]bool{1: false}},
+		{name: "an own publish is counted",
+			do: func(k *known) {
+				k.extend(1, 3, ki("a", 1, "b", 2, "c", 3), false)
+				k.trust(1, mark, valid)
+				k.advance(1, 3, knownItem{key: "d", seq: 4, at: 40})
+			},
+			count: 4, trust: map[uint64]bool{1: true}},
+		{name: "an own publish past the bound ends the trust",
+			do: func(k *known) {
+				k.extend(1, 3, ki("a", 1, "b", 2, "c", 3), false)
+				k.trust(1, mark, valid)
+				k.advance(1, 3, knownItem{key: "d", seq: 4, at: 40})
+				if !k.advance(1, 4, knownItem{key: "e", seq: 5, at: 50}) {
+					t.Error("advance refused")
+				}
+				if k.stored(1, "e") != 5 {
+					t.Error("the index lost the published item")
+				}
+			},
+			count: 0, trust: map[uint64]bool{1: false}},
+		{name: "a key published again is counted once",
+			do: func(k *known) {
+				k.extend(1, 2, ki("a", 1, "b", 2), false)
+				k.trust(1, mark, valid)
+				k.advance(1, 2, knownItem{key: "a", seq: 3, at: 30})
+			},
+			count: 2, trust: map[uint64]bool{1: true}},
+		{name: "retention keeps the removed keys counted",
+			do: func(k *known) {
+				k.extend(1, 3, ki("a", 1, "b", 2, "c", 3), false)
+				k.trust(1, mark, valid)
+				k.removed(1, ki("a", 1, "b", 2))
+				k.removed(1, ki("zz", 9)) // not in the index
+			},
+			count: 3, trust: map[uint64]bool{1: true}},
+		{name: "a sync that extends a trusted index is counted",
+			do: func(k *known) {
+				k.extend(1, 1, ki("a", 1), false)
+				k.trust(1, mark, valid)
+				k.extend(1, 3, ki("b", 2, "c", 3), false)
+			},
+			count: 3, trust: map[uint64]bool{1: true}},
+		{name: "a sync past the bound ends the trust",
+			do: func(k *known) {
+				k.extend(1, 2, ki("a", 1, "b", 2), false)
+				k.trust(1, mark, valid)
+				k.extend(2, 3, ki("c", 3), false)
+				k.trust(2, mark, valid)
+				k.extend(2, 5, ki("d", 4, "e", 5), false)
+			},
+			count: 2, trust: map[uint64]bool{1: true, 2: false}},
+		{name: "an addition ends the trust and its count",
+			do: func(k *known) {
+				k.extend(1, 2, ki("a", 1, "b", 2), false)
+				k.trust(1, mark, valid)
+				k.add(1, ki("c", 5))
+			},
+			count: 0, trust: map[uint64]bool{1: false}},
+		{name: "a reset ends the trust and its count",
+			do: func(k *known) {
+				k.extend(1, 3, ki("a", 1, "b", 2, "c", 3), false)
+				k.trust(1, mark, valid)
+				k.extend(1, 1, ki("x", 1), true)
+			},
+			count: 0, trust: map[uint64]bool{1: false}},
+		{name: "a refused publish ends the trust and its count",
+			do: func(k *known) {
+				k.extend(1, 2, ki("a", 1, "b", 2), false)
+				k.trust(1, mark, valid)
+				k.distrust(1)
+			},
+			count: 0, trust: map[uint64]bool{1: false}},
+		{name: "a forgotten feed makes room",
+			do: func(k *known) {
+				k.extend(1, 2, ki("a", 1, "b", 2), false)
+				k.trust(1, mark, valid)
+				k.extend(2, 4, ki("c", 3, "d", 4), false)
+				k.trust(2, mark, valid)
+				k.forget(1)
+				k.extend(3, 6, ki("e", 5, "f", 6), false)
+				k.trust(3, mark, valid)
+			},
+			count: 4, trust: map[uint64]bool{1: false, 2: true, 3: true}},
+		{name: "a feed no longer owned drops its count when asked",
+			do: func(k *known) {
+				k.extend(1, 2, ki("a", 1, "b", 2), false)
+				k.trust(1, mark, valid)
+				k.extend(2, 3, ki("c", 3), false)
+				k.trust(2, mark, valid)
+				owned[1] = false
+				k.trusted(1, valid)
+			},
+			count: 1, trust: map[uint64]bool{2: true}},
+		{name: "a new ownership sweeps the count",
+			do: func(k *known) {
+				k.extend(1, 3, ki("a", 1, "b", 2, "c", 3), false)
+				k.trust(1, mark, valid)
+				owned[1] = false
+				k.extend(2, 5, ki("d", 4, "e", 5), false)
+				k.trust(2, ownMark{gen: 1, changed: make(chan struct{})}, valid) // a new mark: 1 is swept
+			},
+			count: 2, trust: map[uint64]bool{2: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clear(owned)
+			for id := range uint64(8) {
+				owned[id] = true
+			}
+			k := newKnown(2, 8, 4)
+			tt.do(k)
+			n, trusted := 0, 0
+			for _, f := range k.feeds {
+				if f.elem == nil {
+					n += len(f.items)
+					trusted++
+				}
+			}
+			if k.nItems != n || k.nTrusted != trusted {
+				t.Errorf("counted %d entries of %d trusted feeds; the indexes hold %d of %d", k.nItems, k.nTrusted, n, trusted)
+			}
+			if k.nItems != tt.count {
+				t.Errorf("%d entries trusted, want %d", k.nItems, tt.count)
+			}
+			if k.nItems > k.itemMax {
+				t.Errorf("%d entries trusted beyond the bound of %d", k.nItems, k.itemMax)
+			}
+			for id, want := range tt.trust {
+				if got := k.trusted(id, valid); got != want {
+					t.Errorf("feed %d trusted = %v, want %v", id, got, want)
+				}
 			}
 		})
 	}

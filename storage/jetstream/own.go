@@ -18,6 +18,14 @@ import (
 // Owner does.
 const DefaultOwnedFeeds = 1 << 18
 
+// DefaultOwnedItems bounds, when Options.OwnedItems is zero, how many item
+// IDs (of stored items and of items retention removed) the trusted item
+// indexes of owned feeds hold in all: 2,097,152 IDs, about 200 MB of heap
+// at about 95 bytes per ID. A feed whose index would go beyond it is
+// polled as one the node does not own, and an owned feed whose index
+// grows past it is again.
+const DefaultOwnedItems = 1 << 21
+
 // changedSubject is the core NATS subject a Store announces, by feed ID,
 // the feed records it wrote outside a poll (an edit, a delete): the
 // node that owns the feed drops its copy at once instead of polling once

@@ -66,7 +66,7 @@ func BenchmarkTrustedIndexBytes(b *testing.B) {
 				var before, after runtime.MemStats
 				runtime.GC()
 				runtime.ReadMemStats(&before)
-				k := newKnown(1, n)
+				k := newKnown(1, n, n*per)
 				for id := range uint64(n) {
 					its := make([]knownItem, per)
 					for i := range its {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -232,6 +233,78 @@ func TestOwnedFeedCopies(t *testing.T) {
 			}
 			if obs, err := b.Observations(ctx, f.ID, 0); tt.name != "shard count changed" && (err != nil || len(obs) != 2) {
 				t.Fatalf("%d observations, %v; want 2", len(obs), err)
+			}
+		})
+	}
+}
+
+// TestOwnedItemsBound: an owned feed's quiet poll reads no item IDs back
+// while its index fits in Options.OwnedItems; a feed whose index is
+// larger is polled as one the node does not own (it reads the items
+// subject's last sequence) and still stores each item once. A negative
+// bound is refused.
+func TestOwnedItemsBound(t *testing.T) {
+	c := jstest.NewServer(t)
+	ctx := testCtx(t)
+	js, err := jetstream.New(c.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sjs.Open(ctx, js, sjs.Options{OwnedItems: -1}); !errors.Is(err, storage.ErrInvalid) {
+		t.Fatalf("Open with OwnedItems -1: %v; want ErrInvalid", err)
+	}
+	tests := []struct {
+		name       string
+		ownedItems int
+		readsItems bool // the quiet poll reads the items subject
+	}{
+		{name: "default", ownedItems: 0},
+		{name: "index fits exactly", ownedItems: 3},
+		{name: "index beyond the bound", ownedItems: 2, readsItems: true},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			var clock atomic.Int64 // polls a minute apart, beyond the trust in a recent sync
+			clock.Store(time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC).UnixNano())
+			now := func() time.Time { return time.Unix(0, clock.Load()).UTC() }
+			a, err := sjs.Open(ctx, js, sjs.Options{Metrics: sjs.NewMetrics(reg), Shards: 8, OwnedItems: tt.ownedItems, Now: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := a.SetOwner(newFakeOwner()); err != nil {
+				t.Fatal(err)
+			}
+			f := storage.Feed{Kind: storage.KindRemote, URL: "http://example.com/bound-" + strconv.Itoa(i) + ".xml", Policy: "fixed-1m"}
+			if err := a.CreateFeed(ctx, &f); err != nil {
+				t.Fatal(err)
+			}
+			doc := items("b", 3)
+			poll := func() storage.Fetched {
+				t.Helper()
+				got, err := a.RecordFetch(ctx, f.ID, doc, storage.Observation{At: now(), Status: 200},
+					func(f *storage.Feed, o *storage.Observation, added []storage.Item) error {
+						f.Items += int64(len(added))
+						return nil
+					})
+				if err != nil {
+					t.Fatal(err)
+				}
+				clock.Add(int64(time.Minute))
+				return got
+			}
+			if got := poll(); len(got.Added) != 3 {
+				t.Fatalf("first poll added %d items, want 3", len(got.Added))
+			}
+			poll() // syncs the index the first poll's publishes left behind
+			before := pollReads(t, reg)
+			got := poll()
+			reads := pollReads(t, reg)
+			if len(got.Added) != 0 || got.Feed.Items != 3 {
+				t.Fatalf("quiet poll added %d, feed has %d items; want 0, 3", len(got.Added), got.Feed.Items)
+			}
+			if read := reads["items"] != before["items"]; read != tt.readsItems {
+				t.Fatalf("quiet poll: reads %v → %v; want items read: %v", before, reads, tt.readsItems)
 			}
 		})
 	}

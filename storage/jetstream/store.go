@@ -83,6 +83,11 @@ type Options struct {
 	// are kept from the Store's own writes (SetOwner); zero means
 	// DefaultOwnedFeeds.
 	OwnedFeeds int
+	// OwnedItems bounds how many item IDs the item indexes of owned
+	// feeds kept from the Store's own writes hold in all (about 95 bytes
+	// each); zero means DefaultOwnedItems. Both bounds apply: an owned
+	// feed beyond either is polled as one the node does not own.
+	OwnedItems int
 	// PipeAckWait is how long a pipe's fetched inputs stay with their node;
 	// zero means DefaultPipeAckWait.
 	PipeAckWait time.Duration
@@ -150,10 +155,13 @@ func Open(ctx context.Context, js jetstream.JetStream, opt Options) (*Store, err
 	if opt.OwnedFeeds == 0 {
 		opt.OwnedFeeds = DefaultOwnedFeeds
 	}
-	if opt.OwnedFeeds < 0 || opt.KnownFeeds < 0 || opt.PipeAckWait < 0 || opt.DuplicateWindow < 0 || opt.MaxItemsPerFeed < 0 || opt.MaxObservations < 0 || opt.Replicas < 0 || opt.Replicas > 5 {
+	if opt.OwnedItems == 0 {
+		opt.OwnedItems = DefaultOwnedItems
+	}
+	if opt.OwnedFeeds < 0 || opt.OwnedItems < 0 || opt.KnownFeeds < 0 || opt.PipeAckWait < 0 || opt.DuplicateWindow < 0 || opt.MaxItemsPerFeed < 0 || opt.MaxObservations < 0 || opt.Replicas < 0 || opt.Replicas > 5 {
 		return nil, fmt.Errorf("jetstream store: %w: options %+v", storage.ErrInvalid, opt)
 	}
-	s := &Store{js: js, opt: opt, maxData: int(js.Conn().MaxPayload()) - 4096, known: newKnown(opt.KnownFeeds, opt.OwnedFeeds)}
+	s := &Store{js: js, opt: opt, maxData: int(js.Conn().MaxPayload()) - 4096, known: newKnown(opt.KnownFeeds, opt.OwnedFeeds, opt.OwnedItems)}
 	s.own.max = opt.OwnedFeeds
 	s.SetShards(opt.Shards)
 	switch {
