@@ -88,15 +88,28 @@ func TestKnownOrdersByTimeAndKeepsRemoved(t *testing.T) {
 	}
 }
 
+// ownedFeeds is the ownership the known tests trust under: the feeds
+// set true, under marks of generation 1.
+type ownedFeeds map[uint64]bool
+
+func (o ownedFeeds) valid(id uint64, m ownMark) bool { return o[id] && m.gen == 1 }
+
+// reset owns feeds 0 to 7 again.
+func (o ownedFeeds) reset() {
+	clear(o)
+	for id := range uint64(8) {
+		o[id] = true
+	}
+}
+
 // TestKnownTrust: a trusted index (an owned feed's) is kept outside the
 // bound of recently used feeds, up to ownMax; an own publish that
 // extends it keeps the trust, while an addition that does not, a reset,
 // or an ownership that no longer holds ends it, and the feed is again
 // one of the recently used ones.
 func TestKnownTrust(t *testing.T) {
-	owned := map[uint64]bool{}
-	valid := func(id uint64, m ownMark) bool { return owned[id] && m.gen == 1 }
-	mark := ownMark{gen: 1}
+	owned := ownedFeeds{}
+	valid, mark := owned.valid, ownMark{gen: 1}
 	tests := []struct {
 		name  string
 		do    func(k *known)
@@ -166,10 +179,7 @@ func TestKnownTrust(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clear(owned)
-			for id := range uint64(8) {
-				owned[id] = true
-			}
+			owned.reset()
 			k := newKnown(2, 2, 100)
 			tt.do(k)
 			for id, want := range tt.trust {
@@ -206,9 +216,8 @@ func TestKnownTrust(t *testing.T) {
 // feed whose trust would go beyond the bound stays untrusted, and a
 // trusted index that grows past it loses its trust.
 func TestKnownOwnedItems(t *testing.T) {
-	owned := map[uint64]bool{}
-	valid := func(id uint64, m ownMark) bool { return owned[id] && m.gen == 1 }
-	mark := ownMark{gen: 1}
+	owned := ownedFeeds{}
+	valid, mark := owned.valid, ownMark{gen: 1}
 	tests := []struct {
 		name  string
 		do    func(k *known)
@@ -348,10 +357,7 @@ func TestKnownOwnedItems(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clear(owned)
-			for id := range uint64(8) {
-				owned[id] = true
-			}
+			owned.reset()
 			k := newKnown(2, 8, 4)
 			tt.do(k)
 			n, trusted := 0, 0
