@@ -38,10 +38,10 @@ const (
 
 // known is each Store's index of the items of recently used feeds: per
 // item key (MsgID), the stream sequence and the sort time (publish time,
-// else fetch time) of the message holding it, and the keys of items
-// retention removed since, so AddItems stores an item once even after the
-// stream's duplicate window and retention orders by publish time without
-// reading the items. A feed's index is complete up to a stream sequence;
+// else fetch time) of the message holding it, and the keys of the newest
+// items retention removed (up to keptRemoved of them), so AddItems stores
+// an item once even after the stream's duplicate window and retention
+// orders by publish time without reading the items. A feed's index is complete up to a stream sequence;
 // when the feed's subject has messages beyond it (this node's own
 // publishes, or another node's: a sensor reading posted elsewhere, the
 // overlap poll at a takeover), only those are read.
@@ -76,6 +76,7 @@ type knownItem struct {
 
 type knownFeed struct {
 	items   map[string]knownItem
+	gone    int           // entries of items removed by retention (seq 0)
 	lastSeq uint64        // items are complete up to this stream sequence
 	synced  int64         // when lastSeq was last checked against the stream, Unix nanoseconds
 	elem    *list.Element // nil while trusted
@@ -219,6 +220,7 @@ func (k *known) extend(feedID, lastSeq uint64, items []knownItem, reset bool) {
 	if reset {
 		k.untrustLocked(feedID, f) // before the entries it counted go
 		f.items = make(map[string]knownItem, len(items))
+		f.gone = 0
 	}
 	for _, it := range items {
 		k.putLocked(f, it)
@@ -231,8 +233,12 @@ func (k *known) extend(feedID, lastSeq uint64, items []knownItem, reset bool) {
 
 // put records it unless the index has a later message of the same key.
 func (f *knownFeed) put(it knownItem) {
-	if old, ok := f.items[it.key]; ok && old.seq > it.seq {
+	old, ok := f.items[it.key]
+	if ok && old.seq > it.seq {
 		return
+	}
+	if ok && old.seq == 0 && it.seq != 0 {
+		f.gone-- // a removed item stored again
 	}
 	f.items[it.key] = it
 }
@@ -291,9 +297,24 @@ func (k *known) add(feedID uint64, items []knownItem) {
 	}
 }
 
+// keptRemoved is how many keys of removed items a feed's index keeps
+// at least: it forgets the oldest of them (by sort time) when it holds
+// twice as many. A forgotten key is one a freshly read index (after a
+// takeover or an eviction) would not have either, since the stream no
+// longer holds its message, and an item offered again under it is
+// treated alike: AddItems refuses an item no newer than the oldest kept
+// one of a full feed or older than the feed's maximum age, which is what
+// retention removed, and stores it again only if the feed has had room
+// for it since (its retention raised), as the bbolt store does. The keys
+// kept spare the fetcher the items of a document that lists more items
+// than the feed keeps; without a bound an index would grow by every item
+// its feed ever had.
+const keptRemoved = 64
+
 // removed marks the items retention removed (a key whose index entry has
 // moved to another message since is left alone): their keys stay known,
-// so the items do not come back as new.
+// so the items do not come back as new, until the index holds 2 ×
+// keptRemoved of them and forgets the oldest.
 func (k *known) removed(feedID uint64, items []knownItem) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -302,11 +323,45 @@ func (k *known) removed(feedID uint64, items []knownItem) {
 		return
 	}
 	for _, it := range items {
-		if cur, ok := f.items[it.key]; ok && cur.seq == it.seq {
+		if cur, ok := f.items[it.key]; ok && cur.seq == it.seq && cur.seq != 0 {
 			cur.seq = 0
 			f.items[it.key] = cur
+			f.gone++
 		}
 	}
+	if f.gone < 2*keptRemoved {
+		return
+	}
+	n := f.forgetRemoved(keptRemoved)
+	if f.elem == nil {
+		k.nItems -= n
+	}
+}
+
+// forgetRemoved drops the keys of removed items but the newest keep (by
+// sort time, then key) and returns how many it dropped.
+func (f *knownFeed) forgetRemoved(keep int) int {
+	gone := make([]knownItem, 0, f.gone)
+	for _, it := range f.items {
+		if it.seq == 0 {
+			gone = append(gone, it)
+		}
+	}
+	if len(gone) <= keep {
+		f.gone = len(gone)
+		return 0
+	}
+	slices.SortFunc(gone, func(a, b knownItem) int {
+		if c := cmp.Compare(b.at, a.at); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.key, b.key)
+	})
+	for _, it := range gone[keep:] {
+		delete(f.items, it.key)
+	}
+	f.gone = keep
+	return len(gone) - keep
 }
 
 // has reports whether the feed's index holds the key, stored or removed.

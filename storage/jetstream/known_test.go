@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -382,5 +383,65 @@ func TestKnownOwnedItems(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestKnownForgetsOldestRemoved: a trusted index of a feed at its
+// retention for a long time, one new item a poll and its oldest removed,
+// keeps the keys of at least the newest keptRemoved removed items and at
+// most twice that, counted exactly, and stays trusted.
+func TestKnownForgetsOldestRemoved(t *testing.T) {
+	owned := ownedFeeds{}
+	owned.reset()
+	mark := ownMark{gen: 1}
+	const keep, polls = 10, 1000
+	k := newKnown(4, 8, 1<<20)
+	k.extend(1, 0, nil, false)
+	k.trust(1, mark, owned.valid)
+	key := func(i int) string { return fmt.Sprintf("i%04d", i) }
+	for i := 1; i <= polls; i++ {
+		if !k.advance(1, uint64(i-1), knownItem{key: key(i), seq: uint64(i), at: int64(i) * 10}) {
+			t.Fatalf("poll %d: advance refused", i)
+		}
+		if live, _ := k.live(1); len(live) > keep {
+			k.removed(1, live[:len(live)-keep])
+		}
+		f := k.feeds[1]
+		gone := 0
+		for _, it := range f.items {
+			if it.seq == 0 {
+				gone++
+			}
+		}
+		if f.gone != gone {
+			t.Fatalf("poll %d: counted %d removed keys, the index holds %d", i, f.gone, gone)
+		}
+		if gone >= 2*keptRemoved {
+			t.Fatalf("poll %d: %d removed keys kept, want < %d", i, gone, 2*keptRemoved)
+		}
+		if k.nItems != len(f.items) {
+			t.Fatalf("poll %d: %d trusted entries counted, the index holds %d", i, k.nItems, len(f.items))
+		}
+	}
+	if !k.trusted(1, owned.valid) {
+		t.Fatal("the index lost its trust")
+	}
+	lastRemoved := polls - keep
+	for i := lastRemoved - keptRemoved + 1; i <= lastRemoved; i++ {
+		if !k.has(1, key(i)) || k.stored(1, key(i)) != 0 {
+			t.Fatalf("removed key %s: has %v, stored at %d; want known and removed", key(i), k.has(1, key(i)), k.stored(1, key(i)))
+		}
+	}
+	if k.has(1, key(1)) {
+		t.Error("the oldest removed key is still kept")
+	}
+
+	// A removed item stored again is a stored entry again.
+	before := k.feeds[1].gone
+	if !k.advance(1, polls, knownItem{key: key(lastRemoved), seq: polls + 1, at: polls * 10}) {
+		t.Fatal("advance refused")
+	}
+	if f := k.feeds[1]; f.gone != before-1 || k.stored(1, key(lastRemoved)) != polls+1 {
+		t.Errorf("stored again: %d removed keys counted (was %d), stored at %d", f.gone, before, k.stored(1, key(lastRemoved)))
 	}
 }

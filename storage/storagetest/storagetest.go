@@ -434,6 +434,31 @@ var cases = []testCase{
 		must(t, err)
 		wantIDs(t, "re-added removed item", again)
 	}},
+	{"items/retention-long-lived", func(t *testing.T, b any) {
+		// A feed at its retention for a long time: one new item a poll,
+		// every removed item still refused when a document lists it again.
+		s := need[feedItems](t, b)
+		f := remote("http://127.0.0.1/long-lived")
+		f.Retention = storage.Retention{MaxItems: 3}
+		must(t, s.CreateFeed(f))
+		const n = 200
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("i%03d", i)
+		}
+		all := items(ids...)
+		for i := range all {
+			added, err := s.AddItems(f.ID, all[i:i+1])
+			must(t, err)
+			wantIDs(t, "added", added, ids[i])
+		}
+		again, err := s.AddItems(f.ID, all)
+		must(t, err)
+		wantIDs(t, "removed and kept items offered again", again)
+		got, err := s.Items(f.ID, storage.ItemQuery{Order: storage.ByArrivalAsc})
+		must(t, err)
+		wantIDs(t, "kept", got, ids[n-3:]...)
+	}},
 	{"items/retention-by-publish-time", func(t *testing.T, b any) {
 		s := need[feedItems](t, b)
 		f := remote("http://127.0.0.1/late")
