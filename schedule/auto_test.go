@@ -3,8 +3,10 @@ package schedule
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // periodic returns n publish times every p seconds from t=0.
@@ -350,4 +352,42 @@ func TestAutoWholeSecondDates(t *testing.T) {
 	if k < 300 {
 		t.Fatalf("%d readings fetched in 400 polls", k)
 	}
+}
+
+// TestAutoSize keeps Auto in the 640-byte allocation class: a million feeds
+// keep a million of them, and one more byte costs 64 per feed (the next
+// class is 704 bytes).
+func TestAutoSize(t *testing.T) {
+	if n := unsafe.Sizeof(Auto{}); n > 640 {
+		t.Fatalf("Auto is %d bytes, more than 640", n)
+	}
+}
+
+// BenchmarkAutoLiveHeap reports the live heap per feed of Auto policies
+// that have learned their feeds (B/feed): the policy's share of a feed's
+// memory in a scheduler.
+func BenchmarkAutoLiveHeap(b *testing.B) {
+	const n = 100_000
+	var keep []*Auto
+	var per float64
+	for b.Loop() {
+		keep = make([]*Auto, n) // not counted: a scheduler keeps its own reference
+		runtime.GC()
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		for i := range keep {
+			a := NewAuto(WithSeed(uint64(i)))
+			p := 300 + float64(i%7)
+			for k := range 40 {
+				tp := float64(k) * p
+				a.Next(Observation{At: at(tp + 1), Hit: true, Published: []time.Time{at(tp)}})
+			}
+			keep[i] = a
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&m1)
+		per = float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc)) / n
+	}
+	b.ReportMetric(per, "B/feed")
+	runtime.KeepAlive(keep)
 }
