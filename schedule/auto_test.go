@@ -391,3 +391,53 @@ func BenchmarkAutoLiveHeap(b *testing.B) {
 	b.ReportMetric(per, "B/feed")
 	runtime.KeepAlive(keep)
 }
+
+// BenchmarkLearningNext measures one Next call of Auto and DPT-L on a
+// jittered, lossy 10-minute publisher polled where the policy says, and
+// one AppendState of the learned Auto (a service stores it with each
+// poll).
+func BenchmarkLearningNext(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var pubs []time.Time
+	for i := range 20000 {
+		if rng.Float64() < 0.1 {
+			continue // a lost reading
+		}
+		j := time.Duration(rng.NormFloat64() * float64(5*time.Second))
+		pubs = append(pubs, blBase.Add(time.Duration(i)*10*time.Minute+j))
+	}
+	// drive polls a policy where it says; when the publishes run out a
+	// new policy starts over.
+	drive := func(newPolicy func() Policy, b *testing.B) {
+		p, at, i := newPolicy(), blBase, 0
+		seen := make([]time.Time, 0, 8)
+		for b.Loop() {
+			seen = seen[:0]
+			for i < len(pubs) && !pubs[i].After(at) {
+				seen = append(seen, pubs[i])
+				i++
+			}
+			next := p.Next(Observation{At: at, Hit: len(seen) > 0, Published: seen})
+			if i >= len(pubs) {
+				p, at, i = newPolicy(), blBase, 0
+				continue
+			}
+			if !next.After(at) {
+				next = at.Add(time.Second)
+			}
+			at = next
+		}
+	}
+	b.Run("auto", func(b *testing.B) { drive(func() Policy { return NewAuto() }, b) })
+	b.Run("dpt-l", func(b *testing.B) { drive(func() Policy { return NewDPT(DPTL) }, b) })
+	b.Run("auto-append-state", func(b *testing.B) {
+		a := NewAuto()
+		for _, p := range pubs[:500] {
+			a.Next(Observation{At: p.Add(time.Second), Hit: true, Published: []time.Time{p}})
+		}
+		var buf []byte
+		for b.Loop() {
+			buf = a.AppendState(buf[:0])
+		}
+	})
+}
