@@ -160,10 +160,11 @@ func WithMissRatio(p float64) Option {
 //
 // See the package documentation for the measurements behind these choices.
 //
-// Auto is one heap object per feed, of 640 bytes: fields are ordered by
-// size so that none is padding, and whatever is a function of the rest
-// (the models' fitted offsets, the tracker's spreads) is recomputed where
-// it is needed instead of kept.
+// Auto is one heap object per feed, in the runtime's 640-byte size class
+// (TestAutoSize keeps it there; the next class is 704): the wider fields
+// come first, and what is a function of the rest (the models' fitted
+// offsets, the tracker's spreads) is recomputed where it is needed
+// instead of kept.
 type Auto struct {
 	tracker
 	period    float64 // refined period, seconds
