@@ -183,7 +183,8 @@ func restoreFeed(f storage.Feed, st *storage.PolicyState) (*replay, error) {
 		}
 	}
 	r.next = st.Next
-	r.g.prevPoll, r.g.fedAt = st.Last, st.Last
+	r.g.prevPoll = stampOf(st.Last)
+	r.g.fedAt = r.g.prevPoll
 	return r, nil
 }
 
@@ -205,7 +206,7 @@ func (s *Service) replayFeed(f storage.Feed, now time.Time) (*storage.StateInit,
 	s.load.replay.Add(1)
 	var in *storage.StateInit
 	if sp, ok := r.g.policy.(schedule.Stateful); ok {
-		in = &storage.StateInit{ID: f.ID, State: storage.PolicyState{Next: r.next, Last: r.g.prevPoll, Policy: sp.AppendState(nil)}}
+		in = &storage.StateInit{ID: f.ID, State: storage.PolicyState{Next: r.next, Last: r.g.prevPoll.time(), Policy: sp.AppendState(nil)}}
 		if n := len(obs); n > 0 {
 			in.Newest = obs[n-1].At
 		}

@@ -349,7 +349,7 @@ func (s *Service) takeStates(st stateTaker, ids []uint64) (replays map[uint64]*r
 		if !ok {
 			return nil
 		}
-		return &storage.PolicyState{Next: r.next, Last: r.g.prevPoll, Policy: sp.AppendState(nil)}
+		return &storage.PolicyState{Next: r.next, Last: r.g.prevPoll.time(), Policy: sp.AppendState(nil)}
 	}
 	if err := st.TakeFeedStates(ids, feed, obs, reached); err != nil {
 		return nil, nil, err

@@ -141,8 +141,8 @@ func (s *Service) SetPushed(id uint64, until time.Time) bool {
 	}
 	now := s.opt.Clock.Now()
 	g.mu.Lock()
-	was := g.pushedUntil
-	g.pushedUntil = until
+	was := g.pushedUntil.time()
+	g.pushedUntil = stampOf(until)
 	g.mu.Unlock()
 	if !until.After(now) && was.After(now) {
 		s.Expedite(id, now)
@@ -158,13 +158,13 @@ func (s *Service) Pushed(id uint64) time.Time {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.pushedUntil
+	return g.pushedUntil.time()
 }
 
 // pushFloor raises next, the time chosen after an observation at at, to
 // the fallback interval while the feed is pushed. The caller holds g.mu.
 func (g *feedGuard) pushFloor(next, at time.Time) time.Time {
-	if !at.Before(g.pushedUntil) {
+	if !at.Before(g.pushedUntil.time()) {
 		return next
 	}
 	var period time.Duration
@@ -221,7 +221,7 @@ func (s *Service) Ingest(ctx context.Context, id uint64, body []byte, header htt
 	var prev time.Time
 	if g != nil {
 		g.mu.Lock()
-		prev = g.prevPoll
+		prev = g.prevPoll.time()
 		g.mu.Unlock()
 	}
 	obs, added, _, err := s.record(f, resp, parsed, prev, received, true)
@@ -233,10 +233,10 @@ func (s *Service) Ingest(ctx context.Context, id uint64, body []byte, header htt
 		// in time (observations reach it in time order: a push older than
 		// what it has seen is stored but not given to it).
 		g.mu.Lock()
-		if !obs.At.Before(g.fedAt) {
+		if !obs.At.Before(g.fedAt.time()) {
 			g.policy.Next(obs.Schedule())
-			g.fedAt = obs.At
-			g.prevPoll = obs.At
+			g.fedAt = stampOf(obs.At)
+			g.prevPoll = g.fedAt
 		}
 		g.mu.Unlock()
 	}

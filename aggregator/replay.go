@@ -34,7 +34,8 @@ func (r *replay) add(o storage.Observation) {
 		return // the live policy never learned from errors either
 	}
 	r.next = r.g.policy.Next(o.Schedule())
-	r.g.prevPoll, r.g.fedAt = o.At, o.At
+	r.g.prevPoll = stampOf(o.At)
+	r.g.fedAt = r.g.prevPoll
 }
 
 // install schedules the replayed feed; with resume, its first poll is

@@ -130,15 +130,15 @@ type feedGuard struct {
 	sleep   schedule.SleepPlan
 	// override, when set, is the next time regardless of the policy (an
 	// error's backoff, a fetch skipped because the feed sleeps).
-	override  time.Time
-	prevPoll  time.Time
-	next      time.Time // the last answer: the feed's next fetch
-	notBefore time.Time // the publisher's cache lifetime ends (when respected)
+	override  stamp
+	prevPoll  stamp
+	next      stamp // the last answer: the feed's next fetch
+	notBefore stamp // the publisher's cache lifetime ends (when respected)
 	// pushedUntil: a hub pushes the feed until then, polls are fallback
 	// checks (SetPushed); fedAt is the newest observation the policy has
 	// seen (polls and pushes reach it in time order).
-	pushedUntil time.Time
-	fedAt       time.Time
+	pushedUntil stamp
+	fedAt       stamp
 	took        time.Duration // how long the last fetch took, stored items included
 	storeFails  int           // polls in a row whose write failed (see StoreRetryBase)
 	// seen are the sorted item hashes (Parsed.ItemHashes) of the last
@@ -191,23 +191,23 @@ func (g *feedGuard) Next(o schedule.Observation) time.Time {
 	defer g.mu.Unlock()
 	var next time.Time
 	floorAt := o.At
-	if !g.override.IsZero() {
-		next, g.override = g.override, time.Time{}
+	if !g.override.isZero() {
+		next, g.override = g.override.time(), 0
 		// The fallback interval counts from the last poll: a fetch
 		// skipped because the feed is pushed set the override to that
 		// floor already, and must not wait another interval.
-		floorAt = g.prevPoll
+		floorAt = g.prevPoll.time()
 	} else {
-		if o.At.Before(g.fedAt) {
-			o.At = g.fedAt // a push reached the policy meanwhile
+		if fed := g.fedAt.time(); o.At.Before(fed) {
+			o.At = fed // a push reached the policy meanwhile
 		}
-		g.fedAt = o.At
+		g.fedAt = stampOf(o.At)
 		next = g.policy.Next(o)
-		g.notBefore = time.Time{}
+		g.notBefore = 0
 		if g.respect {
 			next = schedule.Respect(next, o)
 			if o.Hints.CacheFor > 0 {
-				g.notBefore = o.At.Add(o.Hints.CacheFor)
+				g.notBefore = stampOf(o.At.Add(o.Hints.CacheFor))
 			}
 		}
 	}
@@ -215,7 +215,7 @@ func (g *feedGuard) Next(o schedule.Observation) time.Time {
 	if !g.sleep.IsZero() {
 		next = g.sleep.Wake(next)
 	}
-	g.next = next
+	g.next = stampOf(next)
 	return next
 }
 
@@ -384,9 +384,9 @@ type starter struct {
 // Start implements schedule.Starter.
 func (s starter) Start(now time.Time) time.Time {
 	s.feedGuard.mu.Lock()
-	s.feedGuard.next = s.first
+	s.feedGuard.next = stampOf(s.first)
 	if s.first.Before(now) {
-		s.feedGuard.next = now
+		s.feedGuard.next = stampOf(now)
 	}
 	s.feedGuard.mu.Unlock()
 	return s.first
@@ -517,7 +517,7 @@ func (s *Service) NextFetch(id uint64) (time.Time, bool) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.next, true
+	return g.next.time(), true
 }
 
 // Margins of PlannedFetch: the least time a planned fetch is given to
@@ -541,10 +541,10 @@ func (s *Service) PlannedFetch(id uint64, now time.Time) (time.Time, bool) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.next.IsZero() || g.pushedUntil.After(now) {
+	if g.next.isZero() || g.pushedUntil.time().After(now) {
 		return time.Time{}, false
 	}
-	at := g.next
+	at := g.next.time()
 	if at.Before(now) {
 		at = now
 	}
@@ -561,9 +561,9 @@ func (s *Service) Expedite(id uint64, at time.Time) bool {
 		return false
 	}
 	g.mu.Lock()
-	blocked := !g.override.IsZero()
-	if g.notBefore.After(at) {
-		at = g.notBefore
+	blocked := !g.override.isZero()
+	if nb := g.notBefore.time(); nb.After(at) {
+		at = nb
 	}
 	g.mu.Unlock()
 	if blocked {
@@ -633,7 +633,7 @@ func (s *Service) begin(ctx context.Context, id uint64) (obs schedule.Observatio
 	now := s.opt.Clock.Now()
 	g.mu.Lock()
 	asleep := !g.sleep.IsZero() && g.sleep.Asleep(now)
-	prev := g.prevPoll
+	prev := g.prevPoll.time()
 	// A hub began pushing the feed after this fetch was planned: it waits
 	// for the fallback interval since the last poll instead.
 	fallback := g.pushFloor(now, prev)
@@ -642,12 +642,12 @@ func (s *Service) begin(ctx context.Context, id uint64) (obs schedule.Observatio
 	case asleep:
 		// The 48 h cap brought the feed back inside a long sleep: skip.
 		g.mu.Lock()
-		g.override = g.sleep.Wake(now)
+		g.override = stampOf(g.sleep.Wake(now))
 		g.mu.Unlock()
 		return schedule.Observation{At: now}, nil, true
 	case !prev.IsZero() && fallback.After(now):
 		g.mu.Lock()
-		g.override = fallback
+		g.override = stampOf(fallback)
 		g.mu.Unlock()
 		return schedule.Observation{At: now}, nil, true
 	}
@@ -669,11 +669,11 @@ func (s *Service) complete(pd *pendingPoll) schedule.Observation {
 	if g.storeFails == 0 {
 		// A poll whose write failed stored nothing: the next one
 		// estimates publish times from the last poll that was stored.
-		g.prevPoll = o.At
+		g.prevPoll = stampOf(o.At)
 	}
 	g.took = max(took, 0)
 	if backoff > 0 {
-		g.override = o.At.Add(backoff)
+		g.override = stampOf(o.At.Add(backoff))
 	}
 	if f2.ID == pd.p.f.ID {
 		g.sleep = f2.Sleep

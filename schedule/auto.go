@@ -36,67 +36,77 @@ const (
 // floor returns the least margin for a period of p seconds.
 func floor(p float64) float64 { return min(minMargin*p, maxMinMargin) }
 
-// model is what Auto learns about one way of predicting the next publish:
-// the recent residuals of its predictions and the scale of their upper tail.
-type model struct {
-	res  window
-	n    uint16  // residuals seen (caps at tailMemory); beside res, in its padding
-	mid  float64 // median residual, seconds
-	tail float64 // running scale of the upper jitter tail, seconds
-	off  float64 // the offset this model needs, seconds
-	top  float64 // largest recent residual, seconds
+// models is what Auto learns about its two ways of predicting the next
+// publish (renewal and grid, see learn): for each, the recent residuals of
+// its predictions, their median, and the scale of their upper tail. The
+// offsets fitted to them are recomputed when needed (fit), not kept: a
+// million feeds keep a million of these. Medians and tails come first and
+// the windows after them, so that the pair has no padding.
+type models struct {
+	mid  [2]float64 // median residual, seconds (set by fit)
+	tail [2]float64 // running scale of the upper jitter tail, seconds
+	res  [2]window
 }
 
-// push adds one residual r (seconds).
-func (m *model) push(r float64) {
-	m.res.push(r)
+// fitted is one model's fit: the poll offset after its prediction and the
+// largest recent residual, seconds.
+type fitted struct {
+	off, top float64
+}
+
+// push adds residual r (seconds) to model i.
+func (ms *models) push(i int, r float64) {
+	w := &ms.res[i]
+	w.push(r)
 	// The upper tail's scale: for a Laplace tail the mean of
 	// 2·max(r−median, 0) is its scale b. A running mean over the last
 	// ~tailMemory residuals is far steadier than a tail fitted to the
 	// window alone, and a steady offset is what keeps the miss rate low.
-	if m.n < tailMemory {
-		m.n++
+	if w.seen < tailMemory {
+		w.seen++
 	}
-	m.tail += (2*max(r-m.mid, 0) - m.tail) / float64(m.n)
+	ms.tail[i] += (2*max(r-ms.mid[i], 0) - ms.tail[i]) / float64(w.seen)
 }
 
-// fit recomputes the model's offset: poll where only missRatio of publishes
-// are still to come by the exponential tail; and since a late publish missed
+// fit returns model i's offset: poll where only missRatio of publishes are
+// still to come by the exponential tail; and since a late publish missed
 // costs a whole period of latency, wait for the latest recent one too when
-// that costs at most 2% of a period.
-func (m *model) fit(missRatio, period float64) bool {
+// that costs at most 2% of a period. It also returns the median residual;
+// ok is false while fewer than 8 residuals are known.
+func (ms *models) fit(i int, missRatio, period float64) (f fitted, mid float64, ok bool) {
 	var rb [residualLen]float64
-	rs := rb[:m.res.n]
+	w := &ms.res[i]
+	rs := rb[:w.n]
 	if len(rs) < 8 {
-		return false
+		return fitted{}, 0, false
 	}
-	for i := range rs {
-		rs[i] = float64(m.res.v[i])
+	for j := range rs {
+		rs[j] = float64(w.v[j])
 	}
 	slices.Sort(rs)
-	m.mid = quantile(rs, 0.5)
-	m.top = rs[len(rs)-1]
+	mid = quantile(rs, 0.5)
+	f.top = rs[len(rs)-1]
 	// Never less reliable than a timer: a fixed poller of the same period
 	// loses a hit when two jittered publishes fall into one interval,
 	// about E|jitter|/(2·period) of the time (the tail scale estimates
 	// E|jitter|). Poll early no more often than that, within
 	// [minMissRatio, missRatio].
-	ratio := min(missRatio, max(minMissRatio, m.tail/(2*period)))
-	m.off = m.mid + max(m.tail*math.Log(1/(2*ratio)), floor(period))
-	if m.top > m.off && m.top-m.off <= 0.02*period {
-		m.off = m.top
+	tail := ms.tail[i]
+	ratio := min(missRatio, max(minMissRatio, tail/(2*period)))
+	f.off = mid + max(tail*math.Log(1/(2*ratio)), floor(period))
+	if f.top > f.off && f.top-f.off <= 0.02*period {
+		f.off = f.top
 	}
-	return true
+	return f, mid, true
 }
 
-// spread is how far after the typical publish the model has to poll.
-func (m *model) spread() float64 { return m.off - m.mid }
-
-// window is a ring of the most recent jitter residuals (seconds).
+// window is a ring of the most recent jitter residuals (seconds), and how
+// many residuals the model has seen (caps at tailMemory).
 type window struct {
 	v    [residualLen]float32
 	n    uint8
 	next uint8
+	seen uint16
 }
 
 func (w *window) push(x float64) {
@@ -149,18 +159,26 @@ func WithMissRatio(p float64) Option {
 //     learned daily sleep, and polls after a miss are moved out of it.
 //
 // See the package documentation for the measurements behind these choices.
+//
+// Auto is one heap object per feed, in the runtime's 640-byte size class
+// (TestAutoSize keeps it there; the next class is 704): the wider fields
+// come first, and what is a function of the rest (the models' fitted
+// offsets, the tracker's spreads) is recomputed where it is needed
+// instead of kept.
 type Auto struct {
 	tracker
 	period    float64 // refined period, seconds
 	anchor    int64   // grid model: smoothed instant of the last publish slot, Unix ns
-	models    [2]model
+	models    models  // [0] renewal, [1] grid
 	off       float64 // poll offset after an expected publish, seconds
 	late      float64 // offset of the quick retry, seconds
 	lateN     float64 // decayed count of misses that were late publishes
 	lostN     float64 // decayed count of misses that were lost publishes
 	missAt    int64   // expected instant of the slot a run of misses began on (0: none)
 	missRatio float64
-	empty     int64  // when a poll first found the feed empty, Unix ns (0: never)
+	empty     int64 // when a poll first found the feed empty, Unix ns (0: never)
+	plan      plan  // the publisher's planned updates (Hints.Due)
+	rng       rand.PCG
 	slot      uint16 // periods after the last publish the last poll aimed at
 	backoff   uint16 // exponential backoff steps taken past OutagePeriods
 	btries    uint16 // bimodal tries
@@ -174,8 +192,6 @@ type Auto struct {
 	quiet     quiet   // the learned daily sleep
 	half      bool    // the last poll looked at the middle of the only known gap
 	mode      Mode
-	plan      plan // the publisher's planned updates (Hints.Due)
-	rng       rand.PCG
 }
 
 // NewAuto returns slogfeed's default policy.
@@ -198,7 +214,9 @@ func (a *Auto) Name() string { return "auto" }
 // State returns the policy's current estimates; Median is the refined
 // period and Sigma the poll offset after the expected publish.
 func (a *Auto) State() State {
-	s := a.tracker.state(a.mode, int(a.misses))
+	var sp spreads // Sigma is Auto's own
+	sp.bmed, sp.bsigma = a.bimodal()
+	s := a.tracker.state(a.mode, int(a.misses), sp)
 	s.Median, s.Sigma = seconds(a.period), seconds(a.off)
 	s.LearnedSleep, s.HasLearnedSleep = a.quiet.window()
 	return s
@@ -226,8 +244,8 @@ func (a *Auto) learn(g float64) {
 	} else {
 		a.anchor = pred + int64(gridGain*rG*1e9)
 	}
-	a.models[0].push(rR)
-	a.models[1].push(rG)
+	a.models.push(0, rR)
+	a.models.push(1, rG)
 }
 
 // classify learns why the run of misses that began at a.missAt happened:
@@ -287,8 +305,8 @@ func (a *Auto) refresh() {
 	if a.anchor == 0 {
 		a.anchor = a.last
 	}
-	okR := a.models[0].fit(a.missRatio, a.period)
-	okG := a.models[1].fit(a.missRatio, a.period)
+	fR, okR := a.fit(0)
+	fG, okG := a.fit(1)
 	switch {
 	case !okR:
 		// Too few residuals for a tail yet: three σ after the period,
@@ -304,13 +322,14 @@ func (a *Auto) refresh() {
 		}
 		a.late = 2 * a.off
 	default:
-		a.grid = okG && a.models[1].spread() < a.models[0].spread()
-		m := &a.models[0]
+		spreadR, spreadG := fR.off-a.models.mid[0], fG.off-a.models.mid[1]
+		a.grid = okG && spreadG < spreadR
+		f, spread := fR, spreadR
 		if a.grid {
-			m = &a.models[1]
+			f, spread = fG, spreadG
 		}
-		a.off = m.off
-		a.late = max(m.top, m.off) + max(m.spread(), floor(a.period))
+		a.off = f.off
+		a.late = max(f.top, f.off) + max(spread, floor(a.period))
 	}
 	// A publish dated to a whole second happened somewhere in that
 	// second: never poll within it, or a publisher a fraction of a second
@@ -326,6 +345,16 @@ func (a *Auto) refresh() {
 	if lim := a.period / 2; a.late > lim {
 		a.late = lim
 	}
+}
+
+// fit fits model i at the current period and miss ratio and keeps its
+// median residual (the tail's reference).
+func (a *Auto) fit(i int) (fitted, bool) {
+	f, mid, ok := a.models.fit(i, a.missRatio, a.period)
+	if ok {
+		a.models.mid[i] = mid
+	}
+	return f, ok
 }
 
 // dateStep is the resolution, in seconds, the newest publish time was
@@ -419,7 +448,7 @@ func (a *Auto) choose(obs Observation) time.Time {
 	if obs.Hit {
 		newest, _ := obs.Newest()
 		a.classify(obs.Published, newest)
-		if a.observe(obs.Published, newest, a.learn) {
+		if a.observe(obs.Published, newest, a.learn, nil) {
 			a.refresh()
 		}
 		a.slot, a.backoff, a.btries, a.misses, a.quick, a.half, a.mode = 1, 0, 0, 0, false, false, ModeFast
@@ -501,6 +530,7 @@ func (a *Auto) choose(obs Observation) time.Time {
 	}
 	a.quick = false
 	var next int64
+	bmed, bsigma, haveB := 0.0, 0.0, false
 	for i := 0; i < 64; i++ {
 		// The next period candidate: every slot up to OutagePeriods+1, then
 		// exponentially further apart.
@@ -513,8 +543,12 @@ func (a *Auto) choose(obs Observation) time.Time {
 		pnext := a.at(k, a.off)
 		bnext := int64(math.MaxInt64)
 		if a.long.len() > 0 && a.slot >= OutagePeriods+1 {
+			if !haveB {
+				bmed, bsigma = a.bimodal()
+				haveB = true
+			}
 			bk := math.Exp2(float64(min(a.btries, 40)))
-			bnext = a.last + int64((a.bmed+a.bsigma+(bk-1)*a.period+a.off)*1e9)
+			bnext = a.last + int64((bmed+bsigma+(bk-1)*a.period+a.off)*1e9)
 		}
 		if bnext < pnext {
 			a.btries++
@@ -637,7 +671,7 @@ func (a *Auto) probeAfter(obs Observation) time.Time {
 // missed one (two probes at most: a late publish is found, a lost one
 // costs little).
 func (a *Auto) learningProbe(now int64) (int64, bool) {
-	if a.models[0].res.n >= learningResiduals || a.slot > OutagePeriods {
+	if a.models.res[0].n >= learningResiduals || a.slot > OutagePeriods {
 		return 0, false
 	}
 	d := float64(a.probe)
@@ -667,14 +701,14 @@ func (a *Auto) Margin(q float64) (d time.Duration, ok bool) {
 	if !a.known() || a.period <= 0 {
 		return 0, false
 	}
-	m := &a.models[0]
+	i := 0
 	if a.grid {
-		m = &a.models[1]
+		i = 1
 	}
 	off := a.off
-	if m.res.n >= 8 {
+	if a.models.res[i].n >= 8 {
 		q = min(max(q, 1e-6), 0.5)
-		off = m.mid + max(m.tail*math.Log(1/(2*q)), floor(a.period))
+		off = a.models.mid[i] + max(a.models.tail[i]*math.Log(1/(2*q)), floor(a.period))
 	}
 	return seconds(min(max(off, a.dateStep()), a.period/2)), true
 }
@@ -690,7 +724,7 @@ func (a *Auto) EarliestNext(now time.Time) (time.Time, bool) {
 	if !ok {
 		return time.Time{}, false
 	}
-	t = t.Add(-2 * a.State().Sigma)
+	t = t.Add(-2 * seconds(a.off)) // State's Sigma
 	if !t.After(now) {
 		return time.Time{}, false
 	}

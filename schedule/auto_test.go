@@ -3,8 +3,10 @@ package schedule
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // periodic returns n publish times every p seconds from t=0.
@@ -350,4 +352,92 @@ func TestAutoWholeSecondDates(t *testing.T) {
 	if k < 300 {
 		t.Fatalf("%d readings fetched in 400 polls", k)
 	}
+}
+
+// TestAutoSize keeps Auto in the 640-byte allocation class: a million feeds
+// keep a million of them, and one more byte costs 64 per feed (the next
+// class is 704 bytes).
+func TestAutoSize(t *testing.T) {
+	if n := unsafe.Sizeof(Auto{}); n > 640 {
+		t.Fatalf("Auto is %d bytes, more than 640", n)
+	}
+}
+
+// BenchmarkAutoLiveHeap reports the live heap per feed of Auto policies
+// that have learned their feeds (B/feed): the policy's share of a feed's
+// memory in a scheduler.
+func BenchmarkAutoLiveHeap(b *testing.B) {
+	const n = 100_000
+	var keep []*Auto
+	var per float64
+	for b.Loop() {
+		keep = make([]*Auto, n) // not counted: a scheduler keeps its own reference
+		runtime.GC()
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		for i := range keep {
+			a := NewAuto(WithSeed(uint64(i)))
+			p := 300 + float64(i%7)
+			for k := range 40 {
+				tp := float64(k) * p
+				a.Next(Observation{At: at(tp + 1), Hit: true, Published: []time.Time{at(tp)}})
+			}
+			keep[i] = a
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&m1)
+		per = float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc)) / n
+	}
+	b.ReportMetric(per, "B/feed")
+	runtime.KeepAlive(keep)
+}
+
+// BenchmarkLearningNext measures one Next call of Auto and DPT-L on a
+// jittered, lossy 10-minute publisher polled where the policy says, and
+// one AppendState of the learned Auto (a service stores it with each
+// poll).
+func BenchmarkLearningNext(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var pubs []time.Time
+	for i := range 20000 {
+		if rng.Float64() < 0.1 {
+			continue // a lost reading
+		}
+		j := time.Duration(rng.NormFloat64() * float64(5*time.Second))
+		pubs = append(pubs, blBase.Add(time.Duration(i)*10*time.Minute+j))
+	}
+	// drive polls a policy where it says; when the publishes run out a
+	// new policy starts over.
+	drive := func(newPolicy func() Policy, b *testing.B) {
+		p, at, i := newPolicy(), blBase, 0
+		seen := make([]time.Time, 0, 8)
+		for b.Loop() {
+			seen = seen[:0]
+			for i < len(pubs) && !pubs[i].After(at) {
+				seen = append(seen, pubs[i])
+				i++
+			}
+			next := p.Next(Observation{At: at, Hit: len(seen) > 0, Published: seen})
+			if i >= len(pubs) {
+				p, at, i = newPolicy(), blBase, 0
+				continue
+			}
+			if !next.After(at) {
+				next = at.Add(time.Second)
+			}
+			at = next
+		}
+	}
+	b.Run("auto", func(b *testing.B) { drive(func() Policy { return NewAuto() }, b) })
+	b.Run("dpt-l", func(b *testing.B) { drive(func() Policy { return NewDPT(DPTL) }, b) })
+	b.Run("auto-append-state", func(b *testing.B) {
+		a := NewAuto()
+		for _, p := range pubs[:500] {
+			a.Next(Observation{At: p.Add(time.Second), Hit: true, Published: []time.Time{p}})
+		}
+		var buf []byte
+		for b.Loop() {
+			buf = a.AppendState(buf[:0])
+		}
+	})
 }

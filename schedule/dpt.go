@@ -138,14 +138,47 @@ func buildOptions(opts []Option) options {
 // feed bimodal mode, and the newest publish time (the phase). Times are Unix
 // nanoseconds to keep the state flat and small.
 type tracker struct {
-	gaps   ring // publish-to-publish gaps, seconds
-	long   ring // gaps of more than OutagePeriods periods, seconds
-	last   int64
+	gaps ring // publish-to-publish gaps, seconds
+	long ring // gaps of more than OutagePeriods periods, seconds
+	last int64
+	med  float64 // period estimate (median gap), seconds; set whenever a gap is added
+	// hasPub: a publish has been seen (last is set).
 	hasPub bool
+}
 
-	// Derived from the rings whenever a gap is added.
-	med, sigma   float64 // period estimate and jitter spread, seconds
+// spreads are the tracker's statistics beyond the period, each a function
+// of the histories: DPT keeps them (it reads them on every poll), Auto
+// computes them where it needs them (rarely), which keeps its per-feed
+// state small.
+type spreads struct {
+	sigma        float64 // jitter spread around the period, seconds
 	bmed, bsigma float64 // bimodal (long) period and its spread, seconds
+}
+
+// spreads computes the statistics addGap keeps up to date in a spreads
+// value: for a tracker whose histories only addGap has changed the result
+// is bit for bit what addGap left there.
+func (t *tracker) spreads() spreads {
+	var buf [HistoryLen]float64
+	sp := spreads{}
+	sp.sigma, _ = jitterSpread(t.gaps.values(&buf), t.med)
+	sp.bmed, sp.bsigma = t.bimodal()
+	return sp
+}
+
+// bimodal returns the median of the long gaps and their spread around it
+// (0, 0 while there are none).
+func (t *tracker) bimodal() (bmed, bsigma float64) {
+	if t.long.len() == 0 {
+		return 0, 0
+	}
+	var buf [HistoryLen]float64
+	lv := t.long.values(&buf)
+	bmed = median(lv)
+	for i := range lv {
+		lv[i] -= bmed
+	}
+	return bmed, stddev(lv)
 }
 
 // mergeWindow is how close two publish times must be to count as one publish
@@ -164,7 +197,8 @@ func (t *tracker) mergeWindow() int64 {
 // publish time of the newest item; pubs are the item publish times (sorted).
 // It reports whether at least one new publish event was recorded. onGap, if
 // not nil, sees each new gap (seconds) before the histories take it.
-func (t *tracker) observe(pubs []time.Time, newest time.Time, onGap func(float64)) bool {
+// sp, if not nil, is kept up to date with every gap added.
+func (t *tracker) observe(pubs []time.Time, newest time.Time, onGap func(float64), sp *spreads) bool {
 	added := false
 	add := func(ns int64) {
 		if t.hasPub {
@@ -178,7 +212,7 @@ func (t *tracker) observe(pubs []time.Time, newest time.Time, onGap func(float64
 			if onGap != nil {
 				onGap(g)
 			}
-			t.addGap(g)
+			t.addGap(g, sp)
 		}
 		t.last = ns
 		t.hasPub = true
@@ -201,32 +235,33 @@ func (t *tracker) observe(pubs []time.Time, newest time.Time, onGap func(float64
 	return added
 }
 
-func (t *tracker) addGap(g float64) {
+func (t *tracker) addGap(g float64, sp *spreads) {
 	if g <= 0 {
 		return
 	}
 	t.gaps.push(g)
 	var buf [HistoryLen]float64
 	t.med = median(t.gaps.values(&buf))
-	if t.med > 0 && g > float64(OutagePeriods+1)*t.med {
+	long := t.med > 0 && g > float64(OutagePeriods+1)*t.med
+	if long {
 		t.long.push(g)
-		lv := t.long.values(&buf)
-		t.bmed = median(lv)
-		for i := range lv {
-			lv[i] -= t.bmed
-		}
-		t.bsigma = stddev(lv)
+	}
+	if sp == nil {
+		return
+	}
+	if long {
+		sp.bmed, sp.bsigma = t.bimodal()
 	}
 	// σ: the spread of the publishing jitter around the median.
-	t.sigma, _ = jitterSpread(t.gaps.values(&buf), t.med)
+	sp.sigma, _ = jitterSpread(t.gaps.values(&buf), t.med)
 }
 
 func (t *tracker) known() bool { return t.gaps.len() > 0 && t.med > 0 }
 
 // expect returns the time of the k-th expected publish after the last one,
 // shifted by bias·σ (all in nanoseconds).
-func (t *tracker) expect(k, bias float64) int64 {
-	return t.last + int64((k*t.med+bias*t.sigma)*1e9)
+func (d *DPT) expect(k, bias float64) int64 {
+	return d.last + int64((k*d.med+bias*d.sp.sigma)*1e9)
 }
 
 // DPT is Data Publication Tracking, Algorithms 1 and 2 of Park & Heidemann:
@@ -235,6 +270,7 @@ func (t *tracker) expect(k, bias float64) int64 {
 // See the package documentation for the exact interpretation implemented.
 type DPT struct {
 	tracker
+	sp       spreads
 	variant  Variant
 	unimodal bool
 	mode     Mode
@@ -274,7 +310,7 @@ func (d *DPT) Next(obs Observation) time.Time {
 	bias := d.variant.Bias()
 	if obs.Hit {
 		newest, _ := obs.Newest()
-		d.observe(obs.Published, newest, nil)
+		d.observe(obs.Published, newest, nil, &d.sp)
 		d.mode, d.tries, d.misses = ModeFast, 0, 0
 		if obs.MoreData {
 			return obs.At
@@ -302,7 +338,7 @@ func (d *DPT) Next(obs Observation) time.Time {
 	if d.mode == ModeFast {
 		if int(d.tries) < d.variant.FastTries() {
 			d.tries++
-			step := max(seconds(d.sigma), minFastSpacing)
+			step := max(seconds(d.sp.sigma), minFastSpacing)
 			return d.finish(obs, now+int64(step))
 		}
 		d.mode, d.tries = ModePeriod, 0
@@ -327,7 +363,7 @@ func (d *DPT) Next(obs Observation) time.Time {
 			// Bimodal retry j lands on the expected return t_p + (bimodal
 			// median) + bias·σ_b, then on the expected publishes after it,
 			// exponentially further apart: + (2^j − 1)·median.
-			next = d.last + int64((d.bmed+bias*d.bsigma+(k-1)*d.med)*1e9)
+			next = d.last + int64((d.sp.bmed+bias*d.sp.bsigma+(k-1)*d.med)*1e9)
 		}
 		if d.tries < math.MaxUint16 {
 			d.tries++
@@ -360,12 +396,12 @@ type State struct {
 }
 
 // State returns the policy's current estimates.
-func (d *DPT) State() State { return d.tracker.state(d.mode, int(d.tries)) }
+func (d *DPT) State() State { return d.tracker.state(d.mode, int(d.tries), d.sp) }
 
-func (t *tracker) state(m Mode, tries int) State {
+func (t *tracker) state(m Mode, tries int, sp spreads) State {
 	s := State{
-		Median: seconds(t.med), Sigma: seconds(t.sigma),
-		BimodalMedian: seconds(t.bmed), BimodalSigma: seconds(t.bsigma),
+		Median: seconds(t.med), Sigma: seconds(sp.sigma),
+		BimodalMedian: seconds(sp.bmed), BimodalSigma: seconds(sp.bsigma),
 		Mode: m, Tries: tries, Gaps: t.gaps.len(), HasPublish: t.hasPub,
 	}
 	if t.hasPub {

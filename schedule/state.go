@@ -194,26 +194,26 @@ func (d *stateDec) ring(r *ring) {
 	}
 }
 
-func (e *stateEnc) tracker(t *tracker) {
+func (e *stateEnc) tracker(t *tracker, sp spreads) {
 	e.ring(&t.gaps)
 	e.ring(&t.long)
 	e.i64(t.last)
 	e.flag(t.hasPub)
 	e.f64(t.med)
-	e.f64(t.sigma)
-	e.f64(t.bmed)
-	e.f64(t.bsigma)
+	e.f64(sp.sigma)
+	e.f64(sp.bmed)
+	e.f64(sp.bsigma)
 }
 
-func (d *stateDec) tracker(t *tracker) {
+func (d *stateDec) tracker(t *tracker, sp *spreads) {
 	d.ring(&t.gaps)
 	d.ring(&t.long)
 	t.last = d.i64()
 	t.hasPub = d.flag()
 	t.med = d.f64()
-	t.sigma = d.f64()
-	t.bmed = d.f64()
-	t.bsigma = d.f64()
+	sp.sigma = d.f64()
+	sp.bmed = d.f64()
+	sp.bsigma = d.f64()
 }
 
 func (d *stateDec) mode() Mode {
@@ -224,20 +224,26 @@ func (d *stateDec) mode() Mode {
 	return m
 }
 
-func (e *stateEnc) model(m *model) {
-	e.u8(m.res.n)
-	e.u8(m.res.next)
-	for _, v := range m.res.v[:m.res.n] {
+// model appends Auto's model i. Its offset and top residual are encoded
+// as the last refresh fitted them (zero before it could): they are a
+// function of what the state holds, so they are fitted again here and
+// ignored when decoding.
+func (e *stateEnc) model(a *Auto, i int) {
+	w := &a.models.res[i]
+	e.u8(w.n)
+	e.u8(w.next)
+	for _, v := range w.v[:w.n] {
 		e.f32(v)
 	}
-	e.u16(m.n)
-	e.f64(m.mid)
-	e.f64(m.tail)
-	e.f64(m.off)
-	e.f64(m.top)
+	e.u16(w.seen)
+	e.f64(a.models.mid[i])
+	e.f64(a.models.tail[i])
+	f, _, _ := a.models.fit(i, a.missRatio, a.period)
+	e.f64(f.off)
+	e.f64(f.top)
 }
 
-func (d *stateDec) model(m *model) {
+func (d *stateDec) model(ms *models, i int) {
 	n, next := d.u8(), d.u8()
 	if d.err != nil {
 		return
@@ -246,15 +252,16 @@ func (d *stateDec) model(m *model) {
 		d.fail("residuals of %d with next %d", n, next)
 		return
 	}
-	*m = model{res: window{n: n, next: next}}
-	for i := range m.res.v[:n] {
-		m.res.v[i] = d.f32()
+	w := &ms.res[i]
+	*w = window{n: n, next: next}
+	for j := range w.v[:n] {
+		w.v[j] = d.f32()
 	}
-	m.n = d.u16()
-	m.mid = d.f64()
-	m.tail = d.f64()
-	m.off = d.f64()
-	m.top = d.f64()
+	w.seen = d.u16()
+	ms.mid[i] = d.f64()
+	ms.tail[i] = d.f64()
+	d.f64() // the fitted offset
+	d.f64() // the top residual
 }
 
 // AppendState implements Stateful: about 600 bytes once the histories
@@ -263,11 +270,12 @@ func (a *Auto) AppendState(b []byte) []byte {
 	e := stateEnc{b}
 	e.u8(stateAuto)
 	e.u8(stateVersion)
-	e.tracker(&a.tracker)
+	sp := a.tracker.spreads() // DPT's; Auto keeps none
+	e.tracker(&a.tracker, sp)
 	e.f64(a.period)
 	e.i64(a.anchor)
-	e.model(&a.models[0])
-	e.model(&a.models[1])
+	e.model(a, 0)
+	e.model(a, 1)
 	e.f64(a.off)
 	e.f64(a.late)
 	e.f64(a.lateN)
@@ -306,11 +314,12 @@ func (a *Auto) RestoreState(b []byte) error {
 	d := stateDec{b: b}
 	d.header(stateAuto)
 	c := *a
-	d.tracker(&c.tracker)
+	var sp spreads // a function of the histories: recomputed when needed
+	d.tracker(&c.tracker, &sp)
 	c.period = d.f64()
 	c.anchor = d.i64()
-	d.model(&c.models[0])
-	d.model(&c.models[1])
+	d.model(&c.models, 0)
+	d.model(&c.models, 1)
 	c.off = d.f64()
 	c.late = d.f64()
 	c.lateN = d.f64()
@@ -358,7 +367,7 @@ func (p *DPT) AppendState(b []byte) []byte {
 	e.u8(stateVersion)
 	e.u8(uint8(p.variant))
 	e.flag(p.unimodal)
-	e.tracker(&p.tracker)
+	e.tracker(&p.tracker, p.sp)
 	e.u8(uint8(p.mode))
 	e.u16(p.tries)
 	e.u16(p.misses)
@@ -376,7 +385,7 @@ func (p *DPT) RestoreState(b []byte) error {
 		d.fail("variant %v (unimodal %v), want %v (unimodal %v)", v, uni, p.variant, p.unimodal)
 	}
 	c := *p
-	d.tracker(&c.tracker)
+	d.tracker(&c.tracker, &c.sp)
 	c.mode = d.mode()
 	c.tries = d.u16()
 	c.misses = d.u16()

@@ -124,11 +124,21 @@ func Never() time.Time { return never }
 
 // Stream is a Model publishing one item at a time in O(1) memory, for
 // simulations of very many feeds. It is not safe for concurrent use.
+//
+// A Stream keeps only what drawing the next gap reads, not a whole Model
+// (104 bytes instead of 144): simulations of a million feeds keep a million
+// of them.
 type Stream struct {
-	m      Model
+	// The Model's parameters that gap reads (Period, Phase and DriftPPM
+	// are folded into period and next).
+	pss, pfs, outageProb   float64
+	jitterLoc, jitterScale time.Duration
+	outageMin, outageMax   time.Duration
+
 	rng    *rand.Rand
 	period float64 // drifted period in nanoseconds
 	next   time.Time
+	shift  bool // PhaseShiftOnRestart
 	done   bool
 }
 
@@ -136,7 +146,13 @@ type Stream struct {
 // before end yields exactly what Generate(rng, start, end) returns for an
 // rng in the same state.
 func (m Model) Stream(rng *rand.Rand, start time.Time) *Stream {
-	s := &Stream{m: m, rng: rng}
+	s := &Stream{
+		pss: m.Pss, pfs: m.Pfs, outageProb: m.OutageProb,
+		jitterLoc: m.JitterLoc, jitterScale: m.JitterScale,
+		outageMin: m.OutageMin, outageMax: m.OutageMax,
+		shift: m.PhaseShiftOnRestart,
+		rng:   rng,
+	}
 	if m.Validate() != nil || rng == nil {
 		s.done = true
 		return s
@@ -202,17 +218,16 @@ func (s *Stream) advance(from time.Time, gap float64) {
 // gap draws the time in nanoseconds from the item just published to the
 // next one.
 func (s *Stream) gap() float64 {
-	m := &s.m
-	if m.OutageProb > 0 && s.rng.Float64() < m.OutageProb {
-		d := float64(m.OutageMin) + s.rng.Float64()*float64(m.OutageMax-m.OutageMin)
-		if m.PhaseShiftOnRestart {
+	if s.outageProb > 0 && s.rng.Float64() < s.outageProb {
+		d := float64(s.outageMin) + s.rng.Float64()*float64(s.outageMax-s.outageMin)
+		if s.shift {
 			return d + s.rng.Float64()*s.period
 		}
 		n := math.Max(1, math.Ceil(d/s.period))
 		return n*s.period + s.jitter()
 	}
 	var k float64
-	if m.Pss < 1 && s.rng.Float64() >= m.Pss {
+	if s.pss < 1 && s.rng.Float64() >= s.pss {
 		k = 1 + s.failures()
 	}
 	return (k+1)*s.period + s.jitter()
@@ -222,7 +237,7 @@ func (s *Stream) gap() float64 {
 // state: a geometric number with success probability Pfs. It returns +Inf
 // when the publisher never recovers.
 func (s *Stream) failures() float64 {
-	p := s.m.Pfs
+	p := s.pfs
 	switch {
 	case p >= 1:
 		return 0
@@ -235,9 +250,9 @@ func (s *Stream) failures() float64 {
 
 // jitter draws j ~ Laplace(JitterLoc, JitterScale) in nanoseconds.
 func (s *Stream) jitter() float64 {
-	j := float64(s.m.JitterLoc)
-	if s.m.JitterScale > 0 {
-		e := s.rng.ExpFloat64() * float64(s.m.JitterScale)
+	j := float64(s.jitterLoc)
+	if s.jitterScale > 0 {
+		e := s.rng.ExpFloat64() * float64(s.jitterScale)
 		if s.rng.Uint64()&1 == 0 {
 			e = -e
 		}

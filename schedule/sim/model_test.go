@@ -249,7 +249,7 @@ func TestModelStops(t *testing.T) {
 	// A publisher that loses its chain's recovery mid-run stops at its
 	// first lost try.
 	s := Model{Period: time.Minute, Pss: 1, Pfs: 1}.Stream(newRNG(5), t0)
-	s.m.Pss, s.m.Pfs = 0.9, 0
+	s.pss, s.pfs = 0.9, 0
 	n := 0
 	for !s.Done() {
 		s.Pop()
