@@ -24,7 +24,8 @@ import (
 //	[obsFLatency] n              uvarint, then per latency a uvarint h:
 //	                             0 and its 8 bytes (IEEE 754, little endian),
 //	                             or j+1 for At.Sub(Published[j]).Seconds()
-//	[obsFDesync] … [obsFDue]     zigzag varint nanoseconds of each Hints duration
+//	[obsFDesync] … [obsFDue]     zigzag varint of each Hints duration in
+//	                             nanoseconds, or seconds with obsFSeconds
 //	[obsFStatus]                 zigzag varint
 //	[obsFErr]                    uvarint length, bytes
 //
@@ -40,23 +41,25 @@ import (
 // be larger than MaxObservationSize.
 const obsTag = 0x01
 
-// The flags of an encoded observation.
+// The flags of an encoded observation, those of most polls first (a
+// flags value below 128 takes one byte).
 const (
 	obsFHit = 1 << iota
-	obsFMore
-	obsFHasPhase
-	obsFHasDue
-	obsFZones
 	obsFPublished
 	obsFLatency
-	obsFDesync
-	obsFPhase
+	obsFStatus
 	obsFCacheFor
 	obsFPeriod
-	obsFDue
-	obsFStatus
+	obsFSeconds // every Hints duration is whole seconds, stored as such
 	obsFErr
-	obsFAll = obsFErr<<1 - 1
+	obsFMore
+	obsFHasPhase
+	obsFPhase
+	obsFDesync
+	obsFHasDue
+	obsFDue
+	obsFZones
+	obsFAll = obsFZones<<1 - 1
 )
 
 // The Unix seconds of the first and last second of the years 0–9999, the
@@ -89,6 +92,12 @@ func appendObservation(dst []byte, o *Observation) ([]byte, error) {
 	set(obsFDue, o.Hints.Due != 0)
 	set(obsFStatus, o.Status != 0)
 	set(obsFErr, o.Err != "")
+	durs := obsDurations(o)
+	seconds := true
+	for _, d := range durs {
+		seconds = seconds && *d.v%time.Second == 0
+	}
+	set(obsFSeconds, seconds && flags&obsFDurations != 0)
 	if err := checkObsTime(o.At); err != nil {
 		return dst, fmt.Errorf("at: %w", err)
 	}
@@ -150,12 +159,13 @@ func appendObservation(dst []byte, o *Observation) ([]byte, error) {
 			dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(l))
 		}
 	}
-	for _, d := range []struct {
-		bit uint64
-		v   time.Duration
-	}{{obsFDesync, o.Hints.Desync}, {obsFPhase, o.Hints.Phase}, {obsFCacheFor, o.Hints.CacheFor}, {obsFPeriod, o.Hints.Period}, {obsFDue, o.Hints.Due}} {
-		if flags&d.bit != 0 {
-			dst = binary.AppendVarint(dst, int64(d.v))
+	for _, d := range durs {
+		switch {
+		case flags&d.bit == 0:
+		case flags&obsFSeconds != 0:
+			dst = binary.AppendVarint(dst, int64(*d.v/time.Second))
+		default:
+			dst = binary.AppendVarint(dst, int64(*d.v))
 		}
 	}
 	if o.Status != 0 {
@@ -187,6 +197,21 @@ func derivedLatency(o *Observation, l float64, from int) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// obsFDurations are the flags of the Hints durations.
+const obsFDurations = obsFDesync | obsFPhase | obsFCacheFor | obsFPeriod | obsFDue
+
+// obsDuration is one of the Hints durations and its flag.
+type obsDuration struct {
+	bit uint64
+	v   *time.Duration
+}
+
+// obsDurations lists o's Hints durations in the order they are stored.
+func obsDurations(o *Observation) [5]obsDuration {
+	h := &o.Hints
+	return [5]obsDuration{{obsFDesync, &h.Desync}, {obsFPhase, &h.Phase}, {obsFCacheFor, &h.CacheFor}, {obsFPeriod, &h.Period}, {obsFDue, &h.Due}}
 }
 
 // checkObsTime refuses a time JSON cannot hold.
@@ -372,15 +397,23 @@ func decodeBinaryObservation(raw []byte) (Observation, error) {
 	o.Hints.HasPhase = h.flags&obsFHasPhase != 0
 	o.Hints.HasDue = h.flags&obsFHasDue != 0
 	o.LatencyS = r.appendLatencies(&h, nil)
-	for _, d := range []struct {
-		bit uint64
-		v   *time.Duration
-	}{{obsFDesync, &o.Hints.Desync}, {obsFPhase, &o.Hints.Phase}, {obsFCacheFor, &o.Hints.CacheFor}, {obsFPeriod, &o.Hints.Period}, {obsFDue, &o.Hints.Due}} {
-		if h.flags&d.bit != 0 {
-			if *d.v = time.Duration(r.varint("hints")); *d.v == 0 && r.err == nil {
-				r.fail("zero hint")
-			}
+	for _, d := range obsDurations(&o) {
+		if h.flags&d.bit == 0 {
+			continue
 		}
+		v := r.varint("hints")
+		if h.flags&obsFSeconds != 0 {
+			if v < math.MinInt64/int64(time.Second) || v > math.MaxInt64/int64(time.Second) {
+				r.fail("hint out of range")
+			}
+			v *= int64(time.Second)
+		}
+		if *d.v = time.Duration(v); v == 0 && r.err == nil {
+			r.fail("zero hint")
+		}
+	}
+	if h.flags&obsFSeconds != 0 && h.flags&obsFDurations == 0 {
+		r.fail("seconds without a duration")
 	}
 	if h.flags&obsFStatus != 0 {
 		s := r.varint("status")
