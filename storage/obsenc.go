@@ -95,7 +95,7 @@ func appendObservation(dst []byte, o *Observation) ([]byte, error) {
 	durs := obsDurations(o)
 	seconds := true
 	for _, d := range durs {
-		seconds = seconds && *d.v%time.Second == 0
+		seconds = seconds && d%time.Second == 0
 	}
 	set(obsFSeconds, seconds && flags&obsFDurations != 0)
 	if err := checkObsTime(o.At); err != nil {
@@ -159,13 +159,13 @@ func appendObservation(dst []byte, o *Observation) ([]byte, error) {
 			dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(l))
 		}
 	}
-	for _, d := range durs {
+	for i, d := range durs {
 		switch {
-		case flags&d.bit == 0:
+		case flags&obsDurationBits[i] == 0:
 		case flags&obsFSeconds != 0:
-			dst = binary.AppendVarint(dst, int64(*d.v/time.Second))
+			dst = binary.AppendVarint(dst, int64(d/time.Second))
 		default:
-			dst = binary.AppendVarint(dst, int64(*d.v))
+			dst = binary.AppendVarint(dst, int64(d))
 		}
 	}
 	if o.Status != 0 {
@@ -202,16 +202,14 @@ func derivedLatency(o *Observation, l float64, from int) (int, bool) {
 // obsFDurations are the flags of the Hints durations.
 const obsFDurations = obsFDesync | obsFPhase | obsFCacheFor | obsFPeriod | obsFDue
 
-// obsDuration is one of the Hints durations and its flag.
-type obsDuration struct {
-	bit uint64
-	v   *time.Duration
-}
+// obsDurationBits are the flags of the Hints durations in the order they
+// are stored: Desync, Phase, CacheFor, Period, Due.
+var obsDurationBits = [5]uint64{obsFDesync, obsFPhase, obsFCacheFor, obsFPeriod, obsFDue}
 
 // obsDurations lists o's Hints durations in the order they are stored.
-func obsDurations(o *Observation) [5]obsDuration {
+func obsDurations(o *Observation) [5]time.Duration {
 	h := &o.Hints
-	return [5]obsDuration{{obsFDesync, &h.Desync}, {obsFPhase, &h.Phase}, {obsFCacheFor, &h.CacheFor}, {obsFPeriod, &h.Period}, {obsFDue, &h.Due}}
+	return [5]time.Duration{h.Desync, h.Phase, h.CacheFor, h.Period, h.Due}
 }
 
 // checkObsTime refuses a time JSON cannot hold.
@@ -397,8 +395,9 @@ func decodeBinaryObservation(raw []byte) (Observation, error) {
 	o.Hints.HasPhase = h.flags&obsFHasPhase != 0
 	o.Hints.HasDue = h.flags&obsFHasDue != 0
 	o.LatencyS = r.appendLatencies(&h, nil)
-	for _, d := range obsDurations(&o) {
-		if h.flags&d.bit == 0 {
+	var durs [5]time.Duration
+	for i, bit := range obsDurationBits {
+		if h.flags&bit == 0 {
 			continue
 		}
 		v := r.varint("hints")
@@ -408,10 +407,11 @@ func decodeBinaryObservation(raw []byte) (Observation, error) {
 			}
 			v *= int64(time.Second)
 		}
-		if *d.v = time.Duration(v); v == 0 && r.err == nil {
+		if durs[i] = time.Duration(v); v == 0 && r.err == nil {
 			r.fail("zero hint")
 		}
 	}
+	o.Hints.Desync, o.Hints.Phase, o.Hints.CacheFor, o.Hints.Period, o.Hints.Due = durs[0], durs[1], durs[2], durs[3], durs[4]
 	if h.flags&obsFSeconds != 0 && h.flags&obsFDurations == 0 {
 		r.fail("seconds without a duration")
 	}
