@@ -372,6 +372,11 @@ func migrateBinaryObservations(tx *bolt.Tx) (done bool, err error) {
 		}
 	}
 	for _, p := range puts {
+		// Deleted first: bbolt merges the pages a delete leaves under a
+		// quarter full, not those a smaller value leaves so.
+		if err := p.b.Delete(p.k); err != nil {
+			return false, err
+		}
 		if err := p.b.Put(p.k, p.v); err != nil {
 			return false, err
 		}

@@ -1,7 +1,13 @@
 package storage
 
 import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
 	"errors"
+	"flag"
+	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,7 +16,7 @@ import (
 
 // storedObservations counts the observations of the file at path stored
 // as JSON and in the binary form, in the obs bucket and in tails.
-func storedObservations(t *testing.T, path string) (jsonN, binaryN, tails int) {
+func storedObservations(t testing.TB, path string) (jsonN, binaryN, tails int) {
 	t.Helper()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
 	if err != nil {
@@ -190,4 +196,116 @@ func TestBinaryTailMixed(t *testing.T) {
 	if _, _, ok := binaryTail([]byte{0x7f, 1}); ok {
 		t.Error("a tail that does not split was converted")
 	}
+}
+
+var migrateFeeds = flag.Int("migrate.feeds", 200, "BenchmarkMigrateObservations: feeds in the store")
+
+// BenchmarkMigrateObservations converts a schema-6 file of -migrate.feeds
+// feeds, each at DefaultMaxObservations observations (plus the slack and
+// a tail) of a poll that found one item, from JSON to the binary form,
+// and reports the time per observation and the file's pages in use per
+// feed before and after, and when the same observations were written in
+// the binary form. b.N is ignored.
+func BenchmarkMigrateObservations(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "slogfeed.db")
+	s, err := Open(path, Options{NoSync: true, Now: newClock().Now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := DefaultMaxObservations + obsSlack(DefaultMaxObservations) + tailMax/2
+	for i := range *migrateFeeds {
+		f := createRemote(b, s, fmt.Sprintf("https://sensors.example.org/station/%d/feed.xml", i), Retention{})
+		for r := range n {
+			at := t0.Add(time.Duration(r)*time.Hour + 123456789)
+			pub := at.Add(-3 * time.Minute).Truncate(time.Second)
+			o := Observation{At: at, Hit: true, Published: []time.Time{pub}, LatencyS: []float64{at.Sub(pub).Seconds()}, Status: 200}
+			if err := s.AddObservation(f.ID, o); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	fresh, err := s.InUse()
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Back to schema 6: every observation as JSON.
+	obsN := 0
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		toJSON := func(v []byte) []byte {
+			o, err := decodeObservation(v)
+			if err != nil {
+				b.Fatal(err)
+			}
+			raw, err := json.Marshal(o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			obsN++
+			return raw
+		}
+		type put struct {
+			b    *bolt.Bucket
+			k, v []byte
+		}
+		var puts []put
+		obs, feeds := tx.Bucket(bucketObs), tx.Bucket(bucketFeeds)
+		if err := obs.ForEach(func(k, v []byte) error {
+			puts = append(puts, put{obs, bytes.Clone(k), toJSON(v)})
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := feeds.ForEach(func(k, v []byte) error {
+			if len(k) != 9 || k[8] != tailSuffix {
+				return nil
+			}
+			entries, err := tailEntries(v)
+			var tail []byte
+			for _, e := range entries {
+				j := toJSON(e)
+				tail = append(binary.AppendUvarint(tail, uint64(len(j))), j...)
+			}
+			puts = append(puts, put{feeds, bytes.Clone(k), tail})
+			return err
+		}); err != nil {
+			return err
+		}
+		for _, p := range puts {
+			if err := p.b.Put(p.k, p.v); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bucketMeta).Put(keySchema, u64(6))
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	before, err := s.InUse()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	s, err = Open(path, Options{NoSync: true, Now: newClock().Now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	took := time.Since(start)
+	b.StopTimer()
+	after, err := s.InUse()
+	if err != nil {
+		b.Fatal(err)
+	}
+	closeAndCheck(b, s)
+	if j, bin, _ := storedObservations(b, path); j != 0 || bin != obsN {
+		b.Fatalf("%d JSON and %d binary observations after the conversion, want 0 and %d", j, bin, obsN)
+	}
+	f := float64(*migrateFeeds)
+	b.ReportMetric(float64(took.Nanoseconds())/float64(obsN), "ns/obs")
+	b.ReportMetric(float64(before)/f, "in-use-B/feed-before")
+	b.ReportMetric(float64(after)/f, "in-use-B/feed-after")
+	b.ReportMetric(float64(fresh)/f, "in-use-B/feed-written-binary")
 }
