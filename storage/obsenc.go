@@ -62,8 +62,9 @@ const (
 	obsFAll = obsFZones<<1 - 1
 )
 
-// The Unix seconds of the first and last second of the years 0–9999, the
-// times JSON can hold.
+// The Unix seconds of the first and last second of the years 0–9999 in
+// UTC, and the largest zone offset: the times JSON can hold are within a
+// day of them.
 const (
 	minObsSec = -62167219200 // 0000-01-01T00:00:00Z
 	maxObsSec = 253402300799 // 9999-12-31T23:59:59Z
@@ -284,18 +285,24 @@ func (r *obsReader) time(sec int64, zones bool, what string) time.Time {
 	if r.err != nil {
 		return time.Time{}
 	}
-	if sec < minObsSec || sec > maxObsSec || ns >= 1e9 || off < -maxZone || off > maxZone {
+	if sec < minObsSec-maxZone || sec > maxObsSec+maxZone || ns >= 1e9 || off < -maxZone || off > maxZone {
 		r.fail(what + " out of range")
 		return time.Time{}
 	}
 	t := time.Unix(sec, int64(ns))
-	if off == 0 {
-		return t.UTC()
+	switch _, lo := t.Zone(); {
+	case off == 0:
+		t = t.UTC()
+	case lo == int(off):
+		// time.Unix gives Local
+	default:
+		t = t.In(time.FixedZone("", int(off)))
 	}
-	if _, lo := t.Zone(); lo == int(off) {
-		return t // time.Unix gives Local
+	if checkObsTime(t) != nil { // its year where it was taken
+		r.fail(what + " out of range")
+		return time.Time{}
 	}
-	return t.In(time.FixedZone("", int(off)))
+	return t
 }
 
 // obsHeader is what precedes the latencies of a binary observation.
@@ -336,7 +343,7 @@ func (r *obsReader) readHeader(pub []time.Time) obsHeader {
 			if r.err != nil {
 				return h
 			}
-			if d < at-maxObsSec || d > at-minObsSec { // at is within them
+			if d < at-maxObsSec-maxZone || d > at-minObsSec+maxZone { // at is within them
 				r.fail("published out of range")
 				return h
 			}
