@@ -285,17 +285,19 @@ func (r *obsReader) time(sec int64, zones bool, what string) time.Time {
 	if r.err != nil {
 		return time.Time{}
 	}
+	if off == 0 { // UTC, the usual case: no zone to look up
+		if sec < minObsSec || sec > maxObsSec || ns >= 1e9 {
+			r.fail(what + " out of range")
+			return time.Time{}
+		}
+		return time.Unix(sec, int64(ns)).UTC()
+	}
 	if sec < minObsSec-maxZone || sec > maxObsSec+maxZone || ns >= 1e9 || off < -maxZone || off > maxZone {
 		r.fail(what + " out of range")
 		return time.Time{}
 	}
 	t := time.Unix(sec, int64(ns))
-	switch _, lo := t.Zone(); {
-	case off == 0:
-		t = t.UTC()
-	case lo == int(off):
-		// time.Unix gives Local
-	default:
+	if _, lo := t.Zone(); lo != int(off) { // else Local, which time.Unix gives
 		t = t.In(time.FixedZone("", int(off)))
 	}
 	if checkObsTime(t) != nil { // its year where it was taken
