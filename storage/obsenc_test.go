@@ -236,3 +236,50 @@ func FuzzDecodeObservation(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkObservationCodec encodes and decodes a poll's observation (one
+// item, its latency, HTTP cache hints) as JSON, the form an older
+// slogfeed stored, and in the binary form, side by side.
+func BenchmarkObservationCodec(b *testing.B) {
+	at := time.Date(2026, 12, 5, 23, 11, 31, 123456789, time.UTC)
+	pub := at.Add(-91 * time.Second).Truncate(time.Second)
+	o := Observation{At: at, Hit: true, Published: []time.Time{pub}, LatencyS: []float64{at.Sub(pub).Seconds()},
+		Status: 200, Hints: schedule.Hints{CacheFor: time.Minute, Period: time.Hour}}
+	js, err := json.Marshal(o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bin, err := marshalObservation(&o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("%d bytes as JSON, %d binary", len(js), len(bin))
+	b.Run("encode/json", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := json.Marshal(&o); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encode/binary", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := marshalObservation(&o); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode/json", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := decodeObservation(js); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode/binary", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := decodeObservation(bin); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
