@@ -371,6 +371,7 @@ func migrateBinaryObservations(tx *bolt.Tx) (done bool, err error) {
 			entries++
 		}
 	}
+	next := bytes.Clone(k) // before the writes: k is in a page they may change
 	for _, p := range puts {
 		// Deleted first: bbolt merges the pages a delete leaves under a
 		// quarter full, not those a smaller value leaves so.
@@ -381,10 +382,10 @@ func migrateBinaryObservations(tx *bolt.Tx) (done bool, err error) {
 			return false, err
 		}
 	}
-	if k == nil {
+	if next == nil {
 		return true, meta.Delete(keyMigrateFrom)
 	}
-	return false, meta.Put(keyMigrateFrom, bytes.Clone(k))
+	return false, meta.Put(keyMigrateFrom, next)
 }
 
 // binaryObservation returns the binary form of a JSON observation; false
