@@ -3,7 +3,6 @@ package storage
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -331,8 +330,7 @@ func checkTail(k, v []byte) error {
 			id, len(entries), len(v), tailMax, tailMaxBytes)
 	}
 	for i, e := range entries {
-		var o Observation
-		if err := json.Unmarshal(e, &o); err != nil {
+		if _, err := decodeObservation(e); err != nil {
 			return fmt.Errorf("feed %d: observation tail[%d]: %w", id, i, err)
 		}
 	}

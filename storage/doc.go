@@ -40,8 +40,8 @@
 //
 //	meta                      schema → version; item_seq → last item Seq
 //	feeds                     feed ID → Feed JSON (IDs: the bucket's sequence)
-//	                          feed ID | 't' → observation tail: the feed's
-//	                            newest observations, uvarint length | JSON each
+//	                          feed ID | 't' → observation tail: the feed's newest
+//	                            observations, uvarint length | Observation each
 //	                          feed ID | 's' → policy state (remote feeds): version,
 //	                            next and last (Unix ns), the policy's own bytes
 //	feed_url                  URL → feed ID            (remote feeds)
@@ -51,7 +51,7 @@
 //	item_seq                  feed ID | Seq → nothing (the feed's items by arrival)
 //	item_ids                  feed ID | item ID → Seq
 //	item_pub                  feed ID | time(12 bytes) | Seq → nothing
-//	obs                       feed ID | sequence → Observation JSON (older
+//	obs                       feed ID | sequence → Observation (older
 //	                            than the tail)
 //	pipes                     pipe ID → Pipe JSON (IDs: the bucket's sequence)
 //	pipe_slug                 slug → pipe ID
@@ -101,10 +101,13 @@
 // items and observations from a bucket of its own (feed_data/<feed ID>/
 // with the count and buckets ids, items, published and obs) to the shared
 // buckets, a batch of feeds per transaction (meta/migrating marks a move
-// under way, which the next Open resumes). testdata/schema1.db is a file
-// of schema 1, testdata/schema2.db one of schema 2 (with a pipe) and
-// testdata/schema5.db one of schema 5, which every later version must
-// still open.
+// under way, which the next Open resumes); schema 7 rewrote every
+// observation, JSON until then, in a binary form (obsenc.go), a batch of
+// feeds per transaction (meta/migrate_from: the next feed to convert).
+// testdata/schema1.db is a file of schema 1, testdata/schema2.db one of
+// schema 2 (with a pipe) and testdata/schema5.db one of schema 5, which
+// every later version must still open (brought to schema 6 first, it is
+// also the file of JSON observations schema 7 converts).
 //
 // # Retention
 //

@@ -222,7 +222,7 @@ type feedBuckets struct {
 	items  itemsView    // Seq → item JSON
 	ids    view         // item ID → Seq
 	pub    view         // pubKey → nothing
-	obs    view         // observation sequence → observation JSON
+	obs    view         // observation sequence → observation (obsenc.go)
 }
 
 // count returns the number of items the feed holds.

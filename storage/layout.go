@@ -23,7 +23,7 @@ var (
 	bucketItemSeqs  = []byte("item_seq")   // feed ID | Seq → nothing
 	bucketItemIDs   = []byte("item_ids")   // feed ID | item ID → Seq
 	bucketItemPub   = []byte("item_pub")   // feed ID | pubKey → nothing
-	bucketObs       = []byte("obs")        // feed ID | sequence → observation JSON
+	bucketObs       = []byte("obs")        // feed ID | sequence → observation (obsenc.go)
 
 	// In meta.
 	keySchema  = []byte("schema")

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -37,11 +38,12 @@ var migrations = []migration{
 	{4, "observation tails in feeds", migrateObsTails, nil},
 	{5, "policy states in feeds", migratePolicyStates, nil},
 	{6, "items and observations of all feeds in shared buckets", nil, migrateSharedFeedData},
+	{7, "observations in a binary form", nil, migrateBinaryObservations},
 }
 
 // SchemaVersion is the schema version this build of slogfeed writes: the
 // version of the last migration.
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // The layout of feed data up to schema 5: a bucket feed_data holding one
 // bucket per feed (its ID), which held the count and four buckets.
@@ -304,3 +306,118 @@ func moveFeedData(root *bolt.Bucket, id uint64, dst map[string]*bolt.Bucket) (in
 type emptyValues struct{ v view }
 
 func (e emptyValues) Put(k, _ []byte) error { return e.v.Put(k, []byte{}) }
+
+// keyMigrateFrom, in meta, is the ID of the first feed whose observations
+// migrateBinaryObservations has still to convert (absent when it has not
+// begun or is done).
+var keyMigrateFrom = []byte("migrate_from")
+
+// migrateBinaryObservations rewrites the observations of schema 6, JSON,
+// in the binary form of schema 7 (obsenc.go): each feed's observation
+// tail and its range of the obs bucket, a batch of feeds at a time
+// (about migrateBatchEntries observations), in order of feed ID from
+// meta/migrate_from. A value that is already binary, or that does not
+// decode (Check reports a broken tail), is left as it is.
+func migrateBinaryObservations(tx *bolt.Tx) (done bool, err error) {
+	meta, err := bucket(tx, bucketMeta)
+	if err != nil {
+		return false, err
+	}
+	var from uint64
+	if raw := meta.Get(keyMigrateFrom); raw != nil {
+		var ok bool
+		if from, ok = getU64(raw); !ok {
+			return false, corruptf("%s/%s is %x", bucketMeta, keyMigrateFrom, raw)
+		}
+	}
+	feeds, err := bucket(tx, bucketFeeds)
+	if err != nil {
+		return false, err
+	}
+	obs, err := dataBucket(tx, bucketObs)
+	if err != nil {
+		return false, err
+	}
+	// The new values are put once the cursors are done with the pages.
+	type put struct {
+		b    *bolt.Bucket
+		k, v []byte
+	}
+	var puts []put
+	entries := 0
+	c := feeds.Cursor()
+	k, _ := c.Seek(u64(from))
+	for ; k != nil; k, _ = c.Next() {
+		if !isFeedKey(k) {
+			continue // a tail or a policy state, seen with its feed
+		}
+		if entries >= migrateBatchEntries {
+			break
+		}
+		id, _ := getU64(k)
+		tk := tailKey(id)
+		if tail := feeds.Get(tk); tail != nil {
+			if v, n, ok := binaryTail(tail); ok && n > 0 {
+				puts = append(puts, put{feeds, tk, v})
+				entries += n
+			}
+		}
+		feedObs := newView(obs, id)
+		oc := feedObs.Cursor()
+		for seq, v := oc.First(); seq != nil; seq, v = oc.Next() {
+			if b, ok := binaryObservation(v); ok {
+				puts = append(puts, put{obs, feedObs.key(seq), b})
+			}
+			entries++
+		}
+	}
+	next := bytes.Clone(k) // before the writes: k is in a page they may change
+	for _, p := range puts {
+		// Deleted first: bbolt merges the pages a delete leaves under a
+		// quarter full, not those a smaller value leaves so.
+		if err := p.b.Delete(p.k); err != nil {
+			return false, err
+		}
+		if err := p.b.Put(p.k, p.v); err != nil {
+			return false, err
+		}
+	}
+	if next == nil {
+		return true, meta.Delete(keyMigrateFrom)
+	}
+	return false, meta.Put(keyMigrateFrom, next)
+}
+
+// binaryObservation returns the binary form of a JSON observation; false
+// when v is not JSON or does not convert.
+func binaryObservation(v []byte) ([]byte, bool) {
+	if len(v) == 0 || v[0] == obsTag {
+		return nil, false
+	}
+	o, err := decodeObservation(v)
+	if err != nil {
+		return nil, false
+	}
+	b, err := appendObservation(nil, &o)
+	return b, err == nil
+}
+
+// binaryTail returns an observation tail with its JSON entries converted
+// and how many it converted; false when the tail does not split.
+func binaryTail(tail []byte) ([]byte, int, bool) {
+	entries, err := tailEntries(tail)
+	if err != nil {
+		return nil, 0, false
+	}
+	out := make([]byte, 0, len(tail))
+	n := 0
+	for _, e := range entries {
+		if b, ok := binaryObservation(e); ok {
+			e = b
+			n++
+		}
+		out = binary.AppendUvarint(out, uint64(len(e)))
+		out = append(out, e...)
+	}
+	return out, n, true
+}

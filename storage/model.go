@@ -214,9 +214,10 @@ type PipeRun struct {
 }
 
 // Observation is one poll's outcome as the feed's policy saw it, kept so the
-// policy can be rebuilt after a restart by replaying them in order. It is
-// stored as JSON without its zero fields (hints not given, a miss's hit);
-// a record that spells them out reads the same.
+// policy can be rebuilt after a restart by replaying them in order. A bbolt
+// node stores it in a compact binary form (obsenc.go); the JSON an older
+// slogfeed stored, without its zero fields (hints not given, a miss's hit)
+// or spelling them out, reads the same.
 type Observation struct {
 	At        time.Time      `json:"at"`
 	Hit       bool           `json:"hit,omitzero"`

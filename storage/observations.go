@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -10,8 +9,8 @@ import (
 
 // AddObservation appends a poll outcome of feed feedID and drops the
 // oldest beyond Options.MaxObservations. It fails with ErrFeedNotFound, or
-// ErrInvalid for an observation JSON cannot hold (a NaN latency, a year
-// outside 0–9999) or larger than MaxObservationSize.
+// ErrInvalid for an observation JSON could not hold (a NaN latency, a year
+// outside 0–9999) or whose JSON would be larger than MaxObservationSize.
 func (s *Store) AddObservation(feedID uint64, o Observation) error {
 	raw, err := encodeObservation(feedID, o)
 	if err != nil {
@@ -160,8 +159,8 @@ func (s *Store) Observations(feedID uint64, limit int) ([]Observation, error) {
 		// decode appends observation v: key k of the bucket, or entry i
 		// of the tail when k is nil.
 		decode := func(k []byte, i int, v []byte) error {
-			var o Observation
-			if err := json.Unmarshal(v, &o); err != nil {
+			o, err := decodeObservation(v)
+			if err != nil {
 				if k == nil {
 					return corruptf("feed %d: observation tail[%d]: %v", feedID, i, err)
 				}

@@ -377,13 +377,11 @@ func newestObservationAt(tx *bolt.Tx, feeds *bolt.Bucket, id uint64) (time.Time,
 	if raw == nil {
 		return time.Time{}, nil
 	}
-	var o struct {
-		At time.Time `json:"at"`
-	}
-	if err := json.Unmarshal(raw, &o); err != nil {
+	at, err := observationAt(raw)
+	if err != nil {
 		return time.Time{}, corruptf("feed %d: newest observation: %v", id, err)
 	}
-	return o.At, nil
+	return at, nil
 }
 
 // checkPolicyState checks a policy state's key and encoding.

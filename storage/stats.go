@@ -6,14 +6,16 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
 
-// latencyKey is how the latencies of an encoded Observation begin. Stored
-// observations are encoded by json.Marshal, which writes no spaces, and no
-// other field of an Observation holds a key of that name; inside a JSON
-// string the quotes would be escaped, so the key cannot be matched there.
+// latencyKey is how the latencies of an Observation stored as JSON (by an
+// older slogfeed) begin. They were encoded by json.Marshal, which writes
+// no spaces, and no other field of an Observation holds a key of that
+// name; inside a JSON string the quotes would be escaped, so the key
+// cannot be matched there.
 var latencyKey = []byte(`"latency_s":[`)
 
 // RecentLatencies returns the publish-to-fetch latencies, in seconds,
@@ -100,11 +102,23 @@ func recentLatencies(b view, tail [][]byte, feedID uint64, polls int, dst []floa
 	return dst, nil
 }
 
-// appendLatencies appends the latency_s values of one encoded Observation
-// to dst. It finds and parses the array itself, and falls back on
+// appendLatencies appends the latencies of one stored Observation to dst.
+// It reads a binary one (obsenc.go) up to its latencies. Of one stored as
+// JSON it finds and parses the array itself, and falls back on
 // encoding/json when the array is not the plain list of numbers that
 // json.Marshal writes.
 func appendLatencies(dst []float64, raw []byte) ([]float64, error) {
+	if len(raw) > 0 && raw[0] == obsTag {
+		r := obsReader{b: raw}
+		var stack [8]time.Time
+		h := r.readHeader(stack[:0])
+		n := len(dst)
+		dst = r.appendLatencies(&h, dst)
+		if r.err != nil {
+			return dst[:n], r.err
+		}
+		return dst, nil
+	}
 	i := bytes.Index(raw, latencyKey)
 	if i < 0 {
 		return dst, nil
