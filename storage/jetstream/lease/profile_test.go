@@ -57,7 +57,8 @@ var assetsIdle = flag.Duration("assets.idle", 0, "BenchmarkServerAssets: idle ti
 // bucket (as createFeeds writes it), one item on the feed's subject of the
 // items stream and one observation on its shard's subject of the
 // observations stream, published as the Store publishes them (headers,
-// message IDs, a body of the usual size). With msgids=false neither
+// message IDs, a body of the usual size), then every record written again
+// (the previous revision removed from its block). With msgids=false neither
 // carries a message ID, to tell the duplicate windows' share. Each figure
 // is the growth of the process over the phase, per feed per server:
 //
@@ -126,6 +127,10 @@ func benchAssets(b *testing.B, n int, msgIDs bool) {
 		return m
 	})
 	phase("observations")
+	// Each record written again, as a poll writes it: the bucket keeps one
+	// revision, so the server removes the previous one from its block.
+	createFeeds(b, js, n, true)
+	phase("defs-rewrite")
 	if *assetsIdle > 0 {
 		time.Sleep(*assetsIdle)
 		phase("idle")
