@@ -62,7 +62,7 @@ var assetsIdle = flag.Duration("assets.idle", 0, "BenchmarkServerAssets: idle ti
 // carries a message ID, to tell the duplicate windows' share. Each figure
 // is the growth of the process over the phase, per feed per server:
 //
-//	go test -run '^$' -bench 'BenchmarkServerAssets/feeds=100000$' -benchtime 1x -timeout 30m -assets.idle 130s ./storage/jetstream/lease/
+//	go test -run '^$' -bench 'BenchmarkServerAssets/feeds=100000$' -benchtime 1x -timeout 30m -assets.idle=130s ./storage/jetstream/lease/
 func BenchmarkServerAssets(b *testing.B) {
 	for _, n := range []int{10_000, 100_000, 300_000} {
 		b.Run("feeds="+strconv.Itoa(n), func(b *testing.B) {
