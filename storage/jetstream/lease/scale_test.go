@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"runtime"
@@ -71,18 +72,21 @@ type scaleResult struct {
 	itemCalls     float64 // item publish calls (AddItems with something new)
 	serverHeap    float64 // bytes per feed per JetStream server (heap)
 	serverRSS     float64 // bytes per feed per JetStream server (RSS)
-	nodeHeap      float64 // bytes per owned feed, the node's loaded states
-	initialLoad   time.Duration
-	takenOver     int // feeds in the killed node's shards
-	ownedAfter    time.Duration
-	loadedAfter   time.Duration
-	loads         int // TakeFeedStates calls of the survivors during takeover
-	restored      int // feeds of those loads restored from their records' states
-	replayed      int // feeds of those loads replayed from their observations
-	sampled       int
-	perFeedTook   time.Duration // per-feed loader on the sample
-	passTook      time.Duration // FeedStates on the same sample
-	takeTook      time.Duration // TakeFeedStates on the same sample
+	// mem is the process's memory per feed per JetStream server, split
+	// as the runtime sees it (the growth over the poll phase).
+	mem         memSplit
+	nodeHeap    float64 // bytes per owned feed, the node's loaded states
+	initialLoad time.Duration
+	takenOver   int // feeds in the killed node's shards
+	ownedAfter  time.Duration
+	loadedAfter time.Duration
+	loads       int // TakeFeedStates calls of the survivors during takeover
+	restored    int // feeds of those loads restored from their records' states
+	replayed    int // feeds of those loads replayed from their observations
+	sampled     int
+	perFeedTook time.Duration // per-feed loader on the sample
+	passTook    time.Duration // FeedStates on the same sample
+	takeTook    time.Duration // TakeFeedStates on the same sample
 }
 
 type scaleNode struct {
@@ -104,7 +108,7 @@ func startScaleNode(tb testing.TB, c *jstest.Cluster, name string, cfg scaleConf
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	st, err := sjs.Open(ctx, js, sjs.Options{Metrics: sjs.NewMetrics(n.reg), Shards: cluster.DefaultShards})
+	st, err := sjs.Open(ctx, js, sjs.Options{Metrics: sjs.NewMetrics(n.reg), Shards: cluster.DefaultShards, DuplicateWindow: *scaleDupWindow})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -165,6 +169,43 @@ func heap() uint64 {
 	return ms.HeapAlloc
 }
 
+// memSplit is the process's memory as the runtime accounts for it, in
+// bytes (or bytes per feed, once divided with per).
+type memSplit struct {
+	live     float64 // heap objects reachable after a collection
+	inuse    float64 // heap spans in use (live plus fragmentation)
+	idle     float64 // heap spans free but not returned to the OS
+	released float64 // heap spans returned to the OS
+	stacks   float64 // goroutine stacks
+	other    float64 // runtime metadata, buffers (Sys less the above)
+	rss      float64 // the process's resident set
+}
+
+// readMemSplit collects and then reads the runtime's memory statistics.
+func readMemSplit() memSplit {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return memSplit{
+		live: float64(ms.HeapAlloc), inuse: float64(ms.HeapInuse), idle: float64(ms.HeapIdle - ms.HeapReleased),
+		released: float64(ms.HeapReleased), stacks: float64(ms.StackSys),
+		other: float64(ms.Sys - ms.HeapSys - ms.StackSys), rss: float64(rss()),
+	}
+}
+
+func (m memSplit) sub(o memSplit) memSplit {
+	return memSplit{m.live - o.live, m.inuse - o.inuse, m.idle - o.idle, m.released - o.released, m.stacks - o.stacks, m.other - o.other, m.rss - o.rss}
+}
+
+func (m memSplit) per(n float64) memSplit {
+	return memSplit{m.live / n, m.inuse / n, m.idle / n, m.released / n, m.stacks / n, m.other / n, m.rss / n}
+}
+
+func (m memSplit) String() string {
+	return fmt.Sprintf("live heap %.0f B, heap in use %.0f B, heap idle (kept) %.0f B, heap released %.0f B, stacks %.0f B, other runtime %.0f B; RSS %.0f B",
+		m.live, m.inuse, m.idle, m.released, m.stacks, m.other, m.rss)
+}
+
 // rss returns the process's resident set (0 where /proc is missing).
 func rss() uint64 {
 	data, err := os.ReadFile("/proc/self/status")
@@ -179,6 +220,14 @@ func rss() uint64 {
 	}
 	return 0
 }
+
+// scaleDupWindow is the streams' duplicate window in the many-feeds
+// measurement (Options.DuplicateWindow; 0: the store's default).
+var scaleDupWindow = flag.Duration("scale.dupwindow", 0, "BenchmarkManyFeeds: the streams' duplicate window (0: the store's default)")
+
+// scaleIdle is how long the many-feeds measurement waits after the polls
+// before it measures the servers' memory (0: at once).
+var scaleIdle = flag.Duration("scale.idle", 0, "BenchmarkManyFeeds: idle time after the polls before the memory measure")
 
 var scaleT0 = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 
@@ -277,6 +326,7 @@ func runScale(tb testing.TB, cfg scaleConfig) scaleResult {
 	}
 	waitFor(tb, 60*time.Second, "even share", func() error { return evenOf(testNodes(nodes), cluster.DefaultShards) })
 	heap1, rss1 := heap(), rss()
+	split1 := readMemSplit()
 	js, err := jetstream.New(nodes[0].nc)
 	if err != nil {
 		tb.Fatal(err)
@@ -339,9 +389,16 @@ func runScale(tb testing.TB, cfg scaleConfig) scaleResult {
 		res.obsPublishes += gathered(tb, n.reg, "slogfeed_jetstream_publish_seconds", map[string]string{"op": "observation"})
 		res.itemCalls += gathered(tb, n.reg, "slogfeed_jetstream_publish_seconds", map[string]string{"op": "items"})
 	}
+	if *scaleIdle > 0 {
+		// As between the polls of an hourly fleet: the servers drop
+		// their block caches, their per-block subject indexes and the
+		// message IDs older than the duplicate window.
+		time.Sleep(*scaleIdle)
+	}
 	heap2, rss2 := heap(), rss()
 	res.serverHeap = float64(int64(heap2)-int64(heap1)) / float64(cfg.feeds) / 3
 	res.serverRSS = float64(int64(rss2)-int64(rss1)) / float64(cfg.feeds) / 3
+	res.mem = readMemSplit().sub(split1).per(float64(cfg.feeds) * 3)
 
 	// Each node loads the state of its feeds, as at its start.
 	held := make([]map[uint64]*sjs.FeedState, len(nodes))
@@ -532,6 +589,7 @@ func (r scaleResult) log(tb testing.TB) {
 		r.defsWrites/float64(r.polls), r.defsConflicts, r.obsPublishes/float64(r.polls), r.itemCalls/float64(r.polls))
 	tb.Logf("memory per feed: %.0f B heap and %.0f B RSS per JetStream server; %.0f B heap per owned feed in a node (loaded state); initial load of a node's feeds %s",
 		r.serverHeap, r.serverRSS, r.nodeHeap, r.initialLoad.Round(time.Millisecond))
+	tb.Logf("memory per feed per JetStream server, as the runtime splits it: %s", r.mem)
 	tb.Logf("takeover of %d feeds: shards owned %s after the kill, state loaded %s after, %s after ownership (%d loads: %d feeds restored from their records' states, %d replayed)",
 		r.takenOver, r.ownedAfter.Round(time.Millisecond), r.loadedAfter.Round(time.Millisecond), (r.loadedAfter - r.ownedAfter).Round(time.Millisecond),
 		r.loads, r.restored, r.replayed)
@@ -588,6 +646,10 @@ func testManyFeedsTakeOver(t *testing.T, replay bool) {
 // they were kept) and every feed taken over is replayed:
 //
 //	go test -run xxx -bench 'BenchmarkManyFeeds/feeds=10000$/load=settled' -benchtime 1x -timeout 2h ./storage/jetstream/lease/
+//
+// -scale.dupwindow=2m sets the streams' duplicate window; -scale.idle=130s
+// measures the servers' memory after two idle minutes, as between the
+// polls of an hourly fleet, rather than right after the polls.
 func BenchmarkManyFeeds(b *testing.B) {
 	for _, n := range []int{10_000, 100_000, 1_000_000} {
 		b.Run("feeds="+strconv.Itoa(n), func(b *testing.B) {
