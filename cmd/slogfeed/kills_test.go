@@ -284,8 +284,23 @@ func TestClusterKills(t *testing.T) {
 			c.logs[i].Close()
 		}
 	}()
+	// A node of a fresh cluster can fail to open the store while the
+	// streams are being created (its info answered "not found"): it is
+	// started again, as a supervisor would, at most twice.
+	restarts := 0
 	e2e.WaitFor(t, 90*time.Second, "every node healthy", func() error {
-		for _, n := range c.nodes {
+		for i, n := range c.nodes {
+			select {
+			case <-n.exited:
+				if restarts == 2 {
+					t.Fatalf("%s exited:\n%s", n.name, n.tail())
+				}
+				restarts++
+				t.Logf("%s exited at start, starting it again: %s", n.name, n.tail()[max(0, len(n.tail())-300):])
+				c.start(i)
+				return fmt.Errorf("%s restarted", n.name)
+			default:
+			}
 			var h map[string]string
 			if err := n.getJSON("/healthz", &h); err != nil {
 				return fmt.Errorf("%s: %w", n.name, err)
