@@ -91,9 +91,8 @@ func (n *servedNode) healthz() (int, time.Duration, error) {
 	return resp.StatusCode, took, nil
 }
 
-// assetLeaders names the JetStream server leading each of slogfeed's
-// streams and buckets, and the meta group, as the server at url sees
-// them.
+// assetLeaders names the JetStream server leading each stream (buckets
+// included) and the meta group ("meta"), as the server at url sees them.
 func assetLeaders(ctx context.Context, url string) (map[string]string, error) {
 	nc, err := nats.Connect(url, nats.Timeout(5*time.Second))
 	if err != nil {
@@ -105,12 +104,14 @@ func assetLeaders(ctx context.Context, url string) (map[string]string, error) {
 		return nil, err
 	}
 	out := map[string]string{}
-	for _, name := range []string{sjs.ItemsStream, sjs.ObsStream, "KV_" + sjs.DefsBucket, "KV_slogfeed_cluster"} {
-		st, err := js.Stream(ctx, name)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+	l := js.ListStreams(ctx)
+	for si := range l.Info() {
+		if si.Cluster != nil {
+			out[si.Config.Name] = si.Cluster.Leader
 		}
-		out[name] = st.CachedInfo().Cluster.Leader
+	}
+	if err := l.Err(); err != nil {
+		return nil, err
 	}
 	msg, err := nc.RequestWithContext(ctx, "$JS.API.INFO", nil)
 	if err == nil {
