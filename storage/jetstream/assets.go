@@ -125,10 +125,24 @@ var errNoLeader = errors.New("stream has no leader yet")
 // found". A stream just created on a cluster has neither for a moment:
 // the first publish or read would get "no responders". It tries again
 // while s is unanswered, until ctx ends; another error ends it at once.
+//
+// A stream this server has just created can also be unknown for a moment
+// to the server that answers its info ("stream not found" while the meta
+// leader's assignment reaches it): answering takes that as unanswered too.
 func answering(ctx context.Context, s jetstream.Stream) error {
-	_, err := retryUnanswered(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, probeStream(ctx, s) })
+	_, err := retryUnanswered(ctx, func(ctx context.Context) (struct{}, error) {
+		err := probeStream(ctx, s)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			err = fmt.Errorf("%w: %w", errNotAssigned, err)
+		}
+		return struct{}{}, err
+	})
 	return err
 }
+
+// errNotAssigned is a stream's info answered "not found" right after the
+// stream was opened or created.
+var errNotAssigned = errors.New("stream not assigned yet")
 
 // probeSubject is the subject answering reads from a stream: it matches
 // none of the subjects slogfeed publishes to.
@@ -198,7 +212,7 @@ func retryUnanswered[T any](ctx context.Context, open func(context.Context) (T, 
 		cancel()
 		unanswered := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
 			errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
-			errors.Is(err, errNoLeader)
+			errors.Is(err, errNoLeader) || errors.Is(err, errNotAssigned)
 		if err == nil || !unanswered || ctx.Err() != nil {
 			return v, err
 		}

@@ -1,0 +1,69 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// infoStream is a stream whose Info answers from a script, one answer a
+// call, the last one repeated.
+type infoStream struct {
+	jetstream.Stream
+	answers []error
+	calls   int
+}
+
+func (s *infoStream) Info(context.Context, ...jetstream.StreamInfoOpt) (*jetstream.StreamInfo, error) {
+	err := s.answers[min(s.calls, len(s.answers)-1)]
+	s.calls++
+	if err != nil {
+		return nil, err
+	}
+	return &jetstream.StreamInfo{Cluster: &jetstream.ClusterInfo{Leader: "s1"}}, nil
+}
+
+// TestAnsweringWaitsForAssignment: a stream just created can be "not
+// found" by the server answering its info, or have no leader yet, for a
+// moment; answering waits through both and gives up only when its context
+// ends, while another error ends it at once.
+func TestAnsweringWaitsForAssignment(t *testing.T) {
+	other := errors.New("permission denied")
+	for _, tc := range []struct {
+		name    string
+		answers []error
+		want    error // nil: answered
+		calls   int   // -1: any number, until the context ends
+	}{
+		{"answers", []error{nil}, nil, 1},
+		{"not found, then answers", []error{jetstream.ErrStreamNotFound, jetstream.ErrStreamNotFound, nil}, nil, 3},
+		{"no leader, then answers", []error{errNoLeader, nil}, nil, 2},
+		{"not found until the end", []error{jetstream.ErrStreamNotFound}, jetstream.ErrStreamNotFound, -1},
+		{"another error", []error{other, nil}, other, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				s := &infoStream{answers: tc.answers}
+				err := answering(ctx, s)
+				switch {
+				case tc.want == nil && err != nil:
+					t.Fatalf("answering: %v; want nil", err)
+				case tc.want != nil && !errors.Is(err, tc.want):
+					t.Fatalf("answering: %v; want %v", err, tc.want)
+				}
+				if tc.calls >= 0 && s.calls != tc.calls {
+					t.Errorf("%d info calls; want %d", s.calls, tc.calls)
+				}
+				if tc.calls < 0 && s.calls < 2 {
+					t.Errorf("%d info calls; want tries until the context ends", s.calls)
+				}
+			})
+		})
+	}
+}
