@@ -35,13 +35,17 @@ type Cluster struct {
 	servers []*jetstream.Embedded // nil while stopped
 	opts    []jetstream.EmbedOptions
 	mods    []Option
+	dir     string // the servers' store directories are made in it
 }
 
 // NewServer starts a single JetStream server without routes.
 func NewServer(t testing.TB) *Cluster {
 	t.Helper()
-	c := &Cluster{t: t, servers: make([]*jetstream.Embedded, 1), opts: make([]jetstream.EmbedOptions, 1)}
-	c.opts[0] = baseOptions(t, "s0")
+	// The directory is made before the shutdown is registered, so that
+	// cleanups (last in, first out) stop the servers before they remove
+	// the files the servers write.
+	c := &Cluster{t: t, servers: make([]*jetstream.Embedded, 1), opts: make([]jetstream.EmbedOptions, 1), dir: t.TempDir()}
+	c.opts[0] = c.baseOptions("s0")
 	c.opts[0].Listen = "127.0.0.1:0"
 	t.Cleanup(c.shutdownAll)
 	c.start(0)
@@ -66,8 +70,8 @@ func NewCluster(t testing.TB, n int, opts ...Option) *Cluster {
 	if n < 1 {
 		t.Fatalf("jstest: cluster of %d servers", n)
 	}
-	c := &Cluster{t: t, servers: make([]*jetstream.Embedded, n), opts: make([]jetstream.EmbedOptions, n), mods: opts}
-	t.Cleanup(c.shutdownAll)
+	c := &Cluster{t: t, servers: make([]*jetstream.Embedded, n), opts: make([]jetstream.EmbedOptions, n), mods: opts, dir: t.TempDir()}
+	t.Cleanup(c.shutdownAll) // after TempDir's cleanup: runs before it
 	// The cluster ports are free when picked, but an outgoing connection
 	// may take one before its server binds it: a start that fails is
 	// tried again on other ports.
@@ -104,7 +108,7 @@ func (c *Cluster) startOn(ports []int) []error {
 		routes[i] = "nats://127.0.0.1:" + strconv.Itoa(p)
 	}
 	for i := range n {
-		o := baseOptions(c.t, "s"+strconv.Itoa(i))
+		o := c.baseOptions("s" + strconv.Itoa(i))
 		o.Listen = "127.0.0.1:0"
 		o.ClusterListen = "127.0.0.1:" + strconv.Itoa(ports[i])
 		o.ClusterName = "jstest"
@@ -130,10 +134,18 @@ func (c *Cluster) startOn(ports []int) []error {
 	return nil
 }
 
-func baseOptions(t testing.TB, name string) jetstream.EmbedOptions {
+// baseOptions are server name's options, with a store directory of its
+// own under c.dir (a new one on each call: a start tried again begins
+// empty).
+func (c *Cluster) baseOptions(name string) jetstream.EmbedOptions {
+	t := c.t
+	dir, err := os.MkdirTemp(c.dir, name+"-")
+	if err != nil {
+		t.Fatalf("jstest: store directory: %v", err)
+	}
 	o := jetstream.EmbedOptions{
 		Name:         name,
-		StoreDir:     t.TempDir(),
+		StoreDir:     dir,
 		MaxMemory:    64 << 20,
 		MaxStore:     256 << 20,
 		ReadyTimeout: ReadyTimeout,
