@@ -90,7 +90,7 @@ func (s *Store) AddItems(feedID uint64, items []Item) (added []Item, err error) 
 type preparedItems struct {
 	items []Item
 	index []int    // items[i] is the caller's items[index[i]]
-	raw   [][]byte // items[i] encoded (encodeItem), Seq to be set
+	raw   [][]byte // items[i] encoded (encodeItem), its Seq left to the key
 }
 
 // prepareItems sets the FeedID, Seq and (when zero) Fetched of copies of
