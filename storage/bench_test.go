@@ -289,8 +289,10 @@ var steadyFeeds = flag.Int("steady.feeds", 1000, "BenchmarkSteadyState: feeds in
 // robin (NoSync), and reports the data file's pages in use per feed
 // then, which stay put as polls go on (TestFileStopsGrowing): times a
 // million, the disk a node of a million such feeds needs. It also reports
-// the encoded item and observation sizes and the pages in use per item
-// and observation stored. b.N is ignored.
+// the encoded item and observation sizes, the item's size as JSON, the
+// pages in use per item and observation stored, and the pages in use per
+// byte of the items held, measured as JSON (the items' own size, what
+// the JSON form stored). b.N is ignored.
 func BenchmarkSteadyState(b *testing.B) {
 	s := openTest(b, Options{DefaultRetention: DefaultRetention})
 	ids := make([]uint64, *steadyFeeds)
@@ -302,7 +304,7 @@ func BenchmarkSteadyState(b *testing.B) {
 		b.Fatal(err)
 	}
 	rounds := DefaultMaxObservations + obsSlack(DefaultMaxObservations)
-	var itemB, obsB int
+	var itemB, itemJSONB, obsB int
 	b.ResetTimer()
 	for r := range rounds {
 		at := t0.Add(time.Duration(r) * time.Hour)
@@ -318,9 +320,10 @@ func BenchmarkSteadyState(b *testing.B) {
 			}
 			o := Observation{At: at, Hit: true, Published: []time.Time{it.Published}, LatencyS: []float64{180}, Status: 200}
 			if r == 0 && id == ids[0] {
-				raw, _ := marshalItem(&it, 1)
+				raw, _ := encodeItem(&it, 1)
+				js, _ := marshalItem(&it, 1)
 				ob, _ := marshalObservation(&o)
-				itemB, obsB = len(raw), len(ob)
+				itemB, itemJSONB, obsB = len(raw), len(js), len(ob)
 			}
 			if _, err := s.RecordFetch(id, []Item{it}, o, func(*Feed, *Observation, []Item) error { return nil }); err != nil {
 				b.Fatal(err)
@@ -336,6 +339,8 @@ func BenchmarkSteadyState(b *testing.B) {
 	b.ReportMetric(float64(used)/n, "in-use-B/feed")
 	b.ReportMetric(float64(used-used0)/n/float64(DefaultRetention.MaxItems+DefaultMaxObservations), "in-use-B/(item+obs)")
 	b.ReportMetric(float64(itemB), "item-B")
+	b.ReportMetric(float64(itemJSONB), "item-json-B")
+	b.ReportMetric(float64(used)/n/float64(DefaultRetention.MaxItems*itemJSONB), "in-use/item-json-B")
 	b.ReportMetric(float64(obsB), "obs-B")
 	b.Logf("%d feeds at %d items and %d observations each: %d MiB in use, %.0f GB for a million feeds",
 		len(ids), DefaultRetention.MaxItems, DefaultMaxObservations, used>>20, float64(used)/n*1e6/1e9)

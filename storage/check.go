@@ -73,7 +73,7 @@ func checkInvariants(tx *bolt.Tx, add func(error) bool) {
 			return
 		}
 	}
-	if tx.Bucket(legacyFeedData) != nil || buckets[string(bucketMeta)].Get(keyMigrating) != nil {
+	if tx.Bucket(legacyFeedData) != nil || tx.Bucket(legacyItemsJSON) != nil || buckets[string(bucketMeta)].Get(keyMigrating) != nil {
 		if !add(fmt.Errorf("the move of feed data to schema %d is unfinished", SchemaVersion)) {
 			return
 		}

@@ -1,8 +1,6 @@
 package storage
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -190,25 +188,6 @@ func TestRecordFetch(t *testing.T) {
 	}
 	if n, err := s.Size(); err != nil || n <= 0 {
 		t.Fatalf("Size = %d, %v", n, err)
-	}
-}
-
-// TestWithSeq: a record encoded before its Seq was known, then given one,
-// equals the record encoded with it, whatever the item's strings hold.
-func TestWithSeq(t *testing.T) {
-	for _, id := range []string{"a", `"seq":18446744073709551615`, `x","seq":18446744073709551615,"y`} {
-		t.Run(id, func(t *testing.T) {
-			it := Item{FeedID: 7, ID: id, Title: `"seq":18446744073709551615`, Fetched: t0}
-			raw, err := encodeItem(&it)
-			if err != nil {
-				t.Fatal(err)
-			}
-			it.Seq = 42
-			want, _ := json.Marshal(&it)
-			if got := withSeq(raw, 42); !bytes.Equal(got, want) {
-				t.Fatalf("withSeq = %s\nwant %s", got, want)
-			}
-		})
 	}
 }
 

@@ -46,7 +46,7 @@
 //	                            next and last (Unix ns), the policy's own bytes
 //	feed_url                  URL → feed ID            (remote feeds)
 //	feed_slug                 "<kind>/<slug>" → feed ID (sensor and pipe feeds)
-//	items                     Seq → Item JSON (all feeds')
+//	items                     Seq → Item, binary (itemenc.go; all feeds')
 //	item_count                feed ID → number of items (every feed has one)
 //	item_seq                  feed ID | Seq → nothing (the feed's items by arrival)
 //	item_ids                  feed ID | item ID → Seq
@@ -103,11 +103,17 @@
 // buckets, a batch of feeds per transaction (meta/migrating marks a move
 // under way, which the next Open resumes); schema 7 rewrote every
 // observation, JSON until then, in a binary form (obsenc.go), a batch of
-// feeds per transaction (meta/migrate_from: the next feed to convert).
+// feeds per transaction (meta/migrate_from: the next feed to convert);
+// schema 8 rewrote every item record, JSON until then, in a binary form
+// (itemenc.go) that leaves its Seq to the key, a batch of records per
+// transaction: the old items bucket is set aside under items_json and
+// its records move, converted and in order of Seq, to a new one, so that
+// its pages are as full as appends leave them.
 // testdata/schema1.db is a file of schema 1, testdata/schema2.db one of
 // schema 2 (with a pipe) and testdata/schema5.db one of schema 5, which
 // every later version must still open (brought to schema 6 first, it is
-// also the file of JSON observations schema 7 converts).
+// also the file of JSON observations schema 7 converts, and to schema 7
+// the file of JSON items schema 8 converts).
 //
 // # Retention
 //

@@ -2,9 +2,9 @@ package storage
 
 import "encoding/json"
 
-// The records a poll writes are its feed record and its new items, stored
-// as JSON encoded by encoding/json, and its observation, stored in a
-// binary form (obsenc.go).
+// The records a poll writes are its feed record, stored as JSON encoded
+// by encoding/json, its new items and its observation, stored in binary
+// forms (itemenc.go, obsenc.go).
 
 // marshalFeed encodes a feed record.
 func marshalFeed(f *Feed) ([]byte, error) { return json.Marshal(f) }
@@ -15,7 +15,8 @@ func marshalObservation(o *Observation) ([]byte, error) {
 	return appendObservation(make([]byte, 0, n), o)
 }
 
-// marshalItem encodes an item with seq as its Seq.
+// marshalItem encodes an item with seq as its Seq as JSON, the form an
+// older slogfeed stored and the one MaxItemSize bounds.
 func marshalItem(it *Item, seq uint64) ([]byte, error) {
 	c := *it
 	c.Seq = seq

@@ -147,7 +147,7 @@ func (c *viewCursor) Seek(k []byte) ([]byte, []byte) {
 // are those of the item records in the shared items bucket.
 type itemsView struct {
 	seqs view         // Seq → nothing
-	all  *bolt.Bucket // Seq → item JSON, all feeds'
+	all  *bolt.Bucket // Seq → item record, all feeds'
 }
 
 // Get returns the record of the item with Seq k.
@@ -219,7 +219,7 @@ func (c *itemsCursor) Seek(k []byte) ([]byte, []byte) { return c.record(c.c.Seek
 type feedBuckets struct {
 	id     uint64
 	counts *bolt.Bucket // item_count: feed ID → number of items
-	items  itemsView    // Seq → item JSON
+	items  itemsView    // Seq → item (itemenc.go)
 	ids    view         // item ID → Seq
 	pub    view         // pubKey → nothing
 	obs    view         // observation sequence → observation (obsenc.go)

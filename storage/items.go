@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -91,7 +90,7 @@ func (s *Store) AddItems(feedID uint64, items []Item) (added []Item, err error) 
 type preparedItems struct {
 	items []Item
 	index []int    // items[i] is the caller's items[index[i]]
-	raw   [][]byte // items[i] encoded (encodeItem), Seq to be set
+	raw   [][]byte // items[i] encoded (encodeItem), its Seq left to the key
 }
 
 // prepareItems sets the FeedID, Seq and (when zero) Fetched of copies of
@@ -303,8 +302,8 @@ func (w *itemInserter) insert(it *Item, raw []byte) error {
 	seq := w.seq
 	it.Seq = seq
 	var err error
-	if rec := withSeq(raw, seq); rec != nil {
-		err = w.fb.items.Put(u64(seq), rec)
+	if raw != nil {
+		err = w.fb.items.Put(u64(seq), raw)
 	} else {
 		err = putItemRecord(w.fb, it)
 	}
@@ -339,16 +338,13 @@ func deleteItem(fb *feedBuckets, it *Item) error {
 	return deleteEntry(fb, overEntry{key: pubKey(sortTime(it), it.Seq), id: it.ID})
 }
 
-// putItemRecord writes the item's JSON under its Seq, or fails with
-// ErrInvalid (writing nothing) when it cannot be encoded or is larger than
-// MaxItemSize.
+// putItemRecord writes the item (itemenc.go) under its Seq, or fails
+// with ErrInvalid (writing nothing) when it cannot be encoded or its JSON
+// would be larger than MaxItemSize.
 func putItemRecord(fb *feedBuckets, it *Item) error {
-	raw, err := marshalItem(it, it.Seq)
+	raw, err := encodeItem(it, it.Seq)
 	if err != nil {
-		return invalidf("item cannot be encoded: %v", err)
-	}
-	if len(raw) > MaxItemSize {
-		return invalidf("item is %d bytes encoded, more than %d", len(raw), MaxItemSize)
+		return err
 	}
 	return fb.items.Put(u64(it.Seq), raw)
 }
@@ -383,17 +379,6 @@ func getItemBySeq(fb *feedBuckets, seq uint64) (Item, error) {
 		return Item{}, corruptf("item seq %d missing", seq)
 	}
 	return decodeItem(seq, v)
-}
-
-func decodeItem(seq uint64, v []byte) (Item, error) {
-	var it Item
-	if err := json.Unmarshal(v, &it); err != nil {
-		return Item{}, corruptf("item seq %d: %v", seq, err)
-	}
-	if it.Seq != seq {
-		return Item{}, corruptf("item record %d holds seq %d", seq, it.Seq)
-	}
-	return it, nil
 }
 
 // Items returns items of feed feedID selected by q, or ErrFeedNotFound.

@@ -18,7 +18,7 @@ var (
 
 	// The items and observations of all feeds (feeddata.go): the items by
 	// Seq alone, every other key led by its feed's ID.
-	bucketItems     = []byte("items")      // Seq → item JSON
+	bucketItems     = []byte("items")      // Seq → item (itemenc.go)
 	bucketItemCount = []byte("item_count") // feed ID → number of items
 	bucketItemSeqs  = []byte("item_seq")   // feed ID | Seq → nothing
 	bucketItemIDs   = []byte("item_ids")   // feed ID | item ID → Seq

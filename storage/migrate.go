@@ -39,11 +39,12 @@ var migrations = []migration{
 	{5, "policy states in feeds", migratePolicyStates, nil},
 	{6, "items and observations of all feeds in shared buckets", nil, migrateSharedFeedData},
 	{7, "observations in a binary form", nil, migrateBinaryObservations},
+	{8, "items in a binary form", nil, migrateBinaryItems},
 }
 
 // SchemaVersion is the schema version this build of slogfeed writes: the
 // version of the last migration.
-const SchemaVersion = 7
+const SchemaVersion = 8
 
 // The layout of feed data up to schema 5: a bucket feed_data holding one
 // bucket per feed (its ID), which held the count and four buckets.
@@ -420,4 +421,81 @@ func binaryTail(tail []byte) ([]byte, int, bool) {
 		out = append(out, e...)
 	}
 	return out, n, true
+}
+
+// legacyItemsJSON holds the items bucket of schema 7 (its JSON records)
+// while migrateBinaryItems converts it: absent before and after.
+var legacyItemsJSON = []byte("items_json")
+
+// migrateBinaryItems rewrites the item records of schema 7, JSON, in the
+// binary form of schema 8 (itemenc.go). Its first batch moves the items
+// bucket, as it is, into legacyItemsJSON and creates an empty one; each
+// batch then moves the first migrateBatchEntries records of the old
+// bucket, converted, to the new one, in order of Seq, so that the new
+// bucket's pages are filled as appends fill them (a conversion in place
+// would leave them about half full) and the old bucket's emptied pages
+// are freed as it goes; where to resume is the old bucket's first key.
+// The last batch deletes legacyItemsJSON. A record that is already
+// binary, or that does not decode (Check reports it), is moved as it is.
+func migrateBinaryItems(tx *bolt.Tx) (done bool, err error) {
+	holder := tx.Bucket(legacyItemsJSON)
+	if holder == nil {
+		if holder, err = tx.CreateBucket(legacyItemsJSON); err != nil {
+			return false, err
+		}
+		if tx.Bucket(bucketItems) != nil {
+			if err := tx.MoveBucket(bucketItems, nil, holder); err != nil {
+				return false, err
+			}
+		} else if _, err := holder.CreateBucket(bucketItems); err != nil {
+			return false, err
+		}
+		if _, err := tx.CreateBucket(bucketItems); err != nil {
+			return false, err
+		}
+	}
+	old := holder.Bucket(bucketItems)
+	if old == nil {
+		return false, corruptf("%s/%s missing", legacyItemsJSON, bucketItems)
+	}
+	items, err := bucket(tx, bucketItems)
+	if err != nil {
+		return false, err
+	}
+	items.FillPercent = itemsFill
+	var moved [][]byte
+	c := old.Cursor()
+	for k, v := c.First(); k != nil && len(moved) < migrateBatchEntries; k, v = c.Next() {
+		seq, ok := getU64(k)
+		if !ok || v == nil {
+			return false, corruptf("%s[%x] is not an item record", bucketItems, k)
+		}
+		k = bytes.Clone(k)
+		if err := items.Put(k, binaryItem(seq, v)); err != nil {
+			return false, err
+		}
+		moved = append(moved, k)
+	}
+	for _, k := range moved {
+		if err := old.Delete(k); err != nil {
+			return false, err
+		}
+	}
+	if k, _ := old.Cursor().First(); k != nil {
+		return false, nil
+	}
+	return true, tx.DeleteBucket(legacyItemsJSON)
+}
+
+// binaryItem returns the binary form of the JSON item record v stored
+// under seq, or a copy of v when it is not JSON or does not convert.
+func binaryItem(seq uint64, v []byte) []byte {
+	if len(v) > 0 && v[0] != itemTag {
+		if it, err := decodeItem(seq, v); err == nil {
+			if b, err := appendItem(make([]byte, 0, len(v)/2), &it); err == nil {
+				return b
+			}
+		}
+	}
+	return bytes.Clone(v)
 }

@@ -99,8 +99,8 @@ func TestSchema6Observations(t *testing.T) {
 		t.Fatal(err)
 	}
 	closeAndCheck(t, s)
-	if v := storedSchema(t, path); v != SchemaVersion || SchemaVersion != 7 {
-		t.Errorf("schema %d, want 7", v)
+	if v := storedSchema(t, path); v != SchemaVersion {
+		t.Errorf("schema %d, want %d", v, SchemaVersion)
 	}
 	if j, b, _ := storedObservations(t, path); j != 0 || b != j0 {
 		t.Errorf("after the upgrade: %d JSON and %d binary observations, want 0 and %d", j, b, j0)

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -178,13 +177,11 @@ func deleteEntry(fb *feedBuckets, e overEntry) error {
 		if raw == nil {
 			return corruptf("feed %d: item seq %d missing", fb.id, seq)
 		}
-		var rec struct {
-			ID string `json:"id"`
-		}
-		if err := json.Unmarshal(raw, &rec); err != nil || rec.ID == "" {
+		id, err := itemRecordID(raw)
+		if err != nil || id == "" {
 			return corruptf("feed %d: item seq %d: no id (%v)", fb.id, seq, err)
 		}
-		e.id = rec.ID
+		e.id = id
 	}
 	if err := fb.items.Delete(u64(seq)); err != nil {
 		return err

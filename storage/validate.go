@@ -1,11 +1,9 @@
 package storage
 
 import (
-	"bytes"
 	"errors"
 	"math"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -16,7 +14,8 @@ import (
 // should truncate or refuse it earlier with a message of their own.
 const (
 	// MaxItemSize bounds an item's JSON encoding, that is, everything the
-	// item carries (content, summary, enclosures…).
+	// item carries (content, summary, enclosures…), whatever form a
+	// backend stores it in.
 	MaxItemSize = 1 << 20
 	// MaxFeedSize bounds a feed record's JSON encoding.
 	MaxFeedSize = 1 << 20
@@ -149,7 +148,8 @@ func validateItem(it *Item) error {
 	return err
 }
 
-// validItem is validateItem returning the item encoded (encodeItem).
+// validItem is validateItem returning the item encoded (encodeItem,
+// without its Seq).
 func validItem(it *Item) ([]byte, error) {
 	switch {
 	case it.ID == "":
@@ -169,40 +169,7 @@ func validItem(it *Item) ([]byte, error) {
 			return nil, invalidf("reading position is not finite")
 		}
 	}
-	return encodeItem(it)
-}
-
-// seqPlaceholder is the Seq an item is encoded with before it has one
-// (the largest, so that the size check holds for any Seq).
-var seqPlaceholder = []byte(`"seq":18446744073709551615`)
-
-// encodeItem encodes it with seqPlaceholder for its Seq, or fails with
-// ErrInvalid when it cannot be encoded or is larger than MaxItemSize.
-// withSeq turns the result into the record of the item with a given Seq.
-func encodeItem(it *Item) ([]byte, error) {
-	raw, err := marshalItem(it, math.MaxUint64)
-	if err != nil {
-		return nil, invalidf("item cannot be encoded: %v", err)
-	}
-	if len(raw) > MaxItemSize {
-		return nil, invalidf("item is %d bytes encoded, more than %d", len(raw), MaxItemSize)
-	}
-	return raw, nil
-}
-
-// withSeq returns an encodeItem result with seq in place of the
-// placeholder, or nil when raw has none. The first match is the field:
-// inside a JSON string a quote is always escaped.
-func withSeq(raw []byte, seq uint64) []byte {
-	i := bytes.Index(raw, seqPlaceholder)
-	if i < 0 {
-		return nil
-	}
-	out := make([]byte, 0, len(raw))
-	out = append(out, raw[:i]...)
-	out = append(out, `"seq":`...)
-	out = strconv.AppendUint(out, seq, 10)
-	return append(out, raw[i+len(seqPlaceholder):]...)
+	return encodeItem(it, math.MaxUint64)
 }
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
