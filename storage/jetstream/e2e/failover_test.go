@@ -87,6 +87,7 @@ type nodeOptions struct {
 	shards      int
 	watch       aggregator.Watcher
 	timing      cluster.Timing // the lease timing (zero: its default)
+	tick        time.Duration  // the lease node's tick (zero: its default)
 }
 
 func startNode(t testing.TB, ctx context.Context, c *jstest.Cluster, name string, log *slog.Logger, opt nodeOptions) *node {
@@ -105,7 +106,7 @@ func joinNode(t testing.TB, ctx context.Context, c *jstest.Cluster, name string,
 		opt.shards = shards
 	}
 	nc, js, b := connect(t, ctx, c, opt.callTimeout)
-	lease, err := lease.Start(ctx, js, lease.Options{Name: name, Shards: opt.shards, Timing: opt.timing, Logger: log})
+	lease, err := lease.Start(ctx, js, lease.Options{Name: name, Shards: opt.shards, Timing: opt.timing, Tick: opt.tick, Logger: log})
 	if err != nil {
 		t.Fatalf("%s: join: %v", name, err)
 	}

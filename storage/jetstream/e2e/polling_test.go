@@ -78,6 +78,7 @@ type pollStats struct {
 	abort  atomic.Value
 
 	mu        sync.Mutex
+	lastAt    []time.Time // each feed's last poll heard
 	fetched   []bool
 	nFetched  int
 	measuring bool
@@ -89,7 +90,7 @@ type pollStats struct {
 }
 
 func newPollStats(pub *aggtest.Fleet, pubPID, n, nodes int) *pollStats {
-	return &pollStats{pub: pub, pubPID: pubPID, nodes: nodes, fetched: make([]bool, n), stored: map[[2]int]bool{}}
+	return &pollStats{pub: pub, pubPID: pubPID, nodes: nodes, lastAt: make([]time.Time, n), fetched: make([]bool, n), stored: map[[2]int]bool{}}
 }
 
 func (st *pollStats) watcher() aggregator.Watcher {
@@ -100,9 +101,12 @@ func (st *pollStats) heard(ev aggregator.Fetched) {
 	now := time.Now()
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if i, ok := st.pub.FeedOf(ev.Feed.URL); ok && i < len(st.fetched) && !st.fetched[i] {
-		st.fetched[i] = true
-		st.nFetched++
+	if i, ok := st.pub.FeedOf(ev.Feed.URL); ok && i < len(st.fetched) {
+		st.lastAt[i] = now
+		if !st.fetched[i] {
+			st.fetched[i] = true
+			st.nFetched++
+		}
 	}
 	st.total++
 	if !st.measuring {
@@ -215,11 +219,11 @@ func (st *pollStats) measure(b *testing.B, label string, d time.Duration) {
 // pause waits d (the live loop runs on the wall clock), failing the
 // benchmark if the progress logger found the process past
 // -poll.maxrss-gib.
-func (st *pollStats) pause(b *testing.B, d time.Duration) {
+func (st *pollStats) pause(tb testing.TB, d time.Duration) {
 	end := time.Now().Add(d)
 	for {
 		if msg, ok := st.abort.Load().(string); ok {
-			b.Fatal(msg)
+			tb.Fatal(msg)
 		}
 		left := time.Until(end)
 		if left <= 0 {

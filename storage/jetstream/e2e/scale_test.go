@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
 	"os/exec"
@@ -66,7 +67,7 @@ func TestPollingPublisher(t *testing.T) {
 // startPollFleet serves the benchmark's fleet, in this process with
 // -poll.inprocess, else in a process of its own (this test binary again),
 // whose ID it returns.
-func startPollFleet(b *testing.B, period time.Duration) (*aggtest.Fleet, int) {
+func startPollFleet(b testing.TB, period time.Duration) (*aggtest.Fleet, int) {
 	if *pollInProc {
 		return aggtest.StartFleet(b, pollHosts, period, pollItems), 0
 	}
@@ -174,7 +175,7 @@ const pollFirstDelay = 2 * time.Second
 // stored (learnedItems). CreateFeed's
 // unique-index keys and ID sequence are not written: nothing in the run
 // reads them.
-func writeFeeds(b *testing.B, ctx context.Context, nc *nats.Conn, pub *aggtest.Fleet, n int, learned bool, workers int) {
+func writeFeeds(b testing.TB, ctx context.Context, nc *nats.Conn, pub *aggtest.Fleet, n int, learned bool, workers int) {
 	b.Helper()
 	now := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
@@ -474,14 +475,28 @@ func (st *pollStats) reportMemory(b *testing.B, label string) {
 
 func gib(v int64) float64 { return float64(v) / (1 << 30) }
 
-// takeOver kills the third node as SIGKILL would (no lease given back)
-// and stops its JetStream server, then measures, with the survivors' own
-// signals, when they own every shard (lease.Node.Owns), when each feed
-// taken over is scheduled again from its loaded state (the aggregator's
-// NextFetch answers for it), and which of those restarted from nothing
-// (their policy's State has learned no publish: cold starts); then it
-// measures -poll.after of polling.
-func takeOver(b *testing.B, st *pollStats, c *jstest.Cluster, nodes []*node, n int) {
+// takeoverResult is what takeOver measured: the feeds of the killed
+// node's shards, when the survivors owned every shard, when they had
+// scheduled every one of those feeds again, per feed how long after its
+// shard was owned, the cold starts and the feeds replayed from their
+// observations.
+type takeoverResult struct {
+	shards, feeds     int
+	owned, loaded     time.Duration // after the kill
+	median, worst     float64       // per feed, loaded after its shard was owned, s
+	cold, replayed    int
+	nodeDead, srvDead time.Duration // how long the kill and the server's stop took
+}
+
+// killAndTakeOver kills nodes[2] as SIGKILL would (no lease given back)
+// and, with stopServer, stops JetStream server 2, then measures, with the
+// survivors' own signals, when they own every shard (lease.Node.Owns),
+// when each feed taken over (of the feeds 1..n) is scheduled again from
+// its loaded state (the aggregator's NextFetch answers for it, checked
+// every 100 ms), and which of those restarted from nothing (their
+// policy's State has learned no publish: cold starts).
+func killAndTakeOver(tb testing.TB, st *pollStats, c *jstest.Cluster, nodes []*node, n int, stopServer bool) takeoverResult {
+	tb.Helper()
 	victim, survivors := nodes[2], nodes[:2]
 	lost := victim.lease.Owned()
 	lostSet := map[int]bool{}
@@ -494,28 +509,28 @@ func takeOver(b *testing.B, st *pollStats, c *jstest.Cluster, nodes []*node, n i
 			taken = append(taken, id)
 		}
 	}
+	res := takeoverResult{shards: len(lost), feeds: len(taken)}
 	replayed0 := 0
 	for _, nd := range survivors {
 		replayed0 += nd.svc.LoadProgress().Replayed
 	}
 	killed := time.Now()
 	victim.kill()
-	nodeDead := time.Since(killed)
-	if *pollKillSrv {
+	res.nodeDead = time.Since(killed)
+	if stopServer {
 		c.Stop(2)
 	}
+	res.srvDead = time.Since(killed) - res.nodeDead
 	nodes[2] = nil
-	logf(b, "killed %s (%d shards, %d feeds) in %v and stopped its JetStream server in %v",
-		victim.name, len(lost), len(taken), nodeDead.Round(time.Millisecond), (time.Since(killed) - nodeDead).Round(time.Millisecond))
 
 	ownedAt := map[int]time.Time{}
 	var allOwned, lastLoaded time.Time
-	var afterOwn []float64 // per feed: loaded − its shard owned, s
+	var afterOwn []float64
 	pending := slices.Clone(taken)
 	deadline := killed.Add(10 * time.Minute)
 	for len(pending) > 0 || allOwned.IsZero() {
 		if time.Now().After(deadline) {
-			b.Fatalf("takeover: %d of %d shards owned, %d of %d feeds loaded after %v", len(ownedAt), len(lost), len(taken)-len(pending), len(taken), time.Since(killed))
+			tb.Fatalf("takeover: %d of %d shards owned, %d of %d feeds loaded after %v", len(ownedAt), len(lost), len(taken)-len(pending), len(taken), time.Since(killed))
 		}
 		now := time.Now()
 		for _, s := range lost {
@@ -545,46 +560,135 @@ func takeOver(b *testing.B, st *pollStats, c *jstest.Cluster, nodes []*node, n i
 			}
 			return false
 		})
-		st.pause(b, 100*time.Millisecond)
+		st.pause(tb, 100*time.Millisecond)
 	}
-	cold := 0
 	for _, id := range taken {
 		for _, nd := range survivors {
 			if s, ok := nd.svc.State(id); ok && nd.lease.OwnsFeed(id) {
 				if !s.HasPublish {
-					cold++
+					res.cold++
 				}
 				break
 			}
 		}
 	}
-	replayed := -replayed0
+	res.replayed = -replayed0
 	for _, nd := range survivors {
-		replayed += nd.svc.LoadProgress().Replayed
+		res.replayed += nd.svc.LoadProgress().Replayed
 	}
 	slices.Sort(afterOwn)
-	med, worst := 0.0, 0.0
 	if len(afterOwn) > 0 {
-		med, worst = afterOwn[len(afterOwn)/2], afterOwn[len(afterOwn)-1]
+		res.median, res.worst = afterOwn[len(afterOwn)/2], afterOwn[len(afterOwn)-1]
 	}
-	b.ReportMetric(allOwned.Sub(killed).Seconds(), "owned-s")
-	b.ReportMetric(lastLoaded.Sub(killed).Seconds(), "loaded-s")
-	b.ReportMetric(lastLoaded.Sub(allOwned).Seconds(), "loaded-after-owned-s")
-	b.ReportMetric(worst, "max-feed-loaded-after-its-shard-s")
-	b.ReportMetric(float64(len(taken)), "taken-over-feeds")
-	b.ReportMetric(float64(cold), "cold-starts")
-	logf(b, "takeover of %d feeds in %d shards: every shard owned %v after the kill; every feed scheduled again %v after the kill, %v after the last shard was owned; per feed, scheduled after its shard was owned: median %.2f s, max %.2f s (checked every 100 ms); %d cold starts, %d feeds replayed from their observations",
-		len(taken), len(lost), allOwned.Sub(killed).Round(time.Millisecond), lastLoaded.Sub(killed).Round(time.Millisecond),
-		lastLoaded.Sub(allOwned).Round(time.Millisecond), med, worst, cold, replayed)
+	res.owned, res.loaded = allOwned.Sub(killed), lastLoaded.Sub(killed)
 	st.nodes = len(survivors)
+	return res
+}
+
+// takeOver is killAndTakeOver in the benchmark: it reports the takeover,
+// then measures -poll.after of polling by the survivors.
+func takeOver(b *testing.B, st *pollStats, c *jstest.Cluster, nodes []*node, n int) {
+	victim := nodes[2].name
+	r := killAndTakeOver(b, st, c, nodes, n, *pollKillSrv)
+	what := "and stopped its JetStream server"
+	if !*pollKillSrv {
+		what = "(its JetStream server kept)"
+	}
+	logf(b, "killed %s (%d shards, %d feeds) in %v %s in %v", victim, r.shards, r.feeds, r.nodeDead.Round(time.Millisecond), what, r.srvDead.Round(time.Millisecond))
+	b.ReportMetric(r.owned.Seconds(), "owned-s")
+	b.ReportMetric(r.loaded.Seconds(), "loaded-s")
+	b.ReportMetric((r.loaded - r.owned).Seconds(), "loaded-after-owned-s")
+	b.ReportMetric(r.worst, "max-feed-loaded-after-its-shard-s")
+	b.ReportMetric(float64(r.feeds), "taken-over-feeds")
+	b.ReportMetric(float64(r.cold), "cold-starts")
+	logf(b, "takeover of %d feeds in %d shards: every shard owned %v after the kill; every feed scheduled again %v after the kill, %v after the last shard was owned; per feed, scheduled after its shard was owned: median %.2f s, max %.2f s (checked every 100 ms); %d cold starts, %d feeds replayed from their observations",
+		r.feeds, r.shards, r.owned.Round(time.Millisecond), r.loaded.Round(time.Millisecond), (r.loaded - r.owned).Round(time.Millisecond), r.median, r.worst, r.cold, r.replayed)
 	st.measure(b, "after-kill-", *pollAfter)
 	st.reportMemory(b, "after-kill-")
 }
 
 // logf logs to the benchmark's log and to standard error: a benchmark's
 // log keeps its first lines only.
-func logf(b *testing.B, format string, args ...any) {
+func logf(b testing.TB, format string, args ...any) {
 	b.Helper()
 	b.Logf(format, args...)
 	fmt.Fprintf(os.Stderr, "%s: %s\n", b.Name(), fmt.Sprintf(format, args...))
+}
+
+// TestPollingTakeover runs BenchmarkPolling's million-feed path at a
+// test size: 300 feeds written with the learned state and the items of a
+// first fetch, three nodes with short leases polling them at their
+// predictions, then one node killed with its JetStream server. The
+// survivors own every shard, schedule every feed taken over from its
+// learned state (no cold start, no replay) and poll each of them again
+// within a period.
+func TestPollingTakeover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about 20 s of real time")
+	}
+	const n = 300
+	period := 8 * time.Second
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	pub := aggtest.StartFleet(t, pollHosts, period, pollItems)
+	c := jstest.NewCluster(t, 3)
+	st := newPollStats(pub, 0, n, 3)
+	nc, _, _ := connect(t, ctx, c, 0)
+	writeFeeds(t, ctx, nc, pub, n, true, 2)
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	opt := nodeOptions{workers: 4, shards: pollShards, watch: st.watcher(), tick: 100 * time.Millisecond,
+		timing: cluster.Timing{TTL: 2 * time.Second, Renew: 600 * time.Millisecond, Margin: 200 * time.Millisecond}}
+	var nodes []*node
+	defer func() {
+		for _, nd := range nodes {
+			if nd != nil {
+				nd.close(t)
+			}
+		}
+	}()
+	for k := range 3 {
+		nodes = append(nodes, joinNode(t, ctx, c, fmt.Sprintf("n%d", k+1), log, opt))
+	}
+	WaitFor(t, 30*time.Second, "every shard owned once", func() error { return evenShares(nodes, pollShards) })
+	for _, nd := range nodes {
+		nd.serve(t, ctx, log, opt)
+	}
+	WaitFor(t, period+5*time.Second, "a third of the feeds polled", func() error {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if st.nFetched < n/3 {
+			return fmt.Errorf("%d feeds polled", st.nFetched)
+		}
+		return nil
+	})
+	var taken []int // the killed node's feeds
+	for i := range n {
+		if nodes[2].lease.OwnsFeed(uint64(i + 1)) {
+			taken = append(taken, i)
+		}
+	}
+	killed := time.Now()
+	r := killAndTakeOver(t, st, c, nodes, n, true)
+	t.Logf("%d feeds in %d shards taken over: owned %v after the kill, scheduled again %v after; per feed after its shard: median %.2f s, max %.2f s; %d cold, %d replayed",
+		r.feeds, r.shards, r.owned.Round(time.Millisecond), r.loaded.Round(time.Millisecond), r.median, r.worst, r.cold, r.replayed)
+	if r.feeds == 0 || r.shards == 0 {
+		t.Fatalf("the killed node had %d shards, %d feeds", r.shards, r.feeds)
+	}
+	if r.cold != 0 || r.replayed != 0 {
+		t.Errorf("%d cold starts and %d replays among %d feeds taken over, want none: each record carries its learned state", r.cold, r.replayed, r.feeds)
+	}
+	if r.feeds != len(taken) {
+		t.Errorf("%d feeds taken over, the killed node owned %d", r.feeds, len(taken))
+	}
+	// Every feed taken over is polled again.
+	WaitFor(t, period+10*time.Second, "every feed polled since the kill", func() error {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		for _, i := range taken {
+			if st.lastAt[i].Before(killed) {
+				return fmt.Errorf("feed %d last polled %v before the kill", i+1, killed.Sub(st.lastAt[i]).Round(time.Millisecond))
+			}
+		}
+		return nil
+	})
 }
