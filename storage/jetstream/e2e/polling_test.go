@@ -244,8 +244,9 @@ func loadAvg() string {
 
 // BenchmarkPolling is the polling benchmark: the same loopback
 // fleet of -poll.feeds feeds (20,000 by default) that each publish an item
-// every 60 s at a phase of their own, on 8 addresses 127.0.0.x with
-// conditional GET (aggtest.Fleet), polled in turn by
+// every -poll.period (60 s) at a phase of their own, on 8 addresses
+// 127.0.0.x with conditional GET (aggtest.Fleet), polled in turn by the
+// setups -poll.setups names (all by default)
 //
 //   - bbolt: one aggregator on a bbolt file (fsynced, as serve runs it);
 //   - jetstream-1: one node (lease node and aggregator) on one embedded
@@ -261,8 +262,28 @@ func loadAvg() string {
 // poll) of the items published in the measurement, the process's CPU
 // time per poll (the publisher and the JetStream servers run in this
 // process too) and the items published at least 30 s before the end and
-// not stored (late-items). b.N is ignored: one run per setup, about 15
-// minutes in all at 20,000 feeds; run it alone with -benchtime 1x.
+// not stored (late-items, -poll.late: half a period), with the p90
+// latency and, at the end, the process's peak and present resident set
+// per feed, its Go heap in use and live, and the live heap split between
+// the JetStream servers and the nodes (readHeapShares). b.N is ignored:
+// one run per setup, about 15 minutes in all at 20,000 feeds; run it
+// alone with -benchtime 1x.
+//
+// For a million feeds: -poll.inprocess=false serves the fleet from a
+// process of its own (its CPU reported apart); -poll.learned writes the
+// feed records concurrently, each with the policy state and the items of
+// a first fetch right after its newest publish, so the nodes start at
+// their learned predictions rather than fetching a million feeds at
+// once; the three nodes join before any loads its feeds. -poll.kill then
+// kills one node and stops its JetStream server, reports the takeover
+// (killAndTakeOver) and measures -poll.after of polling; -poll.progress
+// logs on standard error, and -poll.maxrss-gib stops a run that grows
+// past its memory:
+//
+//	go test -c -o /tmp/e2e.test ./storage/jetstream/e2e/
+//	GOMEMLIMIT=12GiB /tmp/e2e.test -test.run '^$' -test.bench BenchmarkPolling -test.benchtime 1x -test.timeout 3h \
+//	    -poll.feeds 1000000 -poll.period 1h -poll.setups jetstream-3 -poll.learned -poll.inprocess=false \
+//	    -poll.kill -poll.warmup 15m -poll.measure 30m -poll.after 5m -poll.late 2m -poll.progress 1m -poll.maxrss-gib 14
 func BenchmarkPolling(b *testing.B) {
 	period := *pollEvery
 	pub, pubPID := startPollFleet(b, period)
