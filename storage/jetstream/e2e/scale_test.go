@@ -68,12 +68,23 @@ func TestPollingPublisher(t *testing.T) {
 // -poll.inprocess, else in a process of its own (this test binary again),
 // whose ID it returns.
 func startPollFleet(b testing.TB, period time.Duration) (*aggtest.Fleet, int) {
+	items := max(*pollDocItems, 1)
+	// Items published before the run: enough for a full document, and for
+	// the polls of a learned state.
+	epoch := time.Now().Add(-time.Duration(max(items, learnPolls)) * period)
 	if *pollInProc {
-		return aggtest.StartFleet(b, pollHosts, period, pollItems), 0
+		if items == pollItems {
+			return aggtest.StartFleet(b, pollHosts, period, pollItems), 0
+		}
+		p, stop, err := aggtest.ServeFleet(epoch, period, items, pollHosts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(stop)
+		return p, 0
 	}
-	epoch := time.Now().Add(-time.Duration(pollItems) * period)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestPollingPublisher$", "-test.timeout=0")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d %d %d %d", pollPublisherEnv, epoch.UnixNano(), int64(period), pollItems, pollHosts))
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d %d %d %d", pollPublisherEnv, epoch.UnixNano(), int64(period), items, pollHosts))
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -94,7 +105,7 @@ func startPollFleet(b testing.TB, period time.Duration) (*aggtest.Fleet, int) {
 	if err != nil {
 		b.Fatalf("fleet publisher: %v", err)
 	}
-	return aggtest.FleetAt(epoch, period, pollItems, strings.Split(strings.TrimSpace(line), ",")), cmd.Process.Pid
+	return aggtest.FleetAt(epoch, period, items, strings.Split(strings.TrimSpace(line), ",")), cmd.Process.Pid
 }
 
 // feedRecord is a feed's value in the defs bucket as the JetStream store
@@ -110,10 +121,11 @@ type recordState struct {
 	Policy []byte    `json:"policy,omitempty"`
 }
 
-// learnedRecord is feed i's record (ID i+1) as its first fetch at
-// pollFirstDelay after its newest publish by now left it: the
-// document's items seen, the policy state aggregator.Learn folds that
-// observation into. writeFeeds stores the items that fetch found
+// learnedRecord is feed i's record (ID i+1) as a node that polled it
+// pollFirstDelay after each of its learnPolls newest publishes by now
+// left it: the first poll found the document's items, each later one the
+// newest item, and aggregator.Learn folded each observation into the
+// policy state. writeFeeds stores the items the document lists
 // (learnedItems).
 func learnedRecord(pub *aggtest.Fleet, i int, now time.Time) (feedRecord, error) {
 	f := storage.Feed{ID: uint64(i + 1), URL: pub.URL(i), Kind: storage.KindRemote, Policy: schedule.DefaultPolicy, Created: now, Updated: now}
@@ -121,27 +133,40 @@ func learnedRecord(pub *aggtest.Fleet, i int, now time.Time) (feedRecord, error)
 	if k < 0 {
 		return feedRecord{Feed: f, State: &recordState{}}, nil
 	}
-	at := pub.Published(i, k).Add(pollFirstDelay)
-	if at.After(now) {
-		at = now
-	}
-	o := storage.Observation{At: at, Status: 200, Hit: true}
-	for j := max(k-pub.Items+1, 0); j <= k; j++ { // oldest first, as a poll records them
-		p := pub.Published(i, j)
-		o.Published = append(o.Published, p)
-		o.LatencyS = append(o.LatencyS, at.Sub(p).Seconds())
-	}
-	f.Polls, f.Hits, f.Items = 1, 1, int64(len(o.Published))
-	f.LastFetch, f.LastHit, f.ETag = at, at, pub.ETag(i, k)
-	ps, ok := aggregator.Learn(&f, &storage.PolicyState{}, &o)
-	if !ok {
-		return feedRecord{}, fmt.Errorf("feed %d: policy %q keeps no state", f.ID, f.Policy)
+	var ps storage.PolicyState
+	first := max(k-learnPolls+1, 0)
+	for j := first; j <= k; j++ {
+		at := pub.Published(i, j).Add(pollFirstDelay)
+		if at.After(now) {
+			at = now
+		}
+		o := storage.Observation{At: at, Status: 200, Hit: true}
+		from := j
+		if j == first {
+			from = max(j-pub.Items+1, 0) // the whole document
+		}
+		for h := from; h <= j; h++ { // oldest first, as a poll records them
+			p := pub.Published(i, h)
+			o.Published = append(o.Published, p)
+			o.LatencyS = append(o.LatencyS, at.Sub(p).Seconds())
+		}
+		f.Polls++
+		f.Hits++
+		f.Items += int64(len(o.Published))
+		f.LastFetch, f.LastHit, f.ETag = at, at, pub.ETag(i, j)
+		var ok bool
+		if ps, ok = aggregator.Learn(&f, &ps, &o); !ok {
+			return feedRecord{}, fmt.Errorf("feed %d: policy %q keeps no state", f.ID, f.Policy)
+		}
 	}
 	return feedRecord{Feed: f, State: &recordState{Next: ps.Next, Last: ps.Last, Policy: ps.Policy}}, nil
 }
 
-// learnedItems are the messages of the items of feed i a first fetch at
-// stored (its document's, at most pub.Items), as the JetStream store
+// learnPolls is how many polls a learned record has learned from.
+const learnPolls = 5
+
+// learnedItems are the messages of the items of feed i's document at
+// its last learned poll at (at most pub.Items), as the JetStream store
 // publishes them: on the feed's subject, with the item's key and time
 // headers (no message ID: the duplicate window has nothing to catch).
 func learnedItems(pub *aggtest.Fleet, i int, at time.Time) []*nats.Msg {
