@@ -146,6 +146,10 @@ func (p *Fleet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, sb.String())
 }
 
+// ETag is the validator the fleet answers for feed i while item j is its
+// newest.
+func (p *Fleet) ETag(i, j int) string { return fmt.Sprintf(`"%d-%d"`, i, j) }
+
 // CPUTime is the process's user + system CPU time.
 func CPUTime() time.Duration {
 	var ru syscall.Rusage

@@ -86,15 +86,27 @@ type nodeOptions struct {
 	resync      time.Duration // ServiceOptions.Resync
 	shards      int
 	watch       aggregator.Watcher
+	timing      cluster.Timing // the lease timing (zero: its default)
+	tick        time.Duration  // the lease node's tick (zero: its default)
 }
 
 func startNode(t testing.TB, ctx context.Context, c *jstest.Cluster, name string, log *slog.Logger, opt nodeOptions) *node {
+	t.Helper()
+	n := joinNode(t, ctx, c, name, log, opt)
+	n.serve(t, ctx, log, opt)
+	return n
+}
+
+// joinNode connects a node to the cluster and starts its lease node; serve
+// then starts its aggregator and pipe runner. Joining every node first
+// lets the shards settle before any node loads its feeds.
+func joinNode(t testing.TB, ctx context.Context, c *jstest.Cluster, name string, log *slog.Logger, opt nodeOptions) *node {
 	t.Helper()
 	if opt.shards == 0 {
 		opt.shards = shards
 	}
 	nc, js, b := connect(t, ctx, c, opt.callTimeout)
-	lease, err := lease.Start(ctx, js, lease.Options{Name: name, Shards: opt.shards, Logger: log})
+	lease, err := lease.Start(ctx, js, lease.Options{Name: name, Shards: opt.shards, Timing: opt.timing, Tick: opt.tick, Logger: log})
 	if err != nil {
 		t.Fatalf("%s: join: %v", name, err)
 	}
@@ -102,16 +114,23 @@ func startNode(t testing.TB, ctx context.Context, c *jstest.Cluster, name string
 	if err := b.Store().SetOwner(lease); err != nil {
 		t.Fatal(err)
 	}
+	return &node{name: name, nc: nc, backend: b, lease: lease, done: make(chan error, 2)}
+}
+
+// serve starts the aggregator (after loading the feeds of the node's
+// shards) and the pipe runner of a joined node.
+func (n *node) serve(t testing.TB, ctx context.Context, log *slog.Logger, opt nodeOptions) {
+	t.Helper()
 	svc, err := aggregator.NewService(aggregator.ServiceOptions{
-		Store: b,
+		Store: n.backend,
 		Fetcher: fetcher.New(fetcher.Options{
 			Allow:     []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-			UserAgent: fetcher.UserAgent("test", name),
+			UserAgent: fetcher.UserAgent("test", n.name),
 		}),
 		Scheduler: schedule.Config{Workers: opt.workers},
-		Owner:     lease,
+		Owner:     n.lease,
 		Resync:    opt.resync,
-		Logger:    log.With("node", name),
+		Logger:    log.With("node", n.name),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +139,7 @@ func startNode(t testing.TB, ctx context.Context, c *jstest.Cluster, name string
 	if err := svc.Load(); err != nil {
 		t.Fatal(err)
 	}
-	pipes, err := runner.New(runner.Options{Store: b, Owner: lease, Logger: log.With("node", name)})
+	pipes, err := runner.New(runner.Options{Store: n.backend, Owner: n.lease, Logger: log.With("node", n.name)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,10 +147,9 @@ func startNode(t testing.TB, ctx context.Context, c *jstest.Cluster, name string
 		t.Fatal(err)
 	}
 	rctx, stop := context.WithCancel(ctx)
-	n := &node{name: name, nc: nc, backend: b, lease: lease, svc: svc, pipes: pipes, stop: stop, done: make(chan error, 2)}
+	n.svc, n.pipes, n.stop = svc, pipes, stop
 	go func() { n.done <- svc.Run(rctx) }()
 	go func() { n.done <- pipes.Run(rctx) }()
-	return n
 }
 
 // post posts a reading of sensor lab-7 to n's sensor store.
