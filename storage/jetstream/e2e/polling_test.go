@@ -283,7 +283,7 @@ func loadAvg() string {
 //
 //	go test -c -o /tmp/e2e.test ./storage/jetstream/e2e/
 //	GOMEMLIMIT=12GiB /tmp/e2e.test -test.run '^$' -test.bench BenchmarkPolling -test.benchtime 1x -test.timeout 3h \
-//	    -poll.feeds 1000000 -poll.period 1h -poll.setups jetstream-3 -poll.learned -poll.inprocess=false \
+//	    -poll.feeds 1000000 -poll.items 1 -poll.period 1h -poll.setups jetstream-3 -poll.learned -poll.inprocess=false \
 //	    -poll.kill -poll.warmup 15m -poll.measure 30m -poll.after 5m -poll.late 2m -poll.progress 1m -poll.maxrss-gib 14
 func BenchmarkPolling(b *testing.B) {
 	period := *pollEvery

@@ -678,7 +678,9 @@ func TestPollingTakeover(t *testing.T) {
 	for _, nd := range nodes {
 		nd.serve(t, ctx, log, opt)
 	}
-	WaitFor(t, period+5*time.Second, "a third of the feeds polled", func() error {
+	// Bounds well above what the steps take alone: a loaded machine's
+	// Raft and lease timing stretch them.
+	WaitFor(t, period+30*time.Second, "a third of the feeds polled", func() error {
 		st.mu.Lock()
 		defer st.mu.Unlock()
 		if st.nFetched < n/3 {
@@ -706,7 +708,7 @@ func TestPollingTakeover(t *testing.T) {
 		t.Errorf("%d feeds taken over, the killed node owned %d", r.feeds, len(taken))
 	}
 	// Every feed taken over is polled again.
-	WaitFor(t, period+10*time.Second, "every feed polled since the kill", func() error {
+	WaitFor(t, 2*period+30*time.Second, "every feed polled since the kill", func() error {
 		st.mu.Lock()
 		defer st.mu.Unlock()
 		for _, i := range taken {
