@@ -1,15 +1,12 @@
 package aggregator_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
@@ -122,32 +119,12 @@ func rssParts() (anon, file int64) {
 	return anon, file
 }
 
-// fleetPublisherEnv asks TestFleetPublisher to serve a fleet: "epoch
-// (Unix ns) period items hosts".
+// fleetPublisherEnv asks TestFleetPublisher to serve a fleet.
 const fleetPublisherEnv = "SLOGFEED_FLEET_PUBLISHER"
 
 // TestFleetPublisher serves BenchmarkFleet's loopback fleet in a process
-// of its own when the benchmark starts it (fleetPublisherEnv set): it
-// writes the fleet's addresses on a line of standard output and serves
-// until its standard input closes. Without the variable it does nothing.
-func TestFleetPublisher(t *testing.T) {
-	spec := os.Getenv(fleetPublisherEnv)
-	if spec == "" {
-		t.Skip("run by BenchmarkFleet")
-	}
-	var epoch, period int64
-	var items, hosts int
-	if _, err := fmt.Sscan(spec, &epoch, &period, &items, &hosts); err != nil {
-		t.Fatalf("%s=%q: %v", fleetPublisherEnv, spec, err)
-	}
-	p, stop, err := aggtest.ServeFleet(time.Unix(0, epoch), time.Duration(period), items, hosts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	fmt.Println(strings.Join(p.Hosts(), ","))
-	_, _ = io.Copy(io.Discard, os.Stdin)
-}
+// of its own when the benchmark starts it; otherwise it is skipped.
+func TestFleetPublisher(t *testing.T) { aggtest.ServeFleetProcess(t, fleetPublisherEnv) }
 
 // startFleet serves the benchmark's fleet, in a process of its own unless
 // -fleet.inprocess.
@@ -156,29 +133,8 @@ func startFleet(b *testing.B, period time.Duration) *aggtest.Fleet {
 		return aggtest.StartFleet(b, fleetHosts, period, fleetItems)
 	}
 	epoch := time.Now().Add(-time.Duration(fleetItems) * period)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestFleetPublisher$", "-test.timeout=0")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d %d %d %d", fleetPublisherEnv, epoch.UnixNano(), int64(period), fleetItems, fleetHosts))
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		_ = stdin.Close()
-		_ = cmd.Wait()
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		b.Fatalf("fleet publisher: %v", err)
-	}
-	return aggtest.FleetAt(epoch, period, fleetItems, strings.Split(strings.TrimSpace(line), ","))
+	p, _ := aggtest.StartFleetProcess(b, "TestFleetPublisher", fleetPublisherEnv, epoch, period, fleetItems, fleetHosts)
+	return p
 }
 
 // BenchmarkFleet runs the live loop (default policy, 64 workers) over

@@ -1,15 +1,12 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"os"
-	"os/exec"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -37,32 +34,13 @@ import (
 // JetStream servers and the nodes, and the takeover of a killed node's
 // third.
 
-// pollPublisherEnv asks TestPollingPublisher to serve a fleet: "epoch
-// (Unix ns) period items hosts".
+// pollPublisherEnv asks TestPollingPublisher to serve a fleet.
 const pollPublisherEnv = "SLOGFEED_POLL_PUBLISHER"
 
 // TestPollingPublisher serves BenchmarkPolling's loopback fleet in a
-// process of its own when the benchmark starts it (pollPublisherEnv set):
-// it writes the fleet's addresses on a line of standard output and serves
-// until its standard input closes. Without the variable it does nothing.
-func TestPollingPublisher(t *testing.T) {
-	spec := os.Getenv(pollPublisherEnv)
-	if spec == "" {
-		t.Skip("run by BenchmarkPolling")
-	}
-	var epoch, period int64
-	var items, hosts int
-	if _, err := fmt.Sscan(spec, &epoch, &period, &items, &hosts); err != nil {
-		t.Fatalf("%s=%q: %v", pollPublisherEnv, spec, err)
-	}
-	p, stop, err := aggtest.ServeFleet(time.Unix(0, epoch), time.Duration(period), items, hosts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	fmt.Println(strings.Join(p.Hosts(), ","))
-	_, _ = io.Copy(io.Discard, os.Stdin)
-}
+// process of its own when the benchmark starts it; otherwise it is
+// skipped.
+func TestPollingPublisher(t *testing.T) { aggtest.ServeFleetProcess(t, pollPublisherEnv) }
 
 // startPollFleet serves the benchmark's fleet, in this process with
 // -poll.inprocess, else in a process of its own (this test binary again),
@@ -83,29 +61,7 @@ func startPollFleet(b testing.TB, period time.Duration) (*aggtest.Fleet, int) {
 		b.Cleanup(stop)
 		return p, 0
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestPollingPublisher$", "-test.timeout=0")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d %d %d %d", pollPublisherEnv, epoch.UnixNano(), int64(period), items, pollHosts))
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		_ = stdin.Close()
-		_ = cmd.Wait()
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		b.Fatalf("fleet publisher: %v", err)
-	}
-	return aggtest.FleetAt(epoch, period, items, strings.Split(strings.TrimSpace(line), ",")), cmd.Process.Pid
+	return aggtest.StartFleetProcess(b, "TestPollingPublisher", pollPublisherEnv, epoch, period, items, pollHosts)
 }
 
 // feedRecord is a feed's value in the defs bucket as the JetStream store
