@@ -158,6 +158,29 @@ func TestSchema5Fixture(t *testing.T) {
 	}
 }
 
+// openCutAfter opens path with migration step's batches failing after
+// the first n went through, as a power cut would, and expects that open
+// to fail with the cut.
+func openCutAfter(t *testing.T, path string, step, n int) {
+	t.Helper()
+	boom := errors.New("power cut")
+	cut := slicesClone(migrations)
+	batch := cut[step].batch
+	cut[step].batch = func(tx *bolt.Tx) (bool, error) {
+		if n == 0 {
+			return false, boom
+		}
+		n--
+		return batch(tx)
+	}
+	if s, err := open(path, Options{NoSync: true}, cut); !errors.Is(err, boom) {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("interrupted open = %v, want %v", err, boom)
+	}
+}
+
 // TestSchema5MoveResumes: the move runs in batches; one interrupted after
 // some of them leaves a file an older slogfeed refuses, and the next Open
 // finishes it with the same result.
@@ -167,22 +190,7 @@ func TestSchema5MoveResumes(t *testing.T) {
 	migrateBatchEntries = 10 // several batches for the fixture
 	path := copyFixture(t, "schema5.db")
 
-	boom := errors.New("power cut")
-	batches := 0
-	cut := slicesClone(migrations)
-	cut[5].batch = func(tx *bolt.Tx) (bool, error) {
-		if batches == 2 {
-			return false, boom
-		}
-		batches++
-		return migrateSharedFeedData(tx)
-	}
-	if s, err := open(path, Options{NoSync: true}, cut); !errors.Is(err, boom) {
-		if err == nil {
-			s.Close()
-		}
-		t.Fatalf("interrupted open = %v, want %v", err, boom)
-	}
+	openCutAfter(t, path, 5, 2)
 	if v := storedSchema(t, path); v != 6 {
 		t.Errorf("schema version during the move %d, want 6", v)
 	}

@@ -117,22 +117,7 @@ func TestSchema7Resumes(t *testing.T) {
 	defer func(n int) { migrateBatchEntries = n }(migrateBatchEntries)
 	migrateBatchEntries = 10 // several batches for the fixture
 
-	boom := errors.New("power cut")
-	batches := 0
-	cut := slicesClone(migrations)
-	cut[6].batch = func(tx *bolt.Tx) (bool, error) {
-		if batches == 2 {
-			return false, boom
-		}
-		batches++
-		return migrateBinaryObservations(tx)
-	}
-	if s, err := open(path, Options{NoSync: true}, cut); !errors.Is(err, boom) {
-		if err == nil {
-			s.Close()
-		}
-		t.Fatalf("interrupted open = %v, want %v", err, boom)
-	}
+	openCutAfter(t, path, 6, 2)
 	if v := storedSchema(t, path); v != 7 {
 		t.Errorf("schema version during the conversion %d, want 7", v)
 	}

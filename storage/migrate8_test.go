@@ -120,22 +120,7 @@ func TestSchema8Resumes(t *testing.T) {
 	defer func(n int) { migrateBatchEntries = n }(migrateBatchEntries)
 	migrateBatchEntries = 10 // several batches for the fixture
 
-	boom := errors.New("power cut")
-	batches := 0
-	cut := slicesClone(migrations)
-	cut[7].batch = func(tx *bolt.Tx) (bool, error) {
-		if batches == 2 {
-			return false, boom
-		}
-		batches++
-		return migrateBinaryItems(tx)
-	}
-	if s, err := open(path, Options{NoSync: true}, cut); !errors.Is(err, boom) {
-		if err == nil {
-			s.Close()
-		}
-		t.Fatalf("interrupted open = %v, want %v", err, boom)
-	}
+	openCutAfter(t, path, 7, 2)
 	if v := storedSchema(t, path); v != 8 {
 		t.Errorf("schema version during the conversion %d, want 8", v)
 	}
