@@ -48,6 +48,29 @@ type servedNode struct {
 
 func (n *servedNode) url(path string) string { return "http://" + n.addr + path }
 
+// subscribeFleet subscribes feeds /f/0.rss … /f/{n-1}.rss of the
+// publisher at base with the auto policy, feed i through node(i)'s API,
+// and returns their IDs.
+func subscribeFleet(t *testing.T, base string, n int, node func(i int) *servedNode) []uint64 {
+	t.Helper()
+	ids := make([]uint64, n)
+	for i := range n {
+		body := fmt.Sprintf(`{"url": %q, "policy": "auto"}`, fmt.Sprintf("%s/f/%d.rss", base, i))
+		resp, err := http.Post(node(i).url("/api/v1/feeds"), "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f web.FeedView
+		err = json.NewDecoder(resp.Body).Decode(&f)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated || err != nil {
+			t.Fatalf("subscribe feed %d: %s %v", i, resp.Status, err)
+		}
+		ids[i] = f.ID
+	}
+	return ids
+}
+
 func (n *servedNode) getJSON(path string, out any) error {
 	c := &http.Client{Timeout: 10 * time.Second}
 	resp, err := c.Get(n.url(path))
@@ -266,21 +289,7 @@ func TestClusterProcesses(t *testing.T) {
 
 	// Subscribe every feed through n1; the owners of their shards poll
 	// them.
-	ids := make([]uint64, procFeeds)
-	for i := range procFeeds {
-		body := fmt.Sprintf(`{"url": %q, "policy": "auto"}`, fmt.Sprintf("%s/f/%d.rss", feeds.URL, i))
-		resp, err := http.Post(nodes[0].url("/api/v1/feeds"), "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var f web.FeedView
-		err = json.NewDecoder(resp.Body).Decode(&f)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusCreated || err != nil {
-			t.Fatalf("subscribe feed %d: %s %v", i, resp.Status, err)
-		}
-		ids[i] = f.ID
-	}
+	ids := subscribeFleet(t, feeds.URL, procFeeds, func(int) *servedNode { return nodes[0] })
 	subscribed := time.Now()
 	e2e.WaitFor(t, 45*time.Second, "every feed polled", func() error {
 		for i := range procFeeds {

@@ -284,21 +284,7 @@ func TestClusterKills(t *testing.T) {
 		}
 		return nil
 	})
-	ids := make([]uint64, killFeeds)
-	for i := range killFeeds {
-		body := fmt.Sprintf(`{"url": %q, "policy": "auto"}`, fmt.Sprintf("%s/f/%d.rss", feeds.URL, i))
-		resp, err := http.Post(c.nodes[i%3].url("/api/v1/feeds"), "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var f web.FeedView
-		err = json.NewDecoder(resp.Body).Decode(&f)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusCreated || err != nil {
-			t.Fatalf("subscribe feed %d: %s %v", i, resp.Status, err)
-		}
-		ids[i] = f.ID
-	}
+	ids := subscribeFleet(t, feeds.URL, killFeeds, func(i int) *servedNode { return c.nodes[i%3] })
 	c.settled(pub, 90*time.Second)
 	time.Sleep(3 * killPeriod) // the feeds' schedules learn the period
 
