@@ -70,8 +70,12 @@ func TestOwnershipFollowsTakeover(t *testing.T) {
 		// before: feeds owned at Load; then the change claims feeds
 		// [0, claim) in claims changes 200 ms apart and drops the rest.
 		before, claim, claims int
-		fail                  int  // loads that fail before one succeeds
-		unknown               bool // feed 0's policy is one this version does not know
+		// more feeds, [claim, claim+more), are claimed while the load
+		// is held back: its reconcile does not mark the change loaded,
+		// the next one (600 ms later) does.
+		more    int
+		fail    int  // loads that fail before one succeeds
+		unknown bool // feed 0's policy is one this version does not know
 		// wantPending while the load is held back; wantTaken,
 		// wantLost, wantFailed once loaded.
 		wantPending, wantTaken, wantLost, wantFailed int
@@ -82,6 +86,7 @@ func TestOwnershipFollowsTakeover(t *testing.T) {
 		{name: "half kept, half gained", before: 20, claim: feeds, claims: 1, wantPending: feeds - 20, wantTaken: feeds - 20},
 		{name: "a feed whose policy is unknown does not hold the change back", claim: feeds, claims: 1, unknown: true,
 			wantPending: feeds, wantTaken: feeds - 1, wantFailed: 1},
+		{name: "a claim while the load is held back joins the change", claim: 30, claims: 1, more: 10, wantPending: 30, wantTaken: feeds},
 		{name: "a change that only loses feeds", before: feeds, claim: 10, claims: 1, wantLost: feeds - 10},
 	}
 	for _, tt := range tests {
@@ -171,6 +176,9 @@ func TestOwnershipFollowsTakeover(t *testing.T) {
 					if g := gauges(t, reg); g["slogfeed_owned_feeds_pending"] != float64(tt.wantPending) || g["slogfeed_shard_change_loading"] != 1 {
 						t.Errorf("metrics while the load is held back: %v", g)
 					}
+					if tt.more > 0 {
+						owner.set(append(slices.Clone(ids[:tt.claim+tt.more]), sensor.ID)...)
+					}
 					for k := range tt.fail + 1 {
 						store.gate <- struct{}{}
 						synctest.Wait()
@@ -187,6 +195,14 @@ func TestOwnershipFollowsTakeover(t *testing.T) {
 					}
 				}
 				loadedAt := time.Now()
+				if tt.more > 0 {
+					if got := svc.Ownership(); !got.Loaded.IsZero() || got.Pending != 0 {
+						t.Errorf("the load listed before a claim came: %+v, want not loaded", got)
+					}
+					time.Sleep(600 * time.Millisecond)
+					synctest.Wait()
+					loadedAt = time.Now()
+				}
 				if !held {
 					// Loaded as the claims settled: 600 ms after
 					// the last.
@@ -194,7 +210,7 @@ func TestOwnershipFollowsTakeover(t *testing.T) {
 				}
 				got = svc.Ownership()
 				want := aggregator.OwnershipStatus{
-					Clustered: true, Polled: min(tt.claim, feeds) - tt.wantFailed, Failed: tt.wantFailed,
+					Clustered: true, Polled: min(tt.claim+tt.more, feeds) - tt.wantFailed, Failed: tt.wantFailed,
 					Changed: changed, Loaded: loadedAt, Took: loadedAt.Sub(changed),
 					Taken: tt.wantTaken, Lost: tt.wantLost,
 				}
@@ -212,7 +228,7 @@ func TestOwnershipFollowsTakeover(t *testing.T) {
 				}
 				// The feeds taken are polled.
 				time.Sleep(2 * time.Minute)
-				for i := range min(tt.claim, feeds) {
+				for i := range min(tt.claim+tt.more, feeds) {
 					if i == 0 && tt.unknown {
 						continue
 					}
