@@ -313,8 +313,9 @@ func (s *Service) Load() error {
 		return s.loadEach()
 	}
 	// A start counts as a change of the owned shards (Ownership): the
-	// first reconcile of Run marks it loaded. Until then Pending is the
-	// feeds the load listed and has not scheduled yet.
+	// first reconcile of Run marks it loaded. While the load runs,
+	// Pending is the feeds it listed (a store whose records carry policy
+	// states) and has not scheduled yet.
 	s.own.changeSeen(s.opt.Clock.Now())
 	defer s.own.setPending(0)
 	replays, _, ok, err := s.loadStates(nil, s.owns)
