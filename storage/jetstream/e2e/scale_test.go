@@ -475,9 +475,11 @@ type takeoverResult struct {
 	// longest Loaded − Changed a survivor reported; early: feeds taken
 	// over that no owning survivor scheduled when every survivor
 	// reported its change loaded; taken: the feeds the survivors
-	// reported taken in their changes.
+	// reported taken in their last changes (a survivor whose claims
+	// came more than a settling apart loaded them as two changes).
 	signal, seen, nodeTook time.Duration
 	early, taken           int
+	survivors              string // each survivor's Ownership, times after the kill
 }
 
 // killAndTakeOver kills nodes[2] as SIGKILL would (no lease given back)
@@ -596,6 +598,7 @@ func takeoverSignalled(res *takeoverResult, survivors []*node, lost map[int]bool
 	var last, firstSeen time.Time
 	var took time.Duration
 	sum := 0
+	var each strings.Builder
 	for _, nd := range survivors {
 		holds := slices.ContainsFunc(nd.lease.Owned(), func(s int) bool { return lost[s] })
 		o := nd.svc.Ownership()
@@ -616,6 +619,8 @@ func takeoverSignalled(res *takeoverResult, survivors []*node, lost map[int]bool
 		}
 		took = max(took, o.Took)
 		sum += o.Taken
+		fmt.Fprintf(&each, "%s: change seen %v, loaded %v, %d feeds taken, %d dropped, %d polled; ", nd.name,
+			o.Changed.Sub(killed).Round(time.Millisecond), o.Loaded.Sub(killed).Round(time.Millisecond), o.Taken, o.Lost, o.Polled)
 	}
 	if last.IsZero() {
 		return false
@@ -633,6 +638,7 @@ func takeoverSignalled(res *takeoverResult, survivors []*node, lost map[int]bool
 		}
 	}
 	res.signal, res.seen, res.nodeTook, res.taken = last.Sub(killed), firstSeen.Sub(killed), took, sum
+	res.survivors = strings.TrimSuffix(each.String(), "; ")
 	return true
 }
 
@@ -668,8 +674,8 @@ func takeOver(b *testing.B, st *pollStats, c *jstest.Cluster, nodes []*node, n i
 	b.ReportMetric(float64(r.early), "signal-early-feeds")
 	logf(b, "takeover of %d feeds in %d shards: every shard owned %v after the kill; every feed scheduled again %v after the kill, %v after the last shard was owned; per feed, scheduled after its shard was owned: median %.2f s, max %.2f s (checked every 100 ms); %d cold starts, %d feeds replayed from their observations",
 		r.feeds, r.shards, r.owned.Round(time.Millisecond), r.loaded.Round(time.Millisecond), (r.loaded - r.owned).Round(time.Millisecond), r.median, r.worst, r.cold, r.replayed)
-	logf(b, "the survivors' own signal (Ownership): first change seen %v after the kill, the last survivor loaded %v after the kill (every feed scheduled again, per feed: %v); longest change by a survivor's clock %v; %d feeds taken in their changes, %d feeds taken over not scheduled yet when the harness saw them all loaded",
-		r.seen.Round(time.Millisecond), r.signal.Round(time.Millisecond), r.loaded.Round(time.Millisecond), r.nodeTook.Round(time.Millisecond), r.taken, r.early)
+	logf(b, "the survivors' own signal (Ownership): first change seen %v after the kill, the last survivor loaded %v after the kill (every feed scheduled again, per feed: %v); longest change by a survivor's clock %v; %d feeds taken in their last changes, %d feeds taken over not scheduled yet when the harness saw them all loaded (%s)",
+		r.seen.Round(time.Millisecond), r.signal.Round(time.Millisecond), r.loaded.Round(time.Millisecond), r.nodeTook.Round(time.Millisecond), r.taken, r.early, r.survivors)
 	st.measure(b, "after-kill-", *pollAfter)
 	st.reportMemory(b, "after-kill-")
 }
@@ -740,8 +746,8 @@ func TestPollingTakeover(t *testing.T) {
 	r := killAndTakeOver(t, st, c, nodes, n, true)
 	t.Logf("%d feeds in %d shards taken over: owned %v after the kill, scheduled again %v after; per feed after its shard: median %.2f s, max %.2f s; %d cold, %d replayed",
 		r.feeds, r.shards, r.owned.Round(time.Millisecond), r.loaded.Round(time.Millisecond), r.median, r.worst, r.cold, r.replayed)
-	t.Logf("survivors' signal: change seen %v after the kill, every survivor loaded %v after the kill, longest change %v by a survivor's clock, %d feeds taken in their changes, %d not scheduled when the signal said loaded",
-		r.seen.Round(time.Millisecond), r.signal.Round(time.Millisecond), r.nodeTook.Round(time.Millisecond), r.taken, r.early)
+	t.Logf("survivors' signal: change seen %v after the kill, every survivor loaded %v after the kill, longest change %v by a survivor's clock, %d feeds taken in their last changes, %d not scheduled when the signal said loaded (%s)",
+		r.seen.Round(time.Millisecond), r.signal.Round(time.Millisecond), r.nodeTook.Round(time.Millisecond), r.taken, r.early, r.survivors)
 	if r.early != 0 {
 		t.Errorf("%d of %d feeds taken over were not scheduled when every survivor reported its change loaded", r.early, r.feeds)
 	}
