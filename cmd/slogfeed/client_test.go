@@ -99,6 +99,10 @@ func TestClusterCommand(t *testing.T) {
 					t.Errorf("output lacks %q:\n%s", w, r.stdout)
 				}
 			}
+			// A server that does not say what it polls: no line.
+			if !strings.Contains(tc.body, "this_node") && strings.Contains(r.stdout, "this node") {
+				t.Errorf("output has a line on this node the server did not send:\n%s", r.stdout)
+			}
 		})
 	}
 }
