@@ -313,3 +313,111 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// gatedTaker is a store whose records carry policy states, as
+// storage/jetstream's Backend: TakeFeedStates hands over each feed
+// without a state (so its policy replays its observations), each call
+// waiting for a token on gate.
+type gatedTaker struct {
+	aggregator.Store
+	gate chan struct{}
+}
+
+func (g gatedTaker) TakeFeedStates(ids []uint64, feed func(storage.Feed, *storage.PolicyState) bool, obs func(uint64, storage.Observation), _ func(uint64) *storage.PolicyState) error {
+	<-g.gate
+	for _, id := range ids {
+		f, err := g.Feed(id)
+		if errors.Is(err, storage.ErrFeedNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if !feed(f, nil) {
+			continue
+		}
+		observed, err := g.Observations(id, 0)
+		if err != nil {
+			return err
+		}
+		for _, o := range observed {
+			obs(id, o)
+		}
+	}
+	return nil
+}
+
+// With a store whose records carry policy states, a start's load and a
+// takeover's are both pending from the listing on: the start's until
+// Load has scheduled them, the takeover's until its load returns.
+func TestOwnershipTakerLoads(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pub := &countingFeeds{start: time.Now(), polls: map[string][]time.Time{}, ua: map[string]string{}}
+		st, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		var ids []uint64
+		for i := range 30 {
+			f := storage.Feed{URL: "http://pub.test/f/" + strconv.Itoa(i) + ".rss", Kind: storage.KindRemote, Policy: "fixed-1m"}
+			if err := st.CreateFeed(&f); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, f.ID)
+		}
+		store := gatedTaker{Store: st, gate: make(chan struct{})}
+		owner := newFakeOwner(ids[:10]...)
+		svc, err := aggregator.NewService(aggregator.ServiceOptions{
+			Store:     store,
+			Fetcher:   fetcher.New(fetcher.Options{Transport: handlerTransport{pub}}),
+			Scheduler: schedule.Config{Workers: 2},
+			Owner:     owner,
+			Resync:    -1,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		started := time.Now()
+		loaded := make(chan error, 1)
+		go func() { loaded <- svc.Load() }()
+		synctest.Wait()
+		if got := svc.Ownership(); got.Pending != 10 || !got.Loading() || got.Polled != 0 {
+			t.Errorf("while the start's load is held back: %+v, want 10 pending", got)
+		}
+		time.Sleep(time.Second)
+		store.gate <- struct{}{}
+		if err := <-loaded; err != nil {
+			t.Fatal(err)
+		}
+		if got := svc.Ownership(); got.Pending != 0 || !got.Loading() || got.Polled != 10 || got.Taken != 10 {
+			t.Errorf("after Load: %+v, want 10 polled, loading until Run lists them", got)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- svc.Run(ctx) }()
+		synctest.Wait()
+		got := svc.Ownership()
+		if want := started.Add(time.Second); got.Loading() || !got.Loaded.Equal(want) || got.Took != time.Second || got.Pending != 0 {
+			t.Errorf("after Run's first listing: %+v, want loaded at %v, a second after the start", got, want)
+		}
+
+		owner.set(ids...)
+		changed := time.Now()
+		time.Sleep(time.Second) // settled 600 ms after the change
+		synctest.Wait()
+		if got := svc.Ownership(); got.Pending != 20 || !got.Loading() || !got.Changed.Equal(changed) || got.Polled != 10 {
+			t.Errorf("while the takeover's load is held back: %+v, want 20 pending since %v", got, changed)
+		}
+		store.gate <- struct{}{}
+		synctest.Wait()
+		got = svc.Ownership()
+		if got.Pending != 0 || got.Loading() || got.Polled != 30 || got.Taken != 20 || !got.Loaded.Equal(changed.Add(time.Second)) {
+			t.Errorf("after the takeover's load: %+v, want 30 polled, loaded a second after the change", got)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
