@@ -1,6 +1,8 @@
 package aggregator
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/slogfeed/slogfeed/schedule"
@@ -18,10 +20,26 @@ import (
 //	                                      for their write to be durable
 //	slogfeed_fetch_budget_per_second      the configured budget (0 = unlimited);
 //	                                      budget use = rate(slogfeed_fetches_total[1m]) / this
+//
+// and, once the service is attached (Service.SetMetrics), its Ownership:
+//
+//	slogfeed_owned_feeds_pending          feeds of this node's shards listed and
+//	                                      not scheduled yet (a takeover loading)
+//	slogfeed_owned_feeds_failed           feeds of this node's shards whose policy
+//	                                      cannot be built (tried at each resync)
+//	slogfeed_shard_change_loading         1 while the last change of this node's
+//	                                      shards is not loaded, else 0
+//	slogfeed_shard_change_load_seconds    how long the last change that was loaded
+//	                                      took, from the change seen to its feeds
+//	                                      all scheduled
+//
+// A single node (no cluster) answers 0 to each.
 type Metrics struct {
+	reg     prometheus.Registerer
 	fetches *prometheus.CounterVec
 	items   prometheus.Counter
 	latency prometheus.Histogram
+	owning  sync.Once
 }
 
 // NewMetrics registers the aggregator's metrics on reg. sched may be nil
@@ -29,6 +47,7 @@ type Metrics struct {
 // budget.
 func NewMetrics(reg prometheus.Registerer, sched *schedule.Scheduler, rate float64) *Metrics {
 	m := &Metrics{
+		reg: reg,
 		fetches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "slogfeed_fetches_total", Help: "Feed fetches by result.",
 		}, []string{"result"}),
@@ -59,6 +78,34 @@ func NewMetrics(reg prometheus.Registerer, sched *schedule.Scheduler, rate float
 		m.fetches.WithLabelValues(r)
 	}
 	return m
+}
+
+// watchOwnership registers the gauges of a service's Ownership, once.
+func (m *Metrics) watchOwnership(own func() OwnershipStatus) {
+	if m == nil || m.reg == nil {
+		return
+	}
+	m.owning.Do(func() {
+		m.reg.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "slogfeed_owned_feeds_pending", Help: "Feeds of this node's shards listed and not scheduled yet.",
+			}, func() float64 { return float64(own().Pending) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "slogfeed_owned_feeds_failed", Help: "Feeds of this node's shards whose policy cannot be built (tried again at each resync).",
+			}, func() float64 { return float64(own().Failed) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "slogfeed_shard_change_loading", Help: "1 while the last change of this node's shards is not loaded (feeds of its shards not all scheduled), else 0.",
+			}, func() float64 {
+				if own().Loading() {
+					return 1
+				}
+				return 0
+			}),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "slogfeed_shard_change_load_seconds", Help: "Seconds from the last loaded change of this node's shards to every feed of its shards scheduled.",
+			}, func() float64 { return own().Took.Seconds() }),
+		)
+	})
 }
 
 func (m *Metrics) observe(o storage.Observation, notModified bool) {

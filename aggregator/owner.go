@@ -50,6 +50,124 @@ type ownState struct {
 	// pipes' output feeds (not remote), and deleted feeds, whose keys
 	// a JetStream listing keeps (IDs are never reused).
 	skip map[uint64]bool
+
+	// The progress of the last change of the owned shards (Ownership).
+	// pending and failed are the feeds of the last take not scheduled:
+	// to be tried again soon, or at the next Resync.
+	pending, failed int
+	changed, loaded time.Time
+	took            time.Duration // loaded − changed of the last change loaded
+	taken, lost     int           // feeds scheduled and dropped since changed
+}
+
+// OwnershipStatus is how far a clustered service has come in scheduling
+// the feeds of the shards its node owns (Service.Ownership).
+type OwnershipStatus struct {
+	// Clustered is false for a single node (cluster.Everything), which
+	// owns every feed for good: Pending is 0 and the times are zero.
+	Clustered bool
+	// Polled counts the feeds scheduled here.
+	Polled int
+	// Pending counts the feeds of the owned shards that the last listing
+	// found and that are not scheduled yet: a load under way, or one to
+	// be tried again within a second. It is set before a load starts and
+	// falls as the feeds are scheduled. While a change is being listed
+	// it is 0, with Loaded zero.
+	Pending int
+	// Failed counts the feeds of the owned shards the last load could
+	// not schedule for good (a policy this version does not know); they
+	// are logged and tried again at the next Resync. They do not hold
+	// Loaded back.
+	Failed int
+	// Changed is when the service saw the change of its owned shards
+	// that it is loading, or loaded last (its start counts as one). A
+	// change seen while an earlier one is still loading belongs to it
+	// (a takeover's claims come a lease tick or a few apart), so
+	// Changed stays at the first.
+	Changed time.Time
+	// Loaded is when, after Changed, every feed the listing found was
+	// scheduled (Pending reached 0 with no change seen since the
+	// listing); zero while the change is loading. Loaded.Sub(Changed)
+	// is what the change cost.
+	Loaded time.Time
+	// Took is Loaded − Changed of the last change that was loaded; it
+	// is kept while the next one loads.
+	Took time.Duration
+	// Taken and Lost count the feeds scheduled here and dropped since
+	// Changed.
+	Taken, Lost int
+}
+
+// Loading reports whether a change of the owned shards is not yet loaded.
+func (o OwnershipStatus) Loading() bool { return o.Clustered && o.Loaded.IsZero() }
+
+// Ownership reports how far the service has come in scheduling the feeds
+// of its node's shards: how many it polls, how many of the last change
+// are still to be scheduled, and when that change was loaded. It is
+// cheap and safe to call at any time.
+func (s *Service) Ownership() OwnershipStatus {
+	st := OwnershipStatus{Clustered: s.clustered(), Polled: s.sched.Len()}
+	if !st.Clustered {
+		return st
+	}
+	s.own.mu.Lock()
+	defer s.own.mu.Unlock()
+	st.Pending, st.Failed = s.own.pending, s.own.failed
+	st.Changed, st.Loaded, st.Took = s.own.changed, s.own.loaded, s.own.took
+	st.Taken, st.Lost = s.own.taken, s.own.lost
+	return st
+}
+
+// changeSeen notes a change of the owned shards seen at now: it starts a
+// change to load unless one is still loading (then it is part of it).
+func (o *ownState) changeSeen(now time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.changed.IsZero() && o.loaded.IsZero() {
+		return
+	}
+	o.changed, o.loaded, o.taken, o.lost = now, time.Time{}, 0, 0
+}
+
+// setPending sets the feeds about to be loaded.
+func (o *ownState) setPending(n int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.pending = n
+}
+
+// scheduled counts a feed of a load scheduled.
+func (o *ownState) scheduled() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.pending = max(o.pending-1, 0)
+	o.taken++
+}
+
+// settle sets what a take left unscheduled.
+func (o *ownState) settle(pending, failed int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.pending, o.failed = pending, failed
+}
+
+// dropped counts feeds no longer polled here.
+func (o *ownState) dropped(n int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.lost += n
+}
+
+// loadedAt marks the change loading loaded at now, when nothing is
+// pending; ok is false when no change was loading or feeds are pending.
+func (o *ownState) loadedAt(now time.Time) (st OwnershipStatus, ok bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.changed.IsZero() || !o.loaded.IsZero() || o.pending > 0 {
+		return st, false
+	}
+	o.loaded, o.took = now, now.Sub(o.changed)
+	return OwnershipStatus{Clustered: true, Failed: o.failed, Changed: o.changed, Loaded: o.loaded, Took: o.took, Taken: o.taken, Lost: o.lost}, true
 }
 
 func (o *ownState) skipped(id uint64) bool {
@@ -113,6 +231,9 @@ func (s *Service) owned(ctx context.Context) {
 		if err != nil {
 			s.log.Warn("cannot list feeds to follow the cluster's shards", "err", err)
 		}
+		if !busy && err == nil {
+			s.loaded(changed)
+		}
 		wait := s.opt.Resync
 		if busy || err != nil {
 			wait = busyRetry
@@ -126,6 +247,7 @@ func (s *Service) owned(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 		case <-changed:
+			s.own.changeSeen(s.opt.Clock.Now())
 			changed = s.settle(ctx)
 		case <-timer:
 		}
@@ -136,6 +258,23 @@ func (s *Service) owned(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// loaded marks the change of the owned shards loaded once a reconcile
+// scheduled every feed it listed, unless another change came since the
+// reconcile began (changed is closed: the next one follows it).
+func (s *Service) loaded(changed <-chan struct{}) {
+	select {
+	case <-changed:
+		return
+	default:
+	}
+	st, ok := s.own.loadedAt(s.opt.Clock.Now())
+	if !ok {
+		return
+	}
+	s.log.Info("the feeds of this node's shards are scheduled", "taken", st.Taken, "lost", st.Lost,
+		"failed", st.Failed, "polled_here", s.sched.Len(), "since_change", st.Took)
 }
 
 // settle waits, after a change of the owned shards, until no other came
@@ -181,6 +320,7 @@ func (s *Service) reconcile() (busy bool, err error) {
 			lost++
 		}
 	}
+	s.own.dropped(lost)
 	ids, err := s.feedIDs()
 	if err != nil {
 		if lost > 0 {
@@ -255,12 +395,16 @@ type stateTaker interface {
 // when the store offers none of these.
 func (s *Service) loadStates(ids []uint64, want func(id uint64) bool) (replays map[uint64]*replay, seen map[uint64]bool, ok bool, err error) {
 	if st, isTaker := s.opt.Store.(stateTaker); isTaker {
-		if ids == nil {
+		listed := ids == nil
+		if listed {
 			if ids, err = s.feedIDs(); err != nil {
 				return nil, nil, true, err
 			}
 		}
 		ids = slices.DeleteFunc(slices.Clone(ids), func(id uint64) bool { return !want(id) })
+		if listed {
+			s.own.setPending(len(ids)) // a start's load (Load)
+		}
 		replays, seen, err = s.takeStates(st, ids)
 		return replays, seen, true, err
 	}
@@ -362,9 +506,16 @@ func (s *Service) takeStates(st stateTaker, ids []uint64) (replays map[uint64]*r
 // take schedules the feeds ids (owned, not polled yet) from their stored
 // state. busy reports some that could not be, to be tried again soon.
 func (s *Service) take(ids []uint64) (took int, busy bool) {
+	// Pending is set before the load starts: a big one takes seconds.
+	s.own.setPending(len(ids))
 	if len(ids) == 0 {
+		s.own.settle(0, 0)
 		return 0, false
 	}
+	// failed are the feeds whose policy cannot be built: not pending,
+	// tried again at the next Resync.
+	failed := map[uint64]bool{}
+	defer func() { s.own.settle(s.unscheduled(ids, failed), len(failed)) }()
 	var replays map[uint64]*replay
 	var seen map[uint64]bool
 	// A store whose records carry policy states is read in one batch
@@ -380,6 +531,11 @@ func (s *Service) take(ids []uint64) (took int, busy bool) {
 		if ok && err != nil {
 			s.log.Warn("cannot load the state of the feeds this node came to own; trying again", "feeds", len(ids), "err", err)
 			return 0, true
+		}
+	}
+	for id := range seen {
+		if replays[id] == nil && !s.own.skipped(id) {
+			failed[id] = true // logged by replayFor
 		}
 	}
 	// Feeds to read one by one: all when few, else those the load did
@@ -432,6 +588,7 @@ func (s *Service) take(ids []uint64) (took int, busy bool) {
 		switch {
 		case err == nil:
 			took++
+			s.own.scheduled()
 		case errors.Is(err, schedule.ErrFeedBusy):
 			s.mu.Lock()
 			delete(s.guards, id)
@@ -445,10 +602,26 @@ func (s *Service) take(ids []uint64) (took int, busy bool) {
 			// A read that failed (a stream re-electing its leader)
 			// is tried again soon; a policy name this version does
 			// not know, at the next Resync (an edit may fix it).
-			busy = busy || !errors.Is(err, schedule.ErrUnknownPolicy)
+			if errors.Is(err, schedule.ErrUnknownPolicy) {
+				failed[id] = true
+			} else {
+				busy = true
+			}
 		}
 	}
 	return took, busy
+}
+
+// unscheduled counts the feeds of ids still owned, not scheduled, not
+// skipped and not failed: those a take left to try again.
+func (s *Service) unscheduled(ids []uint64, failed map[uint64]bool) int {
+	n := 0
+	for _, id := range ids {
+		if !failed[id] && s.owns(id) && s.guard(id) == nil && !s.own.skipped(id) {
+			n++
+		}
+	}
+	return n
 }
 
 // admitFeed marks f seen by a load and says whether it is scheduled here:

@@ -288,8 +288,12 @@ func NewService(opt ServiceOptions) (*Service, error) {
 }
 
 // SetMetrics attaches metrics (built after the service, since they read
-// its scheduler). Call it before Run.
-func (s *Service) SetMetrics(m *Metrics) { s.opt.Metrics = m }
+// its scheduler) and registers the gauges of the service's Ownership
+// with them. Call it before Run.
+func (s *Service) SetMetrics(m *Metrics) {
+	s.opt.Metrics = m
+	m.watchOwnership(s.Ownership)
+}
 
 // Scheduler returns the scheduler (for metrics and tests).
 func (s *Service) Scheduler() *schedule.Scheduler { return s.sched }
@@ -308,6 +312,12 @@ func (s *Service) Load() error {
 		}
 		return s.loadEach()
 	}
+	// A start counts as a change of the owned shards (Ownership): the
+	// first reconcile of Run marks it loaded. While the load runs,
+	// Pending is the feeds it listed (a store whose records carry policy
+	// states) and has not scheduled yet.
+	s.own.changeSeen(s.opt.Clock.Now())
+	defer s.own.setPending(0)
 	replays, _, ok, err := s.loadStates(nil, s.owns)
 	if !ok {
 		return s.loadEach()
@@ -325,7 +335,9 @@ func (s *Service) Load() error {
 		if err := s.install(replays[id], now, true); err != nil {
 			// One bad feed must not stop the others.
 			s.log.Error("cannot schedule feed", "feed", id, "url", sanitize.RedactURL(replays[id].f.URL), "err", err)
+			continue
 		}
+		s.own.scheduled()
 	}
 	return nil
 }
@@ -344,6 +356,10 @@ func (s *Service) loadEach() error {
 		}
 		if err := s.schedule(f, now, true); err != nil {
 			s.log.Error("cannot schedule feed", "feed", f.ID, "url", sanitize.RedactURL(f.URL), "err", err)
+			continue
+		}
+		if s.clustered() {
+			s.own.scheduled()
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/storage/cluster"
 )
@@ -29,6 +30,56 @@ type ClusterStatus struct {
 	// those in shards no live lease names (nobody polls them now).
 	Feeds        int `json:"feeds"`
 	UnownedFeeds int `json:"unowned_feeds"`
+	// ThisNode is what the node that answers polls, from its polling
+	// service (absent on a server without one).
+	ThisNode *ThisNode `json:"this_node,omitempty"`
+}
+
+// ThisNode is the answering node's own view of the feeds of its shards
+// (aggregator.OwnershipStatus): how many it polls, and how far it has
+// come in scheduling the feeds of the last change of its shards (a
+// takeover, a release, its start).
+type ThisNode struct {
+	Name string `json:"name"`
+	// Polled counts the feeds this node schedules.
+	Polled int `json:"polled"`
+	// Pending counts the feeds of its shards listed and not scheduled
+	// yet; Failed those whose policy cannot be built.
+	Pending int `json:"pending"`
+	Failed  int `json:"failed"`
+	// Loading is true while the last change is not loaded: Pending may
+	// still be 0 while the change's feeds are being listed.
+	Loading bool `json:"loading"`
+	// Changed is when the node saw the change; Loaded when every feed
+	// it listed was scheduled (absent while loading); LoadS how long the
+	// last change that was loaded took.
+	Changed time.Time `json:"changed,omitzero"`
+	Loaded  time.Time `json:"loaded,omitzero"`
+	LoadS   float64   `json:"load_s"`
+	// Taken and Lost count the feeds scheduled here and dropped since
+	// Changed.
+	Taken int `json:"taken"`
+	Lost  int `json:"lost"`
+}
+
+// ownershipReporter is an Aggregator that reports its node's ownership
+// (aggregator.Service).
+type ownershipReporter interface {
+	Ownership() aggregator.OwnershipStatus
+}
+
+// thisNode is the answering node's figures, or nil without a polling
+// service that reports them.
+func thisNode(agg Aggregator, name string) *ThisNode {
+	o, ok := agg.(ownershipReporter)
+	if !ok {
+		return nil
+	}
+	st := o.Ownership()
+	return &ThisNode{
+		Name: name, Polled: st.Polled, Pending: st.Pending, Failed: st.Failed, Loading: st.Loading(),
+		Changed: st.Changed, Loaded: st.Loaded, LoadS: st.Took.Seconds(), Taken: st.Taken, Lost: st.Lost,
+	}
 }
 
 // Cluster modes of ClusterStatus.
@@ -96,5 +147,7 @@ func (a *api) cluster(w http.ResponseWriter, r *http.Request) {
 		s := a.clusterStatus()
 		st = &s
 	}
-	respondJSON(w, http.StatusOK, clusterStatus(st, feeds, a.node, a.now()))
+	out := clusterStatus(st, feeds, a.node, a.now())
+	out.ThisNode = thisNode(a.agg, a.node)
+	respondJSON(w, http.StatusOK, out)
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -13,6 +14,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/storage/cluster"
 )
@@ -243,6 +246,77 @@ func TestClusterStatus(t *testing.T) {
 				if want, ok := tt.wantNodes[n.Name]; !ok || n.Feeds != want || n.LastSeen.IsZero() {
 					t.Errorf("node %+v, want %d feeds", n, want)
 				}
+			}
+		})
+	}
+}
+
+// ownAgg is an Aggregator that reports its node's ownership.
+type ownAgg struct {
+	planAgg
+	st aggregator.OwnershipStatus
+}
+
+func (o ownAgg) Ownership() aggregator.OwnershipStatus { return o.st }
+
+// GET /api/v1/cluster: this_node carries the answering node's polling
+// figures from its aggregator: loading while a change of its shards is
+// not all scheduled, loaded with how long it took; absent without an
+// aggregator that reports them.
+func TestClusterThisNode(t *testing.T) {
+	st := clusterStore(t, 5)
+	changed := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	single, err := aggregator.NewService(aggregator.ServiceOptions{Store: st, Fetcher: fetcher.New(fetcher.Options{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := single.Load(); err != nil {
+		t.Fatal(err)
+	}
+	lease := func() cluster.Status {
+		return cluster.Status{Shards: 4, Nodes: []cluster.NodeStatus{{Name: "n1", Live: true}}}
+	}
+	tests := []struct {
+		name    string
+		agg     Aggregator
+		cluster func() cluster.Status
+		want    string // the this_node object; "" for none
+	}{
+		{"loading", ownAgg{st: aggregator.OwnershipStatus{Clustered: true, Polled: 120, Pending: 333, Changed: changed, Took: 2500 * time.Millisecond, Lost: 2}}, lease,
+			`{"name":"n1","polled":120,"pending":333,"failed":0,"loading":true,"changed":"2026-11-25T12:00:00Z","load_s":2.5,"taken":0,"lost":2}`},
+		{"loaded", ownAgg{st: aggregator.OwnershipStatus{Clustered: true, Polled: 453, Failed: 1, Changed: changed, Loaded: changed.Add(4 * time.Second), Took: 4 * time.Second, Taken: 333}}, lease,
+			`{"name":"n1","polled":453,"pending":0,"failed":1,"loading":false,"changed":"2026-11-25T12:00:00Z","loaded":"2026-11-25T12:00:04Z","load_s":4,"taken":333,"lost":0}`},
+		{"single node's service", single, nil,
+			`{"name":"n1","polled":5,"pending":0,"failed":0,"loading":false,"load_s":0,"taken":0,"lost":0}`},
+		{"an aggregator that does not report it", planAgg{}, lease, ""},
+		{"no aggregator", nil, lease, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := New(Options{Store: st, Aggregator: tt.agg, Cluster: tt.cluster, Node: "n1"})
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/cluster", nil))
+			if rec.Code != http.StatusOK {
+				t.Fatalf("status %d: %s", rec.Code, rec.Body)
+			}
+			var got struct {
+				Feeds    int             `json:"feeds"`
+				ThisNode json.RawMessage `json:"this_node"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+				t.Fatal(err)
+			}
+			var compact bytes.Buffer
+			if len(got.ThisNode) > 0 {
+				if err := json.Compact(&compact, got.ThisNode); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if compact.String() != tt.want {
+				t.Errorf("this_node %s\nwant      %s", compact.String(), tt.want)
+			}
+			if got.Feeds != 5 {
+				t.Errorf("feeds %d, want 5: the other fields stay", got.Feeds)
 			}
 		})
 	}

@@ -460,8 +460,31 @@ func writeCluster(w io.Writer, st web.ClusterStatus) {
 	_ = tw.Flush()
 	if st.Mode == web.ModeSingle {
 		fmt.Fprintf(w, "single node (no cluster): %d feeds\n", st.Feeds)
-		return
+	} else {
+		fmt.Fprintf(w, "%d shards, %d unowned (%d feeds not polled now), %d feeds, lease TTL %gs\n",
+			st.Shards, st.Unowned, st.UnownedFeeds, st.Feeds, st.LeaseTTLS)
 	}
-	fmt.Fprintf(w, "%d shards, %d unowned (%d feeds not polled now), %d feeds, lease TTL %gs\n",
-		st.Shards, st.Unowned, st.UnownedFeeds, st.Feeds, st.LeaseTTLS)
+	if n := st.ThisNode; n != nil {
+		fmt.Fprintf(w, "this node (%s) polls %d feeds%s\n", oneLine(n.Name), n.Polled, shardChange(n))
+	}
+}
+
+// shardChange says how far the answering node has loaded the last change
+// of its shards ("" when it saw none: a single node).
+func shardChange(n *web.ThisNode) string {
+	var b strings.Builder
+	switch {
+	case n.Loading && n.Changed.IsZero():
+		b.WriteString("; loading its shards' feeds")
+	case n.Loading:
+		fmt.Fprintf(&b, "; loading the change of its shards seen %s: %d feeds pending, %d taken, %d dropped so far",
+			n.Changed.UTC().Format(time.RFC3339), n.Pending, n.Taken, n.Lost)
+	case !n.Changed.IsZero():
+		fmt.Fprintf(&b, "; the last change of its shards (seen %s) was loaded in %v: %d feeds taken, %d dropped",
+			n.Changed.UTC().Format(time.RFC3339), time.Duration(n.LoadS*float64(time.Second)).Round(time.Millisecond), n.Taken, n.Lost)
+	}
+	if n.Failed > 0 {
+		fmt.Fprintf(&b, "; %d feeds of its shards cannot be scheduled (see its log)", n.Failed)
+	}
+	return b.String()
 }

@@ -68,6 +68,15 @@ func TestClusterCommand(t *testing.T) {
 			[]string{"NODE", "n1", "127.0.0.1:8081", "32", "10", "yes", "2026-11-25T12:00:00Z", "n2", "no", "64 shards, 32 unowned (10 feeds not polled now), 20 feeds, lease TTL 9s"}},
 		{"single", `{"mode":"single","nodes":[{"name":"local","shards":1,"shard_ids":[0],"last_seen":"2026-11-25T12:00:00Z","live":true,"feeds":3}],"shards":1,"unowned":0,"lease_ttl_s":0,"feeds":3,"unowned_feeds":0}`,
 			[]string{"local", "single node (no cluster): 3 feeds"}},
+		{"this node loading", `{"mode":"cluster","nodes":[{"name":"n1","shards":48,"live":true,"feeds":20}],"shards":64,"unowned":16,"lease_ttl_s":9,"feeds":20,"unowned_feeds":0,` +
+			`"this_node":{"name":"n1","polled":12,"pending":8,"failed":0,"loading":true,"changed":"2026-11-25T12:00:00Z","load_s":1.25,"taken":2,"lost":0}}`,
+			[]string{"this node (n1) polls 12 feeds; loading the change of its shards seen 2026-11-25T12:00:00Z: 8 feeds pending, 2 taken, 0 dropped so far"}},
+		{"this node loaded", `{"mode":"cluster","nodes":[{"name":"n1","shards":64,"live":true,"feeds":20}],"shards":64,"unowned":0,"lease_ttl_s":9,"feeds":20,"unowned_feeds":0,` +
+			`"this_node":{"name":"n1","polled":19,"pending":0,"failed":1,"loading":false,"changed":"2026-11-25T12:00:00Z","loaded":"2026-11-25T12:00:03.5Z","load_s":3.5004,"taken":10,"lost":0}}`,
+			[]string{"this node (n1) polls 19 feeds; the last change of its shards (seen 2026-11-25T12:00:00Z) was loaded in 3.5s: 10 feeds taken, 0 dropped; 1 feeds of its shards cannot be scheduled (see its log)"}},
+		{"this node single", `{"mode":"single","nodes":[{"name":"local","shards":1,"live":true,"feeds":3}],"shards":1,"feeds":3,` +
+			`"this_node":{"name":"local","polled":3,"pending":0,"failed":0,"loading":false,"load_s":0,"taken":0,"lost":0}}`,
+			[]string{"single node (no cluster): 3 feeds\nthis node (local) polls 3 feeds\n"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,6 +98,10 @@ func TestClusterCommand(t *testing.T) {
 				if !strings.Contains(r.stdout, w) {
 					t.Errorf("output lacks %q:\n%s", w, r.stdout)
 				}
+			}
+			// A server that does not say what it polls: no line.
+			if !strings.Contains(tc.body, "this_node") && strings.Contains(r.stdout, "this node") {
+				t.Errorf("output has a line on this node the server did not send:\n%s", r.stdout)
 			}
 		})
 	}

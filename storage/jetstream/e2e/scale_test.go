@@ -460,13 +460,26 @@ func gib(v int64) float64 { return float64(v) / (1 << 30) }
 // node's shards, when the survivors owned every shard, when they had
 // scheduled every one of those feeds again, per feed how long after its
 // shard was owned, the cold starts and the feeds replayed from their
-// observations.
+// observations; and what the survivors' own signal (Service.Ownership)
+// said: when the last of them reported its change loaded, how long
+// each took by its own clock, and how many feeds taken over were not
+// scheduled yet when the harness first saw every survivor loaded.
 type takeoverResult struct {
 	shards, feeds     int
 	owned, loaded     time.Duration // after the kill
 	median, worst     float64       // per feed, loaded after its shard was owned, s
 	cold, replayed    int
 	nodeDead, srvDead time.Duration // how long the kill and the server's stop took
+	// signal: the latest survivor's Loaded after the kill; seen: the
+	// first change a survivor saw, after the kill; nodeTook: the
+	// longest Loaded − Changed a survivor reported; early: feeds taken
+	// over that no owning survivor scheduled when every survivor
+	// reported its change loaded; taken: the feeds the survivors
+	// reported taken in their last changes (a survivor whose claims
+	// came more than a settling apart loaded them as two changes).
+	signal, seen, nodeTook time.Duration
+	early, taken           int
+	survivors              string // each survivor's Ownership, times after the kill
 }
 
 // killAndTakeOver kills nodes[2] as SIGKILL would (no lease given back)
@@ -475,7 +488,11 @@ type takeoverResult struct {
 // when each feed taken over (of the feeds 1..n) is scheduled again from
 // its loaded state (the aggregator's NextFetch answers for it, checked
 // every 100 ms), and which of those restarted from nothing (their
-// policy's State has learned no publish: cold starts).
+// policy's State has learned no publish: cold starts). It also waits for
+// the survivors' ownership signal: every survivor that holds a shard of
+// the killed node reports its change loaded after the kill
+// (Service.Ownership: Pending 0, Loaded set), and counts the feeds
+// taken over that were not scheduled yet when it first saw that.
 func killAndTakeOver(tb testing.TB, st *pollStats, c *jstest.Cluster, nodes []*node, n int, stopServer bool) takeoverResult {
 	tb.Helper()
 	victim, survivors := nodes[2], nodes[:2]
@@ -509,9 +526,11 @@ func killAndTakeOver(tb testing.TB, st *pollStats, c *jstest.Cluster, nodes []*n
 	var afterOwn []float64
 	pending := slices.Clone(taken)
 	deadline := killed.Add(10 * time.Minute)
-	for len(pending) > 0 || allOwned.IsZero() {
+	signalled := false
+	for len(pending) > 0 || allOwned.IsZero() || !signalled {
 		if time.Now().After(deadline) {
-			tb.Fatalf("takeover: %d of %d shards owned, %d of %d feeds loaded after %v", len(ownedAt), len(lost), len(taken)-len(pending), len(taken), time.Since(killed))
+			tb.Fatalf("takeover: %d of %d shards owned, %d of %d feeds loaded, survivors loaded by their own signal: %v, after %v; ownership: %s",
+				len(ownedAt), len(lost), len(taken)-len(pending), len(taken), signalled, time.Since(killed), ownershipOf(survivors))
 		}
 		now := time.Now()
 		for _, s := range lost {
@@ -541,6 +560,9 @@ func killAndTakeOver(tb testing.TB, st *pollStats, c *jstest.Cluster, nodes []*n
 			}
 			return false
 		})
+		if !allOwned.IsZero() && !signalled {
+			signalled = takeoverSignalled(&res, survivors, lostSet, taken, killed)
+		}
 		st.pause(tb, 100*time.Millisecond)
 	}
 	for _, id := range taken {
@@ -566,6 +588,71 @@ func killAndTakeOver(tb testing.TB, st *pollStats, c *jstest.Cluster, nodes []*n
 	return res
 }
 
+// takeoverSignalled reports whether every survivor that holds a shard of
+// the killed node (lost) says, through its Ownership, that it loaded a
+// change seen after the kill and has nothing pending. The first time it
+// does, it notes the survivors' figures in res and counts the feeds
+// taken over that no owning survivor schedules yet (res.early: the
+// signal came before the feeds it announces).
+func takeoverSignalled(res *takeoverResult, survivors []*node, lost map[int]bool, taken []uint64, killed time.Time) bool {
+	var last, firstSeen time.Time
+	var took time.Duration
+	sum := 0
+	var each strings.Builder
+	for _, nd := range survivors {
+		holds := slices.ContainsFunc(nd.lease.Owned(), func(s int) bool { return lost[s] })
+		o := nd.svc.Ownership()
+		if !holds {
+			if o.Pending > 0 {
+				return false
+			}
+			continue
+		}
+		if o.Pending > 0 || o.Loading() || !o.Changed.After(killed) {
+			return false
+		}
+		if o.Loaded.After(last) {
+			last = o.Loaded
+		}
+		if firstSeen.IsZero() || o.Changed.Before(firstSeen) {
+			firstSeen = o.Changed
+		}
+		took = max(took, o.Took)
+		sum += o.Taken
+		fmt.Fprintf(&each, "%s: change seen %v, loaded %v, %d feeds taken, %d dropped, %d polled; ", nd.name,
+			o.Changed.Sub(killed).Round(time.Millisecond), o.Loaded.Sub(killed).Round(time.Millisecond), o.Taken, o.Lost, o.Polled)
+	}
+	if last.IsZero() {
+		return false
+	}
+	for _, id := range taken {
+		scheduled := false
+		for _, nd := range survivors {
+			if _, ok := nd.svc.NextFetch(id); ok && nd.lease.OwnsFeed(id) {
+				scheduled = true
+				break
+			}
+		}
+		if !scheduled {
+			res.early++
+		}
+	}
+	res.signal, res.seen, res.nodeTook, res.taken = last.Sub(killed), firstSeen.Sub(killed), took, sum
+	res.survivors = strings.TrimSuffix(each.String(), "; ")
+	return true
+}
+
+// ownershipOf lists the nodes' Ownership for a failure's message.
+func ownershipOf(nodes []*node) string {
+	var b strings.Builder
+	for _, nd := range nodes {
+		o := nd.svc.Ownership()
+		fmt.Fprintf(&b, "%s: polled %d, pending %d, failed %d, loading %v, changed %v, loaded %v; ",
+			nd.name, o.Polled, o.Pending, o.Failed, o.Loading(), o.Changed.Format(time.StampMilli), o.Loaded.Format(time.StampMilli))
+	}
+	return b.String()
+}
+
 // takeOver is killAndTakeOver in the benchmark: it reports the takeover,
 // then measures -poll.after of polling by the survivors.
 func takeOver(b *testing.B, st *pollStats, c *jstest.Cluster, nodes []*node, n int) {
@@ -582,8 +669,13 @@ func takeOver(b *testing.B, st *pollStats, c *jstest.Cluster, nodes []*node, n i
 	b.ReportMetric(r.worst, "max-feed-loaded-after-its-shard-s")
 	b.ReportMetric(float64(r.feeds), "taken-over-feeds")
 	b.ReportMetric(float64(r.cold), "cold-starts")
+	b.ReportMetric(r.signal.Seconds(), "signal-loaded-s")
+	b.ReportMetric(r.nodeTook.Seconds(), "node-change-load-s")
+	b.ReportMetric(float64(r.early), "signal-early-feeds")
 	logf(b, "takeover of %d feeds in %d shards: every shard owned %v after the kill; every feed scheduled again %v after the kill, %v after the last shard was owned; per feed, scheduled after its shard was owned: median %.2f s, max %.2f s (checked every 100 ms); %d cold starts, %d feeds replayed from their observations",
 		r.feeds, r.shards, r.owned.Round(time.Millisecond), r.loaded.Round(time.Millisecond), (r.loaded - r.owned).Round(time.Millisecond), r.median, r.worst, r.cold, r.replayed)
+	logf(b, "the survivors' own signal (Ownership): first change seen %v after the kill, the last survivor loaded %v after the kill (every feed scheduled again, per feed: %v); longest change by a survivor's clock %v; %d feeds taken in their last changes, %d feeds taken over not scheduled yet when the harness saw them all loaded (%s)",
+		r.seen.Round(time.Millisecond), r.signal.Round(time.Millisecond), r.loaded.Round(time.Millisecond), r.nodeTook.Round(time.Millisecond), r.taken, r.early, r.survivors)
 	st.measure(b, "after-kill-", *pollAfter)
 	st.reportMemory(b, "after-kill-")
 }
@@ -654,6 +746,14 @@ func TestPollingTakeover(t *testing.T) {
 	r := killAndTakeOver(t, st, c, nodes, n, true)
 	t.Logf("%d feeds in %d shards taken over: owned %v after the kill, scheduled again %v after; per feed after its shard: median %.2f s, max %.2f s; %d cold, %d replayed",
 		r.feeds, r.shards, r.owned.Round(time.Millisecond), r.loaded.Round(time.Millisecond), r.median, r.worst, r.cold, r.replayed)
+	t.Logf("survivors' signal: change seen %v after the kill, every survivor loaded %v after the kill, longest change %v by a survivor's clock, %d feeds taken in their last changes, %d not scheduled when the signal said loaded (%s)",
+		r.seen.Round(time.Millisecond), r.signal.Round(time.Millisecond), r.nodeTook.Round(time.Millisecond), r.taken, r.early, r.survivors)
+	if r.early != 0 {
+		t.Errorf("%d of %d feeds taken over were not scheduled when every survivor reported its change loaded", r.early, r.feeds)
+	}
+	if r.signal < r.seen || r.nodeTook <= 0 {
+		t.Errorf("survivors loaded %v after the kill, their change seen %v after it, longest change %v: want loaded after seen", r.signal, r.seen, r.nodeTook)
+	}
 	if r.feeds == 0 || r.shards == 0 {
 		t.Fatalf("the killed node had %d shards, %d feeds", r.shards, r.feeds)
 	}
