@@ -29,6 +29,7 @@ type Backend struct {
 	timeout time.Duration
 	ctx     context.Context
 	cancel  context.CancelFunc
+	ids     feedIDSet
 }
 
 // NewBackend returns the Backend of s; callTimeout ≤ 0 means

@@ -16,6 +16,9 @@ import (
 //	                                                            record, an items subject's last
 //	                                                            sequence (none for an owned feed's
 //	                                                            quiet poll)
+//	slogfeed_jetstream_feed_id_listings_total                   listings of every feed ID of the
+//	                                                            defs bucket (a watch keeps the
+//	                                                            set current in between)
 //
 // KV writes per poll is rate(slogfeed_jetstream_kv_writes_total[5m]) /
 // rate(slogfeed_fetches_total[5m]).
@@ -23,6 +26,7 @@ type Metrics struct {
 	publish  *prometheus.HistogramVec
 	kvWrites *prometheus.CounterVec
 	reads    *prometheus.CounterVec
+	listings prometheus.Counter
 }
 
 // NewMetrics registers the store's metrics on reg.
@@ -40,7 +44,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.reads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "slogfeed_jetstream_poll_reads_total", Help: "Reads of feed records and of items subjects' last sequences.",
 	}, []string{"read"})
-	reg.MustRegister(m.publish, m.kvWrites, m.reads)
+	m.listings = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "slogfeed_jetstream_feed_id_listings_total", Help: "Listings of every feed ID in the defs bucket.",
+	})
+	reg.MustRegister(m.publish, m.kvWrites, m.reads, m.listings)
 	m.reads.WithLabelValues("record")
 	m.reads.WithLabelValues("items")
 	for _, b := range []string{DefsBucket, IndexBucket} {
@@ -78,5 +85,12 @@ func (m *Metrics) kvWrite(bucket string, err error) error {
 func (m *Metrics) read(what string) {
 	if m != nil {
 		m.reads.WithLabelValues(what).Inc()
+	}
+}
+
+// listed counts one listing of every feed ID.
+func (m *Metrics) listed() {
+	if m != nil {
+		m.listings.Inc()
 	}
 }

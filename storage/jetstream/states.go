@@ -379,21 +379,6 @@ func (b *Backend) StreamFeedStates(want func(id uint64) bool, feed func(storage.
 	return b.s.StreamFeedStates(ctx, want, feed, obs)
 }
 
-// FeedIDs lists the IDs of the stored feeds, in order, without reading
-// their records: the keys of the defs bucket as its stream's leader knows
-// them (one request). Deleted feeds may be among them (their keys keep a
-// delete marker); Feed tells them apart. A clustered aggregator lists
-// these every resync instead of every record.
-func (b *Backend) FeedIDs() ([]uint64, error) {
-	ctx, cancel := b.call()
-	defer cancel()
-	ids, err := b.s.listIDs(ctx, feedKeyPrefix)
-	if err != nil {
-		return nil, fmt.Errorf("list feed IDs: %w", err)
-	}
-	return ids, nil
-}
-
 var (
 	_ storage.FeedIDLister  = (*Backend)(nil)
 	_ storage.StateStreamer = (*Backend)(nil)

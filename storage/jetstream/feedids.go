@@ -1,0 +1,198 @@
+package jetstream
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// DefaultIDRelist is how long Backend.FeedIDs answers from the feed IDs
+// its watch keeps before it lists the defs bucket's keys again: a bound
+// on what a watch that stopped without a sign could miss.
+const DefaultIDRelist = 10 * time.Minute
+
+// feedIDSet is the feed IDs a Backend knows: the defs bucket's keys as
+// one listing found them, kept current by a keys-only watch of the
+// bucket's new writes, started before that listing so that nothing
+// written between the two is missed. A clustered aggregator asks for the
+// IDs every resync; listing a million keys costs the bucket's leader
+// seconds of CPU and a few hundred megabytes of transient heap, a
+// watched set a merge of what changed since the last call.
+//
+// The set lists again when the watch ended (its subscription closed),
+// when the NATS connection reconnected since the listing (the watch's
+// ordered consumer resumes where it stopped; the listing is insurance),
+// or when DefaultIDRelist passed.
+type feedIDSet struct {
+	listMu sync.Mutex // one listing at a time
+
+	mu         sync.Mutex
+	ids        []uint64            // ascending, as of the last merge
+	added      []uint64            // put by the watch since, not in ids
+	deleted    map[uint64]struct{} // deleted or purged, seen by the watch since
+	watch      jetstream.KeyWatcher
+	watchGen   uint64 // bumped when a watch starts; an ended one clears watch if still current
+	listedAt   time.Time
+	reconnects uint64
+	relist     time.Duration // zero: DefaultIDRelist
+}
+
+// FeedIDs lists the IDs of the stored feeds, ascending, without reading
+// their records: the keys of the defs bucket, from a set a keys-only
+// watch of the bucket keeps current (one listing of the keys as the
+// stream's leader knows them when the set starts, after a reconnect and
+// every DefaultIDRelist). Deleted feeds may be among them (a listing
+// keeps their keys' delete markers); Feed tells them apart. A clustered
+// aggregator asks for these every resync.
+func (b *Backend) FeedIDs() ([]uint64, error) {
+	return b.ids.get(b)
+}
+
+func (x *feedIDSet) get(b *Backend) ([]uint64, error) {
+	x.listMu.Lock()
+	defer x.listMu.Unlock()
+	now := b.s.opt.Now()
+	reconnects := b.s.js.Conn().Stats().Reconnects
+	x.mu.Lock()
+	relist := x.relist
+	if relist <= 0 {
+		relist = DefaultIDRelist
+	}
+	fresh := x.watch != nil && x.reconnects == reconnects && !x.listedAt.IsZero() && now.Sub(x.listedAt) < relist
+	if fresh {
+		x.mergeLocked(x.ids)
+		out := slices.Clone(x.ids)
+		x.mu.Unlock()
+		return out, nil
+	}
+	x.mu.Unlock()
+
+	if err := x.startWatch(b); err != nil {
+		return nil, fmt.Errorf("list feed IDs: watch the feed records: %w", err)
+	}
+	ctx, cancel := b.call()
+	defer cancel()
+	listed, err := b.s.listIDs(ctx, feedKeyPrefix)
+	b.s.opt.Metrics.listed()
+	if err != nil {
+		return nil, fmt.Errorf("list feed IDs: %w", err)
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.mergeLocked(listed)
+	x.listedAt, x.reconnects = now, reconnects
+	return slices.Clone(x.ids), nil
+}
+
+// mergeLocked makes ids listed (ascending; ids itself to bring it up to
+// date) with the watch's puts added and its deletes removed.
+func (x *feedIDSet) mergeLocked(listed []uint64) {
+	if len(x.added) == 0 && len(x.deleted) == 0 {
+		x.ids = listed
+		return
+	}
+	slices.Sort(x.added)
+	merged := make([]uint64, 0, len(listed)+len(x.added))
+	i, j := 0, 0
+	for i < len(listed) || j < len(x.added) {
+		var id uint64
+		switch {
+		case j == len(x.added) || i < len(listed) && listed[i] < x.added[j]:
+			id, i = listed[i], i+1
+		case i == len(listed) || x.added[j] < listed[i]:
+			id, j = x.added[j], j+1
+		default:
+			id, i, j = listed[i], i+1, j+1
+		}
+		if _, gone := x.deleted[id]; gone {
+			continue
+		}
+		if n := len(merged); n > 0 && merged[n-1] == id {
+			continue
+		}
+		merged = append(merged, id)
+	}
+	x.ids, x.added, x.deleted = merged, x.added[:0], nil
+}
+
+// note records what the watch saw of feed id.
+func (x *feedIDSet) note(id uint64, deleted bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if deleted {
+		if x.deleted == nil {
+			x.deleted = map[uint64]struct{}{}
+		}
+		x.deleted[id] = struct{}{}
+		return
+	}
+	if _, found := slices.BinarySearch(x.ids, id); found {
+		return // a poll's write of a listed feed: most of what the watch sees
+	}
+	delete(x.deleted, id)
+	x.added = append(x.added, id)
+}
+
+// startWatch stops the current watch, if any, and starts a new one on
+// the defs bucket's feed keys, headers only, from the bucket's next
+// write. It runs until the Backend closes or its subscription ends.
+func (x *feedIDSet) startWatch(b *Backend) error {
+	x.mu.Lock()
+	old := x.watch
+	x.watch = nil
+	x.watchGen++
+	gen := x.watchGen
+	x.added, x.deleted = x.added[:0], nil
+	x.mu.Unlock()
+	if old != nil {
+		_ = old.Stop()
+	}
+	// The watch's subscription ends with the context it was made with
+	// (nats.go), so it gets the Backend's, which Close cancels; the
+	// consumer's creation is bounded by the JetStream context's timeout.
+	w, err := b.s.defs.Watch(b.ctx, feedKeyPrefix+"*", jetstream.MetaOnly(), jetstream.UpdatesOnly())
+	if err != nil {
+		return err
+	}
+	x.mu.Lock()
+	x.watch = w
+	x.mu.Unlock()
+	go x.follow(b.ctx, w, gen)
+	return nil
+}
+
+// follow applies w's updates to the set until w ends or ctx is done.
+func (x *feedIDSet) follow(ctx context.Context, w jetstream.KeyWatcher, gen uint64) {
+	defer func() {
+		x.mu.Lock()
+		if x.watchGen == gen {
+			x.watch = nil // the next FeedIDs lists again
+		}
+		x.mu.Unlock()
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			_ = w.Stop()
+			return
+		case e, ok := <-w.Updates():
+			if !ok {
+				return
+			}
+			if e == nil {
+				continue
+			}
+			id, err := strconv.ParseUint(strings.TrimPrefix(e.Key(), feedKeyPrefix), 10, 64)
+			if err != nil {
+				continue
+			}
+			x.note(id, e.Operation() != jetstream.KeyValuePut)
+		}
+	}
+}
