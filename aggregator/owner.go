@@ -328,17 +328,18 @@ func (s *Service) reconcile() (busy bool, err error) {
 		}
 		return false, err
 	}
-	listed := make(map[uint64]bool, len(ids))
+	// ids is ascending (FeedIDLister, Feeds): a feed polled here is
+	// looked up in it, rather than a set of a million IDs built each
+	// resync.
 	var take []uint64
 	for _, id := range ids {
-		listed[id] = true
 		if s.owns(id) && s.guard(id) == nil && !s.own.skipped(id) {
 			take = append(take, id)
 		}
 	}
 	// Feeds deleted on another node.
 	for _, id := range s.polled() {
-		if listed[id] {
+		if _, listed := slices.BinarySearch(ids, id); listed {
 			continue
 		}
 		if _, err := s.opt.Store.Feed(id); errors.Is(err, storage.ErrFeedNotFound) {

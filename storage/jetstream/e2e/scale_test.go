@@ -736,6 +736,9 @@ func TestPollingTakeover(t *testing.T) {
 		}
 		return nil
 	})
+	// On a loaded machine a node may have lost its leases to a renewal
+	// timeout meanwhile; the kill is to take a node holding its share.
+	WaitFor(t, 30*time.Second, "every shard owned once before the kill", func() error { return evenShares(nodes, pollShards) })
 	var taken []int // the killed node's feeds
 	for i := range n {
 		if nodes[2].lease.OwnsFeed(uint64(i + 1)) {
