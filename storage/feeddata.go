@@ -36,11 +36,11 @@ const itemsFill = 1.0
 // retention (BenchmarkSteadyState: 200 items of 439 B as JSON and 500
 // observations a feed) then has 129 KB in use a feed instead of 134 KB,
 // 1.47 times the items' JSON bytes instead of 1.52, with CPU per poll
-// (BenchmarkFleet, 2000 feeds at retention: 749 µs against 775, medians
+// (BenchmarkFleet, 2000 feeds at retention: 749 µs against 770, medians
 // of alternating runs) and BenchmarkIngest unchanged within the noise.
-// item_seq at 0.9 as well would give 1.44 times, but costs some 15% more
-// CPU in a poll's write at retention (more splits, fuller leaves
-// rewritten); item_ids keys do not arrive in order.
+// item_seq at 0.9 as well would give 1.44 times, but its medians showed
+// 9% more CPU per poll (more splits, fuller leaves rewritten); item_ids
+// keys do not arrive in order.
 var rangeFill = map[string]float64{
 	string(bucketObs):     0.9, // a feed's range outgrows a page: appended
 	string(bucketItemPub): 0.9, // appended in publication order
