@@ -36,7 +36,7 @@ const itemsFill = 1.0
 // retention (BenchmarkSteadyState: 200 items of 439 B as JSON and 500
 // observations a feed) then has 129 KB in use a feed instead of 134 KB,
 // 1.47 times the items' JSON bytes instead of 1.52, with CPU per poll
-// (BenchmarkFleet, 2000 feeds at retention: 749 µs against 770, medians
+// (BenchmarkFleet, 2000 feeds at retention: 768 µs against 770, medians
 // of alternating runs) and BenchmarkIngest unchanged within the noise.
 // item_seq at 0.9 as well would give 1.44 times, but its medians showed
 // 9% more CPU per poll (more splits, fuller leaves rewritten); item_ids
