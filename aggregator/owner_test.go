@@ -89,6 +89,19 @@ func (c *countingFeeds) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte(pushDoc(c.start.Add(time.Duration(n)*p), fmt.Sprint("i", n), fmt.Sprint("i", n-1))))
 }
 
+// pubAndStore returns a countingFeeds publishing from now and a store
+// in t's temporary directory, closed when t ends.
+func pubAndStore(t *testing.T) (*countingFeeds, *storage.Store) {
+	t.Helper()
+	pub := &countingFeeds{start: time.Now(), polls: map[string][]time.Time{}, ua: map[string]string{}}
+	st, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return pub, st
+}
+
 // since counts the fetches of path at or after t.
 func (c *countingFeeds) since(path string, t time.Time) int {
 	c.mu.Lock()
@@ -177,12 +190,7 @@ func TestServiceFollowsOwner(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				pub := &countingFeeds{start: time.Now(), polls: map[string][]time.Time{}, ua: map[string]string{}}
-				st, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer st.Close()
+				pub, st := pubAndStore(t)
 				e := &env{st: st}
 				for i := range 4 {
 					f := storage.Feed{URL: "http://pub.test/f/" + strconv.Itoa(i) + ".rss", Kind: storage.KindRemote, Policy: "fixed-1m"}
@@ -196,6 +204,7 @@ func TestServiceFollowsOwner(t *testing.T) {
 					owned = append(owned, e.ids[i])
 				}
 				e.owner = newFakeOwner(owned...)
+				var err error
 				e.svc, err = aggregator.NewService(aggregator.ServiceOptions{
 					Store:     st,
 					Fetcher:   fetcher.New(fetcher.Options{Transport: handlerTransport{pub}, UserAgent: fetcher.UserAgent("test", "n1")}),
@@ -442,12 +451,7 @@ func TestTakeoverLoadsInPasses(t *testing.T) {
 
 // takeover runs a case of TestTakeoverLoadsInPasses.
 func takeover(t *testing.T, stream bool, feeds, fail, miss, deleted int) {
-	pub := &countingFeeds{start: time.Now(), polls: map[string][]time.Time{}, ua: map[string]string{}}
-	st, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	pub, st := pubAndStore(t)
 	var ids []uint64
 	for i := range feeds {
 		f := storage.Feed{URL: "http://pub.test/f/" + strconv.Itoa(i) + ".rss", Kind: storage.KindRemote, Policy: "fixed-1m"}

@@ -92,12 +92,7 @@ func TestOwnershipFollowsTakeover(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				pub := &countingFeeds{start: time.Now(), polls: map[string][]time.Time{}, ua: map[string]string{}}
-				st, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer st.Close()
+				pub, st := pubAndStore(t)
 				var ids []uint64
 				for i := range feeds {
 					policy := "fixed-1m"
@@ -352,12 +347,7 @@ func (g gatedTaker) TakeFeedStates(ids []uint64, feed func(storage.Feed, *storag
 // Load has scheduled them, the takeover's until its load returns.
 func TestOwnershipTakerLoads(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		pub := &countingFeeds{start: time.Now(), polls: map[string][]time.Time{}, ua: map[string]string{}}
-		st, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
+		pub, st := pubAndStore(t)
 		var ids []uint64
 		for i := range 30 {
 			f := storage.Feed{URL: "http://pub.test/f/" + strconv.Itoa(i) + ".rss", Kind: storage.KindRemote, Policy: "fixed-1m"}
