@@ -40,7 +40,6 @@ type feedIDSet struct {
 	watchGen   uint64 // bumped when a watch starts; an ended one clears watch if still current
 	listedAt   time.Time
 	reconnects uint64
-	relist     time.Duration // zero: DefaultIDRelist
 }
 
 // FeedIDs lists the IDs of the stored feeds, ascending, without reading
@@ -60,11 +59,7 @@ func (x *feedIDSet) get(b *Backend) ([]uint64, error) {
 	now := b.s.opt.Now()
 	reconnects := b.s.js.Conn().Stats().Reconnects
 	x.mu.Lock()
-	relist := x.relist
-	if relist <= 0 {
-		relist = DefaultIDRelist
-	}
-	fresh := x.watch != nil && x.reconnects == reconnects && !x.listedAt.IsZero() && now.Sub(x.listedAt) < relist
+	fresh := x.watch != nil && x.reconnects == reconnects && !x.listedAt.IsZero() && now.Sub(x.listedAt) < DefaultIDRelist
 	if fresh {
 		x.mergeLocked(x.ids)
 		out := slices.Clone(x.ids)
