@@ -85,33 +85,22 @@ func (x *feedIDSet) get(b *Backend) ([]uint64, error) {
 	return slices.Clone(x.ids), nil
 }
 
-// mergeLocked makes ids listed (ascending; ids itself to bring it up to
-// date) with the watch's puts added and its deletes removed.
+// mergeLocked makes ids listed (ascending, owned by the set; ids itself
+// to bring it up to date) with the watch's puts added and its deletes
+// removed. Puts are few (feeds created since the last call), so the
+// sort finds a sorted run with a short tail.
 func (x *feedIDSet) mergeLocked(listed []uint64) {
-	if len(x.added) == 0 && len(x.deleted) == 0 {
-		x.ids = listed
-		return
+	merged := listed
+	if len(x.added) > 0 {
+		merged = append(merged, x.added...)
+		slices.Sort(merged)
+		merged = slices.Compact(merged)
 	}
-	slices.Sort(x.added)
-	merged := make([]uint64, 0, len(listed)+len(x.added))
-	i, j := 0, 0
-	for i < len(listed) || j < len(x.added) {
-		var id uint64
-		switch {
-		case j == len(x.added) || i < len(listed) && listed[i] < x.added[j]:
-			id, i = listed[i], i+1
-		case i == len(listed) || x.added[j] < listed[i]:
-			id, j = x.added[j], j+1
-		default:
-			id, i, j = listed[i], i+1, j+1
-		}
-		if _, gone := x.deleted[id]; gone {
-			continue
-		}
-		if n := len(merged); n > 0 && merged[n-1] == id {
-			continue
-		}
-		merged = append(merged, id)
+	if len(x.deleted) > 0 {
+		merged = slices.DeleteFunc(merged, func(id uint64) bool {
+			_, gone := x.deleted[id]
+			return gone
+		})
 	}
 	x.ids, x.added, x.deleted = merged, x.added[:0], nil
 }
