@@ -54,6 +54,7 @@ func (s *Service) Run(ctx context.Context) error {
 	ownCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { s.owned(ownCtx) })
+	wg.Go(func() { s.writeDigests(ownCtx) })
 	defer wg.Wait()
 	defer stop()
 	err := s.loop(ctx)

@@ -58,6 +58,7 @@ type ownState struct {
 	changed, loaded time.Time
 	took            time.Duration // loaded − changed of the last change loaded
 	taken, lost     int           // feeds scheduled and dropped since changed
+	deferredN       int           // feeds queued from a digest, policy not read yet
 }
 
 // OwnershipStatus is how far a clustered service has come in scheduling
@@ -96,6 +97,11 @@ type OwnershipStatus struct {
 	// Taken and Lost count the feeds scheduled here and dropped since
 	// Changed.
 	Taken, Lost int
+	// Deferred counts the feeds scheduled from their shard's schedule
+	// digest whose records (policy states) are not read yet: the load
+	// reads them in due order, and one that comes due first reads its
+	// own before its fetch. Loaded waits for them.
+	Deferred int
 }
 
 // Loading reports whether a change of the owned shards is not yet loaded.
@@ -115,6 +121,7 @@ func (s *Service) Ownership() OwnershipStatus {
 	st.Pending, st.Failed = s.own.pending, s.own.failed
 	st.Changed, st.Loaded, st.Took = s.own.changed, s.own.loaded, s.own.took
 	st.Taken, st.Lost = s.own.taken, s.own.lost
+	st.Deferred = s.own.deferredN
 	return st
 }
 
@@ -127,6 +134,14 @@ func (o *ownState) changeSeen(now time.Time) {
 		return
 	}
 	o.changed, o.loaded, o.taken, o.lost = now, time.Time{}, 0, 0
+}
+
+// deferred counts feeds queued from a schedule digest (n > 0) and
+// deferred feeds given their policy or dropped (n < 0).
+func (o *ownState) deferred(n int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.deferredN = max(o.deferredN+n, 0)
 }
 
 // setPending sets the feeds about to be loaded.
@@ -196,9 +211,17 @@ func (s *Service) clustered() bool { return s.opt.Owner != cluster.Everything }
 // the feed when it returns.
 func (s *Service) drop(id uint64) bool {
 	s.mu.Lock()
-	_, had := s.guards[id]
+	g, had := s.guards[id]
 	delete(s.guards, id)
 	s.mu.Unlock()
+	if had {
+		g.mu.Lock()
+		if g.deferred {
+			g.deferred = false
+			s.own.deferred(-1)
+		}
+		g.mu.Unlock()
+	}
 	s.sched.Remove(int(id))
 	return had
 }
@@ -516,7 +539,17 @@ func (s *Service) take(ids []uint64) (took int, busy bool) {
 	// failed are the feeds whose policy cannot be built: not pending,
 	// tried again at the next Resync.
 	failed := map[uint64]bool{}
-	defer func() { s.own.settle(s.unscheduled(ids, failed), len(failed)) }()
+	all := ids
+	defer func() { s.own.settle(s.unscheduled(all, failed), len(failed)) }()
+	// Feeds their shards' schedule digests list are queued at once, and
+	// their records read after the others' (digest.go).
+	ids, deferred, took := s.takeFromDigests(ids, s.opt.Clock.Now())
+	if len(deferred) > 0 {
+		defer s.restoreDeferred(deferred)
+		if len(ids) == 0 {
+			return took, false
+		}
+	}
 	var replays map[uint64]*replay
 	var seen map[uint64]bool
 	// A store whose records carry policy states is read in one batch

@@ -232,8 +232,9 @@ func (s *Service) Ingest(ctx context.Context, id uint64, body []byte, header htt
 		// The policy learns from the push as from a poll that came just
 		// in time (observations reach it in time order: a push older than
 		// what it has seen is stored but not given to it).
+		// A deferred feed's policy reads the push from its record.
 		g.mu.Lock()
-		if !obs.At.Before(g.fedAt.time()) {
+		if g.policy != nil && !obs.At.Before(g.fedAt.time()) {
 			g.policy.Next(obs.Schedule())
 			g.fedAt = stampOf(obs.At)
 			g.prevPoll = g.fedAt

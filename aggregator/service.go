@@ -92,6 +92,12 @@ type ServiceOptions struct {
 	// DefaultResync with an Owner other than cluster.Everything, never
 	// without one; negative means never.
 	Resync time.Duration
+	// DigestEvery is how often a clustered service writes the schedule
+	// digests of its shards (digest.go) with a store that keeps them;
+	// zero means DefaultDigestEvery, negative never. A node taking a
+	// shard over queues its feeds from the digest before their records
+	// are read.
+	DigestEvery time.Duration
 }
 
 // Service is the live loop: the scheduler pops the feed whose predicted
@@ -147,6 +153,9 @@ type feedGuard struct {
 	// may be admitted under another).
 	seen    []uint64
 	seenRet storage.Retention
+	// deferred: queued from a schedule digest, the policy not read yet
+	// (digest.go); policy is nil until then.
+	deferred bool
 }
 
 // seenFunc returns ParseOptions.Seen for the feed's next poll under
@@ -197,6 +206,9 @@ func (g *feedGuard) Next(o schedule.Observation) time.Time {
 		// skipped because the feed is pushed set the override to that
 		// floor already, and must not wait another interval.
 		floorAt = g.prevPoll.time()
+	} else if g.policy == nil {
+		// Deferred, its record not read yet (digest.go): try soon.
+		next = o.At.Add(deferredRetry)
 	} else {
 		if fed := g.fedAt.time(); o.At.Before(fed) {
 			o.At = fed // a push reached the policy meanwhile
@@ -258,6 +270,9 @@ func NewService(opt ServiceOptions) (*Service, error) {
 	}
 	if opt.Resync == 0 && opt.Owner != cluster.Everything {
 		opt.Resync = DefaultResync
+	}
+	if opt.DigestEvery == 0 {
+		opt.DigestEvery = DefaultDigestEvery
 	}
 	if opt.PendingWrites <= 0 {
 		opt.PendingWrites = DefaultPendingWrites
@@ -648,6 +663,21 @@ func (s *Service) begin(ctx context.Context, id uint64) (obs schedule.Observatio
 	}
 	now := s.opt.Clock.Now()
 	g.mu.Lock()
+	deferred := g.deferred
+	g.mu.Unlock()
+	if deferred && !s.restoreBeforeFetch(g, id, now) {
+		// Queued from a schedule digest, its record not read: soon.
+		g.mu.Lock()
+		if g.deferred {
+			g.override = stampOf(now.Add(deferredRetry))
+		}
+		g.mu.Unlock()
+		return schedule.Observation{At: now}, nil, true
+	}
+	g.mu.Lock()
+	// Held: a record read after the feed was queued from a digest says
+	// it is not due yet (digest.go); Next answers the override.
+	held := !g.override.isZero() && g.override.time().After(now)
 	asleep := !g.sleep.IsZero() && g.sleep.Asleep(now)
 	prev := g.prevPoll.time()
 	// A hub began pushing the feed after this fetch was planned: it waits
@@ -655,6 +685,8 @@ func (s *Service) begin(ctx context.Context, id uint64) (obs schedule.Observatio
 	fallback := g.pushFloor(now, prev)
 	g.mu.Unlock()
 	switch {
+	case held:
+		return schedule.Observation{At: now}, nil, true
 	case asleep:
 		// The 48 h cap brought the feed back inside a long sleep: skip.
 		g.mu.Lock()

@@ -519,6 +519,26 @@ func (s *Scheduler) Waiting(id int) (time.Time, bool) {
 	return time.Unix(0, s.feeds[id].due), true
 }
 
+// Placement returns what the scheduler holds of feed id besides its
+// policy: its due time (the next poll while it waits; the poll under way
+// while in flight), and the host and weight it was added with (weight 1
+// for 0). ok is false when the feed is not scheduled.
+func (s *Scheduler) Placement(id int) (due time.Time, host string, weight float64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id < 0 || id >= len(s.feeds) {
+		return time.Time{}, "", 0, false
+	}
+	f := &s.feeds[id]
+	if f.state == stAbsent || f.state == stGone {
+		return time.Time{}, "", 0, false
+	}
+	if f.host >= 0 {
+		host = s.hosts[f.host].name
+	}
+	return time.Unix(0, f.due), host, s.weights[f.class], true
+}
+
 // Expedite moves feed id's next poll forward to at, when the feed is
 // waiting for a later time; it never delays a poll, and a feed whose sleep
 // plan covers at is left alone. It reports whether the poll moved. MDPT

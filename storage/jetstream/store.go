@@ -127,6 +127,9 @@ type Store struct {
 	ownGen atomic.Uint64 // bumped by SetOwner and by SetShards
 	ownSub *nats.Subscription
 	own    ownRecords
+
+	digestMu sync.Mutex // opens digestKV on first use
+	digestKV jetstream.KeyValue
 }
 
 // MaxStreamConsumers is the consumer limit of the items and observations

@@ -1,0 +1,312 @@
+package aggregator_test
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
+	"github.com/slogfeed/slogfeed/schedule"
+	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/storage/cluster"
+)
+
+// shardOwner is a cluster.Owner by shards, as a lease node is: it owns
+// the feeds of the shards the test gives it.
+type shardOwner struct {
+	mu      sync.Mutex
+	shards  int
+	owned   map[int]bool
+	changed chan struct{}
+}
+
+func newShardOwner(shards int, owned ...int) *shardOwner {
+	o := &shardOwner{shards: shards, changed: make(chan struct{}), owned: map[int]bool{}}
+	for _, s := range owned {
+		o.owned[s] = true
+	}
+	return o
+}
+
+func (o *shardOwner) OwnsFeed(id uint64) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.owned[cluster.ShardOf(cluster.KindFeed, id, o.shards)]
+}
+
+func (o *shardOwner) OwnsPipe(uint64) bool { return true }
+
+func (o *shardOwner) Changed() <-chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.changed
+}
+
+func (o *shardOwner) Shards() int { return o.shards }
+
+func (o *shardOwner) Owned() []int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Sorted(maps.Keys(o.owned))
+}
+
+func (o *shardOwner) set(owned ...int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.owned = map[int]bool{}
+	for _, s := range owned {
+		o.owned[s] = true
+	}
+	close(o.changed)
+	o.changed = make(chan struct{})
+}
+
+// digestStore is a bbolt store that keeps schedule digests in memory and
+// hands over records with their policy states as storage/jetstream's
+// Backend does. While gate is set, each TakeFeedStates waits for it to
+// be closed. edit, when set, changes the digests read.
+type digestStore struct {
+	*storage.Store
+	mu      sync.Mutex
+	digests map[int]storage.ScheduleDigest
+	gate    chan struct{}
+	edit    func(e *storage.DigestEntry) bool // false: leave the entry out
+	takes   int                               // TakeFeedStates calls
+}
+
+func (d *digestStore) PutScheduleDigest(dg storage.ScheduleDigest) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.digests == nil {
+		d.digests = map[int]storage.ScheduleDigest{}
+	}
+	dg.Entries = slices.Clone(dg.Entries)
+	d.digests[dg.Shard] = dg
+	return nil
+}
+
+func (d *digestStore) ScheduleDigests(shards []int) ([]storage.ScheduleDigest, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []storage.ScheduleDigest
+	for _, s := range shards {
+		dg, ok := d.digests[s]
+		if !ok {
+			continue
+		}
+		var entries []storage.DigestEntry
+		for _, e := range dg.Entries {
+			if d.edit == nil || d.edit(&e) {
+				entries = append(entries, e)
+			}
+		}
+		dg.Entries = entries
+		out = append(out, dg)
+	}
+	return out, nil
+}
+
+func (d *digestStore) TakeFeedStates(ids []uint64, feed func(storage.Feed, *storage.PolicyState) bool, obs func(uint64, storage.Observation), _ func(uint64) *storage.PolicyState) error {
+	d.mu.Lock()
+	gate := d.gate
+	d.takes++
+	d.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+	return d.FeedsWithStates(ids, func(f storage.Feed, st *storage.PolicyState) error {
+		if !feed(f, st) {
+			return nil
+		}
+		observed, err := d.Observations(f.ID, 0)
+		if err != nil {
+			return err
+		}
+		for _, o := range observed {
+			obs(f.ID, o)
+		}
+		return nil
+	})
+}
+
+func (d *digestStore) setGate(gate chan struct{}) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.gate = gate
+}
+
+// TestTakeoverFromDigest: a node that comes to own shards queues their
+// feeds from the shards' schedule digests before it reads a record, at
+// the times the old owner had them, and then fetches each feed once, when
+// its record's learned prediction says, whether the digest was exact,
+// older than the feed's last poll, later than its record, or missing
+// entries.
+func TestTakeoverFromDigest(t *testing.T) {
+	cases := []struct {
+		name string
+		// edit changes each digest entry read (nil: exact).
+		edit func(e *storage.DigestEntry) bool
+		// gated holds the records back until the feeds are checked
+		// queued: every feed the digests list is queued before any
+		// record is read.
+		gated bool
+		// deferred is how many feeds are queued from the digests.
+		deferred int
+	}{
+		{name: "exact, records held back", gated: true, deferred: 40},
+		{name: "exact", deferred: 40},
+		{name: "older than the last poll", deferred: 40,
+			edit: func(e *storage.DigestEntry) bool { e.Next = e.Next.Add(-8 * time.Minute); return true }},
+		{name: "older, records held back", gated: true, deferred: 40,
+			edit: func(e *storage.DigestEntry) bool { e.Next = e.Next.Add(-8 * time.Minute); return true }},
+		{name: "later than the record", deferred: 40,
+			edit: func(e *storage.DigestEntry) bool { e.Next = e.Next.Add(20 * time.Minute); return true }},
+		{name: "half the entries missing", deferred: 20,
+			edit: func(e *storage.DigestEntry) bool { return e.ID%2 == 0 }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { takeoverFromDigest(t, tc.edit, tc.gated, tc.deferred) })
+		})
+	}
+}
+
+func takeoverFromDigest(t *testing.T, edit func(e *storage.DigestEntry) bool, gated bool, deferred int) {
+	pub, st := pubAndStore(t)
+	pub.period = 10 * time.Minute
+	store := &digestStore{Store: st}
+	newService := func(owner *shardOwner) *aggregator.Service {
+		svc, err := aggregator.NewService(aggregator.ServiceOptions{
+			Store:       store,
+			Fetcher:     fetcher.New(fetcher.Options{Transport: handlerTransport{pub}}),
+			Scheduler:   schedule.Config{Workers: 4},
+			Owner:       owner,
+			Resync:      -1,
+			DigestEvery: time.Minute,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return svc
+	}
+	run := func(svc *aggregator.Service) func() {
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- svc.Run(ctx) }()
+		return func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	// The first node polls 40 feeds every 10 minutes from 0, writing
+	// its digests every minute, and dies at 25 min 30 s.
+	first := newService(newShardOwner(4, 0, 1, 2, 3))
+	var ids []uint64
+	for i := range 40 {
+		f, err := first.Subscribe(storage.Feed{URL: "http://pub.test/f/" + strconv.Itoa(i) + ".rss", Policy: "fixed-10m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, f.ID)
+	}
+	stopFirst := run(first)
+	time.Sleep(25*time.Minute + 30*time.Second)
+	synctest.Wait()
+	want := map[uint64]time.Time{}
+	for _, id := range ids {
+		next, ok := first.NextFetch(id)
+		if !ok {
+			t.Fatalf("feed %d not scheduled on the first node", id)
+		}
+		want[id] = next
+	}
+	stopFirst()
+
+	store.mu.Lock()
+	store.edit = edit
+	store.mu.Unlock()
+	owner := newShardOwner(4)
+	second := newService(owner)
+	if err := second.Load(); err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	if gated {
+		store.setGate(gate)
+	}
+	stopSecond := run(second)
+	defer stopSecond()
+	time.Sleep(30 * time.Second) // 26 min
+	took := time.Now()
+	owner.set(0, 1, 2, 3)
+	time.Sleep(time.Second) // the claims settle in 600 ms
+	synctest.Wait()
+	// Feeds due before the takeover was settled are fetched at once.
+	settled := took.Add(time.Second)
+	if gated {
+		got := second.Ownership()
+		if got.Pending != 40-deferred || got.Deferred != deferred || !got.Loading() {
+			t.Errorf("records held back: %+v, want %d deferred, %d pending", got, deferred, 40-deferred)
+		}
+		listed, err := store.ScheduleDigests([]int{0, 1, 2, 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, dg := range listed {
+			for _, e := range dg.Entries {
+				n++
+				next, ok := second.NextFetch(e.ID)
+				if !ok || (e.Next.After(settled) && !next.Equal(e.Next)) || (!e.Next.After(settled) && next.After(settled)) {
+					t.Errorf("feed %d queued at %v (%v) before its record was read, want its digest's %v", e.ID, next, ok, e.Next)
+				}
+			}
+		}
+		if n != deferred {
+			t.Errorf("%d digest entries, want %d", n, deferred)
+		}
+		close(gate)
+		synctest.Wait()
+	}
+	got := second.Ownership()
+	if got.Pending != 0 || got.Deferred != 0 || got.Loading() || got.Polled != 40 || got.Taken != 40 {
+		t.Errorf("after the records were read: %+v, want 40 polled, none deferred or pending", got)
+	}
+	time.Sleep(10 * time.Minute)
+	synctest.Wait()
+	for i, id := range ids {
+		path := "/f/" + strconv.Itoa(i) + ".rss"
+		pub.mu.Lock()
+		// Up to the learned time, or to the takeover for feeds due
+		// before it (their next fetch is a period later).
+		until := settled
+		if want[id].After(settled) {
+			until = want[id]
+		}
+		until = until.Add(time.Second)
+		var polls []time.Time
+		for _, at := range pub.polls[path] {
+			if !at.Before(took) && !at.After(until) {
+				polls = append(polls, at)
+			}
+		}
+		pub.mu.Unlock()
+		switch {
+		case len(polls) != 1:
+			t.Errorf("feed %d fetched at %v after the takeover, want once (learned %v)", id, polls, want[id])
+		case want[id].After(settled) && !polls[0].Equal(want[id]):
+			t.Errorf("feed %d fetched at %v, want its learned %v", id, polls[0], want[id])
+		case !want[id].After(settled) && polls[0].After(settled):
+			t.Errorf("feed %d fetched at %v, want at once (due %v before the takeover)", id, polls[0], want[id])
+		}
+	}
+}

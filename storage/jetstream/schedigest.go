@@ -1,0 +1,146 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/slogfeed/slogfeed/storage"
+)
+
+// DigestBucket keeps each shard's schedule digest (storage.ScheduleDigest):
+// key shard.<shard>.<part>, one value per key. A digest is a hint a node
+// taking a shard over queues the shard's feeds from at once; the feed
+// records stay the truth.
+const DigestBucket = "slogfeed_sched"
+
+// digestReaders bounds the digest parts read at once.
+const digestReaders = 8
+
+func digestKey(shard, part int) string {
+	return "shard." + strconv.Itoa(shard) + "." + strconv.Itoa(part)
+}
+
+// PutScheduleDigest stores d, one shard's digest whole, in as many parts
+// as the message size needs (parts of an earlier, longer writing are
+// left: they carry another written time and are not read with this one).
+func (s *Store) PutScheduleDigest(ctx context.Context, d storage.ScheduleDigest) error {
+	kv, err := s.digests(ctx)
+	if err != nil {
+		return err
+	}
+	parts, err := storage.SplitDigest(d, s.maxData)
+	if err != nil {
+		return fmt.Errorf("schedule digest of shard %d: %w", d.Shard, err)
+	}
+	// Parts after the first go first: a reader that sees the new part 0
+	// finds the parts it names.
+	for i := len(parts) - 1; i >= 0; i-- {
+		if _, err := kv.Put(ctx, digestKey(d.Shard, i), parts[i]); err != nil {
+			return fmt.Errorf("schedule digest of shard %d: %w", d.Shard, err)
+		}
+	}
+	return nil
+}
+
+// ScheduleDigests returns the newest digest of each shard of shards that
+// has one (storage.ScheduleDigester), reading up to digestReaders parts
+// at once. A part that cannot be read or decoded leaves its entries out.
+func (s *Store) ScheduleDigests(ctx context.Context, shards []int) ([]storage.ScheduleDigest, error) {
+	kv, err := s.digests(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		mu    sync.Mutex
+		parts []storage.ScheduleDigest
+		first error
+	)
+	get := func(shard, part int) (storage.ScheduleDigest, bool) {
+		e, err := kv.Get(ctx, digestKey(shard, part))
+		if err != nil {
+			if !errors.Is(err, jetstream.ErrKeyNotFound) {
+				mu.Lock()
+				first = cmpErr(first, err)
+				mu.Unlock()
+			}
+			return storage.ScheduleDigest{}, false
+		}
+		d, err := storage.DecodeDigest(e.Value())
+		if err != nil || d.Shard != shard || d.Part != part {
+			return storage.ScheduleDigest{}, false
+		}
+		return d, true
+	}
+	sem := make(chan struct{}, digestReaders)
+	var wg sync.WaitGroup
+	for _, shard := range shards {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			head, ok := get(shard, 0)
+			if !ok {
+				return
+			}
+			got := []storage.ScheduleDigest{head}
+			for p := 1; p < head.Parts; p++ {
+				if d, ok := get(shard, p); ok {
+					got = append(got, d)
+				}
+			}
+			mu.Lock()
+			parts = append(parts, got...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if len(parts) == 0 && first != nil {
+		return nil, fmt.Errorf("schedule digests: %w", first)
+	}
+	return storage.JoinDigests(parts), nil
+}
+
+func cmpErr(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+// digests opens the digest bucket, creating it on first use.
+func (s *Store) digests(ctx context.Context) (jetstream.KeyValue, error) {
+	s.digestMu.Lock()
+	defer s.digestMu.Unlock()
+	if s.digestKV != nil {
+		return s.digestKV, nil
+	}
+	kv, err := KeyValue(ctx, s.js, jetstream.KeyValueConfig{
+		Bucket: DigestBucket, Description: "slogfeed schedule digests, one per shard",
+		History: 1, Storage: jetstream.FileStorage, Replicas: s.opt.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("schedule digests: %w", err)
+	}
+	s.digestKV = kv
+	return kv, nil
+}
+
+// PutScheduleDigest is Store.PutScheduleDigest.
+func (b *Backend) PutScheduleDigest(d storage.ScheduleDigest) error {
+	ctx, cancel := b.call()
+	defer cancel()
+	return b.s.PutScheduleDigest(ctx, d)
+}
+
+// ScheduleDigests is Store.ScheduleDigests.
+func (b *Backend) ScheduleDigests(shards []int) ([]storage.ScheduleDigest, error) {
+	ctx, cancel := b.call()
+	defer cancel()
+	return b.s.ScheduleDigests(ctx, shards)
+}
