@@ -25,6 +25,8 @@ import (
 //
 //	slogfeed_owned_feeds_pending          feeds of this node's shards listed and
 //	                                      not scheduled yet (a takeover loading)
+//	slogfeed_owned_feeds_deferred         feeds scheduled from their shard's digest
+//	                                      whose records are not read yet
 //	slogfeed_owned_feeds_failed           feeds of this node's shards whose policy
 //	                                      cannot be built (tried at each resync)
 //	slogfeed_shard_change_loading         1 while the last change of this node's
@@ -90,6 +92,9 @@ func (m *Metrics) watchOwnership(own func() OwnershipStatus) {
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Name: "slogfeed_owned_feeds_pending", Help: "Feeds of this node's shards listed and not scheduled yet.",
 			}, func() float64 { return float64(own().Pending) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "slogfeed_owned_feeds_deferred", Help: "Feeds scheduled from their shard's schedule digest whose records (policy states) are not read yet.",
+			}, func() float64 { return float64(own().Deferred) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Name: "slogfeed_owned_feeds_failed", Help: "Feeds of this node's shards whose policy cannot be built (tried again at each resync).",
 			}, func() float64 { return float64(own().Failed) }),

@@ -47,8 +47,12 @@ type ThisNode struct {
 	// yet; Failed those whose policy cannot be built.
 	Pending int `json:"pending"`
 	Failed  int `json:"failed"`
+	// Deferred counts the feeds scheduled from their shard's schedule
+	// digest whose records (learned policy states) are not read yet.
+	Deferred int `json:"deferred"`
 	// Loading is true while the last change is not loaded: Pending may
-	// still be 0 while the change's feeds are being listed.
+	// still be 0 while the change's feeds are being listed, and is 0
+	// once they are all scheduled while Deferred ones are read.
 	Loading bool `json:"loading"`
 	// Changed is when the node saw the change; Loaded when every feed
 	// it listed was scheduled (absent while loading); LoadS how long the
@@ -77,7 +81,7 @@ func thisNode(agg Aggregator, name string) *ThisNode {
 	}
 	st := o.Ownership()
 	return &ThisNode{
-		Name: name, Polled: st.Polled, Pending: st.Pending, Failed: st.Failed, Loading: st.Loading(),
+		Name: name, Polled: st.Polled, Pending: st.Pending, Failed: st.Failed, Deferred: st.Deferred, Loading: st.Loading(),
 		Changed: st.Changed, Loaded: st.Loaded, LoadS: st.Took.Seconds(), Taken: st.Taken, Lost: st.Lost,
 	}
 }

@@ -479,6 +479,9 @@ func shardChange(n *web.ThisNode) string {
 	case n.Loading:
 		fmt.Fprintf(&b, "; loading the change of its shards seen %s: %d feeds pending, %d taken, %d dropped so far",
 			n.Changed.UTC().Format(time.RFC3339), n.Pending, n.Taken, n.Lost)
+		if n.Deferred > 0 {
+			fmt.Fprintf(&b, ", %d scheduled from their shards' digests with their records still to read", n.Deferred)
+		}
 	case !n.Changed.IsZero():
 		fmt.Fprintf(&b, "; the last change of its shards (seen %s) was loaded in %v: %d feeds taken, %d dropped",
 			n.Changed.UTC().Format(time.RFC3339), time.Duration(n.LoadS*float64(time.Second)).Round(time.Millisecond), n.Taken, n.Lost)

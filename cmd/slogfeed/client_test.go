@@ -69,8 +69,8 @@ func TestClusterCommand(t *testing.T) {
 		{"single", `{"mode":"single","nodes":[{"name":"local","shards":1,"shard_ids":[0],"last_seen":"2026-11-25T12:00:00Z","live":true,"feeds":3}],"shards":1,"unowned":0,"lease_ttl_s":0,"feeds":3,"unowned_feeds":0}`,
 			[]string{"local", "single node (no cluster): 3 feeds"}},
 		{"this node loading", `{"mode":"cluster","nodes":[{"name":"n1","shards":48,"live":true,"feeds":20}],"shards":64,"unowned":16,"lease_ttl_s":9,"feeds":20,"unowned_feeds":0,` +
-			`"this_node":{"name":"n1","polled":12,"pending":8,"failed":0,"loading":true,"changed":"2026-11-25T12:00:00Z","load_s":1.25,"taken":2,"lost":0}}`,
-			[]string{"this node (n1) polls 12 feeds; loading the change of its shards seen 2026-11-25T12:00:00Z: 8 feeds pending, 2 taken, 0 dropped so far"}},
+			`"this_node":{"name":"n1","polled":12,"pending":8,"failed":0,"deferred":3,"loading":true,"changed":"2026-11-25T12:00:00Z","load_s":1.25,"taken":2,"lost":0}}`,
+			[]string{"this node (n1) polls 12 feeds; loading the change of its shards seen 2026-11-25T12:00:00Z: 8 feeds pending, 2 taken, 0 dropped so far, 3 scheduled from their shards' digests with their records still to read"}},
 		{"this node loaded", `{"mode":"cluster","nodes":[{"name":"n1","shards":64,"live":true,"feeds":20}],"shards":64,"unowned":0,"lease_ttl_s":9,"feeds":20,"unowned_feeds":0,` +
 			`"this_node":{"name":"n1","polled":19,"pending":0,"failed":1,"loading":false,"changed":"2026-11-25T12:00:00Z","loaded":"2026-11-25T12:00:03.5Z","load_s":3.5004,"taken":10,"lost":0}}`,
 			[]string{"this node (n1) polls 19 feeds; the last change of its shards (seen 2026-11-25T12:00:00Z) was loaded in 3.5s: 10 feeds taken, 0 dropped; 1 feeds of its shards cannot be scheduled (see its log)"}},
