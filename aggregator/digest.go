@@ -3,6 +3,8 @@ package aggregator
 import (
 	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -38,8 +40,12 @@ const digestMaxAhead = time.Second
 const restoreBatch = 4096
 
 // deferredRetry is when a deferred feed whose record could not be read
-// just before its fetch is tried again.
+// just before its fetch is tried again, and the pause before a
+// background read is tried again.
 const deferredRetry = 5 * time.Second
+
+// restoreTries bounds the reads of one background batch.
+const restoreTries = 3
 
 // shardedOwner is a cluster.Owner that tells the cluster's shard count
 // and the shards it owns (storage/jetstream/lease's Node).
@@ -88,14 +94,19 @@ func (s *Service) writeDigests(ctx context.Context) {
 	}
 }
 
-// writeDigestsOnce writes the digest of each shard owned now and returns
-// how many it wrote.
+// writeDigestsOnce writes the digest of each shard owned now whose feeds
+// the service has scheduled (a shard it came to own and has not loaded
+// yet keeps its earlier owner's digest), and returns how many it wrote;
+// a shard whose digest cannot be written does not keep the others'.
 func (s *Service) writeDigestsOnce(d storage.ScheduleDigester, o shardedOwner) (int, error) {
 	now := s.opt.Clock.Now()
 	shards := o.Shards()
+	loaded := s.own.loadedShardSet()
 	byShard := map[int][]storage.DigestEntry{}
 	for _, sh := range o.Owned() {
-		byShard[sh] = nil
+		if loaded[sh] {
+			byShard[sh] = nil
+		}
 	}
 	if len(byShard) == 0 {
 		return 0, nil
@@ -113,20 +124,22 @@ func (s *Service) writeDigestsOnce(d storage.ScheduleDigester, o shardedOwner) (
 		byShard[sh] = append(entries, storage.DigestEntry{ID: id, Next: due, Host: host, Weight: weight})
 	}
 	written := 0
+	var errs []error
 	for _, sh := range slices.Sorted(maps.Keys(byShard)) {
 		entries := byShard[sh]
 		slices.SortFunc(entries, func(a, b storage.DigestEntry) int { return cmp.Compare(a.ID, b.ID) })
 		// A lease lost since the digest was built: the new owner's
 		// digest is not overwritten with this one.
-		if !slices.Contains(o.Owned(), sh) {
+		if !slices.Contains(o.Owned(), sh) || !s.own.loadedShardSet()[sh] {
 			continue
 		}
 		if err := d.PutScheduleDigest(storage.ScheduleDigest{Shard: sh, Written: now, Parts: 1, Entries: entries}); err != nil {
-			return written, err
+			errs = append(errs, fmt.Errorf("shard %d: %w", sh, err))
+			continue
 		}
 		written++
 	}
-	return written, nil
+	return written, errors.Join(errs...)
 }
 
 // takeFromDigests queues the feeds of ids (ascending, owned, not polled
@@ -150,9 +163,14 @@ func (s *Service) takeFromDigests(ids []uint64, now time.Time) (rest []uint64, d
 	queued := make(map[uint64]time.Time, len(ids))
 	for _, dg := range digests {
 		for _, e := range dg.Entries {
-			if _, listed := slices.BinarySearch(ids, e.ID); !listed ||
+			// A weight other than 1 is taken from the record: a
+			// digest must not add weight classes (there may be few).
+			if _, listed := slices.BinarySearch(ids, e.ID); !listed || e.Weight != 1 ||
 				cluster.ShardOf(cluster.KindFeed, e.ID, shards) != dg.Shard || !s.owns(e.ID) {
 				continue
+			}
+			if latest := now.Add(schedule.MaxDelay); e.Next.After(latest) {
+				e.Next = latest
 			}
 			if err := s.installDeferred(e, now); err != nil {
 				continue // read with the rest
@@ -190,6 +208,8 @@ func (s *Service) installDeferred(e storage.DigestEntry, now time.Time) error {
 	}
 	s.guards[e.ID] = g
 	s.mu.Unlock()
+	// Counted before the feed can be granted (and restored).
+	s.own.deferred(1)
 	err := s.sched.Add(int(e.ID), schedule.Feed{Policy: starter{g, e.Next}, Host: e.Host, Weight: e.Weight}, now)
 	if err != nil {
 		s.mu.Lock()
@@ -197,9 +217,14 @@ func (s *Service) installDeferred(e storage.DigestEntry, now time.Time) error {
 			delete(s.guards, e.ID)
 		}
 		s.mu.Unlock()
+		g.mu.Lock()
+		if g.deferred {
+			g.deferred = false
+			s.own.deferred(-1)
+		}
+		g.mu.Unlock()
 		return err
 	}
-	s.own.deferred(1)
 	s.signal()
 	return nil
 }
@@ -217,9 +242,14 @@ func (s *Service) restoreDeferred(ids []uint64) {
 		batch := ids[:n]
 		ids = ids[n:]
 		replays, seen, err := s.takeStates(st, batch)
+		for try := 1; err != nil && try < restoreTries; try++ {
+			t := s.opt.Clock.NewTimer(deferredRetry)
+			<-t.C()
+			replays, seen, err = s.takeStates(st, batch)
+		}
 		if err != nil {
 			// Those left read their records just before their
-			// fetches.
+			// fetches; the change stays loading until they have.
 			s.log.Warn("cannot read the records of feeds queued from a schedule digest; each is read before its fetch", "feeds", n+len(ids), "err", err)
 			return
 		}

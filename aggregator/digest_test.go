@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -309,4 +310,106 @@ func takeoverFromDigest(t *testing.T, edit func(e *storage.DigestEntry) bool, ga
 			t.Errorf("feed %d fetched at %v, want at once (due %v before the takeover)", id, polls[0], want[id])
 		}
 	}
+}
+
+// TestDigestsOfLoadedShardsOnly: a node writes the digests of the shards
+// whose feeds it has scheduled, not of shards it came to own and is still
+// loading (their earlier owner's digest is what a next takeover needs);
+// a feed whose host is longer than most still has its shard's digest
+// written.
+func TestDigestsOfLoadedShardsOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pub, st := pubAndStore(t)
+		store := &digestStore{Store: st}
+		owner := newShardOwner(4, 0, 1)
+		svc, err := aggregator.NewService(aggregator.ServiceOptions{
+			Store:       store,
+			Fetcher:     fetcher.New(fetcher.Options{Transport: handlerTransport{pub}}),
+			Scheduler:   schedule.Config{Workers: 4},
+			Owner:       owner,
+			Resync:      -1,
+			DigestEvery: time.Minute,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		long := "http://" + strings.Repeat("s", 300) + ".test/f/"
+		shardOf := map[uint64]int{}
+		for i := range 40 {
+			url := "http://pub.test/f/" + strconv.Itoa(i) + ".rss"
+			if i == 0 {
+				url = long + "0.rss"
+			}
+			f := storage.Feed{URL: url, Kind: storage.KindRemote, Policy: "fixed-10m"}
+			if err := st.CreateFeed(&f); err != nil {
+				t.Fatal(err)
+			}
+			shardOf[f.ID] = cluster.ShardOf(cluster.KindFeed, f.ID, 4)
+		}
+		// Shards 2 and 3 have their earlier owner's digests.
+		earlier := time.Now().Add(-time.Minute)
+		for _, sh := range []int{2, 3} {
+			dg := storage.ScheduleDigest{Shard: sh, Written: earlier, Parts: 1}
+			for _, id := range slices.Sorted(maps.Keys(shardOf)) {
+				if shardOf[id] == sh {
+					dg.Entries = append(dg.Entries, storage.DigestEntry{ID: id, Next: time.Now().Add(5 * time.Minute), Weight: 1})
+				}
+			}
+			if err := store.PutScheduleDigest(dg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := svc.Load(); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- svc.Run(ctx) }()
+		defer func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}()
+		written := func(sh int) (time.Time, int) {
+			store.mu.Lock()
+			defer store.mu.Unlock()
+			return store.digests[sh].Written, len(store.digests[sh].Entries)
+		}
+		count := func(sh int) int {
+			n := 0
+			for _, s := range shardOf {
+				if s == sh {
+					n++
+				}
+			}
+			return n
+		}
+		time.Sleep(time.Minute + time.Second)
+		synctest.Wait()
+		for _, sh := range []int{0, 1} {
+			if at, n := written(sh); at.IsZero() || n != count(sh) {
+				t.Errorf("shard %d: digest written %v with %d feeds, want its %d", sh, at, n, count(sh))
+			}
+		}
+		// Shards 2 and 3 come; their records are held back.
+		gate := make(chan struct{})
+		store.setGate(gate)
+		owner.set(0, 1, 2, 3)
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		for _, sh := range []int{2, 3} {
+			if at, n := written(sh); !at.Equal(earlier) || n != count(sh) {
+				t.Errorf("shard %d while loading: digest written %v with %d feeds, want the earlier owner's of %v", sh, at, n, earlier)
+			}
+		}
+		close(gate)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		for sh := range 4 {
+			if at, n := written(sh); !at.After(earlier.Add(2*time.Minute)) || n != count(sh) {
+				t.Errorf("shard %d once loaded: digest written %v with %d feeds, want a new one of %d", sh, at, n, count(sh))
+			}
+		}
+	})
 }

@@ -59,6 +59,29 @@ type ownState struct {
 	took            time.Duration // loaded − changed of the last change loaded
 	taken, lost     int           // feeds scheduled and dropped since changed
 	deferredN       int           // feeds queued from a digest, policy not read yet
+	// loadedShards are the shards owned when the last reconcile that
+	// scheduled every feed it listed began: their digests may be
+	// written (digest.go).
+	loadedShards map[int]bool
+}
+
+// setLoadedShards records the shards whose feeds are all scheduled.
+func (o *ownState) setLoadedShards(shards []int) {
+	set := make(map[int]bool, len(shards))
+	for _, sh := range shards {
+		set[sh] = true
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.loadedShards = set
+}
+
+// loadedShardSet returns the shards whose feeds are all scheduled (not
+// to be modified).
+func (o *ownState) loadedShardSet() map[int]bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.loadedShards
 }
 
 // OwnershipStatus is how far a clustered service has come in scheduling
@@ -178,7 +201,7 @@ func (o *ownState) dropped(n int) {
 func (o *ownState) loadedAt(now time.Time) (st OwnershipStatus, ok bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.changed.IsZero() || !o.loaded.IsZero() || o.pending > 0 {
+	if o.changed.IsZero() || !o.loaded.IsZero() || o.pending > 0 || o.deferredN > 0 {
 		return st, false
 	}
 	o.loaded, o.took = now, now.Sub(o.changed)
@@ -249,12 +272,18 @@ func (s *Service) owned(ctx context.Context) {
 	// Changed is read before each reconcile, so a change during one
 	// fires the next; the first catches changes since Load.
 	changed := s.opt.Owner.Changed()
+	sharded, _ := s.opt.Owner.(shardedOwner)
 	for {
+		var shards []int
+		if sharded != nil {
+			shards = sharded.Owned()
+		}
 		busy, err := s.reconcile()
 		if err != nil {
 			s.log.Warn("cannot list feeds to follow the cluster's shards", "err", err)
 		}
 		if !busy && err == nil {
+			s.own.setLoadedShards(shards)
 			s.loaded(changed)
 		}
 		wait := s.opt.Resync
@@ -623,15 +652,11 @@ func (s *Service) take(ids []uint64) (took int, busy bool) {
 		case err == nil:
 			took++
 			s.own.scheduled()
+		case errors.Is(err, schedule.ErrFeedExists):
+			s.own.scheduled() // by a subscription meanwhile
 		case errors.Is(err, schedule.ErrFeedBusy):
-			s.mu.Lock()
-			delete(s.guards, id)
-			s.mu.Unlock()
 			busy = true
 		default:
-			s.mu.Lock()
-			delete(s.guards, id)
-			s.mu.Unlock()
 			s.log.Error("cannot schedule feed", "feed", id, "err", err)
 			// A read that failed (a stream re-electing its leader)
 			// is tried again soon; a policy name this version does

@@ -525,3 +525,67 @@ func takeover(t *testing.T, stream bool, feeds, fail, miss, deleted int) {
 		t.Fatal(err)
 	}
 }
+
+// racingStore lets the cluster's listing find a subscription's feed
+// between its creation and its scheduling.
+type racingStore struct {
+	aggregator.Store
+	between func()
+}
+
+func (r racingStore) CreateFeed(f *storage.Feed) error {
+	if err := r.Store.CreateFeed(f); err != nil {
+		return err
+	}
+	r.between()
+	return nil
+}
+
+// TestSubscribeRacesListing: a subscription whose feed the node's
+// listing found and scheduled first succeeds, keeps the feed, and the
+// feed is polled by one guard.
+func TestSubscribeRacesListing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pub, st := pubAndStore(t)
+		owner := newShardOwner(1, 0) // owns every feed
+		store := racingStore{Store: st}
+		store.between = func() {
+			owner.set(0) // a change: the service lists the store's feeds
+			time.Sleep(time.Second)
+			synctest.Wait()
+		}
+		svc, err := aggregator.NewService(aggregator.ServiceOptions{
+			Store:     store,
+			Fetcher:   fetcher.New(fetcher.Options{Transport: handlerTransport{pub}}),
+			Scheduler: schedule.Config{Workers: 2},
+			Owner:     owner,
+			Resync:    -1,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- svc.Run(ctx) }()
+		synctest.Wait()
+		f, err := svc.Subscribe(storage.Feed{URL: "http://pub.test/f/0.rss", Policy: "fixed-10m"})
+		if err != nil {
+			t.Fatalf("Subscribe: %v", err)
+		}
+		if _, err := st.Feed(f.ID); err != nil {
+			t.Fatalf("the subscribed feed: %v", err)
+		}
+		if got := svc.Ownership(); got.Polled != 1 || got.Taken != 1 {
+			t.Errorf("ownership %+v, want the feed polled, taken by the listing", got)
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if n := pub.since("/f/0.rss", time.Time{}); n != 1 {
+			t.Errorf("%d fetches in the first minute, want 1", n)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}

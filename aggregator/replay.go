@@ -2,6 +2,7 @@ package aggregator
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/url"
 	"time"
@@ -59,10 +60,16 @@ func (s *Service) install(r *replay, now time.Time, resume bool) error {
 	return s.installAt(r, now, first)
 }
 
-// installAt schedules the replayed feed with its first poll at first.
+// installAt schedules the replayed feed with its first poll at first. A
+// feed scheduled already (a subscription and the cluster's listing that
+// found it, at once) is left as it is: schedule.ErrFeedExists.
 func (s *Service) installAt(r *replay, now, first time.Time) error {
 	f, g := r.f, r.g
 	s.mu.Lock()
+	if s.guards[f.ID] != nil {
+		s.mu.Unlock()
+		return fmt.Errorf("feed %d: %w", f.ID, schedule.ErrFeedExists)
+	}
 	s.guards[f.ID] = g
 	s.mu.Unlock()
 	host := ""
@@ -74,6 +81,11 @@ func (s *Service) installAt(r *replay, now, first time.Time) error {
 	if err := s.sched.Add(int(f.ID), schedule.Feed{
 		Policy: starter{g, first}, Host: host, Weight: f.Weight,
 	}, now); err != nil {
+		s.mu.Lock()
+		if s.guards[f.ID] == g {
+			delete(s.guards, f.ID)
+		}
+		s.mu.Unlock()
 		return err
 	}
 	s.signal() // the live loop may have a free fetch slot for it

@@ -468,6 +468,9 @@ func (s *Service) subscribe(f storage.Feed, first time.Time) (storage.Feed, erro
 		}
 		err = s.installAt(r, now, start)
 	}
+	if errors.Is(err, schedule.ErrFeedExists) {
+		return f, nil // the cluster's listing found it first and scheduled it
+	}
 	if err != nil {
 		_ = s.opt.Store.DeleteFeed(f.ID)
 		return storage.Feed{}, err
@@ -507,10 +510,7 @@ func (p *Pacer) Next(now time.Time) time.Time {
 
 // Unsubscribe removes a feed, its items and its observations.
 func (s *Service) Unsubscribe(id uint64) error {
-	s.sched.Remove(int(id))
-	s.mu.Lock()
-	delete(s.guards, id)
-	s.mu.Unlock()
+	s.drop(id)
 	if err := s.opt.Store.DeleteFeed(id); err != nil {
 		return err
 	}
@@ -666,13 +666,17 @@ func (s *Service) begin(ctx context.Context, id uint64) (obs schedule.Observatio
 	deferred := g.deferred
 	g.mu.Unlock()
 	if deferred && !s.restoreBeforeFetch(g, id, now) {
-		// Queued from a schedule digest, its record not read: soon.
+		// Queued from a schedule digest, its record not read: soon
+		// (unless the background read gave it its policy meanwhile).
 		g.mu.Lock()
-		if g.deferred {
+		still := g.deferred
+		if still {
 			g.override = stampOf(now.Add(deferredRetry))
 		}
 		g.mu.Unlock()
-		return schedule.Observation{At: now}, nil, true
+		if still {
+			return schedule.Observation{At: now}, nil, true
+		}
 	}
 	g.mu.Lock()
 	// Held: a record read after the feed was queued from a digest says

@@ -522,7 +522,8 @@ func (s *Scheduler) Waiting(id int) (time.Time, bool) {
 // Placement returns what the scheduler holds of feed id besides its
 // policy: its due time (the next poll while it waits; the poll under way
 // while in flight), and the host and weight it was added with (weight 1
-// for 0). ok is false when the feed is not scheduled.
+// for 0, and for every feed unless the order is OrderPriority, which
+// alone weighs feeds). ok is false when the feed is not scheduled.
 func (s *Scheduler) Placement(id int) (due time.Time, host string, weight float64, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

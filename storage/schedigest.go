@@ -56,14 +56,19 @@ type ScheduleDigester interface {
 const (
 	// MaxDigestParts bounds the parts of one shard's digest.
 	MaxDigestParts = 256
-	// MaxDigestHosts bounds the distinct (host, weight) pairs of one part.
+	// MaxDigestHosts bounds the distinct (host, weight) pairs of one
+	// part (SplitDigest cuts a shard with more into parts).
 	MaxDigestHosts = 1 << 16
 	// maxDigestHostLen bounds a host name (schedule.MaxHostLen).
-	maxDigestHostLen = 255
+	maxDigestHostLen = 1024
 )
 
 // ErrDigest reports an encoded ScheduleDigest that cannot be read.
 var ErrDigest = errors.New("schedule digest: malformed")
+
+// errManyHosts is AppendDigest's ErrDigest for a part with more than
+// MaxDigestHosts pairs.
+var errManyHosts = fmt.Errorf("%w: more than %d (host, weight) pairs in a part", ErrDigest, MaxDigestHosts)
 
 // digestVersion is the first byte of an encoded ScheduleDigest.
 const digestVersion = 1
@@ -73,7 +78,7 @@ const digestVersion = 1
 // weight) pairs, then each entry as its ID's distance from the previous
 // one, its next fetch in ms from written, and its pair's index; about 6
 // bytes an entry. Entries must be ascending by ID, with hosts of at most
-// 255 bytes and positive weights.
+// 1,024 bytes and positive weights.
 func AppendDigest(dst []byte, d ScheduleDigest) ([]byte, error) {
 	written := d.Written.UnixMilli()
 	if d.Shard < 0 || d.Shard > math.MaxInt32 || d.Parts < 1 || d.Parts > MaxDigestParts || d.Part < 0 || d.Part >= d.Parts ||
@@ -104,7 +109,7 @@ func AppendDigest(dst []byte, d ScheduleDigest) ([]byte, error) {
 		k, ok := index[p]
 		if !ok {
 			if len(pairs) == MaxDigestHosts {
-				return dst, fmt.Errorf("%w: more than %d hosts", ErrDigest, MaxDigestHosts)
+				return dst, errManyHosts
 			}
 			k = uint64(len(pairs))
 			index[p] = k
@@ -200,34 +205,41 @@ func DecodeDigest(b []byte) (ScheduleDigest, error) {
 // limit bytes (at least one entry a part), all with d's shard and
 // written time.
 func SplitDigest(d ScheduleDigest, limit int) ([][]byte, error) {
-	// The whole encoding checks every entry and gives the mean entry
-	// size; a run is cut at 90% of what that mean lets a part hold (the
-	// widest part header counted), or at the longest that fits when
-	// that does not (a part's own host table is larger than the mean).
-	whole, err := AppendDigest(nil, ScheduleDigest{Shard: d.Shard, Written: d.Written,
-		Part: MaxDigestParts - 1, Parts: MaxDigestParts, Entries: d.Entries})
+	for i := 1; i < len(d.Entries); i++ {
+		if d.Entries[i].ID <= d.Entries[i-1].ID {
+			return nil, fmt.Errorf("%w: IDs not ascending at %d", ErrDigest, d.Entries[i].ID)
+		}
+	}
+	// Runs are sized with the widest part header, so that stamping each
+	// with its index and the count does not make it longer.
+	wide := func(run []DigestEntry) ([]byte, error) {
+		return AppendDigest(nil, ScheduleDigest{Shard: d.Shard, Written: d.Written,
+			Part: MaxDigestParts - 1, Parts: MaxDigestParts, Entries: run})
+	}
+	d.Part, d.Parts = 0, 1
+	if b, err := AppendDigest(nil, d); err == nil && (len(b) <= limit || len(d.Entries) == 0) {
+		return [][]byte{b}, nil
+	} else if err != nil && !errors.Is(err, errManyHosts) {
+		return nil, err
+	}
+	// A run is cut at 90% of what the mean entry size of the first
+	// entries lets a part hold, or at the longest that fits when that
+	// does not (a run with more distinct hosts than the mean).
+	sample, err := wide(d.Entries[:min(len(d.Entries), 4096)])
 	if err != nil {
 		return nil, err
 	}
-	if len(whole) <= limit || len(d.Entries) == 0 {
-		d.Part, d.Parts = 0, 1
-		b, err := AppendDigest(nil, d)
-		return [][]byte{b}, err
-	}
-	mean := float64(len(whole)) / float64(len(d.Entries))
+	mean := float64(len(sample)) / float64(min(len(d.Entries), 4096))
 	per := max(1, int(0.9*float64(limit-64)/mean))
+	fits := func(run []DigestEntry) bool {
+		b, err := wide(run)
+		return err == nil && len(b) <= limit
+	}
 	var runs [][]DigestEntry
 	for entries := d.Entries; len(entries) > 0; {
-		fits := func(n int) bool {
-			b, _ := AppendDigest(nil, ScheduleDigest{Shard: d.Shard, Written: d.Written,
-				Part: MaxDigestParts - 1, Parts: MaxDigestParts, Entries: entries[:n]})
-			return len(b) <= limit
-		}
 		n := min(per, len(entries))
-		if n > 1 && !fits(n) {
-			// The longest run that fits, at least one entry.
-			n = sort.Search(n, func(k int) bool { return k > 0 && !fits(k+1) })
-			n = max(n, 1)
+		if n > 1 && !fits(entries[:n]) {
+			n = max(1, sort.Search(n, func(k int) bool { return k > 0 && !fits(entries[:k+1]) }))
 		}
 		if len(runs) == MaxDigestParts {
 			return nil, fmt.Errorf("%w: more than %d parts", ErrDigest, MaxDigestParts)

@@ -759,3 +759,28 @@ func FuzzDecodeDigest(f *testing.F) {
 		}
 	})
 }
+
+// TestSplitDigestManyHosts: a shard whose feeds have more distinct hosts
+// than one part may hold is cut into parts that each hold fewer.
+func TestSplitDigestManyHosts(t *testing.T) {
+	d := ScheduleDigest{Shard: 9, Written: digestWritten, Parts: 1}
+	for i := range MaxDigestHosts + 5000 {
+		d.Entries = append(d.Entries, DigestEntry{ID: uint64(1 + i), Next: digestWritten, Host: fmt.Sprint("h", i), Weight: 1})
+	}
+	parts, err := SplitDigest(d, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var decoded []ScheduleDigest
+	for _, b := range parts {
+		p, err := DecodeDigest(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		decoded = append(decoded, p)
+	}
+	joined := JoinDigests(decoded)
+	if len(parts) < 2 || len(joined) != 1 || len(joined[0].Entries) != len(d.Entries) {
+		t.Fatalf("%d parts joined to %d digests", len(parts), len(joined))
+	}
+}

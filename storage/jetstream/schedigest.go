@@ -29,7 +29,7 @@ func digestKey(shard, part int) string {
 // as the message size needs (parts of an earlier, longer writing are
 // left: they carry another written time and are not read with this one).
 func (s *Store) PutScheduleDigest(ctx context.Context, d storage.ScheduleDigest) error {
-	kv, err := s.digests(ctx)
+	kv, err := s.digests(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -51,7 +51,10 @@ func (s *Store) PutScheduleDigest(ctx context.Context, d storage.ScheduleDigest)
 // has one (storage.ScheduleDigester), reading up to digestReaders parts
 // at once. A part that cannot be read or decoded leaves its entries out.
 func (s *Store) ScheduleDigests(ctx context.Context, shards []int) ([]storage.ScheduleDigest, error) {
-	kv, err := s.digests(ctx)
+	kv, err := s.digests(ctx, false)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, nil // no node wrote one yet
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -113,17 +116,24 @@ func cmpErr(first, err error) error {
 	return err
 }
 
-// digests opens the digest bucket, creating it on first use.
-func (s *Store) digests(ctx context.Context) (jetstream.KeyValue, error) {
+// digests opens the digest bucket; the first write creates it (a
+// writer's path, not a takeover's).
+func (s *Store) digests(ctx context.Context, create bool) (jetstream.KeyValue, error) {
 	s.digestMu.Lock()
 	defer s.digestMu.Unlock()
 	if s.digestKV != nil {
 		return s.digestKV, nil
 	}
-	kv, err := KeyValue(ctx, s.js, jetstream.KeyValueConfig{
-		Bucket: DigestBucket, Description: "slogfeed schedule digests, one per shard",
-		History: 1, Storage: jetstream.FileStorage, Replicas: s.opt.Replicas,
-	})
+	var kv jetstream.KeyValue
+	var err error
+	if create {
+		kv, err = KeyValue(ctx, s.js, jetstream.KeyValueConfig{
+			Bucket: DigestBucket, Description: "slogfeed schedule digests, one per shard",
+			History: 1, Storage: jetstream.FileStorage, Replicas: s.opt.Replicas,
+		})
+	} else {
+		kv, err = s.js.KeyValue(ctx, DigestBucket)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("schedule digests: %w", err)
 	}
