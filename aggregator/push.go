@@ -232,9 +232,11 @@ func (s *Service) Ingest(ctx context.Context, id uint64, body []byte, header htt
 		// The policy learns from the push as from a poll that came just
 		// in time (observations reach it in time order: a push older than
 		// what it has seen is stored but not given to it).
-		// A deferred feed's policy reads the push from its record.
+		// A deferred feed's policy reads the push from its record; one
+		// given its record just now has the push already (fedAt is its
+		// time).
 		g.mu.Lock()
-		if g.policy != nil && !obs.At.Before(g.fedAt.time()) {
+		if g.policy != nil && obs.At.After(g.fedAt.time()) {
 			g.policy.Next(obs.Schedule())
 			g.fedAt = stampOf(obs.At)
 			g.prevPoll = g.fedAt
