@@ -142,6 +142,37 @@ func (d *digestStore) setGate(gate chan struct{}) {
 	d.gate = gate
 }
 
+// digestService is a clustered service on store with owner, writing its
+// digests every minute, fetching from pub.
+func digestService(t *testing.T, store aggregator.Store, pub *countingFeeds, owner *shardOwner) *aggregator.Service {
+	t.Helper()
+	svc, err := aggregator.NewService(aggregator.ServiceOptions{
+		Store:       store,
+		Fetcher:     fetcher.New(fetcher.Options{Transport: handlerTransport{pub}}),
+		Scheduler:   schedule.Config{Workers: 4},
+		Owner:       owner,
+		Resync:      -1,
+		DigestEvery: time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
+
+// runService runs svc until the returned stop is called.
+func runService(t *testing.T, svc *aggregator.Service) (stop func()) {
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestTakeoverFromDigest: a node that comes to own shards queues their
 // feeds from the shards' schedule digests before it reads a record, at
 // the times the old owner had them, and then fetches each feed once, when
@@ -182,35 +213,9 @@ func takeoverFromDigest(t *testing.T, edit func(e *storage.DigestEntry) bool, ga
 	pub, st := pubAndStore(t)
 	pub.period = 10 * time.Minute
 	store := &digestStore{Store: st}
-	newService := func(owner *shardOwner) *aggregator.Service {
-		svc, err := aggregator.NewService(aggregator.ServiceOptions{
-			Store:       store,
-			Fetcher:     fetcher.New(fetcher.Options{Transport: handlerTransport{pub}}),
-			Scheduler:   schedule.Config{Workers: 4},
-			Owner:       owner,
-			Resync:      -1,
-			DigestEvery: time.Minute,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return svc
-	}
-	run := func(svc *aggregator.Service) func() {
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- svc.Run(ctx) }()
-		return func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-
 	// The first node polls 40 feeds every 10 minutes from 0, writing
 	// its digests every minute, and dies at 25 min 30 s.
-	first := newService(newShardOwner(4, 0, 1, 2, 3))
+	first := digestService(t, store, pub, newShardOwner(4, 0, 1, 2, 3))
 	var ids []uint64
 	for i := range 40 {
 		f, err := first.Subscribe(storage.Feed{URL: "http://pub.test/f/" + strconv.Itoa(i) + ".rss", Policy: "fixed-10m"})
@@ -219,7 +224,7 @@ func takeoverFromDigest(t *testing.T, edit func(e *storage.DigestEntry) bool, ga
 		}
 		ids = append(ids, f.ID)
 	}
-	stopFirst := run(first)
+	stopFirst := runService(t, first)
 	time.Sleep(25*time.Minute + 30*time.Second)
 	synctest.Wait()
 	want := map[uint64]time.Time{}
@@ -236,7 +241,7 @@ func takeoverFromDigest(t *testing.T, edit func(e *storage.DigestEntry) bool, ga
 	store.edit = edit
 	store.mu.Unlock()
 	owner := newShardOwner(4)
-	second := newService(owner)
+	second := digestService(t, store, pub, owner)
 	if err := second.Load(); err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +249,7 @@ func takeoverFromDigest(t *testing.T, edit func(e *storage.DigestEntry) bool, ga
 	if gated {
 		store.setGate(gate)
 	}
-	stopSecond := run(second)
+	stopSecond := runService(t, second)
 	defer stopSecond()
 	time.Sleep(30 * time.Second) // 26 min
 	took := time.Now()
@@ -322,17 +327,7 @@ func TestDigestsOfLoadedShardsOnly(t *testing.T) {
 		pub, st := pubAndStore(t)
 		store := &digestStore{Store: st}
 		owner := newShardOwner(4, 0, 1)
-		svc, err := aggregator.NewService(aggregator.ServiceOptions{
-			Store:       store,
-			Fetcher:     fetcher.New(fetcher.Options{Transport: handlerTransport{pub}}),
-			Scheduler:   schedule.Config{Workers: 4},
-			Owner:       owner,
-			Resync:      -1,
-			DigestEvery: time.Minute,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		svc := digestService(t, store, pub, owner)
 		long := "http://" + strings.Repeat("s", 300) + ".test/f/"
 		shardOf := map[uint64]int{}
 		for i := range 40 {
@@ -362,15 +357,7 @@ func TestDigestsOfLoadedShardsOnly(t *testing.T) {
 		if err := svc.Load(); err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- svc.Run(ctx) }()
-		defer func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
-		}()
+		defer runService(t, svc)()
 		written := func(sh int) (time.Time, int) {
 			store.mu.Lock()
 			defer store.mu.Unlock()

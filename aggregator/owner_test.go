@@ -564,9 +564,7 @@ func TestSubscribeRacesListing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- svc.Run(ctx) }()
+		defer runService(t, svc)()
 		synctest.Wait()
 		f, err := svc.Subscribe(storage.Feed{URL: "http://pub.test/f/0.rss", Policy: "fixed-10m"})
 		if err != nil {
@@ -582,10 +580,6 @@ func TestSubscribeRacesListing(t *testing.T) {
 		synctest.Wait()
 		if n := pub.since("/f/0.rss", time.Time{}); n != 1 {
 			t.Errorf("%d fetches in the first minute, want 1", n)
-		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
 		}
 	})
 }
