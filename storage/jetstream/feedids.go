@@ -29,10 +29,11 @@ const DefaultIDRelist = time.Hour
 // seconds of CPU and a few hundred megabytes of transient heap, a
 // watched set a merge of what changed since the last call.
 //
-// The set lists again when the watch ended (its subscription closed),
-// when the NATS connection reconnected since the listing (the watch's
-// ordered consumer resumes where it stopped; the listing is insurance),
-// or when DefaultIDRelist passed.
+// The set lists again when the watch ended (its subscription closed:
+// the caller waits for the listing), and in the background, answering
+// from the set meanwhile, when the NATS connection reconnected since the
+// listing (the watch's ordered consumer resumes where it stopped; the
+// listing is insurance) or when DefaultIDRelist passed.
 type feedIDSet struct {
 	listMu sync.Mutex // one listing at a time
 
@@ -44,6 +45,7 @@ type feedIDSet struct {
 	watchGen   uint64 // bumped when a watch starts; an ended one clears watch if still current
 	listedAt   time.Time
 	reconnects uint64
+	relisting  bool // a background listing runs (current)
 }
 
 // FeedIDs lists the IDs of the stored feeds, ascending, without reading
@@ -58,35 +60,78 @@ func (b *Backend) FeedIDs() ([]uint64, error) {
 }
 
 func (x *feedIDSet) get(b *Backend) ([]uint64, error) {
-	x.listMu.Lock()
-	defer x.listMu.Unlock()
 	now := b.s.opt.Now()
 	reconnects := b.s.js.Conn().Stats().Reconnects
-	x.mu.Lock()
-	fresh := x.watch != nil && x.reconnects == reconnects && !x.listedAt.IsZero() && now.Sub(x.listedAt) < DefaultIDRelist
-	if fresh {
-		x.mergeLocked(x.ids)
-		out := slices.Clone(x.ids)
-		x.mu.Unlock()
+	if out, ok := x.current(b, now, reconnects); ok {
 		return out, nil
 	}
-	x.mu.Unlock()
-
-	if err := x.startWatch(b); err != nil {
-		return nil, fmt.Errorf("list feed IDs: watch the feed records: %w", err)
+	x.listMu.Lock()
+	defer x.listMu.Unlock()
+	if out, ok := x.current(b, now, reconnects); ok {
+		return out, nil // listed by another caller meanwhile
 	}
 	ctx, cancel := b.call()
 	defer cancel()
+	if err := x.list(ctx, b, now, reconnects); err != nil {
+		return nil, err
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return slices.Clone(x.ids), nil
+}
+
+// current returns the set when a watch follows it (ok). When a listing
+// is due (a reconnect since the last, or DefaultIDRelist passed) it
+// starts one in the background and answers from the set meanwhile: a
+// listing of a million keys takes seconds, and a reconnect is what a
+// takeover brings (the dead node's server was some nodes' server), so
+// the takeover is not held up by it.
+func (x *feedIDSet) current(b *Backend, now time.Time, reconnects uint64) (out []uint64, ok bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.watch == nil || x.listedAt.IsZero() {
+		return nil, false
+	}
+	x.mergeLocked(x.ids)
+	if (x.reconnects != reconnects || now.Sub(x.listedAt) >= DefaultIDRelist) && !x.relisting {
+		x.relisting = true
+		go x.relist(b, now, reconnects)
+	}
+	return slices.Clone(x.ids), true
+}
+
+// relistTimeout bounds a background listing.
+const relistTimeout = 2 * time.Minute
+
+// relist lists the keys again in the background (current).
+func (x *feedIDSet) relist(b *Backend, now time.Time, reconnects uint64) {
+	x.listMu.Lock()
+	defer x.listMu.Unlock()
+	ctx, cancel := context.WithTimeout(b.ctx, relistTimeout)
+	defer cancel()
+	_ = x.list(ctx, b, now, reconnects) // failed: the next call starts another
+	x.mu.Lock()
+	x.relisting = false
+	x.mu.Unlock()
+}
+
+// list starts a new watch, then lists the bucket's feed keys and makes
+// them the set, with what the watch saw since merged in. The caller
+// holds listMu.
+func (x *feedIDSet) list(ctx context.Context, b *Backend, now time.Time, reconnects uint64) error {
+	if err := x.startWatch(b); err != nil {
+		return fmt.Errorf("list feed IDs: watch the feed records: %w", err)
+	}
 	listed, err := b.s.listIDs(ctx, feedKeyPrefix)
 	b.s.opt.Metrics.listed()
 	if err != nil {
-		return nil, fmt.Errorf("list feed IDs: %w", err)
+		return fmt.Errorf("list feed IDs: %w", err)
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.mergeLocked(listed)
 	x.listedAt, x.reconnects = now, reconnects
-	return slices.Clone(x.ids), nil
+	return nil
 }
 
 // mergeLocked makes ids listed (ascending, owned by the set; ids itself
@@ -127,20 +172,11 @@ func (x *feedIDSet) note(id uint64, deleted bool) {
 	x.added = append(x.added, id)
 }
 
-// startWatch stops the current watch, if any, and starts a new one on
-// the defs bucket's feed keys, headers only, from the bucket's next
-// write. It runs until the Backend closes or its subscription ends.
+// startWatch starts a watch on the defs bucket's feed keys, headers
+// only, from the bucket's next write, in place of the current one (the
+// set keeps being followed meanwhile). It runs until the Backend closes
+// or its subscription ends.
 func (x *feedIDSet) startWatch(b *Backend) error {
-	x.mu.Lock()
-	old := x.watch
-	x.watch = nil
-	x.watchGen++
-	gen := x.watchGen
-	x.added, x.deleted = x.added[:0], nil
-	x.mu.Unlock()
-	if old != nil {
-		_ = old.Stop()
-	}
 	// The watch's subscription ends with the context it was made with
 	// (nats.go), so it gets the Backend's, which Close cancels; the
 	// consumer's creation is bounded by the JetStream context's timeout.
@@ -149,8 +185,14 @@ func (x *feedIDSet) startWatch(b *Backend) error {
 		return err
 	}
 	x.mu.Lock()
+	old := x.watch
 	x.watch = w
+	x.watchGen++
+	gen := x.watchGen
 	x.mu.Unlock()
+	if old != nil {
+		_ = old.Stop()
+	}
 	go x.follow(b.ctx, w, gen)
 	return nil
 }
