@@ -123,6 +123,10 @@ type ownRecords struct {
 	mu    sync.Mutex
 	max   int
 	feeds map[uint64]ownRecord
+	// refuse counts the puts of new feeds still to be refused without a
+	// scan after a scan that freed nothing: a node owning more feeds
+	// than max would otherwise scan every copy at each such poll.
+	refuse int
 }
 
 type ownRecord struct {
@@ -153,7 +157,10 @@ func (r *ownRecords) take(id uint64) (ownRecord, bool) {
 }
 
 // put keeps e as feed id's copy; when the bound is reached, copies no
-// longer valid are dropped first, and e is not kept if none was.
+// longer valid are dropped first, and e is not kept if none was. After
+// a scan that dropped none, the next max/8 new feeds are refused without
+// one, so that a node owning more feeds than the bound scans the copies
+// once per max/8 of its polls beyond it, not at each.
 func (r *ownRecords) put(id uint64, e ownRecord, valid func(uint64, ownMark) bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -161,12 +168,17 @@ func (r *ownRecords) put(id uint64, e ownRecord, valid func(uint64, ownMark) boo
 		r.feeds = map[uint64]ownRecord{}
 	}
 	if _, ok := r.feeds[id]; !ok && len(r.feeds) >= r.max {
+		if r.refuse > 0 {
+			r.refuse--
+			return
+		}
 		for k, old := range r.feeds {
 			if !valid(k, old.mark) {
 				delete(r.feeds, k)
 			}
 		}
 		if len(r.feeds) >= r.max {
+			r.refuse = r.max / 8
 			return
 		}
 	}
@@ -182,6 +194,7 @@ func (r *ownRecords) forget(id uint64) {
 func (r *ownRecords) clear() {
 	r.mu.Lock()
 	clear(r.feeds)
+	r.refuse = 0
 	r.mu.Unlock()
 }
 

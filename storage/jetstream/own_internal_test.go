@@ -86,3 +86,43 @@ func BenchmarkTrustedIndexBytes(b *testing.B) {
 		})
 	}
 }
+
+// TestOwnRecordsBoundScansRarely: with the copies at their bound and all
+// still valid (a node owning more feeds than the bound), puts of other
+// feeds are refused with a scan of the copies once per max/8 of them,
+// not at each; once copies stop being valid (shards moved away), a put
+// within max/8 finds them and is kept.
+func TestOwnRecordsBoundScansRarely(t *testing.T) {
+	const max = 800
+	r := ownRecords{max: max}
+	stillValid := true
+	checks := 0
+	valid := func(uint64, ownMark) bool { checks++; return stillValid }
+	for id := range uint64(max) {
+		r.put(id, ownRecord{rev: 1}, valid)
+	}
+	if checks != 0 || len(r.feeds) != max {
+		t.Fatalf("filling: %d checks, %d copies", checks, len(r.feeds))
+	}
+	const beyond = 10_000
+	for id := uint64(max); id < max+beyond; id++ {
+		r.put(id, ownRecord{rev: 1}, valid)
+	}
+	scans := beyond/(max/8+1) + 1
+	if len(r.feeds) != max || checks > scans*max {
+		t.Fatalf("%d puts beyond the bound: %d checks (at most %d scans of %d wanted), %d copies", beyond, checks, scans, max, len(r.feeds))
+	}
+	stillValid = false
+	kept := -1
+	for i := range max/8 + 1 {
+		id := uint64(max + beyond + i)
+		r.put(id, ownRecord{rev: 1}, valid)
+		if _, ok := r.feeds[id]; ok {
+			kept = i
+			break
+		}
+	}
+	if kept < 0 {
+		t.Fatalf("no put kept within %d after the copies stopped being valid", max/8+1)
+	}
+}
