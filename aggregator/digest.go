@@ -1,7 +1,6 @@
 package aggregator
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -111,7 +110,10 @@ func (s *Service) writeDigestsOnce(d storage.ScheduleDigester, o shardedOwner) (
 	if len(byShard) == 0 {
 		return 0, nil
 	}
-	for _, id := range s.polled() {
+	// In ID order, so that each shard's entries come out sorted.
+	ids := s.polled()
+	slices.Sort(ids)
+	for _, id := range ids {
 		sh := cluster.ShardOf(cluster.KindFeed, id, shards)
 		entries, owned := byShard[sh]
 		if !owned {
@@ -127,7 +129,6 @@ func (s *Service) writeDigestsOnce(d storage.ScheduleDigester, o shardedOwner) (
 	var errs []error
 	for _, sh := range slices.Sorted(maps.Keys(byShard)) {
 		entries := byShard[sh]
-		slices.SortFunc(entries, func(a, b storage.DigestEntry) int { return cmp.Compare(a.ID, b.ID) })
 		// A lease lost since the digest was built: the new owner's
 		// digest is not overwritten with this one.
 		if !slices.Contains(o.Owned(), sh) || !s.own.loadedShardSet()[sh] {
