@@ -554,16 +554,7 @@ func TestSubscribeRacesListing(t *testing.T) {
 			time.Sleep(time.Second)
 			synctest.Wait()
 		}
-		svc, err := aggregator.NewService(aggregator.ServiceOptions{
-			Store:     store,
-			Fetcher:   fetcher.New(fetcher.Options{Transport: handlerTransport{pub}}),
-			Scheduler: schedule.Config{Workers: 2},
-			Owner:     owner,
-			Resync:    -1,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		svc := digestService(t, store, pub, owner) // a store without digests
 		defer runService(t, svc)()
 		synctest.Wait()
 		f, err := svc.Subscribe(storage.Feed{URL: "http://pub.test/f/0.rss", Policy: "fixed-10m"})
