@@ -125,13 +125,14 @@ func (s *Service) writeDigestsOnce(d storage.ScheduleDigester, o shardedOwner) (
 		}
 		byShard[sh] = append(entries, storage.DigestEntry{ID: id, Next: due, Host: host, Weight: weight})
 	}
+	// A lease lost since the digests were built: the new owner's digest
+	// is not overwritten.
+	owned, loaded := o.Owned(), s.own.loadedShardSet()
 	written := 0
 	var errs []error
 	for _, sh := range slices.Sorted(maps.Keys(byShard)) {
 		entries := byShard[sh]
-		// A lease lost since the digest was built: the new owner's
-		// digest is not overwritten with this one.
-		if !slices.Contains(o.Owned(), sh) || !s.own.loadedShardSet()[sh] {
+		if !slices.Contains(owned, sh) || !loaded[sh] {
 			continue
 		}
 		if err := d.PutScheduleDigest(storage.ScheduleDigest{Shard: sh, Written: now, Parts: 1, Entries: entries}); err != nil {
@@ -202,32 +203,31 @@ func (s *Service) takeFromDigests(ids []uint64, now time.Time) (rest []uint64, d
 // a guard that has no policy yet.
 func (s *Service) installDeferred(e storage.DigestEntry, now time.Time) error {
 	g := &feedGuard{deferred: true}
-	s.mu.Lock()
-	if s.guards[e.ID] != nil {
-		s.mu.Unlock()
-		return schedule.ErrFeedExists
-	}
-	s.guards[e.ID] = g
-	s.mu.Unlock()
 	// Counted before the feed can be granted (and restored).
 	s.own.deferred(1)
-	err := s.sched.Add(int(e.ID), schedule.Feed{Policy: starter{g, e.Next}, Host: e.Host, Weight: e.Weight}, now)
-	if err != nil {
-		s.mu.Lock()
-		if s.guards[e.ID] == g {
-			delete(s.guards, e.ID)
-		}
-		s.mu.Unlock()
-		g.mu.Lock()
-		if g.deferred {
-			g.deferred = false
-			s.own.deferred(-1)
-		}
-		g.mu.Unlock()
+	if err := s.installGuard(e.ID, g, e.Host, e.Weight, now, e.Next); err != nil {
+		s.undefer(g)
 		return err
 	}
-	s.signal()
 	return nil
+}
+
+// undefer ends g's deferred state, counting it once, whoever comes first:
+// its record read (adopt), the feed dropped, or its scheduling refused.
+// It reports whether g was deferred. The caller does not hold g.mu.
+func (s *Service) undefer(g *feedGuard) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return s.undeferLocked(g)
+}
+
+func (s *Service) undeferLocked(g *feedGuard) bool {
+	if !g.deferred {
+		return false
+	}
+	g.deferred = false
+	s.own.deferred(-1)
+	return true
 }
 
 // restoreDeferred reads the records of the deferred feeds ids (in due
@@ -282,19 +282,12 @@ func (s *Service) restoreDeferred(ids []uint64) {
 // the feed is held until then: its fetch at due is skipped. adopted is
 // false when g had its policy already.
 func (s *Service) adopt(g *feedGuard, r *replay, now, due time.Time) (first time.Time, adopted bool) {
-	first = now
-	if r.next.After(now) {
-		first = r.next
-	}
-	if r.f.RetryAfter.After(first) {
-		first = r.f.RetryAfter
-	}
+	first = r.resumeAt(now)
 	g.mu.Lock()
-	if !g.deferred {
+	if !s.undeferLocked(g) {
 		g.mu.Unlock()
 		return first, false
 	}
-	g.deferred = false
 	g.policy = r.g.policy
 	g.respect, g.sleep = r.g.respect, r.g.sleep
 	g.prevPoll, g.fedAt = r.g.prevPoll, r.g.fedAt
@@ -302,7 +295,6 @@ func (s *Service) adopt(g *feedGuard, r *replay, now, due time.Time) (first time
 		g.override = stampOf(first)
 	}
 	g.mu.Unlock()
-	s.own.deferred(-1)
 	return first, true
 }
 

@@ -238,12 +238,7 @@ func (s *Service) drop(id uint64) bool {
 	delete(s.guards, id)
 	s.mu.Unlock()
 	if had {
-		g.mu.Lock()
-		if g.deferred {
-			g.deferred = false
-			s.own.deferred(-1)
-		}
-		g.mu.Unlock()
+		s.undefer(g)
 	}
 	s.sched.Remove(int(id))
 	return had

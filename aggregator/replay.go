@@ -39,20 +39,27 @@ func (r *replay) add(o storage.Observation) {
 	r.g.fedAt = r.g.prevPoll
 }
 
+// resumeAt is the feed's first poll when it resumes its learned
+// prediction at now: the policy's answer to the last observation, unless
+// it is already past (then now), and not before the feed's Retry-After.
+func (r *replay) resumeAt(now time.Time) time.Time {
+	first := now
+	if r.next.After(now) {
+		first = r.next
+	}
+	if r.f.RetryAfter.After(first) {
+		first = r.f.RetryAfter
+	}
+	return first
+}
+
 // install schedules the replayed feed; with resume, its first poll is
 // the learned prediction.
 func (s *Service) install(r *replay, now time.Time, resume bool) error {
 	f := r.f
 	first := now
 	if resume {
-		// Resume the prediction: the policy's answer to the last
-		// observation, unless it is already past (then poll now).
-		if r.next.After(now) {
-			first = r.next
-		}
-		if f.RetryAfter.After(first) {
-			first = f.RetryAfter
-		}
+		first = r.resumeAt(now)
 		if s.log.Enabled(context.Background(), slog.LevelDebug) {
 			s.log.Debug("feed resumes its learned schedule", "feed", f.ID, "observations", r.n, "prediction", r.next, "first", first)
 		}
@@ -64,26 +71,32 @@ func (s *Service) install(r *replay, now time.Time, resume bool) error {
 // feed scheduled already (a subscription and the cluster's listing that
 // found it, at once) is left as it is: schedule.ErrFeedExists.
 func (s *Service) installAt(r *replay, now, first time.Time) error {
-	f, g := r.f, r.g
-	s.mu.Lock()
-	if s.guards[f.ID] != nil {
-		s.mu.Unlock()
-		return fmt.Errorf("feed %d: %w", f.ID, schedule.ErrFeedExists)
-	}
-	s.guards[f.ID] = g
-	s.mu.Unlock()
 	host := ""
-	if u, err := url.Parse(f.URL); err == nil {
+	if u, err := url.Parse(r.f.URL); err == nil {
 		host = u.Hostname()
 	}
+	return s.installGuard(r.f.ID, r.g, host, r.f.Weight, now, first)
+}
+
+// installGuard schedules feed id with guard g, its first poll at first.
+// A feed scheduled already is left as it is: schedule.ErrFeedExists.
+// When the scheduler refuses it, g is forgotten.
+func (s *Service) installGuard(id uint64, g *feedGuard, host string, weight float64, now, first time.Time) error {
+	s.mu.Lock()
+	if s.guards[id] != nil {
+		s.mu.Unlock()
+		return fmt.Errorf("feed %d: %w", id, schedule.ErrFeedExists)
+	}
+	s.guards[id] = g
+	s.mu.Unlock()
 	// The scheduler places the first poll with First(policy, now): the
 	// starter answers with the resumed prediction.
-	if err := s.sched.Add(int(f.ID), schedule.Feed{
-		Policy: starter{g, first}, Host: host, Weight: f.Weight,
+	if err := s.sched.Add(int(id), schedule.Feed{
+		Policy: starter{g, first}, Host: host, Weight: weight,
 	}, now); err != nil {
 		s.mu.Lock()
-		if s.guards[f.ID] == g {
-			delete(s.guards, f.ID)
+		if s.guards[id] == g {
+			delete(s.guards, id)
 		}
 		s.mu.Unlock()
 		return err
