@@ -15,7 +15,7 @@ import (
 // DefaultIDRelist is how long Backend.FeedIDs answers from the feed IDs
 // its watch keeps before it lists the defs bucket's keys again: a bound
 // on what a watch that stopped without a sign could miss (a watch that
-// ends, and a reconnect, bring a listing at once). The servers answer
+// ends brings a listing at once, a reconnect one in the background). The servers answer
 // a listing by walking every key of the bucket (at a million feeds the
 // listings every 10 minutes took 9% of a three-node cluster's CPU), so
 // the backstop is hourly.

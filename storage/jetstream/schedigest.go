@@ -68,7 +68,9 @@ func (s *Store) ScheduleDigests(ctx context.Context, shards []int) ([]storage.Sc
 		if err != nil {
 			if !errors.Is(err, jetstream.ErrKeyNotFound) {
 				mu.Lock()
-				first = cmpErr(first, err)
+				if first == nil {
+					first = err
+				}
 				mu.Unlock()
 			}
 			return storage.ScheduleDigest{}, false
@@ -107,13 +109,6 @@ func (s *Store) ScheduleDigests(ctx context.Context, shards []int) ([]storage.Sc
 		return nil, fmt.Errorf("schedule digests: %w", first)
 	}
 	return storage.JoinDigests(parts), nil
-}
-
-func cmpErr(first, err error) error {
-	if first != nil {
-		return first
-	}
-	return err
 }
 
 // digests opens the digest bucket; the first write creates it (a
