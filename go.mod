@@ -6,6 +6,7 @@ require (
 	github.com/google/cel-go v0.31.0
 	github.com/gorilla/feeds v1.2.0
 	github.com/jmespath-community/go-jmespath v1.1.1
+	github.com/klauspost/compress v1.20.3
 	github.com/microcosm-cc/bluemonday v1.0.27
 	github.com/mmcdole/gofeed v1.4.2
 	github.com/nats-io/nats-server/v2 v2.15.2
@@ -36,7 +37,6 @@ require (
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/google/go-tpm v0.9.8 // indirect
 	github.com/gorilla/css v1.0.1 // indirect
-	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/minio/highwayhash v1.0.4 // indirect
 	github.com/mmcdole/goxpp/v2 v2.0.0 // indirect

@@ -83,7 +83,7 @@ func rawEdit(t *testing.T, ctx context.Context, js jetstream.JetStream, id uint6
 		t.Fatal(err)
 	}
 	var rec map[string]any
-	if err := json.Unmarshal(e.Value(), &rec); err != nil {
+	if err := json.Unmarshal(recordJSON(t, e.Value()), &rec); err != nil {
 		t.Fatal(err)
 	}
 	rec["title"] = title

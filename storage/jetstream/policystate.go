@@ -101,22 +101,31 @@ func (s *Store) learn(rec *feedRecord, o *storage.Observation) {
 	rec.State = recordStateOf(&next)
 }
 
-// encodeRecord encodes rec, without its state when the record would be
-// too large with it (the feed is replayed at a takeover).
+// encodeRecord encodes rec as the defs bucket stores it (records.go),
+// without its state when the record's JSON would be too large with it
+// (the feed is replayed at a takeover).
 func (s *Store) encodeRecord(rec *feedRecord) ([]byte, error) {
 	if rec.State != nil {
 		data, err := json.Marshal(rec)
 		if err == nil && len(data) <= storage.MaxFeedSize && len(data) <= s.maxData {
-			return data, nil
+			return packRecord(data, s.compressRecords()), nil
 		}
 		rec.State = nil
 	}
-	return s.encodeFeed(&rec.Feed)
+	data, err := s.encodeFeed(&rec.Feed)
+	if err != nil {
+		return nil, err
+	}
+	return packRecord(data, s.compressRecords()), nil
 }
 
-// decodeRecord decodes the record of feed id.
+// decodeRecord decodes the stored record of feed id.
 func decodeRecord(id uint64, data []byte) (feedRecord, error) {
 	var rec feedRecord
+	data, err := unpackRecord(data)
+	if err != nil {
+		return feedRecord{}, fmt.Errorf("feed %d: %w", id, err)
+	}
 	if err := json.Unmarshal(data, &rec); err != nil || rec.ID != id {
 		return feedRecord{}, fmt.Errorf("feed %d: %w: %v", id, storage.ErrCorrupt, err)
 	}

@@ -106,7 +106,11 @@ func (s *Store) readRecords(ctx context.Context, want func(id uint64) bool) (map
 			return nil
 		}
 		st := &FeedState{}
-		if err := json.Unmarshal(m.Data(), &st.Feed); err != nil || st.Feed.ID != id {
+		data, err := unpackRecord(m.Data())
+		if err != nil {
+			return fmt.Errorf("feed %d: %w", id, err)
+		}
+		if err := json.Unmarshal(data, &st.Feed); err != nil || st.Feed.ID != id {
 			return fmt.Errorf("feed %d: %w: %v", id, storage.ErrCorrupt, err)
 		}
 		out[id] = st

@@ -130,6 +130,8 @@ type Store struct {
 
 	digestMu sync.Mutex // opens digestKV on first use
 	digestKV jetstream.KeyValue
+
+	compressGate atomic.Pointer[func() bool] // SetRecordCompression
 }
 
 // MaxStreamConsumers is the consumer limit of the items and observations

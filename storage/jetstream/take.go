@@ -85,6 +85,10 @@ func (s *Store) TakeFeedStates(ctx context.Context, ids []uint64, fn TakeFuncs) 
 	replays := map[uint64]replayed{}
 	err := s.lastRecords(ctx, ids, func(id, rev uint64, data []byte) error {
 		var r schedRecord
+		data, err := unpackRecord(data)
+		if err != nil {
+			return fmt.Errorf("feed %d: %w", id, err)
+		}
 		if err := json.Unmarshal(data, &r); err != nil || r.ID != id {
 			return fmt.Errorf("feed %d: %w: %v", id, storage.ErrCorrupt, err)
 		}

@@ -26,6 +26,7 @@ import (
 	sjs "github.com/slogfeed/slogfeed/storage/jetstream"
 	"github.com/slogfeed/slogfeed/storage/jetstream/jstest"
 	"github.com/slogfeed/slogfeed/storage/jetstream/lease"
+	"github.com/slogfeed/slogfeed/storage/jetstream/member"
 	"github.com/slogfeed/slogfeed/transform"
 	"github.com/slogfeed/slogfeed/transform/runner"
 	"github.com/slogfeed/slogfeed/web"
@@ -106,12 +107,11 @@ func joinNode(t testing.TB, ctx context.Context, c *jstest.Cluster, name string,
 		opt.shards = shards
 	}
 	nc, js, b := connect(t, ctx, c, opt.callTimeout)
-	lease, err := lease.Start(ctx, js, lease.Options{Name: name, Shards: opt.shards, Timing: opt.timing, Tick: opt.tick, Logger: log})
+	lease, err := lease.Start(ctx, js, lease.Options{Name: name, Shards: opt.shards, Timing: opt.timing, Tick: opt.tick, Logger: log, Features: member.Features()})
 	if err != nil {
 		t.Fatalf("%s: join: %v", name, err)
 	}
-	b.Store().SetShards(lease.Shards()) // as a serve node does
-	if err := b.Store().SetOwner(lease); err != nil {
+	if err := member.Attach(b.Store(), lease); err != nil { // as a serve node does
 		t.Fatal(err)
 	}
 	return &node{name: name, nc: nc, backend: b, lease: lease, done: make(chan error, 2)}

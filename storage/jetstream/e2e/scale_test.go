@@ -151,7 +151,7 @@ const pollFirstDelay = 2 * time.Second
 
 // writeFeeds writes the records of the fleet's feeds 0..n-1 (IDs 1..n)
 // straight into the defs bucket with asynchronous KV puts, workers at a
-// time: a fresh policy state each, as CreateFeed writes it, or with
+// time, as a Store stores them (compressed): a fresh policy state each, as CreateFeed writes it, or with
 // learned the state of a first fetch (learnedRecord) and the items it
 // stored (learnedItems). CreateFeed's
 // unique-index keys and ID sequence are not written: nothing in the run
@@ -201,7 +201,7 @@ func writeFeeds(b testing.TB, ctx context.Context, nc *nats.Conn, pub *aggtest.F
 					errs[w] = err
 					return
 				}
-				a, err := js.PublishAsync("$KV."+sjs.DefsBucket+".feed."+strconv.Itoa(i+1), data)
+				a, err := js.PublishAsync("$KV."+sjs.DefsBucket+".feed."+strconv.Itoa(i+1), sjs.PackRecord(data))
 				if err != nil {
 					errs[w] = err
 					return

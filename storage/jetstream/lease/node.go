@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -60,6 +61,10 @@ type Options struct {
 	Metrics *Metrics
 	// Now is the clock (with a monotonic reading); nil means time.Now.
 	Now func() time.Time
+	// Features this node advertises in its member key, for the others'
+	// AllHave: each names a format or behaviour a node of an older
+	// version may not know (such as reading compressed records).
+	Features []string
 }
 
 func (o *Options) fill() error {
@@ -127,6 +132,7 @@ type memberValue struct {
 	Addr     string    `json:"addr,omitempty"`
 	Started  time.Time `json:"started"`
 	Shards   []int     `json:"shards"`
+	Features []string  `json:"features,omitempty"`
 }
 
 type configValue struct {
@@ -161,6 +167,7 @@ type Node struct {
 	owned      []int // shards owned at the last evaluation
 	changed    chan struct{}
 	err        error
+	features   atomic.Pointer[map[string]bool] // AllHave: the members' common features
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -193,6 +200,7 @@ func Start(ctx context.Context, js jetstream.JetStream, opt Options) (*Node, err
 		healthy:    true,
 		changed:    make(chan struct{}),
 	}
+	n.countFeatures()
 	// The watcher outlives ctx, which only bounds the start.
 	lctx, cancel := context.WithCancel(context.Background())
 	w, err := watchAll(ctx, lctx, kv)
@@ -332,6 +340,7 @@ func (n *Node) apply(e jetstream.KeyValueEntry) {
 		if deleted {
 			delete(n.members, name)
 			delete(n.memberVals, name)
+			n.countFeatures()
 			return
 		}
 		var v memberValue
@@ -340,6 +349,7 @@ func (n *Node) apply(e jetstream.KeyValueEntry) {
 		}
 		n.members[name] = cluster.Member{Name: name, Instance: v.Instance, Revision: e.Revision(), Seen: now}
 		n.memberVals[name] = v
+		n.countFeatures()
 	}
 }
 
@@ -634,6 +644,7 @@ func (n *Node) forget(ctx context.Context, m cluster.Member) bool {
 		if cur, ok := n.members[m.Name]; ok && cur.Revision == m.Revision {
 			delete(n.members, m.Name)
 			delete(n.memberVals, m.Name)
+			n.countFeatures()
 		}
 		n.mu.Unlock()
 	}
@@ -667,7 +678,7 @@ func (n *Node) writeMember(ctx context.Context) error {
 	wctx, cancel := context.WithTimeout(ctx, n.opt.WriteTimeout)
 	defer cancel()
 	n.mu.Lock()
-	v := memberValue{Name: n.opt.Name, Instance: n.instance, Addr: n.opt.Addr, Started: n.started, Shards: n.ownedLocked(n.opt.Now())}
+	v := memberValue{Name: n.opt.Name, Instance: n.instance, Addr: n.opt.Addr, Started: n.started, Shards: n.ownedLocked(n.opt.Now()), Features: n.opt.Features}
 	rev := n.memberRev
 	if rev == 0 {
 		rev = n.members[n.opt.Name].Revision // a previous run's key
@@ -884,3 +895,35 @@ func (n *Node) Close(ctx context.Context) error {
 }
 
 var _ cluster.Owner = (*Node)(nil)
+
+// AllHave reports whether this node and every member in the cluster's
+// bucket advertise feature (Options.Features): a member key written
+// by an older version, or unreadable, has none. A member stays counted
+// until its key is deleted (it left, or went unrenewed for ForgetAfter).
+// It answers from the node's view, without a request.
+func (n *Node) AllHave(feature string) bool {
+	f := n.features.Load()
+	return f != nil && (*f)[feature]
+}
+
+// countFeatures recomputes the features this node and every member in
+// its view advertise. n.mu is held (or the node is not running yet).
+func (n *Node) countFeatures() {
+	common := make(map[string]bool, len(n.opt.Features))
+	for _, f := range n.opt.Features {
+		common[f] = true
+	}
+	for _, v := range n.memberVals {
+		if len(common) == 0 {
+			break
+		}
+		have := make(map[string]bool, len(common))
+		for _, f := range v.Features {
+			if common[f] {
+				have[f] = true
+			}
+		}
+		common = have
+	}
+	n.features.Store(&common)
+}

@@ -675,3 +675,36 @@ func TestReadyFollowsWrites(t *testing.T) {
 		}
 	})
 }
+
+// TestAllHaveFollowsMembers: a feature counts as everyone's only while
+// every member key in the bucket advertises it; a member without it (an
+// older version) closes it until that member leaves.
+func TestAllHaveFollowsMembers(t *testing.T) {
+	c := jstest.NewServer(t)
+	a := startNode(t, c, "a", func(o *Options) { o.Features = []string{"x", "y"} })
+	check := func(what string, want map[string]bool) {
+		t.Helper()
+		waitFor(t, 10*time.Second, what, func() error {
+			for f, w := range want {
+				if got := a.AllHave(f); got != w {
+					return fmt.Errorf("AllHave(%q) = %v, want %v", f, got, w)
+				}
+			}
+			return nil
+		})
+	}
+	check("a alone", map[string]bool{"x": true, "y": true, "z": false, "": false})
+	b := startNode(t, c, "b", func(o *Options) { o.Features = []string{"x"} })
+	check("b without y", map[string]bool{"x": true, "y": false})
+	if !b.AllHave("x") || b.AllHave("y") {
+		t.Fatalf("b: AllHave x %v, y %v", b.AllHave("x"), b.AllHave("y"))
+	}
+	old := startNode(t, c, "old", nil)
+	check("a member of an older version", map[string]bool{"x": false, "y": false})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := old.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("the older member gone", map[string]bool{"x": true, "y": false})
+}

@@ -123,21 +123,32 @@ func Join(ctx context.Context, opt Options) (*Member, error) {
 	m.backend = sjs.NewBackend(m.store, 0)
 	if m.lease, err = lease.Start(ctx, js, lease.Options{
 		Name: opt.Name, Addr: opt.Addr, Shards: opt.Shards, Replicas: opt.Replicas,
-		Logger: opt.Logger, Metrics: lmet,
+		Logger: opt.Logger, Metrics: lmet, Features: Features(),
 	}); err != nil {
 		m.Close(context.Background())
 		return nil, fmt.Errorf("join the cluster: %w", err)
 	}
-	// Observations go to their shard's subjects, so that a takeover
-	// reads its shards' only.
-	m.store.SetShards(m.lease.Shards())
-	// The node keeps the records and item indexes of the feeds it owns
-	// from its own writes: a quiet poll reads nothing.
-	if err := m.store.SetOwner(m.lease); err != nil {
+	if err := Attach(m.store, m.lease); err != nil {
 		m.Close(context.Background())
 		return nil, err
 	}
 	return m, nil
+}
+
+// Features are the features a node of this version advertises in its
+// member key (lease.Options.Features).
+func Features() []string { return []string{sjs.FeatureCompressedRecords} }
+
+// Attach makes store the store of the cluster node l (started with
+// Features): observations go to their shard's subjects, so that a
+// takeover reads its shards' only; records are compressed once every
+// member reads them compressed; and the store keeps the records and item
+// indexes of the feeds l owns from its own writes, so a quiet poll reads
+// nothing.
+func Attach(store *sjs.Store, l *lease.Node) error {
+	store.SetShards(l.Shards())
+	store.SetRecordCompression(func() bool { return l.AllHave(sjs.FeatureCompressedRecords) })
+	return store.SetOwner(l)
 }
 
 // Connect connects to the NATS servers at urls as the node name,
