@@ -148,7 +148,7 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 		}
 		if s.opt.Metrics.kvWrite(DefsBucket, err) == nil {
 			if owned {
-				s.keepOwnedRecord(nrec, newRev, mark)
+				s.keepOwnedRecord(&nrec, data, newRev, mark)
 			}
 			return storage.Fetched{Feed: nf, Added: added, Observation: no, ItemErr: itemErr}, nil
 		}

@@ -37,9 +37,10 @@ const recordS2 byte = 0x01
 const FeatureCompressedRecords = "records-s2"
 
 // packRecord returns the stored form of a record's JSON encoding data:
-// compressed when compress is set and that is smaller, else data.
+// compressed when compress is set and that is smaller, else data. A
+// record already compressed is returned as it is.
 func packRecord(data []byte, compress bool) []byte {
-	if !compress || len(data) < minPacked {
+	if !compress || len(data) < minPacked || data[0] == recordS2 {
 		return data
 	}
 	out := make([]byte, 1, 1+s2.MaxEncodedLen(len(data)))
