@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
@@ -391,6 +392,12 @@ func (n *Node) watch(ctx context.Context, w jetstream.KeyWatcher) {
 			var err error
 			if w, err = n.kv.WatchAll(ctx); err == nil {
 				break
+			}
+			if errors.Is(err, nats.ErrConnectionClosed) {
+				// Closed for good (the process is leaving): no watch
+				// will start again.
+				n.log.Warn("cluster: watch ended: the NATS connection is closed")
+				return
 			}
 			n.log.Warn("cluster: re-watch", "err", err)
 			select {

@@ -708,3 +708,40 @@ func TestAllHaveFollowsMembers(t *testing.T) {
 	}
 	check("the older member gone", map[string]bool{"x": true, "y": false})
 }
+
+// lockedLog is a log sink safe for the node's goroutines.
+type lockedLog struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// TestWatchEndsWithClosedConnection: a node whose NATS connection was
+// closed for good says so once instead of trying to watch again every
+// tick.
+func TestWatchEndsWithClosedConnection(t *testing.T) {
+	c := jstest.NewServer(t)
+	var log lockedLog
+	a := startNode(t, c, "a", func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&log, nil)) })
+	a.nc.Close()
+	waitFor(t, 5*time.Second, "the watch to end", func() error {
+		if !strings.Contains(log.String(), "watch ended") {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	if n := strings.Count(log.String(), "re-watch"); n > 0 {
+		t.Errorf("%d re-watch attempts on a closed connection:\n%s", n, log.String())
+	}
+}
