@@ -25,9 +25,10 @@ import (
 // compression, or by a node that does not compress, stay readable; a
 // record is compressed only when that makes it smaller. A Store
 // compresses when its gate allows it (SetRecordCompression): on a
-// cluster, once every member says it reads compressed records, so that a
-// rolling upgrade never leaves a node of an older version unable to read
-// a record.
+// cluster, once every member has said for an hour that it reads
+// compressed records (lease.Node.AllHave), so that a rolling upgrade, or
+// an older node restarted meanwhile, never leaves a node of an older
+// version unable to read a record.
 
 // recordS2 tags a compressed record. A JSON record starts with '{'.
 const recordS2 byte = 0x01
@@ -61,10 +62,10 @@ func PackRecord(data []byte) []byte { return packRecord(data, true) }
 // short records gain nothing worth the decoding.
 const minPacked = 128
 
-// unpackRecord returns the JSON encoding of a stored record: data itself,
-// or its decompression, refused (storage.ErrCorrupt) when the tag is
-// unknown, the block is not valid S2 or it would decode to more than
-// storage.MaxFeedSize bytes.
+// unpackRecord returns the JSON encoding of a stored record: data itself
+// when it does not start with the tag (JSON, which its decoder checks),
+// else its decompression, refused (storage.ErrCorrupt) when the block is
+// not valid S2 or would decode to more than storage.MaxFeedSize bytes.
 func unpackRecord(data []byte) ([]byte, error) {
 	if len(data) == 0 || data[0] != recordS2 {
 		return data, nil
@@ -86,7 +87,7 @@ func unpackRecord(data []byte) ([]byte, error) {
 // SetRecordCompression sets the gate a Store asks before compressing a
 // record it writes: nil (the default) compresses every record; a cluster
 // member passes a gate that opens once every member of the cluster
-// advertises FeatureCompressedRecords (member.Join). The gate is asked on
+// has advertised FeatureCompressedRecords for an hour (member.Attach). The gate is asked on
 // every record write and must be cheap.
 func (s *Store) SetRecordCompression(allow func() bool) {
 	if allow == nil {

@@ -168,7 +168,8 @@ type Node struct {
 	owned      []int // shards owned at the last evaluation
 	changed    chan struct{}
 	err        error
-	features   atomic.Pointer[map[string]bool] // AllHave: the members' common features
+	features   atomic.Pointer[featureView] // AllHave
+	nc         *nats.Conn
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -192,7 +193,7 @@ func Start(ctx context.Context, js jetstream.JetStream, opt Options) (*Node, err
 	}
 	now := opt.Now()
 	n := &Node{
-		opt: opt, kv: kv, instance: nuid.Next(), started: now,
+		opt: opt, kv: kv, instance: nuid.Next(), started: now, nc: js.Conn(),
 		log:        opt.Logger.With("node", opt.Name),
 		leases:     make([]cluster.Lease, opt.Shards),
 		renewed:    make([]time.Time, opt.Shards),
@@ -393,7 +394,7 @@ func (n *Node) watch(ctx context.Context, w jetstream.KeyWatcher) {
 			if w, err = n.kv.WatchAll(ctx); err == nil {
 				break
 			}
-			if errors.Is(err, nats.ErrConnectionClosed) {
+			if n.nc.IsClosed() {
 				// Closed for good (the process is leaving): no watch
 				// will start again.
 				n.log.Warn("cluster: watch ended: the NATS connection is closed")
@@ -903,34 +904,53 @@ func (n *Node) Close(ctx context.Context) error {
 
 var _ cluster.Owner = (*Node)(nil)
 
+// featureView is what AllHave answers from: for each of this node's
+// features, whether every member in view advertises it, and when a member
+// lacking it was last in view.
+type featureView struct {
+	common map[string]bool
+	lacked map[string]time.Time
+}
+
 // AllHave reports whether this node and every member in the cluster's
-// bucket advertise feature (Options.Features): a member key written
-// by an older version, or unreadable, has none. A member stays counted
-// until its key is deleted (it left, or went unrenewed for ForgetAfter).
-// It answers from the node's view, without a request.
+// bucket advertise feature (Options.Features), and have for ForgetAfter:
+// a member key written by an older version, or unreadable, has none, and
+// once the last member lacking the feature is gone the answer stays no
+// for ForgetAfter, so that an older node restarted (its key deleted by a
+// clean stop) or briefly away is back before the feature is used. It
+// answers from the node's view, without a request.
 func (n *Node) AllHave(feature string) bool {
-	f := n.features.Load()
-	return f != nil && (*f)[feature]
+	v := n.features.Load()
+	if v == nil || !v.common[feature] {
+		return false
+	}
+	at, ok := v.lacked[feature]
+	return !ok || n.opt.Now().Sub(at) >= n.opt.ForgetAfter
 }
 
 // countFeatures recomputes the features this node and every member in
 // its view advertise. n.mu is held (or the node is not running yet).
 func (n *Node) countFeatures() {
-	common := make(map[string]bool, len(n.opt.Features))
+	now := n.opt.Now()
+	v := &featureView{common: make(map[string]bool, len(n.opt.Features)), lacked: map[string]time.Time{}}
+	prev := n.features.Load()
 	for _, f := range n.opt.Features {
-		common[f] = true
-	}
-	for _, v := range n.memberVals {
-		if len(common) == 0 {
-			break
-		}
-		have := make(map[string]bool, len(common))
-		for _, f := range v.Features {
-			if common[f] {
-				have[f] = true
+		all := true
+		for _, m := range n.memberVals {
+			if !slices.Contains(m.Features, f) {
+				all = false
+				break
 			}
 		}
-		common = have
+		v.common[f] = all
+		switch {
+		case !all, prev != nil && !prev.common[f]:
+			v.lacked[f] = now // lacking now, or until now
+		case prev != nil:
+			if at, ok := prev.lacked[f]; ok {
+				v.lacked[f] = at
+			}
+		}
 	}
-	n.features.Store(&common)
+	n.features.Store(v)
 }

@@ -678,10 +678,14 @@ func TestReadyFollowsWrites(t *testing.T) {
 
 // TestAllHaveFollowsMembers: a feature counts as everyone's only while
 // every member key in the bucket advertises it; a member without it (an
-// older version) closes it until that member leaves.
+// older version) closes it until ForgetAfter after that member left.
 func TestAllHaveFollowsMembers(t *testing.T) {
 	c := jstest.NewServer(t)
-	a := startNode(t, c, "a", func(o *Options) { o.Features = []string{"x", "y"} })
+	var ahead atomic.Int64 // a's clock, ahead of time.Now by this much
+	a := startNode(t, c, "a", func(o *Options) {
+		o.Features = []string{"x", "y"}
+		o.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	})
 	check := func(what string, want map[string]bool) {
 		t.Helper()
 		waitFor(t, 10*time.Second, what, func() error {
@@ -706,7 +710,17 @@ func TestAllHaveFollowsMembers(t *testing.T) {
 	if err := old.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	check("the older member gone", map[string]bool{"x": true, "y": false})
+	waitFor(t, 10*time.Second, "the older member out of a's view", func() error {
+		for _, m := range a.Status().Nodes {
+			if m.Name == "old" {
+				return errors.New("still listed")
+			}
+		}
+		return nil
+	})
+	check("the older member just gone", map[string]bool{"x": false, "y": false})
+	ahead.Store(int64(a.opt.ForgetAfter))
+	check("an hour without it", map[string]bool{"x": true, "y": false})
 }
 
 // lockedLog is a log sink safe for the node's goroutines.
