@@ -1,7 +1,6 @@
 package aggregator_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/internal/testlog"
 	"github.com/slogfeed/slogfeed/reader/fetcher"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
@@ -111,7 +111,7 @@ func TestOwnershipFollowsTakeover(t *testing.T) {
 				}
 				store := &gatedLoader{Store: st, loader: st, gate: make(chan struct{}), fail: tt.fail}
 				owner := newFakeOwner(ids[:tt.before]...)
-				var logs syncBuffer
+				var logs testlog.Buffer
 				svc, err := aggregator.NewService(aggregator.ServiceOptions{
 					Store:     store,
 					Fetcher:   fetcher.New(fetcher.Options{Transport: handlerTransport{pub}}),
@@ -289,24 +289,6 @@ func gauges(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 		}
 	}
 	return out
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // gatedTaker is a store whose records carry policy states, as

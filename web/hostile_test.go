@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/internal/testlog"
 	"github.com/slogfeed/slogfeed/reader/fetcher"
 	"github.com/slogfeed/slogfeed/reader/opml"
 	"github.com/slogfeed/slogfeed/schedule"
@@ -47,26 +48,9 @@ type hostileEnv struct {
 	svc   *aggregator.Service
 	run   *runner.Runner
 	h     http.Handler
-	logs  *syncBuffer
+	logs  *testlog.Buffer
 	sent  atomic.Int64 // requests the fetcher's transport was given
 	reply func(*http.Request) *http.Response
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func (e *hostileEnv) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -84,7 +68,7 @@ func newHostileEnv(t *testing.T, lim transform.Limits, previews int, allow ...ne
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	e := &hostileEnv{st: st, logs: &syncBuffer{}}
+	e := &hostileEnv{st: st, logs: &testlog.Buffer{}}
 	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if e.run, err = runner.New(runner.Options{Store: st, Limits: lim, Logger: log}); err != nil {
 		t.Fatal(err)

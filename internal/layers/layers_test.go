@@ -19,6 +19,7 @@ var rules = []struct {
 	allow []string
 }{
 	{"feedext", nil},
+	{"internal/testlog", nil}, // test helpers
 	{"reader/sanitize/...", nil},
 	{"schedule/...", []string{"schedule/..."}},
 	{"storage", []string{"schedule"}},

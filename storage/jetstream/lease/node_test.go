@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/slogfeed/slogfeed/internal/testlog"
 	"github.com/slogfeed/slogfeed/storage/cluster"
 	"github.com/slogfeed/slogfeed/storage/jetstream/jstest"
 )
@@ -723,30 +724,12 @@ func TestAllHaveFollowsMembers(t *testing.T) {
 	check("an hour without it", map[string]bool{"x": true, "y": false})
 }
 
-// lockedLog is a log sink safe for the node's goroutines.
-type lockedLog struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // TestWatchEndsWithClosedConnection: a node whose NATS connection was
 // closed for good says so once instead of trying to watch again every
 // tick.
 func TestWatchEndsWithClosedConnection(t *testing.T) {
 	c := jstest.NewServer(t)
-	var log lockedLog
+	var log testlog.Buffer
 	a := startNode(t, c, "a", func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&log, nil)) })
 	a.nc.Close()
 	waitFor(t, 5*time.Second, "the watch to end", func() error {
