@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/slogfeed/slogfeed/schedule"
@@ -147,7 +148,7 @@ func (s *Service) writeDigestsOnce(d storage.ScheduleDigester, o shardedOwner) (
 // takeFromDigests queues the feeds of ids (ascending, owned, not polled
 // here) that the digests of their shards list, deferred, and returns the
 // rest, for the usual load, and the deferred ones in due order.
-func (s *Service) takeFromDigests(ids []uint64, now time.Time) (rest []uint64, deferred []uint64, took int) {
+func (s *Service) takeFromDigests(ids []uint64, now time.Time) (rest []uint64, deferred []dueFeed, took int) {
 	d, o, ok := s.digests()
 	if !ok || len(ids) <= perFeedTake {
 		return ids, nil, 0
@@ -186,15 +187,14 @@ func (s *Service) takeFromDigests(ids []uint64, now time.Time) (rest []uint64, d
 		return ids, nil, 0
 	}
 	rest = make([]uint64, 0, len(ids)-took)
-	deferred = make([]uint64, 0, took)
+	deferred = make([]dueFeed, 0, took)
 	for _, id := range ids {
-		if _, ok := queued[id]; ok {
-			deferred = append(deferred, id)
+		if due, ok := queued[id]; ok {
+			deferred = append(deferred, dueFeed{id: id, due: due})
 		} else {
 			rest = append(rest, id)
 		}
 	}
-	slices.SortStableFunc(deferred, func(a, b uint64) int { return queued[a].Compare(queued[b]) })
 	s.log.Debug("feeds queued from their shards' schedule digests", "feeds", took, "shards", len(digests))
 	return rest, deferred, took
 }
@@ -230,50 +230,135 @@ func (s *Service) undeferLocked(g *feedGuard) bool {
 	return true
 }
 
-// restoreDeferred reads the records of the deferred feeds ids (in due
-// order) a batch at a time and gives each its policy; a feed its record
-// says is due earlier than queued is brought forward.
-func (s *Service) restoreDeferred(ids []uint64) {
+// dueFeed is a deferred feed and the time its digest queued it at.
+type dueFeed struct {
+	id  uint64
+	due time.Time
+}
+
+// restoreQueue holds the deferred feeds whose records are still to be
+// read, soonest due first. take adds to it; the restorer (Run) reads
+// them, so that the ownership loop queues the next change's feeds from
+// their digests while the records of an earlier one are being read.
+type restoreQueue struct {
+	mu    sync.Mutex
+	feeds []dueFeed
+	wake  chan struct{} // one token: feeds were added
+}
+
+// add queues feeds and wakes the restorer.
+func (q *restoreQueue) add(feeds []dueFeed) {
+	q.mu.Lock()
+	q.feeds = append(q.feeds, feeds...)
+	slices.SortStableFunc(q.feeds, func(a, b dueFeed) int { return a.due.Compare(b.due) })
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// next takes up to n feeds, soonest due first.
+func (q *restoreQueue) next(n int) []uint64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n = min(n, len(q.feeds))
+	ids := make([]uint64, n)
+	for i, f := range q.feeds[:n] {
+		ids[i] = f.id
+	}
+	q.feeds = slices.Delete(q.feeds, 0, n)
+	if len(q.feeds) == 0 {
+		q.feeds = nil // the backing array of a takeover's feeds
+	}
+	return ids
+}
+
+// clear drops every queued feed and returns how many there were.
+func (q *restoreQueue) clear() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := len(q.feeds)
+	q.feeds = nil
+	return n
+}
+
+// restoring runs until ctx ends: it reads the records of the deferred
+// feeds take queues, a batch at a time, soonest due first, and tells
+// the ownership loop (restored) each time it has read them all.
+func (s *Service) restoring(ctx context.Context) {
 	st, ok := s.opt.Store.(stateTaker)
 	if !ok {
 		return
 	}
-	for len(ids) > 0 {
-		n := min(len(ids), restoreBatch)
-		batch := ids[:n]
-		ids = ids[n:]
-		replays, seen, err := s.takeStates(st, batch)
-		for try := 1; err != nil && try < restoreTries; try++ {
-			t := s.opt.Clock.NewTimer(deferredRetry)
-			<-t.C()
-			replays, seen, err = s.takeStates(st, batch)
+	for {
+		ids := s.restoreQ.next(restoreBatch)
+		if len(ids) == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.restoreQ.wake:
+			}
+			continue
 		}
-		if err != nil {
+		if !s.restoreDeferred(ctx, st, ids) {
+			if ctx.Err() != nil {
+				return
+			}
 			// Those left read their records just before their
 			// fetches; the change stays loading until they have.
-			s.log.Warn("cannot read the records of feeds queued from a schedule digest; each is read before its fetch", "feeds", n+len(ids), "err", err)
-			return
+			left := len(ids) + s.restoreQ.clear()
+			s.log.Warn("cannot read the records of feeds queued from a schedule digest; each is read before its fetch", "feeds", left)
 		}
-		now := s.opt.Clock.Now()
-		for _, id := range batch {
-			r := replays[id]
-			if r == nil && seen[id] {
-				s.drop(id) // not a remote feed, or a policy this version lacks (logged)
-			}
-			g := s.guard(id)
-			if r == nil || g == nil {
-				continue
-			}
-			due, _, _, queued := s.sched.Placement(int(id))
-			if !queued {
-				due = now
-			}
-			first, adopted := s.adopt(g, r, now, due)
-			if adopted && queued && first.Before(due.Add(-digestMaxAhead)) {
-				s.Expedite(id, first)
+		if s.own.deferredCount() == 0 {
+			select {
+			case s.restored <- struct{}{}:
+			default:
 			}
 		}
 	}
+}
+
+// restoreDeferred reads the records of the deferred feeds ids and gives
+// each its policy; a feed its record says is due earlier than queued is
+// brought forward. It is false when the records could not be read.
+func (s *Service) restoreDeferred(ctx context.Context, st stateTaker, ids []uint64) bool {
+	replays, seen, err := s.takeStates(st, ids)
+	for try := 1; err != nil && try < restoreTries; try++ {
+		s.log.Debug("cannot read the records of feeds queued from a schedule digest; trying again", "feeds", len(ids), "err", err)
+		t := s.opt.Clock.NewTimer(deferredRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C():
+		}
+		replays, seen, err = s.takeStates(st, ids)
+	}
+	if err != nil {
+		s.log.Debug("cannot read the records of feeds queued from a schedule digest", "feeds", len(ids), "err", err)
+		return false
+	}
+	now := s.opt.Clock.Now()
+	for _, id := range ids {
+		r := replays[id]
+		if r == nil && seen[id] {
+			s.drop(id) // not a remote feed, or a policy this version lacks (logged)
+		}
+		g := s.guard(id)
+		if r == nil || g == nil {
+			continue
+		}
+		due, _, _, queued := s.sched.Placement(int(id))
+		if !queued {
+			due = now
+		}
+		first, adopted := s.adopt(g, r, now, due)
+		if adopted && queued && first.Before(due.Add(-digestMaxAhead)) {
+			s.Expedite(id, first)
+		}
+	}
+	return true
 }
 
 // adopt gives deferred guard g the policy r rebuilt, and returns the

@@ -290,30 +290,37 @@ func takeoverFromDigest(t *testing.T, edit func(e *storage.DigestEntry) bool, ga
 	time.Sleep(10 * time.Minute)
 	synctest.Wait()
 	for i, id := range ids {
-		path := "/f/" + strconv.Itoa(i) + ".rss"
-		pub.mu.Lock()
-		// Up to the learned time, or to the takeover for feeds due
-		// before it (their next fetch is a period later).
-		until := settled
-		if want[id].After(settled) {
-			until = want[id]
+		fetchedOnce(t, pub, "/f/"+strconv.Itoa(i)+".rss", id, took, settled, want[id])
+	}
+}
+
+// fetchedOnce checks that feed id (at path of pub) was fetched once
+// after took, a takeover settled at settled: at learned, its learned
+// next fetch, or at once (by settled) when that was before settled.
+func fetchedOnce(t *testing.T, pub *countingFeeds, path string, id uint64, took, settled, learned time.Time) {
+	t.Helper()
+	// Up to the learned time, or to the takeover for feeds due before
+	// it (their next fetch is a period later).
+	until := settled
+	if learned.After(settled) {
+		until = learned
+	}
+	until = until.Add(time.Second)
+	pub.mu.Lock()
+	var polls []time.Time
+	for _, at := range pub.polls[path] {
+		if !at.Before(took) && !at.After(until) {
+			polls = append(polls, at)
 		}
-		until = until.Add(time.Second)
-		var polls []time.Time
-		for _, at := range pub.polls[path] {
-			if !at.Before(took) && !at.After(until) {
-				polls = append(polls, at)
-			}
-		}
-		pub.mu.Unlock()
-		switch {
-		case len(polls) != 1:
-			t.Errorf("feed %d fetched at %v after the takeover, want once (learned %v)", id, polls, want[id])
-		case want[id].After(settled) && !polls[0].Equal(want[id]):
-			t.Errorf("feed %d fetched at %v, want its learned %v", id, polls[0], want[id])
-		case !want[id].After(settled) && polls[0].After(settled):
-			t.Errorf("feed %d fetched at %v, want at once (due %v before the takeover)", id, polls[0], want[id])
-		}
+	}
+	pub.mu.Unlock()
+	switch {
+	case len(polls) != 1:
+		t.Errorf("feed %d fetched at %v after the takeover, want once (learned %v)", id, polls, learned)
+	case learned.After(settled) && !polls[0].Equal(learned):
+		t.Errorf("feed %d fetched at %v, want its learned %v", id, polls[0], learned)
+	case !learned.After(settled) && polls[0].After(settled):
+		t.Errorf("feed %d fetched at %v, want at once (due %v before the takeover)", id, polls[0], learned)
 	}
 }
 
@@ -397,6 +404,102 @@ func TestDigestsOfLoadedShardsOnly(t *testing.T) {
 			if at, n := written(sh); !at.After(earlier.Add(2*time.Minute)) || n != count(sh) {
 				t.Errorf("shard %d once loaded: digest written %v with %d feeds, want a new one of %d", sh, at, n, count(sh))
 			}
+		}
+	})
+}
+
+// TestTakeoverQueuesWhileReading: a second change of the owned shards
+// queues its feeds from their digests at once, while the records of the
+// first change's feeds are still being read; once they are read every
+// feed is fetched once, at its learned time.
+func TestTakeoverQueuesWhileReading(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pub, st := pubAndStore(t)
+		pub.period = 10 * time.Minute
+		store := &digestStore{Store: st}
+		first := digestService(t, store, pub, newShardOwner(4, 0, 1, 2, 3))
+		shardOf := map[uint64]int{}
+		path := map[uint64]string{}
+		for i := range 80 {
+			p := "/f/" + strconv.Itoa(i) + ".rss"
+			f, err := first.Subscribe(storage.Feed{URL: "http://pub.test" + p, Policy: "fixed-10m"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			shardOf[f.ID] = cluster.ShardOf(cluster.KindFeed, f.ID, 4)
+			path[f.ID] = p
+		}
+		stopFirst := runService(t, first)
+		time.Sleep(25*time.Minute + 30*time.Second)
+		synctest.Wait()
+		want := map[uint64]time.Time{}
+		for id := range shardOf {
+			next, ok := first.NextFetch(id)
+			if !ok {
+				t.Fatalf("feed %d not scheduled on the first node", id)
+			}
+			want[id] = next
+		}
+		stopFirst()
+
+		owner := newShardOwner(4)
+		second := digestService(t, store, pub, owner)
+		if err := second.Load(); err != nil {
+			t.Fatal(err)
+		}
+		gate := make(chan struct{})
+		store.setGate(gate)
+		defer runService(t, second)()
+		time.Sleep(30 * time.Second)
+		took := time.Now()
+		// Each feed of shards is queued at its digest's time, or due at
+		// once when that was before its change settled.
+		queued := func(settled time.Time, shards ...int) (n int) {
+			listed, err := store.ScheduleDigests(shards)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, dg := range listed {
+				for _, e := range dg.Entries {
+					n++
+					next, ok := second.NextFetch(e.ID)
+					if !ok || (e.Next.After(settled) && !next.Equal(e.Next)) || (!e.Next.After(settled) && next.After(settled)) {
+						t.Errorf("feed %d of shard %d queued at %v (%v), want its digest's %v", e.ID, dg.Shard, next, ok, e.Next)
+					}
+				}
+			}
+			return n
+		}
+		// Two changes, the second while the first's records are held
+		// back.
+		owner.set(0, 1)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		n := queued(time.Now(), 0, 1)
+		if got := second.Ownership(); got.Deferred != n || !got.Loading() {
+			t.Errorf("first change, records held back: %+v, want %d deferred", got, n)
+		}
+		owner.set(0, 1, 2, 3)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if n += queued(time.Now(), 2, 3); n != 80 {
+			t.Errorf("%d digest entries, want 80", n)
+		}
+		if got := second.Ownership(); got.Deferred != 80 || !got.Loading() {
+			t.Errorf("second change, records held back: %+v, want 80 deferred", got)
+		}
+		close(gate)
+		synctest.Wait()
+		if got := second.Ownership(); got.Deferred != 0 || got.Pending != 0 || got.Loading() || got.Polled != 80 {
+			t.Errorf("after the records were read: %+v, want 80 polled, none deferred or pending", got)
+		}
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		// The gate opened 2 s after the first change: feeds due before
+		// are fetched then, reading their records first.
+		opened := took.Add(2 * time.Second)
+		for id, p := range path {
+			fetchedOnce(t, pub, p, id, took, opened, want[id])
 		}
 	})
 }

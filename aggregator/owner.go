@@ -159,6 +159,14 @@ func (o *ownState) changeSeen(now time.Time) {
 	o.changed, o.loaded, o.taken, o.lost = now, time.Time{}, 0, 0
 }
 
+// deferredCount is how many feeds queued from a schedule digest have
+// not had their policy read yet.
+func (o *ownState) deferredCount() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.deferredN
+}
+
 // deferred counts feeds queued from a schedule digest (n > 0) and
 // deferred feeds given their policy or dropped (n < 0).
 func (o *ownState) deferred(n int) {
@@ -277,12 +285,12 @@ func (s *Service) owned(ctx context.Context) {
 		if err != nil {
 			s.log.Warn("cannot list feeds to follow the cluster's shards", "err", err)
 		}
-		if !busy && err == nil {
-			s.own.setLoadedShards(shards)
-			s.loaded(changed)
+		clean := !busy && err == nil
+		if clean {
+			s.shardsLoaded(shards, changed)
 		}
 		wait := s.opt.Resync
-		if busy || err != nil {
+		if !clean {
 			wait = busyRetry
 		}
 		var timer <-chan time.Time
@@ -291,12 +299,23 @@ func (s *Service) owned(ctx context.Context) {
 			t = s.opt.Clock.NewTimer(wait)
 			timer = t.C()
 		}
-		select {
-		case <-ctx.Done():
-		case <-changed:
-			s.own.changeSeen(s.opt.Clock.Now())
-			changed = s.settle(ctx)
-		case <-timer:
+	waiting:
+		for {
+			select {
+			case <-ctx.Done():
+			case <-changed:
+				s.own.changeSeen(s.opt.Clock.Now())
+				changed = s.settle(ctx)
+			case <-timer:
+			case <-s.restored:
+				// The records of the feeds queued from digests
+				// are read (restoring).
+				if clean {
+					s.shardsLoaded(shards, changed)
+				}
+				continue waiting
+			}
+			break
 		}
 		if t != nil {
 			t.Stop()
@@ -305,6 +324,19 @@ func (s *Service) owned(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// shardsLoaded marks shards (those owned when the last reconcile began,
+// which scheduled every feed it listed) loaded once no feed queued from a
+// digest waits for its record any more: from then on their digests are
+// this node's to write (digest.go), and the change is loaded unless
+// another one came since (changed is closed).
+func (s *Service) shardsLoaded(shards []int, changed <-chan struct{}) {
+	if s.own.deferredCount() > 0 {
+		return
+	}
+	s.own.setLoadedShards(shards)
+	s.loaded(changed)
 }
 
 // loaded marks the change of the owned shards loaded once a reconcile
@@ -569,7 +601,7 @@ func (s *Service) take(ids []uint64) (took int, busy bool) {
 	// their records read after the others' (digest.go).
 	ids, deferred, took := s.takeFromDigests(ids, s.opt.Clock.Now())
 	if len(deferred) > 0 {
-		defer s.restoreDeferred(deferred)
+		s.restoreQ.add(deferred)
 		if len(ids) == 0 {
 			return took, false
 		}

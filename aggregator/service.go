@@ -123,6 +123,12 @@ type Service struct {
 	fetchers int
 	wake     chan struct{}
 	running  atomic.Bool
+
+	// The records of feeds queued from schedule digests (digest.go):
+	// read by the restorer, which signals restored each time none is
+	// left to read.
+	restoreQ restoreQueue
+	restored chan struct{}
 }
 
 // feedGuard wraps a feed's policy with what the service decides on its own:
@@ -299,6 +305,7 @@ func NewService(opt ServiceOptions) (*Service, error) {
 	return &Service{
 		opt: opt, sched: sched, log: opt.Logger, guards: map[uint64]*feedGuard{},
 		fetchers: fetchers, wake: make(chan struct{}, 1),
+		restoreQ: restoreQueue{wake: make(chan struct{}, 1)}, restored: make(chan struct{}, 1),
 	}, nil
 }
 
