@@ -148,7 +148,7 @@ func (s *Service) writeDigestsOnce(d storage.ScheduleDigester, o shardedOwner) (
 // takeFromDigests queues the feeds of ids (ascending, owned, not polled
 // here) that the digests of their shards list, deferred, and returns the
 // rest, for the usual load, and the deferred ones in due order.
-func (s *Service) takeFromDigests(ids []uint64, now time.Time) (rest []uint64, deferred []dueFeed, took int) {
+func (s *Service) takeFromDigests(ids []uint64, owns func(id uint64) bool, now time.Time) (rest []uint64, deferred []dueFeed, took int) {
 	d, o, ok := s.digests()
 	if !ok || len(ids) <= perFeedTake {
 		return ids, nil, 0
@@ -169,7 +169,7 @@ func (s *Service) takeFromDigests(ids []uint64, now time.Time) (rest []uint64, d
 			// A weight other than 1 is taken from the record: a
 			// digest must not add weight classes (there may be few).
 			if _, listed := slices.BinarySearch(ids, e.ID); !listed || e.Weight != 1 ||
-				cluster.ShardOf(cluster.KindFeed, e.ID, shards) != dg.Shard || !s.owns(e.ID) {
+				cluster.ShardOf(cluster.KindFeed, e.ID, shards) != dg.Shard || !owns(e.ID) {
 				continue
 			}
 			if latest := now.Add(schedule.MaxDelay); e.Next.After(latest) {

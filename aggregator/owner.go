@@ -234,6 +234,27 @@ func (o *ownState) setSkip(id uint64) {
 // owns reports whether this node polls feed id.
 func (s *Service) owns(id uint64) bool { return s.opt.Owner.OwnsFeed(id) }
 
+// ownsNow returns whether this node owns a feed as of one reading of its
+// Owner: with a shardedOwner, the shards it owns read once (a feed's
+// shard looked up, without the lease lock and clock reading of an
+// OwnsFeed call, which a reconcile would make for each of a million
+// feeds), else Owner.OwnsFeed. A feed is checked again before each fetch
+// (begin), so a shard lost meanwhile costs no poll.
+func (s *Service) ownsNow() func(id uint64) bool {
+	o, ok := s.opt.Owner.(shardedOwner)
+	if !ok || !s.clustered() || o.Shards() <= 0 {
+		return s.owns
+	}
+	n := o.Shards()
+	set := make([]bool, n)
+	for _, sh := range o.Owned() {
+		if sh >= 0 && sh < n {
+			set[sh] = true
+		}
+	}
+	return func(id uint64) bool { return set[cluster.ShardOf(cluster.KindFeed, id, n)] }
+}
+
 // clustered reports whether other nodes share the feeds.
 func (s *Service) clustered() bool { return s.opt.Owner != cluster.Everything }
 
@@ -393,9 +414,10 @@ func (s *Service) settle(ctx context.Context) <-chan struct{} {
 // its pass began, or deleted) is read on its own or tried again at once,
 // never left for a whole Resync.
 func (s *Service) reconcile() (busy bool, err error) {
+	owns := s.ownsNow()
 	lost := 0
 	for _, id := range s.polled() {
-		if !s.owns(id) && s.drop(id) {
+		if !owns(id) && s.drop(id) {
 			lost++
 		}
 	}
@@ -412,7 +434,7 @@ func (s *Service) reconcile() (busy bool, err error) {
 	// resync.
 	var take []uint64
 	for _, id := range ids {
-		if s.owns(id) && s.guard(id) == nil && !s.own.skipped(id) {
+		if owns(id) && s.guard(id) == nil && !s.own.skipped(id) {
 			take = append(take, id)
 		}
 	}
@@ -427,7 +449,7 @@ func (s *Service) reconcile() (busy bool, err error) {
 			s.own.setSkip(id)
 		}
 	}
-	took, busy := s.take(take)
+	took, busy := s.take(take, owns)
 	if took > 0 || lost > 0 {
 		s.log.Info("feeds follow the cluster's shards", "taken", took, "lost", lost, "polled_here", s.sched.Len())
 	}
@@ -585,7 +607,9 @@ func (s *Service) takeStates(st stateTaker, ids []uint64) (replays map[uint64]*r
 
 // take schedules the feeds ids (owned, not polled yet) from their stored
 // state. busy reports some that could not be, to be tried again soon.
-func (s *Service) take(ids []uint64) (took int, busy bool) {
+//
+// owns is the reconcile's view of the owned feeds (ownsNow).
+func (s *Service) take(ids []uint64, owns func(id uint64) bool) (took int, busy bool) {
 	// Pending is set before the load starts: a big one takes seconds.
 	s.own.setPending(len(ids))
 	if len(ids) == 0 {
@@ -596,10 +620,10 @@ func (s *Service) take(ids []uint64) (took int, busy bool) {
 	// tried again at the next Resync.
 	failed := map[uint64]bool{}
 	all := ids
-	defer func() { s.own.settle(s.unscheduled(all, failed), len(failed)) }()
+	defer func() { s.own.settle(s.unscheduled(all, failed, owns), len(failed)) }()
 	// Feeds their shards' schedule digests list are queued at once, and
 	// their records read after the others' (digest.go).
-	ids, deferred, took := s.takeFromDigests(ids, s.opt.Clock.Now())
+	ids, deferred, took := s.takeFromDigests(ids, owns, s.opt.Clock.Now())
 	if len(deferred) > 0 {
 		s.restoreQ.add(deferred)
 		if len(ids) == 0 {
@@ -700,10 +724,10 @@ func (s *Service) take(ids []uint64) (took int, busy bool) {
 
 // unscheduled counts the feeds of ids still owned, not scheduled, not
 // skipped and not failed: those a take left to try again.
-func (s *Service) unscheduled(ids []uint64, failed map[uint64]bool) int {
+func (s *Service) unscheduled(ids []uint64, failed map[uint64]bool, owns func(id uint64) bool) int {
 	n := 0
 	for _, id := range ids {
-		if !failed[id] && s.owns(id) && s.guard(id) == nil && !s.own.skipped(id) {
+		if !failed[id] && owns(id) && s.guard(id) == nil && !s.own.skipped(id) {
 			n++
 		}
 	}
