@@ -15,11 +15,21 @@ import (
 // DefaultIDRelist is how long Backend.FeedIDs answers from the feed IDs
 // its watch keeps before it lists the defs bucket's keys again: a bound
 // on what a watch that stopped without a sign could miss (a watch that
-// ends brings a listing at once, a reconnect one in the background). The servers answer
-// a listing by walking every key of the bucket (at a million feeds the
-// listings every 10 minutes took 9% of a three-node cluster's CPU), so
-// the backstop is hourly.
+// ends brings a listing at once, a reconnect one ReconnectRelist later,
+// in the background). The servers answer a listing by walking every key
+// of the bucket (at a million feeds the listings every 10 minutes took
+// 9% of a three-node cluster's CPU), so the backstop is hourly.
 const DefaultIDRelist = time.Hour
+
+// ReconnectRelist is how long after Backend.FeedIDs first sees that its
+// NATS connection reconnected it lists the keys again, in the
+// background. The watch's ordered consumer resumes where it stopped, so
+// that listing is insurance; and a reconnect comes with a takeover (the
+// dead node's server was some nodes' server), whose record reads it
+// would slow: at a million feeds a listing cost the bucket's leader
+// about 4 s of CPU (a map and a sort of every key), in the seconds the
+// survivors were reading the records of the feeds they took over.
+const ReconnectRelist = 5 * time.Minute
 
 // feedIDSet is the feed IDs a Backend knows: the defs bucket's keys as
 // one listing found them, kept current by a keys-only watch of the
@@ -31,9 +41,10 @@ const DefaultIDRelist = time.Hour
 //
 // The set lists again when the watch ended (its subscription closed:
 // the caller waits for the listing), and in the background, answering
-// from the set meanwhile, when the NATS connection reconnected since the
-// listing (the watch's ordered consumer resumes where it stopped; the
-// listing is insurance) or when DefaultIDRelist passed.
+// from the set meanwhile, ReconnectRelist after the NATS connection
+// reconnected since the listing (the watch's ordered consumer resumes
+// where it stopped; the listing is insurance) or when DefaultIDRelist
+// passed.
 type feedIDSet struct {
 	listMu sync.Mutex // one listing at a time
 
@@ -45,7 +56,10 @@ type feedIDSet struct {
 	watchGen   uint64 // bumped when a watch starts; an ended one clears watch if still current
 	listedAt   time.Time
 	reconnects uint64
-	relisting  bool // a background listing runs (current)
+	// reconnected: when a reconnect since the listing was first seen
+	// (zero: none).
+	reconnected time.Time
+	relisting   bool // a background listing runs (current)
 }
 
 // FeedIDs lists the IDs of the stored feeds, ascending, without reading
@@ -81,11 +95,12 @@ func (x *feedIDSet) get(b *Backend) ([]uint64, error) {
 }
 
 // current returns the set when a watch follows it (ok). When a listing
-// is due (a reconnect since the last, or DefaultIDRelist passed) it
-// starts one in the background and answers from the set meanwhile: a
-// listing of a million keys takes seconds, and a reconnect is what a
-// takeover brings (the dead node's server was some nodes' server), so
-// the takeover is not held up by it.
+// is due (ReconnectRelist after a reconnect since the last, or
+// DefaultIDRelist passed) it starts one in the background and answers
+// from the set meanwhile: a listing of a million keys takes seconds, and
+// a reconnect is what a takeover brings (the dead node's server was
+// some nodes' server), so the takeover is neither held up by it nor
+// made to share the servers' CPU with it.
 func (x *feedIDSet) current(b *Backend, now time.Time, reconnects uint64) (out []uint64, ok bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -93,7 +108,14 @@ func (x *feedIDSet) current(b *Backend, now time.Time, reconnects uint64) (out [
 		return nil, false
 	}
 	x.mergeLocked(x.ids)
-	if (x.reconnects != reconnects || now.Sub(x.listedAt) >= DefaultIDRelist) && !x.relisting {
+	due := now.Sub(x.listedAt) >= DefaultIDRelist
+	if x.reconnects != reconnects {
+		if x.reconnected.IsZero() {
+			x.reconnected = now
+		}
+		due = due || now.Sub(x.reconnected) >= ReconnectRelist
+	}
+	if due && !x.relisting {
 		x.relisting = true
 		go x.relist(b, now, reconnects)
 	}
@@ -130,7 +152,7 @@ func (x *feedIDSet) list(ctx context.Context, b *Backend, now time.Time, reconne
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.mergeLocked(listed)
-	x.listedAt, x.reconnects = now, reconnects
+	x.listedAt, x.reconnects, x.reconnected = now, reconnects, time.Time{}
 	return nil
 }
 
