@@ -36,8 +36,11 @@ const DefaultDigestEvery = 30 * time.Second
 // deferred feed may be queued without being brought forward.
 const digestMaxAhead = time.Second
 
-// restoreBatch is how many deferred feeds one background read covers.
-const restoreBatch = 4096
+// restoreBatch is how many deferred feeds one background read covers:
+// enough that the store's batched reads run ahead of the decoding (at a
+// million feeds, 4,096 left the reads waiting on each other's round
+// trips, 36 µs a feed with the machine a third idle).
+const restoreBatch = 16384
 
 // deferredRetry is when a deferred feed whose record could not be read
 // just before its fetch is tried again, and the pause before a
