@@ -229,7 +229,11 @@ func (s *Service) undeferLocked(g *feedGuard) bool {
 		return false
 	}
 	g.deferred = false
-	s.own.deferred(-1)
+	if s.own.deferred(-1) == 0 {
+		// The last one (read by the restorer, or before its fetch):
+		// the ownership loop may mark its shards loaded.
+		s.signalRestored()
+	}
 	return true
 }
 
@@ -287,8 +291,9 @@ func (q *restoreQueue) clear() int {
 }
 
 // restoring runs until ctx ends: it reads the records of the deferred
-// feeds take queues, a batch at a time, soonest due first, and tells
-// the ownership loop (restored) each time it has read them all.
+// feeds take queues, a batch at a time, soonest due first. The last
+// deferred feed given its policy, here or before its fetch, tells the
+// ownership loop (undefer).
 func (s *Service) restoring(ctx context.Context) {
 	st, ok := s.opt.Store.(stateTaker)
 	if !ok {
@@ -313,12 +318,15 @@ func (s *Service) restoring(ctx context.Context) {
 			left := len(ids) + s.restoreQ.clear()
 			s.log.Warn("cannot read the records of feeds queued from a schedule digest; each is read before its fetch", "feeds", left)
 		}
-		if s.own.deferredCount() == 0 {
-			select {
-			case s.restored <- struct{}{}:
-			default:
-			}
-		}
+	}
+}
+
+// signalRestored tells the ownership loop that no feed queued from a
+// digest waits for its record.
+func (s *Service) signalRestored() {
+	select {
+	case s.restored <- struct{}{}:
+	default:
 	}
 }
 

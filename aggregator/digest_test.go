@@ -2,6 +2,7 @@ package aggregator_test
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"strconv"
@@ -79,6 +80,9 @@ type digestStore struct {
 	gate    chan struct{}
 	edit    func(e *storage.DigestEntry) bool // false: leave the entry out
 	takes   int                               // TakeFeedStates calls
+	// failBatches fails that many TakeFeedStates calls of more than
+	// one feed.
+	failBatches int
 }
 
 func (d *digestStore) PutScheduleDigest(dg storage.ScheduleDigest) error {
@@ -120,6 +124,15 @@ func (d *digestStore) TakeFeedStates(ids []uint64, feed func(storage.Feed, *stor
 	d.mu.Unlock()
 	if gate != nil {
 		<-gate
+	}
+	d.mu.Lock()
+	fail := len(ids) > 1 && d.failBatches > 0
+	if fail {
+		d.failBatches--
+	}
+	d.mu.Unlock()
+	if fail {
+		return errors.New("records unavailable")
 	}
 	return d.FeedsWithStates(ids, func(f storage.Feed, st *storage.PolicyState) error {
 		if !feed(f, st) {
@@ -210,33 +223,7 @@ func TestTakeoverFromDigest(t *testing.T) {
 }
 
 func takeoverFromDigest(t *testing.T, edit func(e *storage.DigestEntry) bool, gated bool, deferred int) {
-	pub, st := pubAndStore(t)
-	pub.period = 10 * time.Minute
-	store := &digestStore{Store: st}
-	// The first node polls 40 feeds every 10 minutes from 0, writing
-	// its digests every minute, and dies at 25 min 30 s.
-	first := digestService(t, store, pub, newShardOwner(4, 0, 1, 2, 3))
-	var ids []uint64
-	for i := range 40 {
-		f, err := first.Subscribe(storage.Feed{URL: "http://pub.test/f/" + strconv.Itoa(i) + ".rss", Policy: "fixed-10m"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, f.ID)
-	}
-	stopFirst := runService(t, first)
-	time.Sleep(25*time.Minute + 30*time.Second)
-	synctest.Wait()
-	want := map[uint64]time.Time{}
-	for _, id := range ids {
-		next, ok := first.NextFetch(id)
-		if !ok {
-			t.Fatalf("feed %d not scheduled on the first node", id)
-		}
-		want[id] = next
-	}
-	stopFirst()
-
+	pub, store, ids, want := firstOwnerDied(t, 40)
 	store.mu.Lock()
 	store.edit = edit
 	store.mu.Unlock()
@@ -408,40 +395,49 @@ func TestDigestsOfLoadedShardsOnly(t *testing.T) {
 	})
 }
 
+// firstOwnerDied: a node owning every shard of 4 polls n feeds (fixed
+// 10-minute periods, at pub.test/f/<i>.rss) from 0, writing its digests
+// every minute, and dies at 25 min 30 s; it returns the feeds' IDs and
+// their next fetches as the node had them.
+func firstOwnerDied(t *testing.T, n int) (pub *countingFeeds, store *digestStore, ids []uint64, want map[uint64]time.Time) {
+	t.Helper()
+	pub, st := pubAndStore(t)
+	pub.period = 10 * time.Minute
+	store = &digestStore{Store: st}
+	first := digestService(t, store, pub, newShardOwner(4, 0, 1, 2, 3))
+	for i := range n {
+		f, err := first.Subscribe(storage.Feed{URL: "http://pub.test/f/" + strconv.Itoa(i) + ".rss", Policy: "fixed-10m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, f.ID)
+	}
+	stop := runService(t, first)
+	time.Sleep(25*time.Minute + 30*time.Second)
+	synctest.Wait()
+	want = map[uint64]time.Time{}
+	for _, id := range ids {
+		next, ok := first.NextFetch(id)
+		if !ok {
+			t.Fatalf("feed %d not scheduled on the first node", id)
+		}
+		want[id] = next
+	}
+	stop()
+	return pub, store, ids, want
+}
+
 // TestTakeoverQueuesWhileReading: a second change of the owned shards
 // queues its feeds from their digests at once, while the records of the
 // first change's feeds are still being read; once they are read every
 // feed is fetched once, at its learned time.
 func TestTakeoverQueuesWhileReading(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		pub, st := pubAndStore(t)
-		pub.period = 10 * time.Minute
-		store := &digestStore{Store: st}
-		first := digestService(t, store, pub, newShardOwner(4, 0, 1, 2, 3))
-		shardOf := map[uint64]int{}
+		pub, store, ids, want := firstOwnerDied(t, 80)
 		path := map[uint64]string{}
-		for i := range 80 {
-			p := "/f/" + strconv.Itoa(i) + ".rss"
-			f, err := first.Subscribe(storage.Feed{URL: "http://pub.test" + p, Policy: "fixed-10m"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			shardOf[f.ID] = cluster.ShardOf(cluster.KindFeed, f.ID, 4)
-			path[f.ID] = p
+		for i, id := range ids {
+			path[id] = "/f/" + strconv.Itoa(i) + ".rss"
 		}
-		stopFirst := runService(t, first)
-		time.Sleep(25*time.Minute + 30*time.Second)
-		synctest.Wait()
-		want := map[uint64]time.Time{}
-		for id := range shardOf {
-			next, ok := first.NextFetch(id)
-			if !ok {
-				t.Fatalf("feed %d not scheduled on the first node", id)
-			}
-			want[id] = next
-		}
-		stopFirst()
-
 		owner := newShardOwner(4)
 		second := digestService(t, store, pub, owner)
 		if err := second.Load(); err != nil {
@@ -503,3 +499,38 @@ func TestTakeoverQueuesWhileReading(t *testing.T) {
 		}
 	})
 }
+
+// TestTakeoverLoadedAfterFetchReads: when the background reads of the
+// records fail, each deferred feed reads its own before its fetch, and
+// the change is reported loaded once the last has, without a resync.
+func TestTakeoverLoadedAfterFetchReads(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pub, store, _, _ := firstOwnerDied(t, 40)
+		store.mu.Lock()
+		store.failBatches = restoreTriesForTest
+		store.mu.Unlock()
+		owner := newShardOwner(4)
+		second := digestService(t, store, pub, owner) // Resync -1: no resync
+		if err := second.Load(); err != nil {
+			t.Fatal(err)
+		}
+		defer runService(t, second)()
+		time.Sleep(30 * time.Second)
+		owner.set(0, 1, 2, 3)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if got := second.Ownership(); got.Deferred == 0 || !got.Loading() {
+			t.Fatalf("background reads failed: %+v, want feeds deferred and the change loading", got)
+		}
+		time.Sleep(11 * time.Minute)
+		synctest.Wait()
+		if got := second.Ownership(); got.Deferred != 0 || got.Loading() || got.Loaded.IsZero() || got.Polled != 40 {
+			t.Errorf("after every feed came due: %+v, want the change loaded, none deferred", got)
+		}
+	})
+}
+
+// restoreTriesForTest is how many background reads a takeover tries
+// before leaving each deferred feed to read its record before its fetch
+// (the aggregator's restoreTries).
+const restoreTriesForTest = 3

@@ -168,11 +168,13 @@ func (o *ownState) deferredCount() int {
 }
 
 // deferred counts feeds queued from a schedule digest (n > 0) and
-// deferred feeds given their policy or dropped (n < 0).
-func (o *ownState) deferred(n int) {
+// deferred feeds given their policy or dropped (n < 0), and returns how
+// many are left.
+func (o *ownState) deferred(n int) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.deferredN = max(o.deferredN+n, 0)
+	return o.deferredN
 }
 
 // setPending sets the feeds about to be loaded.
