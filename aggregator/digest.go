@@ -309,14 +309,14 @@ func (s *Service) restoring(ctx context.Context) {
 			}
 			continue
 		}
-		if !s.restoreDeferred(ctx, st, ids) {
+		if err := s.restoreDeferred(ctx, st, ids); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
 			// Those left read their records just before their
 			// fetches; the change stays loading until they have.
 			left := len(ids) + s.restoreQ.clear()
-			s.log.Warn("cannot read the records of feeds queued from a schedule digest; each is read before its fetch", "feeds", left)
+			s.log.Warn("cannot read the records of feeds queued from a schedule digest; each is read before its fetch", "feeds", left, "err", err)
 		}
 	}
 }
@@ -332,8 +332,8 @@ func (s *Service) signalRestored() {
 
 // restoreDeferred reads the records of the deferred feeds ids and gives
 // each its policy; a feed its record says is due earlier than queued is
-// brought forward. It is false when the records could not be read.
-func (s *Service) restoreDeferred(ctx context.Context, st stateTaker, ids []uint64) bool {
+// brought forward. The error is the last read's when none succeeded.
+func (s *Service) restoreDeferred(ctx context.Context, st stateTaker, ids []uint64) error {
 	replays, seen, err := s.takeStates(st, ids)
 	for try := 1; err != nil && try < restoreTries; try++ {
 		s.log.Debug("cannot read the records of feeds queued from a schedule digest; trying again", "feeds", len(ids), "err", err)
@@ -341,14 +341,13 @@ func (s *Service) restoreDeferred(ctx context.Context, st stateTaker, ids []uint
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return false
+			return ctx.Err()
 		case <-t.C():
 		}
 		replays, seen, err = s.takeStates(st, ids)
 	}
 	if err != nil {
-		s.log.Debug("cannot read the records of feeds queued from a schedule digest", "feeds", len(ids), "err", err)
-		return false
+		return err
 	}
 	now := s.opt.Clock.Now()
 	for _, id := range ids {
@@ -369,7 +368,7 @@ func (s *Service) restoreDeferred(ctx context.Context, st stateTaker, ids []uint
 			s.Expedite(id, first)
 		}
 	}
-	return true
+	return nil
 }
 
 // adopt gives deferred guard g the policy r rebuilt, and returns the
