@@ -47,7 +47,7 @@ var (
 	pollProgress = flag.Duration("poll.progress", 0, "BenchmarkPolling: log progress (feeds fetched, polls, memory) on standard error this often (0: never)")
 	pollMaxRSS   = flag.Float64("poll.maxrss-gib", 0, "BenchmarkPolling: fail when the process's resident set passes this many GiB (0: no limit)")
 	pollDocItems = flag.Int("poll.items", pollItems, "BenchmarkPolling: items a document lists")
-	pollTakeProf = flag.String("poll.takeprofile", "", "BenchmarkPolling: with -poll.kill, write a CPU profile of the takeover (from the kill until every survivor reports it loaded) to this file")
+	pollTakeProf = flag.String("poll.takeprofile", "", "BenchmarkPolling: with -poll.kill, write a CPU profile of the takeover (from the kill until its measurement ends: every feed scheduled and every survivor reporting its change loaded) to this file")
 	pollHeapProf = flag.String("poll.heapprofile", "", "BenchmarkPolling: write a heap profile at the end of each measurement to this file (the setup's name is added)")
 )
 
