@@ -643,7 +643,7 @@ func (s *Service) take(ids []uint64, owns func(id uint64) bool) (took int, busy 
 		}
 		var err error
 		var ok bool
-		replays, seen, ok, err = s.loadStates(ids, func(id uint64) bool { return want[id] && s.owns(id) })
+		replays, seen, ok, err = s.loadStates(ids, func(id uint64) bool { return want[id] && owns(id) })
 		if ok && err != nil {
 			s.log.Warn("cannot load the state of the feeds this node came to own; trying again", "feeds", len(ids), "err", err)
 			return 0, true

@@ -125,8 +125,8 @@ type Service struct {
 	running  atomic.Bool
 
 	// The records of feeds queued from schedule digests (digest.go):
-	// read by the restorer, which signals restored each time none is
-	// left to read.
+	// read by the restorer; restored is signalled when the last deferred
+	// feed has its policy.
 	restoreQ restoreQueue
 	restored chan struct{}
 }
@@ -340,7 +340,7 @@ func (s *Service) Load() error {
 	// states) and has not scheduled yet.
 	s.own.changeSeen(s.opt.Clock.Now())
 	defer s.own.setPending(0)
-	replays, _, ok, err := s.loadStates(nil, s.owns)
+	replays, _, ok, err := s.loadStates(nil, s.ownsNow())
 	if !ok {
 		return s.loadEach()
 	}
