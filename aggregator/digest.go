@@ -253,16 +253,40 @@ type restoreQueue struct {
 	wake  chan struct{} // one token: feeds were added
 }
 
-// add queues feeds and wakes the restorer.
+// add queues feeds and wakes the restorer. The feeds are sorted by due
+// time and merged into those queued, so a takeover's second change costs
+// the sort of its own feeds, not of every feed still queued.
 func (q *restoreQueue) add(feeds []dueFeed) {
+	slices.SortStableFunc(feeds, byDue)
 	q.mu.Lock()
-	q.feeds = append(q.feeds, feeds...)
-	slices.SortStableFunc(q.feeds, func(a, b dueFeed) int { return a.due.Compare(b.due) })
+	q.feeds = mergeDue(q.feeds, feeds)
 	q.mu.Unlock()
 	select {
 	case q.wake <- struct{}{}:
 	default:
 	}
+}
+
+func byDue(a, b dueFeed) int { return a.due.Compare(b.due) }
+
+// mergeDue merges two lists sorted by due time; of feeds due together,
+// those of a come first.
+func mergeDue(a, b []dueFeed) []dueFeed {
+	if len(a) == 0 {
+		return b
+	}
+	if len(b) == 0 {
+		return a
+	}
+	out := make([]dueFeed, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if byDue(b[0], a[0]) < 0 {
+			out, b = append(out, b[0]), b[1:]
+		} else {
+			out, a = append(out, a[0]), a[1:]
+		}
+	}
+	return append(append(out, a...), b...)
 }
 
 // next takes up to n feeds, soonest due first.
@@ -274,7 +298,7 @@ func (q *restoreQueue) next(n int) []uint64 {
 	for i, f := range q.feeds[:n] {
 		ids[i] = f.id
 	}
-	q.feeds = slices.Delete(q.feeds, 0, n)
+	q.feeds = q.feeds[n:]
 	if len(q.feeds) == 0 {
 		q.feeds = nil // the backing array of a takeover's feeds
 	}
