@@ -60,6 +60,14 @@ type feedIDSet struct {
 	// (zero: none).
 	reconnected time.Time
 	relisting   bool // a background listing runs (current)
+
+	// While a listing runs (listing), what the watch saw since it
+	// started is also kept apart: a merge meanwhile (current) moves
+	// added into ids and clears it, and the listing, which may have
+	// walked past a key created after it began, replaces ids.
+	listing     bool
+	listAdded   []uint64
+	listDeleted map[uint64]struct{}
 }
 
 // FeedIDs lists the IDs of the stored feeds, ascending, without reading
@@ -141,19 +149,54 @@ func (x *feedIDSet) relist(b *Backend, now time.Time, reconnects uint64) {
 // them the set, with what the watch saw since merged in. The caller
 // holds listMu.
 func (x *feedIDSet) list(ctx context.Context, b *Backend, now time.Time, reconnects uint64) error {
+	x.beginListing()
 	if err := x.startWatch(b); err != nil {
+		x.endListing(nil, false, now, reconnects)
 		return fmt.Errorf("list feed IDs: watch the feed records: %w", err)
 	}
 	listed, err := b.s.listIDs(ctx, feedKeyPrefix)
 	b.s.opt.Metrics.listed()
 	if err != nil {
+		x.endListing(nil, false, now, reconnects)
 		return fmt.Errorf("list feed IDs: %w", err)
 	}
+	x.endListing(listed, true, now, reconnects)
+	return nil
+}
+
+// beginListing starts keeping apart what the watch sees, before the
+// listing's watch starts.
+func (x *feedIDSet) beginListing() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.listing, x.listAdded, x.listDeleted = true, nil, nil
+}
+
+// endListing makes listed (ascending) the set, with what the watch saw
+// since the listing began: the feeds created meanwhile that the listing
+// missed, less those deleted meanwhile that it found. When the listing
+// failed (!ok) the set stays as it is.
+func (x *feedIDSet) endListing(listed []uint64, ok bool, now time.Time, reconnects uint64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	added, deleted := x.listAdded, x.listDeleted
+	x.listing, x.listAdded, x.listDeleted = false, nil, nil
+	if !ok {
+		return
+	}
+	if len(added) > 0 {
+		listed = append(listed, added...)
+		slices.Sort(listed)
+		listed = slices.Compact(listed)
+	}
+	if len(deleted) > 0 {
+		listed = slices.DeleteFunc(listed, func(id uint64) bool {
+			_, gone := deleted[id]
+			return gone
+		})
+	}
 	x.mergeLocked(listed)
 	x.listedAt, x.reconnects, x.reconnected = now, reconnects, time.Time{}
-	return nil
 }
 
 // mergeLocked makes ids listed (ascending, owned by the set; ids itself
@@ -185,6 +228,12 @@ func (x *feedIDSet) note(id uint64, deleted bool) {
 			x.deleted = map[uint64]struct{}{}
 		}
 		x.deleted[id] = struct{}{}
+		if x.listing {
+			if x.listDeleted == nil {
+				x.listDeleted = map[uint64]struct{}{}
+			}
+			x.listDeleted[id] = struct{}{}
+		}
 		return
 	}
 	if _, found := slices.BinarySearch(x.ids, id); found {
@@ -192,6 +241,10 @@ func (x *feedIDSet) note(id uint64, deleted bool) {
 	}
 	delete(x.deleted, id)
 	x.added = append(x.added, id)
+	if x.listing {
+		delete(x.listDeleted, id)
+		x.listAdded = append(x.listAdded, id)
+	}
 }
 
 // startWatch starts a watch on the defs bucket's feed keys, headers
