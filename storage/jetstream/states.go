@@ -84,7 +84,7 @@ func (s *Store) StreamFeedStates(ctx context.Context, want func(id uint64) bool,
 			keep[id] = true
 		}
 	}
-	return s.replayObservations(ctx, keep, obs)
+	return s.replayObservations(ctx, keep, obs, nil)
 }
 
 // readRecords reads the last value of every feed key of the defs bucket

@@ -41,6 +41,20 @@ type TakeStats struct {
 	Restored int // records given with their policy state
 	Replayed int // feeds whose observations were read
 	Stored   int // states reached by replay stored in their records
+	// Unreadable counts the records and observations left out because
+	// they cannot be decoded (storage.ErrCorrupt); Unreadable's first
+	// error is FirstUnreadable. Such a feed is not handed to Feed: read
+	// alone (Store.Feed), it reports its error.
+	Unreadable      int
+	FirstUnreadable error
+}
+
+// unreadable counts err, a record or an observation left out.
+func (st *TakeStats) unreadable(err error) {
+	st.Unreadable++
+	if st.FirstUnreadable == nil {
+		st.FirstUnreadable = err
+	}
 }
 
 // Bounds of TakeFeedStates.
@@ -87,10 +101,12 @@ func (s *Store) TakeFeedStates(ctx context.Context, ids []uint64, fn TakeFuncs) 
 		var r schedRecord
 		data, err := unpackRecord(data)
 		if err != nil {
-			return fmt.Errorf("feed %d: %w", id, err)
+			stats.unreadable(fmt.Errorf("feed %d: %w", id, err))
+			return nil // the others are handed over
 		}
 		if err := json.Unmarshal(data, &r); err != nil || r.ID != id {
-			return fmt.Errorf("feed %d: %w: %v", id, storage.ErrCorrupt, err)
+			stats.unreadable(fmt.Errorf("feed %d: %w: %v", id, storage.ErrCorrupt, err))
+			return nil
 		}
 		stats.Records++
 		var st *storage.PolicyState
@@ -111,7 +127,7 @@ func (s *Store) TakeFeedStates(ctx context.Context, ids []uint64, fn TakeFuncs) 
 	for id := range replays {
 		want[id] = true
 	}
-	if err := s.replayObservations(ctx, want, fn.Obs); err != nil {
+	if err := s.replayObservations(ctx, want, fn.Obs, stats.unreadable); err != nil {
 		return stats, err
 	}
 	if fn.Reached == nil {
@@ -152,11 +168,17 @@ func (s *Store) TakeFeedStates(ctx context.Context, ids []uint64, fn TakeFuncs) 
 
 // replayObservations hands obs the observations of the feeds want, oldest
 // first: one feed at a time for a few, else in one pass filtered on their
-// shards' subjects.
-func (s *Store) replayObservations(ctx context.Context, want map[uint64]bool, obs func(id uint64, o storage.Observation)) error {
+// shards' subjects. An observation that cannot be decoded is given to
+// unreadable and left out (a feed read alone: all of its), or, with
+// unreadable nil, ends the read with its error.
+func (s *Store) replayObservations(ctx context.Context, want map[uint64]bool, obs func(id uint64, o storage.Observation), unreadable func(error)) error {
 	if len(want) <= perFeedObservations {
 		for _, id := range slices.Sorted(maps.Keys(want)) {
 			list, err := s.Observations(ctx, id, 0)
+			if errors.Is(err, storage.ErrCorrupt) && unreadable != nil {
+				unreadable(err) // replayed from none: the others go on
+				continue
+			}
 			if err != nil {
 				return err
 			}
@@ -173,7 +195,12 @@ func (s *Store) replayObservations(ctx context.Context, want map[uint64]bool, ob
 		}
 		var o storage.Observation
 		if err := json.Unmarshal(m.Data(), &o); err != nil {
-			return fmt.Errorf("observation of feed %d: %w: %v", id, storage.ErrCorrupt, err)
+			err = fmt.Errorf("observation of feed %d: %w: %v", id, storage.ErrCorrupt, err)
+			if unreadable == nil {
+				return err
+			}
+			unreadable(err)
+			return nil // the replay goes on without it
 		}
 		obs(id, o)
 		return nil

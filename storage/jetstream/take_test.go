@@ -2,6 +2,7 @@ package jetstream_test
 
 import (
 	"bytes"
+	"errors"
 	"slices"
 	"strconv"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/storage/cluster"
 	sjs "github.com/slogfeed/slogfeed/storage/jetstream"
 	"github.com/slogfeed/slogfeed/storage/jetstream/jstest"
 )
@@ -239,5 +241,73 @@ func testTakeFeedStates(t *testing.T, c *jstest.Cluster) {
 	got, _ = take(t, taker, []uint64{stateless[1]}, nil)
 	if ps := got.states[stateless[1]]; ps == nil || !ps.Next.Equal(want.Next) || !bytes.Equal(ps.Policy, want.Policy) {
 		t.Errorf("after a poll: state %v, a replay reaches %v", ps, want)
+	}
+}
+
+// TestTakeFeedStatesLeavesOutUnreadable: a record or an observation that
+// cannot be decoded is left out of a takeover and counted, and every
+// other feed is handed over (a takeover that failed on it would be tried
+// again and again, scheduling none of the shards' feeds). The feed with
+// the bad record is not handed over; the feed with the bad observation is
+// replayed from its others (a takeover of few feeds reads each one's
+// observations alone, of many in one pass).
+func TestTakeFeedStatesLeavesOutUnreadable(t *testing.T) {
+	for _, n := range []int{4, 24} { // alone, and in one pass (perFeedObservations)
+		t.Run(strconv.Itoa(n)+" feeds", func(t *testing.T) {
+			c := jstest.NewServer(t)
+			st, js := openStoreWith(t, c, sjs.Options{Shards: 8}) // no Learner: replayed
+			ctx := testCtx(t)
+			var ids []uint64
+			for i := range n {
+				f := storage.Feed{Kind: storage.KindRemote, URL: "http://127.0.0.1:1/u" + strconv.Itoa(i), Policy: "auto"}
+				if err := st.CreateFeed(ctx, &f); err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, f.ID)
+				for p := range 4 {
+					pollFeed(t, st, f.ID, p)
+				}
+			}
+			badRec, badObs := ids[1], ids[2]
+			defs, err := js.KeyValue(ctx, sjs.DefsBucket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := defs.Put(ctx, "feed."+strconv.FormatUint(badRec, 10), []byte("{not a record")); err != nil {
+				t.Fatal(err)
+			}
+			subj := "slogfeed.obs." + strconv.Itoa(cluster.ShardOf(cluster.KindFeed, badObs, 8)) + "." + strconv.FormatUint(badObs, 10)
+			if _, err := js.Publish(ctx, subj, []byte("{not an observation")); err != nil {
+				t.Fatal(err)
+			}
+
+			got, stats := take(t, st, ids, nil)
+			if _, ok := got.feeds[badRec]; ok {
+				t.Errorf("feed %d, whose record is unreadable, handed over", badRec)
+			}
+			if len(got.feeds) != n-1 || stats.Records != n-1 {
+				t.Errorf("%d feeds handed over, %d records counted; want %d", len(got.feeds), stats.Records, n-1)
+			}
+			if stats.Unreadable != 2 || !errors.Is(stats.FirstUnreadable, storage.ErrCorrupt) {
+				t.Errorf("unreadable %d (first: %v); want 2, ErrCorrupt", stats.Unreadable, stats.FirstUnreadable)
+			}
+			for _, id := range ids {
+				want := 4
+				switch id {
+				case badRec:
+					want = 0
+				case badObs:
+					if n <= 16 {
+						want = 0 // read alone: the feed's read fails whole
+					}
+				}
+				if len(got.obs[id]) != want {
+					t.Errorf("feed %d: %d observations replayed, want %d", id, len(got.obs[id]), want)
+				}
+			}
+			if _, err := st.Feed(ctx, badRec); !errors.Is(err, storage.ErrCorrupt) {
+				t.Errorf("the unreadable record read alone: %v, want ErrCorrupt", err)
+			}
+		})
 	}
 }
