@@ -43,11 +43,17 @@ const digestMaxAhead = time.Second
 const restoreBatch = 16384
 
 // deferredRetry is when a deferred feed whose record could not be read
-// just before its fetch is tried again, and the pause before a
-// background read is tried again.
+// just before its fetch is tried again, and the first pause before a
+// background read that failed is tried again.
 const deferredRetry = 5 * time.Second
 
-// restoreTries bounds the reads of one background batch.
+// restoreRetryMax bounds the pause between background reads that keep
+// failing (it doubles from deferredRetry); the feeds due meanwhile read
+// their own records before their fetches.
+const restoreRetryMax = time.Minute
+
+// restoreTries is how many background reads in a row fail before the
+// restorer warns.
 const restoreTries = 3
 
 // shardedOwner is a cluster.Owner that tells the cluster's shard count
@@ -290,42 +296,40 @@ func mergeDue(a, b []dueFeed) []dueFeed {
 }
 
 // next takes up to n feeds, soonest due first.
-func (q *restoreQueue) next(n int) []uint64 {
+func (q *restoreQueue) next(n int) []dueFeed {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	n = min(n, len(q.feeds))
-	ids := make([]uint64, n)
-	for i, f := range q.feeds[:n] {
-		ids[i] = f.id
-	}
+	out := q.feeds[:n:n]
 	q.feeds = q.feeds[n:]
 	if len(q.feeds) == 0 {
 		q.feeds = nil // the backing array of a takeover's feeds
 	}
-	return ids
+	return out
 }
 
-// clear drops every queued feed and returns how many there were.
-func (q *restoreQueue) clear() int {
+// len is how many feeds are queued.
+func (q *restoreQueue) len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	n := len(q.feeds)
-	q.feeds = nil
-	return n
+	return len(q.feeds)
 }
 
 // restoring runs until ctx ends: it reads the records of the deferred
 // feeds take queues, a batch at a time, soonest due first. The last
 // deferred feed given its policy, here or before its fetch, tells the
-// ownership loop (undefer).
+// ownership loop (undefer). A batch whose read fails goes back to the
+// queue and is read again after a pause that doubles up to
+// restoreRetryMax; the feeds due meanwhile read their own records.
 func (s *Service) restoring(ctx context.Context) {
 	st, ok := s.opt.Store.(stateTaker)
 	if !ok {
 		return
 	}
+	fails := 0
 	for {
-		ids := s.restoreQ.next(restoreBatch)
-		if len(ids) == 0 {
+		batch := s.restoreQ.next(restoreBatch)
+		if len(batch) == 0 {
 			select {
 			case <-ctx.Done():
 				return
@@ -333,16 +337,48 @@ func (s *Service) restoring(ctx context.Context) {
 			}
 			continue
 		}
-		if err := s.restoreDeferred(ctx, st, ids); err != nil {
-			if ctx.Err() != nil {
-				return
+		batch, guards := s.stillDeferred(batch)
+		if len(batch) == 0 {
+			continue // lost, or given their policy before their fetches
+		}
+		err := s.restoreDeferred(st, batch, guards)
+		if err == nil {
+			if fails >= restoreTries {
+				s.log.Info("the records of feeds queued from schedule digests are read again")
 			}
-			// Those left read their records just before their
-			// fetches; the change stays loading until they have.
-			left := len(ids) + s.restoreQ.clear()
-			s.log.Warn("cannot read the records of feeds queued from a schedule digest; each is read before its fetch", "feeds", left, "err", err)
+			fails = 0
+			continue
+		}
+		fails++
+		s.restoreQ.add(batch)
+		pause := min(deferredRetry<<min(fails-1, 8), restoreRetryMax)
+		if fails == restoreTries {
+			s.log.Warn("cannot read the records of feeds queued from schedule digests; each due meanwhile is read before its fetch", "feeds", s.restoreQ.len(), "retry_in", pause, "err", err)
+		} else {
+			s.log.Debug("cannot read the records of feeds queued from schedule digests; trying again", "feeds", len(batch), "retry_in", pause, "err", err)
+		}
+		t := s.opt.Clock.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
 		}
 	}
+}
+
+// stillDeferred keeps of batch the feeds still waiting for their records
+// here, with their guards: a feed whose shard was lost (its guard
+// dropped), or that read its record before its fetch, is not read.
+func (s *Service) stillDeferred(batch []dueFeed) (kept []dueFeed, guards []*feedGuard) {
+	kept = batch[:0]
+	for _, f := range batch {
+		if g := s.guard(f.id); g != nil && g.isDeferred() {
+			kept = append(kept, f)
+			guards = append(guards, g)
+		}
+	}
+	return kept, guards
 }
 
 // signalRestored tells the ownership loop that no feed queued from a
@@ -354,33 +390,30 @@ func (s *Service) signalRestored() {
 	}
 }
 
-// restoreDeferred reads the records of the deferred feeds ids and gives
-// each its policy; a feed its record says is due earlier than queued is
-// brought forward. The error is the last read's when none succeeded.
-func (s *Service) restoreDeferred(ctx context.Context, st stateTaker, ids []uint64) error {
-	replays, seen, err := s.takeStates(st, ids)
-	for try := 1; err != nil && try < restoreTries; try++ {
-		s.log.Debug("cannot read the records of feeds queued from a schedule digest; trying again", "feeds", len(ids), "err", err)
-		t := s.opt.Clock.NewTimer(deferredRetry)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C():
-		}
-		replays, seen, err = s.takeStates(st, ids)
+// restoreDeferred reads the records of the deferred feeds of batch and
+// gives each its policy, in the guard it had before the read (guards): a
+// feed whose shard was lost and owned again meanwhile has a new guard,
+// queued again, so a record read before another node polled it is not
+// installed. A feed its record says is due earlier than queued is
+// brought forward; one without a record (deleted since its shard's
+// digest, or unreadable) or whose policy cannot be built here is
+// dropped, and the next reconcile reads it alone (skipped, or reported).
+func (s *Service) restoreDeferred(st stateTaker, batch []dueFeed, guards []*feedGuard) error {
+	ids := make([]uint64, len(batch))
+	for i, f := range batch {
+		ids[i] = f.id
 	}
+	replays, _, err := s.takeStates(st, ids)
 	if err != nil {
 		return err
 	}
 	now := s.opt.Clock.Now()
-	for _, id := range ids {
-		r := replays[id]
-		if r == nil && seen[id] {
-			s.drop(id) // not a remote feed, or a policy this version lacks (logged)
-		}
-		g := s.guard(id)
-		if r == nil || g == nil {
+	for i, id := range ids {
+		g, r := guards[i], replays[id]
+		if r == nil {
+			if s.guard(id) == g {
+				s.drop(id) // not a remote feed, a policy this version lacks (logged), or no record
+			}
 			continue
 		}
 		due, _, _, queued := s.sched.Placement(int(id))

@@ -3,6 +3,9 @@ package aggregator_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
@@ -13,6 +16,7 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/internal/testlog"
 	"github.com/slogfeed/slogfeed/reader/fetcher"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
@@ -83,6 +87,23 @@ type digestStore struct {
 	// failBatches fails that many TakeFeedStates calls of more than
 	// one feed.
 	failBatches int
+	// badState, when set, is a feed whose policy state TakeFeedStates
+	// hands over as bytes no policy reads.
+	badState uint64
+	// badRecord, when set, is a feed whose record cannot be decoded:
+	// Feed fails with storage.ErrCorrupt, TakeFeedStates leaves it out
+	// (as storage/jetstream's does).
+	badRecord uint64
+}
+
+func (d *digestStore) Feed(id uint64) (storage.Feed, error) {
+	d.mu.Lock()
+	bad := d.badRecord
+	d.mu.Unlock()
+	if bad != 0 && id == bad {
+		return storage.Feed{}, fmt.Errorf("feed %d: %w: unexpected end of JSON input", id, storage.ErrCorrupt)
+	}
+	return d.Store.Feed(id)
 }
 
 func (d *digestStore) PutScheduleDigest(dg storage.ScheduleDigest) error {
@@ -134,7 +155,16 @@ func (d *digestStore) TakeFeedStates(ids []uint64, feed func(storage.Feed, *stor
 	if fail {
 		return errors.New("records unavailable")
 	}
+	d.mu.Lock()
+	bad, badRecord := d.badState, d.badRecord
+	d.mu.Unlock()
 	return d.FeedsWithStates(ids, func(f storage.Feed, st *storage.PolicyState) error {
+		if badRecord != 0 && f.ID == badRecord {
+			return nil
+		}
+		if st != nil && f.ID == bad {
+			st = &storage.PolicyState{Next: st.Next, Last: st.Last, Policy: []byte{0xff, 0xff, 0xff}}
+		}
 		if !feed(f, st) {
 			return nil
 		}
@@ -156,9 +186,14 @@ func (d *digestStore) setGate(gate chan struct{}) {
 }
 
 // digestService is a clustered service on store with owner, writing its
-// digests every minute, fetching from pub.
-func digestService(t *testing.T, store aggregator.Store, pub *countingFeeds, owner *shardOwner) *aggregator.Service {
+// digests every minute, fetching from pub; logs, when given, are its
+// log's destination.
+func digestService(t *testing.T, store aggregator.Store, pub *countingFeeds, owner *shardOwner, logs ...io.Writer) *aggregator.Service {
 	t.Helper()
+	var logger *slog.Logger
+	if len(logs) > 0 {
+		logger = slog.New(slog.NewTextHandler(logs[0], &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
 	svc, err := aggregator.NewService(aggregator.ServiceOptions{
 		Store:       store,
 		Fetcher:     fetcher.New(fetcher.Options{Transport: handlerTransport{pub}}),
@@ -166,6 +201,7 @@ func digestService(t *testing.T, store aggregator.Store, pub *countingFeeds, own
 		Owner:       owner,
 		Resync:      -1,
 		DigestEvery: time.Minute,
+		Logger:      logger,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -500,37 +536,247 @@ func TestTakeoverQueuesWhileReading(t *testing.T) {
 	})
 }
 
-// TestTakeoverLoadedAfterFetchReads: when the background reads of the
-// records fail, each deferred feed reads its own before its fetch, and
-// the change is reported loaded once the last has, without a resync.
+// TestTakeoverLoadedAfterFetchReads: while the background reads of the
+// records keep failing, each deferred feed reads its own before its
+// fetch, is fetched once at its learned time, and the change is reported
+// loaded once the last has, without a resync.
 func TestTakeoverLoadedAfterFetchReads(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		pub, store, _, _ := firstOwnerDied(t, 40)
-		store.mu.Lock()
-		store.failBatches = restoreTriesForTest
-		store.mu.Unlock()
-		owner := newShardOwner(4)
-		second := digestService(t, store, pub, owner) // Resync -1: no resync
-		if err := second.Load(); err != nil {
-			t.Fatal(err)
+	testTakeoverBackgroundFailures(t, 1<<30, false)
+}
+
+// TestTakeoverReadsAgainAfterFailures: background reads that fail are
+// tried again after growing pauses (5, 10, 20 s), and once one succeeds
+// every state is read, long before the feeds come due.
+func TestTakeoverReadsAgainAfterFailures(t *testing.T) {
+	testTakeoverBackgroundFailures(t, 3, true)
+}
+
+// takeOverAll starts a second node on store, fetching from pub, that
+// comes to own every shard 30 s after it starts (Resync -1: only the
+// change and its retries read). It returns the node, when the shards
+// changed, and the node's stop. logs, when given, is its log.
+func takeOverAll(t *testing.T, store *digestStore, pub *countingFeeds, logs ...io.Writer) (second *aggregator.Service, took time.Time, stop func()) {
+	t.Helper()
+	owner := newShardOwner(4)
+	second = digestService(t, store, pub, owner, logs...)
+	if err := second.Load(); err != nil {
+		t.Fatal(err)
+	}
+	stop = runService(t, second)
+	time.Sleep(30 * time.Second)
+	took = time.Now()
+	owner.set(0, 1, 2, 3)
+	return second, took, stop
+}
+
+// fetchedSince lists the fetches of path after t0.
+func fetchedSince(pub *countingFeeds, path string, t0 time.Time) []time.Time {
+	pub.mu.Lock()
+	defer pub.mu.Unlock()
+	var out []time.Time
+	for _, at := range pub.polls[path] {
+		if at.After(t0) {
+			out = append(out, at)
 		}
-		defer runService(t, second)()
+	}
+	return out
+}
+
+// allFetchedOnce checks that every feed of ids (those of firstOwnerDied,
+// want their learned times) but the one at index skip was fetched once
+// after a takeover at took, at its learned time or, due before, at once.
+func allFetchedOnce(t *testing.T, pub *countingFeeds, ids []uint64, want map[uint64]time.Time, took time.Time, skip int) {
+	t.Helper()
+	for i, id := range ids {
+		if i != skip {
+			fetchedOnce(t, pub, "/f/"+strconv.Itoa(i)+".rss", id, took, took.Add(2*time.Second), want[id])
+		}
+	}
+}
+
+func testTakeoverBackgroundFailures(t *testing.T, failures int, recovers bool) {
+	synctest.Test(t, func(t *testing.T) {
+		pub, store, ids, want := firstOwnerDied(t, 40)
+		store.mu.Lock()
+		store.failBatches = failures
+		store.mu.Unlock()
+		second, took, stop := takeOverAll(t, store, pub)
+		defer stop()
 		time.Sleep(30 * time.Second)
-		owner.set(0, 1, 2, 3)
-		time.Sleep(time.Minute)
 		synctest.Wait()
 		if got := second.Ownership(); got.Deferred == 0 || !got.Loading() {
-			t.Fatalf("background reads failed: %+v, want feeds deferred and the change loading", got)
+			t.Fatalf("background reads failing: %+v, want feeds deferred and the change loading", got)
+		}
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		got := second.Ownership()
+		switch {
+		case recovers && (got.Deferred != 0 || got.Loading() || got.Loaded.After(took.Add(40*time.Second))):
+			t.Errorf("a minute after the change, the reads working again after 35 s: %+v, want every state read", got)
+		case !recovers && !got.Loading():
+			t.Errorf("a minute after the change, reads failing: %+v, want it loading", got)
 		}
 		time.Sleep(11 * time.Minute)
 		synctest.Wait()
 		if got := second.Ownership(); got.Deferred != 0 || got.Loading() || got.Loaded.IsZero() || got.Polled != 40 {
 			t.Errorf("after every feed came due: %+v, want the change loaded, none deferred", got)
 		}
+		allFetchedOnce(t, pub, ids, want, took, -1)
 	})
 }
 
-// restoreTriesForTest is how many background reads a takeover tries
-// before leaving each deferred feed to read its record before its fetch
-// (the aggregator's restoreTries).
-const restoreTriesForTest = 3
+// TestTakeoverDropsFeedsDeletedSinceDigest: a feed its shard's digest
+// lists but deleted (on another node) before its record was read is
+// dropped when the background read finds no record, so the change is
+// loaded then, not when the feed would have come due; it is not fetched.
+func TestTakeoverDropsFeedsDeletedSinceDigest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pub, store, ids, want := firstOwnerDied(t, 40)
+		second, took, stop := takeOverAll(t, store, pub)
+		defer stop()
+		// The records are held back from the change's load on (it
+		// starts once the change has settled).
+		gate := make(chan struct{})
+		store.setGate(gate)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		// The feed queued last from its digest, minutes after the
+		// takeover.
+		last, lastAt := -1, time.Time{}
+		for i, id := range ids {
+			if at, ok := second.NextFetch(id); ok && at.After(lastAt) {
+				last, lastAt = i, at
+			}
+		}
+		if last < 0 || !lastAt.After(took.Add(time.Minute)) {
+			t.Fatalf("no feed queued later than a minute after the takeover (the last at %v)", lastAt)
+		}
+		gone := ids[last]
+		if got := second.Ownership(); got.Deferred != 40 {
+			t.Fatalf("records held back: %+v, want 40 deferred", got)
+		}
+		if err := store.DeleteFeed(gone); err != nil {
+			t.Fatal(err)
+		}
+		close(gate)
+		synctest.Wait()
+		if got := second.Ownership(); got.Deferred != 0 || got.Loading() || got.Polled != 39 {
+			t.Errorf("after the records were read: %+v, want 39 polled, none deferred, the change loaded", got)
+		}
+		time.Sleep(11 * time.Minute)
+		synctest.Wait()
+		after := fetchedSince(pub, "/f/"+strconv.Itoa(last)+".rss", took)
+		if len(after) != 0 {
+			t.Errorf("deleted feed %d fetched at %v after the takeover", gone, after)
+		}
+		allFetchedOnce(t, pub, ids, want, took, last)
+	})
+}
+
+// TestTakeoverFetchReadOfUnknownPolicy: a feed queued from its digest
+// whose record, read just before its fetch (the background reads
+// failing), names a policy this version lacks is dropped, not fetched,
+// and does not hold the change back; the others are fetched once.
+func TestTakeoverFetchReadOfUnknownPolicy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pub, store, ids, want := firstOwnerDied(t, 40)
+		odd := ids[0]
+		if _, err := store.UpdateFeed(odd, func(f *storage.Feed) error {
+			f.Policy = "from-a-later-version"
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		store.mu.Lock()
+		store.failBatches = 1 << 30
+		store.mu.Unlock()
+		second, took, stop := takeOverAll(t, store, pub)
+		defer stop()
+		time.Sleep(12 * time.Minute)
+		synctest.Wait()
+		if got := second.Ownership(); got.Deferred != 0 || got.Loading() || got.Polled != 39 {
+			t.Errorf("after every feed came due: %+v, want 39 polled, the change loaded", got)
+		}
+		after := fetchedSince(pub, "/f/0.rss", took)
+		if len(after) != 0 {
+			t.Errorf("feed %d, its policy unknown, fetched at %v", odd, after)
+		}
+		allFetchedOnce(t, pub, ids, want, took, 0)
+	})
+}
+
+// TestTakeoverReplaysUnreadableState: a record whose policy state this
+// version cannot restore is replayed from the feed's observations, with
+// one warning for the take, and the feed is fetched once at its learned
+// time like the others.
+func TestTakeoverReplaysUnreadableState(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pub, store, ids, want := firstOwnerDied(t, 40)
+		store.mu.Lock()
+		store.edit = func(*storage.DigestEntry) bool { return false } // no digest: the records are read
+		store.badState = ids[3]
+		store.mu.Unlock()
+		var logs testlog.Buffer
+		second, took, stop := takeOverAll(t, store, pub, &logs)
+		defer stop()
+		time.Sleep(11 * time.Minute)
+		synctest.Wait()
+		if got := second.Ownership(); got.Loading() || got.Polled != 40 || got.Failed != 0 {
+			t.Errorf("after the takeover: %+v, want 40 polled, none failed", got)
+		}
+		warned := 0
+		for _, line := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(line, "policy states this version cannot restore") {
+				warned++
+				if !strings.Contains(line, "feeds=1 ") || !strings.Contains(line, "feed "+strconv.FormatUint(ids[3], 10)+":") {
+					t.Errorf("warning %q does not count one feed and name feed %d", line, ids[3])
+				}
+			}
+		}
+		if warned != 1 {
+			t.Errorf("%d warnings of unreadable states, want 1; log:\n%s", warned, logs.String())
+		}
+		allFetchedOnce(t, pub, ids, want, took, -1)
+	})
+}
+
+// TestTakeoverUnreadableRecord: a feed queued from its digest whose
+// record cannot be decoded does not hold the takeover back, whether the
+// background read leaves it out or, that read failing, the feed's own
+// read before its fetch finds it unreadable (logged); it is not
+// fetched, and the others are fetched once at their learned times.
+func TestTakeoverUnreadableRecord(t *testing.T) {
+	for _, background := range []bool{true, false} {
+		name := "read in the background"
+		if !background {
+			name = "read before its fetch"
+		}
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				pub, store, ids, want := firstOwnerDied(t, 40)
+				store.mu.Lock()
+				store.badRecord = ids[0]
+				if !background {
+					store.failBatches = 1 << 30
+				}
+				store.mu.Unlock()
+				var logs testlog.Buffer
+				second, took, stop := takeOverAll(t, store, pub, &logs)
+				defer stop()
+				time.Sleep(12 * time.Minute)
+				synctest.Wait()
+				if got := second.Ownership(); got.Deferred != 0 || got.Loading() || got.Polled != 39 {
+					t.Errorf("after the takeover: %+v, want 39 polled, the change loaded", got)
+				}
+				after := fetchedSince(pub, "/f/0.rss", took)
+				if len(after) != 0 {
+					t.Errorf("feed %d, its record unreadable, fetched at %v", ids[0], after)
+				}
+				if !background && !strings.Contains(logs.String(), "cannot read the record of a feed queued from a schedule digest") {
+					t.Errorf("no error logged for the unreadable record; log:\n%s", logs.String())
+				}
+				allFetchedOnce(t, pub, ids, want, took, 0)
+			})
+		})
+	}
+}

@@ -3,6 +3,7 @@ package aggregator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -563,16 +564,26 @@ func (s *Service) loadStates(ids []uint64, want func(id uint64) bool) (replays m
 // the states their replays reached stored in their records.
 func (s *Service) takeStates(st stateTaker, ids []uint64) (replays map[uint64]*replay, seen map[uint64]bool, err error) {
 	replays, seen = map[uint64]*replay{}, map[uint64]bool{}
-	restored, replayed := 0, 0
+	restored, replayed, unreadable := 0, 0, 0
+	var firstErr error
 	feed := func(f storage.Feed, ps *storage.PolicyState) bool {
 		if !s.admitFeed(f, seen) {
 			return false
 		}
 		if ps != nil {
-			if r, err := restoreFeed(f, ps); err == nil {
+			r, err := restoreFeed(f, ps)
+			if err == nil {
 				replays[f.ID] = r
 				restored++
 				return false
+			}
+			// A policy this version lacks is logged by replayFor;
+			// a state it cannot read is replayed instead.
+			if !errors.Is(err, schedule.ErrUnknownPolicy) {
+				unreadable++
+				if firstErr == nil {
+					firstErr = fmt.Errorf("feed %d: %w", f.ID, err)
+				}
 			}
 		}
 		r := s.replayFor(f)
@@ -603,6 +614,9 @@ func (s *Service) takeStates(st stateTaker, ids []uint64) (replays map[uint64]*r
 		return nil, nil, err
 	}
 	s.load.replay.Add(int64(replayed))
+	if unreadable > 0 {
+		s.log.Warn("stored policy states this version cannot restore; those feeds are replayed from their observations", "feeds", unreadable, "first", firstErr)
+	}
 	s.log.Debug("feed states loaded", "feeds", len(ids), "restored", restored, "replayed", replayed)
 	return replays, seen, nil
 }
@@ -690,6 +704,12 @@ func (s *Service) take(ids []uint64, owns func(id uint64) bool) (took int, busy 
 			switch {
 			case errors.Is(ferr, storage.ErrFeedNotFound):
 				s.own.setSkip(id) // deleted; IDs are not reused
+				continue
+			case errors.Is(ferr, storage.ErrCorrupt):
+				// Unreadable: tried again at the next Resync (a
+				// rewrite may fix it); the others go on.
+				s.log.Error("cannot read a feed this node came to own", "feed", id, "err", ferr)
+				failed[id] = true
 				continue
 			case ferr != nil:
 				s.log.Warn("cannot read a feed this node came to own; trying again", "feed", id, "err", ferr)

@@ -58,7 +58,7 @@ func TestRestoreQueueOrder(t *testing.T) {
 				q.add(a)
 			}
 			for i, want := range tt.want {
-				if got := q.next(tt.batch); !slices.Equal(got, want) {
+				if got := idsOf(q.next(tt.batch)); !slices.Equal(got, want) {
 					t.Fatalf("batch %d = %v, want %v", i, got, want)
 				}
 			}
@@ -84,7 +84,7 @@ func TestRestoreQueueTakeWhileAdding(t *testing.T) {
 	}
 	q.add(first)
 	<-q.wake
-	if got := q.next(2); !slices.Equal(got, []uint64{1, 2}) {
+	if got := idsOf(q.next(2)); !slices.Equal(got, []uint64{1, 2}) {
 		t.Fatalf("first batch %v", got)
 	}
 	q.add([]dueFeed{{id: 100, due: t0.Add(5 * time.Second)}, {id: 101, due: t0}})
@@ -93,7 +93,15 @@ func TestRestoreQueueTakeWhileAdding(t *testing.T) {
 	default:
 		t.Fatal("add did not wake the restorer")
 	}
-	if got, want := q.next(10), []uint64{101, 3, 100, 4, 5, 6}; !slices.Equal(got, want) {
+	if got, want := idsOf(q.next(10)), []uint64{101, 3, 100, 4, 5, 6}; !slices.Equal(got, want) {
 		t.Fatalf("after the second change: %v, want %v", got, want)
 	}
+}
+
+func idsOf(feeds []dueFeed) []uint64 {
+	ids := make([]uint64, len(feeds))
+	for i, f := range feeds {
+		ids[i] = f.id
+	}
+	return ids
 }

@@ -164,6 +164,13 @@ type feedGuard struct {
 	deferred bool
 }
 
+// isDeferred reports whether the guard waits for its record (deferred).
+func (g *feedGuard) isDeferred() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.deferred
+}
+
 // seenFunc returns ParseOptions.Seen for the feed's next poll under
 // retention ret (nil when there is nothing to skip, or the hashes were
 // stored under another retention).
@@ -655,8 +662,16 @@ type pendingPoll struct {
 func (s *Service) begin(ctx context.Context, id uint64) (obs schedule.Observation, pd *pendingPoll, ok bool) {
 	g := s.guard(id)
 	f, err := s.opt.Store.Feed(id)
-	if errors.Is(err, storage.ErrFeedNotFound) && g != nil {
+	switch {
+	case g == nil:
+	case errors.Is(err, storage.ErrFeedNotFound):
 		// Deleted on another node since the last resync: forget it.
+		s.drop(id)
+	case errors.Is(err, storage.ErrCorrupt) && g.isDeferred():
+		// Queued from a digest, its record unreadable: not held as
+		// deferred (the takeover stays loading); the next reconcile
+		// reads it alone and reports it.
+		s.log.Error("cannot read the record of a feed queued from a schedule digest", "feed", id, "err", err)
 		s.drop(id)
 	}
 	if err != nil || g == nil {
@@ -682,6 +697,11 @@ func (s *Service) begin(ctx context.Context, id uint64) (obs schedule.Observatio
 		}
 		g.mu.Unlock()
 		if still {
+			return schedule.Observation{At: now}, nil, true
+		}
+		if s.guard(id) != g {
+			// Dropped by its read: not a remote feed, or a policy this
+			// version lacks (logged).
 			return schedule.Observation{At: now}, nil, true
 		}
 	}
