@@ -519,10 +519,18 @@ func killAndTakeOver(tb testing.TB, st *pollStats, c *jstest.Cluster, nodes []*n
 	for _, s := range lost {
 		lostSet[s] = true
 	}
+	// The feeds taken over, with their shards (hashed once: the sweep
+	// below runs on the survivors' cores).
+	type takenFeed struct {
+		id    uint64
+		shard int
+	}
 	var taken []uint64
+	var pending []takenFeed
 	for id := uint64(1); id <= uint64(n); id++ {
-		if lostSet[cluster.ShardOf(cluster.KindFeed, id, pollShards)] {
+		if sh := cluster.ShardOf(cluster.KindFeed, id, pollShards); lostSet[sh] {
 			taken = append(taken, id)
+			pending = append(pending, takenFeed{id, sh})
 		}
 	}
 	res := takeoverResult{shards: len(lost), feeds: len(taken)}
@@ -546,7 +554,6 @@ func killAndTakeOver(tb testing.TB, st *pollStats, c *jstest.Cluster, nodes []*n
 	ownedAt := map[int]time.Time{}
 	var allOwned, lastLoaded time.Time
 	var afterOwn []float64
-	pending := slices.Clone(taken)
 	deadline := killed.Add(10 * time.Minute)
 	signalled := false
 	for len(pending) > 0 || allOwned.IsZero() || !signalled {
@@ -558,7 +565,8 @@ func killAndTakeOver(tb testing.TB, st *pollStats, c *jstest.Cluster, nodes []*n
 		// Each sweep looks a feed up on the survivor that owns its
 		// shard now (at a million feeds a sweep is 330,000 lookups, on
 		// the survivors' CPU).
-		holder := map[int]*node{}
+		holder := make([]*node, pollShards)    // by shard
+		since := make([]time.Time, pollShards) // by shard: owned since
 		for _, s := range lost {
 			for _, nd := range survivors {
 				if nd.lease.Owns(s) {
@@ -566,20 +574,19 @@ func killAndTakeOver(tb testing.TB, st *pollStats, c *jstest.Cluster, nodes []*n
 					if _, ok := ownedAt[s]; !ok {
 						ownedAt[s] = now
 					}
+					since[s] = ownedAt[s]
 				}
 			}
 		}
 		if allOwned.IsZero() && len(ownedAt) == len(lost) {
 			allOwned = now
 		}
-		pending = slices.DeleteFunc(pending, func(id uint64) bool {
-			sh := cluster.ShardOf(cluster.KindFeed, id, pollShards)
-			at, ok := ownedAt[sh]
-			nd := holder[sh]
-			if !ok || nd == nil {
+		pending = slices.DeleteFunc(pending, func(f takenFeed) bool {
+			at, nd := since[f.shard], holder[f.shard]
+			if nd == nil {
 				return false
 			}
-			if _, sched := nd.svc.NextFetch(id); sched {
+			if _, sched := nd.svc.NextFetch(f.id); sched {
 				afterOwn = append(afterOwn, now.Sub(at).Seconds())
 				lastLoaded = now
 				return true
