@@ -83,7 +83,9 @@ const (
 //
 // A batch is read again when the replica that answered it had not yet
 // stored every message the bucket's leader held when the read began: no
-// record written before the call is read older than it was.
+// record written before the call is read older than it was. A record or
+// observation that cannot be decoded is left out and counted
+// (TakeStats.Unreadable); the others are read.
 func (s *Store) TakeFeedStates(ctx context.Context, ids []uint64, fn TakeFuncs) (TakeStats, error) {
 	var stats TakeStats
 	if len(ids) == 0 {
