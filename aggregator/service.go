@@ -668,9 +668,9 @@ func (s *Service) begin(ctx context.Context, id uint64) (obs schedule.Observatio
 		// Deleted on another node since the last resync: forget it.
 		s.drop(id)
 	case errors.Is(err, storage.ErrCorrupt) && g.isDeferred():
-		// Queued from a digest, its record unreadable: not held as
-		// deferred (the takeover stays loading); the next reconcile
-		// reads it alone and reports it.
+		// Queued from a digest, its record unreadable: dropped, not
+		// left deferred (which would keep the change loading); the
+		// next reconcile reads it alone and counts it failed.
 		s.log.Error("cannot read the record of a feed queued from a schedule digest", "feed", id, "err", err)
 		s.drop(id)
 	}
