@@ -19,14 +19,19 @@ import (
 //	slogfeed_jetstream_feed_id_listings_total                   listings of every feed ID of the
 //	                                                            defs bucket (a watch keeps the
 //	                                                            set current in between)
+//	slogfeed_jetstream_unreadable_total{what="record|observation"}
+//	                                                            records and observations a
+//	                                                            takeover left out because they
+//	                                                            cannot be decoded
 //
 // KV writes per poll is rate(slogfeed_jetstream_kv_writes_total[5m]) /
 // rate(slogfeed_fetches_total[5m]).
 type Metrics struct {
-	publish  *prometheus.HistogramVec
-	kvWrites *prometheus.CounterVec
-	reads    *prometheus.CounterVec
-	listings prometheus.Counter
+	publish    *prometheus.HistogramVec
+	kvWrites   *prometheus.CounterVec
+	reads      *prometheus.CounterVec
+	listings   prometheus.Counter
+	unreadable *prometheus.CounterVec
 }
 
 // NewMetrics registers the store's metrics on reg.
@@ -47,7 +52,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.listings = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "slogfeed_jetstream_feed_id_listings_total", Help: "Listings of every feed ID in the defs bucket.",
 	})
-	reg.MustRegister(m.publish, m.kvWrites, m.reads, m.listings)
+	m.unreadable = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "slogfeed_jetstream_unreadable_total", Help: "Records and observations a takeover left out because they cannot be decoded.",
+	}, []string{"what"})
+	reg.MustRegister(m.publish, m.kvWrites, m.reads, m.listings, m.unreadable)
+	m.unreadable.WithLabelValues("record")
+	m.unreadable.WithLabelValues("observation")
 	m.reads.WithLabelValues("record")
 	m.reads.WithLabelValues("items")
 	for _, b := range []string{DefsBucket, IndexBucket} {
@@ -92,5 +102,12 @@ func (m *Metrics) read(what string) {
 func (m *Metrics) listed() {
 	if m != nil {
 		m.listings.Inc()
+	}
+}
+
+// leftOut counts one record or observation a takeover could not decode.
+func (m *Metrics) leftOut(what string) {
+	if m != nil {
+		m.unreadable.WithLabelValues(what).Inc()
 	}
 }

@@ -85,7 +85,9 @@ const (
 // stored every message the bucket's leader held when the read began: no
 // record written before the call is read older than it was. A record or
 // observation that cannot be decoded is left out and counted
-// (TakeStats.Unreadable); the others are read.
+// (TakeStats.Unreadable, slogfeed_jetstream_unreadable_total); the others
+// are read, and the state a replay reached without an observation left
+// out is not stored.
 func (s *Store) TakeFeedStates(ctx context.Context, ids []uint64, fn TakeFuncs) (TakeStats, error) {
 	var stats TakeStats
 	if len(ids) == 0 {
@@ -104,10 +106,12 @@ func (s *Store) TakeFeedStates(ctx context.Context, ids []uint64, fn TakeFuncs) 
 		data, err := unpackRecord(data)
 		if err != nil {
 			stats.unreadable(fmt.Errorf("feed %d: %w", id, err))
+			s.opt.Metrics.leftOut("record")
 			return nil // the others are handed over
 		}
 		if err := json.Unmarshal(data, &r); err != nil || r.ID != id {
 			stats.unreadable(fmt.Errorf("feed %d: %w: %v", id, storage.ErrCorrupt, err))
+			s.opt.Metrics.leftOut("record")
 			return nil
 		}
 		stats.Records++
@@ -129,7 +133,16 @@ func (s *Store) TakeFeedStates(ctx context.Context, ids []uint64, fn TakeFuncs) 
 	for id := range replays {
 		want[id] = true
 	}
-	if err := s.replayObservations(ctx, want, fn.Obs, stats.unreadable); err != nil {
+	// A feed with observations left out is replayed from the others,
+	// but the state reached is not stored: the next takeover replays it
+	// again rather than restore a state that missed them.
+	partial := map[uint64]bool{}
+	leftOut := func(id uint64, err error) {
+		stats.unreadable(err)
+		s.opt.Metrics.leftOut("observation")
+		partial[id] = true
+	}
+	if err := s.replayObservations(ctx, want, fn.Obs, leftOut); err != nil {
 		return stats, err
 	}
 	if fn.Reached == nil {
@@ -139,6 +152,9 @@ func (s *Store) TakeFeedStates(ctx context.Context, ids []uint64, fn TakeFuncs) 
 	// written since (a poll) keeps what it has.
 	var acks []jetstream.PubAckFuture
 	for _, id := range slices.Sorted(maps.Keys(replays)) {
+		if partial[id] {
+			continue
+		}
 		st := fn.Reached(id)
 		if st == nil {
 			continue
@@ -173,12 +189,12 @@ func (s *Store) TakeFeedStates(ctx context.Context, ids []uint64, fn TakeFuncs) 
 // shards' subjects. An observation that cannot be decoded is given to
 // unreadable and left out (a feed read alone: all of its), or, with
 // unreadable nil, ends the read with its error.
-func (s *Store) replayObservations(ctx context.Context, want map[uint64]bool, obs func(id uint64, o storage.Observation), unreadable func(error)) error {
+func (s *Store) replayObservations(ctx context.Context, want map[uint64]bool, obs func(id uint64, o storage.Observation), unreadable func(id uint64, err error)) error {
 	if len(want) <= perFeedObservations {
 		for _, id := range slices.Sorted(maps.Keys(want)) {
 			list, err := s.Observations(ctx, id, 0)
 			if errors.Is(err, storage.ErrCorrupt) && unreadable != nil {
-				unreadable(err) // replayed from none: the others go on
+				unreadable(id, err) // replayed from none: the others go on
 				continue
 			}
 			if err != nil {
@@ -201,7 +217,7 @@ func (s *Store) replayObservations(ctx context.Context, want map[uint64]bool, ob
 			if unreadable == nil {
 				return err
 			}
-			unreadable(err)
+			unreadable(id, err)
 			return nil // the replay goes on without it
 		}
 		obs(id, o)

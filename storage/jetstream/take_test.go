@@ -281,7 +281,12 @@ func TestTakeFeedStatesLeavesOutUnreadable(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			got, stats := take(t, st, ids, nil)
+			// Every replay "reaches" a state; the one that missed an
+			// observation must not be stored.
+			reached := func(id uint64) *storage.PolicyState {
+				return &storage.PolicyState{Next: takeT0.Add(time.Hour), Policy: []byte{1, 2, 3}}
+			}
+			got, stats := take(t, st, ids, reached)
 			if _, ok := got.feeds[badRec]; ok {
 				t.Errorf("feed %d, whose record is unreadable, handed over", badRec)
 			}
@@ -305,8 +310,21 @@ func TestTakeFeedStatesLeavesOutUnreadable(t *testing.T) {
 					t.Errorf("feed %d: %d observations replayed, want %d", id, len(got.obs[id]), want)
 				}
 			}
+			if stats.Stored != n-2 {
+				t.Errorf("%d reached states stored, want %d (all but the unreadable record's and the partly replayed feed's)", stats.Stored, n-2)
+			}
 			if _, err := st.Feed(ctx, badRec); !errors.Is(err, storage.ErrCorrupt) {
 				t.Errorf("the unreadable record read alone: %v, want ErrCorrupt", err)
+			}
+			again, _ := take(t, st, ids, nil)
+			for _, id := range ids {
+				switch _, has := again.states[id]; {
+				case id == badRec:
+				case id == badObs && has:
+					t.Errorf("feed %d, replayed without an observation, restored from a stored state", id)
+				case id != badObs && !has:
+					t.Errorf("feed %d: no state stored by the first takeover", id)
+				}
 			}
 		})
 	}
