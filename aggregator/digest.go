@@ -411,9 +411,7 @@ func (s *Service) restoreDeferred(st stateTaker, batch []dueFeed, guards []*feed
 	for i, id := range ids {
 		g, r := guards[i], replays[id]
 		if r == nil {
-			if s.guard(id) == g {
-				s.drop(id) // not a remote feed, a policy this version lacks (logged), or no record
-			}
+			s.dropGuard(id, g) // not a remote feed, a policy this version lacks (logged), or no record
 			continue
 		}
 		due, _, _, queued := s.sched.Placement(int(id))
@@ -466,7 +464,7 @@ func (s *Service) restoreBeforeFetch(g *feedGuard, id uint64, now time.Time) (ok
 	r := replays[id]
 	if r == nil {
 		if seen[id] {
-			s.drop(id) // not a remote feed, or a policy this version lacks (logged)
+			s.dropGuard(id, g) // not a remote feed, or a policy this version lacks (logged)
 		}
 		return false
 	}

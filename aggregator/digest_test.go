@@ -746,18 +746,29 @@ func TestTakeoverReplaysUnreadableState(t *testing.T) {
 // read before its fetch finds it unreadable (logged); it is not
 // fetched, and the others are fetched once at their learned times.
 func TestTakeoverUnreadableRecord(t *testing.T) {
-	for _, background := range []bool{true, false} {
-		name := "read in the background"
-		if !background {
-			name = "read before its fetch"
-		}
-		t.Run(name, func(t *testing.T) {
+	tests := []struct {
+		name string
+		// background: the background reads work; digest: the shards'
+		// digests are read (else every record is read by the take).
+		background, digest bool
+		wantLog            string
+		wantFailed         int
+	}{
+		{name: "read in the background", background: true, digest: true},
+		{name: "read before its fetch", digest: true, wantLog: "cannot read the record of a feed queued from a schedule digest"},
+		{name: "read alone by the take", background: true, wantLog: "cannot read a feed this node came to own", wantFailed: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				pub, store, ids, want := firstOwnerDied(t, 40)
 				store.mu.Lock()
 				store.badRecord = ids[0]
-				if !background {
+				if !tt.background {
 					store.failBatches = 1 << 30
+				}
+				if !tt.digest {
+					store.edit = func(*storage.DigestEntry) bool { return false }
 				}
 				store.mu.Unlock()
 				var logs testlog.Buffer
@@ -765,15 +776,15 @@ func TestTakeoverUnreadableRecord(t *testing.T) {
 				defer stop()
 				time.Sleep(12 * time.Minute)
 				synctest.Wait()
-				if got := second.Ownership(); got.Deferred != 0 || got.Loading() || got.Polled != 39 {
-					t.Errorf("after the takeover: %+v, want 39 polled, the change loaded", got)
+				if got := second.Ownership(); got.Deferred != 0 || got.Loading() || got.Polled != 39 || got.Failed != tt.wantFailed {
+					t.Errorf("after the takeover: %+v, want 39 polled, %d failed, the change loaded", got, tt.wantFailed)
 				}
 				after := fetchedSince(pub, "/f/0.rss", took)
 				if len(after) != 0 {
 					t.Errorf("feed %d, its record unreadable, fetched at %v", ids[0], after)
 				}
-				if !background && !strings.Contains(logs.String(), "cannot read the record of a feed queued from a schedule digest") {
-					t.Errorf("no error logged for the unreadable record; log:\n%s", logs.String())
+				if tt.wantLog != "" && !strings.Contains(logs.String(), tt.wantLog) {
+					t.Errorf("no error %q logged for the unreadable record; log:\n%s", tt.wantLog, logs.String())
 				}
 				allFetchedOnce(t, pub, ids, want, took, 0)
 			})

@@ -276,6 +276,21 @@ func (s *Service) drop(id uint64) bool {
 	return had
 }
 
+// dropGuard is drop for the feed of guard g only: when the feed has
+// another guard by now (its shard lost and owned again), it keeps it.
+func (s *Service) dropGuard(id uint64, g *feedGuard) bool {
+	s.mu.Lock()
+	if s.guards[id] != g {
+		s.mu.Unlock()
+		return false
+	}
+	delete(s.guards, id)
+	s.mu.Unlock()
+	s.undefer(g)
+	s.sched.Remove(int(id))
+	return true
+}
+
 // polled lists the feeds this service schedules.
 func (s *Service) polled() []uint64 {
 	s.mu.Lock()

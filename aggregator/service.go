@@ -672,7 +672,7 @@ func (s *Service) begin(ctx context.Context, id uint64) (obs schedule.Observatio
 		// left deferred (which would keep the change loading); the
 		// next reconcile reads it alone and counts it failed.
 		s.log.Error("cannot read the record of a feed queued from a schedule digest", "feed", id, "err", err)
-		s.drop(id)
+		s.dropGuard(id, g)
 	}
 	if err != nil || g == nil {
 		// Deleted meanwhile: an empty observation; Remove forgets it.
