@@ -264,31 +264,25 @@ func (s *Service) clustered() bool { return s.opt.Owner != cluster.Everything }
 // drop stops polling feed id here (another node owns it now, or it was
 // deleted elsewhere). A fetch under way finishes; the scheduler forgets
 // the feed when it returns.
-func (s *Service) drop(id uint64) bool {
-	s.mu.Lock()
-	g, had := s.guards[id]
-	delete(s.guards, id)
-	s.mu.Unlock()
-	if had {
-		s.undefer(g)
-	}
-	s.sched.Remove(int(id))
-	return had
-}
+func (s *Service) drop(id uint64) bool { return s.dropGuard(id, nil) }
 
-// dropGuard is drop for the feed of guard g only: when the feed has
-// another guard by now (its shard lost and owned again), it keeps it.
+// dropGuard is drop for the feed of guard g only (nil: whichever guard
+// it has): when the feed has another guard by now (its shard lost and
+// owned again), it keeps it.
 func (s *Service) dropGuard(id uint64, g *feedGuard) bool {
 	s.mu.Lock()
-	if s.guards[id] != g {
+	had, ok := s.guards[id]
+	if g != nil && had != g {
 		s.mu.Unlock()
 		return false
 	}
 	delete(s.guards, id)
 	s.mu.Unlock()
-	s.undefer(g)
+	if ok {
+		s.undefer(had)
+	}
 	s.sched.Remove(int(id))
-	return true
+	return ok
 }
 
 // polled lists the feeds this service schedules.
