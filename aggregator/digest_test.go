@@ -90,17 +90,17 @@ type digestStore struct {
 	// badState, when set, is a feed whose policy state TakeFeedStates
 	// hands over as bytes no policy reads.
 	badState uint64
-	// badRecord, when set, is a feed whose record cannot be decoded:
-	// Feed fails with storage.ErrCorrupt, TakeFeedStates leaves it out
+	// badRecords are feeds whose records cannot be decoded: Feed fails
+	// with storage.ErrCorrupt, TakeFeedStates gives them to unreadable
 	// (as storage/jetstream's does).
-	badRecord uint64
+	badRecords map[uint64]bool
 }
 
 func (d *digestStore) Feed(id uint64) (storage.Feed, error) {
 	d.mu.Lock()
-	bad := d.badRecord
+	bad := d.badRecords[id]
 	d.mu.Unlock()
-	if bad != 0 && id == bad {
+	if bad {
 		return storage.Feed{}, fmt.Errorf("feed %d: %w: unexpected end of JSON input", id, storage.ErrCorrupt)
 	}
 	return d.Store.Feed(id)
@@ -138,7 +138,7 @@ func (d *digestStore) ScheduleDigests(shards []int) ([]storage.ScheduleDigest, e
 	return out, nil
 }
 
-func (d *digestStore) TakeFeedStates(ids []uint64, feed func(storage.Feed, *storage.PolicyState) bool, obs func(uint64, storage.Observation), _ func(uint64) *storage.PolicyState) error {
+func (d *digestStore) TakeFeedStates(ids []uint64, feed func(storage.Feed, *storage.PolicyState) bool, obs func(uint64, storage.Observation), _ func(uint64) *storage.PolicyState, unreadable func(uint64, error)) error {
 	d.mu.Lock()
 	gate := d.gate
 	d.takes++
@@ -156,10 +156,11 @@ func (d *digestStore) TakeFeedStates(ids []uint64, feed func(storage.Feed, *stor
 		return errors.New("records unavailable")
 	}
 	d.mu.Lock()
-	bad, badRecord := d.badState, d.badRecord
+	bad, badRecords := d.badState, d.badRecords
 	d.mu.Unlock()
 	return d.FeedsWithStates(ids, func(f storage.Feed, st *storage.PolicyState) error {
-		if badRecord != 0 && f.ID == badRecord {
+		if badRecords[f.ID] {
+			unreadable(f.ID, fmt.Errorf("feed %d: %w: unexpected end of JSON input", f.ID, storage.ErrCorrupt))
 			return nil
 		}
 		if st != nil && f.ID == bad {
@@ -583,12 +584,13 @@ func fetchedSince(pub *countingFeeds, path string, t0 time.Time) []time.Time {
 }
 
 // allFetchedOnce checks that every feed of ids (those of firstOwnerDied,
-// want their learned times) but the one at index skip was fetched once
-// after a takeover at took, at its learned time or, due before, at once.
-func allFetchedOnce(t *testing.T, pub *countingFeeds, ids []uint64, want map[uint64]time.Time, took time.Time, skip int) {
+// want their learned times) but those at the indexes skip was fetched
+// once after a takeover at took, at its learned time or, due before, at
+// once.
+func allFetchedOnce(t *testing.T, pub *countingFeeds, ids []uint64, want map[uint64]time.Time, took time.Time, skip ...int) {
 	t.Helper()
 	for i, id := range ids {
-		if i != skip {
+		if !slices.Contains(skip, i) {
 			fetchedOnce(t, pub, "/f/"+strconv.Itoa(i)+".rss", id, took, took.Add(2*time.Second), want[id])
 		}
 	}
@@ -621,7 +623,7 @@ func testTakeoverBackgroundFailures(t *testing.T, failures int, recovers bool) {
 		if got := second.Ownership(); got.Deferred != 0 || got.Loading() || got.Loaded.IsZero() || got.Polled != 40 {
 			t.Errorf("after every feed came due: %+v, want the change loaded, none deferred", got)
 		}
-		allFetchedOnce(t, pub, ids, want, took, -1)
+		allFetchedOnce(t, pub, ids, want, took)
 	})
 }
 
@@ -736,34 +738,43 @@ func TestTakeoverReplaysUnreadableState(t *testing.T) {
 		if warned != 1 {
 			t.Errorf("%d warnings of unreadable states, want 1; log:\n%s", warned, logs.String())
 		}
-		allFetchedOnce(t, pub, ids, want, took, -1)
+		allFetchedOnce(t, pub, ids, want, took)
 	})
 }
 
 // TestTakeoverUnreadableRecord: a feed queued from its digest whose
 // record cannot be decoded does not hold the takeover back, whether the
 // background read leaves it out or, that read failing, the feed's own
-// read before its fetch finds it unreadable (logged); it is not
-// fetched, and the others are fetched once at their learned times.
+// read before its fetch finds it unreadable (logged); without digests
+// the take counts such feeds failed, however many (more than maxAlone,
+// the feeds it reads one by one, too). They are not fetched, and the
+// others are fetched once at their learned times.
 func TestTakeoverUnreadableRecord(t *testing.T) {
 	tests := []struct {
 		name string
 		// background: the background reads work; digest: the shards'
 		// digests are read (else every record is read by the take).
 		background, digest bool
+		feeds, bad         int // bad: the first feeds' records are unreadable
 		wantLog            string
 		wantFailed         int
 	}{
-		{name: "read in the background", background: true, digest: true},
-		{name: "read before its fetch", digest: true, wantLog: "cannot read the record of a feed queued from a schedule digest"},
-		{name: "read alone by the take", background: true, wantLog: "cannot read a feed this node came to own", wantFailed: 1},
+		{name: "read in the background", background: true, digest: true, feeds: 40, bad: 1},
+		{name: "read before its fetch", digest: true, feeds: 40, bad: 1, wantLog: "cannot read the record of a feed queued from a schedule digest"},
+		{name: "read by the take", background: true, feeds: 40, bad: 1, wantLog: "cannot read the records of feeds this node came to own", wantFailed: 1},
+		{name: "many read by the take", background: true, feeds: 300, bad: 260, wantLog: "cannot read the records of feeds this node came to own", wantFailed: 260},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				pub, store, ids, want := firstOwnerDied(t, 40)
+				pub, store, ids, want := firstOwnerDied(t, tt.feeds)
 				store.mu.Lock()
-				store.badRecord = ids[0]
+				store.badRecords = map[uint64]bool{}
+				var skip []int
+				for i := range tt.bad {
+					store.badRecords[ids[i]] = true
+					skip = append(skip, i)
+				}
 				if !tt.background {
 					store.failBatches = 1 << 30
 				}
@@ -776,17 +787,18 @@ func TestTakeoverUnreadableRecord(t *testing.T) {
 				defer stop()
 				time.Sleep(12 * time.Minute)
 				synctest.Wait()
-				if got := second.Ownership(); got.Deferred != 0 || got.Loading() || got.Polled != 39 || got.Failed != tt.wantFailed {
-					t.Errorf("after the takeover: %+v, want 39 polled, %d failed, the change loaded", got, tt.wantFailed)
+				if got := second.Ownership(); got.Deferred != 0 || got.Loading() || got.Polled != tt.feeds-tt.bad || got.Failed != tt.wantFailed {
+					t.Errorf("after the takeover: %+v, want %d polled, %d failed, the change loaded", got, tt.feeds-tt.bad, tt.wantFailed)
 				}
-				after := fetchedSince(pub, "/f/0.rss", took)
-				if len(after) != 0 {
-					t.Errorf("feed %d, its record unreadable, fetched at %v", ids[0], after)
+				for i := range tt.bad {
+					if after := fetchedSince(pub, "/f/"+strconv.Itoa(i)+".rss", took); len(after) != 0 {
+						t.Errorf("feed %d, its record unreadable, fetched at %v", ids[i], after)
+					}
 				}
 				if tt.wantLog != "" && !strings.Contains(logs.String(), tt.wantLog) {
-					t.Errorf("no error %q logged for the unreadable record; log:\n%s", tt.wantLog, logs.String())
+					t.Errorf("no error %q logged for the unreadable records; log:\n%s", tt.wantLog, logs.String())
 				}
-				allFetchedOnce(t, pub, ids, want, took, 0)
+				allFetchedOnce(t, pub, ids, want, took, skip...)
 			})
 		})
 	}

@@ -493,9 +493,11 @@ func (s *Service) feedIDs() ([]uint64, error) {
 // records of the feeds ids in batches and hands each over with its
 // state (nil when the record has none); the feeds feed asks to replay
 // get their observations handed to obs, and the states their replays
-// reached (reached) stored for the next takeover.
+// reached (reached) stored for the next takeover. A feed whose record
+// cannot be decoded is given to unreadable (with its storage.ErrCorrupt
+// error) instead of feed.
 type stateTaker interface {
-	TakeFeedStates(ids []uint64, feed func(f storage.Feed, st *storage.PolicyState) (replay bool), obs func(id uint64, o storage.Observation), reached func(id uint64) *storage.PolicyState) error
+	TakeFeedStates(ids []uint64, feed func(f storage.Feed, st *storage.PolicyState) (replay bool), obs func(id uint64, o storage.Observation), reached func(id uint64) *storage.PolicyState, unreadable func(id uint64, err error)) error
 }
 
 // loadStates rebuilds the policies of the feeds of ids (nil: every feed
@@ -619,12 +621,27 @@ func (s *Service) takeStates(st stateTaker, ids []uint64) (replays map[uint64]*r
 		}
 		return &storage.PolicyState{Next: r.next, Last: r.g.prevPoll.time(), Policy: sp.AppendState(nil)}
 	}
-	if err := st.TakeFeedStates(ids, feed, obs, reached); err != nil {
+	// A record that cannot be decoded is seen, with no replay: the take
+	// counts its feed failed (tried again at the next Resync) rather than
+	// read it alone, however many there are.
+	corrupt := 0
+	var firstCorrupt error
+	bad := func(id uint64, err error) {
+		seen[id] = true
+		corrupt++
+		if firstCorrupt == nil {
+			firstCorrupt = err
+		}
+	}
+	if err := st.TakeFeedStates(ids, feed, obs, reached, bad); err != nil {
 		return nil, nil, err
 	}
 	s.load.replay.Add(int64(replayed))
 	if unreadable > 0 {
 		s.log.Warn("stored policy states this version cannot restore; those feeds are replayed from their observations", "feeds", unreadable, "first", firstErr)
+	}
+	if corrupt > 0 {
+		s.log.Error("cannot read the records of feeds this node came to own; they are not polled until a write makes them readable", "feeds", corrupt, "first", firstCorrupt)
 	}
 	s.log.Debug("feed states loaded", "feeds", len(ids), "restored", restored, "replayed", replayed)
 	return replays, seen, nil

@@ -300,7 +300,7 @@ type gatedTaker struct {
 	gate chan struct{}
 }
 
-func (g gatedTaker) TakeFeedStates(ids []uint64, feed func(storage.Feed, *storage.PolicyState) bool, obs func(uint64, storage.Observation), _ func(uint64) *storage.PolicyState) error {
+func (g gatedTaker) TakeFeedStates(ids []uint64, feed func(storage.Feed, *storage.PolicyState) bool, obs func(uint64, storage.Observation), _ func(uint64) *storage.PolicyState, _ func(uint64, error)) error {
 	<-g.gate
 	for _, id := range ids {
 		f, err := g.Feed(id)

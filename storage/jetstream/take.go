@@ -33,6 +33,9 @@ type TakeFuncs struct {
 	// none); TakeFeedStates stores it in the feed's record, unless the
 	// record changed since it was read.
 	Reached func(id uint64) *storage.PolicyState
+	// Unreadable, when set, is given each feed whose record is left out
+	// because it cannot be decoded, with its storage.ErrCorrupt error.
+	Unreadable func(id uint64, err error)
 }
 
 // TakeStats tells what a TakeFeedStates read.
@@ -85,9 +88,9 @@ const (
 // stored every message the bucket's leader held when the read began: no
 // record written before the call is read older than it was. A record or
 // observation that cannot be decoded is left out and counted
-// (TakeStats.Unreadable, slogfeed_jetstream_unreadable_total); the others
-// are read, and the state a replay reached without an observation left
-// out is not stored.
+// (TakeStats.Unreadable, slogfeed_jetstream_unreadable_total; a record's
+// feed is given to fn.Unreadable); the others are read, and the state a
+// replay reached without an observation left out is not stored.
 func (s *Store) TakeFeedStates(ctx context.Context, ids []uint64, fn TakeFuncs) (TakeStats, error) {
 	var stats TakeStats
 	if len(ids) == 0 {
@@ -101,18 +104,22 @@ func (s *Store) TakeFeedStates(ctx context.Context, ids []uint64, fn TakeFuncs) 
 		raw []byte
 	}
 	replays := map[uint64]replayed{}
+	badRecord := func(id uint64, err error) error {
+		stats.unreadable(err)
+		s.opt.Metrics.leftOut("record")
+		if fn.Unreadable != nil {
+			fn.Unreadable(id, err)
+		}
+		return nil // the others are handed over
+	}
 	err := s.lastRecords(ctx, ids, func(id, rev uint64, data []byte) error {
 		var r schedRecord
 		data, err := unpackRecord(data)
 		if err != nil {
-			stats.unreadable(fmt.Errorf("feed %d: %w", id, err))
-			s.opt.Metrics.leftOut("record")
-			return nil // the others are handed over
+			return badRecord(id, fmt.Errorf("feed %d: %w", id, err))
 		}
 		if err := json.Unmarshal(data, &r); err != nil || r.ID != id {
-			stats.unreadable(fmt.Errorf("feed %d: %w: %v", id, storage.ErrCorrupt, err))
-			s.opt.Metrics.leftOut("record")
-			return nil
+			return badRecord(id, fmt.Errorf("feed %d: %w: %v", id, storage.ErrCorrupt, err))
 		}
 		stats.Records++
 		var st *storage.PolicyState
@@ -445,12 +452,12 @@ func (s *Store) noneOnLeader(ctx context.Context, stream string, req []byte) err
 }
 
 // TakeFeedStates is Store.TakeFeedStates with the callbacks of
-// TakeFuncs (Feed, Obs, Reached), bounded by DefaultLoadTimeout and
-// cancelled by Close.
-func (b *Backend) TakeFeedStates(ids []uint64, feed func(f storage.Feed, st *storage.PolicyState) (replay bool), obs func(id uint64, o storage.Observation), reached func(id uint64) *storage.PolicyState) error {
+// TakeFuncs (Feed, Obs, Reached, Unreadable), bounded by
+// DefaultLoadTimeout and cancelled by Close.
+func (b *Backend) TakeFeedStates(ids []uint64, feed func(f storage.Feed, st *storage.PolicyState) (replay bool), obs func(id uint64, o storage.Observation), reached func(id uint64) *storage.PolicyState, unreadable func(id uint64, err error)) error {
 	ctx, cancel := context.WithTimeout(b.ctx, DefaultLoadTimeout)
 	defer cancel()
-	_, err := b.s.TakeFeedStates(ctx, ids, TakeFuncs{Feed: feed, Obs: obs, Reached: reached})
+	_, err := b.s.TakeFeedStates(ctx, ids, TakeFuncs{Feed: feed, Obs: obs, Reached: reached, Unreadable: unreadable})
 	return err
 }
 

@@ -75,11 +75,12 @@ type taken struct {
 	feeds  map[uint64]storage.Feed
 	states map[uint64]*storage.PolicyState
 	obs    map[uint64][]storage.Observation
+	bad    map[uint64]error // the records left out as unreadable
 }
 
 func take(t *testing.T, st *sjs.Store, ids []uint64, reached func(id uint64) *storage.PolicyState) (taken, sjs.TakeStats) {
 	t.Helper()
-	got := taken{feeds: map[uint64]storage.Feed{}, states: map[uint64]*storage.PolicyState{}, obs: map[uint64][]storage.Observation{}}
+	got := taken{feeds: map[uint64]storage.Feed{}, states: map[uint64]*storage.PolicyState{}, obs: map[uint64][]storage.Observation{}, bad: map[uint64]error{}}
 	stats, err := st.TakeFeedStates(testCtx(t), ids, sjs.TakeFuncs{
 		Feed: func(f storage.Feed, ps *storage.PolicyState) bool {
 			if _, dup := got.feeds[f.ID]; dup {
@@ -93,8 +94,9 @@ func take(t *testing.T, st *sjs.Store, ids []uint64, reached func(id uint64) *st
 			}
 			return ps == nil && f.Kind == storage.KindRemote
 		},
-		Obs:     func(id uint64, o storage.Observation) { got.obs[id] = append(got.obs[id], o) },
-		Reached: reached,
+		Obs:        func(id uint64, o storage.Observation) { got.obs[id] = append(got.obs[id], o) },
+		Reached:    reached,
+		Unreadable: func(id uint64, err error) { got.bad[id] = err },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -295,6 +297,9 @@ func TestTakeFeedStatesLeavesOutUnreadable(t *testing.T) {
 			}
 			if stats.Unreadable != 2 || !errors.Is(stats.FirstUnreadable, storage.ErrCorrupt) {
 				t.Errorf("unreadable %d (first: %v); want 2, ErrCorrupt", stats.Unreadable, stats.FirstUnreadable)
+			}
+			if len(got.bad) != 1 || !errors.Is(got.bad[badRec], storage.ErrCorrupt) {
+				t.Errorf("records given as unreadable: %v, want feed %d's with ErrCorrupt", got.bad, badRec)
 			}
 			for _, id := range ids {
 				want := 4
