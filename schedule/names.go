@@ -96,3 +96,31 @@ func fixedPhase(seed uint64, period time.Duration) time.Duration {
 	}
 	return time.Duration(z%ms) * time.Millisecond
 }
+
+// NameOf returns the name ByName builds p's kind of policy from, for the
+// policies whose learned state (Stateful) is all they hold beyond their
+// name and seed: auto, the DPT variants and fixed-<duration>. ByName
+// with that name and seed, then RestoreState with p's state, gives p
+// back. ok is false for any other policy (cron, the baselines, one built
+// with options or a phase ByName does not give).
+func NameOf(p Policy, seed uint64) (name string, ok bool) {
+	switch p := p.(type) {
+	case *Auto:
+		if p.initial != float32(MaxDelay.Seconds()) || p.missRatio != defaultMissRatio || p.quiet.off {
+			return "", false
+		}
+		return p.Name(), true
+	case *DPT:
+		if p.initial != DefaultInitial || (p.unimodal && p.variant != DPTL) {
+			return "", false
+		}
+		return p.Name(), true
+	case *Fixed:
+		name := p.Name()
+		if q, err := ByName(name, seed); err != nil || *q.(*Fixed) != *p {
+			return "", false
+		}
+		return name, true
+	}
+	return "", false
+}

@@ -3,6 +3,7 @@ package schedule
 import (
 	"errors"
 	"testing"
+	"time"
 )
 
 func TestByName(t *testing.T) {
@@ -50,5 +51,65 @@ func TestByName(t *testing.T) {
 				t.Fatalf("next %v out of range", next)
 			}
 		})
+	}
+}
+
+// TestNameOf: a policy NameOf names is rebuilt by ByName with that name
+// and its seed plus its saved state, answering the next observations as
+// the original does; a policy ByName would not build as it is is not
+// named.
+func TestNameOf(t *testing.T) {
+	const seed = 42
+	teach := func(p Policy) {
+		for k := range 12 {
+			tp := float64(k) * 617
+			p.Next(Observation{At: at(tp + 3), Hit: k%4 != 3, Published: []time.Time{at(tp)}})
+		}
+	}
+	for _, name := range []string{"", "auto", "dpt-a", "dpt-n", "dpt-l", "bimodal-dpt-l", "dpt-l-unimodal", "fixed-10m", "fixed-1d", "fixed-90s"} {
+		t.Run("named "+name, func(t *testing.T) {
+			p, err := ByName(name, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			teach(p)
+			got, ok := NameOf(p, seed)
+			if !ok {
+				t.Fatalf("NameOf(ByName(%q)) not named", name)
+			}
+			q, err := ByName(got, seed)
+			if err != nil {
+				t.Fatalf("ByName(NameOf) = %q: %v", got, err)
+			}
+			if err := q.(Stateful).RestoreState(p.(Stateful).AppendState(nil)); err != nil {
+				t.Fatalf("%q: %v", got, err)
+			}
+			for k := 12; k < 40; k++ {
+				o := Observation{At: at(float64(k)*617 + 5), Hit: k%5 != 0, Published: []time.Time{at(float64(k) * 617)}}
+				if a, b := p.Next(o), q.Next(o); !a.Equal(b) {
+					t.Fatalf("observation %d: the original answers %v, the one rebuilt as %q %v", k, a, got, b)
+				}
+			}
+		})
+	}
+	cron, err := NewCron("*/5 * * * *")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unnamed := []struct {
+		name string
+		p    Policy
+	}{
+		{"cron", cron},
+		{"miniflux", NewMiniflux()},
+		{"auto with an initial limit", NewAuto(WithSeed(seed), WithInitial(time.Hour))},
+		{"auto without sleep learning", NewAuto(WithSeed(seed), WithoutSleepLearning())},
+		{"dpt-l with an initial interval", NewDPT(DPTL, WithSeed(seed), WithInitial(7*time.Minute))},
+		{"fixed on another phase", NewFixed(10*time.Minute, fixedPhase(seed, 10*time.Minute)+time.Second)},
+	}
+	for _, tt := range unnamed {
+		if name, ok := NameOf(tt.p, seed); ok {
+			t.Errorf("%s: named %q", tt.name, name)
+		}
 	}
 }

@@ -1,0 +1,196 @@
+package jetstream
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/slogfeed/slogfeed/storage"
+)
+
+// State snapshots (storage.StateSnapshot) live in the digest bucket
+// beside the schedule digests, under state.<shard>.<part>.
+func snapshotKey(shard, part int) string {
+	return "state." + strconv.Itoa(shard) + "." + strconv.Itoa(part)
+}
+
+// PutStateSnapshot stores d, one shard's snapshot whole, in as many
+// parts as the message size needs, the parts after the first first (a
+// reader that sees the new part 0 finds the parts it names; parts of an
+// earlier, longer writing are left, with another written time).
+func (s *Store) PutStateSnapshot(ctx context.Context, d storage.StateSnapshot) error {
+	kv, err := s.digests(ctx, true)
+	if err != nil {
+		return err
+	}
+	parts, err := storage.SplitStateSnapshot(d, s.maxData)
+	if err != nil {
+		return fmt.Errorf("state snapshot of shard %d: %w", d.Shard, err)
+	}
+	for i := len(parts) - 1; i >= 0; i-- {
+		if _, err := kv.Put(ctx, snapshotKey(d.Shard, i), parts[i]); err != nil {
+			return fmt.Errorf("state snapshot of shard %d: %w", d.Shard, err)
+		}
+	}
+	return nil
+}
+
+// StateSnapshots returns the newest snapshot of each shard of shards
+// whose parts can all be read and decoded, reading up to digestReaders
+// shards at once; a shard with a part missing, unreadable or of another
+// writing is left out (its feeds' records are read instead).
+func (s *Store) StateSnapshots(ctx context.Context, shards []int) ([]storage.StateSnapshot, error) {
+	kv, err := s.digests(ctx, false)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var (
+		mu    sync.Mutex
+		out   []storage.StateSnapshot
+		first error
+	)
+	get := func(shard, part int) (storage.StateSnapshot, bool) {
+		e, err := kv.Get(ctx, snapshotKey(shard, part))
+		if err != nil {
+			if !errors.Is(err, jetstream.ErrKeyNotFound) {
+				mu.Lock()
+				first = cmp.Or(first, err)
+				mu.Unlock()
+			}
+			return storage.StateSnapshot{}, false
+		}
+		d, err := storage.DecodeStateSnapshot(e.Value())
+		if err != nil || d.Shard != shard || d.Part != part {
+			return storage.StateSnapshot{}, false
+		}
+		return d, true
+	}
+	sem := make(chan struct{}, digestReaders)
+	var wg sync.WaitGroup
+	for _, shard := range shards {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			whole, ok := get(shard, 0)
+			if !ok {
+				return
+			}
+			for p := 1; p < whole.Parts; p++ {
+				d, ok := get(shard, p)
+				if !ok || !d.Written.Equal(whole.Written) || d.Parts != whole.Parts {
+					return
+				}
+				whole.Entries = append(whole.Entries, d.Entries...)
+			}
+			whole.Part, whole.Parts = 0, 1
+			mu.Lock()
+			out = append(out, whole)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if len(out) == 0 && first != nil {
+		return nil, fmt.Errorf("state snapshots: %w", first)
+	}
+	return out, nil
+}
+
+// writtenTries bounds the fetches of FeedsWrittenSince that return
+// nothing while the consumer has messages pending.
+const writtenTries = 8
+
+// FeedsWrittenSince returns the feeds whose records were written
+// (created, updated, deleted) at or after t by the defs stream's clock,
+// with the time of each one's newest write: one headers-only consumer of
+// the bucket's feed keys from t, read up to what it had pending when it
+// was created. Its cost grows with the writes since t, not with the
+// feeds.
+func (s *Store) FeedsWrittenSince(ctx context.Context, t time.Time) (map[uint64]time.Time, error) {
+	stream, err := s.js.Stream(ctx, "KV_"+DefsBucket)
+	if err != nil {
+		return nil, fmt.Errorf("feeds written since %v: %w", t, err)
+	}
+	prefix := "$KV." + DefsBucket + "." + feedKeyPrefix
+	cons, err := stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
+		DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &t,
+		FilterSubject: prefix + "*", HeadersOnly: true, AckPolicy: jetstream.AckNonePolicy,
+		InactiveThreshold: 10 * time.Second, Replicas: 1, MemoryStorage: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("feeds written since %v: %w", t, err)
+	}
+	defer s.release(stream, cons)
+	pending := cons.CachedInfo().NumPending
+	out := map[uint64]time.Time{}
+	var got uint64
+	for empty := 0; got < pending; {
+		batch, err := cons.FetchNoWait(fetchBatch)
+		if err != nil {
+			return nil, fmt.Errorf("feeds written since %v: %w", t, err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			got++
+			md, err := m.Metadata()
+			if err != nil {
+				return nil, fmt.Errorf("feeds written since %v: %w", t, err)
+			}
+			id, err := strconv.ParseUint(strings.TrimPrefix(m.Subject(), prefix), 10, 64)
+			if err != nil {
+				continue
+			}
+			if md.Timestamp.After(out[id]) {
+				out[id] = md.Timestamp
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+			return nil, fmt.Errorf("feeds written since %v: %w", t, err)
+		}
+		if n > 0 {
+			empty = 0
+			continue
+		}
+		if empty++; empty > writtenTries {
+			return nil, fmt.Errorf("feeds written since %v: read %d of the %d writes pending, fetches return none", t, got, pending)
+		}
+		if err := sleepCtx(ctx, backoff(empty, 20*time.Millisecond, time.Second)); err != nil {
+			return nil, fmt.Errorf("feeds written since %v: %w", t, err)
+		}
+	}
+	return out, nil
+}
+
+// PutStateSnapshot is Store.PutStateSnapshot.
+func (b *Backend) PutStateSnapshot(d storage.StateSnapshot) error {
+	ctx, cancel := b.call()
+	defer cancel()
+	return b.s.PutStateSnapshot(ctx, d)
+}
+
+// StateSnapshots is Store.StateSnapshots, bounded by DefaultLoadTimeout
+// (a third of a million feeds' snapshots are hundreds of megabytes).
+func (b *Backend) StateSnapshots(shards []int) ([]storage.StateSnapshot, error) {
+	ctx, cancel := context.WithTimeout(b.ctx, DefaultLoadTimeout)
+	defer cancel()
+	return b.s.StateSnapshots(ctx, shards)
+}
+
+// FeedsWrittenSince is Store.FeedsWrittenSince.
+func (b *Backend) FeedsWrittenSince(t time.Time) (map[uint64]time.Time, error) {
+	ctx, cancel := b.call()
+	defer cancel()
+	return b.s.FeedsWrittenSince(ctx, t)
+}
