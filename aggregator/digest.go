@@ -167,12 +167,18 @@ func (s *Service) takeFromDigests(ids []uint64, owns func(id uint64) bool, now t
 	for _, id := range ids {
 		want[cluster.ShardOf(cluster.KindFeed, id, shards)] = true
 	}
-	digests, err := d.ScheduleDigests(slices.Sorted(maps.Keys(want)))
+	taken := slices.Sorted(maps.Keys(want))
+	// The shards' state snapshots are read beside their digests.
+	snapped := make(chan map[uint64]*storage.StateEntry, 1)
+	go func() { snapped <- s.snapshotStates(taken, now) }()
+	digests, err := d.ScheduleDigests(taken)
+	states := <-snapped
 	if err != nil {
 		s.log.Warn("cannot read the schedule digests of the shards this node came to own; reading their records", "shards", len(want), "err", err)
 		return ids, nil, 0
 	}
 	queued := make(map[uint64]time.Time, len(ids))
+	restored := map[uint64]bool{}
 	for _, dg := range digests {
 		for _, e := range dg.Entries {
 			// A weight other than 1 is taken from the record: a
@@ -184,10 +190,19 @@ func (s *Service) takeFromDigests(ids []uint64, owns func(id uint64) bool, now t
 			if latest := now.Add(schedule.MaxDelay); e.Next.After(latest) {
 				e.Next = latest
 			}
-			if err := s.installDeferred(e, now); err != nil {
-				continue // read with the rest
+			// Its policy from its shard's snapshot when its record was
+			// not written since (snapshot.go); else its record is read.
+			if g := restoreFromSnapshot(states[e.ID]); g != nil {
+				if err := s.installGuard(e.ID, g, e.Host, e.Weight, now, e.Next); err != nil {
+					continue // read with the rest
+				}
+				restored[e.ID] = true
+			} else {
+				if err := s.installDeferred(e, now); err != nil {
+					continue // read with the rest
+				}
+				queued[e.ID] = e.Next
 			}
-			queued[e.ID] = e.Next
 			took++
 			s.own.scheduled()
 		}
@@ -196,15 +211,15 @@ func (s *Service) takeFromDigests(ids []uint64, owns func(id uint64) bool, now t
 		return ids, nil, 0
 	}
 	rest = make([]uint64, 0, len(ids)-took)
-	deferred = make([]dueFeed, 0, took)
+	deferred = make([]dueFeed, 0, len(queued))
 	for _, id := range ids {
 		if due, ok := queued[id]; ok {
 			deferred = append(deferred, dueFeed{id: id, due: due})
-		} else {
+		} else if !restored[id] {
 			rest = append(rest, id)
 		}
 	}
-	s.log.Debug("feeds queued from their shards' schedule digests", "feeds", took, "shards", len(digests))
+	s.log.Debug("feeds queued from their shards' schedule digests", "feeds", took, "from_snapshots", len(restored), "shards", len(digests))
 	return rest, deferred, took
 }
 

@@ -84,12 +84,20 @@ type digestStore struct {
 	gate    chan struct{}
 	edit    func(e *storage.DigestEntry) bool // false: leave the entry out
 	takes   int                               // TakeFeedStates calls
+	asked   map[uint64]int                    // feeds asked for by TakeFeedStates
 	// failBatches fails that many TakeFeedStates calls of more than
 	// one feed.
 	failBatches int
 	// badState, when set, is a feed whose policy state TakeFeedStates
 	// hands over as bytes no policy reads.
 	badState uint64
+	// snapshots keeps the state snapshots written; snapshotted makes
+	// StateSnapshots read them (else it reads none, as a store without
+	// any), snapshotErr and writtenErr fail StateSnapshots and
+	// FeedsWrittenSince.
+	snapshots               map[int]storage.StateSnapshot
+	snapshotted             bool
+	snapshotErr, writtenErr error
 	// badRecords are feeds whose records cannot be decoded: Feed fails
 	// with storage.ErrCorrupt, TakeFeedStates gives them to unreadable
 	// (as storage/jetstream's does).
@@ -142,6 +150,12 @@ func (d *digestStore) TakeFeedStates(ids []uint64, feed func(storage.Feed, *stor
 	d.mu.Lock()
 	gate := d.gate
 	d.takes++
+	if d.asked == nil {
+		d.asked = map[uint64]int{}
+	}
+	for _, id := range ids {
+		d.asked[id]++
+	}
 	d.mu.Unlock()
 	if gate != nil {
 		<-gate
@@ -178,6 +192,57 @@ func (d *digestStore) TakeFeedStates(ids []uint64, feed func(storage.Feed, *stor
 		}
 		return nil
 	})
+}
+
+func (d *digestStore) PutStateSnapshot(sn storage.StateSnapshot) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.snapshots == nil {
+		d.snapshots = map[int]storage.StateSnapshot{}
+	}
+	d.snapshots[sn.Shard] = sn
+	return nil
+}
+
+func (d *digestStore) StateSnapshots(shards []int) ([]storage.StateSnapshot, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.snapshotErr != nil {
+		return nil, d.snapshotErr
+	}
+	var out []storage.StateSnapshot
+	for _, sh := range shards {
+		if sn, ok := d.snapshots[sh]; ok && d.snapshotted {
+			out = append(out, sn)
+		}
+	}
+	return out, nil
+}
+
+// FeedsWrittenSince takes a record as written at its last fetch or its
+// last edit (Updated), whichever is later.
+func (d *digestStore) FeedsWrittenSince(t time.Time) (map[uint64]time.Time, error) {
+	d.mu.Lock()
+	err := d.writtenErr
+	d.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	feeds, err := d.Feeds()
+	if err != nil {
+		return nil, err
+	}
+	out := map[uint64]time.Time{}
+	for _, f := range feeds {
+		at := f.LastFetch
+		if f.Updated.After(at) {
+			at = f.Updated
+		}
+		if !at.Before(t) {
+			out[f.ID] = at
+		}
+	}
+	return out, nil
 }
 
 func (d *digestStore) setGate(gate chan struct{}) {
@@ -799,6 +864,83 @@ func TestTakeoverUnreadableRecord(t *testing.T) {
 					t.Errorf("no error %q logged for the unreadable records; log:\n%s", tt.wantLog, logs.String())
 				}
 				allFetchedOnce(t, pub, ids, want, took, skip...)
+			})
+		})
+	}
+}
+
+// TestTakeoverFromSnapshots: a node taking shards over gives each feed
+// its policy from its shard's state snapshot at once when the feed's
+// record was not written since 30 s before the snapshot, and reads the
+// records of the others (deferred: here those reads fail, so each is
+// read just before its fetch); every feed is fetched once, at its
+// learned time. A snapshot the store cannot read, or writes since it
+// the store cannot tell, leave every feed to its record; a feed edited
+// since its snapshot reads its record.
+func TestTakeoverFromSnapshots(t *testing.T) {
+	tests := []struct {
+		name                    string
+		snapshotErr, writtenErr error
+		edit                    bool // the first feed is edited after the first node died
+		none                    bool // no feed restored from a snapshot
+	}{
+		{name: "snapshots"},
+		{name: "a feed edited since", edit: true},
+		{name: "snapshots unreadable", snapshotErr: errors.New("bucket unavailable"), none: true},
+		{name: "writes since unknown", writtenErr: errors.New("stream unavailable"), none: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				pub, store, ids, want := firstOwnerDied(t, 40)
+				if tt.edit {
+					if _, err := store.UpdateFeed(ids[0], func(f *storage.Feed) error {
+						f.Title, f.Updated = "edited", time.Now()
+						return nil
+					}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				store.mu.Lock()
+				store.snapshotted, store.snapshotErr, store.writtenErr = true, tt.snapshotErr, tt.writtenErr
+				store.failBatches = 1 << 30 // deferred feeds read their records before their fetches
+				snaps := maps.Clone(store.snapshots)
+				store.asked = nil
+				store.mu.Unlock()
+				// Which feeds the snapshots can give their policies.
+				fromSnapshot := map[uint64]bool{}
+				for i, id := range ids {
+					f, err := store.Feed(id)
+					if err != nil {
+						t.Fatal(err)
+					}
+					sn, ok := snaps[cluster.ShardOf(cluster.KindFeed, id, 4)]
+					if !ok || tt.none || (tt.edit && i == 0) {
+						continue
+					}
+					listed := slices.ContainsFunc(sn.Entries, func(e storage.StateEntry) bool { return e.ID == id })
+					if listed && f.LastFetch.Before(sn.Written.Add(-30*time.Second)) {
+						fromSnapshot[id] = true
+					}
+				}
+				if !tt.none && (len(fromSnapshot) == 0 || len(fromSnapshot) == len(ids)) {
+					t.Fatalf("%d of %d feeds restorable from the snapshots (%d shards): the test needs both kinds", len(fromSnapshot), len(ids), len(snaps))
+				}
+				second, took, stop := takeOverAll(t, store, pub)
+				defer stop()
+				time.Sleep(12 * time.Minute)
+				synctest.Wait()
+				if got := second.Ownership(); got.Polled != len(ids) || got.Deferred != 0 || got.Loading() {
+					t.Errorf("12 minutes after the takeover: %+v, want %d polled, every state read and the change loaded", got, len(ids))
+				}
+				store.mu.Lock()
+				for _, id := range ids {
+					if asked := store.asked[id]; fromSnapshot[id] != (asked == 0) {
+						t.Errorf("feed %d: its record asked for %d times; want it read only when its snapshot entry cannot be used (usable: %v)", id, asked, fromSnapshot[id])
+					}
+				}
+				store.mu.Unlock()
+				allFetchedOnce(t, pub, ids, want, took)
 			})
 		})
 	}

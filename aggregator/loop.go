@@ -55,6 +55,7 @@ func (s *Service) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.owned(ownCtx) })
 	wg.Go(func() { s.writeDigests(ownCtx) })
+	wg.Go(func() { s.writeSnapshots(ownCtx) })
 	wg.Go(func() { s.restoring(ownCtx) })
 	defer wg.Wait()
 	defer stop()

@@ -98,6 +98,12 @@ type ServiceOptions struct {
 	// shard over queues its feeds from the digest before their records
 	// are read.
 	DigestEvery time.Duration
+	// SnapshotEvery is how often a clustered service writes the state
+	// snapshot of each of its shards (snapshot.go) with a store that
+	// keeps them; zero means DefaultSnapshotEvery, negative never. A
+	// node taking a shard over gives the feeds not written since their
+	// policies from the snapshot instead of reading their records.
+	SnapshotEvery time.Duration
 }
 
 // Service is the live loop: the scheduler pops the feed whose predicted
@@ -286,6 +292,9 @@ func NewService(opt ServiceOptions) (*Service, error) {
 	}
 	if opt.DigestEvery == 0 {
 		opt.DigestEvery = DefaultDigestEvery
+	}
+	if opt.SnapshotEvery == 0 {
+		opt.SnapshotEvery = DefaultSnapshotEvery
 	}
 	if opt.PendingWrites <= 0 {
 		opt.PendingWrites = DefaultPendingWrites

@@ -85,6 +85,7 @@ type nodeOptions struct {
 	workers     int
 	callTimeout time.Duration
 	resync      time.Duration // ServiceOptions.Resync
+	snapshots   time.Duration // ServiceOptions.SnapshotEvery
 	shards      int
 	watch       aggregator.Watcher
 	timing      cluster.Timing // the lease timing (zero: its default)
@@ -127,10 +128,11 @@ func (n *node) serve(t testing.TB, ctx context.Context, log *slog.Logger, opt no
 			Allow:     []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 			UserAgent: fetcher.UserAgent("test", n.name),
 		}),
-		Scheduler: schedule.Config{Workers: opt.workers},
-		Owner:     n.lease,
-		Resync:    opt.resync,
-		Logger:    log.With("node", n.name),
+		Scheduler:     schedule.Config{Workers: opt.workers},
+		Owner:         n.lease,
+		Resync:        opt.resync,
+		SnapshotEvery: opt.snapshots,
+		Logger:        log.With("node", n.name),
 	})
 	if err != nil {
 		t.Fatal(err)

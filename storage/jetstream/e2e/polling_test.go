@@ -34,6 +34,7 @@ var (
 	pollWarmup   = flag.Duration("poll.warmup", pollPeriod, "BenchmarkPolling: time after the first fetches before the measurement")
 	pollMeasure  = flag.Duration("poll.measure", 2*pollPeriod, "BenchmarkPolling: measured time")
 	pollResync   = flag.Duration("poll.resync", 0, "BenchmarkPolling: how often a JetStream node lists the feed IDs (aggregator ServiceOptions.Resync; 0: its default, 15 s; negative: never)")
+	pollSnaps    = flag.Duration("poll.snapshots", 0, "BenchmarkPolling: how often a JetStream node writes each of its shards' state snapshots (aggregator ServiceOptions.SnapshotEvery; 0: its default, 5 min; negative: never)")
 	pollEvery    = flag.Duration("poll.period", pollPeriod, "BenchmarkPolling: every feed's publishing period")
 	pollSetups   = flag.String("poll.setups", "bbolt,jetstream-1,jetstream-3", "BenchmarkPolling: the setups run, comma-separated")
 	pollInProc   = flag.Bool("poll.inprocess", true, "BenchmarkPolling: serve the loopback fleet in the benchmark's process (false: in a process of its own, whose CPU is reported apart)")
@@ -381,7 +382,7 @@ func BenchmarkPolling(b *testing.B) {
 					}
 				}
 			}()
-			opt := nodeOptions{workers: *pollWorkers, shards: pollShards, watch: st.watcher(), callTimeout: pollCallTimeout, resync: *pollResync}
+			opt := nodeOptions{workers: *pollWorkers, shards: pollShards, watch: st.watcher(), callTimeout: pollCallTimeout, resync: *pollResync, snapshots: *pollSnaps}
 			// Every node joins before any loads its feeds, so that each
 			// loads its own share rather than all of them first.
 			for k := range size {

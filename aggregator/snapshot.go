@@ -1,0 +1,217 @@
+package aggregator
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/slogfeed/slogfeed/schedule"
+	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/storage/cluster"
+)
+
+// State snapshots (storage.StateSnapshot). A clustered service writes,
+// one owned shard at a time so that every shard's turn comes once every
+// SnapshotEvery, the learned policy state of each feed it polls there:
+// the policy's name, its state, the last poll. A service that comes to
+// own a shard and queues its feeds from the shard's schedule digest
+// gives each feed listed in a recent snapshot its policy from there at
+// once, unless the feed's record was written since snapshotMargin
+// before the snapshot (polled, edited, deleted: the store tells which,
+// FeedsWrittenSince); those, and the feeds no snapshot holds, read their
+// records as digest.go describes. So a takeover reads a few large
+// messages a shard and the records of the feeds polled since, not one
+// record a feed.
+
+// DefaultSnapshotEvery is how often each owned shard's state snapshot is
+// written when ServiceOptions.SnapshotEvery is zero. At a million feeds
+// of the auto policy a snapshot is about 400 B a feed: 400 MB for the
+// cluster every interval, a shard's (6 MB at 64 shards) every few
+// seconds. A feed polled since its shard's snapshot reads its record at
+// a takeover, so a shorter interval trades writes for record reads.
+const DefaultSnapshotEvery = 5 * time.Minute
+
+// snapshotMargin is how long before a snapshot's written time a record
+// write still makes the feed's snapshot entry unusable: it covers the
+// clocks of the writing node and of the store's servers disagreeing,
+// and a write the writing node had not yet folded into its policy (an
+// edit it had not heard of yet).
+const snapshotMargin = 30 * time.Second
+
+// snapshotAge bounds, in intervals, the age of a snapshot a takeover
+// uses: an older one (its shard's owner stopped writing it) would make
+// the read of the writes since cost more than the records it saves.
+const snapshotAge = 3
+
+// snapshots returns the store and owner that state snapshots need, ok
+// false when either is missing.
+func (s *Service) snapshots() (storage.StateSnapshotter, shardedOwner, bool) {
+	sn, ok := s.opt.Store.(storage.StateSnapshotter)
+	if !ok || s.opt.SnapshotEvery < 0 {
+		return nil, nil, false
+	}
+	if _, o, ok := s.digests(); ok {
+		return sn, o, true
+	}
+	return nil, nil, false
+}
+
+// writeSnapshots runs until ctx ends, writing the snapshot of one owned,
+// loaded shard every SnapshotEvery divided by the shards owned, in turn.
+func (s *Service) writeSnapshots(ctx context.Context) {
+	sn, o, ok := s.snapshots()
+	if !ok {
+		return
+	}
+	last := -1
+	for {
+		t := s.opt.Clock.NewTimer(s.opt.SnapshotEvery / time.Duration(max(1, len(o.Owned()))))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		sh, n, err := s.writeNextSnapshot(sn, o, last)
+		if err != nil {
+			s.log.Warn("cannot write the state snapshot of a shard of this node", "shard", sh, "feeds", n, "err", err)
+		}
+		if sh >= 0 {
+			last = sh
+		}
+	}
+}
+
+// writeNextSnapshot writes the snapshot of the first owned, loaded shard
+// after last (wrapping around), and returns it (-1: none) and how many
+// feeds it holds.
+func (s *Service) writeNextSnapshot(sn storage.StateSnapshotter, o shardedOwner, last int) (shard, n int, err error) {
+	owned := slices.Sorted(slices.Values(o.Owned()))
+	loaded := s.own.loadedShardSet()
+	owned = slices.DeleteFunc(owned, func(sh int) bool { return !loaded[sh] })
+	if len(owned) == 0 {
+		return -1, 0, nil
+	}
+	i, _ := slices.BinarySearch(owned, last+1)
+	shard = owned[i%len(owned)]
+	d := s.snapshotOf(shard, o.Shards())
+	// A lease lost meanwhile: the new owner's snapshot is not overwritten.
+	if !slices.Contains(o.Owned(), shard) {
+		return shard, 0, nil
+	}
+	return shard, len(d.Entries), sn.PutStateSnapshot(d)
+}
+
+// snapshotOf builds shard's snapshot from the policies of the feeds
+// polled here: those whose policy schedule.NameOf names, without a
+// sleep plan (a snapshot does not carry one) and not waiting for their
+// records.
+func (s *Service) snapshotOf(shard, shards int) storage.StateSnapshot {
+	now := s.opt.Clock.Now()
+	type feed struct {
+		id uint64
+		g  *feedGuard
+	}
+	var feeds []feed
+	s.mu.Lock()
+	for id, g := range s.guards {
+		if cluster.ShardOf(cluster.KindFeed, id, shards) == shard {
+			feeds = append(feeds, feed{id, g})
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(feeds, func(a, b feed) int { return cmp.Compare(a.id, b.id) })
+	d := storage.StateSnapshot{Shard: shard, Written: now, Parts: 1, Entries: make([]storage.StateEntry, 0, len(feeds))}
+	for _, f := range feeds {
+		if e, ok := f.g.snapshotEntry(f.id); ok {
+			d.Entries = append(d.Entries, e)
+		}
+	}
+	return d
+}
+
+// snapshotEntry is the feed's snapshot entry, ok false when its policy
+// cannot be snapshot.
+func (g *feedGuard) snapshotEntry(id uint64) (storage.StateEntry, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.deferred || g.policy == nil || !g.sleep.IsZero() {
+		return storage.StateEntry{}, false
+	}
+	sp, ok := g.policy.(schedule.Stateful)
+	if !ok {
+		return storage.StateEntry{}, false
+	}
+	name, ok := schedule.NameOf(g.policy, id)
+	if !ok {
+		return storage.StateEntry{}, false
+	}
+	state := sp.AppendState(nil)
+	if len(state) > storage.MaxSnapshotStateSize {
+		return storage.StateEntry{}, false
+	}
+	return storage.StateEntry{ID: id, Policy: name, Respect: g.respect, Last: g.prevPoll.time(), State: state}, true
+}
+
+// snapshotStates reads the snapshots of shards and returns, of their
+// entries, those a takeover can use now: from a snapshot at most
+// snapshotAge intervals old, of a feed whose record was not written
+// since snapshotMargin before it. It returns nil when the store keeps
+// none or cannot tell which records were written (then every record is
+// read).
+func (s *Service) snapshotStates(shards []int, now time.Time) map[uint64]*storage.StateEntry {
+	sn, _, ok := s.snapshots()
+	if !ok {
+		return nil
+	}
+	snaps, err := sn.StateSnapshots(shards)
+	if err != nil {
+		s.log.Warn("cannot read the state snapshots of the shards this node came to own; reading their records", "shards", len(shards), "err", err)
+		return nil
+	}
+	oldest := now.Add(-snapshotAge * s.opt.SnapshotEvery)
+	snaps = slices.DeleteFunc(snaps, func(d storage.StateSnapshot) bool { return d.Written.Before(oldest) })
+	if len(snaps) == 0 {
+		return nil
+	}
+	since := slices.MinFunc(snaps, func(a, b storage.StateSnapshot) int { return a.Written.Compare(b.Written) }).Written.Add(-snapshotMargin)
+	written, err := sn.FeedsWrittenSince(since)
+	if err != nil {
+		s.log.Warn("cannot tell which feeds were written since their shards' state snapshots; reading their records", "shards", len(snaps), "err", err)
+		return nil
+	}
+	out := map[uint64]*storage.StateEntry{}
+	for _, d := range snaps {
+		from := d.Written.Add(-snapshotMargin)
+		for i := range d.Entries {
+			e := &d.Entries[i]
+			if at, ok := written[e.ID]; ok && !at.Before(from) {
+				continue
+			}
+			out[e.ID] = e
+		}
+	}
+	return out
+}
+
+// restoreFromSnapshot builds the guard of the feed of e from its
+// snapshot entry, or returns nil when there is none (e nil) or its
+// policy cannot be rebuilt.
+func restoreFromSnapshot(e *storage.StateEntry) *feedGuard {
+	if e == nil {
+		return nil
+	}
+	p, err := schedule.ByName(e.Policy, e.ID)
+	if err != nil {
+		return nil
+	}
+	sp, ok := p.(schedule.Stateful)
+	if !ok || sp.RestoreState(e.State) != nil {
+		return nil
+	}
+	g := &feedGuard{policy: p, respect: e.Respect}
+	g.prevPoll = stampOf(e.Last)
+	g.fedAt = g.prevPoll
+	return g
+}
