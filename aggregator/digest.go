@@ -169,16 +169,22 @@ func (s *Service) takeFromDigests(ids []uint64, owns func(id uint64) bool, now t
 	}
 	taken := slices.Sorted(maps.Keys(want))
 	// The shards' state snapshots are read beside their digests.
-	snapped := make(chan map[uint64]*storage.StateEntry, 1)
-	go func() { snapped <- s.snapshotStates(taken, now) }()
+	start := s.opt.Clock.Now()
+	var states map[uint64]*storage.StateEntry
+	var snapped snapshotRead
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		states, snapped = s.snapshotStates(taken, now)
+	}()
 	digests, err := d.ScheduleDigests(taken)
-	states := <-snapped
+	digestsRead := s.opt.Clock.Now().Sub(start)
 	if err != nil {
+		<-read
 		s.log.Warn("cannot read the schedule digests of the shards this node came to own; reading their records", "shards", len(want), "err", err)
 		return ids, nil, 0
 	}
 	queued := make(map[uint64]time.Time, len(ids))
-	restored := map[uint64]bool{}
 	for _, dg := range digests {
 		for _, e := range dg.Entries {
 			// A weight other than 1 is taken from the record: a
@@ -190,36 +196,36 @@ func (s *Service) takeFromDigests(ids []uint64, owns func(id uint64) bool, now t
 			if latest := now.Add(schedule.MaxDelay); e.Next.After(latest) {
 				e.Next = latest
 			}
-			// Its policy from its shard's snapshot when its record was
-			// not written since (snapshot.go); else its record is read.
-			if g := restoreFromSnapshot(states[e.ID]); g != nil {
-				if err := s.installGuard(e.ID, g, e.Host, e.Weight, now, e.Next); err != nil {
-					continue // read with the rest
-				}
-				restored[e.ID] = true
-			} else {
-				if err := s.installDeferred(e, now); err != nil {
-					continue // read with the rest
-				}
-				queued[e.ID] = e.Next
+			if err := s.installDeferred(e, now); err != nil {
+				continue // read with the rest
 			}
+			queued[e.ID] = e.Next
 			took++
 			s.own.scheduled()
 		}
 	}
+	// The feeds not written since their shards' snapshots get their
+	// policies from there (snapshot.go); the others' records are read.
+	<-read
+	restored := s.adoptSnapshots(queued, states)
 	if took == 0 {
 		return ids, nil, 0
 	}
 	rest = make([]uint64, 0, len(ids)-took)
-	deferred = make([]dueFeed, 0, len(queued))
+	deferred = make([]dueFeed, 0, len(queued)-len(restored))
 	for _, id := range ids {
-		if due, ok := queued[id]; ok {
-			deferred = append(deferred, dueFeed{id: id, due: due})
-		} else if !restored[id] {
+		due, ok := queued[id]
+		switch {
+		case !ok:
 			rest = append(rest, id)
+		case !restored[id]:
+			deferred = append(deferred, dueFeed{id: id, due: due})
 		}
 	}
-	s.log.Debug("feeds queued from their shards' schedule digests", "feeds", took, "from_snapshots", len(restored), "shards", len(digests))
+	s.log.Info("feeds of the shards this node came to own queued from their schedule digests", "feeds", took,
+		"from_snapshots", len(restored), "records_to_read", len(deferred), "shards", len(digests), "snapshots", snapped.shards,
+		"writes_since", snapped.writes, "digests_s", digestsRead.Seconds(), "snapshots_s", snapped.read.Seconds(),
+		"writes_since_s", snapped.since.Seconds(), "queued_s", s.opt.Clock.Now().Sub(start).Seconds())
 	return rest, deferred, took
 }
 

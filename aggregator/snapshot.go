@@ -113,14 +113,14 @@ func (s *Service) snapshotOf(shard, shards int) storage.StateSnapshot {
 		id uint64
 		g  *feedGuard
 	}
-	var feeds []feed
+	// Copied under the lock polls take, filtered by shard after it.
 	s.mu.Lock()
+	feeds := make([]feed, 0, len(s.guards))
 	for id, g := range s.guards {
-		if cluster.ShardOf(cluster.KindFeed, id, shards) == shard {
-			feeds = append(feeds, feed{id, g})
-		}
+		feeds = append(feeds, feed{id, g})
 	}
 	s.mu.Unlock()
+	feeds = slices.DeleteFunc(feeds, func(f feed) bool { return cluster.ShardOf(cluster.KindFeed, f.id, shards) != shard })
 	slices.SortFunc(feeds, func(a, b feed) int { return cmp.Compare(a.id, b.id) })
 	d := storage.StateSnapshot{Shard: shard, Written: now, Parts: 1, Entries: make([]storage.StateEntry, 0, len(feeds))}
 	for _, f := range feeds {
@@ -154,33 +154,45 @@ func (g *feedGuard) snapshotEntry(id uint64) (storage.StateEntry, bool) {
 	return storage.StateEntry{ID: id, Policy: name, Respect: g.respect, Last: g.prevPoll.time(), State: state}, true
 }
 
+// snapshotRead tells what snapshotStates read, and how long it took.
+type snapshotRead struct {
+	shards, writes int           // snapshots used, record writes since
+	read, since    time.Duration // reading the snapshots, the writes since
+}
+
 // snapshotStates reads the snapshots of shards and returns, of their
 // entries, those a takeover can use now: from a snapshot at most
 // snapshotAge intervals old, of a feed whose record was not written
 // since snapshotMargin before it. It returns nil when the store keeps
 // none or cannot tell which records were written (then every record is
 // read).
-func (s *Service) snapshotStates(shards []int, now time.Time) map[uint64]*storage.StateEntry {
+func (s *Service) snapshotStates(shards []int, now time.Time) (map[uint64]*storage.StateEntry, snapshotRead) {
+	var st snapshotRead
 	sn, _, ok := s.snapshots()
 	if !ok {
-		return nil
+		return nil, st
 	}
+	start := s.opt.Clock.Now()
 	snaps, err := sn.StateSnapshots(shards)
+	st.read = s.opt.Clock.Now().Sub(start)
 	if err != nil {
 		s.log.Warn("cannot read the state snapshots of the shards this node came to own; reading their records", "shards", len(shards), "err", err)
-		return nil
+		return nil, st
 	}
 	oldest := now.Add(-snapshotAge * s.opt.SnapshotEvery)
 	snaps = slices.DeleteFunc(snaps, func(d storage.StateSnapshot) bool { return d.Written.Before(oldest) })
 	if len(snaps) == 0 {
-		return nil
+		return nil, st
 	}
 	since := slices.MinFunc(snaps, func(a, b storage.StateSnapshot) int { return a.Written.Compare(b.Written) }).Written.Add(-snapshotMargin)
+	start = s.opt.Clock.Now()
 	written, err := sn.FeedsWrittenSince(since)
+	st.since = s.opt.Clock.Now().Sub(start)
 	if err != nil {
 		s.log.Warn("cannot tell which feeds were written since their shards' state snapshots; reading their records", "shards", len(snaps), "err", err)
-		return nil
+		return nil, st
 	}
+	st.shards, st.writes = len(snaps), len(written)
 	out := map[uint64]*storage.StateEntry{}
 	for _, d := range snaps {
 		from := d.Written.Add(-snapshotMargin)
@@ -192,16 +204,50 @@ func (s *Service) snapshotStates(shards []int, now time.Time) map[uint64]*storag
 			out[e.ID] = e
 		}
 	}
-	return out
+	return out, st
+}
+
+// adoptSnapshots gives the deferred feeds of queued (just queued from
+// their digests) that have an entry in states their policies from it,
+// and returns those it gave one.
+func (s *Service) adoptSnapshots(queued map[uint64]time.Time, states map[uint64]*storage.StateEntry) map[uint64]bool {
+	restored := map[uint64]bool{}
+	if len(states) == 0 {
+		return restored
+	}
+	for id := range queued {
+		e := states[id]
+		if e == nil {
+			continue
+		}
+		if g := s.guard(id); g != nil && s.adoptSnapshot(g, e) {
+			restored[id] = true
+		}
+	}
+	return restored
+}
+
+// adoptSnapshot gives deferred guard g the policy of its snapshot entry
+// e; false when g had its policy already or e's cannot be rebuilt (its
+// record is read).
+func (s *Service) adoptSnapshot(g *feedGuard, e *storage.StateEntry) bool {
+	r := restoreFromSnapshot(e)
+	if r == nil {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !s.undeferLocked(g) {
+		return false
+	}
+	g.policy, g.respect = r.policy, r.respect
+	g.prevPoll, g.fedAt = r.prevPoll, r.fedAt
+	return true
 }
 
 // restoreFromSnapshot builds the guard of the feed of e from its
-// snapshot entry, or returns nil when there is none (e nil) or its
-// policy cannot be rebuilt.
+// snapshot entry, or returns nil when its policy cannot be rebuilt.
 func restoreFromSnapshot(e *storage.StateEntry) *feedGuard {
-	if e == nil {
-		return nil
-	}
 	p, err := schedule.ByName(e.Policy, e.ID)
 	if err != nil {
 		return nil

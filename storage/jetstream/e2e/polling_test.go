@@ -34,6 +34,7 @@ var (
 	pollWarmup   = flag.Duration("poll.warmup", pollPeriod, "BenchmarkPolling: time after the first fetches before the measurement")
 	pollMeasure  = flag.Duration("poll.measure", 2*pollPeriod, "BenchmarkPolling: measured time")
 	pollResync   = flag.Duration("poll.resync", 0, "BenchmarkPolling: how often a JetStream node lists the feed IDs (aggregator ServiceOptions.Resync; 0: its default, 15 s; negative: never)")
+	pollLog      = flag.String("poll.log", "warn", "BenchmarkPolling: the level of the nodes' logs on standard error (debug, info, warn, error)")
 	pollSnaps    = flag.Duration("poll.snapshots", 0, "BenchmarkPolling: how often a JetStream node writes each of its shards' state snapshots (aggregator ServiceOptions.SnapshotEvery; 0: its default, 5 min; negative: never)")
 	pollEvery    = flag.Duration("poll.period", pollPeriod, "BenchmarkPolling: every feed's publishing period")
 	pollSetups   = flag.String("poll.setups", "bbolt,jetstream-1,jetstream-3", "BenchmarkPolling: the setups run, comma-separated")
@@ -291,7 +292,11 @@ func BenchmarkPolling(b *testing.B) {
 	period := *pollEvery
 	pub, pubPID := startPollFleet(b, period)
 	n := *pollFeeds
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*pollLog)); err != nil {
+		b.Fatalf("-poll.log: %v", err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	urls := make([]string, n)
 	for i := range urls {
 		urls[i] = pub.URL(i)
