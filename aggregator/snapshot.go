@@ -3,6 +3,7 @@ package aggregator
 import (
 	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"time"
 
@@ -39,10 +40,12 @@ const DefaultSnapshotEvery = 5 * time.Minute
 // edit it had not heard of yet).
 const snapshotMargin = 30 * time.Second
 
-// snapshotAge bounds, in intervals, the age of a snapshot a takeover
-// uses: an older one (its shard's owner stopped writing it) would make
-// the read of the writes since cost more than the records it saves.
-const snapshotAge = 3
+// snapshotSlack is how much older than SnapshotEvery a snapshot a
+// takeover uses may be: a writing runs late by the time its shards take
+// to write, and a takeover comes seconds after the owner's death. An
+// older snapshot (its shard's owner stopped writing it) is not used: the
+// writes since it would cost more to read than the records it saves.
+const snapshotSlack = 30 * time.Second
 
 // snapshots returns the store and owner that state snapshots need, ok
 // false when either is missing.
@@ -57,73 +60,103 @@ func (s *Service) snapshots() (storage.StateSnapshotter, shardedOwner, bool) {
 	return nil, nil, false
 }
 
-// writeSnapshots runs until ctx ends, writing the snapshot of one owned,
-// loaded shard every SnapshotEvery divided by the shards owned, in turn.
+// snapshotFeed is a feed polled here and its guard, as a round of
+// snapshots found them.
+type snapshotFeed struct {
+	id uint64
+	g  *feedGuard
+}
+
+// writeSnapshots runs until ctx ends, writing the snapshots of the
+// owned, loaded shards in rounds: a round lists the feeds polled here
+// by shard once, then writes one shard's snapshot every SnapshotEvery
+// divided by the shards, so that each shard's turn comes once every
+// SnapshotEvery.
 func (s *Service) writeSnapshots(ctx context.Context) {
 	sn, o, ok := s.snapshots()
 	if !ok {
 		return
 	}
-	last := -1
-	for {
-		t := s.opt.Clock.NewTimer(s.opt.SnapshotEvery / time.Duration(max(1, len(o.Owned()))))
+	wait := func(d time.Duration) bool {
+		t := s.opt.Clock.NewTimer(d)
+		defer t.Stop()
 		select {
 		case <-ctx.Done():
-			t.Stop()
-			return
+			return false
 		case <-t.C():
+			return true
 		}
-		sh, n, err := s.writeNextSnapshot(sn, o, last)
-		if err != nil {
-			s.log.Warn("cannot write the state snapshot of a shard of this node", "shard", sh, "feeds", n, "err", err)
+	}
+	for {
+		round := s.snapshotRound(o)
+		if len(round) == 0 {
+			if !wait(s.opt.SnapshotEvery) {
+				return
+			}
+			continue
 		}
-		if sh >= 0 {
-			last = sh
+		pause := s.opt.SnapshotEvery / time.Duration(len(round))
+		for _, sh := range slices.Sorted(maps.Keys(round)) {
+			if !wait(pause) {
+				return
+			}
+			// A lease lost meanwhile: the new owner's snapshot is not
+			// overwritten.
+			if !slices.Contains(o.Owned(), sh) {
+				continue
+			}
+			d := s.snapshotOf(sh, round[sh])
+			if !slices.Contains(o.Owned(), sh) {
+				continue
+			}
+			if err := sn.PutStateSnapshot(d); err != nil {
+				s.log.Warn("cannot write the state snapshot of a shard of this node", "shard", sh, "feeds", len(d.Entries), "err", err)
+			}
 		}
 	}
 }
 
-// writeNextSnapshot writes the snapshot of the first owned, loaded shard
-// after last (wrapping around), and returns it (-1: none) and how many
-// feeds it holds.
-func (s *Service) writeNextSnapshot(sn storage.StateSnapshotter, o shardedOwner, last int) (shard, n int, err error) {
-	owned := slices.Sorted(slices.Values(o.Owned()))
+// snapshotRound lists the feeds polled here in each owned, loaded shard,
+// by ascending ID.
+func (s *Service) snapshotRound(o shardedOwner) map[int][]snapshotFeed {
 	loaded := s.own.loadedShardSet()
-	owned = slices.DeleteFunc(owned, func(sh int) bool { return !loaded[sh] })
-	if len(owned) == 0 {
-		return -1, 0, nil
+	round := map[int][]snapshotFeed{}
+	for _, sh := range o.Owned() {
+		if loaded[sh] {
+			round[sh] = nil
+		}
 	}
-	i, _ := slices.BinarySearch(owned, last+1)
-	shard = owned[i%len(owned)]
-	d := s.snapshotOf(shard, o.Shards())
-	// A lease lost meanwhile: the new owner's snapshot is not overwritten.
-	if !slices.Contains(o.Owned(), shard) {
-		return shard, 0, nil
+	if len(round) == 0 {
+		return nil
 	}
-	return shard, len(d.Entries), sn.PutStateSnapshot(d)
-}
-
-// snapshotOf builds shard's snapshot from the policies of the feeds
-// polled here: those whose policy schedule.NameOf names, without a
-// sleep plan (a snapshot does not carry one) and not waiting for their
-// records.
-func (s *Service) snapshotOf(shard, shards int) storage.StateSnapshot {
-	now := s.opt.Clock.Now()
-	type feed struct {
-		id uint64
-		g  *feedGuard
-	}
-	// Copied under the lock polls take, filtered by shard after it.
+	// Copied under the lock polls take, sorted into shards after it.
 	s.mu.Lock()
-	feeds := make([]feed, 0, len(s.guards))
+	feeds := make([]snapshotFeed, 0, len(s.guards))
 	for id, g := range s.guards {
-		feeds = append(feeds, feed{id, g})
+		feeds = append(feeds, snapshotFeed{id, g})
 	}
 	s.mu.Unlock()
-	feeds = slices.DeleteFunc(feeds, func(f feed) bool { return cluster.ShardOf(cluster.KindFeed, f.id, shards) != shard })
-	slices.SortFunc(feeds, func(a, b feed) int { return cmp.Compare(a.id, b.id) })
-	d := storage.StateSnapshot{Shard: shard, Written: now, Parts: 1, Entries: make([]storage.StateEntry, 0, len(feeds))}
+	slices.SortFunc(feeds, func(a, b snapshotFeed) int { return cmp.Compare(a.id, b.id) })
+	shards := o.Shards()
 	for _, f := range feeds {
+		sh := cluster.ShardOf(cluster.KindFeed, f.id, shards)
+		if list, ok := round[sh]; ok {
+			round[sh] = append(list, f)
+		}
+	}
+	return round
+}
+
+// snapshotOf builds the snapshot of shard from the policies of its feeds
+// (by ascending ID) that can be snapshot: those whose policy
+// schedule.NameOf names, without a sleep plan (a snapshot does not carry
+// one), not waiting for their records, still polled here.
+func (s *Service) snapshotOf(shard int, feeds []snapshotFeed) storage.StateSnapshot {
+	d := storage.StateSnapshot{Shard: shard, Written: s.opt.Clock.Now(), Parts: 1, Entries: make([]storage.StateEntry, 0, len(feeds))}
+	for _, f := range feeds {
+		if s.guard(f.id) != f.g {
+			continue // dropped, or polled again under another guard
+		}
 		if e, ok := f.g.snapshotEntry(f.id); ok {
 			d.Entries = append(d.Entries, e)
 		}
@@ -162,36 +195,40 @@ type snapshotRead struct {
 
 // snapshotStates reads the snapshots of shards and returns, of their
 // entries, those a takeover can use now: from a snapshot at most
-// snapshotAge intervals old, of a feed whose record was not written
-// since snapshotMargin before it. It returns nil when the store keeps
-// none or cannot tell which records were written (then every record is
-// read).
+// SnapshotEvery plus snapshotSlack old, of a feed whose record was not
+// written since snapshotMargin before it. The snapshots and the writes
+// since the oldest snapshot it may use are read at once. It returns nil
+// when the store keeps none or cannot tell which records were written
+// (then every record is read).
 func (s *Service) snapshotStates(shards []int, now time.Time) (map[uint64]*storage.StateEntry, snapshotRead) {
 	var st snapshotRead
 	sn, _, ok := s.snapshots()
 	if !ok {
 		return nil, st
 	}
+	oldest := now.Add(-s.opt.SnapshotEvery - snapshotSlack)
+	var written map[uint64]time.Time
+	var writtenErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		start := s.opt.Clock.Now()
+		written, writtenErr = sn.FeedsWrittenSince(oldest.Add(-snapshotMargin))
+		st.since = s.opt.Clock.Now().Sub(start)
+	}()
 	start := s.opt.Clock.Now()
 	snaps, err := sn.StateSnapshots(shards)
 	st.read = s.opt.Clock.Now().Sub(start)
+	<-done
 	if err != nil {
 		s.log.Warn("cannot read the state snapshots of the shards this node came to own; reading their records", "shards", len(shards), "err", err)
 		return nil, st
 	}
-	oldest := now.Add(-snapshotAge * s.opt.SnapshotEvery)
+	if writtenErr != nil {
+		s.log.Warn("cannot tell which feeds were written since their shards' state snapshots; reading their records", "shards", len(snaps), "err", writtenErr)
+		return nil, st
+	}
 	snaps = slices.DeleteFunc(snaps, func(d storage.StateSnapshot) bool { return d.Written.Before(oldest) })
-	if len(snaps) == 0 {
-		return nil, st
-	}
-	since := slices.MinFunc(snaps, func(a, b storage.StateSnapshot) int { return a.Written.Compare(b.Written) }).Written.Add(-snapshotMargin)
-	start = s.opt.Clock.Now()
-	written, err := sn.FeedsWrittenSince(since)
-	st.since = s.opt.Clock.Now().Sub(start)
-	if err != nil {
-		s.log.Warn("cannot tell which feeds were written since their shards' state snapshots; reading their records", "shards", len(snaps), "err", err)
-		return nil, st
-	}
 	st.shards, st.writes = len(snaps), len(written)
 	out := map[uint64]*storage.StateEntry{}
 	for _, d := range snaps {
