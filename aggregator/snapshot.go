@@ -47,6 +47,10 @@ const snapshotMargin = 30 * time.Second
 // writes since it would cost more to read than the records it saves.
 const snapshotSlack = 30 * time.Second
 
+// snapshotRetry is how soon a writer that found no loaded shard to
+// snapshot looks again.
+const snapshotRetry = 10 * time.Second
+
 // snapshots returns the store and owner that state snapshots need, ok
 // false when either is missing.
 func (s *Service) snapshots() (storage.StateSnapshotter, shardedOwner, bool) {
@@ -90,7 +94,10 @@ func (s *Service) writeSnapshots(ctx context.Context) {
 	for {
 		round := s.snapshotRound(o)
 		if len(round) == 0 {
-			if !wait(s.opt.SnapshotEvery) {
+			// Nothing loaded yet (a node starting): look again soon,
+			// so that a new node's shards have snapshots within about
+			// an interval of its start.
+			if !wait(min(s.opt.SnapshotEvery, snapshotRetry)) {
 				return
 			}
 			continue

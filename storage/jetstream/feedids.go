@@ -3,6 +3,7 @@ package jetstream
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,7 +69,21 @@ type feedIDSet struct {
 	listing     bool
 	listAdded   []uint64
 	listDeleted map[uint64]struct{}
+
+	// recent is the newest write the watch saw of each feed written
+	// within recentHorizon of the newest write it saw (newest), by the
+	// stream's clock; covered is the time from which it saw every
+	// write (zero: not known yet). A watch that ends clears them.
+	recent     map[uint64]time.Time
+	covered    time.Time
+	newest     time.Time
+	lastPruned time.Time
 }
+
+// recentHorizon is how long the set remembers a feed's write: what
+// FeedsWrittenSince answers without reading the stream (a takeover asks
+// for the writes since its shards' state snapshots, a few minutes).
+const recentHorizon = 10 * time.Minute
 
 // FeedIDs lists the IDs of the stored feeds, ascending, without reading
 // their records: the keys of the defs bucket, from a set a keys-only
@@ -219,10 +234,12 @@ func (x *feedIDSet) mergeLocked(listed []uint64) {
 	x.ids, x.added, x.deleted = merged, x.added[:0], nil
 }
 
-// note records what the watch saw of feed id.
-func (x *feedIDSet) note(id uint64, deleted bool) {
+// note records what the watch saw of feed id: a write at at (by the
+// stream's clock), a delete when deleted.
+func (x *feedIDSet) note(id uint64, deleted bool, at time.Time) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.wroteLocked(id, at)
 	if deleted {
 		if x.deleted == nil {
 			x.deleted = map[uint64]struct{}{}
@@ -245,6 +262,53 @@ func (x *feedIDSet) note(id uint64, deleted bool) {
 		delete(x.listDeleted, id)
 		x.listAdded = append(x.listAdded, id)
 	}
+}
+
+// wroteLocked remembers feed id's write at at, and forgets the writes
+// past recentHorizon once a minute.
+func (x *feedIDSet) wroteLocked(id uint64, at time.Time) {
+	if at.IsZero() {
+		return
+	}
+	if x.recent == nil {
+		x.recent = map[uint64]time.Time{}
+	}
+	if at.After(x.recent[id]) {
+		x.recent[id] = at
+	}
+	if x.covered.IsZero() {
+		x.covered, x.lastPruned = at, at
+	}
+	if at.After(x.newest) {
+		x.newest = at
+	}
+	if x.newest.Sub(x.lastPruned) < time.Minute {
+		return
+	}
+	horizon := x.newest.Add(-recentHorizon)
+	maps.DeleteFunc(x.recent, func(_ uint64, t time.Time) bool { return t.Before(horizon) })
+	if x.covered.Before(horizon) {
+		x.covered = horizon
+	}
+	x.lastPruned = x.newest
+}
+
+// writtenSince returns the feeds the watch saw written at or after t
+// with the time of each one's newest write; ok is false when the watch
+// may have missed some (it began, or forgot, after t).
+func (x *feedIDSet) writtenSince(t time.Time) (map[uint64]time.Time, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.watch == nil || x.covered.IsZero() || t.Before(x.covered) {
+		return nil, false
+	}
+	out := map[uint64]time.Time{}
+	for id, at := range x.recent {
+		if !at.Before(t) {
+			out[id] = at
+		}
+	}
+	return out, true
 }
 
 // startWatch starts a watch on the defs bucket's feed keys, headers
@@ -278,6 +342,8 @@ func (x *feedIDSet) follow(ctx context.Context, w jetstream.KeyWatcher, gen uint
 		x.mu.Lock()
 		if x.watchGen == gen {
 			x.watch = nil // the next FeedIDs lists again
+			// The next watch starts from its own first write.
+			x.recent, x.covered, x.newest, x.lastPruned = nil, time.Time{}, time.Time{}, time.Time{}
 		}
 		x.mu.Unlock()
 	}()
@@ -297,7 +363,7 @@ func (x *feedIDSet) follow(ctx context.Context, w jetstream.KeyWatcher, gen uint
 			if err != nil {
 				continue
 			}
-			x.note(id, e.Operation() != jetstream.KeyValuePut)
+			x.note(id, e.Operation() != jetstream.KeyValuePut, e.Created())
 		}
 	}
 }

@@ -93,11 +93,18 @@ func TestStateSnapshots(t *testing.T) {
 
 // TestFeedsWrittenSince: the feeds whose records were created, written
 // or deleted at or after a time, each with its newest write, and none
-// written only before.
+// written only before; a Backend whose feed-ID watch followed the bucket
+// since then answers the same from what it saw.
 func TestFeedsWrittenSince(t *testing.T) {
 	c := jstest.NewCluster(t, 3)
 	ctx := testCtx(t)
 	st, _ := openStore(t, c)
+	watcher, _ := openStore(t, c)
+	b := sjs.NewBackend(watcher, 0)
+	t.Cleanup(func() { b.Close() })
+	if _, err := b.FeedIDs(); err != nil { // starts the watch
+		t.Fatal(err)
+	}
 	var ids []uint64
 	for i := range 6 {
 		f := storage.Feed{Kind: storage.KindRemote, URL: "http://127.0.0.1:1/w" + strconv.Itoa(i), Policy: "auto"}
@@ -135,6 +142,20 @@ func TestFeedsWrittenSince(t *testing.T) {
 		if at.Before(since) || at.After(time.Now()) {
 			t.Errorf("feed %d written at %v, not between %v and now", id, at, since)
 		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		seen, err := b.FeedsWrittenSince(since)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if maps.Equal(seen, got) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the Backend's watch answers %v, the stream %v", seen, got)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	all, err := st.FeedsWrittenSince(ctx, time.Time{})
 	if err != nil || len(all) != 7 {
