@@ -871,7 +871,8 @@ func TestTakeoverUnreadableRecord(t *testing.T) {
 
 // TestTakeoverFromSnapshots: a node taking shards over gives each feed
 // its policy from its shard's state snapshot at once when the feed's
-// record was not written since 30 s before the snapshot, and reads the
+// record was not written since a digest interval (here a minute, more
+// than 30 s) before the snapshot, and reads the
 // records of the others (deferred: here those reads fail, so each is
 // read just before its fetch); every feed is fetched once, at its
 // learned time. A snapshot the store cannot read, or writes since it
@@ -920,7 +921,9 @@ func TestTakeoverFromSnapshots(t *testing.T) {
 						continue
 					}
 					listed := slices.ContainsFunc(sn.Entries, func(e storage.StateEntry) bool { return e.ID == id })
-					if listed && f.LastFetch.Before(sn.Written.Add(-30*time.Second)) {
+					// The margin is the digests' interval here (a minute),
+					// longer than snapshotMargin.
+					if listed && f.LastFetch.Before(sn.Written.Add(-time.Minute)) {
 						fromSnapshot[id] = true
 					}
 				}

@@ -38,8 +38,15 @@ const DefaultSnapshotEvery = 5 * time.Minute
 // write still makes the feed's snapshot entry unusable: it covers the
 // clocks of the writing node and of the store's servers disagreeing,
 // and a write the writing node had not yet folded into its policy (an
-// edit it had not heard of yet).
+// edit it had not heard of yet). A takeover uses at least DigestEvery:
+// a feed polled after its shard's last digest (whose due time is then
+// stale) is always read from its record, which holds it until its
+// learned time.
 const snapshotMargin = 30 * time.Second
+
+// writtenMargin is the margin a takeover uses: snapshotMargin, at least
+// DigestEvery.
+func (s *Service) writtenMargin() time.Duration { return max(snapshotMargin, s.opt.DigestEvery) }
 
 // snapshotSlack is how much older than SnapshotEvery a snapshot a
 // takeover uses may be: a writing runs late by the time its shards take
@@ -221,7 +228,7 @@ func (s *Service) snapshotStates(shards []int, now time.Time) (map[uint64]*stora
 	go func() {
 		defer close(done)
 		start := s.opt.Clock.Now()
-		written, writtenErr = sn.FeedsWrittenSince(oldest.Add(-snapshotMargin))
+		written, writtenErr = sn.FeedsWrittenSince(oldest.Add(-s.writtenMargin()))
 		st.since = s.opt.Clock.Now().Sub(start)
 	}()
 	start := s.opt.Clock.Now()
@@ -240,7 +247,7 @@ func (s *Service) snapshotStates(shards []int, now time.Time) (map[uint64]*stora
 	st.shards, st.writes = len(snaps), len(written)
 	out := map[uint64]*storage.StateEntry{}
 	for _, d := range snaps {
-		from := d.Written.Add(-snapshotMargin)
+		from := d.Written.Add(-s.writtenMargin())
 		for i := range d.Entries {
 			e := &d.Entries[i]
 			if at, ok := written[e.ID]; ok && !at.Before(from) {
