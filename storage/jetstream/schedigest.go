@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,21 +35,81 @@ func (s *Store) PutScheduleDigest(ctx context.Context, d storage.ScheduleDigest)
 		return err
 	}
 	parts, err := storage.SplitDigest(d, s.maxData)
+	if err == nil {
+		err = putShardParts(ctx, kv, parts, func(part int) string { return digestKey(d.Shard, part) })
+	}
 	if err != nil {
 		return fmt.Errorf("schedule digest of shard %d: %w", d.Shard, err)
 	}
-	// Parts after the first go first: a reader that sees the new part 0
-	// finds the parts it names.
+	return nil
+}
+
+// putShardParts stores the parts of one shard's writing under key(part),
+// the parts after the first first: a reader that sees the new part 0
+// finds the parts it names.
+func putShardParts(ctx context.Context, kv jetstream.KeyValue, parts [][]byte, key func(part int) string) error {
 	for i := len(parts) - 1; i >= 0; i-- {
-		if _, err := kv.Put(ctx, digestKey(d.Shard, i), parts[i]); err != nil {
-			return fmt.Errorf("schedule digest of shard %d: %w", d.Shard, err)
+		if _, err := kv.Put(ctx, key(i), parts[i]); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
+// readShardParts reads, for each shard of shards, up to digestReaders
+// shards at once, the part 0 of its newest writing under key and then
+// the other parts its count names, each decoded by decode (which
+// returns the part, its writing's part count and whether it can be
+// used). A shard whose part 0 is missing or unusable is left out; a
+// part after it that is, is skipped. The error is the first read error
+// other than a missing key.
+func readShardParts[P any](ctx context.Context, kv jetstream.KeyValue, shards []int, key func(shard, part int) string,
+	decode func(shard, part int, b []byte) (p P, parts int, ok bool)) (map[int][]P, error) {
+	var (
+		mu    sync.Mutex
+		out   = map[int][]P{}
+		first error
+	)
+	get := func(shard, part int) (P, int, bool) {
+		e, err := kv.Get(ctx, key(shard, part))
+		if err != nil {
+			if !errors.Is(err, jetstream.ErrKeyNotFound) {
+				mu.Lock()
+				first = cmp.Or(first, err)
+				mu.Unlock()
+			}
+			var zero P
+			return zero, 0, false
+		}
+		return decode(shard, part, e.Value())
+	}
+	sem := make(chan struct{}, digestReaders)
+	var wg sync.WaitGroup
+	for _, shard := range shards {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			head, n, ok := get(shard, 0)
+			if !ok {
+				return
+			}
+			got := []P{head}
+			for p := 1; p < n; p++ {
+				if d, _, ok := get(shard, p); ok {
+					got = append(got, d)
+				}
+			}
+			mu.Lock()
+			out[shard] = got
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out, first
+}
+
 // ScheduleDigests returns the newest digest of each shard of shards that
-// has one (storage.ScheduleDigester), reading up to digestReaders parts
+// has one (storage.ScheduleDigester), reading up to digestReaders shards
 // at once. A part that cannot be read or decoded leaves its entries out.
 func (s *Store) ScheduleDigests(ctx context.Context, shards []int) ([]storage.ScheduleDigest, error) {
 	kv, err := s.digests(ctx, false)
@@ -58,53 +119,17 @@ func (s *Store) ScheduleDigests(ctx context.Context, shards []int) ([]storage.Sc
 	if err != nil {
 		return nil, err
 	}
-	var (
-		mu    sync.Mutex
-		parts []storage.ScheduleDigest
-		first error
-	)
-	get := func(shard, part int) (storage.ScheduleDigest, bool) {
-		e, err := kv.Get(ctx, digestKey(shard, part))
-		if err != nil {
-			if !errors.Is(err, jetstream.ErrKeyNotFound) {
-				mu.Lock()
-				if first == nil {
-					first = err
-				}
-				mu.Unlock()
-			}
-			return storage.ScheduleDigest{}, false
-		}
-		d, err := storage.DecodeDigest(e.Value())
+	byShard, first := readShardParts(ctx, kv, shards, digestKey, func(shard, part int, b []byte) (storage.ScheduleDigest, int, bool) {
+		d, err := storage.DecodeDigest(b)
 		if err != nil || d.Shard != shard || d.Part != part {
-			return storage.ScheduleDigest{}, false
+			return storage.ScheduleDigest{}, 0, false
 		}
-		return d, true
+		return d, d.Parts, true
+	})
+	var parts []storage.ScheduleDigest
+	for _, got := range byShard {
+		parts = append(parts, got...)
 	}
-	sem := make(chan struct{}, digestReaders)
-	var wg sync.WaitGroup
-	for _, shard := range shards {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			head, ok := get(shard, 0)
-			if !ok {
-				return
-			}
-			got := []storage.ScheduleDigest{head}
-			for p := 1; p < head.Parts; p++ {
-				if d, ok := get(shard, p); ok {
-					got = append(got, d)
-				}
-			}
-			mu.Lock()
-			parts = append(parts, got...)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
 	if len(parts) == 0 && first != nil {
 		return nil, fmt.Errorf("schedule digests: %w", first)
 	}

@@ -1,13 +1,11 @@
 package jetstream
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -22,22 +20,19 @@ func snapshotKey(shard, part int) string {
 }
 
 // PutStateSnapshot stores d, one shard's snapshot whole, in as many
-// parts as the message size needs, the parts after the first first (a
-// reader that sees the new part 0 finds the parts it names; parts of an
-// earlier, longer writing are left, with another written time).
+// parts as the message size needs (putShardParts; parts of an earlier,
+// longer writing are left, with another written time).
 func (s *Store) PutStateSnapshot(ctx context.Context, d storage.StateSnapshot) error {
 	kv, err := s.digests(ctx, true)
 	if err != nil {
 		return err
 	}
 	parts, err := storage.SplitStateSnapshot(d, s.maxData)
+	if err == nil {
+		err = putShardParts(ctx, kv, parts, func(part int) string { return snapshotKey(d.Shard, part) })
+	}
 	if err != nil {
 		return fmt.Errorf("state snapshot of shard %d: %w", d.Shard, err)
-	}
-	for i := len(parts) - 1; i >= 0; i-- {
-		if _, err := kv.Put(ctx, snapshotKey(d.Shard, i), parts[i]); err != nil {
-			return fmt.Errorf("state snapshot of shard %d: %w", d.Shard, err)
-		}
 	}
 	return nil
 }
@@ -54,53 +49,32 @@ func (s *Store) StateSnapshots(ctx context.Context, shards []int) ([]storage.Sta
 	if err != nil {
 		return nil, err
 	}
-	var (
-		mu    sync.Mutex
-		out   []storage.StateSnapshot
-		first error
-	)
-	get := func(shard, part int) (storage.StateSnapshot, bool) {
-		e, err := kv.Get(ctx, snapshotKey(shard, part))
-		if err != nil {
-			if !errors.Is(err, jetstream.ErrKeyNotFound) {
-				mu.Lock()
-				first = cmp.Or(first, err)
-				mu.Unlock()
-			}
-			return storage.StateSnapshot{}, false
-		}
-		d, err := storage.DecodeStateSnapshot(e.Value())
+	byShard, first := readShardParts(ctx, kv, shards, snapshotKey, func(shard, part int, b []byte) (storage.StateSnapshot, int, bool) {
+		d, err := storage.DecodeStateSnapshot(b)
 		if err != nil || d.Shard != shard || d.Part != part {
-			return storage.StateSnapshot{}, false
+			return storage.StateSnapshot{}, 0, false
 		}
-		return d, true
-	}
-	sem := make(chan struct{}, digestReaders)
-	var wg sync.WaitGroup
-	for _, shard := range shards {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			whole, ok := get(shard, 0)
-			if !ok {
-				return
+		return d, d.Parts, true
+	})
+	var out []storage.StateSnapshot
+	for _, parts := range byShard {
+		whole := parts[0]
+		if len(parts) != whole.Parts {
+			continue
+		}
+		for _, d := range parts[1:] {
+			if !d.Written.Equal(whole.Written) || d.Parts != whole.Parts {
+				whole.Parts = 0
+				break
 			}
-			for p := 1; p < whole.Parts; p++ {
-				d, ok := get(shard, p)
-				if !ok || !d.Written.Equal(whole.Written) || d.Parts != whole.Parts {
-					return
-				}
-				whole.Entries = append(whole.Entries, d.Entries...)
-			}
-			whole.Part, whole.Parts = 0, 1
-			mu.Lock()
-			out = append(out, whole)
-			mu.Unlock()
-		}()
+			whole.Entries = append(whole.Entries, d.Entries...)
+		}
+		if whole.Parts == 0 {
+			continue
+		}
+		whole.Parts = 1
+		out = append(out, whole)
 	}
-	wg.Wait()
 	if len(out) == 0 && first != nil {
 		return nil, fmt.Errorf("state snapshots: %w", first)
 	}
