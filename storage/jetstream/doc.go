@@ -85,6 +85,14 @@
 // their observations, read on their shards' subjects only, and the state
 // reached is written back at the revision read.
 //
+// Each owner also writes its shards' schedule digests and state snapshots
+// to the digest bucket (DigestBucket: shard.<shard>.<part> and
+// state.<shard>.<part>, parts under the message size), and a Backend
+// answers FeedsWrittenSince from the writes its feed-ID watch saw in the
+// last ten minutes: a node taking shards over gives a feed not written
+// since its shard's snapshot its state from there, and reads only the
+// records of the others (aggregator's snapshot.go).
+//
 // FeedStates loads the records and every observation of many feeds in
 // two ordered-consumer passes. Reads delete their ephemeral consumers
 // once done, and polls catch up with a feed's new items by direct gets,
