@@ -186,13 +186,6 @@ func (s *Store) readAllObservations(ctx context.Context, out map[uint64]*FeedSta
 // order, through one ordered consumer with the deliver policy given, up
 // to the last message the stream's leader held when the pass began.
 func (s *Store) pass(ctx context.Context, stream jetstream.Stream, filters []string, policy jetstream.DeliverPolicy, what string, fn func(jetstream.Msg) error) error {
-	return s.passWith(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: filters, DeliverPolicy: policy}, what, fn)
-}
-
-// passWith is pass with the consumer's filters, deliver policy, start
-// and headers-only choice given in cfg.
-func (s *Store) passWith(ctx context.Context, stream jetstream.Stream, cfg jetstream.OrderedConsumerConfig, what string, fn func(jetstream.Msg) error) error {
-	filters := cfg.FilterSubjects
 	info, err := stream.Info(ctx) // answered by the stream's leader
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
@@ -201,8 +194,10 @@ func (s *Store) passWith(ctx context.Context, stream jetstream.Stream, cfg jetst
 	if target == 0 {
 		return nil
 	}
-	cfg.InactiveThreshold, cfg.MaxResetAttempts = 10*time.Second, passResetAttempts
-	cons, err := stream.OrderedConsumer(ctx, cfg)
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: filters, DeliverPolicy: policy,
+		InactiveThreshold: 10 * time.Second, MaxResetAttempts: passResetAttempts,
+	})
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}

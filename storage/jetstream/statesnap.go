@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -59,18 +60,12 @@ func (s *Store) StateSnapshots(ctx context.Context, shards []int) ([]storage.Sta
 	var out []storage.StateSnapshot
 	for _, parts := range byShard {
 		whole := parts[0]
-		if len(parts) != whole.Parts {
+		otherWriting := func(d storage.StateSnapshot) bool { return !d.Written.Equal(whole.Written) || d.Parts != whole.Parts }
+		if len(parts) != whole.Parts || slices.ContainsFunc(parts[1:], otherWriting) {
 			continue
 		}
 		for _, d := range parts[1:] {
-			if !d.Written.Equal(whole.Written) || d.Parts != whole.Parts {
-				whole.Parts = 0
-				break
-			}
 			whole.Entries = append(whole.Entries, d.Entries...)
-		}
-		if whole.Parts == 0 {
-			continue
 		}
 		whole.Parts = 1
 		out = append(out, whole)
