@@ -29,8 +29,10 @@ func TestClusterSurvivesLeaderStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kv.Put(ctx, "a", []byte("1")); err != nil {
-		t.Fatal(err)
+	// A new R3 bucket's stream may still be electing its first leader:
+	// the first write is answered once it has one.
+	if err := putOnce(ctx, kv, "a", "1"); err != nil {
+		t.Fatalf("no write accepted by the new bucket: %v", err)
 	}
 	st, err := kv.Status(ctx)
 	if err != nil {
@@ -54,16 +56,8 @@ func TestClusterSurvivesLeaderStop(t *testing.T) {
 	c.Stop(leader)
 	// Writes fail until the bucket has a new leader; retry within the
 	// bounded context.
-	for {
-		wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err = kv.Put(wctx, "b", []byte("2"))
-		wcancel()
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("no write accepted after stopping the bucket leader: %v", err)
-		}
+	if err := putOnce(ctx, kv, "b", "2"); err != nil {
+		t.Fatalf("no write accepted after stopping the bucket leader: %v", err)
 	}
 	t.Logf("first write after stopping the leader accepted after %s", time.Since(stopped).Round(time.Millisecond))
 
@@ -100,5 +94,18 @@ func TestSingleServer(t *testing.T) {
 	defer cancel()
 	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "solo"}); err != nil {
 		t.Fatalf("KV after restart: %v", err)
+	}
+}
+
+// putOnce writes key until a write is accepted, each try bounded to 2 s,
+// or ctx ends (its last error).
+func putOnce(ctx context.Context, kv jetstream.KeyValue, key, value string) error {
+	for {
+		wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := kv.Put(wctx, key, []byte(value))
+		wcancel()
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
 	}
 }
