@@ -89,27 +89,65 @@ type Plan struct {
 // Empty reports whether the plan writes nothing.
 func (p Plan) Empty() bool { return len(p.Renew)+len(p.Release)+len(p.Claim) == 0 }
 
+// ResumeGrace is how long a lease that had not expired when KV writes
+// began failing stays unexpired once they succeed again: Renew/2 (1.5 s
+// by default). A live holder's renewals are overdue by then; its driver
+// probes the bucket every Tick/4 while writes fail and renews every
+// overdue lease as soon as one probe succeeds, so it shows itself within
+// about Tick of the bucket's return, inside the grace. The lease of a
+// holder that died with the bucket's leader (a SIGKILLed --nats-embed
+// node) is claimed ResumeGrace after the re-election, which itself takes
+// NATS's Raft election timeout, 4–9 s: failover then fits the 15 s target
+// even when the election needs a second round.
+func (t Timing) ResumeGrace() time.Duration { return t.Renew / 2 }
+
 // ResumeSeen is the observation time of a value seen at seen once KV
 // writes succeed again at now after failing since lostAt. A value that
 // had expired by lostAt stays as it was. One that had not keeps the age
-// it had, the outage included, but expires no sooner than Renew after
-// now: a live holder, whose renewal is overdue and is written as soon as
-// its own writes succeed (at its next tick), gets that long to show
-// itself, while the lease of a holder that died with the bucket's leader
-// (a SIGKILLed --nats-embed node) is claimed Renew after the re-election.
-// The re-election itself takes NATS's Raft election timeout, 4–9 s, so a
-// longer grace would put such a failover past the 15 s target. Safety
-// does not rest on this: a holder stops acting TTL−Margin after its last
-// successful write, before any observer that saw that write can count TTL
-// from it, and a later observation only delays a claim.
+// it had, the outage included, but expires no sooner than ResumeGrace
+// after now. Safety does not rest on this: a holder stops acting
+// TTL−Margin after its last successful write, before any observer that
+// saw that write can count TTL from it, and a later observation only
+// delays a claim; a grace too short would only move a live holder's
+// shards.
 func ResumeSeen(seen, lostAt, now time.Time, t Timing) time.Time {
 	if lostAt.Sub(seen) >= t.TTL {
 		return seen
 	}
-	if floor := now.Add(t.Renew - t.TTL); seen.Before(floor) { // expiry at now + Renew
+	if floor := now.Add(t.ResumeGrace() - t.TTL); seen.Before(floor) { // expiry at now + grace
 		return floor
 	}
 	return seen
+}
+
+// NextExpiry is the earliest time after v.Now at which a lease held by
+// another process, or another member's key, will have been seen unchanged
+// for TTL: the next moment Decide's plan can change with the clock alone
+// besides this node's own renewals. A driver that re-decides then claims
+// a dead node's shards the moment they expire rather than at its next
+// tick. Zero when nothing will expire, and while writes fail (nothing
+// expires then).
+func NextExpiry(v View, t Timing) time.Time {
+	var next time.Time
+	consider := func(seen time.Time) {
+		if at := seen.Add(t.TTL); at.After(v.Now) && (next.IsZero() || at.Before(next)) {
+			next = at
+		}
+	}
+	if !v.Healthy {
+		return next
+	}
+	for _, l := range v.Leases {
+		if l.Holder != "" && !v.mine(l) {
+			consider(l.Seen)
+		}
+	}
+	for _, m := range v.Members {
+		if m.Name != v.Self && m.Name != "" {
+			consider(m.Seen)
+		}
+	}
+	return next
 }
 
 // mine reports whether l was written by this node process.

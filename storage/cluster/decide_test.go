@@ -292,16 +292,19 @@ func TestOwned(t *testing.T) {
 
 func TestResumeSeen(t *testing.T) {
 	lost := t0.Add(time.Minute)
-	back := lost.Add(5 * time.Second)
-	grace := tm.Renew // a live holder's time to renew after back
+	back := lost.Add(tm.TTL)  // a long outage: a re-election's second round
+	grace := tm.ResumeGrace() // a live holder's time to renew after back
+	if grace <= 0 || grace >= tm.Renew {
+		t.Fatalf("ResumeGrace = %s, want between 0 and Renew", grace)
+	}
 	tests := []struct {
 		name       string
 		seen, back time.Time
 		want       time.Time
 	}{
 		{"renewed just before a long outage: expires grace after it", lost.Add(-time.Second), back, back.Add(grace - tm.TTL)},
-		{"seen during the outage, after the grace point: keeps its age", lost.Add(time.Second), back, lost.Add(time.Second)},
-		{"seen early in a long outage: expires grace after it", lost.Add(time.Second), lost.Add(8 * time.Second), lost.Add(8*time.Second + grace - tm.TTL)},
+		{"seen during the outage, after the grace point: keeps its age", lost.Add(grace + time.Second), back, lost.Add(grace + time.Second)},
+		{"seen early in a long outage: expires grace after it", lost.Add(time.Second), lost.Add(tm.TTL + time.Second), lost.Add(time.Second + grace)},
 		{"one tick short of expiry at the outage: still saved", lost.Add(-tm.TTL + time.Millisecond), back, back.Add(grace - tm.TTL)},
 		{"short outage: keeps its age", lost.Add(-time.Second), lost.Add(time.Second), lost.Add(-time.Second)},
 		{"seen after the grace point: unchanged", back.Add(-time.Second), back, back.Add(-time.Second)},
@@ -319,6 +322,85 @@ func TestResumeSeen(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestNextExpiry(t *testing.T) {
+	now := t0.Add(time.Minute)
+	tests := []struct {
+		name string
+		view func() View
+		want time.Time // zero: nothing expires
+	}{
+		{"only this process's leases and no members", func() View {
+			return table(now, now.Add(-time.Second), now, nil, "me", "me", "")
+		}, time.Time{}},
+		{"another holder's lease: TTL after it was seen", func() View {
+			return table(now, now.Add(-2*time.Second), now, nil, "me", "a", "")
+		}, now.Add(tm.TTL - 2*time.Second)},
+		{"this node's name from an older instance counts as another holder", func() View {
+			return table(now, now.Add(-5*time.Second), now, nil, "me-old")
+		}, now.Add(tm.TTL - 5*time.Second)},
+		{"the earliest of leases and member keys", func() View {
+			v := table(now, now.Add(-2*time.Second), now, []string{"a", "b"}, "a", "b")
+			v.Leases[1].Seen = now.Add(-4 * time.Second)
+			v.Members[0].Seen = now.Add(-3 * time.Second)
+			return v
+		}, now.Add(tm.TTL - 4*time.Second)},
+		{"a member key this node saw longest ago goes first", func() View {
+			v := table(now, now, now, []string{"a"}, "a")
+			v.Members[0].Seen = now.Add(-8 * time.Second)
+			return v
+		}, now.Add(tm.TTL - 8*time.Second)},
+		{"this node's own member key never expires for it", func() View {
+			v := table(now, now, now, []string{"me"}, "me")
+			v.Members[0].Seen = now.Add(-8 * time.Second)
+			return v
+		}, time.Time{}},
+		{"already expired: the next one after now", func() View {
+			v := table(now, now.Add(-tm.TTL), now, nil, "a", "b")
+			v.Leases[1].Seen = now.Add(-time.Second)
+			return v
+		}, now.Add(tm.TTL - time.Second)},
+		{"expiring exactly now is not after now", func() View {
+			return table(now, now.Add(-tm.TTL), now, nil, "a")
+		}, time.Time{}},
+		{"writes failing: nothing expires", func() View {
+			v := table(now, now.Add(-2*time.Second), now, []string{"a"}, "a")
+			v.Healthy = false
+			return v
+		}, time.Time{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := tt.view()
+			got := NextExpiry(v, tm)
+			if !got.Equal(tt.want) {
+				t.Fatalf("NextExpiry = %v, want %v", got, tt.want)
+			}
+			if got.IsZero() {
+				return
+			}
+			// Decide's plan may change at got and at no earlier tick.
+			before := v
+			before.Now = got.Add(-time.Millisecond)
+			at := v
+			at.Now = got
+			if expiredCount(before) == expiredCount(at) {
+				t.Fatalf("nothing expires at %v", got.Sub(now))
+			}
+		})
+	}
+}
+
+// expiredCount counts the leases and member keys v sees as expired.
+func expiredCount(v View) int {
+	n := 0
+	for _, l := range v.Leases {
+		if v.expired(l, tm) {
+			n++
+		}
+	}
+	return n + len(v.Members) + 1 - len(v.Live(tm))
 }
 
 func TestEverythingOwnsAll(t *testing.T) {

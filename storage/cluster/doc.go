@@ -17,8 +17,9 @@
 // keys, whether KV writes succeed, and when this node last renewed each
 // of its leases) it returns a Plan of renewals, releases and claims.
 // Owned says which shards a view lets the node act on; ResumeSeen is how
-// observation times are carried over a KV outage; StatusOf is the
-// cluster as a view shows it.
+// observation times are carried over a KV outage; NextExpiry is when the
+// plan next changes with the clock; StatusOf is the cluster as a view
+// shows it.
 //
 // # Lease rules
 //
@@ -29,18 +30,21 @@
 //     successful renewal; renewals go out every Timing.Renew (TTL/3).
 //   - While writes fail (no bucket leader, no server) nothing is claimed
 //     or released; when they succeed again, every value not yet expired
-//     when they began failing counts as seen afresh, so holders get time
-//     to renew: a JetStream re-election moves no lease.
+//     when they began failing expires no sooner than Timing.ResumeGrace
+//     after they succeed again, so holders get time to renew: a JetStream
+//     re-election moves no lease, and a holder that died meanwhile loses
+//     its shards that grace after the bucket is back.
 //   - Every node aims at floor(n/m)…ceil(n/m) of n shards among m live
 //     members (members whose key was written within TTL); a stable cluster
 //     inside that range writes nothing but renewals.
 //
 // # Tests
 //
-// decide_test.go pins Decide, Owned, Share, ResumeSeen, ShardOf and
+// decide_test.go pins Decide, Owned, Share, ResumeSeen, NextExpiry, ShardOf and
 // ValidNodeName with tables; sim_test.go runs Decide for several nodes on
 // a fake clock over an in-memory compare-and-set table through start, two
-// stable minutes, a kill, a join, a 6 s bucket outage and a partition,
+// stable minutes, a kill, a join, a 6 s bucket outage, a partition, an
+// outage noticed unevenly and a node dying with the bucket's leader,
 // checking every 500 ms that no shard has two owners. deps_test.go fails
 // when a core package links NATS.
 package cluster

@@ -19,6 +19,9 @@ type simLease struct {
 type simNode struct {
 	name, inst string
 	alive, cut bool // cut: partitioned from the bucket
+	// failUntil: the node's writes fail until then though it sees the
+	// bucket (it has not noticed that the bucket is back).
+	failUntil  time.Time
 	leases     []Lease
 	renewed    []time.Time
 	members    map[string]Member
@@ -71,7 +74,7 @@ func (s *sim) publish(shard int, l simLease) {
 // reach reports whether n's writes get through, and makes its view
 // healthy or unhealthy as the driver does.
 func (s *sim) reach(n *simNode) bool {
-	if n.cut {
+	if n.cut || s.now.Before(n.failUntil) {
 		if n.healthy {
 			n.healthy, n.lostAt = false, s.now
 		}
@@ -220,7 +223,9 @@ func (s *sim) requireEven(names ...string) {
 // TestSimulatedCluster drives three nodes through start, a stable period,
 // a kill, a join, a bucket outage and a partition, checking that no shard
 // is ever owned twice, that the share evens out, that a stable cluster
-// moves nothing, and that a dead node's shards move within 15 s.
+// moves nothing, and that a dead node's shards move within 15 s, or within
+// ResumeGrace of the bucket's return when it died with the bucket's
+// leader.
 func TestSimulatedCluster(t *testing.T) {
 	s := newSim(t, 64)
 	n1 := s.add("n1")
@@ -306,5 +311,58 @@ func TestSimulatedCluster(t *testing.T) {
 		}
 		s.run(40 * time.Second)
 		s.requireEven("n1", "n2", "n4")
+	})
+
+	t.Run("a bucket outage noticed a second apart moves no lease", func(t *testing.T) {
+		// The bucket is back for every node at once, but each notices
+		// at its own time (a probe in flight, a tick apart): the grace
+		// covers a node a whole Tick late.
+		s.t = t
+		moves := s.moves
+		for _, n := range s.nodes {
+			n.cut = n.alive
+		}
+		s.run(8 * time.Second)
+		back := s.now
+		for i, n := range []*simNode{n1, s.nodes[1], s.nodes[3]} {
+			n.cut = false
+			n.failUntil = back.Add(time.Duration(i) * 500 * time.Millisecond)
+		}
+		s.run(20 * time.Second)
+		if s.moves != moves {
+			t.Fatalf("%d claims/releases around an outage noticed unevenly", s.moves-moves)
+		}
+		s.requireEven("n1", "n2", "n4")
+	})
+
+	t.Run("a node dying with the bucket's leader loses its shards a grace after the re-election", func(t *testing.T) {
+		// A SIGKILLed --nats-embed node that led the lease bucket: no
+		// write succeeds until the bucket has a new leader (here 10 s
+		// later), then the dead node's leases expire ResumeGrace after.
+		s.t = t
+		for _, n := range s.nodes {
+			n.cut = n.alive
+		}
+		s.nodes[3].alive = false
+		s.run(10 * time.Second)
+		for _, n := range s.nodes {
+			n.cut = false
+		}
+		back := s.now
+		for s.now.Sub(back) < 15*time.Second {
+			if _, unowned := s.counts(); unowned == 0 {
+				break
+			}
+			s.run(500 * time.Millisecond)
+		}
+		took := s.now.Sub(back)
+		t.Logf("re-owned %s after the bucket was back", took)
+		// Noticed at the first step after back, expired a grace later,
+		// claimed at the next step.
+		if limit := tm.ResumeGrace() + time.Second; took > limit {
+			t.Fatalf("re-owned %s after the bucket was back, want ≤ %s", took, limit)
+		}
+		s.run(20 * time.Second)
+		s.requireEven("n1", "n2")
 	})
 }

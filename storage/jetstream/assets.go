@@ -59,11 +59,11 @@ func createAuto[T any](ctx context.Context, create func(replicas int) (T, error)
 // An existing bucket is used as it is (its replicas are an operator's
 // choice).
 func KeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	kv, err := retryUnanswered(ctx, func(ctx context.Context) (jetstream.KeyValue, error) { return keyValue(ctx, js, cfg) })
+	kv, err := RetryUnanswered(ctx, func(ctx context.Context) (jetstream.KeyValue, error) { return keyValue(ctx, js, cfg) })
 	if err != nil {
 		return nil, err
 	}
-	s, err := retryUnanswered(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, kvStreamPrefix+cfg.Bucket) })
+	s, err := RetryUnanswered(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, kvStreamPrefix+cfg.Bucket) })
 	if err != nil {
 		return nil, fmt.Errorf("open bucket %s: %w", cfg.Bucket, err)
 	}
@@ -106,7 +106,7 @@ func keyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValu
 // exist; cfg.Replicas 0 is handled as in KeyValue. An existing stream is
 // updated to cfg's subjects and limits, keeping its replicas.
 func Stream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
-	s, err := retryUnanswered(ctx, func(ctx context.Context) (jetstream.Stream, error) { return stream(ctx, js, cfg) })
+	s, err := RetryUnanswered(ctx, func(ctx context.Context) (jetstream.Stream, error) { return stream(ctx, js, cfg) })
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +130,7 @@ var errNoLeader = errors.New("stream has no leader yet")
 // to the server that answers its info ("stream not found" while the meta
 // leader's assignment reaches it): answering takes that as unanswered too.
 func answering(ctx context.Context, s jetstream.Stream) error {
-	_, err := retryUnanswered(ctx, func(ctx context.Context) (struct{}, error) {
+	_, err := RetryUnanswered(ctx, func(ctx context.Context) (struct{}, error) {
 		err := probeStream(ctx, s)
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
 			err = fmt.Errorf("%w: %w", errNotAssigned, err)
@@ -198,14 +198,15 @@ func stream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamCon
 // assetAttempt bounds one try of opening or creating an asset.
 const assetAttempt = 5 * time.Second
 
-// retryUnanswered runs open, each time within assetAttempt, again while
+// RetryUnanswered runs open, each time within assetAttempt, again while
 // the cluster leaves it unanswered (a JetStream API request timing out, no
 // responders, no response from a stream, a stream with no leader yet: a
 // meta or stream leader being elected, as while servers start together),
-// until ctx ends. Other
-// errors, and success, end it at once. Opening and creating are
-// idempotent: an attempt whose create went through finds the asset next.
-func retryUnanswered[T any](ctx context.Context, open func(context.Context) (T, error)) (T, error) {
+// until ctx ends. Other errors, and success, end it at once. open must be
+// safe to repeat: opening and creating an asset are (an attempt whose
+// create went through finds the asset next), and so is a KV create, whose
+// repeat after a lost answer reports the key as existing.
+func RetryUnanswered[T any](ctx context.Context, open func(context.Context) (T, error)) (T, error) {
 	for {
 		actx, cancel := context.WithTimeout(ctx, assetAttempt)
 		v, err := open(actx)

@@ -14,7 +14,18 @@
 //
 // A node writes its due renewals concurrently, 16 at a time, so a write
 // that hangs while the bucket has no leader costs one WriteTimeout, not
-// one per lease. Claims and releases go one at a time.
+// one per lease. Claims and releases go one at a time. While writes fail
+// the node writes only its member key, every Tick/4 (each write bounded by
+// Tick/2), and renews every overdue lease as soon as one succeeds: it
+// notices the bucket's new leader within a Tick, inside the grace
+// cluster.ResumeSeen gives holders. Besides its tick, a node re-decides
+// the moment a lease or member key it watches expires (cluster.NextExpiry),
+// so a dead node's shards are claimed then, not up to a tick later.
+//
+// Start retries what a forming cluster leaves unanswered (the shard count
+// written or read, the member key) within its context: a write sent to a
+// stream leader that steps down is never answered, and a KV read may be
+// answered by a replica that has not applied the key yet.
 //
 // Node names must be unique: the member key is written at its last
 // revision, and a second process with the same name makes one of them

@@ -41,8 +41,10 @@ type Options struct {
 	Shards int
 	// Timing is the lease timing; zero fields take DefaultTiming's.
 	Timing cluster.Timing
-	// Tick is how often the node re-decides; zero means DefaultTick, and
-	// it is at most Timing.Renew/2.
+	// Tick is how often the node re-decides (and also the moment a lease
+	// or member key it watches expires); zero means DefaultTick, and it is
+	// at most Timing.Renew/2. While writes fail the node tries one write
+	// every Tick/4.
 	Tick time.Duration
 	// ForgetAfter is how long a member key may go unrenewed before any
 	// node deletes it (the node then drops out of Status); zero means
@@ -215,7 +217,7 @@ func Start(ctx context.Context, js jetstream.JetStream, opt Options) (*Node, err
 		cancel()
 		return nil, err
 	}
-	if err := n.writeMember(ctx); err != nil {
+	if err := n.joinMember(ctx); err != nil {
 		w.Stop()
 		cancel()
 		return nil, err
@@ -226,6 +228,23 @@ func Start(ctx context.Context, js jetstream.JetStream, opt Options) (*Node, err
 	go n.loop(lctx)
 	n.log.Info("cluster: joined", "instance", n.instance, "shards", opt.Shards, "lease_ttl", opt.Timing.TTL)
 	return n, nil
+}
+
+// joinMember writes the node's member key at start, again while ctx
+// lasts if the bucket does not take it (a stream leader being elected as
+// the cluster forms); a duplicate name ends it at once.
+func (n *Node) joinMember(ctx context.Context) error {
+	for {
+		err := n.writeMember(ctx, n.opt.WriteTimeout)
+		if err == nil || errors.Is(err, cluster.ErrDuplicateNode) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (%w)", err, ctx.Err())
+		case <-time.After(streamLeaderRetry):
+		}
+	}
 }
 
 // watchAll starts a watcher living as long as life, trying again while
@@ -282,37 +301,44 @@ func openBucket(ctx context.Context, js jetstream.JetStream, opt Options) (jetst
 // again whose stream has no leader yet.
 const streamLeaderRetry = 200 * time.Millisecond
 
+// checkConfig writes the shard count if the bucket has none and checks it
+// otherwise. Each write and read is bounded and asked again while the
+// bucket does not answer (its stream electing a leader as the cluster
+// forms: a write sent to a leader that steps down is never answered).
 func checkConfig(ctx context.Context, kv jetstream.KeyValue, shards int) error {
 	want, _ := json.Marshal(configValue{Shards: shards})
-	_, err := kv.Create(ctx, configKey, want)
-	// A bucket just created answers only once its stream has a leader:
-	// a node starting while the cluster forms waits for it, within ctx.
-	for errors.Is(err, jetstream.ErrNoStreamResponse) {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("cluster: write %s: %w (%w)", configKey, err, ctx.Err())
-		case <-time.After(streamLeaderRetry):
+	for {
+		_, err := sjs.RetryUnanswered(ctx, func(ctx context.Context) (uint64, error) { return kv.Create(ctx, configKey, want) })
+		if err == nil {
+			return nil
 		}
-		_, err = kv.Create(ctx, configKey, want)
-	}
-	if err == nil {
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return fmt.Errorf("cluster: write %s: %w", configKey, err)
+		}
+		e, err := sjs.RetryUnanswered(ctx, func(ctx context.Context) (jetstream.KeyValueEntry, error) { return kv.Get(ctx, configKey) })
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			// KV reads are direct gets, which any replica answers: one
+			// that has not applied the other node's create yet does not
+			// have the key. Ask again.
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("cluster: read %s: %w (%w)", configKey, err, ctx.Err())
+			case <-time.After(streamLeaderRetry):
+			}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("cluster: read %s: %w", configKey, err)
+		}
+		var have configValue
+		if len(e.Value()) > maxValue || json.Unmarshal(e.Value(), &have) != nil {
+			return fmt.Errorf("%w: unreadable %s %q", cluster.ErrConfigMismatch, configKey, truncate(e.Value()))
+		}
+		if have.Shards != shards {
+			return fmt.Errorf("%w: cluster has %d shards, this node %d", cluster.ErrConfigMismatch, have.Shards, shards)
+		}
 		return nil
 	}
-	if !errors.Is(err, jetstream.ErrKeyExists) {
-		return fmt.Errorf("cluster: write %s: %w", configKey, err)
-	}
-	e, err := kv.Get(ctx, configKey)
-	if err != nil {
-		return fmt.Errorf("cluster: read %s: %w", configKey, err)
-	}
-	var have configValue
-	if len(e.Value()) > maxValue || json.Unmarshal(e.Value(), &have) != nil {
-		return fmt.Errorf("%w: unreadable %s %q", cluster.ErrConfigMismatch, configKey, truncate(e.Value()))
-	}
-	if have.Shards != shards {
-		return fmt.Errorf("%w: cluster has %d shards, this node %d", cluster.ErrConfigMismatch, have.Shards, shards)
-	}
-	return nil
 }
 
 func truncate(b []byte) string {
@@ -412,18 +438,25 @@ func (n *Node) watch(ctx context.Context, w jetstream.KeyWatcher) {
 
 func (n *Node) loop(ctx context.Context) {
 	defer n.wg.Done()
-	t := time.NewTicker(n.opt.Tick)
+	t := time.NewTimer(0)
 	defer t.Stop()
-	n.step(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			n.step(ctx)
+			t.Reset(n.step(ctx))
 		}
 	}
 }
+
+// probeEvery is how often a node whose lease writes fail tries one write,
+// and probeTimeout bounds that write: a node notices the bucket is back
+// within about probeEvery+probeTimeout, under a Tick, and renews every
+// overdue lease at once, inside cluster.Timing.ResumeGrace (Renew/2,
+// while Tick ≤ Renew/2).
+func (n *Node) probeEvery() time.Duration   { return n.opt.Tick / 4 }
+func (n *Node) probeTimeout() time.Duration { return min(n.opt.WriteTimeout, n.opt.Tick/2) }
 
 // view copies the node's picture for Decide. n.mu is held.
 func (n *Node) view(now time.Time) cluster.View {
@@ -437,19 +470,28 @@ func (n *Node) view(now time.Time) cluster.View {
 	return v
 }
 
-// step decides and carries out one round of writes.
-func (n *Node) step(ctx context.Context) {
-	n.mu.Lock()
-	if n.err != nil {
-		n.mu.Unlock()
-		return
+// step decides and carries out one round of writes and returns how long
+// to wait before the next: a Tick, less when a lease or member key will
+// expire sooner (a dead node's shards are claimed the moment they
+// expire), probeEvery while writes fail.
+func (n *Node) step(ctx context.Context) time.Duration {
+	v, ok := n.viewNow()
+	if !ok {
+		return n.opt.Tick
 	}
-	v := n.view(n.opt.Now())
+	if !v.Healthy {
+		if !n.probe(ctx) {
+			return n.probeEvery()
+		}
+		// Writes succeed again: decide on the resumed view.
+		if v, ok = n.viewNow(); !ok {
+			return n.opt.Tick
+		}
+	}
 	plan := cluster.Decide(v, n.opt.Timing)
 	forget := cluster.Forgotten(v, n.opt.ForgetAfter)
-	n.mu.Unlock()
 
-	ok := n.renewAll(ctx, plan.Renew)
+	ok = n.renewAll(ctx, plan.Renew)
 	for _, st := range plan.Release {
 		if !ok {
 			break
@@ -469,15 +511,55 @@ func (n *Node) step(ctx context.Context) {
 		ok = n.forget(ctx, m)
 	}
 	if ok && n.opt.Now().Sub(n.memberSentAt()) >= n.opt.Timing.Renew {
-		if err := n.writeMember(ctx); err != nil {
+		if err := n.writeMember(ctx, n.opt.WriteTimeout); err != nil {
 			if errors.Is(err, cluster.ErrDuplicateNode) {
 				n.fail(err)
-				return
+				return n.opt.Tick
 			}
 			n.log.Warn("cluster: member key", "err", err)
 		}
 	}
 	n.evaluate()
+	return n.untilNext()
+}
+
+// viewNow is the node's view at its clock's now; false once the node has
+// stopped acting on shards (Err).
+func (n *Node) viewNow() (cluster.View, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.err != nil {
+		return cluster.View{}, false
+	}
+	return n.view(n.opt.Now()), true
+}
+
+// untilNext is how long step's caller waits before the next step.
+func (n *Node) untilNext() time.Duration {
+	v, ok := n.viewNow()
+	switch {
+	case !ok:
+		return n.opt.Tick
+	case !v.Healthy:
+		return n.probeEvery()
+	}
+	wait := n.opt.Tick
+	if at := cluster.NextExpiry(v, n.opt.Timing); !at.IsZero() {
+		wait = min(wait, at.Sub(v.Now))
+	}
+	return max(wait, time.Millisecond)
+}
+
+// probe writes the node's member key while lease writes fail, bounded by
+// probeTimeout, and reports whether writes succeed again. (Not a lease: a
+// lease whose renewal conflicted stays this node's in its view until the
+// watcher delivers the new holder, and would be tried again and again.)
+func (n *Node) probe(ctx context.Context) bool {
+	if err := n.writeMember(ctx, n.probeTimeout()); errors.Is(err, cluster.ErrDuplicateNode) {
+		n.fail(err)
+		return false
+	}
+	return n.Healthy()
 }
 
 // renewConcurrency bounds the renewals a node has in flight at once.
@@ -499,7 +581,7 @@ func (n *Node) renewAll(ctx context.Context, steps []cluster.Step) bool {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if !n.renew(ctx, st) {
+			if !n.renew(ctx, st, n.opt.WriteTimeout) {
 				mu.Lock()
 				failed = true
 				mu.Unlock()
@@ -559,8 +641,8 @@ func (n *Node) written(err error) bool {
 	}
 }
 
-func (n *Node) renew(ctx context.Context, st cluster.Step) bool {
-	wctx, cancel := context.WithTimeout(ctx, n.opt.WriteTimeout)
+func (n *Node) renew(ctx context.Context, st cluster.Step, timeout time.Duration) bool {
+	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	sent := n.opt.Now()
 	rev, err := n.kv.Update(wctx, shardKey(st.Shard), n.leaseValue(), st.Revision)
@@ -680,10 +762,11 @@ func (n *Node) refresh(ctx context.Context, s int) {
 	}
 }
 
-// writeMember writes the node's member key, conditional on the revision
-// this node last saw, so a second process with the same name is noticed.
-func (n *Node) writeMember(ctx context.Context) error {
-	wctx, cancel := context.WithTimeout(ctx, n.opt.WriteTimeout)
+// writeMember writes the node's member key within timeout, conditional on
+// the revision this node last saw, so a second process with the same name
+// is noticed.
+func (n *Node) writeMember(ctx context.Context, timeout time.Duration) error {
+	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	n.mu.Lock()
 	v := memberValue{Name: n.opt.Name, Instance: n.instance, Addr: n.opt.Addr, Started: n.started, Shards: n.ownedLocked(n.opt.Now()), Features: n.opt.Features}
