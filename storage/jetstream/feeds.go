@@ -353,13 +353,17 @@ func (s *Store) Observations(ctx context.Context, feedID uint64, limit int) ([]s
 }
 
 func (s *Store) readObservations(ctx context.Context, feedID uint64, limit int) ([]storage.Observation, error) {
+	// ctx may be a whole load's (minutes): each request is bounded on
+	// its own and asked again when unanswered.
 	// Only the subjects that hold observations are filtered on: a
 	// consumer on two subjects is not served from the per-subject index
 	// and reads the stream.
 	var subjects []string
 	total := 0
 	for _, subject := range s.obsSubjectsOf(feedID) {
-		info, err := s.obs.Info(ctx, jetstream.WithSubjectFilter(subject))
+		info, err := RetryUnanswered(ctx, func(ctx context.Context) (*jetstream.StreamInfo, error) {
+			return s.obs.Info(ctx, jetstream.WithSubjectFilter(subject))
+		})
 		if err != nil {
 			return nil, fmt.Errorf("observations of feed %d: %w", feedID, err)
 		}
@@ -374,7 +378,9 @@ func (s *Store) readObservations(ctx context.Context, feedID uint64, limit int) 
 	if limit <= 0 || limit > total {
 		limit = total
 	}
-	cons, err := s.obs.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: subjects, InactiveThreshold: 10 * time.Second})
+	cons, err := RetryUnanswered(ctx, func(ctx context.Context) (jetstream.Consumer, error) {
+		return s.obs.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: subjects, InactiveThreshold: 10 * time.Second})
+	})
 	if err != nil {
 		return nil, fmt.Errorf("observations of feed %d: %w", feedID, err)
 	}

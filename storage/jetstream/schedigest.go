@@ -71,7 +71,8 @@ func readShardParts[P any](ctx context.Context, kv jetstream.KeyValue, shards []
 		first error
 	)
 	get := func(shard, part int) (P, int, bool) {
-		e, err := kv.Get(ctx, key(shard, part))
+		// ctx may be a whole load's: each get is bounded on its own.
+		e, err := RetryUnanswered(ctx, func(ctx context.Context) (jetstream.KeyValueEntry, error) { return kv.Get(ctx, key(shard, part)) })
 		if err != nil {
 			if !errors.Is(err, jetstream.ErrKeyNotFound) {
 				mu.Lock()

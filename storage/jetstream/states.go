@@ -186,7 +186,10 @@ func (s *Store) readAllObservations(ctx context.Context, out map[uint64]*FeedSta
 // order, through one ordered consumer with the deliver policy given, up
 // to the last message the stream's leader held when the pass began.
 func (s *Store) pass(ctx context.Context, stream jetstream.Stream, filters []string, policy jetstream.DeliverPolicy, what string, fn func(jetstream.Msg) error) error {
-	info, err := stream.Info(ctx) // answered by the stream's leader
+	// ctx bounds the whole pass (minutes); each request to the cluster
+	// is bounded on its own and asked again when unanswered (a leader
+	// that died with the request, or stepped down meanwhile).
+	info, err := RetryUnanswered(ctx, func(ctx context.Context) (*jetstream.StreamInfo, error) { return stream.Info(ctx) }) // answered by the stream's leader
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -194,9 +197,11 @@ func (s *Store) pass(ctx context.Context, stream jetstream.Stream, filters []str
 	if target == 0 {
 		return nil
 	}
-	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: filters, DeliverPolicy: policy,
-		InactiveThreshold: 10 * time.Second, MaxResetAttempts: passResetAttempts,
+	cons, err := RetryUnanswered(ctx, func(ctx context.Context) (jetstream.Consumer, error) {
+		return stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+			FilterSubjects: filters, DeliverPolicy: policy,
+			InactiveThreshold: 10 * time.Second, MaxResetAttempts: passResetAttempts,
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
@@ -204,6 +209,8 @@ func (s *Store) pass(ctx context.Context, stream jetstream.Stream, filters []str
 	defer s.release(stream, cons)
 	name := info.Config.Name
 	more := func(ctx context.Context, from uint64) (bool, error) {
+		ctx, cancel := context.WithTimeout(ctx, assetAttempt)
+		defer cancel()
 		for _, filter := range filters {
 			if has, err := s.leaderHasNext(ctx, name, filter, from, target); has || err != nil {
 				return has, err

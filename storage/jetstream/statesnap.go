@@ -87,15 +87,19 @@ const writtenTries = 8
 // was created. Its cost grows with the writes since t, not with the
 // feeds.
 func (s *Store) FeedsWrittenSince(ctx context.Context, t time.Time) (map[uint64]time.Time, error) {
-	stream, err := s.js.Stream(ctx, "KV_"+DefsBucket)
+	stream, err := RetryUnanswered(ctx, func(ctx context.Context) (jetstream.Stream, error) { return s.js.Stream(ctx, "KV_"+DefsBucket) })
 	if err != nil {
 		return nil, fmt.Errorf("feeds written since %v: %w", t, err)
 	}
 	prefix := "$KV." + DefsBucket + "." + feedKeyPrefix
-	cons, err := stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
-		DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &t,
-		FilterSubject: prefix + "*", HeadersOnly: true, AckPolicy: jetstream.AckNonePolicy,
-		InactiveThreshold: 10 * time.Second, Replicas: 1, MemoryStorage: true,
+	// A consumer whose create went unanswered is left to its
+	// inactivity threshold.
+	cons, err := RetryUnanswered(ctx, func(ctx context.Context) (jetstream.Consumer, error) {
+		return stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
+			DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &t,
+			FilterSubject: prefix + "*", HeadersOnly: true, AckPolicy: jetstream.AckNonePolicy,
+			InactiveThreshold: 10 * time.Second, Replicas: 1, MemoryStorage: true,
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("feeds written since %v: %w", t, err)

@@ -249,11 +249,13 @@ func (r *schedRecord) feed() storage.Feed {
 // and revision of each feed key of ids that holds one (deleted feeds are
 // left out), a batch of keys at a time, recordReaders batches at once.
 func (s *Store) lastRecords(ctx context.Context, ids []uint64, fn func(id, rev uint64, data []byte) error) error {
-	defs, err := s.js.Stream(ctx, "KV_"+DefsBucket)
+	// ctx bounds the whole read (minutes): each request is bounded on its
+	// own and asked again when unanswered.
+	defs, err := RetryUnanswered(ctx, func(ctx context.Context) (jetstream.Stream, error) { return s.js.Stream(ctx, "KV_"+DefsBucket) })
 	if err != nil {
 		return fmt.Errorf("feed records: %w", err)
 	}
-	info, err := defs.Info(ctx) // answered by the leader
+	info, err := RetryUnanswered(ctx, func(ctx context.Context) (*jetstream.StreamInfo, error) { return defs.Info(ctx) }) // answered by the leader
 	if err != nil {
 		return fmt.Errorf("feed records: %w", err)
 	}
