@@ -256,6 +256,17 @@ func TestClusterProcesses(t *testing.T) {
 		}()
 		nodes[i] = n
 		t.Cleanup(func() {
+			failed := t.Failed()
+			tail := n.tail()
+			if failed {
+				// A goroutine dump in the node's whole log shows what
+				// it was doing.
+				_ = n.cmd.Process.Signal(syscall.SIGQUIT)
+				select {
+				case <-n.exited:
+				case <-time.After(5 * time.Second):
+				}
+			}
 			_ = n.cmd.Process.Signal(syscall.SIGTERM)
 			select {
 			case <-n.exited:
@@ -263,8 +274,16 @@ func TestClusterProcesses(t *testing.T) {
 				_ = n.cmd.Process.Kill()
 				<-n.exited
 			}
-			if t.Failed() {
-				t.Logf("%s's last log lines:\n%s", n.name, n.tail())
+			if !failed {
+				return
+			}
+			t.Logf("%s's last log lines:\n%s", n.name, tail)
+			path := filepath.Join(t.ArtifactDir(), n.name+".log")
+			n.mu.Lock()
+			err := os.WriteFile(path, []byte(strings.Join(n.log, "\n")), 0o644)
+			n.mu.Unlock()
+			if err == nil {
+				t.Logf("%s's whole log, its goroutines at the failure last: %s (kept with go test -artifacts)", n.name, path)
 			}
 		})
 	}
