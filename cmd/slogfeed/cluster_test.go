@@ -44,6 +44,7 @@ type servedNode struct {
 	mu         sync.Mutex
 	log        []string // its stderr
 	exited     chan struct{}
+	failTail   string // its last log lines when the test failed
 }
 
 func (n *servedNode) url(path string) string { return "http://" + n.addr + path }
@@ -256,17 +257,6 @@ func TestClusterProcesses(t *testing.T) {
 		}()
 		nodes[i] = n
 		t.Cleanup(func() {
-			failed := t.Failed()
-			tail := n.tail()
-			if failed {
-				// A goroutine dump in the node's whole log shows what
-				// it was doing.
-				_ = n.cmd.Process.Signal(syscall.SIGQUIT)
-				select {
-				case <-n.exited:
-				case <-time.After(5 * time.Second):
-				}
-			}
 			_ = n.cmd.Process.Signal(syscall.SIGTERM)
 			select {
 			case <-n.exited:
@@ -274,10 +264,10 @@ func TestClusterProcesses(t *testing.T) {
 				_ = n.cmd.Process.Kill()
 				<-n.exited
 			}
-			if !failed {
+			if !t.Failed() {
 				return
 			}
-			t.Logf("%s's last log lines:\n%s", n.name, tail)
+			t.Logf("%s's last log lines:\n%s", n.name, n.failTail)
 			path := filepath.Join(t.ArtifactDir(), n.name+".log")
 			n.mu.Lock()
 			err := os.WriteFile(path, []byte(strings.Join(n.log, "\n")), 0o644)
@@ -287,6 +277,23 @@ func TestClusterProcesses(t *testing.T) {
 			}
 		})
 	}
+	// Runs before the nodes' cleanups: on a failure, every node dumps its
+	// goroutines into its log at once (SIGQUIT), before any stops.
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, n := range nodes {
+			n.failTail = n.tail()
+			_ = n.cmd.Process.Signal(syscall.SIGQUIT)
+		}
+		for _, n := range nodes {
+			select {
+			case <-n.exited:
+			case <-time.After(5 * time.Second):
+			}
+		}
+	})
 	// Ready: /healthz 200 on every node (NATS connected, lease writes
 	// succeed).
 	started := time.Now()

@@ -92,9 +92,10 @@ func (p Plan) Empty() bool { return len(p.Renew)+len(p.Release)+len(p.Claim) == 
 // ResumeGrace is how long a lease that had not expired when KV writes
 // began failing stays unexpired once they succeed again: Renew/2 (1.5 s
 // by default). A live holder's renewals are overdue by then; its driver
-// probes the bucket every Tick/4 while writes fail and renews every
-// overdue lease as soon as one probe succeeds, so it shows itself within
-// about Tick of the bucket's return, inside the grace. The lease of a
+// probes the bucket Tick/4 after each failed write (each bounded by
+// Tick/2) and renews every overdue lease as soon as one probe succeeds, so
+// it shows itself within about Tick of the bucket's return, inside the
+// grace. The lease of a
 // holder that died with the bucket's leader (a SIGKILLed --nats-embed
 // node) is claimed ResumeGrace after the re-election, which itself takes
 // NATS's Raft election timeout, 4–9 s: failover then fits the 15 s target

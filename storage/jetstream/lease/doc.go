@@ -12,15 +12,18 @@
 // TestCoreLinksNoNATS). storage/jetstream/member starts it for
 // `slogfeed serve --nats`.
 //
-// A node writes its due renewals concurrently, 16 at a time, so a write
-// that hangs while the bucket has no leader costs one WriteTimeout, not
-// one per lease. Claims and releases go one at a time. While writes fail
-// the node writes only its member key, every Tick/4 (each write bounded by
-// Tick/2), and renews every overdue lease as soon as one succeeds: it
-// notices the bucket's new leader within a Tick, inside the grace
-// cluster.ResumeSeen gives holders. Besides its tick, a node re-decides
-// the moment a lease or member key it watches expires (cluster.NextExpiry),
-// so a dead node's shards are claimed then, not up to a tick later.
+// A node writes its due renewals concurrently, 16 at a time, and starts
+// no more once one fails for want of the bucket, so a round that meets a
+// bucket without a leader costs one WriteTimeout, not one per 16 leases.
+// Claims and releases go one at a time. While writes fail the node writes
+// only its member key, 250 ms (Tick/4) after the last attempt returned,
+// each bounded by 500 ms (Tick/2); the first that succeeds, or the watcher
+// delivering one that timed out but was applied, makes the node renew
+// every overdue lease at once. It thus notices the bucket's new leader
+// within about a Tick, inside the grace cluster.ResumeSeen gives holders.
+// Besides its tick, a node re-decides the moment a lease or member key it
+// watches expires (cluster.NextExpiry), so a dead node's shards are
+// claimed then, not up to a tick later.
 //
 // Start retries what a forming cluster leaves unanswered (the shard count
 // written or read, the member key) within its context: a write sent to a

@@ -94,6 +94,9 @@ func (o *Options) fill() error {
 	if t.TTL <= 0 || t.Renew <= 0 || t.Renew > t.TTL/2 || t.Margin < 0 || t.Margin >= t.TTL-t.Renew {
 		return fmt.Errorf("%w: lease timing %+v (want 0 < renew ≤ ttl/2, margin < ttl−renew)", cluster.ErrInvalid, t)
 	}
+	if o.Tick < 0 {
+		return fmt.Errorf("%w: tick %s", cluster.ErrInvalid, o.Tick)
+	}
 	if o.Tick == 0 {
 		o.Tick = DefaultTick
 	}
@@ -378,6 +381,13 @@ func (n *Node) apply(e jetstream.KeyValueEntry) {
 		n.members[name] = cluster.Member{Name: name, Instance: v.Instance, Revision: e.Revision(), Seen: now}
 		n.memberVals[name] = v
 		n.countFeatures()
+		if name == n.opt.Name && v.Instance == n.instance {
+			// This process's own write, whatever its answer said (a
+			// write that timed out may have been applied): the key's
+			// revision to write at next, and a sign writes work.
+			n.memberRev = max(n.memberRev, e.Revision())
+			n.succeededLocked(now)
+		}
 	}
 }
 
@@ -481,6 +491,9 @@ func (n *Node) step(ctx context.Context) time.Duration {
 	}
 	if !v.Healthy {
 		if !n.probe(ctx) {
+			// Shards whose last renewal is now too old stop being
+			// owned: the aggregator hears of it.
+			n.evaluate()
 			return n.probeEvery()
 		}
 		// Writes succeed again: decide on the resumed view.
@@ -520,6 +533,9 @@ func (n *Node) step(ctx context.Context) time.Duration {
 		}
 	}
 	n.evaluate()
+	if !ok {
+		return n.probeEvery()
+	}
 	return n.untilNext()
 }
 
@@ -579,6 +595,15 @@ func (n *Node) renewAll(ctx context.Context, steps []cluster.Step) bool {
 	sem := make(chan struct{}, renewConcurrency)
 	for _, st := range steps {
 		sem <- struct{}{}
+		mu.Lock()
+		stop := failed
+		mu.Unlock()
+		if stop {
+			// The bucket does not take writes: the rest would each
+			// wait out a WriteTimeout; the probe takes over.
+			<-sem
+			break
+		}
 		wg.Go(func() {
 			defer func() { <-sem }()
 			if !n.renew(ctx, st, n.opt.WriteTimeout) {
@@ -618,19 +643,7 @@ func (n *Node) written(err error) bool {
 		// The node is stopping: no sign either way.
 		return false
 	case err == nil:
-		n.lastOK = n.opt.Now()
-		if !n.healthy {
-			now := n.lastOK
-			for i := range n.leases {
-				n.leases[i].Seen = cluster.ResumeSeen(n.leases[i].Seen, n.lostAt, now, n.opt.Timing)
-			}
-			for name, m := range n.members {
-				m.Seen = cluster.ResumeSeen(m.Seen, n.lostAt, now, n.opt.Timing)
-				n.members[name] = m
-			}
-			n.healthy = true
-			n.log.Info("cluster: lease writes succeed again", "after", now.Sub(n.lostAt))
-		}
+		n.succeededLocked(n.opt.Now())
 		return true
 	default:
 		if n.healthy {
@@ -639,6 +652,25 @@ func (n *Node) written(err error) bool {
 		}
 		return false
 	}
+}
+
+// succeededLocked records that a write of this node reached the bucket at
+// now: after a failure the observation times are carried over the outage
+// (cluster.ResumeSeen). n.mu is held.
+func (n *Node) succeededLocked(now time.Time) {
+	n.lastOK = now
+	if n.healthy {
+		return
+	}
+	for i := range n.leases {
+		n.leases[i].Seen = cluster.ResumeSeen(n.leases[i].Seen, n.lostAt, now, n.opt.Timing)
+	}
+	for name, m := range n.members {
+		m.Seen = cluster.ResumeSeen(m.Seen, n.lostAt, now, n.opt.Timing)
+		n.members[name] = m
+	}
+	n.healthy = true
+	n.log.Info("cluster: lease writes succeed again", "after", now.Sub(n.lostAt))
 }
 
 func (n *Node) renew(ctx context.Context, st cluster.Step, timeout time.Duration) bool {
@@ -788,13 +820,25 @@ func (n *Node) writeMember(ctx context.Context, timeout time.Duration) error {
 	n.written(err)
 	if sjs.IsConflict(err) {
 		e, gerr := n.kv.Get(wctx, key)
-		if gerr == nil {
+		switch {
+		case errors.Is(gerr, jetstream.ErrKeyNotFound):
+			// Deleted (a node forgot this one while it could not
+			// write): created again at the next write.
+			n.mu.Lock()
+			n.memberRev = 0
+			delete(n.members, n.opt.Name)
+			n.mu.Unlock()
+		case gerr != nil || e.Revision() <= rev:
+			// No answer, or one from a replica that has not applied
+			// the write that moved the key: ask again at the next write.
+		default:
 			var other memberValue
 			if json.Unmarshal(e.Value(), &other) == nil && other.Instance != n.instance {
 				return fmt.Errorf("%w: %s (instance %s, since %s)", cluster.ErrDuplicateNode, n.opt.Name, other.Instance, other.Started.Format(time.RFC3339))
 			}
+			// This process's own write, answered too late.
 			n.mu.Lock()
-			n.memberRev = e.Revision()
+			n.memberRev = max(n.memberRev, e.Revision())
 			n.mu.Unlock()
 		}
 		return fmt.Errorf("cluster: member key %s: %w", key, err)
