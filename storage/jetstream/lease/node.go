@@ -44,7 +44,7 @@ type Options struct {
 	// Tick is how often the node re-decides (and also the moment a lease
 	// or member key it watches expires); zero means DefaultTick, and it is
 	// at most Timing.Renew/2. While writes fail the node tries one write
-	// every Tick/4.
+	// Tick/4 after each failed one.
 	Tick time.Duration
 	// ForgetAfter is how long a member key may go unrenewed before any
 	// node deletes it (the node then drops out of Status); zero means
@@ -460,8 +460,9 @@ func (n *Node) loop(ctx context.Context) {
 	}
 }
 
-// probeEvery is how often a node whose lease writes fail tries one write,
-// and probeTimeout bounds that write: a node notices the bucket is back
+// probeEvery is how long a node whose lease writes fail waits after a
+// failed write before it tries one more, and probeTimeout bounds that
+// write: a node notices the bucket is back
 // within about probeEvery+probeTimeout, under a Tick, and renews every
 // overdue lease at once, inside cluster.Timing.ResumeGrace (Renew/2,
 // while Tick ≤ Renew/2).
