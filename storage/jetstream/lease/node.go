@@ -607,7 +607,7 @@ func (n *Node) renewAll(ctx context.Context, steps []cluster.Step) bool {
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if !n.renew(ctx, st, n.opt.WriteTimeout) {
+			if !n.renew(ctx, st) {
 				mu.Lock()
 				failed = true
 				mu.Unlock()
@@ -674,8 +674,8 @@ func (n *Node) succeededLocked(now time.Time) {
 	n.log.Info("cluster: lease writes succeed again", "after", now.Sub(n.lostAt))
 }
 
-func (n *Node) renew(ctx context.Context, st cluster.Step, timeout time.Duration) bool {
-	wctx, cancel := context.WithTimeout(ctx, timeout)
+func (n *Node) renew(ctx context.Context, st cluster.Step) bool {
+	wctx, cancel := context.WithTimeout(ctx, n.opt.WriteTimeout)
 	defer cancel()
 	sent := n.opt.Now()
 	rev, err := n.kv.Update(wctx, shardKey(st.Shard), n.leaseValue(), st.Revision)
