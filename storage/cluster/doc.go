@@ -18,14 +18,19 @@
 // of its leases) it returns a Plan of renewals, releases and claims.
 // Owned says which shards a view lets the node act on; ResumeSeen is how
 // observation times are carried over a KV outage; NextExpiry is when the
-// plan next changes with the clock; StatusOf is the cluster as a view
-// shows it.
+// plan next changes with the clock; Acks dates the values a lagging
+// watch delivers; StatusOf is the cluster as a view shows it.
 //
 // # Lease rules
 //
 //   - A lease is expired for a node once that node has seen the same
 //     revision for a whole TTL while its own writes succeed; expiry is
 //     measured on the observer's clock, so clock skew does not matter.
+//     A revision is seen when the watch delivers it, or when the node
+//     received the acknowledgement of one of its own writes of a later
+//     revision if that came first (Acks): the bucket orders writes, so
+//     that bounds when the value was stored, and a watch that lags does
+//     not delay takeovers by its lag.
 //   - The holder acts on a shard until TTL−Margin after it sent its last
 //     successful renewal; renewals go out every Timing.Renew (TTL/3).
 //   - While writes fail (no bucket leader, no server) nothing is claimed
@@ -45,6 +50,8 @@
 // a fake clock over an in-memory compare-and-set table through start, two
 // stable minutes, a kill, a join, a 6 s bucket outage, a partition, an
 // outage noticed unevenly and a node dying with the bucket's leader,
-// checking every 500 ms that no shard has two owners. deps_test.go fails
+// checking every 500 ms that no shard has two owners, and a survivor
+// whose watch lags, with and without dating by Acks; acks_test.go pins
+// Acks.SeenAt. deps_test.go fails
 // when a core package links NATS.
 package cluster

@@ -170,11 +170,14 @@ type Node struct {
 	lastOK     time.Time // when a lease or member write last succeeded
 	memberRev  uint64
 	memberSent time.Time
-	owned      []int // shards owned at the last evaluation
-	changed    chan struct{}
-	err        error
-	features   atomic.Pointer[featureView] // AllHave
-	nc         *nats.Conn
+	// acks dates the values the watch delivers late by this node's
+	// own acknowledged writes (cluster.Acks.SeenAt).
+	acks     cluster.Acks
+	owned    []int // shards owned at the last evaluation
+	changed  chan struct{}
+	err      error
+	features atomic.Pointer[featureView] // AllHave
+	nc       *nats.Conn
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -358,8 +361,9 @@ func (n *Node) apply(e jetstream.KeyValueEntry) {
 	defer n.mu.Unlock()
 	key := e.Key()
 	deleted := e.Operation() != jetstream.KeyValuePut
+	seen := n.acks.SeenAt(e.Revision(), now)
 	if s := parseShardKey(key, n.opt.Shards); s >= 0 {
-		n.setLease(s, e.Revision(), e.Value(), deleted, now)
+		n.setLease(s, e.Revision(), e.Value(), deleted, seen)
 		return
 	}
 	if len(key) > len(nodePrefix) && key[:len(nodePrefix)] == nodePrefix {
@@ -378,7 +382,7 @@ func (n *Node) apply(e jetstream.KeyValueEntry) {
 		if len(e.Value()) > maxValue || json.Unmarshal(e.Value(), &v) != nil || v.Name != name {
 			v = memberValue{Name: name, Instance: "(unreadable)"}
 		}
-		n.members[name] = cluster.Member{Name: name, Instance: v.Instance, Revision: e.Revision(), Seen: now}
+		n.members[name] = cluster.Member{Name: name, Instance: v.Instance, Revision: e.Revision(), Seen: seen}
 		n.memberVals[name] = v
 		n.countFeatures()
 		if name == n.opt.Name && v.Instance == n.instance {
@@ -683,6 +687,7 @@ func (n *Node) renew(ctx context.Context, st cluster.Step) bool {
 	case err == nil:
 		n.opt.Metrics.renewal("ok")
 		n.mu.Lock()
+		n.acks.Add(rev, n.opt.Now())
 		n.setLease(st.Shard, rev, n.leaseValue(), false, sent)
 		n.renewed[st.Shard] = sent
 		n.mu.Unlock()
@@ -717,6 +722,7 @@ func (n *Node) claim(ctx context.Context, st cluster.Step) bool {
 	case err == nil:
 		n.opt.Metrics.claim(st.Takeover)
 		n.mu.Lock()
+		n.acks.Add(rev, n.opt.Now())
 		n.setLease(st.Shard, rev, n.leaseValue(), false, sent)
 		n.renewed[st.Shard] = sent
 		n.mu.Unlock()
@@ -785,7 +791,7 @@ func (n *Node) refresh(ctx context.Context, s int) {
 	defer n.mu.Unlock()
 	switch {
 	case err == nil:
-		n.setLease(s, e.Revision(), e.Value(), false, now)
+		n.setLease(s, e.Revision(), e.Value(), false, n.acks.SeenAt(e.Revision(), now))
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		// Deleted: a claim creates it again whatever the revision.
 		if n.leases[s].Holder != "" {
@@ -849,6 +855,7 @@ func (n *Node) writeMember(ctx context.Context, timeout time.Duration) error {
 	}
 	n.mu.Lock()
 	n.memberRev, n.memberSent = nrev, sent
+	n.acks.Add(nrev, n.opt.Now())
 	n.mu.Unlock()
 	return nil
 }
