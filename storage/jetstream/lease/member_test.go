@@ -164,3 +164,36 @@ func TestWatchedOwnWriteEndsOutage(t *testing.T) {
 		})
 	}
 }
+
+// TestLateDeliveryDatedByOwnWrites: a lease value the watch delivers (or a
+// read after a conflict answers) at a revision older than one of this
+// node's acknowledged writes counts as seen when that write was
+// acknowledged, not when it arrived; a newer value counts from its
+// arrival.
+func TestLateDeliveryDatedByOwnWrites(t *testing.T) {
+	acked := time.Unix(1_000_000, 0)
+	now := acked
+	kv := &memberKV{rev: 20}
+	n := bareNode(t, kv)
+	n.opt.Now = func() time.Time { return now }
+	n.memberRev = 20
+	if err := n.writeMember(t.Context(), time.Second); err != nil { // acknowledged at revision 21
+		t.Fatal(err)
+	}
+	now = acked.Add(6 * time.Second) // the watch catches up
+	lease := func(shard int, rev uint64) entry {
+		return entry{key: shardKey(shard), value: []byte(`{"node":"other","instance":"x"}`), rev: rev, op: jetstream.KeyValuePut}
+	}
+	n.apply(lease(0, 19))
+	n.apply(lease(1, 23))
+	kv.getEntry = lease(2, 18)
+	n.refresh(t.Context(), 2)
+	for _, tt := range []struct {
+		shard int
+		want  time.Time
+	}{{0, acked}, {1, now}, {2, acked}} {
+		if got := n.leases[tt.shard].Seen; !got.Equal(tt.want) {
+			t.Errorf("shard %d seen %v before now, want %v", tt.shard, now.Sub(got), now.Sub(tt.want))
+		}
+	}
+}
