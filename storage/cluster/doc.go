@@ -52,6 +52,5 @@
 // outage noticed unevenly and a node dying with the bucket's leader,
 // checking every 500 ms that no shard has two owners, and a survivor
 // whose watch lags, with and without dating by Acks; acks_test.go pins
-// Acks.SeenAt. deps_test.go fails
-// when a core package links NATS.
+// Acks.SeenAt. deps_test.go fails when a core package links NATS.
 package cluster

@@ -102,6 +102,15 @@ func (s *sim) setLease(n *simNode, shard int, l simLease, now time.Time) {
 	}
 }
 
+// setMember is node n's watch delivering member name's key, written at
+// revision rev, at now.
+func (s *sim) setMember(n *simNode, name string, rev uint64, now time.Time) {
+	if m, ok := n.members[name]; ok && rev <= m.Revision {
+		return
+	}
+	n.members[name] = Member{Name: name, Revision: rev, Seen: n.seenAt(rev, now)}
+}
+
 // seenAt is when node n counts a value of revision rev delivered at now
 // as seen.
 func (n *simNode) seenAt(rev uint64, now time.Time) time.Time {
@@ -124,9 +133,7 @@ func (s *sim) deliver() {
 				continue
 			}
 			if d.member != "" {
-				if m, ok := n.members[d.member]; !ok || d.rev > m.Revision {
-					n.members[d.member] = Member{Name: d.member, Revision: d.rev, Seen: n.seenAt(d.rev, s.now)}
-				}
+				s.setMember(n, d.member, d.rev, s.now)
 				continue
 			}
 			s.setLease(n, d.shard, d.l, s.now)
@@ -220,7 +227,7 @@ func (s *sim) step(n *simNode) {
 			case o.lag > 0 && o != n:
 				o.pending = append(o.pending, delivery{at: s.now.Add(o.lag), member: n.name, rev: s.rev})
 			default:
-				o.members[n.name] = Member{Name: n.name, Revision: s.rev, Seen: s.now}
+				s.setMember(o, n.name, s.rev, s.now)
 			}
 		}
 	}
