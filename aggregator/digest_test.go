@@ -962,3 +962,88 @@ func TestTakeoverFromSnapshots(t *testing.T) {
 		})
 	}
 }
+
+// TestDigestOfRegainedShardWaitsForItsLoad: a shard lost while feeds of
+// other shards wait for their records, and owned again, is not written
+// to its digest until its feeds are scheduled anew: the digest this node
+// wrote before the loss stays, as the earlier owner's does while a
+// takeover loads.
+func TestDigestOfRegainedShardWaitsForItsLoad(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pub, st := pubAndStore(t)
+		store := &digestStore{Store: st}
+		owner := newShardOwner(4, 0, 1)
+		svc := digestService(t, store, pub, owner)
+		shardOf := map[uint64]int{}
+		for i := range 40 {
+			f := storage.Feed{URL: "http://pub.test/f/" + strconv.Itoa(i) + ".rss", Kind: storage.KindRemote, Policy: "fixed-10m"}
+			if err := st.CreateFeed(&f); err != nil {
+				t.Fatal(err)
+			}
+			shardOf[f.ID] = cluster.ShardOf(cluster.KindFeed, f.ID, 4)
+		}
+		count := func(sh int) int {
+			n := 0
+			for _, s := range shardOf {
+				if s == sh {
+					n++
+				}
+			}
+			return n
+		}
+		// Shards 2 and 3 have an earlier owner's digests: their feeds
+		// are queued from them and wait for their records.
+		earlier := time.Now().Add(-time.Minute)
+		for _, sh := range []int{2, 3} {
+			dg := storage.ScheduleDigest{Shard: sh, Written: earlier, Parts: 1}
+			for _, id := range slices.Sorted(maps.Keys(shardOf)) {
+				if shardOf[id] == sh {
+					dg.Entries = append(dg.Entries, storage.DigestEntry{ID: id, Next: time.Now().Add(5 * time.Minute), Weight: 1})
+				}
+			}
+			if err := store.PutScheduleDigest(dg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := svc.Load(); err != nil {
+			t.Fatal(err)
+		}
+		defer runService(t, svc)()
+		written := func(sh int) (time.Time, int) {
+			store.mu.Lock()
+			defer store.mu.Unlock()
+			return store.digests[sh].Written, len(store.digests[sh].Entries)
+		}
+		time.Sleep(time.Minute + time.Second)
+		synctest.Wait()
+		if at, n := written(1); at.IsZero() || n != count(1) {
+			t.Fatalf("shard 1: digest written %v with %d feeds, want its %d", at, n, count(1))
+		}
+		gate := make(chan struct{})
+		store.setGate(gate)
+		owner.set(0, 1, 2, 3)
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		owner.set(0, 2, 3) // shard 1 lost while 2 and 3 load
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		before, _ := written(1)
+		owner.set(0, 1, 2, 3) // and owned again: its feeds wait too
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		if at, n := written(1); !at.Equal(before) {
+			t.Errorf("shard 1 owned again, while loading: digest written %v with %d feeds, want the one of %v", at, n, before)
+		}
+		if at, _ := written(0); !at.After(before) {
+			t.Errorf("shard 0 (loaded throughout): digest last written %v, want after %v", at, before)
+		}
+		close(gate)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		for sh := range 4 {
+			if at, n := written(sh); !at.After(before.Add(2*time.Minute)) || n != count(sh) {
+				t.Errorf("shard %d once loaded: digest written %v with %d feeds, want a new one of %d", sh, at, n, count(sh))
+			}
+		}
+	})
+}

@@ -77,6 +77,23 @@ func (o *ownState) setLoadedShards(shards []int) {
 	o.loadedShards = set
 }
 
+// keepLoaded forgets the loaded shards not among owned (ascending: those
+// owned when a reconcile begins): a shard lost and owned again counts as
+// loaded only once its feeds are scheduled anew, even while feeds of
+// other shards still wait for their records (shardsLoaded waits too).
+func (o *ownState) keepLoaded(owned []int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	// A new set: loadedShardSet's callers may be reading the old one.
+	kept := make(map[int]bool, len(o.loadedShards))
+	for sh := range o.loadedShards {
+		if _, ok := slices.BinarySearch(owned, sh); ok {
+			kept[sh] = true
+		}
+	}
+	o.loadedShards = kept
+}
+
 // loadedShardSet returns the shards whose feeds are all scheduled (not
 // to be modified).
 func (o *ownState) loadedShardSet() map[int]bool {
@@ -313,6 +330,7 @@ func (s *Service) owned(ctx context.Context) {
 		var shards []int
 		if sharded != nil {
 			shards = sharded.Owned()
+			s.own.keepLoaded(shards)
 		}
 		busy, err := s.reconcile()
 		if err != nil {
