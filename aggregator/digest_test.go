@@ -24,20 +24,29 @@ import (
 )
 
 // shardOwner is a cluster.Owner by shards, as a lease node is: it owns
-// the feeds of the shards the test gives it.
+// the feeds of the shards the test gives it, each with a tenure counting
+// the times it came to own it.
 type shardOwner struct {
 	mu      sync.Mutex
 	shards  int
 	owned   map[int]bool
+	tenure  map[int]uint64
 	changed chan struct{}
 }
 
 func newShardOwner(shards int, owned ...int) *shardOwner {
-	o := &shardOwner{shards: shards, changed: make(chan struct{}), owned: map[int]bool{}}
+	o := &shardOwner{shards: shards, changed: make(chan struct{}), owned: map[int]bool{}, tenure: map[int]uint64{}}
 	for _, s := range owned {
 		o.owned[s] = true
+		o.tenure[s]++
 	}
 	return o
+}
+
+func (o *shardOwner) Tenure(s int) uint64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.tenure[s]
 }
 
 func (o *shardOwner) OwnsFeed(id uint64) bool {
@@ -65,9 +74,13 @@ func (o *shardOwner) Owned() []int {
 func (o *shardOwner) set(owned ...int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	was := o.owned
 	o.owned = map[int]bool{}
 	for _, s := range owned {
 		o.owned[s] = true
+		if !was[s] {
+			o.tenure[s]++
+		}
 	}
 	close(o.changed)
 	o.changed = make(chan struct{})
@@ -102,6 +115,12 @@ type digestStore struct {
 	// with storage.ErrCorrupt, TakeFeedStates gives them to unreadable
 	// (as storage/jetstream's does).
 	badRecords map[uint64]bool
+	// states, when set, are the policy states TakeFeedStates hands over
+	// for the feeds it holds; while readGate is set, TakeFeedStates
+	// reads the records, then waits for readGate to be closed before it
+	// hands them over.
+	states   map[uint64]storage.PolicyState
+	readGate chan struct{}
 }
 
 func (d *digestStore) Feed(id uint64) (storage.Feed, error) {
@@ -170,9 +189,35 @@ func (d *digestStore) TakeFeedStates(ids []uint64, feed func(storage.Feed, *stor
 		return errors.New("records unavailable")
 	}
 	d.mu.Lock()
-	bad, badRecords := d.badState, d.badRecords
+	bad, badRecords, readGate := d.badState, d.badRecords, d.readGate
+	states := maps.Clone(d.states)
 	d.mu.Unlock()
+	if readGate != nil {
+		type read struct {
+			f  storage.Feed
+			st *storage.PolicyState
+		}
+		var reads []read
+		err := d.FeedsWithStates(ids, func(f storage.Feed, st *storage.PolicyState) error {
+			if ps, ok := states[f.ID]; ok {
+				st = &ps
+			}
+			reads = append(reads, read{f, st})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		<-readGate
+		for _, r := range reads {
+			feed(r.f, r.st)
+		}
+		return nil
+	}
 	return d.FeedsWithStates(ids, func(f storage.Feed, st *storage.PolicyState) error {
+		if ps, ok := states[f.ID]; ok {
+			st = &ps
+		}
 		if badRecords[f.ID] {
 			unreadable(f.ID, fmt.Errorf("feed %d: %w: unexpected end of JSON input", f.ID, storage.ErrCorrupt))
 			return nil
@@ -1044,6 +1089,72 @@ func TestDigestOfRegainedShardWaitsForItsLoad(t *testing.T) {
 			if at, n := written(sh); !at.After(before.Add(2*time.Minute)) || n != count(sh) {
 				t.Errorf("shard %d once loaded: digest written %v with %d feeds, want a new one of %d", sh, at, n, count(sh))
 			}
+		}
+	})
+}
+
+// TestRecordReadWhileShardLostIsReadAgain: a shard's records read before
+// the shard was lost and owned again (another node polled its feeds
+// meanwhile) are not installed: the feeds are read again and scheduled
+// at what the newer records say.
+func TestRecordReadWhileShardLostIsReadAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pub, st := pubAndStore(t)
+		store := &digestStore{Store: st, states: map[uint64]storage.PolicyState{}}
+		owner := newShardOwner(4, 0)
+		svc := digestService(t, store, pub, owner)
+		t0 := time.Now()
+		var inShard1 []uint64
+		for i := range 40 {
+			f := storage.Feed{URL: "http://pub.test/f/" + strconv.Itoa(i) + ".rss", Kind: storage.KindRemote, Policy: "fixed-10m"}
+			if err := st.CreateFeed(&f); err != nil {
+				t.Fatal(err)
+			}
+			store.states[f.ID] = storage.PolicyState{Next: t0.Add(5 * time.Minute), Last: t0.Add(-5 * time.Minute)}
+			if cluster.ShardOf(cluster.KindFeed, f.ID, 4) == 1 {
+				inShard1 = append(inShard1, f.ID)
+			}
+		}
+		if len(inShard1) == 0 {
+			t.Fatal("no feed in shard 1")
+		}
+		if err := svc.Load(); err != nil {
+			t.Fatal(err)
+		}
+		defer runService(t, svc)()
+		time.Sleep(time.Second)
+		synctest.Wait()
+
+		// Shard 1 comes; its records are read, then held back while it
+		// is lost, polled by another node and owned again.
+		gate := make(chan struct{})
+		store.mu.Lock()
+		store.readGate = gate
+		store.mu.Unlock()
+		owner.set(0, 1)
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		owner.set(0)
+		polled := t0.Add(7 * time.Minute)
+		store.mu.Lock()
+		for _, id := range inShard1 {
+			store.states[id] = storage.PolicyState{Next: polled, Last: t0.Add(2 * time.Second)}
+		}
+		store.readGate = nil
+		store.mu.Unlock()
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		owner.set(0, 1)
+		close(gate)
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		for _, id := range inShard1 {
+			if next, ok := svc.NextFetch(id); !ok || !next.Equal(polled) {
+				t.Errorf("feed %d: next fetch %v (scheduled %v), want %v from the record the other node wrote", id, next, ok, polled)
+			}
+		}
+		if o := svc.Ownership(); o.Pending != 0 || o.Loading() {
+			t.Errorf("ownership %+v: want loaded, nothing pending", o)
 		}
 	})
 }

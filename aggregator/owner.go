@@ -680,6 +680,9 @@ func (s *Service) take(ids []uint64, owns func(id uint64) bool) (took int, busy 
 	// tried again at the next Resync.
 	failed := map[uint64]bool{}
 	all := ids
+	// A record read while its shard was lost and owned again may predate
+	// the other owner's polls: such a feed is read again.
+	before := s.tenures()
 	defer func() { s.own.settle(s.unscheduled(all, failed, owns), len(failed)) }()
 	// Feeds their shards' schedule digests list are queued at once, and
 	// their records read after the others' (digest.go).
@@ -731,6 +734,7 @@ func (s *Service) take(ids []uint64, owns func(id uint64) bool) (took int, busy 
 		s.log.Debug("feeds listed were not in the load of their state; reading them one by one", "feeds", len(alone))
 	}
 	now := s.opt.Clock.Now()
+	after := s.tenures()
 	slices.Sort(ids)
 	for _, id := range ids {
 		var err error
@@ -739,6 +743,10 @@ func (s *Service) take(ids []uint64, owns func(id uint64) bool) (took int, busy 
 		case r != nil:
 			if !s.owns(id) {
 				continue // lost since
+			}
+			if !heldThroughout(before, after, id) {
+				busy = true // read again a second later (busyRetry)
+				continue
 			}
 			err = s.install(r, now, true)
 		case !alone[id] || !s.owns(id):
@@ -786,6 +794,40 @@ func (s *Service) take(ids []uint64, owns func(id uint64) bool) (took int, busy 
 		}
 	}
 	return took, busy
+}
+
+// tenured is an Owner that tells a shard held throughout a read from one
+// lost and owned again meanwhile (lease.Node).
+type tenured interface {
+	Tenure(shard int) uint64
+}
+
+// tenures notes the tenure of every shard now (nil with an Owner that
+// keeps none).
+func (s *Service) tenures() []uint64 {
+	o, ok := s.opt.Owner.(shardedOwner)
+	t, isTenured := s.opt.Owner.(tenured)
+	if !ok || !isTenured || !s.clustered() || o.Shards() <= 0 {
+		return nil
+	}
+	out := make([]uint64, o.Shards())
+	for sh := range out {
+		out[sh] = t.Tenure(sh)
+	}
+	return out
+}
+
+// heldThroughout reports whether the shard of feed id has the same
+// tenure at before and after: with the feed owned after, its shard was
+// not lost and owned again between (a lease that lapsed and was renewed
+// keeps its tenure: no other node claimed it). Without tenures (nil) it
+// reports true.
+func heldThroughout(before, after []uint64, id uint64) bool {
+	if before == nil || after == nil || len(before) != len(after) {
+		return true
+	}
+	sh := cluster.ShardOf(cluster.KindFeed, id, len(before))
+	return before[sh] == after[sh]
 }
 
 // unscheduled counts the feeds of ids still owned, not scheduled, not

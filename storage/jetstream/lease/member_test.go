@@ -67,7 +67,7 @@ func bareNode(t *testing.T, kv jetstream.KeyValue) *Node {
 	}
 	return &Node{
 		opt: opt, kv: kv, instance: "mine", log: opt.Logger,
-		leases: make([]cluster.Lease, opt.Shards), renewed: make([]time.Time, opt.Shards),
+		leases: make([]cluster.Lease, opt.Shards), renewed: make([]time.Time, opt.Shards), tenure: make([]uint64, opt.Shards),
 		members: map[string]cluster.Member{}, memberVals: map[string]memberValue{},
 		healthy: true, changed: make(chan struct{}),
 	}
@@ -194,6 +194,45 @@ func TestLateDeliveryDatedByOwnWrites(t *testing.T) {
 	}{{0, acked}, {1, now}, {2, acked}} {
 		if got := n.leases[tt.shard].Seen; !got.Equal(tt.want) {
 			t.Errorf("shard %d seen %v before now, want %v", tt.shard, now.Sub(got), now.Sub(tt.want))
+		}
+	}
+}
+
+// TestTenure: a claim of a shard starts a new tenure, renewals keep it,
+// and a shard claimed again after it was lost has another; shards out of
+// range have none.
+func TestTenure(t *testing.T) {
+	kv := &memberKV{rev: 10}
+	n := bareNode(t, kv)
+	n.leases[2] = cluster.Lease{Holder: "other", Instance: "theirs", Revision: 10}
+	steps := []struct {
+		name  string
+		write func() bool
+		want  uint64
+	}{
+		{"claimed", func() bool { return n.claim(t.Context(), cluster.Step{Shard: 2, Revision: 10, Takeover: true}) }, 1},
+		{"renewed", func() bool { return n.renew(t.Context(), cluster.Step{Shard: 2, Revision: 11}) }, 1},
+		{"renewed again", func() bool { return n.renew(t.Context(), cluster.Step{Shard: 2, Revision: 12}) }, 1},
+		{"claimed again after another node held it", func() bool {
+			n.mu.Lock()
+			n.leases[2] = cluster.Lease{Holder: "other", Instance: "theirs", Revision: 14}
+			n.renewed[2] = time.Time{}
+			n.mu.Unlock()
+			kv.rev = 14
+			return n.claim(t.Context(), cluster.Step{Shard: 2, Revision: 14, Takeover: true})
+		}, 2},
+	}
+	for _, st := range steps {
+		if !st.write() {
+			t.Fatalf("%s: the write failed", st.name)
+		}
+		if got := n.Tenure(2); got != st.want || !n.Owns(2) {
+			t.Errorf("%s: tenure %d, owned %v; want %d, owned", st.name, got, n.Owns(2), st.want)
+		}
+	}
+	for _, s := range []int{0, -1, 4} {
+		if got := n.Tenure(s); got != 0 {
+			t.Errorf("shard %d: tenure %d, want 0", s, got)
 		}
 	}
 }

@@ -163,6 +163,7 @@ type Node struct {
 	mu         sync.Mutex
 	leases     []cluster.Lease
 	renewed    []time.Time
+	tenure     []uint64 // this node's claims of each shard (Tenure)
 	members    map[string]cluster.Member
 	memberVals map[string]memberValue
 	healthy    bool
@@ -205,6 +206,7 @@ func Start(ctx context.Context, js jetstream.JetStream, opt Options) (*Node, err
 		log:        opt.Logger.With("node", opt.Name),
 		leases:     make([]cluster.Lease, opt.Shards),
 		renewed:    make([]time.Time, opt.Shards),
+		tenure:     make([]uint64, opt.Shards),
 		members:    map[string]cluster.Member{},
 		memberVals: map[string]memberValue{},
 		healthy:    true,
@@ -725,6 +727,7 @@ func (n *Node) claim(ctx context.Context, st cluster.Step) bool {
 		n.acks.Add(rev, n.opt.Now())
 		n.setLease(st.Shard, rev, n.leaseValue(), false, sent)
 		n.renewed[st.Shard] = sent
+		n.tenure[st.Shard]++
 		n.mu.Unlock()
 		if st.Takeover {
 			n.log.Info("cluster: takeover", "shard", st.Shard, "from", prev.Holder, "from_instance", prev.Instance)
@@ -918,6 +921,20 @@ func (n *Node) Owns(s int) bool {
 	l := n.leases[s]
 	return l.Holder == n.opt.Name && l.Instance == n.instance && !n.renewed[s].IsZero() &&
 		now.Before(n.renewed[s].Add(n.opt.Timing.TTL-n.opt.Timing.Margin))
+}
+
+// Tenure counts this node's claims of shard s. Renewals keep it, even
+// after the lease lapsed (no other node claimed it, or the renewal would
+// have failed); a shard lost or released and owned again has a new one.
+// A caller that notes Tenure(s) before a read and finds the same after
+// it, with Owns(s) true then, knows no other node claimed s in between.
+func (n *Node) Tenure(s int) uint64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if s < 0 || s >= len(n.tenure) {
+		return 0
+	}
+	return n.tenure[s]
 }
 
 // OwnsFeed reports whether this node may poll the feed with this ID.
