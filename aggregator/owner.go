@@ -148,6 +148,11 @@ type OwnershipStatus struct {
 // Loading reports whether a change of the owned shards is not yet loaded.
 func (o OwnershipStatus) Loading() bool { return o.Clustered && o.Loaded.IsZero() }
 
+// Feeds counts the remote feeds of the owned shards the service knows
+// of: those it polls, those listed and not scheduled yet, and those it
+// could not schedule.
+func (o OwnershipStatus) Feeds() int { return o.Polled + o.Pending + o.Failed }
+
 // Ownership reports how far the service has come in scheduling the feeds
 // of its node's shards: how many it polls, how many of the last change
 // are still to be scheduled, and when that change was loaded. It is

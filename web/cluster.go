@@ -10,7 +10,9 @@ import (
 )
 
 // ClusterNode is one node of GET /api/v1/cluster: its lease status and
-// how many remote feeds its shards hold (the feeds it polls).
+// how many remote feeds its shards hold (the feeds it polls): as the node
+// said at its last member write, or counted from the feed records when
+// some node holding shards does not say (see ClusterStatus.Feeds).
 type ClusterNode struct {
 	cluster.NodeStatus
 	Feeds int `json:"feeds"`
@@ -27,7 +29,12 @@ type ClusterStatus struct {
 	Unowned   int           `json:"unowned"`
 	LeaseTTLS float64       `json:"lease_ttl_s"`
 	// Feeds counts the remote feeds of the whole cluster; UnownedFeeds
-	// those in shards no live lease names (nobody polls them now).
+	// those in shards no live lease names (nobody polls them now). When
+	// every node holding shards says how many feeds it polls (its member
+	// key, written every lease renewal), Feeds is the sum of those and
+	// no feed record is read; UnownedFeeds then counts the feed IDs the
+	// store lists in the unowned shards, of any kind, and may include
+	// deleted feeds: an upper bound while a shard waits for an owner.
 	Feeds        int `json:"feeds"`
 	UnownedFeeds int `json:"unowned_feeds"`
 	// ThisNode is what the node that answers polls, from its polling
@@ -139,19 +146,84 @@ func clusterStatus(st *cluster.Status, feeds []storage.Feed, node string, now ti
 	return out
 }
 
-// cluster answers GET /api/v1/cluster.
+// reportedStatus builds the status of a cluster (st) from what each node
+// holding shards said it polls in its member key (this node's own from
+// this, its live figures), without reading the feeds: ok is false when a
+// node holding shards did not say (a node of an older version), when
+// the shards do not add up, or when some shards are unowned and the
+// store cannot list its feed IDs to count theirs. The feeds of unowned
+// shards are counted from the store's feed IDs, whose listing may hold
+// deleted feeds (storage.FeedIDLister).
+func reportedStatus(st cluster.Status, this *ThisNode, store Store) (ClusterStatus, bool) {
+	out := ClusterStatus{Mode: ModeCluster, Shards: st.Shards, Unowned: st.Unowned, LeaseTTLS: st.LeaseTTLS, Nodes: []ClusterNode{}}
+	owned := 0
+	for _, n := range st.Nodes {
+		cn := ClusterNode{NodeStatus: n}
+		owned += n.Shards
+		switch {
+		case this != nil && n.Name == this.Name:
+			cn.Feeds = this.Polled + this.Pending + this.Failed
+		case n.Polled != nil:
+			cn.Feeds = *n.Polled
+		case n.Shards > 0:
+			return ClusterStatus{}, false
+		}
+		out.Feeds += cn.Feeds
+		out.Nodes = append(out.Nodes, cn)
+	}
+	if st.Shards <= 0 || owned+st.Unowned != st.Shards {
+		return ClusterStatus{}, false
+	}
+	if st.Unowned == 0 {
+		return out, true
+	}
+	lister, ok := store.(storage.FeedIDLister)
+	if !ok {
+		return ClusterStatus{}, false
+	}
+	ids, err := lister.FeedIDs()
+	if err != nil {
+		return ClusterStatus{}, false
+	}
+	held := make([]bool, st.Shards)
+	for _, n := range st.Nodes {
+		for _, s := range n.ShardIDs {
+			if s >= 0 && s < st.Shards {
+				held[s] = true
+			}
+		}
+	}
+	for _, id := range ids {
+		if !held[cluster.ShardOf(cluster.KindFeed, id, st.Shards)] {
+			out.UnownedFeeds++
+		}
+	}
+	out.Feeds += out.UnownedFeeds
+	return out, true
+}
+
+// cluster answers GET /api/v1/cluster. On a cluster whose nodes say how
+// many feeds they poll it reads no feed records (at a million feeds that
+// read takes seconds, and waits for the defs bucket's leader); else it
+// counts the remote feeds of each node's shards from the records.
 func (a *api) cluster(w http.ResponseWriter, r *http.Request) {
+	this := thisNode(a.agg, a.node)
+	var st *cluster.Status
+	if a.clusterStatus != nil {
+		s := a.clusterStatus()
+		st = &s
+		if out, ok := reportedStatus(s, this, a.store); ok {
+			out.ThisNode = this
+			respondJSON(w, http.StatusOK, out)
+			return
+		}
+	}
 	feeds, err := a.store.Feeds()
 	if err != nil {
 		a.internal(w, err)
 		return
 	}
-	var st *cluster.Status
-	if a.clusterStatus != nil {
-		s := a.clusterStatus()
-		st = &s
-	}
 	out := clusterStatus(st, feeds, a.node, a.now())
-	out.ThisNode = thisNode(a.agg, a.node)
+	out.ThisNode = this
 	respondJSON(w, http.StatusOK, out)
 }

@@ -321,3 +321,121 @@ func TestClusterThisNode(t *testing.T) {
 		})
 	}
 }
+
+// recordCounter is a Store that counts reads of every feed record and
+// may list feed IDs (storage.FeedIDLister).
+type recordCounter struct {
+	Store
+	reads atomic.Int32
+}
+
+func (r *recordCounter) Feeds() ([]storage.Feed, error) {
+	r.reads.Add(1)
+	return r.Store.Feeds()
+}
+
+// idLister is a recordCounter that lists its store's feed IDs.
+type idLister struct{ *recordCounter }
+
+func (l idLister) FeedIDs() ([]uint64, error) {
+	feeds, err := l.Store.Feeds()
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]uint64, 0, len(feeds))
+	for _, f := range feeds {
+		ids = append(ids, f.ID)
+	}
+	return ids, nil
+}
+
+// GET /api/v1/cluster on a cluster whose nodes say how many feeds they
+// poll: the counts come from the nodes (this node's from its own
+// figures), the unowned shards' from the listed feed IDs, and no feed
+// record is read; a node that does not say, shards that do not add up,
+// or unowned shards without a listing fall back to counting the records.
+func TestClusterStatusReported(t *testing.T) {
+	const remote, shards = 6, 4
+	base := clusterStore(t, remote)
+	all, err := base.Feeds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	remoteIn, listedIn := map[int]int{}, map[int]int{}
+	for _, f := range all {
+		s := cluster.ShardOf(cluster.KindFeed, f.ID, shards)
+		listedIn[s]++
+		if f.Kind == storage.KindRemote {
+			remoteIn[s]++
+		}
+	}
+	n := func(p int) *int { return &p }
+	node := func(name string, polled *int, ids ...int) cluster.NodeStatus {
+		return cluster.NodeStatus{Name: name, Shards: len(ids), ShardIDs: ids, Live: true, Polled: polled}
+	}
+	owned := func(nodes ...cluster.NodeStatus) cluster.Status {
+		st := cluster.Status{Shards: shards, LeaseTTLS: 9, Nodes: nodes, Unowned: shards}
+		for _, x := range nodes {
+			st.Unowned -= x.Shards
+		}
+		return st
+	}
+	tests := []struct {
+		name      string
+		status    cluster.Status
+		agg       Aggregator
+		lister    bool
+		wantNodes map[string]int
+		wantUnown int
+		wantReads int32
+	}{
+		{"every node says", owned(node("n1", n(10), 0, 1), node("n2", n(5), 2, 3)), nil, false,
+			map[string]int{"n1": 10, "n2": 5}, 0, 0},
+		{"this node's own figures", owned(node("n1", n(10), 0, 1), node("n2", n(5), 2, 3)),
+			ownAgg{st: aggregator.OwnershipStatus{Clustered: true, Polled: 11, Pending: 2, Failed: 1}}, false,
+			map[string]int{"n1": 14, "n2": 5}, 0, 0},
+		{"a node without shards need not say", owned(node("n1", n(10), 0, 1, 2, 3), node("n2", nil)), nil, false,
+			map[string]int{"n1": 10, "n2": 0}, 0, 0},
+		{"unowned shards from the feed IDs", owned(node("n1", n(10), 0, 1)), nil, true,
+			map[string]int{"n1": 10}, listedIn[2] + listedIn[3], 0},
+		{"a node of an older version", owned(node("n1", n(10), 0, 1), node("n2", nil, 2, 3)), nil, false,
+			map[string]int{"n1": remoteIn[0] + remoteIn[1], "n2": remoteIn[2] + remoteIn[3]}, 0, 1},
+		{"unowned shards without a listing", owned(node("n1", n(10), 0, 1)), nil, false,
+			map[string]int{"n1": remoteIn[0] + remoteIn[1]}, remoteIn[2] + remoteIn[3], 1},
+		{"shards that do not add up", cluster.Status{Shards: shards, Nodes: []cluster.NodeStatus{node("n1", n(10), 0)}}, nil, true,
+			map[string]int{"n1": remoteIn[0]}, remoteIn[1] + remoteIn[2] + remoteIn[3], 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rc := &recordCounter{Store: base}
+			var store Store = rc
+			if tt.lister {
+				store = idLister{rc}
+			}
+			h := New(Options{Store: store, Aggregator: tt.agg, Node: "n1", Cluster: func() cluster.Status { return tt.status }})
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/cluster", nil))
+			if rec.Code != http.StatusOK {
+				t.Fatalf("status %d: %s", rec.Code, rec.Body)
+			}
+			var got ClusterStatus
+			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+				t.Fatal(err)
+			}
+			sum := got.UnownedFeeds
+			for _, x := range got.Nodes {
+				want, ok := tt.wantNodes[x.Name]
+				if !ok || x.Feeds != want {
+					t.Errorf("node %s: %d feeds, want %d", x.Name, x.Feeds, want)
+				}
+				sum += x.Feeds
+			}
+			if len(got.Nodes) != len(tt.wantNodes) || got.UnownedFeeds != tt.wantUnown || got.Feeds != sum {
+				t.Errorf("got %s, want unowned feeds %d and feeds the sum", rec.Body, tt.wantUnown)
+			}
+			if r := rc.reads.Load(); r != tt.wantReads {
+				t.Errorf("%d reads of every record, want %d", r, tt.wantReads)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -111,6 +112,20 @@ type clusterNode struct {
 	m       *member.Member
 	backend storage.Backend
 	node    *lease.Node
+	// polled counts the feeds this node polls, for its member key
+	// (member.Options.Polled); set once the polling service exists.
+	polled atomic.Pointer[func() int]
+}
+
+// setPolled makes f the count of polled feeds the node reports.
+func (c *clusterNode) setPolled(f func() int) { c.polled.Store(&f) }
+
+// polledFeeds is member.Options.Polled: 0 until setPolled.
+func (c *clusterNode) polledFeeds() int {
+	if f := c.polled.Load(); f != nil {
+		return (*f)()
+	}
+	return 0
 }
 
 // clusterEnabled reports whether the settings make serve a cluster node.
@@ -130,9 +145,10 @@ func startCluster(ctx context.Context, v map[string]string, dataDir, addr string
 	}
 	shards, _ := strconv.Atoi(v["shards"])
 	replicas, _ := strconv.Atoi(v["nats-replicas"])
+	c := &clusterNode{}
 	opt := member.Options{
 		Name: name, Addr: addr, URLs: splitList(v["nats"]), Shards: shards, Replicas: replicas,
-		StartTimeout: clusterStartTimeout, Logger: log, Registerer: reg,
+		StartTimeout: clusterStartTimeout, Logger: log, Registerer: reg, Polled: c.polledFeeds,
 	}
 	if embed, _ := strconv.ParseBool(v["nats-embed"]); embed {
 		opt.Embed = &jetstream.EmbedOptions{
@@ -144,7 +160,8 @@ func startCluster(ctx context.Context, v map[string]string, dataDir, addr string
 	if err != nil {
 		return nil, err
 	}
-	return &clusterNode{m: m, backend: m.Backend(), node: m.Lease()}, nil
+	c.m, c.backend, c.node = m, m.Backend(), m.Lease()
+	return c, nil
 }
 
 // close leaves the cluster (giving the shards back at once), closes the

@@ -349,15 +349,31 @@ func TestClusterProcesses(t *testing.T) {
 	})
 
 	// The victim: the node with the most feeds, as /api/v1/cluster says.
-	// A shard can be between its release and its claim for a tick.
+	// A shard can be between its release and its claim for a tick; each
+	// node's feeds are what it says in its member key (written every
+	// renewal): the feeds of its shards once it has loaded them.
 	var st web.ClusterStatus
-	e2e.WaitFor(t, 15*time.Second, "every shard owned", func() error {
+	e2e.WaitFor(t, 15*time.Second, "every shard owned and its feeds counted", func() error {
 		st = web.ClusterStatus{}
 		if err := nodes[1].getJSON("/api/v1/cluster", &st); err != nil {
 			return err
 		}
 		if st.Unowned != 0 {
 			return fmt.Errorf("%d shards unowned", st.Unowned)
+		}
+		for _, n := range st.Nodes {
+			want := 0
+			for _, id := range ids {
+				if slices.Contains(n.ShardIDs, cluster.ShardOf(cluster.KindFeed, id, st.Shards)) {
+					want++
+				}
+			}
+			if n.Feeds != want {
+				return fmt.Errorf("%s: %d feeds, its shards hold %d", n.Name, n.Feeds, want)
+			}
+		}
+		if st.Feeds != len(ids) {
+			return fmt.Errorf("%d feeds, want %d", st.Feeds, len(ids))
 		}
 		return nil
 	})

@@ -260,6 +260,9 @@ func buildServices(ctx context.Context, a *app, cfg *serveConfig, st *storeStage
 		return nil, err
 	}
 	sv.svc = svc
+	if st.node != nil {
+		st.node.setPolled(func() int { return svc.Ownership().Feeds() })
+	}
 	svc.SetMetrics(aggregator.NewMetrics(st.reg, svc.Scheduler(), cfg.rate))
 	// The runner asks the polling service when a pipe's inputs are
 	// fetched next, so that a pipe can tell its subscribers when it plans

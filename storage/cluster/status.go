@@ -13,6 +13,17 @@ type NodeStatus struct {
 	ShardIDs []int     `json:"shard_ids"`
 	LastSeen time.Time `json:"last_seen"`
 	Live     bool      `json:"live"`
+	// Polled is how many feeds the node said it polls at its last
+	// member write (MemberInfo.Polled); nil when it did not say.
+	Polled *int `json:"-"`
+}
+
+// MemberInfo is what a member's key says of it beyond its lease view:
+// its HTTP address (empty: none) and how many feeds it polls (nil: not
+// said, as by a node of an older version).
+type MemberInfo struct {
+	Addr   string
+	Polled *int
 }
 
 // Status is the cluster as one node sees it.
@@ -25,8 +36,9 @@ type Status struct {
 
 // StatusOf is the cluster as view v shows it: every member with the
 // shards its live leases name (this node always listed), and the shards
-// no unexpired lease names. addr gives a member's address (nil: none).
-func StatusOf(v View, t Timing, addr func(name string) string) Status {
+// no unexpired lease names. info tells a member's key's MemberInfo (nil:
+// none).
+func StatusOf(v View, t Timing, info func(name string) MemberInfo) Status {
 	live := v.Live(t)
 	byName := map[string]*NodeStatus{}
 	var order []string
@@ -38,8 +50,9 @@ func StatusOf(v View, t Timing, addr func(name string) string) Status {
 		for _, m := range v.Members {
 			if m.Name == name {
 				ns.LastSeen = m.Seen
-				if addr != nil {
-					ns.Addr = addr(name)
+				if info != nil {
+					mi := info(name)
+					ns.Addr, ns.Polled = mi.Addr, mi.Polled
 				}
 			}
 		}

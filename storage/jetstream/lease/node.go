@@ -68,6 +68,11 @@ type Options struct {
 	// AllHave: each names a format or behaviour a node of an older
 	// version may not know (such as reading compressed records).
 	Features []string
+	// Polled, when set, tells how many feeds this node polls; the count
+	// goes into its member key at each write, for the other nodes'
+	// Status (a cluster's status then needs no read of every feed). It
+	// is called without the node's lock held.
+	Polled func() int
 }
 
 func (o *Options) fill() error {
@@ -139,6 +144,9 @@ type memberValue struct {
 	Started  time.Time `json:"started"`
 	Shards   []int     `json:"shards"`
 	Features []string  `json:"features,omitempty"`
+	// Polled is how many feeds the node polls (Options.Polled); absent
+	// when it does not say.
+	Polled *int `json:"polled,omitempty"`
 }
 
 type configValue struct {
@@ -810,8 +818,13 @@ func (n *Node) refresh(ctx context.Context, s int) {
 func (n *Node) writeMember(ctx context.Context, timeout time.Duration) error {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	var polled *int
+	if n.opt.Polled != nil {
+		p := n.opt.Polled()
+		polled = &p
+	}
 	n.mu.Lock()
-	v := memberValue{Name: n.opt.Name, Instance: n.instance, Addr: n.opt.Addr, Started: n.started, Shards: n.ownedLocked(n.opt.Now()), Features: n.opt.Features}
+	v := memberValue{Name: n.opt.Name, Instance: n.instance, Addr: n.opt.Addr, Started: n.started, Shards: n.ownedLocked(n.opt.Now()), Features: n.opt.Features, Polled: polled}
 	rev := n.memberRev
 	if rev == 0 {
 		rev = n.members[n.opt.Name].Revision // a previous run's key
@@ -1003,7 +1016,10 @@ func (n *Node) Status() cluster.Status {
 	now := n.opt.Now()
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return cluster.StatusOf(n.view(now), n.opt.Timing, func(name string) string { return n.memberVals[name].Addr })
+	return cluster.StatusOf(n.view(now), n.opt.Timing, func(name string) cluster.MemberInfo {
+		v := n.memberVals[name]
+		return cluster.MemberInfo{Addr: v.Addr, Polled: v.Polled}
+	})
 }
 
 // stop ends the background work without giving anything back, as a

@@ -743,3 +743,40 @@ func TestWatchEndsWithClosedConnection(t *testing.T) {
 		t.Errorf("%d re-watch attempts on a closed connection:\n%s", n, log.String())
 	}
 }
+
+// TestStatusCarriesPolledCounts: a node's Options.Polled reaches the
+// others' Status through its member key, follows the count at the next
+// write, and a node that does not say leaves it nil.
+func TestStatusCarriesPolledCounts(t *testing.T) {
+	c := jstest.NewServer(t)
+	var count atomic.Int64
+	count.Store(7)
+	a := startNode(t, c, "a", func(o *Options) { o.Polled = func() int { return int(count.Load()) } })
+	b := startNode(t, c, "b", nil)
+	polled := func(n *testNode, name string) (*int, bool) {
+		for _, m := range n.Status().Nodes {
+			if m.Name == name {
+				return m.Polled, true
+			}
+		}
+		return nil, false
+	}
+	for _, want := range []int{7, 12} {
+		count.Store(int64(want))
+		waitFor(t, 10*time.Second, fmt.Sprintf("b sees a polling %d", want), func() error {
+			if p, ok := polled(b, "a"); !ok || p == nil || *p != want {
+				return fmt.Errorf("a's polled in b's status: %v (listed %v)", p, ok)
+			}
+			return nil
+		})
+	}
+	waitFor(t, 10*time.Second, "a lists b", func() error {
+		if _, ok := polled(a, "b"); !ok {
+			return errors.New("b not listed")
+		}
+		return nil
+	})
+	if p, _ := polled(a, "b"); p != nil {
+		t.Errorf("b said nothing, a's status has %d", *p)
+	}
+}

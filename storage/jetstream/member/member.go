@@ -49,6 +49,9 @@ type Options struct {
 	// Registerer, when set, receives the store's and the lease node's
 	// metrics.
 	Registerer prometheus.Registerer
+	// Polled, when set, tells how many feeds this node polls, for the
+	// cluster's status (lease.Options.Polled).
+	Polled func() int
 }
 
 // Member is a running cluster node: the embedded server (if any), the
@@ -123,7 +126,7 @@ func Join(ctx context.Context, opt Options) (*Member, error) {
 	m.backend = sjs.NewBackend(m.store, 0)
 	if m.lease, err = lease.Start(ctx, js, lease.Options{
 		Name: opt.Name, Addr: opt.Addr, Shards: opt.Shards, Replicas: opt.Replicas,
-		Logger: opt.Logger, Metrics: lmet, Features: Features(),
+		Logger: opt.Logger, Metrics: lmet, Features: Features(), Polled: opt.Polled,
 	}); err != nil {
 		m.Close(context.Background())
 		return nil, fmt.Errorf("join the cluster: %w", err)
