@@ -465,56 +465,9 @@ func fetchedOnce(t *testing.T, pub *countingFeeds, path string, id uint64, took,
 // written.
 func TestDigestsOfLoadedShardsOnly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		pub, st := pubAndStore(t)
-		store := &digestStore{Store: st}
-		owner := newShardOwner(4, 0, 1)
-		svc := digestService(t, store, pub, owner)
-		long := "http://" + strings.Repeat("s", 300) + ".test/f/"
-		shardOf := map[uint64]int{}
-		for i := range 40 {
-			url := "http://pub.test/f/" + strconv.Itoa(i) + ".rss"
-			if i == 0 {
-				url = long + "0.rss"
-			}
-			f := storage.Feed{URL: url, Kind: storage.KindRemote, Policy: "fixed-10m"}
-			if err := st.CreateFeed(&f); err != nil {
-				t.Fatal(err)
-			}
-			shardOf[f.ID] = cluster.ShardOf(cluster.KindFeed, f.ID, 4)
-		}
-		// Shards 2 and 3 have their earlier owner's digests.
-		earlier := time.Now().Add(-time.Minute)
-		for _, sh := range []int{2, 3} {
-			dg := storage.ScheduleDigest{Shard: sh, Written: earlier, Parts: 1}
-			for _, id := range slices.Sorted(maps.Keys(shardOf)) {
-				if shardOf[id] == sh {
-					dg.Entries = append(dg.Entries, storage.DigestEntry{ID: id, Next: time.Now().Add(5 * time.Minute), Weight: 1})
-				}
-			}
-			if err := store.PutScheduleDigest(dg); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := svc.Load(); err != nil {
-			t.Fatal(err)
-		}
-		defer runService(t, svc)()
-		written := func(sh int) (time.Time, int) {
-			store.mu.Lock()
-			defer store.mu.Unlock()
-			return store.digests[sh].Written, len(store.digests[sh].Entries)
-		}
-		count := func(sh int) int {
-			n := 0
-			for _, s := range shardOf {
-				if s == sh {
-					n++
-				}
-			}
-			return n
-		}
-		time.Sleep(time.Minute + time.Second)
-		synctest.Wait()
+		store, owner, shardOf, earlier, stop := ownsTwoOfFour(t, "http://"+strings.Repeat("s", 300)+".test/f/0.rss")
+		defer stop()
+		written, count := store.digestOf, func(sh int) int { return feedsIn(shardOf, sh) }
 		for _, sh := range []int{0, 1} {
 			if at, n := written(sh); at.IsZero() || n != count(sh) {
 				t.Errorf("shard %d: digest written %v with %d feeds, want its %d", sh, at, n, count(sh))
@@ -531,15 +484,88 @@ func TestDigestsOfLoadedShardsOnly(t *testing.T) {
 				t.Errorf("shard %d while loading: digest written %v with %d feeds, want the earlier owner's of %v", sh, at, n, earlier)
 			}
 		}
-		close(gate)
-		time.Sleep(time.Minute)
-		synctest.Wait()
-		for sh := range 4 {
-			if at, n := written(sh); !at.After(earlier.Add(2*time.Minute)) || n != count(sh) {
-				t.Errorf("shard %d once loaded: digest written %v with %d feeds, want a new one of %d", sh, at, n, count(sh))
+		writtenOnceLoaded(t, store, shardOf, gate, earlier.Add(2*time.Minute))
+	})
+}
+
+// ownsTwoOfFour starts a service owning shards 0 and 1 of 4 over 40
+// remote feeds of fixed 10-minute periods (at pub.test/f/<i>.rss, the
+// first at first when given), whose shards 2 and 3 have an earlier
+// owner's digests, every feed due in 5 minutes, and runs it for a minute
+// (it writes its digests once). It returns the store, the owner, each
+// feed's shard, when the earlier digests were written, and the
+// service's stop.
+func ownsTwoOfFour(t *testing.T, first string) (store *digestStore, owner *shardOwner, shardOf map[uint64]int, earlier time.Time, stop func()) {
+	t.Helper()
+	pub, st := pubAndStore(t)
+	store = &digestStore{Store: st}
+	owner = newShardOwner(4, 0, 1)
+	svc := digestService(t, store, pub, owner)
+	shardOf = map[uint64]int{}
+	for i := range 40 {
+		url := "http://pub.test/f/" + strconv.Itoa(i) + ".rss"
+		if i == 0 && first != "" {
+			url = first
+		}
+		f := storage.Feed{URL: url, Kind: storage.KindRemote, Policy: "fixed-10m"}
+		if err := st.CreateFeed(&f); err != nil {
+			t.Fatal(err)
+		}
+		shardOf[f.ID] = cluster.ShardOf(cluster.KindFeed, f.ID, 4)
+	}
+	earlier = time.Now().Add(-time.Minute)
+	for _, sh := range []int{2, 3} {
+		dg := storage.ScheduleDigest{Shard: sh, Written: earlier, Parts: 1}
+		for _, id := range slices.Sorted(maps.Keys(shardOf)) {
+			if shardOf[id] == sh {
+				dg.Entries = append(dg.Entries, storage.DigestEntry{ID: id, Next: time.Now().Add(5 * time.Minute), Weight: 1})
 			}
 		}
-	})
+		if err := store.PutScheduleDigest(dg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := svc.Load(); err != nil {
+		t.Fatal(err)
+	}
+	stop = runService(t, svc)
+	time.Sleep(time.Minute + time.Second)
+	synctest.Wait()
+	return store, owner, shardOf, earlier, stop
+}
+
+// writtenOnceLoaded closes gate (the records held back), lets a minute
+// pass and checks that each shard's digest was written after since with
+// every feed of the shard.
+func writtenOnceLoaded(t *testing.T, store *digestStore, shardOf map[uint64]int, gate chan struct{}, since time.Time) {
+	t.Helper()
+	close(gate)
+	time.Sleep(time.Minute)
+	synctest.Wait()
+	for sh := range 4 {
+		if at, n := store.digestOf(sh); !at.After(since) || n != feedsIn(shardOf, sh) {
+			t.Errorf("shard %d once loaded: digest written %v with %d feeds, want a new one of %d", sh, at, n, feedsIn(shardOf, sh))
+		}
+	}
+}
+
+// feedsIn counts the feeds of shardOf in shard sh.
+func feedsIn(shardOf map[uint64]int, sh int) int {
+	n := 0
+	for _, s := range shardOf {
+		if s == sh {
+			n++
+		}
+	}
+	return n
+}
+
+// digestOf tells when the digest of shard sh was written and how many
+// feeds it lists.
+func (d *digestStore) digestOf(sh int) (time.Time, int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.digests[sh].Written, len(d.digests[sh].Entries)
 }
 
 // firstOwnerDied: a node owning every shard of 4 polls n feeds (fixed
@@ -1015,52 +1041,11 @@ func TestTakeoverFromSnapshots(t *testing.T) {
 // takeover loads.
 func TestDigestOfRegainedShardWaitsForItsLoad(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		pub, st := pubAndStore(t)
-		store := &digestStore{Store: st}
-		owner := newShardOwner(4, 0, 1)
-		svc := digestService(t, store, pub, owner)
-		shardOf := map[uint64]int{}
-		for i := range 40 {
-			f := storage.Feed{URL: "http://pub.test/f/" + strconv.Itoa(i) + ".rss", Kind: storage.KindRemote, Policy: "fixed-10m"}
-			if err := st.CreateFeed(&f); err != nil {
-				t.Fatal(err)
-			}
-			shardOf[f.ID] = cluster.ShardOf(cluster.KindFeed, f.ID, 4)
-		}
-		count := func(sh int) int {
-			n := 0
-			for _, s := range shardOf {
-				if s == sh {
-					n++
-				}
-			}
-			return n
-		}
 		// Shards 2 and 3 have an earlier owner's digests: their feeds
 		// are queued from them and wait for their records.
-		earlier := time.Now().Add(-time.Minute)
-		for _, sh := range []int{2, 3} {
-			dg := storage.ScheduleDigest{Shard: sh, Written: earlier, Parts: 1}
-			for _, id := range slices.Sorted(maps.Keys(shardOf)) {
-				if shardOf[id] == sh {
-					dg.Entries = append(dg.Entries, storage.DigestEntry{ID: id, Next: time.Now().Add(5 * time.Minute), Weight: 1})
-				}
-			}
-			if err := store.PutScheduleDigest(dg); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := svc.Load(); err != nil {
-			t.Fatal(err)
-		}
-		defer runService(t, svc)()
-		written := func(sh int) (time.Time, int) {
-			store.mu.Lock()
-			defer store.mu.Unlock()
-			return store.digests[sh].Written, len(store.digests[sh].Entries)
-		}
-		time.Sleep(time.Minute + time.Second)
-		synctest.Wait()
+		store, owner, shardOf, _, stop := ownsTwoOfFour(t, "")
+		defer stop()
+		written, count := store.digestOf, func(sh int) int { return feedsIn(shardOf, sh) }
 		if at, n := written(1); at.IsZero() || n != count(1) {
 			t.Fatalf("shard 1: digest written %v with %d feeds, want its %d", at, n, count(1))
 		}
@@ -1082,14 +1067,7 @@ func TestDigestOfRegainedShardWaitsForItsLoad(t *testing.T) {
 		if at, _ := written(0); !at.After(before) {
 			t.Errorf("shard 0 (loaded throughout): digest last written %v, want after %v", at, before)
 		}
-		close(gate)
-		time.Sleep(time.Minute)
-		synctest.Wait()
-		for sh := range 4 {
-			if at, n := written(sh); !at.After(before.Add(2*time.Minute)) || n != count(sh) {
-				t.Errorf("shard %d once loaded: digest written %v with %d feeds, want a new one of %d", sh, at, n, count(sh))
-			}
-		}
+		writtenOnceLoaded(t, store, shardOf, gate, before.Add(2*time.Minute))
 	})
 }
 
