@@ -362,13 +362,16 @@ func (s *Service) restoring(ctx context.Context) {
 		if len(batch) == 0 {
 			continue // lost, or given their policy before their fetches
 		}
-		err := s.restoreDeferred(st, batch, guards)
+		err := s.restoreDeferred(ctx, st, batch, guards)
 		if err == nil {
 			if fails >= restoreTries {
 				s.log.Info("the records of feeds queued from schedule digests are read again")
 			}
 			fails = 0
 			continue
+		}
+		if ctx.Err() != nil {
+			return // stopping: the read was cut short
 		}
 		fails++
 		s.restoreQ.add(batch)
@@ -419,12 +422,12 @@ func (s *Service) signalRestored() {
 // brought forward; one without a record (deleted since its shard's
 // digest, or unreadable) or whose policy cannot be built here is
 // dropped, and the next reconcile reads it alone (skipped, or reported).
-func (s *Service) restoreDeferred(st stateTaker, batch []dueFeed, guards []*feedGuard) error {
+func (s *Service) restoreDeferred(ctx context.Context, st stateTaker, batch []dueFeed, guards []*feedGuard) error {
 	ids := make([]uint64, len(batch))
 	for i, f := range batch {
 		ids[i] = f.id
 	}
-	replays, _, err := s.takeStates(st, ids)
+	replays, _, err := s.takeStates(ctx, st, ids)
 	if err != nil {
 		return err
 	}
@@ -472,12 +475,15 @@ func (s *Service) adopt(g *feedGuard, r *replay, now, due time.Time) (first time
 // restoreBeforeFetch gives a deferred feed its policy from its record,
 // just before its first fetch here (due now). ok is false when the
 // record could not be read, or the feed cannot be scheduled here.
-func (s *Service) restoreBeforeFetch(g *feedGuard, id uint64, now time.Time) (ok bool) {
+func (s *Service) restoreBeforeFetch(ctx context.Context, g *feedGuard, id uint64, now time.Time) (ok bool) {
 	st, isTaker := s.opt.Store.(stateTaker)
 	if !isTaker {
 		return false
 	}
-	replays, seen, err := s.takeStates(st, []uint64{id})
+	replays, seen, err := s.takeStates(ctx, st, []uint64{id})
+	if err != nil && ctx.Err() != nil {
+		return false // stopping
+	}
 	if err != nil {
 		s.log.Warn("cannot read the record of a feed queued from a schedule digest; trying again", "feed", id, "err", err)
 		return false

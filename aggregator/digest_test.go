@@ -165,7 +165,7 @@ func (d *digestStore) ScheduleDigests(shards []int) ([]storage.ScheduleDigest, e
 	return out, nil
 }
 
-func (d *digestStore) TakeFeedStates(ids []uint64, feed func(storage.Feed, *storage.PolicyState) bool, obs func(uint64, storage.Observation), _ func(uint64) *storage.PolicyState, unreadable func(uint64, error)) error {
+func (d *digestStore) TakeFeedStates(_ context.Context, ids []uint64, feed func(storage.Feed, *storage.PolicyState) bool, obs func(uint64, storage.Observation), _ func(uint64) *storage.PolicyState, unreadable func(uint64, error)) error {
 	d.mu.Lock()
 	gate := d.gate
 	d.takes++

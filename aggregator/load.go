@@ -93,7 +93,7 @@ func (s *Service) LoadInBackground(ctx context.Context) <-chan error {
 	done := make(chan error, 1)
 	ss, ok := s.opt.Store.(stateStore)
 	if !ok || s.clustered() {
-		done <- s.Load()
+		done <- s.loadAll(ctx)
 		close(done)
 		return done
 	}

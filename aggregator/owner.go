@@ -337,7 +337,7 @@ func (s *Service) owned(ctx context.Context) {
 			shards = sharded.Owned()
 			s.own.keepLoaded(shards)
 		}
-		busy, err := s.reconcile()
+		busy, err := s.reconcile(ctx)
 		if err != nil {
 			s.log.Warn("cannot list feeds to follow the cluster's shards", "err", err)
 		}
@@ -448,7 +448,7 @@ func (s *Service) settle(ctx context.Context) <-chan struct{} {
 // A feed listed but missing from what the load returned (written after
 // its pass began, or deleted) is read on its own or tried again at once,
 // never left for a whole Resync.
-func (s *Service) reconcile() (busy bool, err error) {
+func (s *Service) reconcile(ctx context.Context) (busy bool, err error) {
 	owns := s.ownsNow()
 	lost := 0
 	for _, id := range s.polled() {
@@ -484,7 +484,7 @@ func (s *Service) reconcile() (busy bool, err error) {
 			s.own.setSkip(id)
 		}
 	}
-	took, busy := s.take(take, owns)
+	took, busy := s.take(ctx, take, owns)
 	if took > 0 || lost > 0 {
 		s.log.Info("feeds follow the cluster's shards", "taken", took, "lost", lost, "polled_here", s.sched.Len())
 	}
@@ -520,7 +520,7 @@ func (s *Service) feedIDs() ([]uint64, error) {
 // cannot be decoded is given to unreadable (with its storage.ErrCorrupt
 // error) instead of feed.
 type stateTaker interface {
-	TakeFeedStates(ids []uint64, feed func(f storage.Feed, st *storage.PolicyState) (replay bool), obs func(id uint64, o storage.Observation), reached func(id uint64) *storage.PolicyState, unreadable func(id uint64, err error)) error
+	TakeFeedStates(ctx context.Context, ids []uint64, feed func(f storage.Feed, st *storage.PolicyState) (replay bool), obs func(id uint64, o storage.Observation), reached func(id uint64) *storage.PolicyState, unreadable func(id uint64, err error)) error
 }
 
 // loadStates rebuilds the policies of the feeds of ids (nil: every feed
@@ -532,7 +532,7 @@ type stateTaker interface {
 // seen holds every feed the load returned, replayed or not (a feed
 // never polled, a policy name this version does not know). ok is false
 // when the store offers none of these.
-func (s *Service) loadStates(ids []uint64, want func(id uint64) bool) (replays map[uint64]*replay, seen map[uint64]bool, ok bool, err error) {
+func (s *Service) loadStates(ctx context.Context, ids []uint64, want func(id uint64) bool) (replays map[uint64]*replay, seen map[uint64]bool, ok bool, err error) {
 	if st, isTaker := s.opt.Store.(stateTaker); isTaker {
 		listed := ids == nil
 		if listed {
@@ -544,7 +544,7 @@ func (s *Service) loadStates(ids []uint64, want func(id uint64) bool) (replays m
 		if listed {
 			s.own.setPending(len(ids)) // a start's load (Load)
 		}
-		replays, seen, err = s.takeStates(st, ids)
+		replays, seen, err = s.takeStates(ctx, st, ids)
 		return replays, seen, true, err
 	}
 	replays, seen = map[uint64]*replay{}, map[uint64]bool{}
@@ -596,7 +596,7 @@ func (s *Service) loadStates(ids []uint64, want func(id uint64) bool) (replays m
 // takeStates is loadStates with a stateTaker: the feeds whose records
 // hold a policy state are restored from it, the others replayed, and
 // the states their replays reached stored in their records.
-func (s *Service) takeStates(st stateTaker, ids []uint64) (replays map[uint64]*replay, seen map[uint64]bool, err error) {
+func (s *Service) takeStates(ctx context.Context, st stateTaker, ids []uint64) (replays map[uint64]*replay, seen map[uint64]bool, err error) {
 	replays, seen = map[uint64]*replay{}, map[uint64]bool{}
 	restored, replayed, unreadable := 0, 0, 0
 	var firstErr error
@@ -656,7 +656,7 @@ func (s *Service) takeStates(st stateTaker, ids []uint64) (replays map[uint64]*r
 			firstCorrupt = err
 		}
 	}
-	if err := st.TakeFeedStates(ids, feed, obs, reached, bad); err != nil {
+	if err := st.TakeFeedStates(ctx, ids, feed, obs, reached, bad); err != nil {
 		return nil, nil, err
 	}
 	s.load.replay.Add(int64(replayed))
@@ -674,7 +674,7 @@ func (s *Service) takeStates(st stateTaker, ids []uint64) (replays map[uint64]*r
 // state. busy reports some that could not be, to be tried again soon.
 //
 // owns is the reconcile's view of the owned feeds (ownsNow).
-func (s *Service) take(ids []uint64, owns func(id uint64) bool) (took int, busy bool) {
+func (s *Service) take(ctx context.Context, ids []uint64, owns func(id uint64) bool) (took int, busy bool) {
 	// Pending is set before the load starts: a big one takes seconds.
 	s.own.setPending(len(ids))
 	if len(ids) == 0 {
@@ -709,7 +709,10 @@ func (s *Service) take(ids []uint64, owns func(id uint64) bool) (took int, busy 
 		}
 		var err error
 		var ok bool
-		replays, seen, ok, err = s.loadStates(ids, func(id uint64) bool { return want[id] && owns(id) })
+		replays, seen, ok, err = s.loadStates(ctx, ids, func(id uint64) bool { return want[id] && owns(id) })
+		if ok && err != nil && ctx.Err() != nil {
+			return 0, true // stopping
+		}
 		if ok && err != nil {
 			s.log.Warn("cannot load the state of the feeds this node came to own; trying again", "feeds", len(ids), "err", err)
 			return 0, true

@@ -294,14 +294,18 @@ func gauges(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 // gatedTaker is a store whose records carry policy states, as
 // storage/jetstream's Backend: TakeFeedStates hands over each feed
 // without a state (so its policy replays its observations), each call
-// waiting for a token on gate.
+// waiting for a token on gate or the end of its context.
 type gatedTaker struct {
 	aggregator.Store
 	gate chan struct{}
 }
 
-func (g gatedTaker) TakeFeedStates(ids []uint64, feed func(storage.Feed, *storage.PolicyState) bool, obs func(uint64, storage.Observation), _ func(uint64) *storage.PolicyState, _ func(uint64, error)) error {
-	<-g.gate
+func (g gatedTaker) TakeFeedStates(ctx context.Context, ids []uint64, feed func(storage.Feed, *storage.PolicyState) bool, obs func(uint64, storage.Observation), _ func(uint64) *storage.PolicyState, _ func(uint64, error)) error {
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	for _, id := range ids {
 		f, err := g.Feed(id)
 		if errors.Is(err, storage.ErrFeedNotFound) {
@@ -326,7 +330,9 @@ func (g gatedTaker) TakeFeedStates(ids []uint64, feed func(storage.Feed, *storag
 
 // With a store whose records carry policy states, a start's load and a
 // takeover's are both pending from the listing on: the start's until
-// Load has scheduled them, the takeover's until its load returns.
+// Load has scheduled them, the takeover's until its load returns. A
+// service stopped while a takeover's load is under way ends the load's
+// read and returns.
 func TestOwnershipTakerLoads(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		pub, st := pubAndStore(t)
@@ -386,6 +392,22 @@ func TestOwnershipTakerLoads(t *testing.T) {
 		got = svc.Ownership()
 		if got.Pending != 0 || got.Loading() || got.Polled != 30 || got.Taken != 20 || !got.Loaded.Equal(changed.Add(time.Second)) {
 			t.Errorf("after the takeover's load: %+v, want 30 polled, loaded a second after the change", got)
+		}
+		// A takeover whose load is held back when the service stops:
+		// Run ends its read and returns.
+		more := make([]uint64, 0, 10)
+		for i := range 10 {
+			f := storage.Feed{URL: "http://pub.test/g/" + strconv.Itoa(i) + ".rss", Kind: storage.KindRemote, Policy: "fixed-1m"}
+			if err := st.CreateFeed(&f); err != nil {
+				t.Fatal(err)
+			}
+			more = append(more, f.ID)
+		}
+		owner.set(append(ids, more...)...)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := svc.Ownership(); got.Pending != 10 || !got.Loading() {
+			t.Errorf("while the second takeover's load is held back: %+v, want 10 pending", got)
 		}
 		cancel()
 		if err := <-done; err != nil {

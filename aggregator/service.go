@@ -343,7 +343,10 @@ func (s *Service) Scheduler() *schedule.Scheduler { return s.sched }
 // observations in passes (loadStates: on JetStream two passes, not a get
 // and a consumer per feed); a single node, whose bbolt reads are local,
 // reads feed by feed.
-func (s *Service) Load() error {
+func (s *Service) Load() error { return s.loadAll(context.Background()) }
+
+// loadAll is Load; ctx ends a clustered service's batched read.
+func (s *Service) loadAll(ctx context.Context) error {
 	if !s.clustered() {
 		if ss, ok := s.opt.Store.(stateStore); ok {
 			return s.loadStored(context.Background(), ss)
@@ -356,7 +359,7 @@ func (s *Service) Load() error {
 	// states) and has not scheduled yet.
 	s.own.changeSeen(s.opt.Clock.Now())
 	defer s.own.setPending(0)
-	replays, _, ok, err := s.loadStates(nil, s.ownsNow())
+	replays, _, ok, err := s.loadStates(ctx, nil, s.ownsNow())
 	if !ok {
 		return s.loadEach()
 	}
@@ -696,7 +699,7 @@ func (s *Service) begin(ctx context.Context, id uint64) (obs schedule.Observatio
 	g.mu.Lock()
 	deferred := g.deferred
 	g.mu.Unlock()
-	if deferred && !s.restoreBeforeFetch(g, id, now) {
+	if deferred && !s.restoreBeforeFetch(ctx, g, id, now) {
 		// Queued from a schedule digest, its record not read: soon
 		// (unless the background read gave it its policy meanwhile).
 		g.mu.Lock()

@@ -455,10 +455,12 @@ func (s *Store) noneOnLeader(ctx context.Context, stream string, req []byte) err
 
 // TakeFeedStates is Store.TakeFeedStates with the callbacks of
 // TakeFuncs (Feed, Obs, Reached, Unreadable), bounded by
-// DefaultLoadTimeout and cancelled by Close.
-func (b *Backend) TakeFeedStates(ids []uint64, feed func(f storage.Feed, st *storage.PolicyState) (replay bool), obs func(id uint64, o storage.Observation), reached func(id uint64) *storage.PolicyState, unreadable func(id uint64, err error)) error {
-	ctx, cancel := context.WithTimeout(b.ctx, DefaultLoadTimeout)
+// DefaultLoadTimeout and cancelled by ctx or by Close.
+func (b *Backend) TakeFeedStates(ctx context.Context, ids []uint64, feed func(f storage.Feed, st *storage.PolicyState) (replay bool), obs func(id uint64, o storage.Observation), reached func(id uint64) *storage.PolicyState, unreadable func(id uint64, err error)) error {
+	ctx, cancel := context.WithTimeout(ctx, DefaultLoadTimeout)
 	defer cancel()
+	stop := context.AfterFunc(b.ctx, cancel)
+	defer stop()
 	_, err := b.s.TakeFeedStates(ctx, ids, TakeFuncs{Feed: feed, Obs: obs, Reached: reached, Unreadable: unreadable})
 	return err
 }
