@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	sjs "github.com/slogfeed/slogfeed/storage/jetstream"
 )
 
 // TestClusterSurvivesLeaderStop starts 3 servers, writes to an R3 KV
@@ -25,7 +27,11 @@ func TestClusterSurvivesLeaderStop(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
-	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "jstest", Replicas: 3})
+	// The meta group may still be settling its leader: a create it
+	// leaves unanswered is sent again.
+	kv, err := sjs.RetryUnanswered(ctx, func(ctx context.Context) (jetstream.KeyValue, error) {
+		return js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "jstest", Replicas: 3})
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
