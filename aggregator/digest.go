@@ -371,7 +371,8 @@ func (s *Service) restoring(ctx context.Context) {
 			continue
 		}
 		if ctx.Err() != nil {
-			return // stopping: the read was cut short
+			s.restoreQ.add(batch) // stopping: the read was cut short
+			return
 		}
 		fails++
 		s.restoreQ.add(batch)
@@ -417,8 +418,9 @@ func (s *Service) signalRestored() {
 // restoreDeferred reads the records of the deferred feeds of batch and
 // gives each its policy, in the guard it had before the read (guards): a
 // feed whose shard was lost and owned again meanwhile has a new guard,
-// queued again, so a record read before another node polled it is not
-// installed. A feed its record says is due earlier than queued is
+// queued again, or, when no reconcile saw the loss, a new tenure and is
+// queued again here, so a record read before another node polled it is
+// not installed. A feed its record says is due earlier than queued is
 // brought forward; one without a record (deleted since its shard's
 // digest, or unreadable) or whose policy cannot be built here is
 // dropped, and the next reconcile reads it alone (skipped, or reported).
@@ -427,13 +429,21 @@ func (s *Service) restoreDeferred(ctx context.Context, st stateTaker, batch []du
 	for i, f := range batch {
 		ids[i] = f.id
 	}
+	before := s.tenures()
 	replays, _, err := s.takeStates(ctx, st, ids)
 	if err != nil {
 		return err
 	}
 	now := s.opt.Clock.Now()
+	var again []dueFeed
 	for i, id := range ids {
 		g, r := guards[i], replays[id]
+		if !s.heldSince(before, id) {
+			// Its shard was lost and owned again during the read,
+			// before any reconcile saw it lost: read again.
+			again = append(again, batch[i])
+			continue
+		}
 		if r == nil {
 			s.dropGuard(id, g) // not a remote feed, a policy this version lacks (logged), or no record
 			continue
@@ -446,6 +456,9 @@ func (s *Service) restoreDeferred(ctx context.Context, st stateTaker, batch []du
 		if adopted && queued && first.Before(due.Add(-digestMaxAhead)) {
 			s.Expedite(id, first)
 		}
+	}
+	if len(again) > 0 {
+		s.restoreQ.add(again)
 	}
 	return nil
 }

@@ -1071,68 +1071,99 @@ func TestDigestOfRegainedShardWaitsForItsLoad(t *testing.T) {
 	})
 }
 
-// TestRecordReadWhileShardLostIsReadAgain: a shard's records read before
-// the shard was lost and owned again (another node polled its feeds
+// TestRecordReadWhileShardLostIsReadAgain: records read before their
+// shard was lost and owned again (another node polled its feeds
 // meanwhile) are not installed: the feeds are read again and scheduled
-// at what the newer records say.
+// at what the newer records say. Whether the shard's feeds are read by
+// the take itself (no digest) or queued from the shard's digest and read
+// in the background, and whether a reconcile saw the shard lost (the
+// loss lasted seconds) or not (lost and owned again at once).
 func TestRecordReadWhileShardLostIsReadAgain(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		pub, st := pubAndStore(t)
-		store := &digestStore{Store: st, states: map[uint64]storage.PolicyState{}}
-		owner := newShardOwner(4, 0)
-		svc := digestService(t, store, pub, owner)
-		t0 := time.Now()
-		var inShard1 []uint64
-		for i := range 40 {
-			f := storage.Feed{URL: "http://pub.test/f/" + strconv.Itoa(i) + ".rss", Kind: storage.KindRemote, Policy: "fixed-10m"}
-			if err := st.CreateFeed(&f); err != nil {
-				t.Fatal(err)
-			}
-			store.states[f.ID] = storage.PolicyState{Next: t0.Add(5 * time.Minute), Last: t0.Add(-5 * time.Minute)}
-			if cluster.ShardOf(cluster.KindFeed, f.ID, 4) == 1 {
-				inShard1 = append(inShard1, f.ID)
-			}
-		}
-		if len(inShard1) == 0 {
-			t.Fatal("no feed in shard 1")
-		}
-		if err := svc.Load(); err != nil {
-			t.Fatal(err)
-		}
-		defer runService(t, svc)()
-		time.Sleep(time.Second)
-		synctest.Wait()
+	tests := []struct {
+		name   string
+		digest bool          // shard 1 has a digest: its feeds are deferred
+		lost   time.Duration // how long shard 1 is lost
+	}{
+		{"read by the take", false, 5 * time.Second},
+		{"read by the take, lost and owned again at once", false, 0},
+		{"queued from the digest", true, 5 * time.Second},
+		{"queued from the digest, lost and owned again at once", true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				pub, st := pubAndStore(t)
+				store := &digestStore{Store: st, states: map[uint64]storage.PolicyState{}}
+				owner := newShardOwner(4, 0)
+				svc := digestService(t, store, pub, owner)
+				t0 := time.Now()
+				dg := storage.ScheduleDigest{Shard: 1, Written: t0.Add(-time.Minute), Parts: 1}
+				var inShard1 []uint64
+				path := map[uint64]string{}
+				for i := range 80 {
+					f := storage.Feed{URL: "http://pub.test/f/" + strconv.Itoa(i) + ".rss", Kind: storage.KindRemote, Policy: "fixed-10m"}
+					if err := st.CreateFeed(&f); err != nil {
+						t.Fatal(err)
+					}
+					store.states[f.ID] = storage.PolicyState{Next: t0.Add(5 * time.Minute), Last: t0.Add(-5 * time.Minute)}
+					path[f.ID] = "/f/" + strconv.Itoa(i) + ".rss"
+					if cluster.ShardOf(cluster.KindFeed, f.ID, 4) == 1 {
+						inShard1 = append(inShard1, f.ID)
+						dg.Entries = append(dg.Entries, storage.DigestEntry{ID: f.ID, Next: t0.Add(5 * time.Minute), Weight: 1})
+					}
+				}
+				if len(inShard1) <= 16 { // perFeedTake: more are deferred
+					t.Fatalf("%d feeds in shard 1, want more than 16", len(inShard1))
+				}
+				if tt.digest {
+					if err := store.PutScheduleDigest(dg); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := svc.Load(); err != nil {
+					t.Fatal(err)
+				}
+				defer runService(t, svc)()
+				time.Sleep(time.Second)
+				synctest.Wait()
 
-		// Shard 1 comes; its records are read, then held back while it
-		// is lost, polled by another node and owned again.
-		gate := make(chan struct{})
-		store.mu.Lock()
-		store.readGate = gate
-		store.mu.Unlock()
-		owner.set(0, 1)
-		time.Sleep(5 * time.Second)
-		synctest.Wait()
-		owner.set(0)
-		polled := t0.Add(7 * time.Minute)
-		store.mu.Lock()
-		for _, id := range inShard1 {
-			store.states[id] = storage.PolicyState{Next: polled, Last: t0.Add(2 * time.Second)}
-		}
-		store.readGate = nil
-		store.mu.Unlock()
-		time.Sleep(5 * time.Second)
-		synctest.Wait()
-		owner.set(0, 1)
-		close(gate)
-		time.Sleep(10 * time.Second)
-		synctest.Wait()
-		for _, id := range inShard1 {
-			if next, ok := svc.NextFetch(id); !ok || !next.Equal(polled) {
-				t.Errorf("feed %d: next fetch %v (scheduled %v), want %v from the record the other node wrote", id, next, ok, polled)
-			}
-		}
-		if o := svc.Ownership(); o.Pending != 0 || o.Loading() {
-			t.Errorf("ownership %+v: want loaded, nothing pending", o)
-		}
-	})
+				// Shard 1 comes; its records are read, then held back
+				// while it is lost, polled by another node and owned
+				// again.
+				gate := make(chan struct{})
+				store.mu.Lock()
+				store.readGate = gate
+				store.mu.Unlock()
+				owner.set(0, 1)
+				time.Sleep(5 * time.Second)
+				synctest.Wait()
+				owner.set(0)
+				polled := t0.Add(7 * time.Minute)
+				store.mu.Lock()
+				for _, id := range inShard1 {
+					store.states[id] = storage.PolicyState{Next: polled, Last: t0.Add(2 * time.Second)}
+				}
+				store.readGate = nil
+				store.mu.Unlock()
+				time.Sleep(tt.lost)
+				synctest.Wait()
+				owner.set(0, 1)
+				close(gate)
+				time.Sleep(10 * time.Second)
+				synctest.Wait()
+				if o := svc.Ownership(); o.Pending != 0 || o.Deferred != 0 || o.Loading() {
+					t.Errorf("ownership %+v: want loaded, nothing pending or deferred", o)
+				}
+				time.Sleep(polled.Add(30 * time.Second).Sub(time.Now()))
+				synctest.Wait()
+				pub.mu.Lock()
+				defer pub.mu.Unlock()
+				for _, id := range inShard1 {
+					if got := pub.polls[path[id]]; len(got) == 0 || !got[0].Equal(polled) {
+						t.Errorf("feed %d fetched at %v, want first at %v, the record the other node wrote", id, got, polled)
+					}
+				}
+			})
+		})
+	}
 }

@@ -742,7 +742,6 @@ func (s *Service) take(ctx context.Context, ids []uint64, owns func(id uint64) b
 		s.log.Debug("feeds listed were not in the load of their state; reading them one by one", "feeds", len(alone))
 	}
 	now := s.opt.Clock.Now()
-	after := s.tenures()
 	slices.Sort(ids)
 	for _, id := range ids {
 		var err error
@@ -752,7 +751,7 @@ func (s *Service) take(ctx context.Context, ids []uint64, owns func(id uint64) b
 			if !s.owns(id) {
 				continue // lost since
 			}
-			if !heldThroughout(before, after, id) {
+			if !s.heldSince(before, id) {
 				busy = true // read again a second later (busyRetry)
 				continue
 			}
@@ -825,17 +824,18 @@ func (s *Service) tenures() []uint64 {
 	return out
 }
 
-// heldThroughout reports whether the shard of feed id has the same
-// tenure at before and after: with the feed owned after, its shard was
-// not lost and owned again between (a lease that lapsed and was renewed
-// keeps its tenure: no other node claimed it). Without tenures (nil) it
-// reports true.
-func heldThroughout(before, after []uint64, id uint64) bool {
-	if before == nil || after == nil || len(before) != len(after) {
+// heldSince reports whether the shard of feed id has the tenure it had
+// at before (tenures): with the feed owned now, its shard was not lost
+// and owned again since (a lease that lapsed and was renewed keeps its
+// tenure: no other node claimed it). Without tenures (nil) it reports
+// true.
+func (s *Service) heldSince(before []uint64, id uint64) bool {
+	t, ok := s.opt.Owner.(tenured)
+	if before == nil || !ok {
 		return true
 	}
 	sh := cluster.ShardOf(cluster.KindFeed, id, len(before))
-	return before[sh] == after[sh]
+	return t.Tenure(sh) == before[sh]
 }
 
 // unscheduled counts the feeds of ids still owned, not scheduled, not
