@@ -120,12 +120,13 @@ type clusterNode struct {
 // setPolled makes f the count of polled feeds the node reports.
 func (c *clusterNode) setPolled(f func() int) { c.polled.Store(&f) }
 
-// polledFeeds is member.Options.Polled: 0 until setPolled.
-func (c *clusterNode) polledFeeds() int {
+// polledFeeds is member.Options.Polled: not known until setPolled (the
+// cluster's status then counts this node's feeds from their records).
+func (c *clusterNode) polledFeeds() (int, bool) {
 	if f := c.polled.Load(); f != nil {
-		return (*f)()
+		return (*f)(), true
 	}
-	return 0
+	return 0, false
 }
 
 // clusterEnabled reports whether the settings make serve a cluster node.

@@ -68,11 +68,12 @@ type Options struct {
 	// AllHave: each names a format or behaviour a node of an older
 	// version may not know (such as reading compressed records).
 	Features []string
-	// Polled, when set, tells how many feeds this node polls; the count
+	// Polled, when set, tells how many feeds this node polls (ok false:
+	// not known yet, as before its polling service exists); the count
 	// goes into its member key at each write, for the other nodes'
 	// Status (a cluster's status then needs no read of every feed). It
 	// is called without the node's lock held.
-	Polled func() int
+	Polled func() (n int, ok bool)
 }
 
 func (o *Options) fill() error {
@@ -820,8 +821,9 @@ func (n *Node) writeMember(ctx context.Context, timeout time.Duration) error {
 	defer cancel()
 	var polled *int
 	if n.opt.Polled != nil {
-		p := n.opt.Polled()
-		polled = &p
+		if p, ok := n.opt.Polled(); ok {
+			polled = &p
+		}
 	}
 	n.mu.Lock()
 	v := memberValue{Name: n.opt.Name, Instance: n.instance, Addr: n.opt.Addr, Started: n.started, Shards: n.ownedLocked(n.opt.Now()), Features: n.opt.Features, Polled: polled}

@@ -746,12 +746,15 @@ func TestWatchEndsWithClosedConnection(t *testing.T) {
 
 // TestStatusCarriesPolledCounts: a node's Options.Polled reaches the
 // others' Status through its member key, follows the count at the next
-// write, and a node that does not say leaves it nil.
+// write, and is left out while not known; a node that does not say
+// leaves it nil.
 func TestStatusCarriesPolledCounts(t *testing.T) {
 	c := jstest.NewServer(t)
 	var count atomic.Int64
 	count.Store(7)
-	a := startNode(t, c, "a", func(o *Options) { o.Polled = func() int { return int(count.Load()) } })
+	a := startNode(t, c, "a", func(o *Options) {
+		o.Polled = func() (int, bool) { n := count.Load(); return int(n), n >= 0 }
+	})
 	b := startNode(t, c, "b", nil)
 	polled := func(n *testNode, name string) (*int, bool) {
 		for _, m := range n.Status().Nodes {
@@ -761,11 +764,17 @@ func TestStatusCarriesPolledCounts(t *testing.T) {
 		}
 		return nil, false
 	}
-	for _, want := range []int{7, 12} {
+	for _, want := range []int{7, 12, -1, 0} {
 		count.Store(int64(want))
-		waitFor(t, 10*time.Second, fmt.Sprintf("b sees a polling %d", want), func() error {
-			if p, ok := polled(b, "a"); !ok || p == nil || *p != want {
-				return fmt.Errorf("a's polled in b's status: %v (listed %v)", p, ok)
+		waitFor(t, 10*time.Second, fmt.Sprintf("b sees a polling %d (-1: not said)", want), func() error {
+			p, ok := polled(b, "a")
+			switch {
+			case !ok:
+				return errors.New("a not listed")
+			case want < 0 && p != nil:
+				return fmt.Errorf("a's polled in b's status: %d, want none", *p)
+			case want >= 0 && (p == nil || *p != want):
+				return fmt.Errorf("a's polled in b's status: %v, want %d", p, want)
 			}
 			return nil
 		})

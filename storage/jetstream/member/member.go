@@ -51,7 +51,7 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Polled, when set, tells how many feeds this node polls, for the
 	// cluster's status (lease.Options.Polled).
-	Polled func() int
+	Polled func() (n int, ok bool)
 }
 
 // Member is a running cluster node: the embedded server (if any), the
