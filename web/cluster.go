@@ -71,6 +71,9 @@ type ThisNode struct {
 	// Changed.
 	Taken int `json:"taken"`
 	Lost  int `json:"lost"`
+	// feeds is the count the node reports in its member key
+	// (aggregator.OwnershipStatus.Feeds), for the cluster's status.
+	feeds int
 }
 
 // ownershipReporter is an Aggregator that reports its node's ownership
@@ -90,6 +93,7 @@ func thisNode(agg Aggregator, name string) *ThisNode {
 	return &ThisNode{
 		Name: name, Polled: st.Polled, Pending: st.Pending, Failed: st.Failed, Deferred: st.Deferred, Loading: st.Loading(),
 		Changed: st.Changed, Loaded: st.Loaded, LoadS: st.Took.Seconds(), Taken: st.Taken, Lost: st.Lost,
+		feeds: st.Feeds(),
 	}
 }
 
@@ -162,7 +166,7 @@ func reportedStatus(st cluster.Status, this *ThisNode, store Store) (ClusterStat
 		owned += n.Shards
 		switch {
 		case this != nil && n.Name == this.Name:
-			cn.Feeds = this.Polled + this.Pending + this.Failed
+			cn.Feeds = this.feeds
 		case n.Polled != nil:
 			cn.Feeds = *n.Polled
 		case n.Shards > 0:
