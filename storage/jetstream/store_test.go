@@ -42,7 +42,7 @@ func openStoreWith(t testing.TB, c *jstest.Cluster, opt sjs.Options) (*sjs.Store
 	return st, js
 }
 
-func testCtx(t *testing.T) context.Context {
+func testCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx

@@ -3,6 +3,7 @@ package jetstream_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"testing"
@@ -17,7 +18,7 @@ import (
 
 // openNode opens a Store with shards and, when learn, the polling
 // service's Learner installed, as a clustered node does.
-func openNode(t *testing.T, c *jstest.Cluster, learn bool) *sjs.Store {
+func openNode(t testing.TB, c *jstest.Cluster, learn bool) *sjs.Store {
 	t.Helper()
 	st, _ := openStoreWith(t, c, sjs.Options{Shards: 8})
 	if learn {
@@ -30,7 +31,7 @@ var takeT0 = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 
 // pollFeed records poll p of feed id: a fetch with one new item every
 // other poll, at a period that drifts, so the policy learns something.
-func pollFeed(t *testing.T, st *sjs.Store, id uint64, p int) {
+func pollFeed(t testing.TB, st *sjs.Store, id uint64, p int) {
 	t.Helper()
 	at := takeT0.Add(time.Duration(p)*time.Minute + time.Duration(id%7)*time.Second)
 	var its []storage.Item
@@ -329,6 +330,41 @@ func TestTakeFeedStatesLeavesOutUnreadable(t *testing.T) {
 					t.Errorf("feed %d, replayed without an observation, restored from a stored state", id)
 				case id != badObs && !has:
 					t.Errorf("feed %d: no state stored by the first takeover", id)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkTakeFeedStates reads the records of learned feeds as a
+// takeover does, on one server: one feed at a time (a feed queued from
+// its shard's digest reads its record just before its first fetch) and
+// 1,000 at once (one batched get of the background reads).
+//
+//	go test -run '^$' -bench BenchmarkTakeFeedStates -benchmem ./storage/jetstream/
+func BenchmarkTakeFeedStates(b *testing.B) {
+	st := openNode(b, jstest.NewServer(b), true)
+	ctx := testCtx(b)
+	ids := make([]uint64, 1000)
+	for i := range ids {
+		f := storage.Feed{Kind: storage.KindRemote, URL: "http://127.0.0.1:1/" + strconv.Itoa(i), Policy: "auto"}
+		if err := st.CreateFeed(ctx, &f); err != nil {
+			b.Fatal(err)
+		}
+		ids[i] = f.ID
+		for p := range 2 {
+			pollFeed(b, st, f.ID, p)
+		}
+	}
+	for _, n := range []int{1, len(ids)} {
+		b.Run(fmt.Sprintf("feeds=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			noReplay := sjs.TakeFuncs{Feed: func(storage.Feed, *storage.PolicyState) bool { return false }}
+			for i := 0; b.Loop(); i++ {
+				at := i * n % len(ids)
+				stats, err := st.TakeFeedStates(ctx, ids[at:at+n], noReplay)
+				if err != nil || stats.Restored != n {
+					b.Fatalf("%+v, %v; want %d restored", stats, err, n)
 				}
 			}
 		})
