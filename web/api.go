@@ -477,17 +477,54 @@ type PollView struct {
 	PhaseS    *float64  `json:"phase_s,omitempty"`
 }
 
+// SleepView is a feed's sleep plan as the API shows it, all in UTC: the
+// publisher's skip hours (0–23) and days ("Sunday"…), the feed's own
+// daily windows ("20:00-06:00") and one-off windows.
+type SleepView struct {
+	SkipHours []int        `json:"skip_hours"`
+	SkipDays  []string     `json:"skip_days"`
+	Daily     []string     `json:"daily"`
+	Windows   []WindowView `json:"windows"`
+}
+
+// WindowView is a one-off sleep window [start, end).
+type WindowView struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+}
+
+func sleepView(p schedule.SleepPlan) SleepView {
+	v := SleepView{SkipHours: []int{}, SkipDays: []string{}, Daily: []string{}, Windows: []WindowView{}}
+	for h := range 24 {
+		if p.SkipHours&(1<<h) != 0 {
+			v.SkipHours = append(v.SkipHours, h)
+		}
+	}
+	for d := time.Sunday; d <= time.Saturday; d++ {
+		if p.SkipDays&(1<<d) != 0 {
+			v.SkipDays = append(v.SkipDays, d.String())
+		}
+	}
+	for _, w := range p.Daily {
+		v.Daily = append(v.Daily, w.String())
+	}
+	for _, w := range p.Windows {
+		v.Windows = append(v.Windows, WindowView{Start: w.Start.UTC(), End: w.End.UTC()})
+	}
+	return v
+}
+
 // ScheduleView is GET /api/v1/feeds/{id}/schedule.
 type ScheduleView struct {
-	ID             uint64             `json:"id"`
-	Policy         string             `json:"policy"`
-	Mode           string             `json:"mode,omitempty"`
-	MedianS        *float64           `json:"median_s"`
-	SigmaS         *float64           `json:"sigma_s"`
-	BimodalMedianS *float64           `json:"bimodal_median_s,omitempty"`
-	LastPublish    *time.Time         `json:"last_publish,omitempty"`
-	NextFetch      *time.Time         `json:"next_fetch"`
-	Sleep          schedule.SleepPlan `json:"sleep"`
+	ID             uint64     `json:"id"`
+	Policy         string     `json:"policy"`
+	Mode           string     `json:"mode,omitempty"`
+	MedianS        *float64   `json:"median_s"`
+	SigmaS         *float64   `json:"sigma_s"`
+	BimodalMedianS *float64   `json:"bimodal_median_s,omitempty"`
+	LastPublish    *time.Time `json:"last_publish,omitempty"`
+	NextFetch      *time.Time `json:"next_fetch"`
+	Sleep          SleepView  `json:"sleep"`
 	// SleepText is the feed's own windows as PUT …/sleep takes them.
 	SleepText string `json:"sleep_text"`
 	// LearnedSleep is the daily window the feed's policy has learned the
@@ -505,7 +542,7 @@ func (a *api) schedule(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	v := ScheduleView{ID: f.ID, Policy: f.Policy, Sleep: f.Sleep, SleepText: f.Sleep.SleepText(), RecentPolls: []PollView{}}
+	v := ScheduleView{ID: f.ID, Policy: f.Policy, Sleep: sleepView(f.Sleep), SleepText: f.Sleep.SleepText(), RecentPolls: []PollView{}}
 	if a.agg != nil {
 		st, ok := a.agg.State(f.ID)
 		if ok && st.HasLearnedSleep {

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -46,6 +47,13 @@ func TestFeedSleepAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := "/api/v1/feeds/" + jsonNumber(f.ID)
+	const replaced = "01:00-02:30,2026-12-24T18:00:00Z/2026-12-26T06:00:00Z"
+	// The plan in the schedule's "sleep", for each sleep_text.
+	plans := map[string]string{
+		"":            `{"skip_hours":[],"skip_days":[],"daily":[],"windows":[]}`,
+		"20:00-06:00": `{"skip_hours":[],"skip_days":[],"daily":["20:00-06:00"],"windows":[]}`,
+		replaced:      `{"skip_hours":[],"skip_days":[],"daily":["01:00-02:30"],"windows":[{"start":"2026-12-24T18:00:00Z","end":"2026-12-26T06:00:00Z"}]}`,
+	}
 	tests := []struct {
 		name, method, path, body string
 		status                   int
@@ -53,9 +61,9 @@ func TestFeedSleepAPI(t *testing.T) {
 		errHas                   string // for 400s
 	}{
 		{"stored at subscription", "GET", path + "/schedule", "", http.StatusOK, "20:00-06:00", ""},
-		{"replaced", "PUT", path + "/sleep", `{"sleep": "01:00-02:30, 2026-12-24T18:00:00Z/2026-12-26T06:00:00+00:00"}`, http.StatusOK, "01:00-02:30,2026-12-24T18:00:00Z/2026-12-26T06:00:00Z", ""},
+		{"replaced", "PUT", path + "/sleep", `{"sleep": "01:00-02:30, 2026-12-24T18:00:00Z/2026-12-26T06:00:00+00:00"}`, http.StatusOK, replaced, ""},
 		{"kept after a bad one", "PUT", path + "/sleep", `{"sleep": "25:00-02:00"}`, http.StatusBadRequest, "", "daily window"},
-		{"still the last good one", "GET", path + "/schedule", "", http.StatusOK, "01:00-02:30,2026-12-24T18:00:00Z/2026-12-26T06:00:00Z", ""},
+		{"still the last good one", "GET", path + "/schedule", "", http.StatusOK, replaced, ""},
 		{"inverted window", "PUT", path + "/sleep", `{"sleep": "2026-12-26T00:00:00Z/2026-12-24T00:00:00Z"}`, http.StatusBadRequest, "", "ends before it starts"},
 		{"object form refused clearly", "PUT", path + "/sleep", `{"sleep": {"Daily": []}}`, http.StatusBadRequest, "", "sleep"},
 		{"cleared", "PUT", path + "/sleep", `{"sleep": ""}`, http.StatusOK, "", ""},
@@ -80,6 +88,17 @@ func TestFeedSleepAPI(t *testing.T) {
 			}
 			if v.SleepText != tc.sleepText {
 				t.Fatalf("sleep_text %q, want %q", v.SleepText, tc.sleepText)
+			}
+			var raw struct{ Sleep json.RawMessage }
+			if err := json.Unmarshal(rec.Body.Bytes(), &raw); err != nil {
+				t.Fatal(err)
+			}
+			var compact bytes.Buffer
+			if err := json.Compact(&compact, raw.Sleep); err != nil {
+				t.Fatal(err)
+			}
+			if got := compact.String(); got != plans[tc.sleepText] {
+				t.Fatalf("sleep %s, want %s", got, plans[tc.sleepText])
 			}
 		})
 	}
