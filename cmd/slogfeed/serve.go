@@ -101,7 +101,7 @@ type serveConfig struct {
 	perHost  int
 	workers  int
 	previews int
-	// keepItems is the retention of new remote and pipe feeds
+	// keepItems is the retention of new remote feeds
 	// (storage.Options.DefaultRetention); 0 keeps every item.
 	keepItems int
 }
@@ -269,7 +269,8 @@ func buildServices(ctx context.Context, a *app, cfg *serveConfig, st *storeStage
 	// to update.
 	pipes, err := runner.New(runner.Options{
 		Store: store, Logger: log, OnOutput: outputs.notify, PlannedFetch: svc.PlannedFetch,
-		Limits: pipeLimits(v), Owner: st.owner,
+		Subscribe: svc.Subscribe, // a source naming a feed URL subscribes to it
+		Limits:    pipeLimits(v), Owner: st.owner,
 	})
 	if err != nil {
 		sv.close()

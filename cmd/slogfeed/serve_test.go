@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -92,7 +96,7 @@ func TestServeURLs(t *testing.T) {
 	}
 }
 
-// --keep-items is the retention a single node's new remote and pipe feeds
+// --keep-items is the retention a single node's new remote feeds
 // get; sensor feeds keep every reading, and 0 keeps every item; values
 // out of range are refused.
 func TestKeepItems(t *testing.T) {
@@ -137,6 +141,70 @@ func TestKeepItems(t *testing.T) {
 			}
 			if sensor.Retention != (storage.Retention{}) {
 				t.Errorf("sensor feed retention %+v, want none", sensor.Retention)
+			}
+		})
+	}
+}
+
+// A pipe whose source names a feed URL not subscribed yet subscribes to
+// it when saved, through the polling service (its SSRF guard included);
+// a preview does not subscribe.
+func TestPipeSourceURLSubscribes(t *testing.T) {
+	a := &app{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }, log: slog.New(slog.DiscardHandler)}
+	cfg, err := parseServe(a, []string{"--data", t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
+	st, err := openStore(t.Context(), a, cfg, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.close()
+	sv, err := buildServices(t.Context(), a, cfg, st, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sv.close()
+	pipe := func(slug, url string) string {
+		return `{"name": "` + slug + `", "nodes": [{"id": "in", "op": "source", "config": {"feed": "` + url + `"}}], "output": {"slug": "` + slug + `"}}`
+	}
+	tests := []struct {
+		name, path, body string
+		status           int
+		has              string // in the answer
+		subscribed       string // the remote feed subscribed after it, if any
+	}{
+		{"preview", "/api/v1/pipes/preview", pipe("p0", "https://sensors.example/a.rss"), http.StatusBadRequest, "no subscribed feed", ""},
+		{"saved", "/api/v1/pipes", pipe("p1", "https://sensors.example/a.rss"), http.StatusCreated, `"p1"`, "https://sensors.example/a.rss"},
+		{"saved again, the feed reused", "/api/v1/pipes", pipe("p2", "https://sensors.example/a.rss"), http.StatusCreated, `"p2"`, "https://sensors.example/a.rss"},
+		{"a loopback URL refused", "/api/v1/pipes", pipe("p3", "http://127.0.0.1:1/x.rss"), http.StatusBadRequest, "subscribing to http://127.0.0.1:1/x.rss", "https://sensors.example/a.rss"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := httptest.NewRequest("POST", "http://127.0.0.1:8080"+tt.path, strings.NewReader(tt.body))
+			req.Header.Set("Content-Type", "application/json")
+			rec := httptest.NewRecorder()
+			sv.handler.ServeHTTP(rec, req)
+			if rec.Code != tt.status || !strings.Contains(rec.Body.String(), tt.has) {
+				t.Fatalf("%d %s, want %d with %q", rec.Code, rec.Body, tt.status, tt.has)
+			}
+			feeds, err := st.backend.Feeds()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var remote []string
+			for _, f := range feeds {
+				if f.Kind == storage.KindRemote {
+					remote = append(remote, f.URL)
+				}
+			}
+			var want []string
+			if tt.subscribed != "" {
+				want = []string{tt.subscribed}
+			}
+			if !slices.Equal(remote, want) {
+				t.Fatalf("remote feeds %q, want %q", remote, want)
 			}
 		})
 	}
