@@ -107,9 +107,9 @@ func clientCommand(a *app, name string, args []string, extra func(fs *flag.FlagS
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(a.stdout)
-			fmt.Fprintf(a.stdout, "Usage of slogfeed %s:\n", name)
-			fs.PrintDefaults()
+			if c, ok := lookupCommand(name); ok {
+				c.usage(a.stdout, a)
+			}
 			return nil, nil, flag.ErrHelp
 		}
 		return nil, nil, &usageError{msg: err.Error(), cmd: name}
@@ -121,43 +121,50 @@ func clientCommand(a *app, name string, args []string, extra func(fs *flag.FlagS
 	return &client{base: v["server"], token: v["token"], http: &http.Client{Timeout: 30 * time.Second}}, pos, nil
 }
 
+// addFlags are the flags of add.
+type addFlags struct {
+	policy, title, source, sourceConfig, sleep string
+	weight                                     float64
+}
+
+func (o *addFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&o.policy, "policy", "", "scheduling `POLICY` (default auto)")
+	fs.StringVar(&o.title, "title", "", "`TITLE` to show instead of the feed's own")
+	fs.Float64Var(&o.weight, "weight", 0, "priority `WEIGHT` under a fetch budget (default 1)")
+	fs.StringVar(&o.source, "source", "", "source adapter `TYPE` for data that is not a feed: json, csv, ulb (docs/plugins.md)")
+	fs.StringVar(&o.sourceConfig, "source-config", "", "the source adapter's configuration, as `JSON`")
+	fs.StringVar(&o.sleep, "sleep", "", "never poll in these `WINDOWS`: daily HH:MM-HH:MM (UTC) or START/END (RFC 3339), comma-separated")
+}
+
 func runAdd(ctx context.Context, a *app, args []string) error {
-	var policy, title, source, sourceConfig, sleep string
-	var weight float64
-	c, pos, err := clientCommand(a, "add", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&policy, "policy", "", "scheduling `POLICY` (default auto)")
-		fs.StringVar(&title, "title", "", "`TITLE` to show instead of the feed's own")
-		fs.Float64Var(&weight, "weight", 0, "priority `WEIGHT` under a fetch budget (default 1)")
-		fs.StringVar(&source, "source", "", "source adapter `TYPE` for data that is not a feed: json, csv, ulb (docs/plugins.md)")
-		fs.StringVar(&sourceConfig, "source-config", "", "the source adapter's configuration, as `JSON`")
-		fs.StringVar(&sleep, "sleep", "", "never poll in these `WINDOWS`: daily HH:MM-HH:MM (UTC) or START/END (RFC 3339), comma-separated")
-	})
+	var o addFlags
+	c, pos, err := clientCommand(a, "add", args, o.bind)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
 		return &usageError{msg: "add takes one feed URL", cmd: "add"}
 	}
-	req := map[string]any{"url": pos[0], "policy": policy, "title": title, "weight": weight}
-	if sleep != "" {
+	req := map[string]any{"url": pos[0], "policy": o.policy, "title": o.title, "weight": o.weight}
+	if o.sleep != "" {
 		// Checked here too, so that a typo is a usage error before any
 		// request.
-		if _, err := schedule.ParseSleep(sleep); err != nil {
+		if _, err := schedule.ParseSleep(o.sleep); err != nil {
 			return &usageError{msg: "--sleep: " + err.Error(), cmd: "add"}
 		}
-		req["sleep"] = sleep
+		req["sleep"] = o.sleep
 	}
 	switch {
-	case source != "":
-		spec := map[string]any{"type": source}
-		if sourceConfig != "" {
-			if !json.Valid([]byte(sourceConfig)) {
+	case o.source != "":
+		spec := map[string]any{"type": o.source}
+		if o.sourceConfig != "" {
+			if !json.Valid([]byte(o.sourceConfig)) {
 				return &usageError{msg: "--source-config is not valid JSON", cmd: "add"}
 			}
-			spec["config"] = json.RawMessage(sourceConfig)
+			spec["config"] = json.RawMessage(o.sourceConfig)
 		}
 		req["source"] = spec
-	case sourceConfig != "":
+	case o.sourceConfig != "":
 		return &usageError{msg: "--source-config needs --source", cmd: "add"}
 	}
 	var f web.FeedView
@@ -168,27 +175,32 @@ func runAdd(ctx context.Context, a *app, args []string) error {
 	return nil
 }
 
+// listFlags are the flags of list.
+type listFlags struct {
+	limit                        int
+	all                          bool
+	text, status, policy, cursor string
+}
+
+func (o *listFlags) bind(fs *flag.FlagSet) {
+	fs.IntVar(&o.limit, "limit", 100, "feeds a page, 1 to 1000")
+	fs.BoolVar(&o.all, "all", false, "list every page, not just one")
+	fs.StringVar(&o.text, "q", "", "only feeds whose title or URL holds `TEXT`")
+	fs.StringVar(&o.status, "status", "", "only feeds of `STATUS`: erroring or starved")
+	fs.StringVar(&o.policy, "policy", "", "only feeds with scheduling `POLICY`")
+	fs.StringVar(&o.cursor, "cursor", "", "start at the page `CURSOR` a previous list printed")
+}
+
 func runList(ctx context.Context, a *app, args []string) error {
-	var (
-		limit                        int
-		all                          bool
-		text, status, policy, cursor string
-	)
-	c, pos, err := clientCommand(a, "list", args, func(fs *flag.FlagSet) {
-		fs.IntVar(&limit, "limit", 100, "feeds a page, 1 to 1000")
-		fs.BoolVar(&all, "all", false, "list every page, not just one")
-		fs.StringVar(&text, "q", "", "only feeds whose title or URL holds `TEXT`")
-		fs.StringVar(&status, "status", "", "only feeds that are `erroring` or `starved`")
-		fs.StringVar(&policy, "policy", "", "only feeds with scheduling `POLICY`")
-		fs.StringVar(&cursor, "cursor", "", "start at the page `CURSOR` a previous list printed")
-	})
+	var o listFlags
+	c, pos, err := clientCommand(a, "list", args, o.bind)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 0 {
 		return &usageError{msg: "list takes no arguments", cmd: "list"}
 	}
-	if limit < 1 || limit > 1000 {
+	if o.limit < 1 || o.limit > 1000 {
 		return &usageError{msg: "--limit must be from 1 to 1000", cmd: "list"}
 	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
@@ -196,8 +208,8 @@ func runList(ctx context.Context, a *app, args []string) error {
 	shown := 0
 	for {
 		q := url.Values{}
-		q.Set("limit", strconv.Itoa(limit))
-		for k, v := range map[string]string{"q": text, "status": status, "policy": policy, "cursor": cursor} {
+		q.Set("limit", strconv.Itoa(o.limit))
+		for k, v := range map[string]string{"q": o.text, "status": o.status, "policy": o.policy, "cursor": o.cursor} {
 			if v != "" {
 				q.Set(k, v)
 			}
@@ -221,19 +233,19 @@ func runList(ctx context.Context, a *app, args []string) error {
 			fmt.Fprintf(tw, "%d\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\n", f.ID, f.Policy, f.Polls, f.HitPct, lat, next, oneLine(name), oneLine(f.LastError))
 		}
 		shown += len(page.Feeds)
-		cursor = page.NextCursor
-		if !all || cursor == "" {
+		o.cursor = page.NextCursor
+		if !o.all || o.cursor == "" {
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			if cursor != "" {
+			if o.cursor != "" {
 				again := "slogfeed list"
-				for _, fl := range [][2]string{{"-q", text}, {"--status", status}, {"--policy", policy}} {
+				for _, fl := range [][2]string{{"-q", o.text}, {"--status", o.status}, {"--policy", o.policy}} {
 					if fl[1] != "" {
 						again += " " + fl[0] + " " + quoteArg(fl[1])
 					}
 				}
-				fmt.Fprintf(a.stdout, "%d of %d feeds; the next page: %s --cursor %s (or --all)\n", shown, page.Total, again, cursor)
+				fmt.Fprintf(a.stdout, "%d of %d feeds; the next page: %s --cursor %s (or --all)\n", shown, page.Total, again, o.cursor)
 			}
 			return nil
 		}
@@ -326,11 +338,16 @@ func orDash(s string) string {
 	return s
 }
 
+// importFlags are the flags of import.
+type importFlags struct{ policy string }
+
+func (o *importFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&o.policy, "policy", "", "scheduling `POLICY` for imported feeds whose outline names none (default auto)")
+}
+
 func runImport(ctx context.Context, a *app, args []string) error {
-	var policy string
-	c, pos, err := clientCommand(a, "import", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&policy, "policy", "", "scheduling `POLICY` for imported feeds whose outline names none (default auto)")
-	})
+	var opt importFlags
+	c, pos, err := clientCommand(a, "import", args, opt.bind)
 	if err != nil {
 		return err
 	}
@@ -363,7 +380,7 @@ func runImport(ctx context.Context, a *app, args []string) error {
 			Feeds []map[string]any `json:"feeds"`
 		}{Feeds: make([]map[string]any, 0, len(chunk))}
 		for _, o := range chunk {
-			f := o.Feed(policy) // with the settings a slogfeed export keeps
+			f := o.Feed(opt.policy) // with the settings a slogfeed export keeps
 			fr := map[string]any{
 				"url": f.URL, "title": f.Title, "category": f.Category, "policy": f.Policy, "weight": f.Weight,
 				"ignore_cache": f.IgnoreCache, "retention": f.Retention, "extract": f.Extract, "source": f.Source,
@@ -417,9 +434,19 @@ func runExport(ctx context.Context, a *app, args []string) error {
 	return err
 }
 
-func clientUsage(name, args, what string) func(w io.Writer, a *app) {
+func clientUsage(name, args, what string, bind func(fs *flag.FlagSet)) func(w io.Writer, a *app) {
 	return func(w io.Writer, a *app) {
-		fmt.Fprintf(w, "Usage:\n  slogfeed %s %s\n\n%s\nIt talks to the running `slogfeed serve` (--server, SLOGFEED_SERVER).\n", name, args, what)
+		synopsis := "slogfeed " + name + " [flags]"
+		if args != "" {
+			synopsis += " " + args
+		}
+		fmt.Fprintf(w, "Usage:\n  %s\n\n%s\nIt talks to the running `slogfeed serve` (--server, SLOGFEED_SERVER).\n\nFlags:\n", synopsis, what)
+		fs := flag.NewFlagSet(name, flag.ContinueOnError)
+		if bind != nil {
+			bind(fs)
+		}
+		bindSettings(fs, clientSettings())
+		writeFlagHelp(w, fs, [2]string{"-h, --help", "show this help"})
 	}
 }
 

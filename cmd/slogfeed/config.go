@@ -71,6 +71,9 @@ func bindSettings(fs *flag.FlagSet, settings []setting) *boundSettings {
 	b := &boundSettings{fs: fs, settings: settings, flags: make(map[string]*string, len(settings))}
 	for _, s := range settings {
 		usage := fmt.Sprintf("%s (env %s, default %s)", s.Doc, s.Env, s.Default)
+		if s.Default == "" {
+			usage = fmt.Sprintf("%s (env %s)", s.Doc, s.Env)
+		}
 		if s.Bool {
 			v := new(string)
 			fs.Var(boolString{v}, s.Name, usage)

@@ -62,7 +62,7 @@ func configSections() []configSection {
 		},
 		{
 			title:    "Client commands",
-			intro:    "`add`, `list`, `remove`, `show`, `import`, `export` and `cluster` talk to a running `slogfeed serve`.",
+			intro:    "`add`, `list`, `remove`, `show`, `import`, `export` and `cluster` talk to a running `slogfeed serve`. Their flags go after the command (`slogfeed list --server URL`).",
 			settings: clientSettings(),
 		},
 	}

@@ -56,13 +56,13 @@ type command struct {
 func commands() []command {
 	return []command{
 		{name: "serve", summary: "run the aggregator, the JSON API and the sensor store (--demo for simulated publishers)", run: runServe, usage: serveUsage},
-		{name: "add", summary: "subscribe to a feed", run: runAdd, usage: clientUsage("add", "URL [--policy P] [--title T] [--weight W] [--sleep 20:00-06:00]", "Subscribes the running slogfeed to the feed at URL.")},
-		{name: "list", summary: "list feeds with their schedule status", run: runList, usage: clientUsage("list", "", "Lists every feed: policy, polls, hit %, median latency, next fetch, last error.")},
-		{name: "remove", summary: "unsubscribe from a feed", run: runRemove, usage: clientUsage("remove", "ID", "Removes the feed, its items and its observations.")},
-		{name: "show", summary: "show a feed's schedule state and recent polls", run: runShow, usage: clientUsage("show", "ID", "Shows the feed's learned period and spread, mode, next fetch and recent polls.")},
-		{name: "import", summary: "subscribe to the feeds of an OPML file", run: runImport, usage: clientUsage("import", "FILE.opml [--policy P]", "Imports an OPML subscription list (nested folders become categories).")},
-		{name: "export", summary: "write the subscriptions as OPML", run: runExport, usage: clientUsage("export", "", "Writes every subscription as OPML 2.0 to standard output.")},
-		{name: "cluster", summary: "show the cluster's nodes, shards and feeds", run: runCluster, usage: clientUsage("cluster", "", "Shows each node of the cluster (name, address, shards, feeds it polls, last seen) and the unowned shards; a slogfeed without --nats shows itself as one node.")},
+		{name: "add", summary: "subscribe to a feed", run: runAdd, usage: clientUsage("add", "URL", "Subscribes the running slogfeed to the feed at URL.", new(addFlags).bind)},
+		{name: "list", summary: "list feeds with their schedule status", run: runList, usage: clientUsage("list", "", "Lists the feeds, a page at a time: policy, polls, hit %, median latency, next fetch, last error.", new(listFlags).bind)},
+		{name: "remove", summary: "unsubscribe from a feed", run: runRemove, usage: clientUsage("remove", "ID", "Removes the feed, its items and its observations.", nil)},
+		{name: "show", summary: "show a feed's schedule state and recent polls", run: runShow, usage: clientUsage("show", "ID", "Shows the feed's learned period and spread, mode, next fetch and recent polls.", nil)},
+		{name: "import", summary: "subscribe to the feeds of an OPML file", run: runImport, usage: clientUsage("import", "FILE.opml", "Imports an OPML subscription list (nested folders become categories); - reads standard input.", new(importFlags).bind)},
+		{name: "export", summary: "write the subscriptions as OPML", run: runExport, usage: clientUsage("export", "", "Writes every subscription as OPML 2.0 to standard output.", nil)},
+		{name: "cluster", summary: "show the cluster's nodes, shards and feeds", run: runCluster, usage: clientUsage("cluster", "", "Shows each node of the cluster (name, address, shards, feeds it polls, last seen) and the unowned shards; a slogfeed without --nats shows itself as one node.", nil)},
 		{name: "eval", summary: "run a scheduling evaluation scenario and print its results", run: runEval, usage: evalUsage},
 		{name: "help", summary: "show help for slogfeed or for one command", run: runHelp, usage: helpUsage},
 	}
