@@ -311,7 +311,7 @@ func TestPipeFeedErrors(t *testing.T) {
 			if w.Code != tt.code {
 				t.Fatalf("status %d, want %d: %s", w.Code, tt.code, w.Body)
 			}
-			if ct := w.Header().Get("Content-Type"); ct != "application/json" {
+			if ct := w.Header().Get("Content-Type"); ct != "application/json; charset=utf-8" {
 				t.Errorf("Content-Type %q", ct)
 			}
 			var v map[string]string

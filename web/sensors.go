@@ -415,9 +415,7 @@ func (h *sensorStore) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.log.Debug("reading stored", "sensor", name, "id", it.ID, "seq", it.Seq)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusCreated)
-	_ = json.NewEncoder(w).Encode(it)
+	respondJSON(w, http.StatusCreated, it)
 }
 
 // store appends the reading to the sensor's feed (creating it on first
@@ -600,8 +598,5 @@ func writeSensorError(w http.ResponseWriter, err error) {
 	if errors.As(err, &he) {
 		status, msg = he.status, he.msg
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+	respondError(w, status, msg)
 }

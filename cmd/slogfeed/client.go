@@ -409,7 +409,11 @@ func runImport(ctx context.Context, a *app, args []string) error {
 		fmt.Fprintf(a.progress, "import: %d of %d outlines: %d subscribed, %d already subscribed, %d refused\n",
 			start+len(chunk), len(outlines), added, skipped, failed)
 	}
-	fmt.Fprintf(a.stdout, "imported %d feeds, %d already subscribed, %d failed\n", added, skipped, len(errs))
+	left := ""
+	if perr != nil {
+		left = "; outlines left out of the file, listed below"
+	}
+	fmt.Fprintf(a.stdout, "imported %d feeds, %d already subscribed, %d refused%s\n", added, skipped, failed, left)
 	return errors.Join(errs...)
 }
 

@@ -85,3 +85,31 @@ func TestExportImportKeepsSettings(t *testing.T) {
 		}
 	}
 }
+
+// `import` sums up what it did: feeds subscribed, already subscribed,
+// refused by the server, and whether the file had outlines it left out
+// (listed on stderr; the exit status is then 1).
+func TestImportSummary(t *testing.T) {
+	srv, st := apiServer(t)
+	if err := st.CreateFeed(&storage.Feed{Kind: storage.KindRemote, URL: "https://example.org/dup.rss", Policy: "auto"}); err != nil {
+		t.Fatal(err)
+	}
+	const doc = `<?xml version="1.0"?>
+<opml version="2.0"><head><title>t</title></head><body>
+  <outline text="new" xmlUrl="https://example.org/new.rss"/>
+  <outline text="dup" xmlUrl="https://example.org/dup.rss"/>
+  <outline text="loopback" xmlUrl="http://127.0.0.1:1/x.rss"/>
+  <outline text="ftp" xmlUrl="ftp://example.org/x"/>
+</body></opml>`
+	file := filepath.Join(t.TempDir(), "subs.opml")
+	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := runCLI(context.Background(), []string{"import", "--server", srv.URL, file}, quiet, nil)
+	if want := "imported 1 feeds, 1 already subscribed, 1 refused; outlines left out of the file, listed below\n"; out.stdout != want {
+		t.Errorf("stdout %q, want %q", out.stdout, want)
+	}
+	if out.code != 1 || !strings.Contains(out.stderr, "ftp://example.org/x") || !strings.Contains(out.stderr, "http://127.0.0.1:1/x.rss") {
+		t.Errorf("exit %d, stderr %q: want 1 and both the skipped and the refused outline", out.code, out.stderr)
+	}
+}

@@ -278,7 +278,9 @@ func (s *Service) serveStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	_ = json.NewEncoder(w).Encode(st)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ") // as the rest of the API answers
+	_ = enc.Encode(st)
 }
 
 // randomHex returns n random bytes in hex.
