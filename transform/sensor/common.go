@@ -165,6 +165,25 @@ func boundKey(k string) string {
 
 // sensorName is the name titles give a reading: its sensor, else its
 // group.
+// name is what an item a group's readings made is named for: the
+// sensor when the group is one sensor's (grouped by sensor), else the
+// group's key, "" for one group of every reading (a pooled statistic is
+// no one sensor's).
+func (g grouper) name(r *storage.Reading, key string) string {
+	if g.field == "sensor" {
+		return sensorName(r, key)
+	}
+	return key
+}
+
+// ofName is " of name", or nothing for a pooled statistic's "".
+func ofName(name string) string {
+	if name == "" {
+		return ""
+	}
+	return " of " + name
+}
+
 func sensorName(r *storage.Reading, group string) string {
 	if r != nil && r.Sensor != "" {
 		return r.Sensor

@@ -296,19 +296,13 @@ func (op *resampleOp) close(c *transform.Context, key string, g *resGroup) (tran
 	}
 	start, stop := time.Unix(0, b.Start).UTC(), time.Unix(0, end).UTC()
 	unit := statUnit(op.stat, b.Unit)
-	name := b.Sensor
-	if name == "" {
-		name = key
-	}
-	r := &storage.Reading{Value: transform.TidyValue(s), Unit: unit, Sensor: b.Sensor, Time: start, Lat: b.Lat, Lon: b.Lon}
-	if r.Sensor == "" {
-		r.Sensor = key
-	}
+	name := op.by.name(&storage.Reading{Sensor: b.Sensor}, key)
+	r := &storage.Reading{Value: transform.TidyValue(s), Unit: unit, Sensor: name, Time: start, Lat: b.Lat, Lon: b.Lon}
 	return transform.Item{
 		FeedID:    b.Feed,
 		ID:        c.DeriveID(key, start.Format(time.RFC3339Nano)),
 		Title:     strings.TrimSpace(fmt.Sprintf("%s %s(%s) at %s: %s", name, op.stat, humanDuration(op.every), fmtTime(start), withUnit(s, unit))),
-		Summary:   fmt.Sprintf("%s of %d readings of %s from %s to %s.", op.stat, b.N, name, fmtTime(start), fmtTime(stop)),
+		Summary:   fmt.Sprintf("%s of %d readings%s from %s to %s.", op.stat, b.N, ofName(name), fmtTime(start), fmtTime(stop)),
 		Author:    b.Author,
 		Published: stop,
 		Reading:   r,

@@ -293,15 +293,14 @@ func (op *windowOp) item(it *transform.Item, key string, s float64, n int) trans
 	w.GUID = ""
 	w.Reading.Value = transform.TidyValue(s)
 	w.Reading.Unit = statUnit(op.stat, w.Reading.Unit)
-	name := sensorName(it.Reading, key)
+	name := op.by.name(it.Reading, key)
+	w.Reading.Sensor = name
 	w.Title = strings.TrimSpace(fmt.Sprintf("%s %s(%d): %s", name, op.stat, n, withUnit(s, w.Reading.Unit)))
 	what := fmt.Sprintf("the last %d readings", n)
 	if op.span > 0 {
 		what = fmt.Sprintf("the %d readings within %s", n, humanDuration(op.span))
 	}
-	if name != "" {
-		what += " of " + name
-	}
+	what += ofName(name)
 	if t, ok := obsTime(it); ok {
 		what += " up to " + fmtTime(t)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/slogfeed/slogfeed/transform"
@@ -206,5 +207,36 @@ func TestWindowTotalBound(t *testing.T) {
 	}
 	if _, ok := op.groups.get("g3"); ok {
 		t.Error("an old group was kept")
+	}
+}
+
+// A statistic's item is named for its group: the sensor when grouped by
+// sensor, the group's value when grouped by another field, nobody when
+// every reading is pooled (not the last reading's sensor).
+func TestStatisticNames(t *testing.T) {
+	in := []transform.Item{rd("a0", "a", 1, at(0)), rd("b0", "b", 10, at(1))}
+	in[0].Author, in[1].Author = "north", "north"
+	tests := []struct {
+		op, cfg            string
+		sensor, title, sum string // of the last item out
+	}{
+		{"window", `{"stat":"max","size":2}`, "b", "b max(1): 10", "max of the last 1 readings of b"},
+		{"window", `{"stat":"max","size":2,"by":""}`, "", "max(2): 10", "max of the last 2 readings up to"},
+		{"window", `{"stat":"max","size":2,"by":"author"}`, "north", "north max(2): 10", "max of the last 2 readings of north"},
+		{"resample", `{"every":"5m","stat":"max"}`, "b", "b max(5m)", "max of 1 readings of b from"},
+		{"resample", `{"every":"5m","stat":"max","by":""}`, "", "max(5m)", "max of 2 readings from"},
+		{"resample", `{"every":"5m","stat":"max","by":"author"}`, "north", "north max(5m)", "max of 2 readings of north from"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.op+" "+tt.cfg, func(t *testing.T) {
+			out := apply(t, build(t, tt.op, tt.cfg), ctxAt(at(10)), in...)
+			if len(out) == 0 {
+				t.Fatal("no item out")
+			}
+			last := out[len(out)-1]
+			if last.Reading.Sensor != tt.sensor || !strings.HasPrefix(last.Title, tt.title) || !strings.HasPrefix(last.Summary, tt.sum) {
+				t.Errorf("sensor %q, title %q, summary %q; want %q, %q…, %q…", last.Reading.Sensor, last.Title, last.Summary, tt.sensor, tt.title, tt.sum)
+			}
+		})
 	}
 }
