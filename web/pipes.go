@@ -48,8 +48,9 @@ var pipeTriggers = []string{transform.OnUpdate, transform.OnMDPT, transform.OnCr
 //	413  a body over 256 KiB
 //	415  a body that is not JSON
 //	422  a preview or run over its time limit, its byte budget or an
-//	     expression's cost limit: {"error": ..., "details": [...]} names
-//	     the node and the limit
+//	     expression's cost limit, or a run whose operator failed on its
+//	     items (a division by zero, a WebAssembly trap): {"error": ...,
+//	     "details": [...]} names the node and the limit or the failure
 //	429  more previews and requested runs than Options.MaxPreviews at
 //	     once; Retry-After says when to try again
 //	503  the runner is stopping, or the request was cancelled
@@ -291,10 +292,23 @@ func (a *pipeAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		// The client went away; nobody reads this.
 		respondError(w, http.StatusServiceUnavailable, "request cancelled")
+	case failedAtNode(err):
+		// The definition's own operator failed on its items (an
+		// expression dividing by zero, a WebAssembly trap).
+		respondJSON(w, http.StatusUnprocessableEntity, pipeErrorView{Error: err.Error(), Details: transform.Details(err)})
 	default:
 		a.log.Error("pipes api", "method", r.Method, "path", r.URL.Path, "err", err)
 		respondError(w, http.StatusInternalServerError, "internal error")
 	}
+}
+
+// failedAtNode reports whether err is a node's failure in a run or a
+// preview, other than a panic (a fault of slogfeed's, not of the
+// definition).
+func failedAtNode(err error) bool {
+	var ne *transform.NodeError
+	var pe *transform.PanicError
+	return errors.As(err, &ne) && !errors.As(err, &pe)
 }
 
 // pipeID reads the {id} path value, writing a 400 when it is not a pipe

@@ -423,6 +423,9 @@ func TestPipeErrorMapping(t *testing.T) {
 		{"byte budget", &transform.NodeError{Node: "u9", Op: "union", Err: fmt.Errorf("%w: 9 bytes, at most 8 (max_run_bytes)", transform.ErrByteLimit)}, http.StatusUnprocessableEntity, "max_run_bytes",
 			[]detail{{"u9", "union", ""}}, false},
 		{"deadline", fmt.Errorf("running: %w", context.DeadlineExceeded), http.StatusUnprocessableEntity, "deadline", []detail{}, false},
+		{"an operator failed", &transform.NodeError{Node: "c", Op: "compute", Err: errors.New("item 3: set.title: division by zero")}, http.StatusUnprocessableEntity, "division by zero",
+			[]detail{{"c", "compute", ""}}, false},
+		{"an operator panicked", &transform.NodeError{Node: "c", Op: "compute", Err: &transform.PanicError{Value: "disk on fire"}}, http.StatusInternalServerError, "internal error", nil, true},
 		{"runner stopping", runner.ErrClosed, http.StatusServiceUnavailable, "stopping", nil, false},
 		{"anything else", errors.New("bolt: disk on fire at /var/lib/slogfeed"), http.StatusInternalServerError, "internal error", nil, true},
 	}
