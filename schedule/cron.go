@@ -67,11 +67,36 @@ func NewCron(spec string) (c *Cron, err error) {
 	if perr != nil {
 		return nil, fmt.Errorf("%w: %q: %w", ErrCronSpec, spec, perr)
 	}
+	if err := CheckEvery(spec); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCronSpec, err)
+	}
 	if sched.Next(cronProbe).IsZero() {
 		return nil, fmt.Errorf("%w: %q never fires", ErrCronSpec, spec)
 	}
 	_, every := sched.(cron.ConstantDelaySchedule)
 	return &Cron{spec: spec, sched: sched, every: every}, nil
+}
+
+// MinEvery is the shortest interval of an @every cron schedule, the
+// shortest period of the fixed policy too; robfig/cron would round a
+// shorter one up silently.
+const MinEvery = time.Second
+
+// CheckEvery returns an error when spec (after an optional CRON_TZ= or
+// TZ= zone) is an @every schedule whose interval is a valid duration
+// under MinEvery; any other spec is left to the cron parser.
+func CheckEvery(spec string) error {
+	f := strings.Fields(spec)
+	if len(f) > 0 && (strings.HasPrefix(f[0], "TZ=") || strings.HasPrefix(f[0], "CRON_TZ=")) {
+		f = f[1:]
+	}
+	if len(f) != 2 || f[0] != "@every" {
+		return nil
+	}
+	if d, err := time.ParseDuration(f[1]); err == nil && d < MinEvery {
+		return fmt.Errorf("@every %v is shorter than %v", d, MinEvery)
+	}
+	return nil
 }
 
 // Name returns the eval name, "cron".
