@@ -46,6 +46,9 @@ var (
 	ErrBadURL = errors.New("aggregator: feed URL must be an absolute http or https URL")
 	// ErrNotRemote: the operation needs a fetched (remote) feed.
 	ErrNotRemote = errors.New("aggregator: not a remote feed")
+	// ErrBadSettings: a subscription's settings cannot work (a negative
+	// retention, an extraction rule that does not compile).
+	ErrBadSettings = errors.New("aggregator: invalid feed settings")
 )
 
 // ServiceOptions configure the live aggregator.
@@ -470,6 +473,14 @@ func (s *Service) subscribe(f storage.Feed, first time.Time) (storage.Feed, erro
 		return storage.Feed{}, err
 	}
 	f.Kind = storage.KindRemote
+	if f.Retention.MaxItems < 0 || f.Retention.MaxAge < 0 {
+		return storage.Feed{}, fmt.Errorf("%w: retention must not be negative", ErrBadSettings)
+	}
+	if f.Extract != nil {
+		if err := parser.CheckExtractRule(*f.Extract); err != nil {
+			return storage.Feed{}, fmt.Errorf("%w: extract: %w", ErrBadSettings, err)
+		}
+	}
 	if f.Policy == "" {
 		f.Policy = schedule.DefaultPolicy
 	}

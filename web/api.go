@@ -18,6 +18,7 @@ import (
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/storage/cluster"
+	"github.com/slogfeed/slogfeed/transform/pack"
 	"github.com/slogfeed/slogfeed/web/feedlist"
 )
 
@@ -80,6 +81,11 @@ func (req *feedRequest) feed() (storage.Feed, error) {
 	sleep, err := schedule.ParseSleep(req.Sleep)
 	if err != nil {
 		return storage.Feed{}, err
+	}
+	if len(bytes.TrimSpace(req.Reduce)) > 0 {
+		if _, err := pack.ParsePolicy(req.Reduce); err != nil {
+			return storage.Feed{}, fmt.Errorf("reduce: %w", err)
+		}
 	}
 	return storage.Feed{
 		URL: req.URL, Policy: req.Policy, Title: req.Title, Weight: req.Weight, Category: req.Category,

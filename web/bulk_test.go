@@ -64,6 +64,13 @@ func TestBulkSubscribe(t *testing.T) {
 		{`{"url": "https://p.example/x.rss", "policy": "sometimes"}`, web.ReasonPolicy},
 		{`{"url": "https://w.example/x.rss", "weight": -1}`, web.ReasonInvalid},
 		{`{"url": "https://s.example/x.rss", "sleep": "night"}`, web.ReasonInvalid},
+		{`{"url": "https://e1.example/x.rss", "extract": {"field": "title", "regex": "("}}`, web.ReasonInvalid},
+		{`{"url": "https://e2.example/x.rss", "extract": {"field": "bogus", "regex": "(\\d+)"}}`, web.ReasonInvalid},
+		{`{"url": "https://e3.example/x.rss", "extract": {"field": "title", "regex": "\\d+"}}`, web.ReasonInvalid},
+		{`{"url": "https://r1.example/x.rss", "retention": {"max_items": -5}}`, web.ReasonInvalid},
+		{`{"url": "https://r2.example/x.rss", "retention": {"max_age": -5}}`, web.ReasonInvalid},
+		{`{"url": "https://r3.example/x.rss", "reduce": {"zzz": 1}}`, web.ReasonInvalid},
+		{`{"url": "https://r4.example/x.rss", "reduce": "x"}`, web.ReasonInvalid},
 	}
 	for _, r := range refused {
 		feeds = append(feeds, r.body)
