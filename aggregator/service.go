@@ -151,9 +151,12 @@ type feedGuard struct {
 	sleep   schedule.SleepPlan
 	// override, when set, is the next time regardless of the policy (an
 	// error's backoff, a fetch skipped because the feed sleeps).
-	override  stamp
-	prevPoll  stamp
-	next      stamp // the last answer: the feed's next fetch
+	override stamp
+	prevPoll stamp
+	next     stamp // the last answer: the feed's next fetch
+	// planned is the last answer before the sleep windows moved it
+	// (SetSleep plans from it again when windows go).
+	planned   stamp
 	notBefore stamp // the publisher's cache lifetime ends (when respected)
 	// pushedUntil: a hub pushes the feed until then, polls are fallback
 	// checks (SetPushed); fedAt is the newest observation the policy has
@@ -171,6 +174,9 @@ type feedGuard struct {
 	// deferred: queued from a schedule digest, the policy not read yet
 	// (digest.go); policy is nil until then.
 	deferred bool
+	// slept: override is the end of a sleep window that skipped the
+	// fetch planned for then (kept in planned).
+	slept bool
 }
 
 // isDeferred reports whether the guard waits for its record (deferred).
@@ -222,8 +228,10 @@ func (g *feedGuard) Next(o schedule.Observation) time.Time {
 	defer g.mu.Unlock()
 	var next time.Time
 	floorAt := o.At
+	slept := false
 	if !g.override.isZero() {
 		next, g.override = g.override.time(), 0
+		slept, g.slept = g.slept, false
 		// The fallback interval counts from the last poll: a fetch
 		// skipped because the feed is pushed set the override to that
 		// floor already, and must not wait another interval.
@@ -246,6 +254,9 @@ func (g *feedGuard) Next(o schedule.Observation) time.Time {
 		}
 	}
 	next = g.pushFloor(next, floorAt)
+	if !slept {
+		g.planned = stampOf(next)
+	}
 	if !g.sleep.IsZero() {
 		next = g.sleep.Wake(next)
 	}
@@ -646,11 +657,26 @@ func (s *Service) Expedite(id uint64, at time.Time) bool {
 
 // SetSleep applies feed id's new sleep plan (already stored) from now on:
 // a fetch that falls inside it is skipped and moved to the wake-up.
+//
+// A fetch that windows removed or shortened since held back comes
+// forward: to its plan before the windows, or the new windows' end.
 func (s *Service) SetSleep(id uint64, p schedule.SleepPlan) {
-	if g := s.guard(id); g != nil {
-		g.mu.Lock()
-		g.sleep = p
-		g.mu.Unlock()
+	g := s.guard(id)
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	g.sleep = p
+	planned := g.planned.time()
+	g.mu.Unlock()
+	if planned.IsZero() {
+		return
+	}
+	if !p.IsZero() {
+		planned = p.Wake(planned)
+	}
+	if due, ok := s.sched.Waiting(int(id)); ok && planned.Before(due) {
+		s.Expedite(id, planned)
 	}
 }
 
@@ -742,9 +768,10 @@ func (s *Service) begin(ctx context.Context, id uint64) (obs schedule.Observatio
 	case held:
 		return schedule.Observation{At: now}, nil, true
 	case asleep:
-		// The 48 h cap brought the feed back inside a long sleep: skip.
+		// The 48 h cap, or windows set since the fetch was planned,
+		// brought the feed inside a sleep: skip to its end.
 		g.mu.Lock()
-		g.override = stampOf(g.sleep.Wake(now))
+		g.override, g.slept, g.planned = stampOf(g.sleep.Wake(now)), true, stampOf(now)
 		g.mu.Unlock()
 		return schedule.Observation{At: now}, nil, true
 	case !prev.IsZero() && fallback.After(now):
