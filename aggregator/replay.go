@@ -90,9 +90,14 @@ func (s *Service) installGuard(id uint64, g *feedGuard, host string, weight floa
 	s.guards[id] = g
 	s.mu.Unlock()
 	// The scheduler places the first poll with First(policy, now): the
-	// starter answers with the resumed prediction.
+	// starter answers with the resumed prediction. A feed never polled
+	// (not one queued from a digest, whose record is still to read)
+	// waits behind the polled ones under a backlog (schedule.Feed.Fresh).
+	g.mu.Lock()
+	fresh := g.prevPoll.isZero() && !g.deferred
+	g.mu.Unlock()
 	if err := s.sched.Add(int(id), schedule.Feed{
-		Policy: starter{g, first}, Host: host, Weight: weight,
+		Policy: starter{g, first}, Host: host, Weight: weight, Fresh: fresh,
 	}, now); err != nil {
 		s.mu.Lock()
 		if s.guards[id] == g {

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"fmt"
 	"context"
 	"errors"
 	"math"
@@ -916,6 +917,60 @@ func TestSchedulerAppendDueN(t *testing.T) {
 			}
 			if len(seen) != n || !equalInts(sizes, []int{4, 4, 2}) {
 				t.Fatalf("granted %d feeds in batches %v, want %d in [4 4 2]", len(seen), sizes, n)
+			}
+		})
+	}
+}
+
+// A burst of fresh feeds the budget cannot serve at once (1,000 first
+// fetches at one grant a second) does not hold back a feed already
+// polled: it waits behind them at 1/FreshDivisor of their priority, and
+// the fresh feeds still get most of the grants. Without Fresh the polled
+// feed waits for the whole burst.
+func TestSchedulerFreshFeedsWait(t *testing.T) {
+	for _, fresh := range []bool{true, false} {
+		t.Run(fmt.Sprintf("fresh=%v", fresh), func(t *testing.T) {
+			s := mustNew(t, Config{Rate: 1, Burst: 1})
+			mustAdd(t, s, 0, Feed{Policy: schEvery(5 * time.Second)}, schBase)
+			for id := 1; id <= 1000; id++ {
+				mustAdd(t, s, id, Feed{Policy: &schPolicy{start: schAt(-100 * time.Second), period: 24 * time.Hour}, Weight: 2, Fresh: fresh}, schAt(-time.Hour))
+			}
+			if _, _, w, _ := s.Placement(1); w != 2 {
+				t.Fatalf("a fresh feed's placement weight %v, want its own 2", w)
+			}
+			var polled []time.Duration // feed 0's grants
+			firsts := 0
+			for k := range 300 {
+				now := schAt(time.Duration(k) * time.Second)
+				for _, g := range s.Due(now) {
+					if g.ID == 0 {
+						polled = append(polled, now.Sub(schBase))
+					} else {
+						firsts++
+					}
+					if _, err := s.Done(g.ID, Observation{At: now}); err != nil {
+						t.Fatal(err)
+					}
+					if c := s.feeds[g.ID].class; c&freshBit != 0 {
+						t.Fatalf("feed %d still in a fresh class after its poll", g.ID)
+					}
+				}
+			}
+			gap := time.Duration(0)
+			for i := 1; i < len(polled); i++ {
+				gap = max(gap, polled[i]-polled[i-1])
+			}
+			t.Logf("feed 0 polled %d times, longest gap %v; %d first fetches", len(polled), gap, firsts)
+			if !fresh {
+				if len(polled) > 1 {
+					t.Fatalf("without Fresh, feed 0 polled %d times behind the burst; want once (the test shows nothing)", len(polled))
+				}
+				return
+			}
+			// Priority of the burst at 300 s: 2·400/64 = 12.5, so feed 0
+			// (weight 1) waits at most ~13 s past its due.
+			if len(polled) < 15 || gap > 20*time.Second || firsts < 200 {
+				t.Fatalf("feed 0 polled %d times, longest gap %v; %d first fetches: want ≥ 15, ≤ 20s, ≥ 200", len(polled), gap, firsts)
 			}
 		})
 	}
