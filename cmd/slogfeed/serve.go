@@ -233,21 +233,21 @@ func buildServices(ctx context.Context, a *app, cfg *serveConfig, st *storeStage
 		token = hex.EncodeToString(buf[:])
 		fmt.Fprintf(a.stderr, "slogfeed: listening off loopback; log in to the web UI with this token, and send it with changes: Authorization: Bearer %s\n", token)
 	}
-	allow := cfg.allow
+	var endpoints []netip.AddrPort
 	if cfg.demo {
 		pub, err := demo.Start(ctx, log)
 		if err != nil {
 			return nil, fmt.Errorf("demo: %w", err)
 		}
 		sv.demo = pub
-		allow = append(allow, pub.Prefix())
+		endpoints = append(endpoints, pub.Endpoint())
 	}
 	// PACK reduction policies (Feed.Reduce, a pipe's output.reduce) apply
 	// when retention removes items.
 	store.SetReducer(pack.NewReducer())
 
 	var added, outputs itemsFanout
-	fetch := fetcher.New(fetcher.Options{Allow: allow, UserAgent: st.userAgent})
+	fetch := fetcher.New(fetcher.Options{Allow: cfg.allow, AllowEndpoints: endpoints, UserAgent: st.userAgent})
 	svc, err := aggregator.NewService(aggregator.ServiceOptions{
 		Owner: st.owner,
 		Store: store, Fetcher: fetch, Logger: log,

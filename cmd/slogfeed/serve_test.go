@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -207,5 +208,44 @@ func TestPipeSourceURLSubscribes(t *testing.T) {
 				t.Fatalf("remote feeds %q, want %q", remote, want)
 			}
 		})
+	}
+}
+
+// --demo lets the fetcher reach its simulated publishers on loopback, on
+// their port only: a feed elsewhere on the machine stays refused.
+func TestDemoAllowsOnlyItsPublishers(t *testing.T) {
+	a := &app{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }, log: slog.New(slog.DiscardHandler)}
+	cfg, err := parseServe(a, []string{"--data", t.TempDir(), "--demo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
+	st, err := openStore(t.Context(), a, cfg, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.close()
+	sv, err := buildServices(t.Context(), a, cfg, st, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sv.close()
+	demo := sv.demo.Endpoint()
+	for _, tt := range []struct {
+		url    string
+		status int
+	}{
+		{fmt.Sprintf("http://%s/extra.rss", demo), http.StatusCreated},
+		{"http://127.0.0.1/x.rss", http.StatusBadRequest},
+		{fmt.Sprintf("http://127.0.0.1:%d/x.rss", demo.Port()+1), http.StatusBadRequest},
+		{fmt.Sprintf("http://[::ffff:127.0.0.1]:%d/x.rss", 8080), http.StatusBadRequest},
+	} {
+		req := httptest.NewRequest("POST", "http://127.0.0.1:8080/api/v1/feeds", strings.NewReader(`{"url": "`+tt.url+`"}`))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		sv.handler.ServeHTTP(rec, req)
+		if rec.Code != tt.status {
+			t.Errorf("%s: %d %s, want %d", tt.url, rec.Code, rec.Body, tt.status)
+		}
 	}
 }

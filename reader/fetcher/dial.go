@@ -66,18 +66,19 @@ var (
 
 // guard decides which addresses the fetcher may connect to.
 type guard struct {
-	allow    []netip.Prefix
-	allowAll bool
+	allow     []netip.Prefix
+	endpoints []netip.AddrPort
+	allowAll  bool
 }
 
-// check returns nil when ip may be dialled, else an error wrapping
-// ErrBlocked.
-func (g *guard) check(ip netip.Addr) error {
+// check returns nil when ip may be dialled on port, else an error
+// wrapping ErrBlocked.
+func (g *guard) check(ip netip.Addr, port uint16) error {
 	if g.allowAll {
 		return nil
 	}
 	ip = ip.WithZone("")
-	if g.allowed(ip) {
+	if g.allowed(ip) || g.allowedEndpoint(ip, port) {
 		return nil
 	}
 	if reason := blockReason(ip); reason != "" {
@@ -91,6 +92,19 @@ func (g *guard) allowed(ip netip.Addr) bool {
 	for _, form := range []netip.Addr{ip, ip.Unmap()} {
 		for _, p := range g.allow {
 			if p.Contains(form) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// allowedEndpoint reports whether ip, in any of its forms, with port is
+// an allowed endpoint.
+func (g *guard) allowedEndpoint(ip netip.Addr, port uint16) bool {
+	for _, form := range []netip.Addr{ip, ip.Unmap()} {
+		for _, e := range g.endpoints {
+			if e.Addr() == form && e.Port() == port {
 				return true
 			}
 		}
@@ -166,7 +180,7 @@ func (g *guard) control(network, address string, _ syscall.RawConn) error {
 	default:
 		return fmt.Errorf("%w: network %q", ErrBlocked, network)
 	}
-	host, _, err := net.SplitHostPort(address)
+	host, portText, err := net.SplitHostPort(address)
 	if err != nil {
 		return fmt.Errorf("%w: address %q: %v", ErrBlocked, address, err)
 	}
@@ -174,7 +188,11 @@ func (g *guard) control(network, address string, _ syscall.RawConn) error {
 	if err != nil {
 		return fmt.Errorf("%w: address %q is not numeric", ErrBlocked, address)
 	}
-	return g.check(ip)
+	port, err := strconv.ParseUint(portText, 10, 16)
+	if err != nil {
+		return fmt.Errorf("%w: address %q: bad port", ErrBlocked, address)
+	}
+	return g.check(ip, uint16(port))
 }
 
 // literalHost reads a URL's host name as an IP address when it is one in

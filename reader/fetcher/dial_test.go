@@ -32,12 +32,12 @@ func TestGuardAddresses(t *testing.T) {
 	g := &guard{}
 	for _, s := range blocked {
 		ip := netip.MustParseAddr(s)
-		if err := g.check(ip); !errors.Is(err, ErrBlocked) {
+		if err := g.check(ip, 80); !errors.Is(err, ErrBlocked) {
 			t.Errorf("%s: got %v, want ErrBlocked", s, err)
 		}
 	}
 	for _, s := range public {
-		if err := g.check(netip.MustParseAddr(s)); err != nil {
+		if err := g.check(netip.MustParseAddr(s), 80); err != nil {
 			t.Errorf("%s: %v, want allowed", s, err)
 		}
 	}
@@ -48,16 +48,31 @@ func TestGuardAddresses(t *testing.T) {
 		"127.0.0.1": true, "::ffff:127.0.0.1": true, "10.9.3.4": true,
 		"127.0.0.2": false, "::1": false, "10.8.0.1": false,
 	} {
-		err := g.check(netip.MustParseAddr(s))
+		err := g.check(netip.MustParseAddr(s), 80)
 		if ok != (err == nil) {
 			t.Errorf("allow-list, %s: got %v, want allowed=%v", s, err, ok)
 		}
 	}
-	if err := (&guard{allowAll: true}).check(netip.MustParseAddr("127.0.0.1")); err != nil {
+	// An allowed endpoint lets its address through on its port only.
+	g = &guard{endpoints: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:8123")}}
+	for _, tc := range []struct {
+		addr string
+		port uint16
+		ok   bool
+	}{
+		{"127.0.0.1", 8123, true}, {"::ffff:127.0.0.1", 8123, true},
+		{"127.0.0.1", 80, false}, {"127.0.0.1", 8080, false}, {"127.0.0.2", 8123, false}, {"::1", 8123, false},
+	} {
+		err := g.check(netip.MustParseAddr(tc.addr), tc.port)
+		if tc.ok != (err == nil) {
+			t.Errorf("endpoint, %s port %d: got %v, want allowed=%v", tc.addr, tc.port, err, tc.ok)
+		}
+	}
+	if err := (&guard{allowAll: true}).check(netip.MustParseAddr("127.0.0.1"), 80); err != nil {
 		t.Errorf("AllowAll: %v", err)
 	}
 
-	err := (&guard{}).check(netip.MustParseAddr("::ffff:10.0.0.1"))
+	err := (&guard{}).check(netip.MustParseAddr("::ffff:10.0.0.1"), 80)
 	if err == nil || !strings.Contains(err.Error(), "IPv4-mapped private") {
 		t.Errorf("message: %v", err)
 	}

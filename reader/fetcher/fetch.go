@@ -65,8 +65,12 @@ type Options struct {
 	// UserAgent defaults to "slogfeed/<version> (+https://slogfeed.org)".
 	UserAgent string
 	// Allow lists address ranges the SSRF guard lets through although they
-	// are not public: a lab network, the loopback publishers of a demo.
+	// are not public: a lab network.
 	Allow []netip.Prefix
+	// AllowEndpoints lists single addresses with their ports the SSRF
+	// guard lets through although they are not public: the loopback
+	// publishers of a demo, and nothing else on that machine.
+	AllowEndpoints []netip.AddrPort
 	// AllowAll switches the SSRF guard off. Dangerous: anyone who can add
 	// a feed can then make slogfeed fetch from its own machine and private
 	// network (cloud metadata, admin interfaces). For closed test setups
@@ -188,7 +192,8 @@ func New(opt Options) *Fetcher {
 		opt.Now = time.Now
 	}
 	opt.Allow = append([]netip.Prefix(nil), opt.Allow...)
-	f := &Fetcher{opt: opt, guard: &guard{allow: opt.Allow, allowAll: opt.AllowAll}, ua: []string{opt.UserAgent}}
+	opt.AllowEndpoints = append([]netip.AddrPort(nil), opt.AllowEndpoints...)
+	f := &Fetcher{opt: opt, guard: &guard{allow: opt.Allow, endpoints: opt.AllowEndpoints, allowAll: opt.AllowAll}, ua: []string{opt.UserAgent}}
 	dialer := &net.Dialer{
 		Timeout:   opt.DialTimeout,
 		KeepAlive: 30 * time.Second,
@@ -295,7 +300,7 @@ func (f *Fetcher) checkTarget(u *url.URL) error {
 	case !literal:
 		return nil // the guard checks the addresses it resolves to when they are dialled
 	}
-	if err := f.guard.check(ip); err != nil {
+	if err := f.guard.check(ip, urlPort(u)); err != nil {
 		return err
 	}
 	if !isLocalhost(host) && ip.Is4() && ip.String() != host {
@@ -308,6 +313,21 @@ func (f *Fetcher) checkTarget(u *url.URL) error {
 		}
 	}
 	return nil
+}
+
+// urlPort is the port a request to u connects to: its own, else the
+// scheme's (0 when neither says).
+func urlPort(u *url.URL) uint16 {
+	if p, err := strconv.ParseUint(u.Port(), 10, 16); err == nil {
+		return uint16(p)
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http":
+		return 80
+	case "https":
+		return 443
+	}
+	return 0
 }
 
 // CheckURL checks a feed URL before it is stored: an absolute http or

@@ -216,10 +216,10 @@ func Start(ctx context.Context, log *slog.Logger) (*Publishers, error) {
 	return p, nil
 }
 
-// Prefix is the address the fetcher must be allowed to reach.
-func (p *Publishers) Prefix() netip.Prefix {
-	ap := netip.MustParseAddrPort(p.ln.Addr().String())
-	return netip.PrefixFrom(ap.Addr(), ap.Addr().BitLen())
+// Endpoint is the address and port the fetcher must be allowed to reach
+// (the SSRF guard lets nothing else on loopback through).
+func (p *Publishers) Endpoint() netip.AddrPort {
+	return netip.MustParseAddrPort(p.ln.Addr().String())
 }
 
 // Subscriber is what the demo needs of the aggregator.
