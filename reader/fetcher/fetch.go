@@ -293,6 +293,11 @@ func (f *Fetcher) checkTarget(u *url.URL) error {
 	if host == "" {
 		return fmt.Errorf("%w: no host", ErrInvalidURL)
 	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.ParseUint(p, 10, 16); err != nil || n == 0 {
+			return fmt.Errorf("%w: port %.8q", ErrInvalidURL, p)
+		}
+	}
 	ip, literal, err := literalHost(host)
 	switch {
 	case err != nil:

@@ -129,6 +129,9 @@ func TestCheckURL(t *testing.T) {
 		{"ftp://example.org/", "", ErrScheme},
 		{"http:///feed", "", ErrInvalidURL},
 		{"http://1.2.3.4.5/", "", ErrInvalidURL},
+		{"http://feeds.example.org:99999/a.xml", "", ErrInvalidURL},
+		{"http://feeds.example.org:0/a.xml", "", ErrInvalidURL},
+		{"http://feeds.example.org:65535/a.xml", "http://feeds.example.org:65535/a.xml", nil},
 		{"http://0x08080808/feed.xml", "http://8.8.8.8/feed.xml", nil},
 		{"http://0xc0a80705:8080/lab", "http://192.168.7.5:8080/lab", nil}, // allow-listed
 		{"http://192.168.7.5/lab", "http://192.168.7.5/lab", nil},
