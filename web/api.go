@@ -386,7 +386,7 @@ type FeedPage struct {
 // feed loads the feed named by the {id} path value, writing the error.
 func (a *api) feed(w http.ResponseWriter, r *http.Request) (storage.Feed, bool) {
 	id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
-	if err != nil {
+	if err != nil || id == 0 {
 		respondError(w, http.StatusBadRequest, "feed id must be a positive integer")
 		return storage.Feed{}, false
 	}

@@ -68,6 +68,8 @@ func TestFeedSleepAPI(t *testing.T) {
 		{"object form refused clearly", "PUT", path + "/sleep", `{"sleep": {"Daily": []}}`, http.StatusBadRequest, "", "sleep"},
 		{"cleared", "PUT", path + "/sleep", `{"sleep": ""}`, http.StatusOK, "", ""},
 		{"unknown feed", "PUT", "/api/v1/feeds/999/sleep", `{"sleep": ""}`, http.StatusNotFound, "", "no feed"},
+		{"feed 0", "PUT", "/api/v1/feeds/0/sleep", `{"sleep": ""}`, http.StatusBadRequest, "", "positive integer"},
+		{"feed -1", "PUT", "/api/v1/feeds/-1/sleep", `{"sleep": ""}`, http.StatusBadRequest, "", "positive integer"},
 		{"bad at subscription", "POST", "/api/v1/feeds", `{"url": "https://sensors.example/b.rss", "sleep": "night"}`, http.StatusBadRequest, "", "HH:MM-HH:MM"},
 	}
 	for _, tc := range tests {
