@@ -198,10 +198,23 @@ func stream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamCon
 // assetAttempt bounds one try of opening or creating an asset.
 const assetAttempt = 5 * time.Second
 
+// jsClusterNotAvailable is the JetStream API's error code for "JetStream
+// system temporarily unavailable": the meta group has no leader yet (a
+// cluster coming back from a lost quorum).
+const jsClusterNotAvailable = 10008
+
+// temporarilyUnavailable reports whether err is the JetStream API saying
+// it is temporarily unavailable.
+func temporarilyUnavailable(err error) bool {
+	var api *jetstream.APIError
+	return errors.As(err, &api) && api.ErrorCode == jsClusterNotAvailable
+}
+
 // RetryUnanswered runs open, each time within assetAttempt, again while
 // the cluster leaves it unanswered (a JetStream API request timing out, no
-// responders, no response from a stream, a stream with no leader yet: a
-// meta or stream leader being elected, as while servers start together),
+// responders, no response from a stream, a stream with no leader yet, the
+// API temporarily unavailable: a meta or stream leader being elected, as
+// while servers start together or come back from a lost quorum),
 // until ctx ends. Other errors, and success, end it at once. open must be
 // safe to repeat: opening and creating an asset are (an attempt whose
 // create went through finds the asset next), and so is a KV create, whose
@@ -213,7 +226,7 @@ func RetryUnanswered[T any](ctx context.Context, open func(context.Context) (T, 
 		cancel()
 		unanswered := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
 			errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
-			errors.Is(err, errNoLeader) || errors.Is(err, errNotAssigned)
+			errors.Is(err, errNoLeader) || errors.Is(err, errNotAssigned) || temporarilyUnavailable(err)
 		if err == nil || !unanswered || ctx.Err() != nil {
 			return v, err
 		}

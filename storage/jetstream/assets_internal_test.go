@@ -3,6 +3,7 @@ package jetstream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -62,6 +63,38 @@ func TestAnsweringWaitsForAssignment(t *testing.T) {
 				}
 				if tc.calls < 0 && s.calls < 2 {
 					t.Errorf("%d info calls; want tries until the context ends", s.calls)
+				}
+			})
+		})
+	}
+}
+
+// TestRetryUnansweredWaitsOutUnavailable: "JetStream system temporarily
+// unavailable" (a cluster whose meta group has no leader yet, as when
+// the servers come back from a lost quorum) is tried again until ctx
+// ends; JetStream not enabled, or any other API error, ends it at once.
+func TestRetryUnansweredWaitsOutUnavailable(t *testing.T) {
+	unavailable := &jetstream.APIError{Code: 503, ErrorCode: jsClusterNotAvailable, Description: "JetStream system temporarily unavailable"}
+	for _, tc := range []struct {
+		name    string
+		answers []error
+		want    error
+		calls   int
+	}{
+		{"unavailable then answered", []error{unavailable, unavailable, nil}, nil, 3},
+		{"wrapped", []error{fmt.Errorf("update stream X: %w", unavailable), nil}, nil, 2},
+		{"not enabled", []error{jetstream.ErrJetStreamNotEnabled, nil}, jetstream.ErrJetStreamNotEnabled, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				calls := 0
+				_, err := RetryUnanswered(t.Context(), func(context.Context) (struct{}, error) {
+					err := tc.answers[min(calls, len(tc.answers)-1)]
+					calls++
+					return struct{}{}, err
+				})
+				if !errors.Is(err, tc.want) || calls != tc.calls {
+					t.Fatalf("err %v after %d calls, want %v after %d", err, calls, tc.want, tc.calls)
 				}
 			})
 		})
