@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -77,18 +78,66 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	defer ln.Close() // closed by the server once it serves; a no-op then
+	// The address answers from now on: 503s while the store opens (a
+	// cluster node may wait for its JetStream cluster) and the services
+	// are built (a cluster node loads its shards' feeds).
+	starting := &startingHandler{}
+	starting.setStage("opening the store")
+	if clusterEnabled(cfg.values) {
+		starting.setStage("joining the cluster: waiting for its JetStream servers to elect their leaders")
+	}
+	srv := newHTTPServer(starting)
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	defer srv.Close() // after run's shutdown, or on a failed start
 	st, err := openStore(ctx, a, cfg, ln.Addr())
 	if err != nil {
 		return err
 	}
 	defer st.close()
+	starting.setStage("loading the feeds of this node's shards")
 	sv, err := buildServices(ctx, a, cfg, st, ln.Addr())
 	if err != nil {
 		return err
 	}
 	defer sv.close()
-	return sv.run(ctx, a, cfg, ln)
+	starting.next.Store(&sv.handler)
+	return sv.run(ctx, a, cfg, ln.Addr(), srv, serveErr)
+}
+
+// newHTTPServer is serve's HTTP server, with its bounds.
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+}
+
+// startingHandler answers for serve until its services are built (next):
+// every request a 503 with Retry-After, /healthz's saying what the node
+// is doing (stage), so that a load balancer or a client gets a clear
+// answer rather than a connection that hangs.
+type startingHandler struct {
+	next  atomic.Pointer[http.Handler]
+	stage atomic.Pointer[string]
+}
+
+func (h *startingHandler) setStage(what string) { h.stage.Store(&what) }
+
+func (h *startingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if next := h.next.Load(); next != nil {
+		(*next).ServeHTTP(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Retry-After", "5")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_ = json.NewEncoder(w).Encode(map[string]string{"status": "starting", "error": "slogfeed is starting: " + *h.stage.Load()})
 }
 
 // serveConfig is the resolved configuration of `slogfeed serve`.
@@ -367,18 +416,11 @@ func (sv *services) close() {
 	}
 }
 
-// run is serve's last stage: the polling service, the pipe runner, the
-// plugin services and the HTTP server run until ctx ends or the server
-// fails; then everything stops, the server within 10 s.
-func (sv *services) run(ctx context.Context, a *app, cfg *serveConfig, ln net.Listener) error {
-	srv := &http.Server{
-		Handler:           sv.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-	}
+// run is serve's last stage: the polling service, the pipe runner and the
+// plugin services run, beside the HTTP server srv (serving since the
+// start, serveErr its end), until ctx ends or the server fails; then
+// everything stops, the server within 10 s.
+func (sv *services) run(ctx context.Context, a *app, cfg *serveConfig, addr net.Addr, srv *http.Server, serveErr <-chan error) error {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
@@ -386,8 +428,6 @@ func (sv *services) run(ctx context.Context, a *app, cfg *serveConfig, ln net.Li
 	for i, run := range []func(context.Context) error{sv.svc.Run, sv.pipes.Run, sv.plugins.Run} {
 		wg.Go(func() { errs[i] = run(runCtx) })
 	}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
 	if !sv.loaded {
 		// The feeds are scheduled while the node serves, those due first
 		// (/healthz says "loading" meanwhile).
@@ -408,10 +448,10 @@ func (sv *services) run(ctx context.Context, a *app, cfg *serveConfig, ln net.Li
 		wg.Go(func() { warmFeedList(runCtx, a.log, sv.store) })
 	}
 	public := cfg.values["public-url"]
-	a.log.Info("slogfeed serving", "addr", "http://"+ln.Addr().String(), "public_url", sv.base, "data", cfg.dir, "demo", cfg.demo, "websub", sv.websubOn)
-	fmt.Fprintf(a.stderr, "slogfeed: serving on %s (data in %s)\n", listenDescription(ln.Addr()), cfg.dir)
-	fmt.Fprintf(a.stderr, "slogfeed: open %s in a browser\n", browserURL(ln.Addr(), public))
-	if h := otherMachinesURL(ln.Addr(), public, os.Hostname); h != "" {
+	a.log.Info("slogfeed serving", "addr", "http://"+addr.String(), "public_url", sv.base, "data", cfg.dir, "demo", cfg.demo, "websub", sv.websubOn)
+	fmt.Fprintf(a.stderr, "slogfeed: serving on %s (data in %s)\n", listenDescription(addr), cfg.dir)
+	fmt.Fprintf(a.stderr, "slogfeed: open %s in a browser\n", browserURL(addr, public))
+	if h := otherMachinesURL(addr, public, os.Hostname); h != "" {
 		fmt.Fprintf(a.stderr, "slogfeed: from another machine: %s\n", h)
 	}
 

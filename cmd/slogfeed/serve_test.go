@@ -249,3 +249,26 @@ func TestDemoAllowsOnlyItsPublishers(t *testing.T) {
 		}
 	}
 }
+
+// Until its services are built, serve answers every request with a 503
+// and Retry-After, /healthz saying what it waits for; then the real
+// handler answers.
+func TestStartingHandler(t *testing.T) {
+	h := &startingHandler{}
+	h.setStage("joining the cluster")
+	for _, path := range []string{"/healthz", "/api/v1/feeds", "/"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" ||
+			!strings.Contains(rec.Body.String(), `"status":"starting"`) || !strings.Contains(rec.Body.String(), "joining the cluster") {
+			t.Errorf("%s while starting: %d %v %s", path, rec.Code, rec.Header(), rec.Body)
+		}
+	}
+	var ready http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) })
+	h.next.Store(&ready)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+	if rec.Code != http.StatusTeapot {
+		t.Errorf("once built: %d, want the services' answer", rec.Code)
+	}
+}
