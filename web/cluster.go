@@ -167,9 +167,12 @@ func reportedStatus(st cluster.Status, this *ThisNode, store Store) (ClusterStat
 		switch {
 		case this != nil && n.Name == this.Name:
 			cn.Feeds = this.feeds
+		case n.Shards == 0:
+			// It polls no shard's feeds: what it last said is a dead
+			// node's, or from before it handed its shards over.
 		case n.Polled != nil:
 			cn.Feeds = *n.Polled
-		case n.Shards > 0:
+		default:
 			return ClusterStatus{}, false
 		}
 		out.Feeds += cn.Feeds

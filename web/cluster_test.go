@@ -396,6 +396,8 @@ func TestClusterStatusReported(t *testing.T) {
 			map[string]int{"n1": 14, "n2": 5}, 0, 0},
 		{"a node without shards need not say", owned(node("n1", n(10), 0, 1, 2, 3), node("n2", nil)), nil, false,
 			map[string]int{"n1": 10, "n2": 0}, 0, 0},
+		{"a dead node's last count is not its feeds", owned(node("n1", n(10), 0, 1, 2, 3), node("n3", n(7))), nil, false,
+			map[string]int{"n1": 10, "n3": 0}, 0, 0},
 		{"unowned shards from the feed IDs", owned(node("n1", n(10), 0, 1)), nil, true,
 			map[string]int{"n1": 10}, listedIn[2] + listedIn[3], 0},
 		{"a node of an older version", owned(node("n1", n(10), 0, 1), node("n2", nil, 2, 3)), nil, false,
