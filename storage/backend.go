@@ -134,6 +134,14 @@ type FeedIDLister interface {
 	FeedIDs() ([]uint64, error)
 }
 
+// Unavailabler is a Backend that tells the errors that mean it cannot
+// answer now but may soon (the JetStream backend: a cluster without a
+// quorum, a stream electing its leader, a request unanswered): the HTTP
+// API answers those 503 with Retry-After rather than 500.
+type Unavailabler interface {
+	Unavailable(err error) bool
+}
+
 // PipeReader reads pipe records.
 type PipeReader interface {
 	// Pipe returns the pipe with this ID, or ErrPipeNotFound.

@@ -587,6 +587,12 @@ func (a *api) schedule(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) internal(w http.ResponseWriter, err error) {
+	if u, ok := a.store.(storage.Unavailabler); ok && u.Unavailable(err) {
+		a.log.Warn("api", "err", err)
+		w.Header().Set("Retry-After", "5")
+		respondError(w, http.StatusServiceUnavailable, unavailableMsg)
+		return
+	}
 	a.log.Error("api", "err", err)
 	respondError(w, http.StatusInternalServerError, "internal error")
 }

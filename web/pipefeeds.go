@@ -225,8 +225,9 @@ func (h *pfHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
+		err = unavailable(h.st, err)
 		if r.Context().Err() == nil {
-			h.log.Error("pipe feed", "pipe", slug, "format", ext, "err", err)
+			logFailure(h.log, err, "pipe feed", "pipe", slug, "format", ext)
 		}
 		writeSensorError(w, err)
 		return

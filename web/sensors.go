@@ -410,7 +410,8 @@ func (h *sensorStore) post(w http.ResponseWriter, r *http.Request) {
 	}
 	it, err := h.store(name, rd, now)
 	if err != nil {
-		h.log.Error("storing reading", "sensor", name, "err", err)
+		err = unavailable(h.st, err)
+		logFailure(h.log, err, "storing reading", "sensor", name)
 		writeSensorError(w, err)
 		return
 	}
@@ -512,7 +513,8 @@ func (h *sensorStore) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		h.log.Error("loading sensor", "sensor", name, "err", err)
+		err = unavailable(h.st, err)
+		logFailure(h.log, err, "loading sensor", "sensor", name)
 		writeSensorError(w, err)
 		return
 	}
@@ -529,7 +531,8 @@ func (h *sensorStore) get(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.mu.Unlock()
-		h.log.Error("reading sensor items", "sensor", name, "err", err)
+		err = unavailable(h.st, err)
+		logFailure(h.log, err, "reading sensor items", "sensor", name)
 		writeSensorError(w, err)
 		return
 	}
@@ -590,13 +593,42 @@ func (h *sensorStore) feedID(f storage.Feed) string {
 	return "tag:" + h.host + "," + f.Created.UTC().Format("2006-01-02") + ":sensor/" + f.Slug
 }
 
+// unavailableMsg is the error of a 503 for a store that cannot answer
+// now (storage.Unavailabler).
+const unavailableMsg = "the store cannot answer now (a cluster electing a leader, or without a quorum); try again"
+
+// unavailable returns err as a 503 *sensorError when store says it means
+// the store cannot answer now, else err.
+func unavailable(store any, err error) error {
+	if u, ok := store.(storage.Unavailabler); ok && err != nil && u.Unavailable(err) {
+		return &sensorError{http.StatusServiceUnavailable, unavailableMsg}
+	}
+	return err
+}
+
+// logFailure logs a failed request's error: a store that cannot answer
+// now as a warning (the client is told to try again), anything else as
+// an error.
+func logFailure(log *slog.Logger, err error, msg string, args ...any) {
+	var he *sensorError
+	if errors.As(err, &he) && he.status == http.StatusServiceUnavailable {
+		log.Warn(msg, append(args, "err", err)...)
+		return
+	}
+	log.Error(msg, append(args, "err", err)...)
+}
+
 // writeSensorError answers err as {"error": "..."}: with its own status for
-// an *sensorError, else 500 without internal details.
+// an *sensorError (a 503 with Retry-After), else 500 without internal
+// details.
 func writeSensorError(w http.ResponseWriter, err error) {
 	status, msg := http.StatusInternalServerError, "internal error"
 	var he *sensorError
 	if errors.As(err, &he) {
 		status, msg = he.status, he.msg
+	}
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "5")
 	}
 	respondError(w, status, msg)
 }

@@ -210,6 +210,14 @@ func temporarilyUnavailable(err error) bool {
 	return errors.As(err, &api) && api.ErrorCode == jsClusterNotAvailable
 }
 
+// unanswered reports whether err is a request the cluster left
+// unanswered or could not serve yet (see RetryUnanswered).
+func unanswered(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.Is(err, errNoLeader) || errors.Is(err, errNotAssigned) || temporarilyUnavailable(err)
+}
+
 // RetryUnanswered runs open, each time within assetAttempt, again while
 // the cluster leaves it unanswered (a JetStream API request timing out, no
 // responders, no response from a stream, a stream with no leader yet, the
@@ -224,10 +232,7 @@ func RetryUnanswered[T any](ctx context.Context, open func(context.Context) (T, 
 		actx, cancel := context.WithTimeout(ctx, assetAttempt)
 		v, err := open(actx)
 		cancel()
-		unanswered := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
-			errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
-			errors.Is(err, errNoLeader) || errors.Is(err, errNotAssigned) || temporarilyUnavailable(err)
-		if err == nil || !unanswered || ctx.Err() != nil {
+		if err == nil || !unanswered(err) || ctx.Err() != nil {
 			return v, err
 		}
 		select {

@@ -8,7 +8,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/slogfeed/slogfeed/storage"
 )
 
 // infoStream is a stream whose Info answers from a script, one answer a
@@ -98,5 +101,28 @@ func TestRetryUnansweredWaitsOutUnavailable(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestBackendUnavailable: the errors the HTTP API answers 503 for.
+func TestBackendUnavailable(t *testing.T) {
+	b := &Backend{}
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{context.DeadlineExceeded, true},
+		{fmt.Errorf("read items: %w", &jetstream.APIError{Code: 503, ErrorCode: jsClusterNotAvailable}), true},
+		{&jetstream.APIError{Code: 503, ErrorCode: 10023}, true}, // insufficient resources, no quorum
+		{nats.ErrNoResponders, true},
+		{nats.ErrConnectionClosed, true},
+		{errNoLeader, true},
+		{&jetstream.APIError{Code: 400, ErrorCode: 10052}, false},
+		{storage.ErrFeedNotFound, false},
+		{errors.New("disk on fire"), false},
+	} {
+		if got := b.Unavailable(tc.err); got != tc.want {
+			t.Errorf("Unavailable(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }

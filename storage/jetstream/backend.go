@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/slogfeed/slogfeed/storage"
@@ -51,6 +52,17 @@ func (b *Backend) Close() error {
 	b.cancel()
 	return nil
 }
+
+// Unavailable implements storage.Unavailabler: err is a call the cluster
+// could not answer now (unanswered, timed out, JetStream unavailable
+// without a quorum or a leader, the connection down) and may answer soon.
+func (b *Backend) Unavailable(err error) bool {
+	var api *jetstream.APIError
+	return unanswered(err) || errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrConnectionReconnecting) ||
+		errors.Is(err, nats.ErrDisconnected) || (errors.As(err, &api) && api.Code == 503)
+}
+
+var _ storage.Unavailabler = (*Backend)(nil)
 
 func (b *Backend) call() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(b.ctx, b.timeout)

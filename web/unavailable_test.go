@@ -1,0 +1,59 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/slogfeed/slogfeed/storage"
+)
+
+// errQuorum stands for a cluster store's error while it has no quorum.
+var errQuorum = errors.New("jetstream: system temporarily unavailable")
+
+// downStore is a store whose every item write and feed read fails with
+// errQuorum, which it says is unavailability (storage.Unavailabler).
+type downStore struct{ *storage.Store }
+
+func (downStore) AddItems(uint64, []storage.Item) ([]storage.Item, error) { return nil, errQuorum }
+func (downStore) Feed(uint64) (storage.Feed, error)                       { return storage.Feed{}, errQuorum }
+func (downStore) Unavailable(err error) bool                              { return errors.Is(err, errQuorum) }
+
+// A store that cannot answer now (a cluster without a quorum) is a 503
+// with Retry-After, for the sensor store and the API; any other failure
+// stays a 500.
+func TestUnavailableStoreIs503(t *testing.T) {
+	st, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	down := downStore{st}
+	sensors := SensorHandler(down, SensorOptions{})
+	api := New(Options{Store: down, Sensors: sensors})
+	for _, tc := range []struct{ method, path, body string }{
+		{"POST", "/api/v1/sensors/lab-1/readings", `{"value": 21.5}`},
+		{"GET", "/api/v1/feeds/1", ""},
+	} {
+		req := httptest.NewRequest(tc.method, tc.path, strings.NewReader(tc.body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		api.ServeHTTP(rec, req)
+		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), "try again") {
+			t.Errorf("%s %s: %d %v %s, want 503 with Retry-After", tc.method, tc.path, rec.Code, rec.Header(), rec.Body)
+		}
+	}
+	// The same failure from a store that does not call it unavailability.
+	rec := httptest.NewRecorder()
+	New(Options{Store: failingFeed{st}}).ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/feeds/1", nil))
+	if rec.Code != http.StatusInternalServerError {
+		t.Errorf("another failure: %d %s, want 500", rec.Code, rec.Body)
+	}
+}
+
+type failingFeed struct{ *storage.Store }
+
+func (failingFeed) Feed(uint64) (storage.Feed, error) { return storage.Feed{}, errQuorum }
