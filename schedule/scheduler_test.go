@@ -1,9 +1,9 @@
 package schedule
 
 import (
-	"fmt"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
