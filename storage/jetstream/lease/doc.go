@@ -31,8 +31,10 @@
 // answered by a replica that has not applied the key yet.
 //
 // Node names must be unique: the member key is written at its last
-// revision, and a second process with the same name makes one of them
-// stop with cluster.ErrDuplicateNode.
+// revision. A process that starts while another instance renews the key
+// of its name fails to start with cluster.ErrDuplicateNode (it waits up
+// to a lease TTL to tell a live process from a killed one's key); two
+// that start at once make one of them stop with it.
 //
 // # Bucket
 //

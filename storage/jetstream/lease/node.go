@@ -251,6 +251,9 @@ func Start(ctx context.Context, js jetstream.JetStream, opt Options) (*Node, err
 // lasts if the bucket does not take it (a stream leader being elected as
 // the cluster forms); a duplicate name ends it at once.
 func (n *Node) joinMember(ctx context.Context) error {
+	if err := n.awaitStaleMember(ctx); err != nil {
+		return err
+	}
 	for {
 		err := n.writeMember(ctx, n.opt.WriteTimeout)
 		if err == nil || errors.Is(err, cluster.ErrDuplicateNode) {
@@ -260,6 +263,50 @@ func (n *Node) joinMember(ctx context.Context) error {
 		case <-ctx.Done():
 			return fmt.Errorf("%w (%w)", err, ctx.Err())
 		case <-time.After(streamLeaderRetry):
+		}
+	}
+}
+
+// awaitStaleMember waits, before this process takes over its name's
+// member key, while another instance wrote the key less than a lease TTL
+// ago: the key of a process killed a moment ago (this node's previous
+// run) stops changing and is taken over once a TTL old, while a live
+// process with the same name renews it every Renew, and this start then
+// fails with cluster.ErrDuplicateNode instead of knocking the running
+// process out. It waits at most a TTL and a Renew by its own clock, so a
+// server clock ahead of it does not hold the start longer.
+func (n *Node) awaitStaleMember(ctx context.Context) error {
+	key := nodePrefix + n.opt.Name
+	began := n.opt.Now()
+	var seen uint64
+	for {
+		gctx, cancel := context.WithTimeout(ctx, n.opt.WriteTimeout)
+		e, err := n.kv.Get(gctx, key)
+		cancel()
+		wait := streamLeaderRetry
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			return nil
+		case err == nil:
+			var other memberValue
+			if json.Unmarshal(e.Value(), &other) != nil || other.Instance == n.instance {
+				return nil
+			}
+			if seen != 0 && e.Revision() > seen {
+				return fmt.Errorf("%w: %s (instance %s, since %s, renews its member key)", cluster.ErrDuplicateNode, n.opt.Name, other.Instance, other.Started.Format(time.RFC3339))
+			}
+			seen = max(seen, e.Revision())
+			now := n.opt.Now()
+			age := now.Sub(e.Created())
+			if age >= n.opt.Timing.TTL || now.Sub(began) >= n.opt.Timing.TTL+n.opt.Timing.Renew {
+				return nil
+			}
+			wait = min(n.opt.Timing.TTL-age, n.opt.Timing.Renew)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: member key %s: %w", key, ctx.Err())
+		case <-time.After(wait):
 		}
 	}
 }

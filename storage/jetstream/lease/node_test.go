@@ -408,20 +408,47 @@ func TestNodeRefusesOtherShardCount(t *testing.T) {
 	}
 }
 
+// TestNodeDuplicateName: a process that starts with the name of a
+// running node fails to start (within a TTL) and leaves the running one
+// alone; one that starts with the name of a node killed a moment ago
+// takes its name over once the dead one's member key is a TTL old.
 func TestNodeDuplicateName(t *testing.T) {
 	c := jstest.NewServer(t)
 	a := startNode(t, c, "same", nil)
-	b := startNode(t, c, "same", nil)
-	waitFor(t, 10*time.Second, "one of two same-named nodes stops", func() error {
-		if errors.Is(a.Err(), cluster.ErrDuplicateNode) || errors.Is(b.Err(), cluster.ErrDuplicateNode) {
-			return nil
+	waitFor(t, 5*time.Second, "a owns everything", func() error {
+		if n := len(a.Owned()); n != testShards {
+			return fmt.Errorf("a owns %d", n)
 		}
-		return fmt.Errorf("errors %v, %v", a.Err(), b.Err())
+		return nil
 	})
-	for _, n := range []*testNode{a, b} {
-		if n.Err() != nil && len(n.Owned()) != 0 {
-			t.Errorf("stopped node still owns %v", n.Owned())
+	js, err := jetstream.New(c.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	began := time.Now()
+	b, err := Start(ctx, js, Options{Name: "same", Shards: testShards, Tick: 200 * time.Millisecond})
+	if !errors.Is(err, cluster.ErrDuplicateNode) {
+		if b != nil {
+			b.stop()
 		}
+		t.Fatalf("a second process with a running node's name: %v, want ErrDuplicateNode", err)
+	}
+	t.Logf("refused after %v: %v", time.Since(began).Round(time.Millisecond), err)
+	if a.Err() != nil || len(a.Owned()) != testShards {
+		t.Fatalf("the running node after the refused start: err %v, owns %d", a.Err(), len(a.Owned()))
+	}
+
+	a.kill()
+	killed := time.Now()
+	r := startNode(t, c, "same", nil)
+	t.Logf("started again with the killed node's name after %v", time.Since(killed).Round(time.Millisecond))
+	if d := time.Since(killed); d > cluster.DefaultTiming.TTL+cluster.DefaultTiming.Renew+time.Second {
+		t.Errorf("the restart took %v", d)
+	}
+	if r.Err() != nil {
+		t.Fatalf("restarted node: %v", r.Err())
 	}
 }
 
