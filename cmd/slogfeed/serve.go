@@ -182,6 +182,9 @@ func parseServe(a *app, args []string) (*serveConfig, error) {
 	cfg.workers, _ = strconv.Atoi(v["workers"])
 	cfg.previews, _ = strconv.Atoi(v["previews"])
 	cfg.keepItems, _ = strconv.Atoi(v["keep-items"])
+	if cfg.demo && clusterEnabled(v) {
+		return nil, &usageError{msg: "--demo runs a single node: its simulated publishers listen on this machine's loopback, which the other nodes of a cluster cannot fetch", cmd: "serve"}
+	}
 	if cfg.demo && !flagGiven(fs, "data") && a.getenv("SLOGFEED_DATA") == "" {
 		// The demo keeps its state apart from a real data directory.
 		cfg.dir = filepath.Join(cfg.dir, "demo")

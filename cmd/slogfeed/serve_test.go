@@ -272,3 +272,16 @@ func TestStartingHandler(t *testing.T) {
 		t.Errorf("once built: %d, want the services' answer", rec.Code)
 	}
 }
+
+// --demo is a single node's: with a cluster's settings it is refused, by
+// name, before anything starts.
+func TestDemoRefusedOnCluster(t *testing.T) {
+	for _, args := range [][]string{{"--demo", "--nats-embed"}, {"--demo", "--nats", "nats://127.0.0.1:4222"}} {
+		a := &app{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }}
+		_, err := parseServe(a, append([]string{"--data", t.TempDir()}, args...))
+		var ue *usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--demo runs a single node") {
+			t.Errorf("%v: %v, want a usage error about --demo", args, err)
+		}
+	}
+}
