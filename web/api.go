@@ -41,8 +41,10 @@ type api struct {
 	auth  *Auth
 	log   *slog.Logger
 	now   func() time.Time
-	// clusterStatus and node: see Options.Cluster and Options.Node.
+	// clusterStatus, node and ready: see Options.Cluster, Options.Node
+	// and Options.Ready.
 	clusterStatus func() cluster.Status
+	ready         func() error
 	node          string
 	// pacer spreads the first fetches of bulk subscriptions.
 	pacerMu sync.Mutex

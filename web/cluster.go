@@ -40,6 +40,10 @@ type ClusterStatus struct {
 	// ThisNode is what the node that answers polls, from its polling
 	// service (absent on a server without one).
 	ThisNode *ThisNode `json:"this_node,omitempty"`
+	// Warning says why the answering node's view may be stale: it cannot
+	// take writes (what /healthz answers 503 for: no quorum, NATS down),
+	// so the leases it shows, its own included, are what it last saw.
+	Warning string `json:"warning,omitempty"`
 }
 
 // ThisNode is the answering node's own view of the feeds of its shards
@@ -215,12 +219,18 @@ func reportedStatus(st cluster.Status, this *ThisNode, store Store) (ClusterStat
 // counts the remote feeds of each node's shards from the records.
 func (a *api) cluster(w http.ResponseWriter, r *http.Request) {
 	this := thisNode(a.agg, a.node)
+	warning := ""
+	if a.ready != nil {
+		if err := a.ready(); err != nil {
+			warning = "this node cannot take writes (" + err.Error() + "): the leases shown are what it last saw"
+		}
+	}
 	var st *cluster.Status
 	if a.clusterStatus != nil {
 		s := a.clusterStatus()
 		st = &s
 		if out, ok := reportedStatus(s, this, a.store); ok {
-			out.ThisNode = this
+			out.ThisNode, out.Warning = this, warning
 			respondJSON(w, http.StatusOK, out)
 			return
 		}
@@ -231,6 +241,6 @@ func (a *api) cluster(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := clusterStatus(st, feeds, a.node, a.now())
-	out.ThisNode = this
+	out.ThisNode, out.Warning = this, warning
 	respondJSON(w, http.StatusOK, out)
 }

@@ -441,3 +441,29 @@ func TestClusterStatusReported(t *testing.T) {
 		})
 	}
 }
+
+// A node that cannot take writes says so in its cluster status: the
+// leases it shows are what it last saw (while quorum is lost they all
+// look live); one that can says nothing.
+func TestClusterStatusWarnsWhenNotWritable(t *testing.T) {
+	base := clusterStore(t, 2)
+	st := cluster.Status{Shards: 2, LeaseTTLS: 9, Nodes: []cluster.NodeStatus{{Name: "n1", Shards: 2, ShardIDs: []int{0, 1}, Live: true}}}
+	for _, tc := range []struct {
+		ready error
+		want  string
+	}{
+		{nil, ""},
+		{errors.New("cluster lease writes have been failing for 4s"), "this node cannot take writes (cluster lease writes have been failing for 4s)"},
+	} {
+		h := New(Options{Store: base, Node: "n1", Cluster: func() cluster.Status { return st }, Ready: func() error { return tc.ready }})
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/cluster", nil))
+		var got ClusterStatus
+		if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(got.Warning, tc.want) || (tc.want == "") != (got.Warning == "") {
+			t.Errorf("ready %v: warning %q, want %q…", tc.ready, got.Warning, tc.want)
+		}
+	}
+}

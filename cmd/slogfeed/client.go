@@ -498,6 +498,9 @@ func writeCluster(w io.Writer, st web.ClusterStatus) {
 	if n := st.ThisNode; n != nil {
 		fmt.Fprintf(w, "this node (%s) polls %d feeds%s\n", oneLine(n.Name), n.Polled, shardChange(n))
 	}
+	if st.Warning != "" {
+		fmt.Fprintf(w, "warning: %s\n", oneLine(st.Warning))
+	}
 }
 
 // shardChange says how far the answering node has loaded the last change
