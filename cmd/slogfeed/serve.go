@@ -58,8 +58,7 @@ Flags:
 `)
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	bindSettings(fs, serveSettings(a.getenv))
-	fs.SetOutput(w)
-	fs.PrintDefaults()
+	writeFlagHelp(w, fs, [2]string{"-h, --help", "show this help"})
 }
 
 // runServe runs `slogfeed serve` in three stages: open the store (the
