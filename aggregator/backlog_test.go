@@ -3,15 +3,11 @@ package aggregator_test
 import (
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/slogfeed/slogfeed/aggregator"
-	"github.com/slogfeed/slogfeed/reader/fetcher"
-	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 )
 
@@ -25,12 +21,12 @@ func TestNewFeedsDoNotStarvePolledOnes(t *testing.T) {
 		polls := map[string]int{}
 		var last time.Time // the old feed's last poll
 		var gap time.Duration
-		mux := http.NewServeMux()
-		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		svc := emptyFeedService(t, 2, func(r *http.Request) {
 			if r.URL.Path != "/old.rss" {
 				time.Sleep(time.Second) // a slow host
 			}
 			mu.Lock()
+			defer mu.Unlock()
 			polls[r.URL.Path]++
 			if r.URL.Path == "/old.rss" {
 				if !last.IsZero() {
@@ -38,20 +34,7 @@ func TestNewFeedsDoNotStarvePolledOnes(t *testing.T) {
 				}
 				last = time.Now()
 			}
-			mu.Unlock()
-			w.Header().Set("Content-Type", "application/rss+xml")
-			_, _ = w.Write([]byte(`<rss version="2.0"><channel><title>t</title></channel></rss>`))
 		})
-		st, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		svc, err := aggregator.NewService(aggregator.ServiceOptions{Store: st, Scheduler: schedule.Config{Workers: 2},
-			Fetcher: fetcher.New(fetcher.Options{Transport: handlerTransport{mux}})})
-		if err != nil {
-			t.Fatal(err)
-		}
 		if _, err := svc.Subscribe(storage.Feed{URL: "http://pub.test/old.rss", Policy: "fixed-10s"}); err != nil {
 			t.Fatal(err)
 		}

@@ -32,22 +32,7 @@ func TestSetSleepReplans(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var polls atomic.Int64
-				mux := http.NewServeMux()
-				mux.HandleFunc("/f.rss", func(w http.ResponseWriter, r *http.Request) {
-					polls.Add(1)
-					w.Header().Set("Content-Type", "application/rss+xml")
-					_, _ = w.Write([]byte(`<rss version="2.0"><channel><title>t</title></channel></rss>`))
-				})
-				st, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer st.Close()
-				svc, err := aggregator.NewService(aggregator.ServiceOptions{Store: st,
-					Fetcher: fetcher.New(fetcher.Options{Transport: handlerTransport{mux}})})
-				if err != nil {
-					t.Fatal(err)
-				}
+				svc := emptyFeedService(t, 0, func(*http.Request) { polls.Add(1) })
 				start := time.Now() // midnight UTC in the bubble
 				f, err := svc.Subscribe(storage.Feed{URL: "http://pub.test/f.rss", Policy: "fixed-2m"})
 				if err != nil {
@@ -92,4 +77,27 @@ func TestSetSleepReplans(t *testing.T) {
 			})
 		})
 	}
+}
+
+// emptyFeedService is a service on a fresh store with workers fetch
+// slots (0: the default) whose feeds all answer an empty RSS document,
+// each request seen by seen first (it may take its time: a slow host).
+func emptyFeedService(t *testing.T, workers int, seen func(*http.Request)) *aggregator.Service {
+	t.Helper()
+	pub := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen(r)
+		w.Header().Set("Content-Type", "application/rss+xml")
+		_, _ = w.Write([]byte(`<rss version="2.0"><channel><title>t</title></channel></rss>`))
+	})
+	st, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	svc, err := aggregator.NewService(aggregator.ServiceOptions{Store: st, Scheduler: schedule.Config{Workers: workers},
+		Fetcher: fetcher.New(fetcher.Options{Transport: handlerTransport{pub}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
 }

@@ -151,22 +151,7 @@ func TestKeepItems(t *testing.T) {
 // it when saved, through the polling service (its SSRF guard included);
 // a preview does not subscribe.
 func TestPipeSourceURLSubscribes(t *testing.T) {
-	a := &app{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }, log: slog.New(slog.DiscardHandler)}
-	cfg, err := parseServe(a, []string{"--data", t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
-	st, err := openStore(t.Context(), a, cfg, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.close()
-	sv, err := buildServices(t.Context(), a, cfg, st, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sv.close()
+	st, sv := testServices(t)
 	pipe := func(slug, url string) string {
 		return `{"name": "` + slug + `", "nodes": [{"id": "in", "op": "source", "config": {"feed": "` + url + `"}}], "output": {"slug": "` + slug + `"}}`
 	}
@@ -214,22 +199,7 @@ func TestPipeSourceURLSubscribes(t *testing.T) {
 // --demo lets the fetcher reach its simulated publishers on loopback, on
 // their port only: a feed elsewhere on the machine stays refused.
 func TestDemoAllowsOnlyItsPublishers(t *testing.T) {
-	a := &app{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }, log: slog.New(slog.DiscardHandler)}
-	cfg, err := parseServe(a, []string{"--data", t.TempDir(), "--demo"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
-	st, err := openStore(t.Context(), a, cfg, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.close()
-	sv, err := buildServices(t.Context(), a, cfg, st, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sv.close()
+	_, sv := testServices(t, "--demo")
 	demo := sv.demo.Endpoint()
 	for _, tt := range []struct {
 		url    string
@@ -284,4 +254,27 @@ func TestDemoRefusedOnCluster(t *testing.T) {
 			t.Errorf("%v: %v, want a usage error about --demo", args, err)
 		}
 	}
+}
+
+// testServices builds serve's store and services, as on 127.0.0.1:8080
+// (not listening), on a fresh data directory with args.
+func testServices(t *testing.T, args ...string) (*storeStage, *services) {
+	t.Helper()
+	a := &app{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }, log: slog.New(slog.DiscardHandler)}
+	cfg, err := parseServe(a, append([]string{"--data", t.TempDir()}, args...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
+	st, err := openStore(t.Context(), a, cfg, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.close)
+	sv, err := buildServices(t.Context(), a, cfg, st, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sv.close)
+	return st, sv
 }
