@@ -56,6 +56,11 @@ func (s *Scheduler) overdue(n int64, fn func(id int32)) (read int) {
 			late(id)
 		}
 	}
+	for c := range s.fresh {
+		for _, id := range s.fresh[c].ids {
+			late(id)
+		}
+	}
 	if s.nparked > 0 {
 		for i := range s.hosts {
 			for _, id := range s.hosts[i].parked {

@@ -176,14 +176,14 @@ type Feed struct {
 }
 
 // FreshDivisor divides the priority weight of a Fresh feed until its
-// first poll (a power of two, so that the weight comes back exactly).
-// Under a backlog of new feeds, a polled feed of the same weight then
-// waits at most about 1/64 of the backlog's age: 19 s behind 20 minutes
-// of first fetches rather than the 20 minutes.
+// first poll. Under a backlog of new feeds, a polled feed of the same
+// weight then waits at most about 1/64 of the backlog's age: 19 s behind
+// 20 minutes of first fetches rather than the 20 minutes.
 const FreshDivisor = 64
 
-// A feed's class byte: its weight class, with freshBit set while it
-// waits in the fresh class of its weight (Feed.Fresh).
+// A feed's class byte: its weight class, with freshBit set while it is
+// Fresh (it then waits ready in its class's fresh heap). A fresh feed
+// takes no weight class of its own.
 const (
 	freshBit  = 0x80
 	classMask = freshBit - 1
@@ -284,6 +284,7 @@ type Scheduler struct {
 	pos   []int32 // slot of each feed in its heap, parked list or flying
 
 	waiting heap4   // stWaiting, keyed by due
+	fresh   []heap4 // stReady and Fresh, one per weight class (OrderPriority)
 	ready   []heap4 // stReady, one per weight class (OrderPriority) or one
 	weights []float64
 	rrLap   int64 // OrderRoundRobin: current lap
@@ -445,12 +446,8 @@ func (s *Scheduler) Add(id int, f Feed, now time.Time) error {
 		if class = s.classOf(w); class < 0 {
 			return fmt.Errorf("feed %d: %w (%d)", id, ErrWeightClasses, MaxWeightClasses)
 		}
-		// The weight's own class exists (Done moves the feed there);
-		// without room for a fresh one the feed starts in it.
 		if f.Fresh {
-			if fc := s.classOf(w / FreshDivisor); fc >= 0 {
-				class = fc | freshBit
-			}
+			class |= freshBit
 		}
 	}
 	s.growFeeds(id)
@@ -496,6 +493,7 @@ func (s *Scheduler) classOf(w float64) int {
 	}
 	s.weights = append(s.weights, w)
 	s.ready = append(s.ready, heap4{})
+	s.fresh = append(s.fresh, heap4{})
 	return len(s.weights) - 1
 }
 
@@ -563,11 +561,7 @@ func (s *Scheduler) Placement(id int) (due time.Time, host string, weight float6
 	if f.host >= 0 {
 		host = s.hosts[f.host].name
 	}
-	w := s.weights[f.class&classMask]
-	if f.class&freshBit != 0 {
-		w *= FreshDivisor
-	}
-	return time.Unix(0, f.due), host, w, true
+	return time.Unix(0, f.due), host, s.weights[f.class&classMask], true
 }
 
 // Expedite moves feed id's next poll forward to at, when the feed is
@@ -614,7 +608,7 @@ func (s *Scheduler) Remove(id int) bool {
 	case stWaiting:
 		s.waiting.removeAt(s.pos, int(s.pos[id]))
 	case stReady:
-		s.ready[f.class&classMask].removeAt(s.pos, int(s.pos[id]))
+		s.readyHeap(f.class).removeAt(s.pos, int(s.pos[id]))
 		s.nready--
 	case stParked:
 		s.unparkAt(f.host, int(s.pos[id]))
@@ -680,26 +674,45 @@ func (s *Scheduler) pushReady(id int32) {
 		}
 		key = lap<<32 | int64(id)
 	}
-	s.ready[f.class&classMask].push(s.pos, id, key)
+	s.readyHeap(f.class).push(s.pos, id, key)
+}
+
+// readyHeap is the heap a ready feed of class byte class waits in.
+func (s *Scheduler) readyHeap(class uint8) *heap4 {
+	if class&freshBit != 0 {
+		return &s.fresh[class&classMask]
+	}
+	return &s.ready[class]
+}
+
+// weightOf is the priority weight of a feed of class byte class.
+func (s *Scheduler) weightOf(class uint8) float64 {
+	if class&freshBit != 0 {
+		return s.weights[class&classMask] / FreshDivisor
+	}
+	return s.weights[class]
 }
 
 // best returns the ready heap whose head is granted next at n.
-func (s *Scheduler) best(n int64) int {
+func (s *Scheduler) best(n int64) *heap4 {
 	if s.cfg.Order != OrderPriority {
-		return 0
+		return &s.ready[0]
 	}
-	b := -1
+	var b *heap4
 	var bp float64
-	for c := range s.ready {
-		h := &s.ready[c]
+	consider := func(h *heap4, w float64) {
 		if h.len() == 0 {
-			continue
+			return
 		}
-		p := s.weights[c] * float64(n-h.keys[0])
-		if b < 0 || p > bp || (p == bp && (h.keys[0] < s.ready[b].keys[0] ||
-			(h.keys[0] == s.ready[b].keys[0] && h.ids[0] < s.ready[b].ids[0]))) {
-			b, bp = c, p
+		p := w * float64(n-h.keys[0])
+		if b == nil || p > bp || (p == bp && (h.keys[0] < b.keys[0] ||
+			(h.keys[0] == b.keys[0] && h.ids[0] < b.ids[0]))) {
+			b, bp = h, p
 		}
+	}
+	for c := range s.ready {
+		consider(&s.ready[c], s.weights[c])
+		consider(&s.fresh[c], s.weights[c]/FreshDivisor)
 	}
 	return b
 }
@@ -752,8 +765,7 @@ func (s *Scheduler) AppendDueN(dst []Grant, now time.Time, max int) []Grant {
 		if !s.bucket.ok(n) {
 			break
 		}
-		c := s.best(n)
-		h := &s.ready[c]
+		h := s.best(n)
 		id := h.ids[0]
 		key := h.keys[0]
 		h.removeAt(s.pos, 0)
@@ -841,8 +853,8 @@ func (s *Scheduler) beats(a, b int32, n int64) bool {
 	fa, fb := &s.feeds[a], &s.feeds[b]
 	switch s.cfg.Order {
 	case OrderPriority:
-		pa := s.weights[fa.class&classMask] * float64(n-fa.ref)
-		pb := s.weights[fb.class&classMask] * float64(n-fb.ref)
+		pa := s.weightOf(fa.class) * float64(n-fa.ref)
+		pb := s.weightOf(fb.class) * float64(n-fb.ref)
 		if pa != pb {
 			return pa > pb
 		}
@@ -936,12 +948,7 @@ func (s *Scheduler) Done(id int, obs Observation) (time.Time, error) {
 	f.ref = ref.UnixNano()
 	f.due = due
 	f.state = stWaiting
-	if f.class&freshBit != 0 {
-		// Polled: back to its weight's own class (created by Add).
-		if c := s.classOf(s.weights[f.class&classMask] * FreshDivisor); c >= 0 {
-			f.class = uint8(c)
-		}
-	}
+	f.class &^= freshBit // polled: its own weight from now on
 	s.waiting.push(s.pos, int32(id), due)
 	s.signal()
 	return time.Unix(0, due), nil

@@ -975,3 +975,22 @@ func TestSchedulerFreshFeedsWait(t *testing.T) {
 		})
 	}
 }
+
+// Fresh feeds take no weight class of their own: MaxWeightClasses
+// distinct weights, every feed fresh, all fit, and a fresh feed's
+// placement is its own weight.
+func TestSchedulerFreshTakesNoClass(t *testing.T) {
+	s := mustNew(t, Config{Rate: 1, Burst: 1})
+	for id := range MaxWeightClasses {
+		mustAdd(t, s, id, Feed{Policy: schEvery(time.Hour), Weight: float64(id + 1), Fresh: true}, schBase)
+	}
+	if err := s.Add(MaxWeightClasses, Feed{Policy: schEvery(time.Hour), Weight: 1000}, schBase); !errors.Is(err, ErrWeightClasses) {
+		t.Fatalf("a weight past the classes: %v, want ErrWeightClasses", err)
+	}
+	if _, _, w, _ := s.Placement(5); w != 6 {
+		t.Fatalf("fresh feed's placement weight %v, want 6", w)
+	}
+	if got := len(s.Due(schBase)); got != 1 {
+		t.Fatalf("%d grants at the start with one token, want 1", got)
+	}
+}
