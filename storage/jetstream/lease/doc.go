@@ -32,9 +32,10 @@
 //
 // Node names must be unique: the member key is written at its last
 // revision. A process that starts while another instance renews the key
-// of its name fails to start with cluster.ErrDuplicateNode (it waits up
-// to a lease TTL to tell a live process from a killed one's key); two
-// that start at once make one of them stop with it.
+// of its name fails to start with cluster.ErrDuplicateNode (it watches
+// the key for a lease TTL and a Renew to tell a live process from a
+// killed one's key); two that start at once make one of them stop with
+// it.
 //
 // # Bucket
 //

@@ -268,22 +268,24 @@ func (n *Node) joinMember(ctx context.Context) error {
 }
 
 // awaitStaleMember waits, before this process takes over its name's
-// member key, while another instance wrote the key less than a lease TTL
-// ago: the key of a process killed a moment ago (this node's previous
-// run) stops changing and is taken over once a TTL old, while a live
-// process with the same name renews it every Renew, and this start then
-// fails with cluster.ErrDuplicateNode instead of knocking the running
-// process out. It waits at most a TTL and a Renew by its own clock, so a
-// server clock ahead of it does not hold the start longer.
+// member key when another instance wrote it, for a lease TTL and a Renew
+// by its own clock, reading the key every half Renew: a live process
+// with the same name renews it every Renew, and once it has been seen
+// written twice more this start fails with cluster.ErrDuplicateNode
+// instead of knocking the running process out; the key of a process
+// killed a moment ago (this node's previous run) stops changing and is
+// taken over. Twice, so that a replica answering before it applied the
+// dead process's last write does not pass for a renewal. The server's
+// timestamps are not used: its clock need not agree with this one.
 func (n *Node) awaitStaleMember(ctx context.Context) error {
 	key := nodePrefix + n.opt.Name
 	began := n.opt.Now()
 	var seen uint64
+	renewals := 0
 	for {
 		gctx, cancel := context.WithTimeout(ctx, n.opt.WriteTimeout)
 		e, err := n.kv.Get(gctx, key)
 		cancel()
-		wait := streamLeaderRetry
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 			return nil
@@ -293,20 +295,20 @@ func (n *Node) awaitStaleMember(ctx context.Context) error {
 				return nil
 			}
 			if seen != 0 && e.Revision() > seen {
+				renewals++
+			}
+			if renewals >= 2 {
 				return fmt.Errorf("%w: %s (instance %s, since %s, renews its member key)", cluster.ErrDuplicateNode, n.opt.Name, other.Instance, other.Started.Format(time.RFC3339))
 			}
 			seen = max(seen, e.Revision())
-			now := n.opt.Now()
-			age := now.Sub(e.Created())
-			if age >= n.opt.Timing.TTL || now.Sub(began) >= n.opt.Timing.TTL+n.opt.Timing.Renew {
-				return nil
-			}
-			wait = min(n.opt.Timing.TTL-age, n.opt.Timing.Renew)
+		}
+		if n.opt.Now().Sub(began) >= n.opt.Timing.TTL+n.opt.Timing.Renew {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("cluster: member key %s: %w", key, ctx.Err())
-		case <-time.After(wait):
+		case <-time.After(n.opt.Timing.Renew / 2):
 		}
 	}
 }
