@@ -495,7 +495,7 @@ func (s *Service) subscribe(f storage.Feed, first time.Time) (storage.Feed, erro
 	if f.Policy == "" {
 		f.Policy = schedule.DefaultPolicy
 	}
-	if _, err := schedule.ByName(f.Policy, 0); err != nil {
+	if err := schedule.CheckNewPolicy(f.Policy); err != nil {
 		return storage.Feed{}, err
 	}
 	if err := s.prepareSource(&f, s.opt.Clock.Now()); err != nil {

@@ -67,9 +67,6 @@ func NewCron(spec string) (c *Cron, err error) {
 	if perr != nil {
 		return nil, fmt.Errorf("%w: %q: %w", ErrCronSpec, spec, perr)
 	}
-	if err := CheckEvery(spec); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCronSpec, err)
-	}
 	if sched.Next(cronProbe).IsZero() {
 		return nil, fmt.Errorf("%w: %q never fires", ErrCronSpec, spec)
 	}
@@ -78,13 +75,16 @@ func NewCron(spec string) (c *Cron, err error) {
 }
 
 // MinEvery is the shortest interval of an @every cron schedule, the
-// shortest period of the fixed policy too; robfig/cron would round a
-// shorter one up silently.
+// shortest period of the fixed policy too: robfig/cron rounds a shorter
+// one up to it. NewCron accepts such a spec (a stored feed keeps
+// working); new subscriptions and pipes are refused one (CheckEvery,
+// CheckNewPolicy).
 const MinEvery = time.Second
 
-// CheckEvery returns an error when spec (after an optional CRON_TZ= or
-// TZ= zone) is an @every schedule whose interval is a valid duration
-// under MinEvery; any other spec is left to the cron parser.
+// CheckEvery returns an error wrapping ErrCronSpec when spec (after an
+// optional CRON_TZ= or TZ= zone) is an @every schedule whose interval is
+// a valid duration under MinEvery; any other spec is left to the cron
+// parser.
 func CheckEvery(spec string) error {
 	f := strings.Fields(spec)
 	if len(f) > 0 && (strings.HasPrefix(f[0], "TZ=") || strings.HasPrefix(f[0], "CRON_TZ=")) {
@@ -94,7 +94,7 @@ func CheckEvery(spec string) error {
 		return nil
 	}
 	if d, err := time.ParseDuration(f[1]); err == nil && d < MinEvery {
-		return fmt.Errorf("@every %v is shorter than %v", d, MinEvery)
+		return fmt.Errorf("%w: @every %v is shorter than %v", ErrCronSpec, d, MinEvery)
 	}
 	return nil
 }

@@ -18,6 +18,19 @@ var ErrUnknownPolicy = errors.New("schedule: unknown policy")
 // fixed-<duration> and cron:<spec>.
 var PolicyNames = []string{"auto", "dpt-a", "dpt-n", "dpt-l", "bimodal-dpt-l", "dpt-l-unimodal", "miniflux", "commafeed", "newsblur"}
 
+// CheckNewPolicy checks the policy name of a new subscription: ByName's
+// checks, and a cron @every schedule under MinEvery refused (a stored
+// feed's is rounded up to it instead).
+func CheckNewPolicy(name string) error {
+	if _, err := ByName(name, 0); err != nil {
+		return err
+	}
+	if spec, ok := strings.CutPrefix(name, "cron:"); ok {
+		return CheckEvery(spec)
+	}
+	return nil
+}
+
 // ByName returns a new policy called name (see the package documentation
 // for the names): auto, dpt-a, dpt-n, dpt-l (= bimodal-dpt-l),
 // dpt-l-unimodal, miniflux, commafeed, newsblur, fixed-<duration> (a Go

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
-
-	"github.com/slogfeed/slogfeed/schedule"
 )
 
 // Graph is a compiled pipe: its operators built, its edges checked and its
@@ -281,8 +279,6 @@ func checkTrigger(errs *Errors, t Trigger, sources int) {
 			*errs = append(*errs, Fieldf("trigger.cron", "at most 128 bytes"))
 		} else if _, err := CronParser.Parse(t.Cron); err != nil {
 			*errs = append(*errs, Fieldf("trigger.cron", "bad schedule %q: %v (e.g. \"*/5 * * * *\" or \"@every 10m\")", t.Cron, err))
-		} else if err := schedule.CheckEvery(t.Cron); err != nil {
-			*errs = append(*errs, Fieldf("trigger.cron", "bad schedule %q: %v", t.Cron, err))
 		}
 	default:
 		*errs = append(*errs, Fieldf("trigger.on", "unknown trigger %q (want update, mdpt, cron or manual)", truncate(t.On, 20)))

@@ -257,9 +257,24 @@ func outputFeed(def transform.Pipe, f storage.Feed) storage.Feed {
 	return f
 }
 
+// checkNew refuses what a definition saved now may not have, though a
+// stored one keeps working: a cron trigger under schedule.MinEvery
+// (rounded up to it when a stored pipe loads).
+func checkNew(def transform.Pipe) error {
+	if def.Trigger.On == transform.OnCron {
+		if err := schedule.CheckEvery(def.Trigger.Cron); err != nil {
+			return transform.Errors{transform.Fieldf("trigger.cron", "%v", err)}
+		}
+	}
+	return nil
+}
+
 // Create checks and stores a new pipe, and runs it at once (on its
 // inputs' backlog) unless its trigger is manual or cron.
 func (r *Runner) Create(ctx context.Context, def transform.Pipe) (Info, error) {
+	if err := checkNew(def); err != nil {
+		return Info{}, err
+	}
 	_, inputs, err := r.compile(def, 0)
 	if err != nil {
 		return Info{}, err
@@ -310,6 +325,9 @@ func (r *Runner) Update(ctx context.Context, id uint64, def transform.Pipe) (Inf
 	r.mu.Lock()
 	def = unmask(def, p.def)
 	r.mu.Unlock()
+	if err := checkNew(def); err != nil {
+		return Info{}, err
+	}
 	_, inputs, err := r.compile(def, id)
 	if err != nil {
 		return Info{}, err

@@ -186,6 +186,12 @@ func TestCreateErrors(t *testing.T) {
 		transform.Details(err)[0].Field[:len("output.reduce")] != "output.reduce" {
 		t.Errorf("bad reduce policy: %v %+v", err, transform.Details(err))
 	}
+	p = hotPipe("hot", "sensor/lab-1")
+	p.Trigger = transform.Trigger{On: transform.OnCron, Cron: "@every 1ns"}
+	if _, err := e.r.Create(ctx, p); !errors.Is(err, transform.ErrInvalid) || len(transform.Details(err)) != 1 ||
+		transform.Details(err)[0].Field != "trigger.cron" {
+		t.Errorf("a cron trigger under a second: %v %+v", err, transform.Details(err))
+	}
 	if _, err := e.r.Create(ctx, hotPipe("hot", "sensor/lab-1")); err != nil {
 		t.Fatal(err)
 	}
