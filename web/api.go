@@ -315,6 +315,9 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, storage.ErrFeedExists):
 		respondError(w, http.StatusConflict, "already subscribed to "+sanitize.RedactURL(req.URL))
 		return
+	case isUnavailable(a.store, err):
+		a.internal(w, err) // a 503
+		return
 	case err != nil:
 		respondError(w, http.StatusBadRequest, err.Error())
 		return
@@ -589,7 +592,7 @@ func (a *api) schedule(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) internal(w http.ResponseWriter, err error) {
-	if u, ok := a.store.(storage.Unavailabler); ok && u.Unavailable(err) {
+	if isUnavailable(a.store, err) {
 		a.log.Warn("api", "err", err)
 		w.Header().Set("Retry-After", "5")
 		respondError(w, http.StatusServiceUnavailable, unavailableMsg)

@@ -36,6 +36,9 @@ const (
 	ReasonBadURL    = "bad_url"   // not an absolute http or https URL
 	ReasonPolicy    = "policy"    // an unknown scheduling policy
 	ReasonInvalid   = "invalid"   // another setting is wrong (the error says which)
+	// ReasonUnavailable: the store could not take the subscription now
+	// (a cluster without a quorum): send it again later.
+	ReasonUnavailable = "unavailable"
 )
 
 // bulkRequest is the body of POST /api/v1/feeds/bulk.
@@ -131,8 +134,11 @@ func (a *api) subscribeOne(req *feedRequest) BulkResult {
 	}
 	if err != nil {
 		res.Error, res.Reason = err.Error(), refusal(err)
-		if res.Reason == ReasonDuplicate {
+		switch {
+		case res.Reason == ReasonDuplicate:
 			res.Error = "already subscribed"
+		case isUnavailable(a.store, err):
+			res.Error, res.Reason = unavailableMsg, ReasonUnavailable
 		}
 		return res
 	}

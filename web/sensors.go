@@ -597,10 +597,17 @@ func (h *sensorStore) feedID(f storage.Feed) string {
 // now (storage.Unavailabler).
 const unavailableMsg = "the store cannot answer now (a cluster electing a leader, or without a quorum); try again"
 
+// isUnavailable reports whether store says err means it cannot answer
+// now (storage.Unavailabler).
+func isUnavailable(store any, err error) bool {
+	u, ok := store.(storage.Unavailabler)
+	return ok && err != nil && u.Unavailable(err)
+}
+
 // unavailable returns err as a 503 *sensorError when store says it means
 // the store cannot answer now, else err.
 func unavailable(store any, err error) error {
-	if u, ok := store.(storage.Unavailabler); ok && err != nil && u.Unavailable(err) {
+	if isUnavailable(store, err) {
 		return &sensorError{http.StatusServiceUnavailable, unavailableMsg}
 	}
 	return err

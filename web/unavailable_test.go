@@ -2,6 +2,7 @@ package web
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -33,10 +34,11 @@ func TestUnavailableStoreIs503(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 	down := downStore{st}
 	sensors := SensorHandler(down, SensorOptions{})
-	api := New(Options{Store: down, Sensors: sensors})
+	api := New(Options{Store: down, Sensors: sensors, Aggregator: downAgg{}})
 	for _, tc := range []struct{ method, path, body string }{
 		{"POST", "/api/v1/sensors/lab-1/readings", `{"value": 21.5}`},
 		{"GET", "/api/v1/feeds/1", ""},
+		{"POST", "/api/v1/feeds", `{"url": "https://sensors.example/a.rss"}`},
 	} {
 		req := httptest.NewRequest(tc.method, tc.path, strings.NewReader(tc.body))
 		req.Header.Set("Content-Type", "application/json")
@@ -46,8 +48,15 @@ func TestUnavailableStoreIs503(t *testing.T) {
 			t.Errorf("%s %s: %d %v %s, want 503 with Retry-After", tc.method, tc.path, rec.Code, rec.Header(), rec.Body)
 		}
 	}
-	// The same failure from a store that does not call it unavailability.
+	req := httptest.NewRequest("POST", "/api/v1/feeds/bulk", strings.NewReader(`{"feeds": [{"url": "https://sensors.example/b.rss"}]}`))
+	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
+	api.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"reason": "unavailable"`) {
+		t.Errorf("bulk: %d %s, want the feed refused as unavailable", rec.Code, rec.Body)
+	}
+	// The same failure from a store that does not call it unavailability.
+	rec = httptest.NewRecorder()
 	New(Options{Store: failingFeed{st}}).ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/feeds/1", nil))
 	if rec.Code != http.StatusInternalServerError {
 		t.Errorf("another failure: %d %s, want 500", rec.Code, rec.Body)
@@ -57,3 +66,10 @@ func TestUnavailableStoreIs503(t *testing.T) {
 type failingFeed struct{ *storage.Store }
 
 func (failingFeed) Feed(uint64) (storage.Feed, error) { return storage.Feed{}, errQuorum }
+
+// downAgg subscribes nothing: its store has no quorum.
+type downAgg struct{ Aggregator }
+
+func (downAgg) Subscribe(storage.Feed) (storage.Feed, error) {
+	return storage.Feed{}, fmt.Errorf("create feed: %w", errQuorum)
+}

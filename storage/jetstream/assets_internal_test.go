@@ -113,7 +113,8 @@ func TestBackendUnavailable(t *testing.T) {
 	}{
 		{context.DeadlineExceeded, true},
 		{fmt.Errorf("read items: %w", &jetstream.APIError{Code: 503, ErrorCode: jsClusterNotAvailable}), true},
-		{&jetstream.APIError{Code: 503, ErrorCode: 10023}, true}, // insufficient resources, no quorum
+		{&jetstream.APIError{Code: 503, ErrorCode: 10023}, false}, // insufficient resources
+		{jetstream.ErrJetStreamNotEnabled, false},
 		{nats.ErrNoResponders, true},
 		{nats.ErrConnectionClosed, true},
 		{errNoLeader, true},

@@ -54,12 +54,13 @@ func (b *Backend) Close() error {
 }
 
 // Unavailable implements storage.Unavailabler: err is a call the cluster
-// could not answer now (unanswered, timed out, JetStream unavailable
-// without a quorum or a leader, the connection down) and may answer soon.
+// could not answer now (unanswered, timed out, JetStream temporarily
+// unavailable without a quorum or a leader, the connection down) and may
+// answer soon. Other 503s of the JetStream API (insufficient resources,
+// JetStream not enabled) are not: trying again does not help.
 func (b *Backend) Unavailable(err error) bool {
-	var api *jetstream.APIError
 	return unanswered(err) || errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrConnectionReconnecting) ||
-		errors.Is(err, nats.ErrDisconnected) || (errors.As(err, &api) && api.Code == 503)
+		errors.Is(err, nats.ErrDisconnected)
 }
 
 var _ storage.Unavailabler = (*Backend)(nil)
