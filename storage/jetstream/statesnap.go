@@ -110,28 +110,30 @@ func (s *Store) FeedsWrittenSince(ctx context.Context, t time.Time) (map[uint64]
 	var got uint64
 	for empty := 0; got < pending; {
 		batch, err := cons.FetchNoWait(fetchBatch)
-		if err != nil {
-			return nil, fmt.Errorf("feeds written since %v: %w", t, err)
-		}
 		n := 0
-		for m := range batch.Messages() {
-			n++
-			got++
-			md, err := m.Metadata()
-			if err != nil {
-				return nil, fmt.Errorf("feeds written since %v: %w", t, err)
+		if err == nil {
+			for m := range batch.Messages() {
+				n++
+				got++
+				md, err := m.Metadata()
+				if err != nil {
+					return nil, fmt.Errorf("feeds written since %v: %w", t, err)
+				}
+				id, err := strconv.ParseUint(strings.TrimPrefix(m.Subject(), prefix), 10, 64)
+				if err != nil {
+					continue
+				}
+				if md.Timestamp.After(out[id]) {
+					out[id] = md.Timestamp
+				}
 			}
-			id, err := strconv.ParseUint(strings.TrimPrefix(m.Subject(), prefix), 10, 64)
-			if err != nil {
-				continue
-			}
-			if md.Timestamp.After(out[id]) {
-				out[id] = md.Timestamp
-			}
+			err = batch.Error()
 		}
-		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+		if err != nil && !errors.Is(err, jetstream.ErrNoMessages) && !unanswered(err) {
 			return nil, fmt.Errorf("feeds written since %v: %w", t, err)
 		}
+		// A fetch "no responders" from a consumer not answering yet, or
+		// timed out, is tried again as an empty one is.
 		if n > 0 {
 			empty = 0
 			continue
