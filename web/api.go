@@ -84,7 +84,10 @@ func (req *feedRequest) feed() (storage.Feed, error) {
 	if err != nil {
 		return storage.Feed{}, err
 	}
-	if len(bytes.TrimSpace(req.Reduce)) > 0 {
+	switch r := bytes.TrimSpace(req.Reduce); {
+	case len(r) == 0, bytes.Equal(r, []byte("null")):
+		req.Reduce = nil // none, as a feed read back without one shows it
+	default:
 		if _, err := pack.ParsePolicy(req.Reduce); err != nil {
 			return storage.Feed{}, fmt.Errorf("reduce: %w", err)
 		}

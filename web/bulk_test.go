@@ -51,7 +51,11 @@ func TestBulkSubscribe(t *testing.T) {
 
 	var feeds []string
 	for i := range 50 {
-		feeds = append(feeds, fmt.Sprintf(`{"url": "https://mote-%d.example/s.rss"}`, i))
+		f := fmt.Sprintf(`{"url": "https://mote-%d.example/s.rss"}`, i)
+		if i == 7 {
+			f = `{"url": "https://mote-7.example/s.rss", "reduce": null}` // as a feed without one reads back
+		}
+		feeds = append(feeds, f)
 	}
 	refused := []struct{ body, reason string }{
 		{`{"url": "https://already.example/a.rss"}`, web.ReasonDuplicate},
