@@ -196,6 +196,7 @@ func (s *Service) done(id int, obs schedule.Observation) {
 			_ = s.sched.Cancel(id)
 		}
 	}
+	s.resleep(uint64(id))
 }
 
 // safeBegin is begin with a panic turned into a miss (panicked).

@@ -177,6 +177,10 @@ type feedGuard struct {
 	// slept: override is the end of a sleep window that skipped the
 	// fetch planned for then (kept in planned).
 	slept bool
+	// resleep: SetSleep ran while the feed was not waiting in the
+	// queue (a poll under way, whose end may plan from, or store, the
+	// old windows): done applies the stored windows again after it.
+	resleep bool
 }
 
 // isDeferred reports whether the guard waits for its record (deferred).
@@ -666,8 +670,15 @@ func (s *Service) SetSleep(id uint64, p schedule.SleepPlan) {
 		return
 	}
 	g.mu.Lock()
-	g.sleep = p
+	g.sleep, g.resleep = p, true
 	planned := g.planned.time()
+	g.mu.Unlock()
+	due, waiting := s.sched.Waiting(int(id))
+	if !waiting {
+		return // done applies the stored windows after the poll
+	}
+	g.mu.Lock()
+	g.resleep = false
 	g.mu.Unlock()
 	if planned.IsZero() {
 		return
@@ -675,8 +686,27 @@ func (s *Service) SetSleep(id uint64, p schedule.SleepPlan) {
 	if !p.IsZero() {
 		planned = p.Wake(planned)
 	}
-	if due, ok := s.sched.Waiting(int(id)); ok && planned.Before(due) {
+	if planned.Before(due) {
 		s.Expedite(id, planned)
+	}
+}
+
+// resleep applies feed id's stored sleep windows again after a poll
+// during which SetSleep ran (feedGuard.resleep).
+func (s *Service) resleep(id uint64) {
+	g := s.guard(id)
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	again := g.resleep
+	g.resleep = false
+	g.mu.Unlock()
+	if !again {
+		return
+	}
+	if f, err := s.opt.Store.Feed(id); err == nil {
+		s.SetSleep(id, f.Sleep)
 	}
 }
 
