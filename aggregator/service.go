@@ -492,7 +492,7 @@ func (s *Service) subscribe(f storage.Feed, first time.Time) (storage.Feed, erro
 		return storage.Feed{}, fmt.Errorf("%w: retention must not be negative", ErrBadSettings)
 	}
 	if f.Extract != nil {
-		if err := parser.CheckExtractRule(*f.Extract); err != nil {
+		if err := parser.ValidateRule(*f.Extract); err != nil {
 			return storage.Feed{}, fmt.Errorf("%w: extract: %w", ErrBadSettings, err)
 		}
 	}

@@ -94,7 +94,11 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer st.close()
-	starting.setStage("loading the feeds of this node's shards")
+	defer srv.Close() // before the store closes: no handler left running on it
+	starting.setStage("building its services")
+	if clusterEnabled(cfg.values) {
+		starting.setStage("loading the feeds of this node's shards")
+	}
 	sv, err := buildServices(ctx, a, cfg, st, ln.Addr())
 	if err != nil {
 		return err

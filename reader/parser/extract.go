@@ -155,15 +155,6 @@ var ruleCache struct {
 	m map[string]*regexp.Regexp
 }
 
-// CheckExtractRule reports why rule cannot read numbers (an unknown
-// field, a regular expression that does not compile or has no capture
-// group, a limit exceeded), nil when it can. Its errors wrap
-// ErrExtractRule.
-func CheckExtractRule(rule storage.ExtractRule) error {
-	_, err := compileRule(rule)
-	return err
-}
-
 // compileRule validates rule and returns its compiled regexp (cached).
 func compileRule(rule storage.ExtractRule) (*regexp.Regexp, error) {
 	switch strings.ToLower(strings.TrimSpace(rule.Field)) {

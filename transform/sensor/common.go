@@ -163,8 +163,6 @@ func boundKey(k string) string {
 	return strings.ToValidUTF8(k[:maxKeyBytes-17], "") + "#" + fmt.Sprintf("%016x", h.Sum64())
 }
 
-// sensorName is the name titles give a reading: its sensor, else its
-// group.
 // name is what an item a group's readings made is named for: the
 // sensor when the group is one sensor's (grouped by sensor), else the
 // group's key, "" for one group of every reading (a pooled statistic is
@@ -184,6 +182,8 @@ func ofName(name string) string {
 	return " of " + name
 }
 
+// sensorName is the name titles give a reading: its sensor, else its
+// group.
 func sensorName(r *storage.Reading, group string) string {
 	if r != nil && r.Sensor != "" {
 		return r.Sensor

@@ -298,6 +298,9 @@ func (op *resampleOp) close(c *transform.Context, key string, g *resGroup) (tran
 	unit := statUnit(op.stat, b.Unit)
 	name := op.by.name(&storage.Reading{Sensor: b.Sensor}, key)
 	r := &storage.Reading{Value: transform.TidyValue(s), Unit: unit, Sensor: name, Time: start, Lat: b.Lat, Lon: b.Lon}
+	if name == "" {
+		r.Lat, r.Lon = nil, nil // a pooled statistic is from nowhere in particular
+	}
 	return transform.Item{
 		FeedID:    b.Feed,
 		ID:        c.DeriveID(key, start.Format(time.RFC3339Nano)),

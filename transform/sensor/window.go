@@ -295,6 +295,9 @@ func (op *windowOp) item(it *transform.Item, key string, s float64, n int) trans
 	w.Reading.Unit = statUnit(op.stat, w.Reading.Unit)
 	name := op.by.name(it.Reading, key)
 	w.Reading.Sensor = name
+	if name == "" {
+		w.Reading.Lat, w.Reading.Lon = nil, nil // a pooled statistic is from nowhere in particular
+	}
 	w.Title = strings.TrimSpace(fmt.Sprintf("%s %s(%d): %s", name, op.stat, n, withUnit(s, w.Reading.Unit)))
 	what := fmt.Sprintf("the last %d readings", n)
 	if op.span > 0 {
