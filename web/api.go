@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"sync"
@@ -330,6 +331,10 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) list(w http.ResponseWriter, r *http.Request) {
+	if _, err := url.ParseQuery(r.URL.RawQuery); err != nil {
+		respondError(w, http.StatusBadRequest, "malformed query: "+err.Error())
+		return
+	}
 	ff, err := feedlist.Parse(r.URL.Query())
 	if err != nil {
 		respondError(w, http.StatusBadRequest, err.Error())

@@ -49,3 +49,26 @@ func TestExtraRoutes(t *testing.T) {
 		})
 	}
 }
+
+// A path the API serves for other methods answers 405 with Allow; an
+// unknown path 404; a malformed query of the feed list 400.
+func TestMethodNotAllowedAndMalformedQuery(t *testing.T) {
+	h := New(Options{Store: clusterStore(t, 1), Node: "n1"})
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		allow        string
+	}{
+		{"POST", "/api/v1/cluster", http.StatusMethodNotAllowed, "GET, HEAD"},
+		{"DELETE", "/api/v1/fleet", http.StatusMethodNotAllowed, "GET, HEAD"},
+		{"GET", "/api/v1/nothing", http.StatusNotFound, ""},
+		{"GET", "/api/v1/feeds?q=%", http.StatusBadRequest, ""},
+		{"GET", "/api/v1/cluster", http.StatusOK, ""},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(tc.method, "http://127.0.0.1:8080"+tc.path, nil))
+		if rec.Code != tc.status || rec.Header().Get("Allow") != tc.allow {
+			t.Errorf("%s %s: %d Allow %q, want %d %q: %s", tc.method, tc.path, rec.Code, rec.Header().Get("Allow"), tc.status, tc.allow, rec.Body)
+		}
+	}
+}

@@ -211,6 +211,20 @@ func New(opt Options) http.Handler {
 			})
 			return
 		}
+		// A path served for other methods only is a 405 naming them.
+		var allow []string
+		for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete} {
+			other := r.Clone(r.Context())
+			other.Method = m
+			if _, pattern := mux.Handler(other); m != r.Method && pattern != "/" && pattern != "" {
+				allow = append(allow, m)
+			}
+		}
+		if len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			respondError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+			return
+		}
 		respondError(w, http.StatusNotFound, "no such page: "+r.URL.Path)
 	})
 	var h http.Handler = mux
