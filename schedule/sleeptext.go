@@ -49,7 +49,37 @@ func ParseSleep(s string) (SleepPlan, error) {
 	if err := p.Validate(); err != nil {
 		return SleepPlan{}, err
 	}
+	if wholeDay(p.Daily) {
+		return SleepPlan{}, fmt.Errorf("%w: the daily windows cover the whole day, so the feed would never be polled (unsubscribe it instead, or leave some time free)", ErrSleepPlan)
+	}
 	return p, nil
+}
+
+// wholeDay reports whether daily windows (of whole minutes, as
+// ParseSleep reads them) leave no minute of the day free.
+func wholeDay(daily []DailyWindow) bool {
+	const day = 24 * 60
+	var asleep [day]bool
+	mark := func(from, to int) {
+		for m := from; m < to; m++ {
+			asleep[m] = true
+		}
+	}
+	for _, w := range daily {
+		from, to := int(w.From/time.Minute), int(w.To/time.Minute)
+		if from <= to {
+			mark(from, to)
+		} else {
+			mark(from, day)
+			mark(0, to)
+		}
+	}
+	for _, a := range asleep {
+		if !a {
+			return false
+		}
+	}
+	return true
 }
 
 // parseClock reads "HH:MM" (00:00 to 24:00) as an offset from midnight.
