@@ -85,13 +85,11 @@ func (req *feedRequest) feed() (storage.Feed, error) {
 	if err != nil {
 		return storage.Feed{}, err
 	}
-	switch r := bytes.TrimSpace(req.Reduce); {
-	case len(r) == 0, bytes.Equal(r, []byte("null")):
+	if err := pack.CheckFeedPolicy(req.Reduce); err != nil {
+		return storage.Feed{}, fmt.Errorf("reduce: %w", err)
+	}
+	if r := bytes.TrimSpace(req.Reduce); bytes.Equal(r, []byte("null")) {
 		req.Reduce = nil // none, as a feed read back without one shows it
-	default:
-		if _, err := pack.ParsePolicy(req.Reduce); err != nil {
-			return storage.Feed{}, fmt.Errorf("reduce: %w", err)
-		}
 	}
 	return storage.Feed{
 		URL: req.URL, Policy: req.Policy, Title: req.Title, Weight: req.Weight, Category: req.Category,

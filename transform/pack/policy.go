@@ -59,6 +59,16 @@ type Step struct {
 	Config json.RawMessage `json:"config,omitempty"`
 }
 
+// CheckFeedPolicy checks a feed's reduction policy as a subscription
+// gives it: none (absent or null) or one ParsePolicy reads.
+func CheckFeedPolicy(raw json.RawMessage) error {
+	if raw = bytes.TrimSpace(raw); len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil
+	}
+	_, err := ParsePolicy(raw)
+	return err
+}
+
 // ParsePolicy reads a policy from JSON strictly: unknown fields, wrong
 // types, unknown filters or digesters and bad configurations are
 // *transform.FieldError values naming the field, such as

@@ -19,6 +19,7 @@ import (
 	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/transform/pack"
 	"github.com/slogfeed/slogfeed/web/feedlist"
 )
 
@@ -410,7 +411,13 @@ func (u *UI) subscribeAll(ctx context.Context, outlines []opml.Outline, policy s
 			res.note("the request was cancelled")
 			break
 		}
-		_, err := u.opt.Aggregator.Subscribe(o.Feed(policy)) // with the settings a slogfeed export keeps
+		f := o.Feed(policy) // with the settings a slogfeed export keeps
+		err := pack.CheckFeedPolicy(f.Reduce)
+		if err != nil {
+			err = fmt.Errorf("reduce: %w", err)
+		} else {
+			_, err = u.opt.Aggregator.Subscribe(f)
+		}
 		switch {
 		case err == nil:
 			res.added++

@@ -344,7 +344,7 @@ func TestImportOPML(t *testing.T) {
 		}
 		page := c.get(t, "/ui/feeds")
 		checkPage(t, page)
-		for _, want := range []string{"Imported 2 feeds; 1 already subscribed; 1 failed.", "ftp://stations.example.org/east.rss", "North mast", "South mast"} {
+		for _, want := range []string{"Imported 2 feeds; 1 already subscribed; 2 failed.", "ftp://stations.example.org/east.rss", "https://stations.example.org/west.rss: reduce", "North mast", "South mast"} {
 			if !strings.Contains(page.body, want) {
 				t.Errorf("page lacks %q", want)
 			}
