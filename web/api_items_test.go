@@ -2,11 +2,16 @@ package web
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/slogfeed/slogfeed/storage"
 )
 
 // A sensor feed's items count in /api/v1/feeds is the readings it holds
@@ -49,5 +54,32 @@ func getJSON(t *testing.T, h http.Handler, path string, v any) {
 	}
 	if err := json.Unmarshal(rec.Body.Bytes(), v); err != nil {
 		t.Fatalf("GET %s: %v", path, err)
+	}
+}
+
+// An item whose publisher gave no update time is answered without
+// "updated" (not the zero time), by the readings POST and the items list.
+func TestItemsOmitZeroUpdated(t *testing.T) {
+	st, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	h := New(Options{Store: st, Sensors: SensorHandler(st, SensorOptions{})})
+	req := httptest.NewRequest("POST", "/api/v1/sensors/lab-1/readings", strings.NewReader(`{"value": 21.5}`))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusCreated || strings.Contains(rec.Body.String(), `"updated"`) || !strings.Contains(rec.Body.String(), `"published"`) {
+		t.Fatalf("reading: %d %s", rec.Code, rec.Body)
+	}
+	f, err := st.FeedBySlug(storage.KindSensor, "lab-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", fmt.Sprintf("/api/v1/feeds/%d/items", f.ID), nil))
+	if rec.Code != http.StatusOK || strings.Contains(rec.Body.String(), `"updated"`) || !strings.Contains(rec.Body.String(), `"lab-1`) {
+		t.Fatalf("items: %d %s", rec.Code, rec.Body)
 	}
 }
