@@ -138,7 +138,7 @@ func init() {
 		Name:   "calibrate",
 		Family: transform.FamilySensor,
 		Doc: "Corrects readings linearly (value·scale + offset, per-sensor overrides, optional new unit) and republishes them " +
-			"under their own ids, titled like \"lab-1: 21.3 °C\".",
+			"under their own ids, titled like \"lab-1: 21.3 °C\". A reading whose corrected value is not a finite number (an overflow) is left out.",
 		Example:   `{"scale":1.02,"offset":-0.3,"unit":"C","sensors":{"lab-1":{"scale":1,"offset":0.4}}}`,
 		MinInputs: 1, MaxInputs: 1,
 		Config: CalibrateConfig{},
