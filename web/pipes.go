@@ -53,12 +53,14 @@ var pipeTriggers = []string{transform.OnUpdate, transform.OnMDPT, transform.OnCr
 //	     "details": [...]} names the node and the limit or the failure
 //	429  more previews and requested runs than Options.MaxPreviews at
 //	     once; Retry-After says when to try again
-//	503  the runner is stopping, or the request was cancelled
+//	503  the runner is stopping, the request was cancelled, or the store
+//	     cannot answer now (a cluster without a quorum; Retry-After)
 //	500  anything else (logged; the reply says only "internal error")
 type pipeAPI struct {
 	pipes Pipes
 	log   *slog.Logger
 	slots *slots // previews and requested runs in progress
+	store any    // tells the errors of a store that cannot answer now (storage.Unavailabler)
 }
 
 // slots bounds the previews and requested runs in progress.
@@ -292,6 +294,10 @@ func (a *pipeAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		// The client went away; nobody reads this.
 		respondError(w, http.StatusServiceUnavailable, "request cancelled")
+	case isUnavailable(a.store, err):
+		a.log.Warn("pipes api", "method", r.Method, "path", r.URL.Path, "err", err)
+		w.Header().Set("Retry-After", "5")
+		respondError(w, http.StatusServiceUnavailable, unavailableMsg)
 	case failedAtNode(err):
 		// The definition's own operator failed on its items (an
 		// expression dividing by zero, a WebAssembly trap).

@@ -163,7 +163,7 @@ func New(opt Options) http.Handler {
 	a.routes(mux)
 	index := []string{"/api/v1/feeds", "/api/v1/fleet", "/api/v1/cluster", "/api/v1/sensors/{sensor}/readings", "/sensors/{sensor}.rss", "/healthz", "/metrics"}
 	if opt.Pipes != nil {
-		(&pipeAPI{pipes: opt.Pipes, log: opt.Logger, slots: newSlots(opt.MaxPreviews)}).routes(mux)
+		(&pipeAPI{pipes: opt.Pipes, log: opt.Logger, slots: newSlots(opt.MaxPreviews), store: opt.Store}).routes(mux)
 		index = append(index, "/api/v1/pipes", "/api/v1/operators")
 	}
 	if opt.PipeFeeds != nil {

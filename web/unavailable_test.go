@@ -55,6 +55,11 @@ func TestUnavailableStoreIs503(t *testing.T) {
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"reason": "unavailable"`) {
 		t.Errorf("bulk: %d %s, want the feed refused as unavailable", rec.Code, rec.Body)
 	}
+	rec = httptest.NewRecorder()
+	New(Options{Store: down, Pipes: &fakePipes{err: fmt.Errorf("list pipes: %w", errQuorum)}}).ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/pipes", nil))
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("pipes: %d %s, want 503 with Retry-After", rec.Code, rec.Body)
+	}
 	// The same failure from a store that does not call it unavailability.
 	rec = httptest.NewRecorder()
 	New(Options{Store: failingFeed{st}}).ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/feeds/1", nil))
