@@ -616,12 +616,29 @@ func (a *api) schedule(w http.ResponseWriter, r *http.Request) {
 func (a *api) internal(w http.ResponseWriter, err error) {
 	if isUnavailable(a.store, err) {
 		a.log.Warn("api", "err", err)
-		w.Header().Set("Retry-After", "5")
-		respondError(w, http.StatusServiceUnavailable, unavailableMsg)
+		respondUnavailable(w)
 		return
 	}
 	a.log.Error("api", "err", err)
 	respondError(w, http.StatusInternalServerError, "internal error")
+}
+
+// unavailableMsg is the error of a 503 for a store that cannot answer
+// now (storage.Unavailabler).
+const unavailableMsg = "the store cannot answer now (a cluster electing a leader, or without a quorum); try again"
+
+// isUnavailable reports whether store says err means it cannot answer
+// now (storage.Unavailabler).
+func isUnavailable(store any, err error) bool {
+	u, ok := store.(storage.Unavailabler)
+	return ok && err != nil && u.Unavailable(err)
+}
+
+// respondUnavailable answers a request the store cannot serve now: a 503
+// with Retry-After.
+func respondUnavailable(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", "5")
+	respondError(w, http.StatusServiceUnavailable, unavailableMsg)
 }
 
 // decodeBody reads a JSON body (≤ maxBody, no unknown fields) into v, writing

@@ -296,8 +296,7 @@ func (a *pipeAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
 		respondError(w, http.StatusServiceUnavailable, "request cancelled")
 	case isUnavailable(a.store, err):
 		a.log.Warn("pipes api", "method", r.Method, "path", r.URL.Path, "err", err)
-		w.Header().Set("Retry-After", "5")
-		respondError(w, http.StatusServiceUnavailable, unavailableMsg)
+		respondUnavailable(w)
 	case failedAtNode(err):
 		// The definition's own operator failed on its items (an
 		// expression dividing by zero, a WebAssembly trap).

@@ -593,17 +593,6 @@ func (h *sensorStore) feedID(f storage.Feed) string {
 	return "tag:" + h.host + "," + f.Created.UTC().Format("2006-01-02") + ":sensor/" + f.Slug
 }
 
-// unavailableMsg is the error of a 503 for a store that cannot answer
-// now (storage.Unavailabler).
-const unavailableMsg = "the store cannot answer now (a cluster electing a leader, or without a quorum); try again"
-
-// isUnavailable reports whether store says err means it cannot answer
-// now (storage.Unavailabler).
-func isUnavailable(store any, err error) bool {
-	u, ok := store.(storage.Unavailabler)
-	return ok && err != nil && u.Unavailable(err)
-}
-
 // unavailable returns err as a 503 *sensorError when store says it means
 // the store cannot answer now, else err.
 func unavailable(store any, err error) error {
