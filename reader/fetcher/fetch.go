@@ -293,10 +293,9 @@ func (f *Fetcher) checkTarget(u *url.URL) error {
 	if host == "" {
 		return fmt.Errorf("%w: no host", ErrInvalidURL)
 	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.ParseUint(p, 10, 16); err != nil || n == 0 {
-			return fmt.Errorf("%w: port %.8q", ErrInvalidURL, p)
-		}
+	port := urlPort(u)
+	if port == 0 {
+		return fmt.Errorf("%w: port %.8q", ErrInvalidURL, u.Port())
 	}
 	ip, literal, err := literalHost(host)
 	switch {
@@ -305,26 +304,31 @@ func (f *Fetcher) checkTarget(u *url.URL) error {
 	case !literal:
 		return nil // the guard checks the addresses it resolves to when they are dialled
 	}
-	if err := f.guard.check(ip, urlPort(u)); err != nil {
+	if err := f.guard.check(ip, port); err != nil {
 		return err
 	}
 	if !isLocalhost(host) && ip.Is4() && ip.String() != host {
 		// "127.1", "0x7f000001": dial the address itself, with no DNS
 		// query for it.
-		port := u.Port()
+		given := u.Port()
 		u.Host = ip.String()
-		if port != "" {
-			u.Host += ":" + port
+		if given != "" {
+			u.Host += ":" + given
 		}
 	}
 	return nil
 }
 
 // urlPort is the port a request to u connects to: its own, else the
-// scheme's (0 when neither says).
+// scheme's; 0 for a port that is not one (0, over 65535) or a scheme
+// without a default.
 func urlPort(u *url.URL) uint16 {
-	if p, err := strconv.ParseUint(u.Port(), 10, 16); err == nil {
-		return uint16(p)
+	if p := u.Port(); p != "" {
+		n, err := strconv.ParseUint(p, 10, 16)
+		if err != nil {
+			return 0
+		}
+		return uint16(n)
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "http":
