@@ -174,7 +174,10 @@ func encodeTimes(it *Item) (ts itemTimes, zones bool, err error) {
 	}
 	conv(&ts.fetched, it.Fetched, "fetched")
 	conv(&ts.published, it.Published, "published")
-	conv(&ts.updated, it.Updated, "updated")
+	ts.updated = encTime{sec: zeroSec} // as JSON, which leaves a zero Updated out
+	if !it.Updated.IsZero() {
+		conv(&ts.updated, it.Updated, "updated")
+	}
 	if r := it.Reading; r != nil {
 		conv(&ts.reading, r.Time, "reading time")
 	}

@@ -159,9 +159,9 @@ type Item struct {
 	Categories []string    `json:"categories,omitempty"`
 	Enclosures []Enclosure `json:"enclosures,omitempty"`
 
-	Published time.Time `json:"published"`         // best publish time known (see aggregator)
-	Updated   time.Time `json:"updated,omitempty"` // publisher's updated date
-	Fetched   time.Time `json:"fetched"`           // when slogfeed got it
+	Published time.Time `json:"published"`        // best publish time known (see aggregator)
+	Updated   time.Time `json:"updated,omitzero"` // publisher's updated date, zero when it gave none
+	Fetched   time.Time `json:"fetched"`          // when slogfeed got it
 
 	Reading *Reading `json:"reading,omitempty"`
 	// Digest is set on the items a digester made: the summary of the

@@ -449,23 +449,7 @@ func (a *api) items(w http.ResponseWriter, r *http.Request) {
 		a.internal(w, err)
 		return
 	}
-	respondJSON(w, http.StatusOK, apiItems(plainItems(items)))
-}
-
-// APIItem is an item as the API answers it: storage.Item without the
-// zero "updated" of an item whose publisher gave no update time.
-type APIItem struct {
-	storage.Item
-	Updated time.Time `json:"updated,omitzero"`
-}
-
-// apiItems wraps items as the API answers them; never nil.
-func apiItems(items []storage.Item) []APIItem {
-	out := make([]APIItem, len(items))
-	for i, it := range items {
-		out[i] = APIItem{Item: it, Updated: it.Updated}
-	}
-	return out
+	respondJSON(w, http.StatusOK, plainItems(items))
 }
 
 // plainItems returns copies of items whose plain-text fields (title,

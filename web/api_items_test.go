@@ -58,7 +58,8 @@ func getJSON(t *testing.T, h http.Handler, path string, v any) {
 }
 
 // An item whose publisher gave no update time is answered without
-// "updated" (not the zero time), by the readings POST and the items list.
+// "updated" (not the zero time), by the readings POST and the items list
+// (pipe previews: TestPipeRoutes).
 func TestItemsOmitZeroUpdated(t *testing.T) {
 	st, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true})
 	if err != nil {

@@ -286,6 +286,10 @@ func checkPreview(t *testing.T, v map[string]any, _ *httptest.ResponseRecorder) 
 	if len(nodes) != 1 || len(out) != 1 {
 		t.Errorf("preview = %v", v)
 	}
+	// An item without an update time shows none, not the zero time.
+	if _, ok := out[0].(map[string]any)["updated"]; ok {
+		t.Errorf("preview output item has \"updated\": %v", out[0])
+	}
 }
 
 // The body decoded is the definition sent, field for field.

@@ -416,7 +416,7 @@ func (h *sensorStore) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.log.Debug("reading stored", "sensor", name, "id", it.ID, "seq", it.Seq)
-	respondJSON(w, http.StatusCreated, APIItem{Item: it, Updated: it.Updated})
+	respondJSON(w, http.StatusCreated, it)
 }
 
 // store appends the reading to the sensor's feed (creating it on first
