@@ -20,6 +20,7 @@ import (
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/storage/cluster"
 	"github.com/slogfeed/slogfeed/transform/pack"
+	"github.com/slogfeed/slogfeed/transform/runner"
 	"github.com/slogfeed/slogfeed/web/feedlist"
 )
 
@@ -39,6 +40,7 @@ type Aggregator interface {
 type api struct {
 	store Store
 	agg   Aggregator
+	pipes Pipes // nil: pipes are off
 	auth  *Auth
 	log   *slog.Logger
 	now   func() time.Time
@@ -424,9 +426,13 @@ func (a *api) remove(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := a.agg.Unsubscribe(f.ID); err != nil {
+	if err := Unsubscribe(a.agg, a.pipes, f.ID); err != nil {
 		if errors.Is(err, storage.ErrPipeOutput) {
 			respondError(w, http.StatusConflict, fmt.Sprintf("feed %d is the output of pipe %q: delete the pipe (DELETE /api/v1/pipes/{id})", f.ID, f.Slug))
+			return
+		}
+		if errors.Is(err, runner.ErrFeedInUse) {
+			respondError(w, http.StatusConflict, fmt.Sprintf("feed %d is an input of a pipe (%v): take it out of the pipe or delete the pipe first", f.ID, err))
 			return
 		}
 		a.internal(w, err)

@@ -28,6 +28,18 @@ type Pipes interface {
 	// Preview runs p (id 0: an unsaved pipe; else with the saved pipe's state) on its inputs' current items without saving anything.
 	Preview(ctx context.Context, p transform.Pipe, id uint64) (*transform.Preview, error)
 	RunNow(ctx context.Context, id uint64) (runner.RunResult, error)
+	// ReleaseFeed calls remove (the feed's unsubscription) unless a pipe
+	// reads feed id (runner.ErrFeedInUse).
+	ReleaseFeed(id uint64, remove func() error) error
+}
+
+// Unsubscribe removes feed id with agg (its Unsubscribe), unless a pipe
+// reads it (runner.ErrFeedInUse); pipes is nil when pipes are off.
+func Unsubscribe(agg interface{ Unsubscribe(uint64) error }, pipes Pipes, id uint64) error {
+	if pipes == nil {
+		return agg.Unsubscribe(id)
+	}
+	return pipes.ReleaseFeed(id, func() error { return agg.Unsubscribe(id) })
 }
 
 var _ Pipes = (*runner.Runner)(nil)

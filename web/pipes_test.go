@@ -111,6 +111,8 @@ func (f *fakePipes) Preview(ctx context.Context, p transform.Pipe, id uint64) (*
 	}, nil
 }
 
+func (f *fakePipes) ReleaseFeed(id uint64, remove func() error) error { return remove() }
+
 func (f *fakePipes) RunNow(ctx context.Context, id uint64) (runner.RunResult, error) {
 	if err := f.record(fmt.Sprint("RunNow ", id), nil); err != nil {
 		return runner.RunResult{}, err

@@ -158,7 +158,7 @@ func New(opt Options) http.Handler {
 	if opt.Node == "" {
 		opt.Node = "local"
 	}
-	a := &api{store: opt.Store, agg: opt.Aggregator, auth: opt.Auth, log: opt.Logger, now: opt.Now,
+	a := &api{store: opt.Store, agg: opt.Aggregator, pipes: opt.Pipes, auth: opt.Auth, log: opt.Logger, now: opt.Now,
 		clusterStatus: opt.Cluster, node: opt.Node, ready: opt.Ready}
 	a.routes(mux)
 	index := []string{"/api/v1/feeds", "/api/v1/fleet", "/api/v1/cluster", "/api/v1/sensors/{sensor}/readings", "/sensors/{sensor}.rss", "/healthz", "/metrics"}

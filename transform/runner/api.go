@@ -272,6 +272,8 @@ func checkNew(def transform.Pipe) error {
 // Create checks and stores a new pipe, and runs it at once (on its
 // inputs' backlog) unless its trigger is manual or cron.
 func (r *Runner) Create(ctx context.Context, def transform.Pipe) (Info, error) {
+	r.defMu.Lock()
+	defer r.defMu.Unlock()
 	if err := checkNew(def); err != nil {
 		return Info{}, err
 	}
@@ -316,6 +318,8 @@ func (r *Runner) Create(ctx context.Context, def transform.Pipe) (Info, error) {
 // pipe goes on from where it was; operator states carry over where the
 // node keeps its id and its state still loads.
 func (r *Runner) Update(ctx context.Context, id uint64, def transform.Pipe) (Info, error) {
+	r.defMu.Lock()
+	defer r.defMu.Unlock()
 	r.mu.Lock()
 	p := r.pipes[id]
 	r.mu.Unlock()
@@ -390,6 +394,8 @@ func (r *Runner) notFound(id uint64, err error) error {
 // Delete removes pipe id, its output feed and its items. A pipe whose
 // output another pipe reads is not deleted (ErrInUse).
 func (r *Runner) Delete(id uint64) error {
+	r.defMu.Lock()
+	defer r.defMu.Unlock()
 	r.mu.Lock()
 	p := r.pipes[id]
 	if p == nil {
@@ -413,6 +419,21 @@ func (r *Runner) Delete(id uint64) error {
 	r.mu.Unlock()
 	r.log.Info("pipe deleted", "pipe", id, "slug", p.slug)
 	return nil
+}
+
+// ReleaseFeed calls remove, which removes feed id (an unsubscription),
+// unless a pipe reads the feed: then it fails with ErrFeedInUse naming
+// the pipe. No pipe can be made to read the feed while remove runs.
+func (r *Runner) ReleaseFeed(id uint64, remove func() error) error {
+	r.defMu.Lock()
+	defer r.defMu.Unlock()
+	r.mu.Lock()
+	readers := r.byInput[id]
+	r.mu.Unlock()
+	if len(readers) > 0 {
+		return fmt.Errorf("%w: pipe %q reads it", ErrFeedInUse, readers[0].slug)
+	}
+	return remove()
 }
 
 // Get returns pipe id.

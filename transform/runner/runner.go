@@ -85,6 +85,12 @@ type Runner struct {
 	clock schedule.Clock
 	log   *slog.Logger
 
+	// defMu serialises changes of definitions (Create, Update, Delete)
+	// and removals of input feeds (ReleaseFeed), each from its checks
+	// (inputs exist, no cycle, no reader) to its commit, so that two
+	// changes cannot each pass their checks against the state the other
+	// is about to replace. Taken before runMu and mu.
+	defMu   sync.Mutex
 	mu      sync.Mutex
 	pipes   map[uint64]*pipe   // by pipe id
 	byInput map[uint64][]*pipe // input feed id → pipes reading it

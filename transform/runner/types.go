@@ -22,6 +22,8 @@ var (
 	// ErrInUse means another pipe reads the pipe's output, so it cannot
 	// be deleted.
 	ErrInUse = errors.New("pipe output read by another pipe")
+	// ErrFeedInUse means a pipe reads the feed, so it cannot be removed.
+	ErrFeedInUse = errors.New("feed read by a pipe")
 	// ErrClosed means the runner has stopped.
 	ErrClosed = errors.New("pipe runner closed")
 )

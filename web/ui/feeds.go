@@ -20,6 +20,8 @@ import (
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/transform/pack"
+	"github.com/slogfeed/slogfeed/transform/runner"
+	"github.com/slogfeed/slogfeed/web"
 	"github.com/slogfeed/slogfeed/web/feedlist"
 )
 
@@ -763,10 +765,12 @@ func (u *UI) unsubscribe(w http.ResponseWriter, r *http.Request) {
 		u.redirect(w, r, back, "error", "This slogfeed cannot delete feeds.")
 		return
 	}
-	err := u.opt.Aggregator.Unsubscribe(f.ID)
+	err := web.Unsubscribe(u.opt.Aggregator, u.opt.Pipes, f.ID)
 	switch {
 	case errors.Is(err, storage.ErrPipeOutput):
 		u.redirect(w, r, back, "error", "This feed is the output of a pipe: delete the pipe instead.")
+	case errors.Is(err, runner.ErrFeedInUse):
+		u.redirect(w, r, back, "error", "A pipe reads this feed ("+err.Error()+"): take it out of the pipe, or delete the pipe, first.")
 	case errors.Is(err, storage.ErrFeedNotFound):
 		u.redirect(w, r, "/ui/feeds", "ok", "The feed was already deleted.")
 	case err != nil:
