@@ -568,6 +568,11 @@ func (r *Runner) Preview(ctx context.Context, def transform.Pipe, id uint64) (*t
 		items[in.Node] = list
 	}
 	_, pv, err := g.Run(ctx, r.clock.Now(), items, true)
+	if pv != nil {
+		for i := range pv.Output { // as a run would republish them
+			cleanOutput(&pv.Output[i])
+		}
+	}
 	if errors.Is(err, transform.ErrTimeLimit) || errors.Is(err, transform.ErrByteLimit) {
 		// Over a limit of the run itself, not a node's bad luck with
 		// an item: the caller answers with the limit, not a preview.

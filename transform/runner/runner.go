@@ -30,6 +30,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/storage/cluster"
@@ -553,6 +554,7 @@ func (r *Runner) run(ctx context.Context, p *pipe) (RunResult, error) {
 		it.FeedID, it.Seq = 0, 0
 		it.GUID = it.ID
 		it.Published, it.Updated, it.Fetched = now, now, now
+		cleanOutput(it)
 	}
 	added, err := r.st.CommitPipeRun(p.id, raw, out, storage.PipeRun{At: now})
 	if err != nil {
@@ -579,6 +581,29 @@ func (r *Runner) run(ctx context.Context, p *pipe) (RunResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// cleanOutput holds an output item to the rules of fetched items, since
+// operators (set, compute, template, regex_replace, WebAssembly) may
+// have written any text: its summary and content are sanitised HTML, and
+// its link and enclosures keep only absolute http and https URLs. The
+// plain-text fields are made plain where the items are shown.
+func cleanOutput(it *storage.Item) {
+	it.Summary = sanitize.HTML(it.Summary, nil)
+	it.Content = sanitize.HTML(it.Content, nil)
+	if it.Link != "" {
+		it.Link, _ = sanitize.ResolveURL(nil, it.Link, false)
+	}
+	if len(it.Enclosures) > 0 {
+		encs := it.Enclosures[:0:0]
+		for _, e := range it.Enclosures {
+			if u, ok := sanitize.ResolveURL(nil, e.URL, false); ok {
+				e.URL = u
+				encs = append(encs, e)
+			}
+		}
+		it.Enclosures = encs
+	}
 }
 
 // fail records a failed run.
