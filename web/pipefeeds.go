@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -118,16 +117,14 @@ func PipeFeedHandler(st Store, opt PipeFeedOptions) http.Handler {
 	if h.load == nil {
 		h.load = publish.NewLoad(DefaultDesyncBase, DefaultDesyncPerRPS, DefaultDesyncMax)
 	}
-	if u, err := url.Parse(h.base); err == nil && u.Host != "" {
-		h.host = u.Hostname()
-	}
+	h.id = PipeFeedID(h.base)
 	return h
 }
 
 type pfHandler struct {
 	st    Store
 	base  string
-	host  string
+	id    func(storage.Feed) string // PipeFeedID of base
 	now   func() time.Time
 	log   *slog.Logger
 	limit int
@@ -362,10 +359,7 @@ func (h *pfHandler) render(feed storage.Feed, items []storage.Item, slug string,
 // feedID is the pipe feed's permanent id: a tag URI of the server's host
 // and the day the feed was created, or a URN without a BaseURL.
 func (h *pfHandler) feedID(f storage.Feed) string {
-	if h.host == "" || f.Created.IsZero() {
-		return "urn:slogfeed:pipe:" + f.Slug
-	}
-	return "tag:" + h.host + "," + f.Created.UTC().Format("2006-01-02") + ":feeds/" + f.Slug
+	return h.id(f)
 }
 
 // typicalPeriod is the median gap between the distinct publish times of

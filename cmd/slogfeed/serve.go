@@ -319,12 +319,21 @@ func buildServices(ctx context.Context, a *app, cfg *serveConfig, st *storeStage
 		st.node.setPolled(func() int { return svc.Ownership().Feeds() })
 	}
 	svc.SetMetrics(aggregator.NewMetrics(st.reg, svc.Scheduler(), cfg.rate))
+	// Self links need an address a reader can open: localhost, not
+	// 0.0.0.0, when listening on every interface without --public-url.
+	sv.base = strings.TrimSuffix(browserURL(addr, ""), "/")
+	if p := strings.TrimRight(v["public-url"], "/"); p != "" {
+		sv.base = p
+	}
 	// The runner asks the polling service when a pipe's inputs are
 	// fetched next, so that a pipe can tell its subscribers when it plans
-	// to update.
+	// to update. A source naming one of this server's own feed URLs reads
+	// that feed directly.
 	pipes, err := runner.New(runner.Options{
 		Store: store, Logger: log, OnOutput: outputs.notify, PlannedFetch: svc.PlannedFetch,
 		Subscribe: svc.Subscribe, // a source naming a feed URL subscribes to it
+		Local:     web.LocalFeeds(sv.base, browserURL(addr, "")),
+		OutputID:  web.PipeFeedID(sv.base),
 		Limits:    pipeLimits(v), Owner: st.owner,
 	})
 	if err != nil {
@@ -347,12 +356,6 @@ func buildServices(ctx context.Context, a *app, cfg *serveConfig, st *storeStage
 		return nil, err
 	}
 
-	// Self links need an address a reader can open: localhost, not
-	// 0.0.0.0, when listening on every interface without --public-url.
-	sv.base = strings.TrimSuffix(browserURL(addr, ""), "/")
-	if p := strings.TrimRight(v["public-url"], "/"); p != "" {
-		sv.base = p
-	}
 	// With WebSub on, the sensor and pipe feeds advertise the hub.
 	hubURL := ""
 	if sv.websubOn, _ = strconv.ParseBool(v["websub"]); sv.websubOn {

@@ -50,6 +50,9 @@ func (r *Runner) feedOf(ref transform.Ref, subscribe bool) (storage.Feed, error)
 	case "pipe":
 		f, err = r.st.FeedBySlug(storage.KindPipe, ref.Key)
 	case "url":
+		if local, ok := r.local(ref); ok {
+			return r.feedOf(local, subscribe)
+		}
 		f, err = r.st.FeedByURL(ref.Key)
 		if errors.Is(err, storage.ErrFeedNotFound) && strings.Contains(ref.Key, "@") {
 			// A definition read back from the API has the credentials of
@@ -70,6 +73,16 @@ func (r *Runner) feedOf(ref transform.Ref, subscribe bool) (storage.Feed, error)
 		return f, fmt.Errorf("%w: %s %q", ErrInputNotFound, what, sanitize.RedactURL(ref.Key))
 	}
 	return f, err
+}
+
+// local is the feed of this slogfeed that ref names by its URL
+// (Options.Local).
+func (r *Runner) local(ref transform.Ref) (transform.Ref, bool) {
+	if ref.Kind != "url" || r.opt.Local == nil {
+		return transform.Ref{}, false
+	}
+	local, ok := r.opt.Local(ref.Key)
+	return local, ok && local.Kind != "url"
 }
 
 // masked reports whether url has credentials and they are masked, as
@@ -189,6 +202,16 @@ func (r *Runner) compile(def transform.Pipe, self uint64) (*transform.Graph, []I
 				err = fe.Err
 			}
 			return nil, nil, transform.Errors{&transform.FieldError{Field: field, Err: err}}
+		}
+	}
+	for _, s := range g.Sources() {
+		ref := s.Ref
+		if local, ok := r.local(ref); ok {
+			ref = local
+		}
+		if ref.Kind == "pipe" && ref.Key == def.Output.Slug {
+			return nil, nil, transform.Errors{&transform.NodeError{Node: s.Node, Op: "source",
+				Err: transform.Fieldf("feed", "the pipe would read its own output (%s)", s.Ref)}}
 		}
 	}
 	inputs, err := r.resolve(g, true)

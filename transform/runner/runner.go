@@ -25,6 +25,7 @@ import (
 	"iter"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,6 +50,18 @@ type Options struct {
 	// Subscribe, when set, subscribes a URL input that is not a feed yet
 	// (aggregator.Service.Subscribe); without it such inputs are errors.
 	Subscribe func(storage.Feed) (storage.Feed, error)
+	// Local, when set, names the feed of this slogfeed a URL serves (a
+	// pipe's or a sensor's document at the server's own address): a
+	// source naming such a URL reads that feed directly, not through a
+	// subscription to the server's own documents, and a pipe that would
+	// read its own output so is refused as any cycle is.
+	Local func(rawURL string) (transform.Ref, bool)
+	// OutputID, when set, gives the id under which a pipe's output feed
+	// republishes its items (an item's entry id is it, ":" and the
+	// item's id). An output item whose id holds it is the pipe's own
+	// output come back through another slogfeed's pipe (A reads B, B
+	// reads A): it is dropped, so such a loop runs dry at its first turn.
+	OutputID func(storage.Feed) string
 	// Workers is how many pipes may run at once (default 2).
 	Workers int
 	// FeedPath is the path under which outputs are served (default
@@ -126,6 +139,11 @@ type pipe struct {
 	graph *transform.Graph // compiled, its operators' state as committed; nil to rebuild
 	// inputsSet: this node has set the input queue's feeds (under runMu).
 	inputsSet bool
+
+	// selfID is the output feed's OutputID and ":" (under runMu; "" until
+	// known); looped counts the items dropped as its own output come back.
+	selfID string
+	looped int
 
 	modelMu sync.Mutex
 	model   *schedule.Auto // arrivals of the pipe's output
@@ -477,6 +495,13 @@ func (r *Runner) run(ctx context.Context, p *pipe) (RunResult, error) {
 			return res, err
 		}
 	}
+	if path := r.readsItself(p.id, p.inputs); path != "" {
+		// Stored so by a definition changed on two cluster nodes at once,
+		// or before the server's own URLs were known as its feeds.
+		err := fmt.Errorf("runner: the pipe reads its own output (%s): change its sources", path)
+		r.fail(p, now, err)
+		return res, err
+	}
 	sp, err := r.st.Pipe(p.id)
 	if err != nil {
 		return res, fmt.Errorf("runner: pipe %d: %w", p.id, err)
@@ -549,6 +574,7 @@ func (r *Runner) run(ctx context.Context, p *pipe) (RunResult, error) {
 		p.graph = nil
 		return res, fmt.Errorf("runner: encoding state: %w", err)
 	}
+	out = r.dropReturned(p, out)
 	for i := range out {
 		it := &out[i]
 		it.FeedID, it.Seq = 0, 0
@@ -581,6 +607,31 @@ func (r *Runner) run(ctx context.Context, p *pipe) (RunResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// dropReturned removes from out the items that are p's own output come
+// back through another slogfeed (Options.OutputID); p.runMu is held.
+func (r *Runner) dropReturned(p *pipe, out []storage.Item) []storage.Item {
+	if r.opt.OutputID == nil {
+		return out
+	}
+	if p.selfID == "" {
+		f, err := r.st.Feed(p.feedID)
+		if err != nil {
+			return out // checked at the next run
+		}
+		p.selfID = r.opt.OutputID(f) + ":"
+	}
+	n := len(out)
+	out = slices.DeleteFunc(out, func(it storage.Item) bool { return strings.Contains(it.ID, p.selfID) })
+	if dropped := n - len(out); dropped > 0 {
+		if p.looped == 0 {
+			r.log.Warn("pipe output came back through its inputs: dropped (a loop between slogfeeds)",
+				"pipe", p.id, "slug", p.slug, "items", dropped)
+		}
+		p.looped += dropped
+	}
+	return out
 }
 
 // cleanOutput holds an output item to the rules of fetched items, since
