@@ -87,7 +87,9 @@ func TestSourceOfOwnURL(t *testing.T) {
 }
 
 // An output item that is the pipe's own output come back through
-// another slogfeed (its id holds the pipe's output id) is dropped.
+// another slogfeed is dropped: read from RSS or JSON Feed its id ends
+// with one of the pipe's output ids, read from Atom it holds the pipe's
+// output feed id.
 func TestOwnOutputComingBackDropped(t *testing.T) {
 	ctx := context.Background()
 	e := localEnv(t)
@@ -99,23 +101,52 @@ func TestOwnOutputComingBackDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The other slogfeed republished one of a's items (its entry id holds
-	// a's) and one of its own.
-	its := []storage.Item{
-		{ID: "tag:other.example,feeds/b:9:tag:slog.test,feeds/a:3:lab-1/7", Title: "back", Published: t0, Fetched: t0,
-			Reading: &storage.Reading{Value: 30, Time: t0}},
-		{ID: "tag:other.example,feeds/b:9:lab-2/1", Title: "new", Published: t0, Fetched: t0,
-			Reading: &storage.Reading{Value: 31, Time: t0}},
+	item := func(id string, v float64) storage.Item {
+		return storage.Item{ID: id, Title: id, Published: t0, Fetched: t0, Reading: &storage.Reading{Value: v, Time: t0}}
 	}
-	if _, err := e.st.AddItems(remote.ID, its); err != nil {
-		t.Fatal(err)
+	run := func(its ...storage.Item) []string {
+		t.Helper()
+		if _, err := e.st.AddItems(remote.ID, its); err != nil {
+			t.Fatal(err)
+		}
+		before := map[string]bool{}
+		for _, it := range e.output(t, p.ID) {
+			before[it.ID] = true
+		}
+		if _, err := e.r.RunNow(ctx, p.ID); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, it := range e.output(t, p.ID) {
+			if !before[it.ID] {
+				ids = append(ids, it.ID)
+			}
+		}
+		return ids
 	}
-	res, err := e.r.RunNow(ctx, p.ID)
+	first := run(item("lab-2/1", 30))
+	if len(first) != 1 {
+		t.Fatalf("first run added %v", first)
+	}
+	// The other slogfeed's pipe read a's feed (its feed 9) and republished
+	// a's item, from RSS and from Atom; and an item of its own.
+	got := run(
+		item("9:"+first[0], 31),
+		item("tag:other.example,feeds/b:9:tag:slog.test,feeds/a:"+first[0], 32),
+		item("lab-3/1", 33))
+	if want := []string{fmt.Sprint(remote.ID, ":lab-3/1")}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("added %v, want %v", got, want)
+	}
+	// A runner started anew knows the pipe's outputs from the store.
+	r2, err := New(Options{Store: e.st, Clock: e.clock, Logger: e.r.log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := e.output(t, p.ID)
-	if res.Added != 1 || len(out) != 1 || out[0].Title != "new" {
-		t.Errorf("run %+v, output %+v: want only the item that is not a's own", res, out)
+	if err := r2.Load(); err != nil {
+		t.Fatal(err)
+	}
+	e.r = r2
+	if got := run(item("9:"+got[0], 34), item("lab-4/1", 35)); len(got) != 1 || !strings.HasSuffix(got[0], "lab-4/1") {
+		t.Errorf("after a restart: added %v", got)
 	}
 }

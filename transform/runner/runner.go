@@ -141,8 +141,10 @@ type pipe struct {
 	inputsSet bool
 
 	// selfID is the output feed's OutputID and ":" (under runMu; "" until
-	// known); looped counts the items dropped as its own output come back.
+	// known); recent holds the ids of its newest output items (nil until
+	// read); looped counts the items dropped as its own output come back.
 	selfID string
+	recent map[string]struct{}
 	looped int
 
 	modelMu sync.Mutex
@@ -590,6 +592,7 @@ func (r *Runner) run(ctx context.Context, p *pipe) (RunResult, error) {
 		return res, err
 	}
 	rd.settle(r, p) // acknowledged only now that the run is committed
+	p.rememberOutput(added)
 	p.graph = g
 	p.modelMu.Lock()
 	p.fan.ran(fresh, len(added) > 0)
@@ -609,21 +612,55 @@ func (r *Runner) run(ctx context.Context, p *pipe) (RunResult, error) {
 	return res, nil
 }
 
+// recentOutputs is how many of a pipe's newest output ids dropReturned
+// compares with.
+const recentOutputs = 2048
+
 // dropReturned removes from out the items that are p's own output come
-// back through another slogfeed (Options.OutputID); p.runMu is held.
+// back through another slogfeed's pipe (A reads B, B reads A), so that
+// such a loop ends at its first turn. Each pipe prefixes the ids of the
+// items it takes with their feed ("12:…"), so an item of p's come back
+// has an id that ends with ":" and the id of one of p's outputs (RSS and
+// JSON Feed publish the item's id); or, read from an Atom feed, one that
+// holds p's output feed id (Options.OutputID). p.runMu is held.
 func (r *Runner) dropReturned(p *pipe, out []storage.Item) []storage.Item {
-	if r.opt.OutputID == nil {
+	if len(out) == 0 {
 		return out
 	}
-	if p.selfID == "" {
-		f, err := r.st.Feed(p.feedID)
-		if err != nil {
-			return out // checked at the next run
+	if p.selfID == "" && r.opt.OutputID != nil {
+		if f, err := r.st.Feed(p.feedID); err == nil {
+			p.selfID = r.opt.OutputID(f) + ":"
 		}
-		p.selfID = r.opt.OutputID(f) + ":"
+	}
+	if p.recent == nil {
+		p.recent = make(map[string]struct{})
+		items, err := r.st.Items(p.feedID, storage.ItemQuery{Limit: recentOutputs, Order: storage.ByArrival})
+		if err != nil {
+			p.recent = nil // read again at the next run
+			return out
+		}
+		for _, it := range items {
+			p.recent[it.ID] = struct{}{}
+		}
+	}
+	returned := func(it storage.Item) bool {
+		if p.selfID != "" && strings.Contains(it.ID, p.selfID) {
+			return true
+		}
+		for i := strings.IndexByte(it.ID, ':'); i >= 0; {
+			if _, ok := p.recent[it.ID[i+1:]]; ok {
+				return true
+			}
+			j := strings.IndexByte(it.ID[i+1:], ':')
+			if j < 0 {
+				break
+			}
+			i += j + 1
+		}
+		return false
 	}
 	n := len(out)
-	out = slices.DeleteFunc(out, func(it storage.Item) bool { return strings.Contains(it.ID, p.selfID) })
+	out = slices.DeleteFunc(out, returned)
 	if dropped := n - len(out); dropped > 0 {
 		if p.looped == 0 {
 			r.log.Warn("pipe output came back through its inputs: dropped (a loop between slogfeeds)",
@@ -632,6 +669,21 @@ func (r *Runner) dropReturned(p *pipe, out []storage.Item) []storage.Item {
 		p.looped += dropped
 	}
 	return out
+}
+
+// rememberOutput adds the ids of items just added to p's output to those
+// dropReturned compares with; p.runMu is held.
+func (p *pipe) rememberOutput(added []storage.Item) {
+	if p.recent == nil {
+		return
+	}
+	if len(p.recent)+len(added) > 2*recentOutputs {
+		p.recent = nil // read again from the store, newest first
+		return
+	}
+	for _, it := range added {
+		p.recent[it.ID] = struct{}{}
+	}
 }
 
 // cleanOutput holds an output item to the rules of fetched items, since
