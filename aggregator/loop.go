@@ -57,6 +57,7 @@ func (s *Service) Run(ctx context.Context) error {
 	wg.Go(func() { s.writeDigests(ownCtx) })
 	wg.Go(func() { s.writeSnapshots(ownCtx) })
 	wg.Go(func() { s.restoring(ownCtx) })
+	wg.Go(func() { s.sweepRetention(ownCtx) })
 	defer wg.Wait()
 	defer stop()
 	err := s.loop(ctx)

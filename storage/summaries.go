@@ -31,6 +31,8 @@ type FeedSummary struct {
 	HasLatency   bool
 	// Erroring: the feed's last fetch failed.
 	Erroring bool
+	// Aged: the feed's retention has an age limit (Retention.MaxAge).
+	Aged bool
 }
 
 // SummaryOf is f's summary.
@@ -38,6 +40,7 @@ func SummaryOf(f *Feed) FeedSummary {
 	s := FeedSummary{
 		ID: f.ID, Kind: f.Kind, Policy: f.Policy, Text: searchText(f),
 		Polls: f.Polls, Hits: f.Hits, Erroring: f.LastError != "" || f.ErrorCount > 0,
+		Aged: f.Retention.MaxAge > 0,
 	}
 	if f.LatencyCount > 0 {
 		s.MeanLatencyS, s.HasLatency = f.LatencySumS/float64(f.LatencyCount), true
@@ -121,6 +124,7 @@ const (
 	entryDead = 1 << iota
 	entryErroring
 	entryLatency
+	entryAged
 )
 
 var kindCodes = []Kind{KindRemote, KindSensor, KindPipe}
@@ -321,6 +325,9 @@ func (x *summaryIndex) entryOf(s *FeedSummary, tx uint64) summaryEntry {
 		e.flags |= entryLatency
 		e.mean = s.MeanLatencyS
 	}
+	if s.Aged {
+		e.flags |= entryAged
+	}
 	return e
 }
 
@@ -419,7 +426,7 @@ func (x *summaryIndex) compact() {
 // summary fills s from live entry e. x.mu is held.
 func (x *summaryIndex) summary(e *summaryEntry, s *FeedSummary) {
 	*s = FeedSummary{ID: e.id, Kind: KindRemote, Policy: x.policies[e.policy], Text: e.text,
-		Polls: e.polls, Hits: e.hits, Erroring: e.flags&entryErroring != 0}
+		Polls: e.polls, Hits: e.hits, Erroring: e.flags&entryErroring != 0, Aged: e.flags&entryAged != 0}
 	if int(e.kind) < len(kindCodes) {
 		s.Kind = kindCodes[e.kind]
 	}
