@@ -116,6 +116,7 @@ func (s *Service) loadStored(ctx context.Context, ss stateStore) error {
 	}
 	s.load.total.Store(int64(len(refs)))
 	ids := make([]uint64, 0, loadChunk)
+	fresh := Pacer{Rate: FirstFetchRate}
 	var restored []*replay
 	var replay []storage.Feed
 	for at := 0; at < len(refs); at += loadChunk {
@@ -144,13 +145,21 @@ func (s *Service) loadStored(ctx context.Context, ss stateStore) error {
 		}
 		now := s.opt.Clock.Now()
 		for _, r := range restored {
+			if r.f.Polls == 0 && r.g.prevPoll == 0 && r.next.IsZero() {
+				// Never polled (a bulk import cut short by a restart): its
+				// first fetch is paced as bulk subscriptions pace theirs.
+				if err := s.installAt(r, now, later(r.resumeAt(now), fresh.Next(now))); err != nil {
+					s.log.Error("cannot schedule feed", "feed", r.f.ID, "url", sanitize.RedactURL(r.f.URL), "err", err)
+				}
+				continue
+			}
 			if err := s.install(r, now, true); err != nil {
 				s.log.Error("cannot schedule feed", "feed", r.f.ID, "url", sanitize.RedactURL(r.f.URL), "err", err)
 			}
 		}
 		var inits []storage.StateInit
 		for _, f := range replay {
-			in, err := s.replayFeed(f, now)
+			in, err := s.replayFeed(f, now, &fresh)
 			if err != nil {
 				s.log.Error("cannot schedule feed", "feed", f.ID, "url", sanitize.RedactURL(f.URL), "err", err)
 			} else if in != nil {
@@ -189,9 +198,10 @@ func restoreFeed(f storage.Feed, st *storage.PolicyState) (*replay, error) {
 }
 
 // replayFeed schedules feed f with its policy rebuilt from its stored
-// observations; when the policy saves a state, it returns the state the
-// replay reached, for storage.InitPolicyStates.
-func (s *Service) replayFeed(f storage.Feed, now time.Time) (*storage.StateInit, error) {
+// observations (a feed never polled at the next of fresh's slots); when
+// the policy saves a state, it returns the state the replay reached, for
+// storage.InitPolicyStates.
+func (s *Service) replayFeed(f storage.Feed, now time.Time, fresh *Pacer) (*storage.StateInit, error) {
 	obs, err := s.opt.Store.Observations(f.ID, 0)
 	if err != nil {
 		return nil, err
@@ -211,5 +221,16 @@ func (s *Service) replayFeed(f storage.Feed, now time.Time) (*storage.StateInit,
 			in.Newest = obs[n-1].At
 		}
 	}
+	if f.Polls == 0 && len(obs) == 0 {
+		return in, s.installAt(r, now, later(r.resumeAt(now), fresh.Next(now)))
+	}
 	return in, s.install(r, now, true)
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

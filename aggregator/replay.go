@@ -39,6 +39,11 @@ func (r *replay) add(o storage.Observation) {
 	r.g.fedAt = r.g.prevPoll
 }
 
+// FirstFetchRate is how many first fetches a second a load gives the
+// feeds it finds never polled, so that a restart during a bulk import
+// does not fetch the rest of it at once.
+const FirstFetchRate = 100
+
 // resumeAt is the feed's first poll when it resumes its learned
 // prediction at now: the policy's answer to the last observation, unless
 // it is already past (then now), and not before the feed's Retry-After.
