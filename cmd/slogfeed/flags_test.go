@@ -212,3 +212,32 @@ func TestParseLevel(t *testing.T) {
 		})
 	}
 }
+
+func TestSettingChecks(t *testing.T) {
+	tests := []struct {
+		check func(string) error
+		value string
+		ok    bool
+	}{
+		{checkAddr, "127.0.0.1:8080", true},
+		{checkAddr, ":0", true},
+		{checkAddr, "127.0.0.1:", true},
+		{checkAddr, "localhost:http", true},
+		{checkAddr, "127.0.0.1:65535", true},
+		{checkAddr, "127.0.0.1:65536", false},
+		{checkAddr, "127.0.0.1:99999", false},
+		{checkAddr, "127.0.0.1:no-such-service", false},
+		{checkAddr, "127.0.0.1", false},
+		{checkFloat, "0", true},
+		{checkFloat, "2.5", true},
+		{checkFloat, "-1", false},
+		{checkFloat, "NaN", false},
+		{checkFloat, "+Inf", false},
+		{checkFloat, "x", false},
+	}
+	for _, tt := range tests {
+		if err := tt.check(tt.value); (err == nil) != tt.ok {
+			t.Errorf("%q: %v, want ok %v", tt.value, err, tt.ok)
+		}
+	}
+}

@@ -16,41 +16,11 @@ import (
 	"github.com/slogfeed/slogfeed/transform"
 )
 
-// serveSettings is the configuration table of `slogfeed serve`:
-//
-//	flag        environment variable  default                       meaning
-//	--addr      SLOGFEED_ADDR         127.0.0.1:8080                HTTP listen address
-//	--data      SLOGFEED_DATA         $XDG_DATA_HOME/slogfeed       data directory (bbolt file slogfeed.db);
-//	                                  (~/.local/share/slogfeed)
-//	--demo      SLOGFEED_DEMO         false                         start simulated sensor publishers on loopback and subscribe to them
-//	--allow     SLOGFEED_ALLOW        (none)                        comma-separated CIDRs the fetcher may reach despite the SSRF guard
-//	--rate      SLOGFEED_RATE         0                             fetch budget, fetches per second (0 = unlimited)
-//	--per-host  SLOGFEED_PER_HOST     4                             concurrent fetches per host
-//	--workers   SLOGFEED_WORKERS      16                            fetch workers
-//	--token     SLOGFEED_TOKEN        (none; generated off loopback) bearer token required for changes
-//	--public-url SLOGFEED_PUBLIC_URL  http://ADDRESS                public base URL: self links, the WebSub hub and callbacks
-//	--websub    SLOGFEED_WEBSUB       true                          WebSub hub for the sensor and pipe feeds, and subscriber
-//	                                                                to the hubs remote feeds advertise (docs/websub.md)
-//	--pipe-time SLOGFEED_PIPE_TIME    10s                           time limit of one pipe run or preview, checked by every
-//	                                                                operator between items
-//	--pipe-node-bytes SLOGFEED_PIPE_NODE_BYTES 32MiB                bytes one node of a run may materialise
-//	--pipe-run-bytes  SLOGFEED_PIPE_RUN_BYTES  128MiB               bytes all the nodes of a run may materialise together
-//	--regex-input     SLOGFEED_REGEX_INPUT     16KiB                bytes of a field a regex operator matches in (the rest
-//	                                                                is kept as it is)
-//	--previews  SLOGFEED_PREVIEWS     2                             pipe previews and requested runs at once (more: 429)
-//
-// and the cluster rows (clusterSettings; docs/cluster.md). Without --nats
-// and --nats-embed, serve is a single slogfeed on its bbolt file:
-//
-//	--nats      SLOGFEED_NATS         (none)                        NATS server URLs: join a cluster, data in JetStream
-//	--node      SLOGFEED_NODE         the host name                 this node's name, unique in the cluster
-//	--nats-embed SLOGFEED_NATS_EMBED  false                         run a JetStream server in this process (data in DIR/nats)
-//	--nats-listen SLOGFEED_NATS_LISTEN 127.0.0.1:4222               the embedded server's client address
-//	--nats-cluster-listen SLOGFEED_NATS_CLUSTER_LISTEN (none)       the embedded server's route address
-//	--nats-routes SLOGFEED_NATS_ROUTES (none)                       the other embedded servers' route URLs
-//	--nats-replicas SLOGFEED_NATS_REPLICAS 0                        replicas of slogfeed's streams and buckets (0: 3 on a
-//	                                                                cluster, 1 on a single server)
-//	--shards    SLOGFEED_SHARDS       64                            shards of the feeds and pipes (fixed by the first node)
+// serveSettings is the configuration table of `slogfeed serve`: each
+// setting's flag, environment variable, default and meaning, followed by
+// the cluster's (clusterSettings). `slogfeed help serve` prints it, and
+// docs/configuration.md is written from it (TestConfigurationDoc -update). Without --nats
+// and --nats-embed, serve is a single slogfeed on its bbolt file.
 func serveSettings(getenv func(string) string) []setting {
 	return append([]setting{
 		{Name: "addr", Env: "SLOGFEED_ADDR", Default: "127.0.0.1:8080", Doc: "HTTP listen `ADDRESS`", Check: checkAddr},
@@ -147,8 +117,18 @@ func defaultDataDir(getenv func(string) string) string {
 }
 
 func checkAddr(s string) error {
-	if _, _, err := net.SplitHostPort(s); err != nil {
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
 		return fmt.Errorf("want HOST:PORT: %w", err)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err == nil || port == "" {
+		return nil
+	}
+	if strings.Trim(port, "0123456789") == "" {
+		return fmt.Errorf("want a port of 0 to 65535, not %s", port)
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("want HOST:PORT: unknown port %q", port)
 	}
 	return nil
 }
@@ -157,7 +137,7 @@ func checkBool(s string) error { _, err := strconv.ParseBool(s); return err }
 
 func checkFloat(s string) error {
 	f, err := strconv.ParseFloat(s, 64)
-	if err == nil && (f < 0 || f > schedule.MaxRate) {
+	if err == nil && !(f >= 0 && f <= schedule.MaxRate) { // NaN too
 		err = fmt.Errorf("want 0 to %v", schedule.MaxRate)
 	}
 	return err
