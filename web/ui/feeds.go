@@ -404,33 +404,75 @@ func (res *importResult) String() string {
 	return s
 }
 
-// subscribeAll subscribes to each outline until ctx ends.
+// importWorkers is how many subscriptions of an import are made at once,
+// so that their writes share fsyncs.
+const importWorkers = 32
+
+// subscribeAt is implemented by aggregators that take a subscription's
+// first fetch time (aggregator.Service).
+type subscribeAt interface {
+	SubscribeAt(f storage.Feed, first time.Time) (storage.Feed, error)
+}
+
+// subscribeAll subscribes to each outline until ctx ends, importWorkers
+// at a time, their first fetches paced as the API's bulk subscriptions
+// pace theirs (web.BulkFirstRate).
 func (u *UI) subscribeAll(ctx context.Context, outlines []opml.Outline, policy string) *importResult {
 	res := &importResult{}
+	var mu sync.Mutex
+	todo := make(chan opml.Outline)
+	var wg sync.WaitGroup
+	for range min(importWorkers, len(outlines)) {
+		wg.Go(func() {
+			for o := range todo {
+				err := u.subscribeOutline(o, policy)
+				mu.Lock()
+				switch {
+				case err == nil:
+					res.added++
+				case errors.Is(err, storage.ErrFeedExists):
+					res.skipped++
+				default:
+					res.failed++
+					res.note(sanitize.RedactURL(o.URL) + ": " + err.Error())
+				}
+				mu.Unlock()
+			}
+		})
+	}
 	for i, o := range outlines {
 		if ctx.Err() != nil {
+			mu.Lock()
 			res.failed += len(outlines) - i
 			res.note("the request was cancelled")
+			mu.Unlock()
 			break
 		}
-		f := o.Feed(policy) // with the settings a slogfeed export keeps
-		err := pack.CheckFeedPolicy(f.Reduce)
-		if err != nil {
-			err = fmt.Errorf("reduce: %w", err)
-		} else {
-			_, err = u.opt.Aggregator.Subscribe(f)
-		}
-		switch {
-		case err == nil:
-			res.added++
-		case errors.Is(err, storage.ErrFeedExists):
-			res.skipped++
-		default:
-			res.failed++
-			res.note(sanitize.RedactURL(o.URL) + ": " + err.Error())
-		}
+		todo <- o
 	}
+	close(todo)
+	wg.Wait()
 	return res
+}
+
+// subscribeOutline subscribes to one outline of an import, with the
+// settings a slogfeed export keeps.
+func (u *UI) subscribeOutline(o opml.Outline, policy string) error {
+	f := o.Feed(policy)
+	if err := pack.CheckFeedPolicy(f.Reduce); err != nil {
+		return fmt.Errorf("reduce: %w", err)
+	}
+	at, ok := u.opt.Aggregator.(subscribeAt)
+	if !ok {
+		_, err := u.opt.Aggregator.Subscribe(f)
+		return err
+	}
+	u.pacerMu.Lock()
+	u.pacer.Rate = web.BulkFirstRate
+	first := u.pacer.Next(u.now())
+	u.pacerMu.Unlock()
+	_, err := at.SubscribeAt(f, first)
+	return err
 }
 
 // feedByPath loads the feed named by the {id} path value, writing a 404
