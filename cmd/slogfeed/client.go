@@ -354,6 +354,11 @@ func runImport(ctx context.Context, a *app, args []string) error {
 	if len(pos) != 1 {
 		return &usageError{msg: "import takes one OPML file (- for standard input)", cmd: "import"}
 	}
+	if opt.policy != "" {
+		if _, err := schedule.ByName(opt.policy, 0); err != nil {
+			return &usageError{msg: "--policy: " + err.Error(), cmd: "import"}
+		}
+	}
 	var r io.Reader = os.Stdin
 	if pos[0] != "-" {
 		f, err := os.Open(pos[0])
