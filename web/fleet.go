@@ -19,7 +19,7 @@ type FleetView struct {
 	Starved int `json:"starved"`
 	// HitPct is the share of all polls that found something new
 	// (absent before any poll).
-	HitPct *float64 `json:"hit_pct"`
+	HitPct *float64 `json:"hit_pct,omitempty"`
 	// LatencyFeeds counts the feeds with a measured use latency, and
 	// MeanLatencyS gives the quantiles over them of each one's mean, in
 	// seconds (absent without any).

@@ -26,6 +26,11 @@ func TestFleetEndpoint(t *testing.T) {
 
 func testFleetEndpoint(t *testing.T, overdue bool, starved int) {
 	st, h, agg := listFixtureOf(t, 45, overdue)
+	var raw map[string]any
+	getJSON(t, h, "/api/v1/fleet", &raw)
+	if _, ok := raw["hit_pct"]; ok {
+		t.Errorf("hit_pct present before any poll: %v", raw)
+	}
 	var got FleetView
 	getJSON(t, h, "/api/v1/fleet", &got)
 	want := FleetView{Feeds: 45, Remote: 45, Erroring: 15, Starved: 6}
