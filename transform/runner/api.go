@@ -328,7 +328,7 @@ func (r *Runner) Create(ctx context.Context, def transform.Pipe) (Info, error) {
 	}
 	r.mu.Lock()
 	r.add(p)
-	if def.Trigger.On == "" || def.Trigger.On == transform.OnUpdate || def.Trigger.On == transform.OnMDPT {
+	if updated(p) {
 		r.enqueue(p)
 	}
 	r.mu.Unlock()
@@ -398,7 +398,7 @@ func (r *Runner) Update(ctx context.Context, id uint64, def transform.Pipe) (Inf
 		}
 	}
 	r.mu.Lock()
-	if def.Trigger.On == "" || def.Trigger.On == transform.OnUpdate {
+	if updated(p) { // on its inputs' backlog, as a new pipe
 		r.enqueue(p)
 	}
 	r.mu.Unlock()
