@@ -25,6 +25,9 @@ type Feed struct {
 	URL   string `json:"url,omitempty"`  // remote feeds
 	Slug  string `json:"slug,omitempty"` // sensor and pipe feeds: the name in their URLs
 	Title string `json:"title,omitempty"`
+	// Description is what a pipe's output feed says of itself (its
+	// definition's output.description), plain text.
+	Description string `json:"description,omitempty"`
 	// Site is the feed's own link (its web page), when it gives one.
 	Site     string   `json:"site,omitempty"`
 	Category []string `json:"category,omitempty"` // OPML outline path, outermost first

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/transform/runner"
 	"github.com/slogfeed/slogfeed/web/publish"
@@ -339,7 +341,7 @@ func (h *pfHandler) render(feed storage.Feed, items []storage.Item, slug string,
 		Link:        link,
 		SelfURL:     self,
 		Next:        older,
-		Description: "Items republished by slogfeed's pipe " + slug,
+		Description: cmp.Or(sanitize.Text(feed.Description, 0), "Items republished by slogfeed's pipe "+slug),
 		ID:          h.feedID(feed),
 		TTL:         typicalPeriod(items),
 		Items:       items,

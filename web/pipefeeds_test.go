@@ -66,7 +66,8 @@ func newPipeFixture(t testing.TB) *pipeFixture {
 	}
 	t.Cleanup(func() { st.Close() })
 	fx.st = st
-	fx.feed = storage.Feed{Kind: storage.KindPipe, Slug: pipeSlug, Title: "Lab means & alerts", Policy: "pipe"}
+	fx.feed = storage.Feed{Kind: storage.KindPipe, Slug: pipeSlug, Title: "Lab means & alerts", Policy: "pipe",
+		Description: "Hourly means of the <b>lab</b> sensors"}
 	if err := st.CreateFeed(&fx.feed); err != nil {
 		t.Fatal(err)
 	}
@@ -762,6 +763,13 @@ func TestPipeFeedGolden(t *testing.T) {
 				t.Errorf("%s differs from the golden file (run with -update after checking):\n%s", path, body)
 			}
 			checkPipeDoc(t, ext, want, pipeExpected(ext))
+			gf, err := gofeed.NewParser().Parse(bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := "Hourly means of the lab sensors"; gf.Description != want {
+				t.Errorf("description %q, want the pipe's %q as plain text", gf.Description, want)
+			}
 		})
 	}
 }

@@ -265,7 +265,7 @@ func (r *Runner) readsItself(self uint64, inputs []Input) string {
 func outputFeed(def transform.Pipe, f storage.Feed) storage.Feed {
 	o := def.Output
 	f.Kind, f.Slug = storage.KindPipe, o.Slug
-	f.Title = o.Title
+	f.Title, f.Description = o.Title, o.Description
 	if f.Title == "" {
 		f.Title = def.Name
 	}

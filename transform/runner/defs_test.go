@@ -143,3 +143,31 @@ func TestReleaseFeed(t *testing.T) {
 		t.Errorf("pipe on a removed feed: %v", err)
 	}
 }
+
+// The output feed carries the definition's description, and follows it.
+func TestOutputDescription(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, schedule.NewVirtualClock(t0))
+	e.sensor(t, "lab-1")
+	def := hotPipe("hot", "sensor/lab-1")
+	for i, desc := range []string{"Readings over 20 °C", "Readings over 20 °C, lab 1", ""} {
+		def.Output.Description = desc
+		var info Info
+		var err error
+		if i == 0 {
+			info, err = e.r.Create(ctx, def)
+		} else {
+			info, err = e.r.Update(ctx, 1, def)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := e.st.Feed(info.FeedID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Description != desc {
+			t.Errorf("output feed's description %q, want %q", f.Description, desc)
+		}
+	}
+}
