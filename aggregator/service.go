@@ -904,6 +904,11 @@ func (s *Service) fetchDoc(ctx context.Context, f storage.Feed, prev time.Time) 
 // returns once the write is on disk, with what poll returns.
 func (s *Service) storePoll(p polled) (storage.Observation, time.Duration, storage.Feed) {
 	if p.err != nil {
+		if p.resp != nil {
+			// The document came but did not parse: the next poll
+			// parses it whole, whatever the last stored one held.
+			s.guard(p.f.ID).setSeen(nil, p.f.Retention)
+		}
 		return s.failed(p.f, p.errAt, p.err)
 	}
 	obs, _, updated, err := s.record(p.f, p.resp, p.parsed, p.prev, p.start, false)

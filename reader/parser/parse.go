@@ -247,48 +247,32 @@ func parseXML(body []byte, contentType string, opt Options) (*Parsed, error) {
 	if sc.html {
 		return nil, errHTML
 	}
+	switch sc.root {
+	case "rss", "rdf", "feed":
+	case "":
+		return nil, fmt.Errorf("%w: the response%s has no root element", ErrNotFeed, describeType(contentType))
+	default:
+		return nil, fmt.Errorf("%w: the document's root element is <%s>, not RSS or Atom", ErrNotFeed, clip(sc.root))
+	}
 	truncated := false
 	if sc.cut > 0 {
 		body = append(body[:sc.cut:sc.cut], sc.closers...)
 		truncated = true
 	}
 	hashes := itemHashes(body, sc.items, opt)
-	unchanged := 0
-	if opt.Seen != nil {
-		body, unchanged = dropSeen(body, sc.items, hashes, opt.Seen)
-	}
-	var feed *gofeed.Feed
-	var rf *rss.Feed
-	var af *atom.Feed
-	switch sc.root {
-	case "rss", "rdf":
-		rf, err = (&rss.Parser{}).Parse(bytes.NewReader(body))
-		if err == nil {
-			// slogfeed keeps no item images: spare the translator its
-			// HTML parse of every description in search of one.
-			feed, err = (&gofeed.DefaultRSSTranslator{DisableContentImageScan: true}).Translate(rf)
-		}
-	case "feed":
-		af, err = (&atom.Parser{}).Parse(bytes.NewReader(body))
-		if err == nil {
-			feed, err = (&gofeed.DefaultAtomTranslator{}).Translate(af)
-		}
-	case "":
-		return nil, fmt.Errorf("%w: the response%s has no root element", ErrNotFeed, describeType(contentType))
-	default:
-		return nil, fmt.Errorf("%w: the document's root element is <%s>, not RSS or Atom", ErrNotFeed, clip(sc.root))
-	}
+	t, err := parseSeen(sc.root, body, sc.items, hashes, opt.Seen)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrMalformed, clip(err.Error()))
 	}
+	feed, rf, af, body := t.feed, t.rss, t.atom, t.body
 	n := newNormalizer(opt)
 	if bad > 0 {
-		n.utf8Items = xmlUTF8Items(orig, sc.items, hashes, opt.Seen, opt.MaxItems)
+		n.utf8Items = xmlUTF8Items(orig, sc.items, hashes, t.seen, opt.MaxItems)
 	}
 	n.sfKeys = namespaceKeys(body)
 	p := n.feed(feed)
 	p.Truncated = p.Truncated || truncated
-	p.ItemHashes, p.Unchanged = hashes, unchanged
+	p.ItemHashes, p.Unchanged = hashes, t.unchanged
 	p.Hubs, p.Self = xmlHubs(rf, af, body, opt.BaseURL)
 	p.Repairs.utf8(bad, "read as Windows-1252")
 	p.Older = olderLink(xmlLinks(rf, af, body), opt.BaseURL)
@@ -299,6 +283,59 @@ func parseXML(body []byte, contentType string, opt Options) (*Parsed, error) {
 		}
 	}
 	return p, nil
+}
+
+// tree is what the feed parser read of an XML document.
+type tree struct {
+	feed *gofeed.Feed
+	rss  *rss.Feed  // nil for Atom
+	atom *atom.Feed // nil for RSS and RDF
+	// body is the document read: without the unchanged items, or whole.
+	body []byte
+	// unchanged counts the items cut from body; seen is the Seen that
+	// cut them (nil when none were).
+	unchanged int
+	seen      func(uint64) bool
+}
+
+// parseSeen parses body (root element root) without the items whose
+// hashes seen reports. The document without them must read as the whole
+// one does: when it does not read at all, the whole document is read
+// (and no item counts as unchanged).
+func parseSeen(root string, body []byte, items []span, hashes []uint64, seen func(uint64) bool) (tree, error) {
+	t := tree{body: body}
+	if seen != nil {
+		t.body, t.unchanged = dropSeen(body, items, hashes, seen)
+		if t.unchanged > 0 {
+			t.seen = seen
+		}
+	}
+	var err error
+	t.feed, t.rss, t.atom, err = parseTree(root, t.body)
+	if err != nil && t.unchanged > 0 {
+		t.body, t.unchanged, t.seen = body, 0, nil
+		t.feed, t.rss, t.atom, err = parseTree(root, body)
+	}
+	return t, err
+}
+
+// parseTree runs the feed parser of a document whose root element is
+// root ("rss", "rdf" or "feed") and translates its result.
+func parseTree(root string, body []byte) (feed *gofeed.Feed, rf *rss.Feed, af *atom.Feed, err error) {
+	if root == "feed" {
+		af, err = (&atom.Parser{}).Parse(bytes.NewReader(body))
+		if err == nil {
+			feed, err = (&gofeed.DefaultAtomTranslator{}).Translate(af)
+		}
+		return feed, nil, af, err
+	}
+	rf, err = (&rss.Parser{}).Parse(bytes.NewReader(body))
+	if err == nil {
+		// slogfeed keeps no item images: spare the translator its HTML
+		// parse of every description in search of one.
+		feed, err = (&gofeed.DefaultRSSTranslator{DisableContentImageScan: true}).Translate(rf)
+	}
+	return feed, rf, nil, err
 }
 
 // parseJSON parses JSON Feed (1.0 and 1.1).
@@ -770,13 +807,28 @@ func scanXML(body []byte, maxItems int) (scanResult, error) {
 				return res, fmt.Errorf("%w: elements nested deeper than %d", ErrMalformed, MaxDepth)
 			}
 		case xml.EndElement:
-			if len(stack) > 0 {
-				stack = stack[:len(stack)-1]
+			// An end tag closes the innermost open element of its name
+			// and every element opened inside it and left open (the
+			// feed parser's decoder reads a document the same way);
+			// one that closes nothing open is passed over.
+			k := len(stack) - 1
+			for k >= 0 && stack[k].Local != t.Name.Local {
+				k--
 			}
-			if len(stack) == itemDepth {
-				res.items = append(res.items, span{int(itemOff), int(d.InputOffset())})
+			if k < 0 {
+				continue
+			}
+			if itemDepth >= 0 && k <= itemDepth {
+				// The item is closed. Its bytes are a complete element
+				// only when its own end tag closed it: an item an
+				// ancestor's end tag closed has no range (and no hash),
+				// so that no range runs on past its item.
+				if k == itemDepth {
+					res.items = append(res.items, span{int(itemOff), int(d.InputOffset())})
+				}
 				itemDepth = -1
 			}
+			stack = stack[:k]
 			if len(stack) == 0 {
 				return res, nil // the root is closed: the parser stops here
 			}
