@@ -97,8 +97,10 @@ type Parsed struct {
 	ExtractErr error
 	// Skipped reports the records a source adapter left out of a document
 	// it otherwise read (bad values, missing fields): how many and why,
-	// e.g. "3 of 100 rows skipped: row 7: …". The feed keeps it as its
-	// warning.
+	// e.g. "3 of 100 rows skipped: row 7: …"; for an XML feed, the
+	// complete item elements the feed parser did not return ("2 of 4
+	// items could not be read"; ItemHashes is then empty, so that no item
+	// counts as stored). The feed keeps it as its warning.
 	Skipped error
 	// Hubs are the WebSub hubs the document advertises (Atom and RSS
 	// atom:link rel="hub", JSON Feed "hubs" of type WebSub), absolute
@@ -254,6 +256,15 @@ func parseXML(body []byte, contentType string, opt Options) (*Parsed, error) {
 	default:
 		return nil, fmt.Errorf("%w: the document's root element is <%s>, not RSS or Atom", ErrNotFeed, clip(sc.root))
 	}
+	if len(sc.strays) > 0 {
+		// The feed parser's decoder takes an end tag that closes nothing
+		// open for the end of every open element, the root's included,
+		// and reads no item after it: drop such tags.
+		body = cutSpans(body, sc.strays)
+		if sc, err = scanXML(body, opt.MaxItems); err != nil {
+			return nil, err
+		}
+	}
 	truncated := false
 	if sc.cut > 0 {
 		body = append(body[:sc.cut:sc.cut], sc.closers...)
@@ -273,6 +284,13 @@ func parseXML(body []byte, contentType string, opt Options) (*Parsed, error) {
 	p := n.feed(feed)
 	p.Truncated = p.Truncated || truncated
 	p.ItemHashes, p.Unchanged = hashes, t.unchanged
+	if lost := t.want - t.read(); lost > 0 {
+		// Items the scan found complete that the feed parser did not
+		// return: say so, and let the next poll parse them all again
+		// rather than take them for stored.
+		p.Skipped = errors.Join(p.Skipped, fmt.Errorf("%d of %d items could not be read", lost, t.want))
+		p.ItemHashes = nil
+	}
 	p.Hubs, p.Self = xmlHubs(rf, af, body, opt.BaseURL)
 	p.Repairs.utf8(bad, "read as Windows-1252")
 	p.Older = olderLink(xmlLinks(rf, af, body), opt.BaseURL)
@@ -296,12 +314,52 @@ type tree struct {
 	// cut them (nil when none were).
 	unchanged int
 	seen      func(uint64) bool
+	// want counts the items of body the feed parser is expected to
+	// return (see expected).
+	want int
+}
+
+// read returns how many items the feed parser returned.
+func (t *tree) read() int {
+	switch {
+	case t.rss != nil:
+		return len(t.rss.Items)
+	case t.atom != nil:
+		return len(t.atom.Entries)
+	}
+	return 0
+}
+
+// expected counts the item elements the feed parser should return of a
+// document without those seen reports (nil: none): the complete items
+// whose names have no namespace prefix (a prefixed one may be an
+// extension element to the feed parser).
+func expected(items []span, hashes []uint64, seen func(uint64) bool) int {
+	n := 0
+	for i, sp := range items {
+		if !sp.prefixed && (seen == nil || !seen(hashes[i])) {
+			n++
+		}
+	}
+	return n
+}
+
+// cutSpans returns b without the byte ranges spans (in order, disjoint).
+func cutSpans(b []byte, spans []span) []byte {
+	out := make([]byte, 0, len(b))
+	last := 0
+	for _, sp := range spans {
+		out = append(out, b[last:sp.start]...)
+		last = sp.end
+	}
+	return append(out, b[last:]...)
 }
 
 // parseSeen parses body (root element root) without the items whose
 // hashes seen reports. The document without them must read as the whole
-// one does: when it does not read at all, the whole document is read
-// (and no item counts as unchanged).
+// one does: when it does not read at all, or the feed parser returns
+// fewer items of it than expected, the whole document is read (and no
+// item counts as unchanged).
 func parseSeen(root string, body []byte, items []span, hashes []uint64, seen func(uint64) bool) (tree, error) {
 	t := tree{body: body}
 	if seen != nil {
@@ -312,9 +370,11 @@ func parseSeen(root string, body []byte, items []span, hashes []uint64, seen fun
 	}
 	var err error
 	t.feed, t.rss, t.atom, err = parseTree(root, t.body)
-	if err != nil && t.unchanged > 0 {
+	t.want = expected(items, hashes, t.seen)
+	if t.unchanged > 0 && (err != nil || t.read() < t.want) {
 		t.body, t.unchanged, t.seen = body, 0, nil
 		t.feed, t.rss, t.atom, err = parseTree(root, body)
+		t.want = expected(items, hashes, nil)
 	}
 	return t, err
 }
@@ -650,10 +710,17 @@ type scanResult struct {
 	cut     int    // > 0: keep body[:cut] (MaxItems items) ...
 	closers []byte // ... followed by these end tags
 	items   []span // the complete item elements (before any cut)
+	// strays are the end tags that close no open element, before the
+	// root's end.
+	strays []span
 }
 
-// span is a byte range [start, end) of a document.
-type span struct{ start, end int }
+// span is a byte range [start, end) of a document. For an item element,
+// prefixed tells that its name has a namespace prefix.
+type span struct {
+	start, end int
+	prefixed   bool
+}
 
 // hashSeed seeds Parsed.ItemHashes for the life of the process.
 var hashSeed = maphash.MakeSeed()
@@ -816,6 +883,7 @@ func scanXML(body []byte, maxItems int) (scanResult, error) {
 				k--
 			}
 			if k < 0 {
+				res.strays = append(res.strays, span{start: int(off), end: int(d.InputOffset())})
 				continue
 			}
 			if itemDepth >= 0 && k <= itemDepth {
@@ -824,7 +892,7 @@ func scanXML(body []byte, maxItems int) (scanResult, error) {
 				// ancestor's end tag closed has no range (and no hash),
 				// so that no range runs on past its item.
 				if k == itemDepth {
-					res.items = append(res.items, span{int(itemOff), int(d.InputOffset())})
+					res.items = append(res.items, span{start: int(itemOff), end: int(d.InputOffset()), prefixed: stack[k].Space != ""})
 				}
 				itemDepth = -1
 			}

@@ -108,3 +108,63 @@ func TestParseSeenFallsBackToWholeDocument(t *testing.T) {
 
 // clipEnd returns the last 40 bytes of b, for a message.
 func clipEnd(b []byte) []byte { return b[max(0, len(b)-40):] }
+
+// Every complete item element the scan finds is returned, or the feed is
+// warned and no hash is reported (no item may pass for stored unread).
+func TestParseReturnsEveryItem(t *testing.T) {
+	foreign := []byte(`<rss version="2.0"><channel><title>t</title>` +
+		`<item xmlns="urn:example:other"><guid>x-2</guid></item><item><guid>x-1</guid></item></channel></rss>`)
+	tests := []struct {
+		name    string
+		doc     []byte
+		items   []string
+		warning string // "" for none
+	}{
+		{"a stray end tag in an item", readUnbalanced(t, "rss-stray-end.xml"), []string{"s-4", "s-3", "s-2", "s-1"}, ""},
+		{"a stray end tag before the items", []byte(`<rss version="2.0"><channel><title>t</i></title>` +
+			`<item><guid>a</guid></item><item><guid>b</guid></item></channel></rss>`), []string{"a", "b"}, ""},
+		{"an item in another namespace", foreign, []string{"x-1"}, "1 of 2 items could not be read"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Parse(tc.doc, "application/rss+xml", Options{Now: testNow})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, it := range p.Items {
+				ids = append(ids, it.ID)
+			}
+			if !slices.Equal(ids, tc.items) || p.Warning() != tc.warning {
+				t.Fatalf("items %q, warning %q; want %q, %q", ids, p.Warning(), tc.items, tc.warning)
+			}
+			if tc.warning != "" && len(p.ItemHashes) != 0 {
+				t.Fatalf("%d item hashes reported beside unread items", len(p.ItemHashes))
+			}
+			if tc.warning == "" && len(p.ItemHashes) != len(tc.items) {
+				t.Fatalf("%d item hashes, want %d", len(p.ItemHashes), len(tc.items))
+			}
+		})
+	}
+}
+
+// A document whose new items the feed parser does not all return once
+// the unchanged ones are cut is read whole.
+func TestParseSeenShortReadsWhole(t *testing.T) {
+	doc := readUnbalanced(t, "rss-stray-end.xml")
+	sc, err := scanXML(doc, DefaultMaxItems)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hashes := itemHashes(doc, sc.items, Options{})
+	// The stray end tag left in (as Parse drops it): cutting the first
+	// item leaves a document whose parser stops at that tag.
+	first := func(h uint64) bool { return h == hashes[0] }
+	tr, err := parseSeen(sc.root, doc, sc.items, hashes, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.unchanged != 0 || tr.want != 4 || !bytes.Equal(tr.body, doc) {
+		t.Fatalf("%d unchanged, %d expected, whole document %v; want 0, 4, true", tr.unchanged, tr.want, bytes.Equal(tr.body, doc))
+	}
+}
