@@ -19,6 +19,9 @@
 // are new. Should the document without them not parse, or not return
 // every new item, the whole document is parsed.
 //
+// A JSON Feed is read as a stream (readJSON): the items past MaxItems,
+// or past the MaxNodes budget, are read over without being decoded.
+//
 // Normalising (normalize.go) makes every item clean and bounded whatever
 // its format: stable IDs, links resolved and limited to http(s), titles
 // and authors as plain text, summaries and content as sanitised HTML

@@ -38,11 +38,12 @@ const (
 	// MaxDepth is the deepest element nesting Parse accepts in XML feeds.
 	MaxDepth = 128
 	// MaxNodes bounds the elements and attributes of an XML feed (before
-	// the cut at MaxItems). The feed parser spends about a kilobyte on
-	// each, so a body of small empty elements would otherwise cost two
-	// hundred times its size. A feed over the budget is cut before the
-	// item that crosses it (Truncated), or refused when that is the
-	// first item.
+	// the cut at MaxItems), and the values and members a JSON Feed's
+	// items and other members hold. The feed parser spends about a
+	// kilobyte on each XML element, so a body of small empty elements
+	// would otherwise cost two hundred times its size. A feed over the
+	// budget is cut before the item that crosses it (Truncated), or
+	// refused when that is the first item.
 	MaxNodes = 100_000
 	// MaxTagBytes bounds one tag with its attributes: the XML tokenizer
 	// holds all of a tag's attributes at once, at some fifty bytes each.
@@ -400,24 +401,18 @@ func parseTree(root string, body []byte) (feed *gofeed.Feed, rf *rss.Feed, af *a
 
 // parseJSON parses JSON Feed (1.0 and 1.1).
 func parseJSON(body []byte, opt Options) (*Parsed, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrMalformed, clip(err.Error()))
+	top, items, truncated, err := readJSON(body, opt.MaxItems)
+	if err != nil {
+		return nil, err
 	}
 	var version string
 	_ = json.Unmarshal(top["version"], &version)
 	if _, hasItems := top["items"]; !hasItems && !strings.Contains(version, "jsonfeed.org/version/") {
 		return nil, fmt.Errorf("%w: a JSON document that is not a JSON Feed (no version, no items)", ErrNotFeed)
 	}
-	var items []json.RawMessage
-	if raw, ok := top["items"]; ok {
-		if err := json.Unmarshal(raw, &items); err != nil {
-			return nil, fmt.Errorf("%w: items: %s", ErrMalformed, clip(err.Error()))
-		}
-	}
-	truncated := false
-	if len(items) > opt.MaxItems {
-		items, truncated = items[:opt.MaxItems], true
+	if truncated {
+		// The feed parser reads the document again: give it the items
+		// kept only.
 		raw, err := json.Marshal(items)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s", ErrMalformed, clip(err.Error()))
@@ -447,6 +442,121 @@ func parseJSON(body []byte, opt Options) (*Parsed, error) {
 	p.Repairs.utf8(invalidUTF8(body), "replaced by U+FFFD")
 	p.Older = jsonOlder(top, opt.BaseURL)
 	return p, nil
+}
+
+// readJSON reads the top-level object of a JSON document as a stream:
+// each member's value but "items" as it is, and of the "items" array the
+// first maxItems items, as long as their elements and those of the other
+// members stay within MaxNodes (the items past the cap or the budget are
+// read over, not kept: truncated). A feed whose first item, or whose
+// members beside its items, cross the budget are refused. top["items"]
+// holds an empty array when the document has items (items has them).
+func readJSON(body []byte, maxItems int) (top map[string]json.RawMessage, items []json.RawMessage, truncated bool, err error) {
+	malformed := func(what string, err error) error {
+		return fmt.Errorf("%w: %s%s", ErrMalformed, what, clip(err.Error()))
+	}
+	d := json.NewDecoder(bytes.NewReader(body))
+	if _, err := d.Token(); err != nil { // '{': Parse saw it
+		return nil, nil, false, malformed("", err)
+	}
+	top = map[string]json.RawMessage{}
+	nodes := 0
+	for d.More() {
+		tok, err := d.Token()
+		if err != nil {
+			return nil, nil, false, malformed("", err)
+		}
+		key, _ := tok.(string) // object keys are strings
+		if key != "items" {
+			var raw json.RawMessage
+			if err := d.Decode(&raw); err != nil {
+				return nil, nil, false, malformed("", err)
+			}
+			if nodes += jsonNodes(raw); nodes > MaxNodes {
+				return nil, nil, false, fmt.Errorf("%w: more than %d elements", ErrMalformed, MaxNodes)
+			}
+			top[key] = raw
+			continue
+		}
+		// A repeated "items" replaces the earlier one, as the last
+		// value of a repeated key does when JSON is decoded.
+		for _, it := range items {
+			nodes -= jsonNodes(it)
+		}
+		items, truncated = nil, false
+		top["items"] = json.RawMessage("[]")
+		tok, err = d.Token()
+		if err != nil {
+			return nil, nil, false, malformed("items: ", err)
+		}
+		if tok == nil { // null: no items
+			continue
+		}
+		if tok != json.Delim('[') {
+			return nil, nil, false, fmt.Errorf("%w: items: not an array", ErrMalformed)
+		}
+		for d.More() {
+			if truncated {
+				if err := d.Decode(&skipJSON{}); err != nil {
+					return nil, nil, false, malformed("items: ", err)
+				}
+				continue
+			}
+			var raw json.RawMessage
+			if err := d.Decode(&raw); err != nil {
+				return nil, nil, false, malformed("items: ", err)
+			}
+			n := jsonNodes(raw)
+			if nodes+n > MaxNodes {
+				if len(items) == 0 {
+					return nil, nil, false, fmt.Errorf("%w: more than %d elements", ErrMalformed, MaxNodes)
+				}
+				truncated = true // keep the items before this one
+				continue
+			}
+			nodes += n
+			items = append(items, raw)
+			truncated = len(items) == maxItems && d.More()
+		}
+		if _, err := d.Token(); err != nil { // ']'
+			return nil, nil, false, malformed("items: ", err)
+		}
+	}
+	if _, err := d.Token(); err != nil { // '}'
+		return nil, nil, false, malformed("", err)
+	}
+	if _, err := d.Token(); !errors.Is(err, io.EOF) {
+		return nil, nil, false, fmt.Errorf("%w: data after the top-level object", ErrMalformed)
+	}
+	return top, items, truncated, nil
+}
+
+// skipJSON decodes any JSON value into nothing.
+type skipJSON struct{}
+
+func (*skipJSON) UnmarshalJSON([]byte) error { return nil }
+
+// jsonNodes counts the elements of a JSON value: its objects, arrays and
+// scalars, and the members of its objects.
+func jsonNodes(raw []byte) int {
+	n := 1
+	inString := false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case inString:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{', c == '[', c == ',', c == ':':
+			n++
+		}
+	}
+	return n
 }
 
 // jsonItemExtra is what gofeed does not keep of a JSON Feed item.
