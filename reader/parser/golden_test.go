@@ -120,6 +120,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"version":"https://jsonfeed.org/version/1","items":[{"id":1},{"id":"1"},{}]}`), "application/json")
 	f.Add([]byte(`{"items":[{"id":"a"},{},{},{},{},{},{"id":"b","tags":["x",["y"]]}],"title":"t","items":[{"id":"c"}]}`), "application/feed+json")
 	f.Add([]byte(`{"version":"https://jsonfeed.org/version/1.1","items":null,"title":"t"} {}`), "")
+	f.Add([]byte("<rss><channel><title>\x00</title><item><title>caf\xe9\x01&#1;</title></item></channel></rss>"), "")
 	f.Add([]byte(`<feed><entry><x:reading xmlns:x="https://slogfeed.org/ns/sensor/1" value="1"/></entry></feed>`), "")
 	const maxItems = 5
 	f.Fuzz(func(t *testing.T, body []byte, contentType string) {
