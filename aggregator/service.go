@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -904,6 +905,11 @@ func (s *Service) fetchDoc(ctx context.Context, f storage.Feed, prev time.Time) 
 // returns once the write is on disk, with what poll returns.
 func (s *Service) storePoll(p polled) (storage.Observation, time.Duration, storage.Feed) {
 	if p.err != nil {
+		if p.resp != nil {
+			// The document came but did not parse: the next poll
+			// parses it whole, whatever the last stored one held.
+			s.guard(p.f.ID).setSeen(nil, p.f.Retention)
+		}
 		return s.failed(p.f, p.errAt, p.err)
 	}
 	obs, _, updated, err := s.record(p.f, p.resp, p.parsed, p.prev, p.start, false)
@@ -934,12 +940,12 @@ func (s *Service) storePoll(p polled) (storage.Observation, time.Duration, stora
 }
 
 // estimatePublished estimates, in document order (newest first), the
-// publish times of the items of feed id not stored yet, writing them into
-// items that carry no date of their own (and readings with no time), and
+// publish times of the items of feed id not stored yet (fresh, their
+// indexes in items, as freshItems returns them), writing them into items
+// that carry no date of their own (and readings with no time), and
 // returns them as the poll's publish times (see PublishTimes). Items
 // already stored are left alone: their estimates were stored with them.
-func (s *Service) estimatePublished(id uint64, resp *fetcher.Response, items []storage.Item, prev time.Time) []time.Time {
-	fresh := s.freshItems(id, items)
+func (s *Service) estimatePublished(resp *fetcher.Response, items []storage.Item, fresh []int, prev time.Time) []time.Time {
 	if len(fresh) == 0 {
 		return nil
 	}
@@ -955,6 +961,73 @@ func (s *Service) estimatePublished(id uint64, resp *fetcher.Response, items []s
 		items[i].Published = sub[j].Published // a reading's time is set through its pointer
 	}
 	return published
+}
+
+// maxRefusalLen bounds what a feed's warning says of the items the store
+// refused.
+const maxRefusalLen = storage.MaxWarningLen / 4
+
+// refuseInvalid takes out of items those of its fresh ones (indexes in
+// items, in order) the store would refuse (an item larger than
+// storage.MaxItemSize), and returns the items left, their fresh indexes,
+// and what the feed's warning says of the refused ones ("" when none
+// was): the first one's id, link and why, and how many more there were.
+// Only fresh items are checked: an item stored already was valid then.
+func refuseInvalid(feedID uint64, items []storage.Item, fresh []int, at time.Time) ([]storage.Item, []int, string) {
+	if len(fresh) == 0 {
+		return items, fresh, ""
+	}
+	sub := make([]storage.Item, len(fresh))
+	for j, i := range fresh {
+		sub[j] = items[i]
+	}
+	err := storage.ValidateItems(feedID, sub, at)
+	if err == nil {
+		return items, fresh, ""
+	}
+	var refused []*storage.ItemError
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range joined.Unwrap() {
+			var ie *storage.ItemError
+			if errors.As(e, &ie) && ie.Index >= 0 && ie.Index < len(fresh) {
+				refused = append(refused, ie)
+			}
+		}
+	}
+	if len(refused) == 0 {
+		return items, fresh, ""
+	}
+	out := make(map[int]bool, len(refused))
+	for _, ie := range refused {
+		out[fresh[ie.Index]] = true
+	}
+	kept := make([]storage.Item, 0, len(items)-len(out))
+	var keptFresh []int
+	j := 0 // fresh[j] is the next fresh index
+	for i := range items {
+		isFresh := j < len(fresh) && fresh[j] == i
+		if isFresh {
+			j++
+		}
+		if out[i] {
+			continue
+		}
+		if isFresh {
+			keptFresh = append(keptFresh, len(kept))
+		}
+		kept = append(kept, items[i])
+	}
+	first := refused[0]
+	why := strings.TrimPrefix(first.Err.Error(), storage.ErrInvalid.Error()+": ")
+	msg := fmt.Sprintf("item %q", first.ID)
+	if link := items[fresh[first.Index]].Link; link != "" {
+		msg += " (" + link + ")"
+	}
+	msg += " not stored: " + why
+	if more := len(refused) - 1; more > 0 {
+		msg += fmt.Sprintf("; %d more items not stored", more)
+	}
+	return kept, keptFresh, sanitize.Truncate(msg, maxRefusalLen)
 }
 
 // record stores what one document brought, for a poll (push false) and for
@@ -976,6 +1049,7 @@ func (s *Service) record(f storage.Feed, resp *fetcher.Response, parsed *parser.
 	obs.Hints.Period = f.UpdateHint
 	var items []storage.Item
 	var published []time.Time // the new items' publish times (PublishTimes)
+	refusal := ""             // the feed's warning of items the store refuses
 	if parsed != nil {
 		if parsed.Truncated {
 			obs.MoreData = true
@@ -988,7 +1062,15 @@ func (s *Service) record(f storage.Feed, resp *fetcher.Response, parsed *parser.
 		}
 		obs.Hints.Period = parsed.UpdateHint
 		items = parsed.Items
-		published = s.estimatePublished(f.ID, resp, items, prev)
+		fresh := s.freshItems(f.ID, items)
+		items, fresh, refusal = refuseInvalid(f.ID, items, fresh, obs.At)
+		if refusal != "" && !push {
+			// The refused items are parsed again at the next poll, so
+			// that the warning keeps naming them while the document
+			// has them.
+			parsed.ItemHashes = nil
+		}
+		published = s.estimatePublished(resp, items, fresh, prev)
 		timeOrder(items) // stored, and read by pipes, oldest first
 		for i := range items {
 			items[i].Fetched = obs.At
@@ -1028,6 +1110,9 @@ func (s *Service) record(f storage.Feed, resp *fetcher.Response, parsed *parser.
 			}
 			x.UpdateHint = parsed.UpdateHint
 			x.Warning = parsed.Warning()
+			if refusal != "" {
+				x.Warning = strings.TrimPrefix(x.Warning+"\n"+refusal, "\n")
+			}
 			recordRepairs(x, parsed.Repairs, added, at)
 			// The publisher's sleep plan, beside the user's own windows.
 			x.Sleep.SkipHours, x.Sleep.SkipDays = parsed.Sleep.SkipHours, parsed.Sleep.SkipDays

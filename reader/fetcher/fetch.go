@@ -1,9 +1,11 @@
 package fetcher
 
 import (
+	"bufio"
 	"bytes"
 	"compress/flate"
 	"compress/gzip"
+	"compress/zlib"
 	"context"
 	"errors"
 	"fmt"
@@ -495,9 +497,9 @@ func (f *Fetcher) wrapErr(ctx context.Context, u *url.URL, err error) error {
 	return fmt.Errorf("fetch %s: %w", sanitize.RedactURL(u.String()), err)
 }
 
-// readBody reads the body, decompressing gzip, and fails with ErrTooLarge
-// once more than max bytes come out. The body is read into a pooled
-// buffer and copied out at its exact size: one allocation per body
+// readBody reads the body, decompressing gzip and deflate, and fails with
+// ErrTooLarge once more than max bytes come out. The body is read into a
+// pooled buffer and copied out at its exact size: one allocation per body
 // whatever its size and however the server sent it (chunked bodies
 // announce no length).
 func readBody(resp *http.Response, max int64) ([]byte, error) {
@@ -510,6 +512,7 @@ func readBody(resp *http.Response, max int64) ([]byte, error) {
 		}
 	case "gzip", "x-gzip":
 		enc = "gzip"
+	case "deflate":
 	default:
 		return nil, fmt.Errorf("%w: %.40q", ErrEncoding, enc)
 	}
@@ -518,7 +521,7 @@ func readBody(resp *http.Response, max int64) ([]byte, error) {
 	if enc == "" && resp.ContentLength > 0 {
 		*bp = slices.Grow((*bp)[:0], int(resp.ContentLength)+1)
 	}
-	body, err := readGzip(bp, resp.Body, enc == "gzip", max)
+	body, err := readDecoded(bp, resp.Body, enc, max)
 	if err != nil {
 		return nil, err
 	}
@@ -526,24 +529,44 @@ func readBody(resp *http.Response, max int64) ([]byte, error) {
 	if enc == "" && len(body) >= 2 && body[0] == 0x1f && body[1] == 0x8b {
 		zp := getReadBuf()
 		defer putReadBuf(zp)
-		if body, err = readGzip(zp, bytes.NewReader(body), true, max); err != nil {
+		if body, err = readDecoded(zp, bytes.NewReader(body), "gzip", max); err != nil {
 			return nil, err
 		}
 	}
 	return bytes.Clone(body), nil
 }
 
-// readGzip reads r, gzip-compressed when zipped, into *bp (which it keeps
-// grown for the pool) and returns what came out, failing with ErrTooLarge
-// once more than max bytes do.
-func readGzip(bp *[]byte, r io.Reader, zipped bool, max int64) ([]byte, error) {
-	if zipped {
+// readDecoded reads r, compressed with the content coding enc ("gzip",
+// "deflate", or "" for none), into *bp (which it keeps grown for the
+// pool) and returns what came out, failing with ErrTooLarge once more
+// than max bytes do.
+//
+// deflate is the zlib format (RFC 9110 8.4.1.2); a body in the raw
+// deflate format without the zlib wrapping, which some servers send
+// under that name, is read too.
+func readDecoded(bp *[]byte, r io.Reader, enc string, max int64) ([]byte, error) {
+	switch enc {
+	case "gzip":
 		zr, err := getGzipReader(r)
 		if err != nil {
-			return nil, fmt.Errorf("%w: gzip: %v", ErrEncoding, err)
+			return nil, fmt.Errorf("%w: gzip: %w", ErrEncoding, err)
 		}
 		defer gzipReaders.Put(zr)
 		r = zr
+	case "deflate":
+		br := bufio.NewReader(r)
+		if isZlibHeader(br) {
+			zr, err := zlib.NewReader(br)
+			if err != nil {
+				return nil, fmt.Errorf("%w: deflate: %w", ErrEncoding, err)
+			}
+			defer zr.Close()
+			r = zr
+		} else {
+			fr := flate.NewReader(br)
+			defer fr.Close()
+			r = fr
+		}
 	}
 	buf, err := readAtMost((*bp)[:0], r, max+1)
 	*bp = buf[:0]
@@ -551,13 +574,24 @@ func readGzip(bp *[]byte, r io.Reader, zipped bool, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%w: more than %d bytes (decompressed)", ErrTooLarge, max)
 	}
 	if err != nil {
-		if zipped && (errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) ||
+		if enc != "" && (errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) ||
+			errors.Is(err, zlib.ErrChecksum) || errors.Is(err, zlib.ErrHeader) || errors.Is(err, zlib.ErrDictionary) ||
 			errors.Is(err, io.ErrUnexpectedEOF) || isFlateError(err)) {
-			return nil, fmt.Errorf("%w: gzip: %v", ErrEncoding, err)
+			return nil, fmt.Errorf("%w: %s: %w", ErrEncoding, enc, err)
 		}
 		return nil, fmt.Errorf("read body: %w", err)
 	}
 	return buf, nil
+}
+
+// isZlibHeader reports whether br starts with a zlib header (RFC 1950):
+// the deflate method and a header checksum that holds.
+func isZlibHeader(br *bufio.Reader) bool {
+	h, err := br.Peek(2)
+	if err != nil {
+		return false
+	}
+	return h[0]&0x0f == 8 && h[0]>>4 <= 7 && (uint16(h[0])<<8|uint16(h[1]))%31 == 0
 }
 
 // readAtMost appends what r gives to buf until EOF or until limit bytes

@@ -3,6 +3,7 @@ package fetcher
 import (
 	"bytes"
 	"compress/gzip"
+	"compress/zlib"
 	"context"
 	"errors"
 	"fmt"
@@ -113,6 +114,16 @@ var (
 		zw.Close()
 		return b.Bytes()
 	})
+	deflateBomb = sync.OnceValue(func() []byte {
+		var b bytes.Buffer
+		zw, _ := zlib.NewWriterLevel(&b, zlib.BestCompression)
+		zero := make([]byte, 1<<20)
+		for range 64 { // 64 MiB of zeros in ~64 KiB
+			zw.Write(zero)
+		}
+		zw.Close()
+		return b.Bytes()
+	})
 )
 
 // TestHostile is the hostile-input table: every case ends in a clear error
@@ -122,6 +133,7 @@ func TestHostile(t *testing.T) {
 	// The hostile bodies are built before any fetch: compressing 64 MiB
 	// inside a handler (slow under -race) would eat the fetch's timeout.
 	gzipBomb()
+	deflateBomb()
 	manyItems()
 	l := newLabs(t)
 	goodBase := l.good.URL
@@ -233,6 +245,25 @@ func TestHostile(t *testing.T) {
 			fetchErr: ErrTooLarge,
 			msg:      "decompressed",
 			maxAlloc: 16 << 20,
+		},
+		{
+			name: "deflate bomb",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Encoding", "deflate")
+				w.Write(deflateBomb())
+			},
+			fetchErr: ErrTooLarge,
+			msg:      "decompressed",
+			maxAlloc: 16 << 20,
+		},
+		{
+			name: "corrupt deflate",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Encoding", "deflate")
+				w.Write(deflateBomb()[:1000])
+			},
+			fetchErr: ErrEncoding,
+			msg:      "deflate",
 		},
 		{
 			name: "gzip without Content-Encoding",

@@ -2,7 +2,9 @@ package fetcher
 
 import (
 	"bytes"
+	"compress/flate"
 	"compress/gzip"
+	"compress/zlib"
 	"errors"
 	"io"
 	"net/http"
@@ -19,6 +21,20 @@ func TestReadBody(t *testing.T) {
 		zw := gzip.NewWriter(&buf)
 		zw.Write(b)
 		zw.Close()
+		return buf.Bytes()
+	}
+	zl := func(b []byte) []byte {
+		var buf bytes.Buffer
+		zw := zlib.NewWriter(&buf)
+		zw.Write(b)
+		zw.Close()
+		return buf.Bytes()
+	}
+	raw := func(b []byte) []byte {
+		var buf bytes.Buffer
+		fw, _ := flate.NewWriter(&buf, flate.DefaultCompression)
+		fw.Write(b)
+		fw.Close()
 		return buf.Bytes()
 	}
 	small := []byte("<rss><channel><title>t</title></channel></rss>")
@@ -45,6 +61,14 @@ func TestReadBody(t *testing.T) {
 		{"gzip over the limit once decompressed", gz(bytes.Repeat([]byte("x"), limit+1)), "gzip", -1, nil, ErrTooLarge},
 		{"corrupt gzip", gz(big)[:100], "gzip", -1, nil, ErrEncoding},
 		{"not gzip at all", small, "gzip", -1, nil, ErrEncoding},
+		{"deflate (zlib)", zl(big), "deflate", -1, big, nil},
+		{"deflate, raw", raw(big), "Deflate", -1, big, nil},
+		{"deflate over the limit once decompressed", zl(bytes.Repeat([]byte("x"), limit+1)), "deflate", -1, nil, ErrTooLarge},
+		{"raw deflate over the limit once decompressed", raw(bytes.Repeat([]byte("x"), limit+1)), "deflate", -1, nil, ErrTooLarge},
+		{"corrupt deflate", zl(big)[:100], "deflate", -1, nil, ErrEncoding},
+		{"deflate with a bad checksum", append(zl(small)[:len(zl(small))-4], 0, 0, 0, 0), "deflate", -1, nil, ErrEncoding},
+		{"not deflate at all", small, "deflate", -1, nil, ErrEncoding},
+		{"empty deflate", nil, "deflate", -1, nil, ErrEncoding},
 		{"unknown encoding", small, "br", -1, nil, ErrEncoding},
 	}
 	for _, tc := range tests {

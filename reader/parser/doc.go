@@ -6,10 +6,21 @@
 // non-validating tokenizer (no DTD processing, no external entities) to
 // find its root element, refuse nesting deeper than MaxDepth and more than
 // MaxNodes elements, cut it after MaxItems items, and hash each complete
-// item element (Parsed.ItemHashes). When Options.Seen reports a hash (the
-// item's bytes are the ones the feed's previous poll stored), the element
-// is cut from the document before gofeed reads it: a steady-state poll of
-// a sensor feed parses the one or two items that are new.
+// item element (Parsed.ItemHashes). An end tag closes the innermost open
+// element of its name and whatever was left open inside it, as gofeed's
+// decoder reads it; an item is complete when its own end tag closes it,
+// and its range ends there. An end tag that closes nothing open is
+// dropped before gofeed reads the document (its decoder would end the
+// document there); a complete item gofeed does not return is reported in
+// Parsed.Skipped, and no item hash is reported. When Options.Seen
+// reports a hash (the item's bytes are the ones the feed's previous poll
+// stored), the element is cut from the document before gofeed reads it:
+// a steady-state poll of a sensor feed parses the one or two items that
+// are new. Should the document without them not parse, or not return
+// every new item, the whole document is parsed.
+//
+// A JSON Feed is read as a stream (readJSON): the items past MaxItems,
+// or past the MaxNodes budget, are read over without being decoded.
 //
 // Normalising (normalize.go) makes every item clean and bounded whatever
 // its format: stable IDs, links resolved and limited to http(s), titles

@@ -104,7 +104,7 @@ func checkParsed(t *testing.T, body []byte, p *parser.Parsed, err error, maxItem
 }
 
 func FuzzParse(f *testing.F) {
-	for _, dir := range []string{"testdata/hostile", "testdata/readings"} {
+	for _, dir := range []string{"testdata/hostile", "testdata/readings", "testdata/unbalanced"} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*"))
 		for _, file := range files {
 			if strings.HasSuffix(file, ".golden.json") {
@@ -118,11 +118,48 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte(`<rss><channel><item><title>x</title></item><item/><item/></channel></rss>`), "text/xml; charset=latin1")
 	f.Add([]byte(`{"version":"https://jsonfeed.org/version/1","items":[{"id":1},{"id":"1"},{}]}`), "application/json")
+	f.Add([]byte(`{"items":[{"id":"a"},{},{},{},{},{},{"id":"b","tags":["x",["y"]]}],"title":"t","items":[{"id":"c"}]}`), "application/feed+json")
+	f.Add([]byte(`{"version":"https://jsonfeed.org/version/1.1","items":null,"title":"t"} {}`), "")
+	f.Add([]byte("<rss><channel><title>\x00</title><item><title>caf\xe9\x01&#1;</title></item></channel></rss>"), "")
 	f.Add([]byte(`<feed><entry><x:reading xmlns:x="https://slogfeed.org/ns/sensor/1" value="1"/></entry></feed>`), "")
 	const maxItems = 5
 	f.Fuzz(func(t *testing.T, body []byte, contentType string) {
 		p, err := parser.Parse(body, contentType, parser.Options{MaxItems: maxItems, Now: now, BaseURL: "https://example.org/f",
 			Extract: &storage.ExtractRule{Regex: `(\d+)`}})
 		checkParsed(t, body, p, err, maxItems)
+	})
+}
+
+// FuzzParseSeen: a document that parses parses again, as the same feed,
+// when every item the first parse hashed is reported seen (a poll of an
+// unchanged document), and no item is both unchanged and parsed again.
+func FuzzParseSeen(f *testing.F) {
+	for _, dir := range []string{"testdata/readings", "testdata/unbalanced"} {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.xml"))
+		for _, file := range files {
+			if b, err := os.ReadFile(file); err == nil {
+				f.Add(b)
+			}
+		}
+	}
+	f.Add([]byte(`<rss><channel><item><guid>a</guid><description>x<b>y</description></item><item><guid>b</guid></item></channel></rss>`))
+	f.Add([]byte(`<feed><entry><id>a</id><summary>a<br>b</summary></entry></feed>`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		first, err := parser.Parse(body, "", parser.Options{Now: now})
+		if err != nil {
+			return
+		}
+		seen := map[uint64]bool{}
+		for _, h := range first.ItemHashes {
+			seen[h] = true
+		}
+		p, err := parser.Parse(body, "", parser.Options{Now: now, Seen: func(h uint64) bool { return seen[h] }})
+		if err != nil {
+			t.Fatalf("the whole document parses, without its unchanged items it fails: %v", err)
+		}
+		if p.Title != first.Title || p.Unchanged+len(p.Items) > len(first.Items)+len(first.ItemHashes) {
+			t.Fatalf("title %q, %d unchanged + %d items; first parse: title %q, %d items, %d hashes",
+				p.Title, p.Unchanged, len(p.Items), first.Title, len(first.Items), len(first.ItemHashes))
+		}
 	})
 }

@@ -38,11 +38,12 @@ const (
 	// MaxDepth is the deepest element nesting Parse accepts in XML feeds.
 	MaxDepth = 128
 	// MaxNodes bounds the elements and attributes of an XML feed (before
-	// the cut at MaxItems). The feed parser spends about a kilobyte on
-	// each, so a body of small empty elements would otherwise cost two
-	// hundred times its size. A feed over the budget is cut before the
-	// item that crosses it (Truncated), or refused when that is the
-	// first item.
+	// the cut at MaxItems), and the values and members a JSON Feed's
+	// items and other members hold. The feed parser spends about a
+	// kilobyte on each XML element, so a body of small empty elements
+	// would otherwise cost two hundred times its size. A feed over the
+	// budget is cut before the item that crosses it (Truncated), or
+	// refused when that is the first item.
 	MaxNodes = 100_000
 	// MaxTagBytes bounds one tag with its attributes: the XML tokenizer
 	// holds all of a tag's attributes at once, at some fifty bytes each.
@@ -97,8 +98,10 @@ type Parsed struct {
 	ExtractErr error
 	// Skipped reports the records a source adapter left out of a document
 	// it otherwise read (bad values, missing fields): how many and why,
-	// e.g. "3 of 100 rows skipped: row 7: …". The feed keeps it as its
-	// warning.
+	// e.g. "3 of 100 rows skipped: row 7: …"; for an XML feed, the
+	// complete item elements the feed parser did not return ("2 of 4
+	// items could not be read"; ItemHashes is then empty, so that no item
+	// counts as stored). The feed keeps it as its warning.
 	Skipped error
 	// Hubs are the WebSub hubs the document advertises (Atom and RSS
 	// atom:link rel="hub", JSON Feed "hubs" of type WebSub), absolute
@@ -247,48 +250,48 @@ func parseXML(body []byte, contentType string, opt Options) (*Parsed, error) {
 	if sc.html {
 		return nil, errHTML
 	}
+	switch sc.root {
+	case "rss", "rdf", "feed":
+	case "":
+		return nil, fmt.Errorf("%w: the response%s has no root element", ErrNotFeed, describeType(contentType))
+	default:
+		return nil, fmt.Errorf("%w: the document's root element is <%s>, not RSS or Atom", ErrNotFeed, clip(sc.root))
+	}
+	if len(sc.strays) > 0 {
+		// The feed parser's decoder takes an end tag that closes nothing
+		// open for the end of every open element, the root's included,
+		// and reads no item after it: drop such tags.
+		body = cutSpans(body, sc.strays)
+		if sc, err = scanXML(body, opt.MaxItems); err != nil {
+			return nil, err
+		}
+	}
 	truncated := false
 	if sc.cut > 0 {
 		body = append(body[:sc.cut:sc.cut], sc.closers...)
 		truncated = true
 	}
 	hashes := itemHashes(body, sc.items, opt)
-	unchanged := 0
-	if opt.Seen != nil {
-		body, unchanged = dropSeen(body, sc.items, hashes, opt.Seen)
-	}
-	var feed *gofeed.Feed
-	var rf *rss.Feed
-	var af *atom.Feed
-	switch sc.root {
-	case "rss", "rdf":
-		rf, err = (&rss.Parser{}).Parse(bytes.NewReader(body))
-		if err == nil {
-			// slogfeed keeps no item images: spare the translator its
-			// HTML parse of every description in search of one.
-			feed, err = (&gofeed.DefaultRSSTranslator{DisableContentImageScan: true}).Translate(rf)
-		}
-	case "feed":
-		af, err = (&atom.Parser{}).Parse(bytes.NewReader(body))
-		if err == nil {
-			feed, err = (&gofeed.DefaultAtomTranslator{}).Translate(af)
-		}
-	case "":
-		return nil, fmt.Errorf("%w: the response%s has no root element", ErrNotFeed, describeType(contentType))
-	default:
-		return nil, fmt.Errorf("%w: the document's root element is <%s>, not RSS or Atom", ErrNotFeed, clip(sc.root))
-	}
+	t, err := parseSeen(sc.root, body, sc.items, hashes, opt.Seen)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrMalformed, clip(err.Error()))
 	}
+	feed, rf, af, body := t.feed, t.rss, t.atom, t.body
 	n := newNormalizer(opt)
 	if bad > 0 {
-		n.utf8Items = xmlUTF8Items(orig, sc.items, hashes, opt.Seen, opt.MaxItems)
+		n.utf8Items = xmlUTF8Items(orig, sc.items, hashes, t.seen, opt.MaxItems)
 	}
 	n.sfKeys = namespaceKeys(body)
 	p := n.feed(feed)
 	p.Truncated = p.Truncated || truncated
-	p.ItemHashes, p.Unchanged = hashes, unchanged
+	p.ItemHashes, p.Unchanged = hashes, t.unchanged
+	if lost := t.want - t.read(); lost > 0 {
+		// Items the scan found complete that the feed parser did not
+		// return: say so, and let the next poll parse them all again
+		// rather than take them for stored.
+		p.Skipped = errors.Join(p.Skipped, fmt.Errorf("%d of %d items could not be read", lost, t.want))
+		p.ItemHashes = nil
+	}
 	p.Hubs, p.Self = xmlHubs(rf, af, body, opt.BaseURL)
 	p.Repairs.utf8(bad, "read as Windows-1252")
 	p.Older = olderLink(xmlLinks(rf, af, body), opt.BaseURL)
@@ -301,26 +304,115 @@ func parseXML(body []byte, contentType string, opt Options) (*Parsed, error) {
 	return p, nil
 }
 
+// tree is what the feed parser read of an XML document.
+type tree struct {
+	feed *gofeed.Feed
+	rss  *rss.Feed  // nil for Atom
+	atom *atom.Feed // nil for RSS and RDF
+	// body is the document read: without the unchanged items, or whole.
+	body []byte
+	// unchanged counts the items cut from body; seen is the Seen that
+	// cut them (nil when none were).
+	unchanged int
+	seen      func(uint64) bool
+	// want counts the items of body the feed parser is expected to
+	// return (see expected).
+	want int
+}
+
+// read returns how many items the feed parser returned.
+func (t *tree) read() int {
+	switch {
+	case t.rss != nil:
+		return len(t.rss.Items)
+	case t.atom != nil:
+		return len(t.atom.Entries)
+	}
+	return 0
+}
+
+// expected counts the item elements the feed parser should return of a
+// document without those seen reports (nil: none): the complete items
+// whose names have no namespace prefix (a prefixed one may be an
+// extension element to the feed parser).
+func expected(items []span, hashes []uint64, seen func(uint64) bool) int {
+	n := 0
+	for i, sp := range items {
+		if !sp.prefixed && (seen == nil || !seen(hashes[i])) {
+			n++
+		}
+	}
+	return n
+}
+
+// cutSpans returns b without the byte ranges spans (in order, disjoint).
+func cutSpans(b []byte, spans []span) []byte {
+	out := make([]byte, 0, len(b))
+	last := 0
+	for _, sp := range spans {
+		out = append(out, b[last:sp.start]...)
+		last = sp.end
+	}
+	return append(out, b[last:]...)
+}
+
+// parseSeen parses body (root element root) without the items whose
+// hashes seen reports. The document without them must read as the whole
+// one does: when it does not read at all, or the feed parser returns
+// fewer items of it than expected, the whole document is read (and no
+// item counts as unchanged).
+func parseSeen(root string, body []byte, items []span, hashes []uint64, seen func(uint64) bool) (tree, error) {
+	t := tree{body: body}
+	if seen != nil {
+		t.body, t.unchanged = dropSeen(body, items, hashes, seen)
+		if t.unchanged > 0 {
+			t.seen = seen
+		}
+	}
+	var err error
+	t.feed, t.rss, t.atom, err = parseTree(root, t.body)
+	t.want = expected(items, hashes, t.seen)
+	if t.unchanged > 0 && (err != nil || t.read() < t.want) {
+		t.body, t.unchanged, t.seen = body, 0, nil
+		t.feed, t.rss, t.atom, err = parseTree(root, body)
+		t.want = expected(items, hashes, nil)
+	}
+	return t, err
+}
+
+// parseTree runs the feed parser of a document whose root element is
+// root ("rss", "rdf" or "feed") and translates its result.
+func parseTree(root string, body []byte) (feed *gofeed.Feed, rf *rss.Feed, af *atom.Feed, err error) {
+	if root == "feed" {
+		af, err = (&atom.Parser{}).Parse(bytes.NewReader(body))
+		if err == nil {
+			feed, err = (&gofeed.DefaultAtomTranslator{}).Translate(af)
+		}
+		return feed, nil, af, err
+	}
+	rf, err = (&rss.Parser{}).Parse(bytes.NewReader(body))
+	if err == nil {
+		// slogfeed keeps no item images: spare the translator its HTML
+		// parse of every description in search of one.
+		feed, err = (&gofeed.DefaultRSSTranslator{DisableContentImageScan: true}).Translate(rf)
+	}
+	return feed, rf, nil, err
+}
+
 // parseJSON parses JSON Feed (1.0 and 1.1).
 func parseJSON(body []byte, opt Options) (*Parsed, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrMalformed, clip(err.Error()))
+	top, items, truncated, err := readJSON(body, opt.MaxItems)
+	if err != nil {
+		return nil, err
 	}
 	var version string
 	_ = json.Unmarshal(top["version"], &version)
 	if _, hasItems := top["items"]; !hasItems && !strings.Contains(version, "jsonfeed.org/version/") {
 		return nil, fmt.Errorf("%w: a JSON document that is not a JSON Feed (no version, no items)", ErrNotFeed)
 	}
-	var items []json.RawMessage
-	if raw, ok := top["items"]; ok {
-		if err := json.Unmarshal(raw, &items); err != nil {
-			return nil, fmt.Errorf("%w: items: %s", ErrMalformed, clip(err.Error()))
-		}
-	}
-	truncated := false
-	if len(items) > opt.MaxItems {
-		items, truncated = items[:opt.MaxItems], true
+	if truncated {
+		// The feed parser reads the document again: give it the items
+		// kept only.
 		raw, err := json.Marshal(items)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s", ErrMalformed, clip(err.Error()))
@@ -350,6 +442,121 @@ func parseJSON(body []byte, opt Options) (*Parsed, error) {
 	p.Repairs.utf8(invalidUTF8(body), "replaced by U+FFFD")
 	p.Older = jsonOlder(top, opt.BaseURL)
 	return p, nil
+}
+
+// readJSON reads the top-level object of a JSON document as a stream:
+// each member's value but "items" as it is, and of the "items" array the
+// first maxItems items, as long as their elements and those of the other
+// members stay within MaxNodes (the items past the cap or the budget are
+// read over, not kept: truncated). A feed whose first item, or whose
+// members beside its items, cross the budget are refused. top["items"]
+// holds an empty array when the document has items (items has them).
+func readJSON(body []byte, maxItems int) (top map[string]json.RawMessage, items []json.RawMessage, truncated bool, err error) {
+	malformed := func(what string, err error) error {
+		return fmt.Errorf("%w: %s%s", ErrMalformed, what, clip(err.Error()))
+	}
+	d := json.NewDecoder(bytes.NewReader(body))
+	if _, err := d.Token(); err != nil { // '{': Parse saw it
+		return nil, nil, false, malformed("", err)
+	}
+	top = map[string]json.RawMessage{}
+	nodes := 0
+	for d.More() {
+		tok, err := d.Token()
+		if err != nil {
+			return nil, nil, false, malformed("", err)
+		}
+		key, _ := tok.(string) // object keys are strings
+		if key != "items" {
+			var raw json.RawMessage
+			if err := d.Decode(&raw); err != nil {
+				return nil, nil, false, malformed("", err)
+			}
+			if nodes += jsonNodes(raw); nodes > MaxNodes {
+				return nil, nil, false, fmt.Errorf("%w: more than %d elements", ErrMalformed, MaxNodes)
+			}
+			top[key] = raw
+			continue
+		}
+		// A repeated "items" replaces the earlier one, as the last
+		// value of a repeated key does when JSON is decoded.
+		for _, it := range items {
+			nodes -= jsonNodes(it)
+		}
+		items, truncated = nil, false
+		top["items"] = json.RawMessage("[]")
+		tok, err = d.Token()
+		if err != nil {
+			return nil, nil, false, malformed("items: ", err)
+		}
+		if tok == nil { // null: no items
+			continue
+		}
+		if tok != json.Delim('[') {
+			return nil, nil, false, fmt.Errorf("%w: items: not an array", ErrMalformed)
+		}
+		for d.More() {
+			if truncated {
+				if err := d.Decode(&skipJSON{}); err != nil {
+					return nil, nil, false, malformed("items: ", err)
+				}
+				continue
+			}
+			var raw json.RawMessage
+			if err := d.Decode(&raw); err != nil {
+				return nil, nil, false, malformed("items: ", err)
+			}
+			n := jsonNodes(raw)
+			if nodes+n > MaxNodes {
+				if len(items) == 0 {
+					return nil, nil, false, fmt.Errorf("%w: more than %d elements", ErrMalformed, MaxNodes)
+				}
+				truncated = true // keep the items before this one
+				continue
+			}
+			nodes += n
+			items = append(items, raw)
+			truncated = len(items) == maxItems && d.More()
+		}
+		if _, err := d.Token(); err != nil { // ']'
+			return nil, nil, false, malformed("items: ", err)
+		}
+	}
+	if _, err := d.Token(); err != nil { // '}'
+		return nil, nil, false, malformed("", err)
+	}
+	if _, err := d.Token(); !errors.Is(err, io.EOF) {
+		return nil, nil, false, fmt.Errorf("%w: data after the top-level object", ErrMalformed)
+	}
+	return top, items, truncated, nil
+}
+
+// skipJSON decodes any JSON value into nothing.
+type skipJSON struct{}
+
+func (*skipJSON) UnmarshalJSON([]byte) error { return nil }
+
+// jsonNodes counts the elements of a JSON value: its objects, arrays and
+// scalars, and the members of its objects.
+func jsonNodes(raw []byte) int {
+	n := 1
+	inString := false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case inString:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{', c == '[', c == ',', c == ':':
+			n++
+		}
+	}
+	return n
 }
 
 // jsonItemExtra is what gofeed does not keep of a JSON Feed item.
@@ -613,10 +820,17 @@ type scanResult struct {
 	cut     int    // > 0: keep body[:cut] (MaxItems items) ...
 	closers []byte // ... followed by these end tags
 	items   []span // the complete item elements (before any cut)
+	// strays are the end tags that close no open element, before the
+	// root's end.
+	strays []span
 }
 
-// span is a byte range [start, end) of a document.
-type span struct{ start, end int }
+// span is a byte range [start, end) of a document. For an item element,
+// prefixed tells that its name has a namespace prefix.
+type span struct {
+	start, end int
+	prefixed   bool
+}
 
 // hashSeed seeds Parsed.ItemHashes for the life of the process.
 var hashSeed = maphash.MakeSeed()
@@ -770,13 +984,29 @@ func scanXML(body []byte, maxItems int) (scanResult, error) {
 				return res, fmt.Errorf("%w: elements nested deeper than %d", ErrMalformed, MaxDepth)
 			}
 		case xml.EndElement:
-			if len(stack) > 0 {
-				stack = stack[:len(stack)-1]
+			// An end tag closes the innermost open element of its name
+			// and every element opened inside it and left open (the
+			// feed parser's decoder reads a document the same way);
+			// one that closes nothing open is passed over.
+			k := len(stack) - 1
+			for k >= 0 && stack[k].Local != t.Name.Local {
+				k--
 			}
-			if len(stack) == itemDepth {
-				res.items = append(res.items, span{int(itemOff), int(d.InputOffset())})
+			if k < 0 {
+				res.strays = append(res.strays, span{start: int(off), end: int(d.InputOffset())})
+				continue
+			}
+			if itemDepth >= 0 && k <= itemDepth {
+				// The item is closed. Its bytes are a complete element
+				// only when its own end tag closed it: an item an
+				// ancestor's end tag closed has no range (and no hash),
+				// so that no range runs on past its item.
+				if k == itemDepth {
+					res.items = append(res.items, span{start: int(itemOff), end: int(d.InputOffset()), prefixed: stack[k].Space != ""})
+				}
 				itemDepth = -1
 			}
+			stack = stack[:k]
 			if len(stack) == 0 {
 				return res, nil // the root is closed: the parser stops here
 			}

@@ -1,6 +1,7 @@
 package parser
 
 import (
+	"bytes"
 	"encoding/json"
 	"unicode/utf8"
 )
@@ -16,7 +17,9 @@ import (
 // scanned again with each invalid byte read as '?', which keeps every
 // offset, and its item elements are matched to spans in order. It returns
 // nil when orig is valid UTF-8 or the two scans do not find the same
-// number of items.
+// number of items. What the repair strips and the tokenizer refuses (C0
+// control characters, U+FFFE and U+FFFF, references to characters XML
+// forbids) is read as spaces, which keeps every offset too.
 func xmlUTF8Items(orig []byte, spans []span, hashes []uint64, seen func(uint64) bool, maxItems int) []bool {
 	if utf8.Valid(orig) {
 		return nil
@@ -25,14 +28,23 @@ func xmlUTF8Items(orig []byte, spans []span, hashes []uint64, seen func(uint64) 
 	var bad []int // offsets of invalid bytes, increasing
 	for i := 0; i < len(orig); {
 		r, size := utf8.DecodeRune(orig[i:])
-		if r == utf8.RuneError && size <= 1 {
+		switch {
+		case r == utf8.RuneError && size <= 1:
 			marked[i] = '?'
 			bad = append(bad, i)
-			i++
-			continue
+		case r < 0x20 && r != '\t' && r != '\n' && r != '\r', r == 0xfffe, r == 0xffff:
+			copy(marked[i:i+size], "   ")
+		default:
+			copy(marked[i:], orig[i:i+size])
 		}
-		copy(marked[i:], orig[i:i+size])
 		i += size
+	}
+	if bytes.Contains(marked, []byte("&#")) {
+		for _, m := range charRefRe.FindAllIndex(marked, -1) {
+			if !xmlChar(marked[m[0]:m[1]]) {
+				copy(marked[m[0]:m[1]], bytes.Repeat([]byte{' '}, m[1]-m[0]))
+			}
+		}
 	}
 	sc, err := scanXML(marked, maxItems)
 	if err != nil || len(sc.items) != len(spans) {
