@@ -49,21 +49,12 @@ func NewCron(spec string) (c *Cron, err error) {
 	if len(spec) > MaxCronSpecLen {
 		return nil, fmt.Errorf("%w: longer than %d bytes", ErrCronSpec, MaxCronSpecLen)
 	}
-	full := spec
-	if strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ=") {
-		// The parser slices up to the first space; without one it panics.
-		if !strings.Contains(spec, " ") {
-			return nil, fmt.Errorf("%w: %q: time zone without an expression", ErrCronSpec, spec)
-		}
-	} else {
-		full = "CRON_TZ=UTC " + spec
-	}
 	defer func() {
 		if r := recover(); r != nil {
 			c, err = nil, fmt.Errorf("%w: %q: %v", ErrCronSpec, spec, r)
 		}
 	}()
-	sched, perr := cronSpecParser.Parse(full)
+	sched, perr := ParseCron(cronSpecParser, spec)
 	if perr != nil {
 		return nil, fmt.Errorf("%w: %q: %w", ErrCronSpec, spec, perr)
 	}
@@ -72,6 +63,34 @@ func NewCron(spec string) (c *Cron, err error) {
 	}
 	_, every := sched.(cron.ConstantDelaySchedule)
 	return &Cron{spec: spec, sched: sched, every: every}, nil
+}
+
+// ParseCron parses spec with p in UTC: a spec that does not start with a
+// time zone (CRON_TZ=<zone> or TZ=<zone>, then the expression) is parsed as
+// if it started with CRON_TZ=UTC, so its activations are the same whatever
+// the zone of the machine or of the times given to the schedule. A zone
+// with no expression after it is an error, as is a panic of the parser.
+// Errors are the parser's, not wrapped.
+func ParseCron(p cron.ScheduleParser, spec string) (sched cron.Schedule, err error) {
+	spec = strings.TrimSpace(spec)
+	full := spec
+	switch {
+	case spec == "":
+		// Nothing to read in any zone; the parser says what is missing.
+	case strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ="):
+		// The parser slices up to the first space; without one it panics.
+		if !strings.Contains(spec, " ") {
+			return nil, errors.New("time zone without an expression")
+		}
+	default:
+		full = "CRON_TZ=UTC " + spec
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			sched, err = nil, fmt.Errorf("%v", r)
+		}
+	}()
+	return p.Parse(full)
 }
 
 // MinEvery is the shortest interval of an @every cron schedule, the

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/robfig/cron/v3"
 )
 
 func TestCronSchedule(t *testing.T) {
@@ -40,6 +42,8 @@ func TestCronSchedule(t *testing.T) {
 		{"0 0 1 1 *", blAt(0), blAt(MaxDelay), blAt(MaxDelay)},
 		// UTC by default, whatever time.Local is.
 		{"0 9 * * *", blAt(0), blAt(23 * time.Hour), blAt(23 * time.Hour)},
+		// and whatever the zone of the time given (05:00 in UTC-5).
+		{"0 9 * * *", blAt(0).In(utcMinus5), blAt(23 * time.Hour), blAt(23 * time.Hour)},
 		// Time zones: 09:00 in New York is 14:00 UTC in March before DST.
 		{"CRON_TZ=America/New_York 0 9 * * *", blAt(0), blAt(4 * time.Hour), blAt(4 * time.Hour)},
 		// 19:00 JST is 10:00 UTC: Start includes now, Next does not.
@@ -64,6 +68,54 @@ func TestCronSchedule(t *testing.T) {
 			blSameTime(t, "First", First(c, tc.now), tc.start)
 			blSameTime(t, "Next", c.Next(blMiss(tc.now)), tc.next)
 			blSameTime(t, "Next after a hit", c.Next(blHit(tc.now, tc.now)), tc.next)
+		})
+	}
+}
+
+// utcMinus5 is a zone five hours behind UTC (needs no zone database).
+var utcMinus5 = time.FixedZone("UTC-5", -5*60*60)
+
+func TestParseCron(t *testing.T) {
+	fiveFields := cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+	// 2024-03-01 07:00 in UTC-5 is 12:00 UTC.
+	at := time.Date(2024, 3, 1, 7, 0, 0, 0, utcMinus5)
+	day := func(d, h int) time.Time { return time.Date(2024, 3, d, h, 0, 0, 0, time.UTC) }
+	tests := []struct {
+		name   string
+		parser cron.ScheduleParser
+		spec   string
+		next   time.Time // Next(at); zero for an error
+	}{
+		{"UTC by default", fiveFields, "0 8 * * *", day(2, 8)},
+		{"UTC by default, trimmed", fiveFields, "  0 13 * * *  ", day(1, 13)},
+		{"UTC by default, seconds", cronSpecParser, "0 0 8 * * *", day(2, 8)},
+		{"descriptor", fiveFields, "@daily", day(2, 0)},
+		{"every", fiveFields, "@every 1h", at.Add(time.Hour)},
+		{"zone of the spec", fiveFields, "CRON_TZ=Asia/Tokyo 0 19 * * *", day(2, 10)},
+		{"short zone of the spec", fiveFields, "TZ=UTC 0 8 * * *", day(2, 8)},
+		{"empty", fiveFields, "", time.Time{}},
+		{"zone without expression", fiveFields, "CRON_TZ=Europe/Paris", time.Time{}},
+		{"short zone without expression", fiveFields, "TZ=UTC", time.Time{}},
+		{"bad expression", fiveFields, "0 8 * *", time.Time{}},
+		{"seconds where not accepted", fiveFields, "0 0 8 * * *", time.Time{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := ParseCron(tc.parser, tc.spec)
+			if tc.next.IsZero() {
+				if err == nil {
+					t.Fatalf("ParseCron(%q) = %v, want an error", tc.spec, s)
+				}
+				return
+			}
+			if err != nil {
+				if strings.Contains(err.Error(), "location") {
+					t.Skipf("time zone database unavailable: %v", err)
+				}
+				t.Fatalf("ParseCron(%q): %v", tc.spec, err)
+			}
+			blSameTime(t, "Next", s.Next(at), tc.next)
+			blSameTime(t, "Next of the same instant in UTC", s.Next(at.UTC()), tc.next)
 		})
 	}
 }

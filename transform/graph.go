@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/slogfeed/slogfeed/schedule"
 )
 
 // Graph is a compiled pipe: its operators built, its edges checked and its
@@ -43,8 +45,18 @@ type SourceNode struct {
 }
 
 // CronParser parses the schedules of cron triggers: five fields, or
-// descriptors such as "@hourly" and "@every 10m".
-var CronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+// descriptors such as "@hourly" and "@every 10m". A schedule is in UTC
+// unless it starts with CRON_TZ=<zone> or TZ=<zone> (schedule.ParseCron):
+// its activations do not depend on the zone of the clock that drives it.
+var CronParser cron.ScheduleParser = cronParser{}
+
+type cronParser struct{}
+
+var cronFields = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+func (cronParser) Parse(spec string) (cron.Schedule, error) {
+	return schedule.ParseCron(cronFields, spec)
+}
 
 // Compile checks p and builds its operators. Every problem found is
 // reported, as an Errors value: unknown operators, bad configurations

@@ -149,6 +149,8 @@ func TestCompileErrors(t *testing.T) {
 		{"bad retention", Pipe{Nodes: []Node{src}, Output: Output{Slug: "x", Retention: storage.Retention{MaxItems: -3}}}, "", "output.retention.max_items", false},
 		{"unknown trigger", Pipe{Nodes: []Node{src}, Output: Output{Slug: "x"}, Trigger: Trigger{On: "sometimes"}}, "", "trigger.on", false},
 		{"bad cron", Pipe{Nodes: []Node{src}, Output: Output{Slug: "x"}, Trigger: Trigger{On: "cron", Cron: "every tuesday"}}, "", "trigger.cron", false},
+		{"cron zone without expression", Pipe{Nodes: []Node{src}, Output: Output{Slug: "x"}, Trigger: Trigger{On: "cron", Cron: "TZ=Europe/Paris"}}, "", "trigger.cron", false},
+		{"cron long zone without expression", Pipe{Nodes: []Node{src}, Output: Output{Slug: "x"}, Trigger: Trigger{On: "cron", Cron: "CRON_TZ=UTC"}}, "", "trigger.cron", false},
 		{"mdpt m too big", Pipe{Nodes: []Node{src}, Output: Output{Slug: "x"}, Trigger: Trigger{On: "mdpt", M: 2}}, "", "trigger.m", false},
 		{"m without mdpt", Pipe{Nodes: []Node{src}, Output: Output{Slug: "x"}, Trigger: Trigger{M: 2}}, "", "trigger.m", false},
 		{"loop with unknown step", chain(src, node("l", "loop", `{"steps":[{"op":"nope"}]}`)), "l", "steps[0].op", false},
@@ -443,6 +445,9 @@ func FuzzCompile(f *testing.F) {
 		`{"nodes":[{"id":"a","op":"source","config":{"feed":"sensor/x"}}],"output":{"slug":"x"}}`,
 		`{"nodes":[{"id":"a","op":"source","config":{"feed":"sensor/x"}},{"id":"l","op":"loop","config":{"steps":[{"op":"t_upper","config":{"field":"title"}}]}}],"edges":[{"from":"a","to":"l"}],"output":{"slug":"x"},"trigger":{"on":"cron","cron":"@every 1m"}}`,
 		`{"nodes":[{"id":"a","op":"source"},{"id":"b","op":"t_two"}],"edges":[{"from":"a","to":"b"},{"from":"b","to":"a"}]}`,
+		`{"nodes":[{"id":"a","op":"source","config":{"feed":"sensor/x"}}],"output":{"slug":"x"},"trigger":{"on":"cron","cron":"TZ=Europe/Paris"}}`,
+		`{"nodes":[{"id":"a","op":"source","config":{"feed":"sensor/x"}}],"output":{"slug":"x"},"trigger":{"on":"cron","cron":"CRON_TZ=UTC"}}`,
+		`{"nodes":[{"id":"a","op":"source","config":{"feed":"sensor/x"}}],"output":{"slug":"x"},"trigger":{"on":"cron","cron":"CRON_TZ=America/New_York 0 8 * * *"}}`,
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))

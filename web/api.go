@@ -10,10 +10,12 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
 	"github.com/slogfeed/slogfeed/reader/opml"
 	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/schedule"
@@ -319,15 +321,42 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, storage.ErrFeedExists):
 		respondError(w, http.StatusConflict, "already subscribed to "+sanitize.RedactURL(req.URL))
 		return
-	case isUnavailable(a.store, err):
-		a.internal(w, err) // a 503
+	case isBadSubscription(nf, err):
+		respondError(w, http.StatusBadRequest, err.Error())
 		return
 	case err != nil:
-		respondError(w, http.StatusBadRequest, err.Error())
+		a.internal(w, err) // a 503 for a store that cannot answer now, else a 500
 		return
 	}
 	w.Header().Set("Location", "/api/v1/feeds/"+strconv.FormatUint(f.ID, 10))
 	respondJSON(w, http.StatusCreated, a.view(f))
+}
+
+// badSubscription holds the errors of Subscribe about the subscription
+// asked for, which the client can correct; any other is the server's.
+var badSubscription = []error{
+	aggregator.ErrBadURL, aggregator.ErrBadSettings, aggregator.ErrUnknownSource,
+	fetcher.ErrInvalidURL, fetcher.ErrScheme, fetcher.ErrBlocked,
+	schedule.ErrUnknownPolicy, schedule.ErrCronSpec, schedule.ErrSleepPlan,
+	schedule.ErrWeight, schedule.ErrWeightClasses, schedule.ErrHost,
+	storage.ErrInvalid,
+}
+
+// isBadSubscription reports whether err, from subscribing f, is about the
+// subscription asked for (a 400) rather than a failure of the server.
+func isBadSubscription(f storage.Feed, err error) bool {
+	if err == nil {
+		return false
+	}
+	for _, target := range badSubscription {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	// A source adapter's refusal of f's configuration (Source.Prepare,
+	// whose errors are for the user) carries no sentinel of the
+	// aggregator's: it is "source <type>: <why>".
+	return f.Source != nil && strings.HasPrefix(err.Error(), "source "+f.Source.Type+": ")
 }
 
 func (a *api) list(w http.ResponseWriter, r *http.Request) {

@@ -34,8 +34,11 @@ const (
 	ReasonDuplicate = "duplicate" // already subscribed, or earlier in the same request
 	ReasonSSRF      = "ssrf"      // a host that is not a public address
 	ReasonBadURL    = "bad_url"   // not an absolute http or https URL
-	ReasonPolicy    = "policy"    // an unknown scheduling policy
+	ReasonPolicy    = "policy"    // an unknown scheduling policy, or a bad cron spec
 	ReasonInvalid   = "invalid"   // another setting is wrong (the error says which)
+	// ReasonError: the server failed to store or schedule the feed (the
+	// cause is logged, not shown): the request was not at fault.
+	ReasonError = "error"
 	// ReasonUnavailable: the store could not take the subscription now
 	// (a cluster without a quorum): send it again later.
 	ReasonUnavailable = "unavailable"
@@ -121,33 +124,39 @@ func (a *api) bulk(w http.ResponseWriter, r *http.Request) {
 func (a *api) subscribeOne(req *feedRequest) BulkResult {
 	res := BulkResult{URL: sanitize.RedactURL(req.URL)}
 	f, err := req.feed()
-	if err == nil {
-		if at, ok := a.agg.(subscribeAt); ok {
-			a.pacerMu.Lock()
-			a.pacer.Rate = BulkFirstRate
-			first := a.pacer.Next(a.now())
-			a.pacerMu.Unlock()
-			f, err = at.SubscribeAt(f, first)
-		} else {
-			f, err = a.agg.Subscribe(f)
-		}
+	if err != nil {
+		res.Error, res.Reason = err.Error(), ReasonInvalid
+		return res
+	}
+	var nf storage.Feed
+	if at, ok := a.agg.(subscribeAt); ok {
+		a.pacerMu.Lock()
+		a.pacer.Rate = BulkFirstRate
+		first := a.pacer.Next(a.now())
+		a.pacerMu.Unlock()
+		nf, err = at.SubscribeAt(f, first)
+	} else {
+		nf, err = a.agg.Subscribe(f)
 	}
 	if err != nil {
-		res.Error, res.Reason = err.Error(), refusal(err)
+		res.Error, res.Reason = err.Error(), refusal(f, err)
 		switch {
 		case res.Reason == ReasonDuplicate:
 			res.Error = "already subscribed"
 		case isUnavailable(a.store, err):
 			res.Error, res.Reason = unavailableMsg, ReasonUnavailable
+		case res.Reason == ReasonError:
+			a.log.Error("api: bulk subscription", "url", res.URL, "err", err)
+			res.Error = "internal error"
 		}
 		return res
 	}
-	res.ID = f.ID
+	res.ID = nf.ID
 	return res
 }
 
-// refusal names why a subscription was refused.
-func refusal(err error) string {
+// refusal names why subscribing f failed with err.
+func refusal(f storage.Feed, err error) string {
 	switch {
 	case errors.Is(err, storage.ErrFeedExists):
 		return ReasonDuplicate
@@ -155,8 +164,10 @@ func refusal(err error) string {
 		return ReasonSSRF
 	case errors.Is(err, aggregator.ErrBadURL), errors.Is(err, fetcher.ErrInvalidURL), errors.Is(err, fetcher.ErrScheme):
 		return ReasonBadURL
-	case errors.Is(err, schedule.ErrUnknownPolicy):
+	case errors.Is(err, schedule.ErrUnknownPolicy), errors.Is(err, schedule.ErrCronSpec):
 		return ReasonPolicy
+	case isBadSubscription(f, err):
+		return ReasonInvalid
 	}
-	return ReasonInvalid
+	return ReasonError
 }

@@ -328,8 +328,10 @@ func (h *pfHandler) render(feed storage.Feed, items []storage.Item, slug string,
 			newest = items[i].Published
 		}
 	}
+	// The title as the formats publish it (markup removed): one with no
+	// text left is the slug, not the feed's id, which publish would use.
 	title := feed.Title
-	if strings.TrimSpace(title) == "" {
+	if strings.TrimSpace(sanitize.Text(publish.Clean(title), 0)) == "" {
 		title = slug
 	}
 	link := feed.Site

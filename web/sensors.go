@@ -518,25 +518,33 @@ func (h *sensorStore) get(w http.ResponseWriter, r *http.Request) {
 		writeSensorError(w, err)
 		return
 	}
+	// What the document needs of the state, copied under its lock; the
+	// items are read without it, so that readers and posts of the sensor
+	// do not queue behind one another's store reads.
 	feed := s.feed
 	next := s.next(now)
 	period := s.policy.State().Median
+	s.mu.Unlock()
 	items, err := h.st.Items(feed.ID, storage.ItemQuery{Limit: limit + 1, Order: storage.ByArrival, BeforeSeq: before})
 	if err != nil {
 		if errors.Is(err, storage.ErrFeedNotFound) { // deleted meanwhile
-			s.loaded = false
+			s.mu.Lock()
+			stale := s.feed.ID == feed.ID // not already rebuilt on a new feed
+			if stale {
+				s.loaded = false
+			}
 			s.mu.Unlock()
-			h.forget(name, s)
+			if stale {
+				h.forget(name, s)
+			}
 			writeSensorError(w, &sensorError{http.StatusNotFound, fmt.Sprintf("unknown sensor %q", name)})
 			return
 		}
-		s.mu.Unlock()
 		err = unavailable(h.st, err)
 		logFailure(h.log, err, "reading sensor items", "sensor", name)
 		writeSensorError(w, err)
 		return
 	}
-	s.mu.Unlock()
 
 	self := h.base + "/sensors/" + name + "." + ext
 	older := nextPage(self, &items, limit, r.URL.Query().Get("limit") != "")

@@ -139,8 +139,10 @@
 // the group's readings observed within span before the reading (from
 // t − span to t; at most 10000 are kept per group). The item's id is the
 // reading's id plus "~" and the statistic ("r17~mean"), its title
-// "<sensor> <stat>(N): <value>" with N the readings in the window; a
-// count has no unit. "every": k emits only for every k-th reading of a
+// "<sensor> <stat>(N): <value>" with N the readings in the window. Its
+// unit is the window's readings' unit; it has none when they differ (a
+// window pooling sensors of several quantities, "by": "") and for a
+// count. "every": k emits only for every k-th reading of a
 // group; "emit": "last" emits only for the last (due) reading of each
 // group in a run. The windows are kept between runs (at most a million
 // readings over all groups).
@@ -161,7 +163,9 @@
 // the bucket's start, published at the bucket's end, id derived from the
 // group and the bucket's start, title "<sensor> mean(5m) at <start>:
 // <value>". The sensor, unit, author and position are those of the
-// bucket's last reading. The open bucket is kept between runs. Readings
+// bucket's last reading, except that when the bucket's readings have
+// different units only first and last have one (the first or last
+// reading's) and a count never has one. The open bucket is kept between runs. Readings
 // for a bucket that has closed (or that a later bucket of the same group
 // has replaced) are dropped. A median bucket keeps at most 10000 values
 // (beyond, a rolling sample of the latest).

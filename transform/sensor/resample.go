@@ -82,6 +82,11 @@ type bucket struct {
 	Feed   uint64   `json:"feed,omitempty"`
 	Lat    *float64 `json:"lat,omitempty"`
 	Lon    *float64 `json:"lon,omitempty"`
+
+	// Mixed: the readings' units differ; FirstUnit is then the first
+	// reading's.
+	Mixed     bool   `json:"mixed,omitempty"`
+	FirstUnit string `json:"first_unit,omitempty"`
 }
 
 func newResample(raw json.RawMessage) (transform.Operator, error) {
@@ -236,6 +241,9 @@ func (op *resampleOp) add(b *bucket, v float64, it *transform.Item) {
 		op.keep(b, v)
 	}
 	r := it.Reading
+	if b.N > 1 && !b.Mixed && trunc(r.Unit, maxUnitRunes) != trunc(b.Unit, maxUnitRunes) {
+		b.Mixed, b.FirstUnit = true, b.Unit
+	}
 	b.Sensor, b.Unit, b.Author, b.Feed = r.Sensor, r.Unit, trunc(it.Author, maxSensorRunes), it.FeedID
 	b.Lat, b.Lon = nil, nil
 	if r.Lat != nil && r.Lon != nil {
@@ -295,7 +303,7 @@ func (op *resampleOp) close(c *transform.Context, key string, g *resGroup) (tran
 		return transform.Item{}, false
 	}
 	start, stop := time.Unix(0, b.Start).UTC(), time.Unix(0, end).UTC()
-	unit := statUnit(op.stat, b.Unit)
+	unit := statUnit(op.stat, b.unit(op.stat))
 	name := op.by.name(&storage.Reading{Sensor: b.Sensor}, key)
 	r := &storage.Reading{Value: transform.TidyValue(s), Unit: unit, Sensor: name, Time: start, Lat: b.Lat, Lon: b.Lon}
 	if name == "" {
@@ -310,6 +318,19 @@ func (op *resampleOp) close(c *transform.Context, key string, g *resGroup) (tran
 		Published: stop,
 		Reading:   r,
 	}, true
+}
+
+// unit is the unit of the bucket's statistic stat: its readings' unit;
+// when they differ, the first or last reading's for first and last, and
+// none for the others.
+func (b *bucket) unit(stat string) string {
+	switch {
+	case !b.Mixed, stat == statLast:
+		return b.Unit
+	case stat == statFirst:
+		return b.FirstUnit
+	}
+	return ""
 }
 
 // resampleState is resample's saved state.
@@ -403,6 +424,7 @@ func (op *resampleOp) loadGroup(sg *resampleGrp, g *resGroup) error {
 		b.Lat, b.Lon = nil, nil
 	}
 	b.Sensor, b.Unit, b.Author = trunc(b.Sensor, maxSensorRunes), trunc(b.Unit, maxUnitRunes), trunc(b.Author, maxSensorRunes)
+	b.FirstUnit = trunc(b.FirstUnit, maxUnitRunes)
 	g.open = b
 	op.values += len(b.Vals)
 	return nil

@@ -3,6 +3,7 @@ package sensor
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,6 +64,18 @@ type ring struct {
 	t    []int64
 	head int
 	n    int
+	// units are the readings' units, oldest first, as runs: a group's
+	// readings seldom change unit.
+	units []unitRun
+}
+
+// unitRun is N consecutive readings of a ring with unit U. Unknown runs
+// are readings restored from a state saved without units; they agree
+// with any unit.
+type unitRun struct {
+	U       string `json:"u,omitempty"`
+	N       int32  `json:"n"`
+	Unknown bool   `json:"x,omitempty"`
 }
 
 func (r *ring) len() int { return r.n }
@@ -72,9 +85,14 @@ func (r *ring) at(i int) (float64, int64) {
 	return r.v[j], r.t[j]
 }
 
-// push appends a reading, growing up to limit and then dropping the
-// oldest; it reports whether one was dropped.
-func (r *ring) push(v float64, t int64, limit int) (dropped bool) {
+// push appends a reading of unit u (u.N is ignored), growing up to limit
+// and then dropping the oldest; it reports whether one was dropped.
+func (r *ring) push(v float64, t int64, u unitRun, limit int) (dropped bool) {
+	if k := len(r.units); k > 0 && r.units[k-1].U == u.U && r.units[k-1].Unknown == u.Unknown {
+		r.units[k-1].N++
+	} else {
+		r.units = append(r.units, unitRun{U: u.U, N: 1, Unknown: u.Unknown})
+	}
 	if r.n == len(r.v) && len(r.v) < limit {
 		size := min(max(8, 2*len(r.v)), limit)
 		nv, nt := make([]float64, size), make([]int64, size)
@@ -91,6 +109,7 @@ func (r *ring) push(v float64, t int64, limit int) (dropped bool) {
 	}
 	r.v[r.head], r.t[r.head] = v, t
 	r.head = (r.head + 1) % len(r.v)
+	r.dropUnit()
 	return true
 }
 
@@ -100,6 +119,44 @@ func (r *ring) popFront() {
 	}
 	r.head = (r.head + 1) % len(r.v)
 	r.n--
+	r.dropUnit()
+}
+
+// dropUnit forgets the unit of the oldest reading.
+func (r *ring) dropUnit() {
+	if len(r.units) == 0 {
+		return
+	}
+	if r.units[0].N--; r.units[0].N <= 0 {
+		r.units = r.units[1:]
+	}
+}
+
+// unitWalk yields the units of a ring's readings, oldest first.
+type unitWalk struct {
+	runs []unitRun
+	left int32 // readings of runs[0] not yet yielded
+}
+
+func walkUnits(runs []unitRun) unitWalk {
+	w := unitWalk{runs: runs}
+	if len(runs) > 0 {
+		w.left = runs[0].N
+	}
+	return w
+}
+
+// next is the unit of the next reading (an unknown one past the end).
+func (w *unitWalk) next() unitRun {
+	for w.left <= 0 {
+		if len(w.runs) <= 1 {
+			return unitRun{Unknown: true}
+		}
+		w.runs = w.runs[1:]
+		w.left = w.runs[0].N
+	}
+	w.left--
+	return w.runs[0]
 }
 
 func newWindow(raw json.RawMessage) (transform.Operator, error) {
@@ -226,22 +283,22 @@ func (op *windowOp) Apply(c *transform.Context, in [][]transform.Item) ([]transf
 			continue
 		}
 		v, _ := value(it)
-		g := op.add(keys[i], v, times[i])
+		g := op.add(keys[i], v, times[i], trunc(it.Reading.Unit, maxUnitRunes))
 		if !emit[i] {
 			continue
 		}
-		op.collect(g, times[i])
+		mixed := op.collect(g, times[i])
 		s := compute(op.stat, op.vals, &op.scratch)
 		if !finite(s) {
 			continue
 		}
-		out = append(out, op.item(it, keys[i], s, len(op.vals)))
+		out = append(out, op.item(it, keys[i], s, len(op.vals), mixed))
 	}
 	return append(out, op.seq.notices(c, late)...), nil
 }
 
 // add puts a reading into its group's window and returns the group.
-func (op *windowOp) add(key string, v float64, t int64) *winGroup {
+func (op *windowOp) add(key string, v float64, t int64, unit string) *winGroup {
 	g, _ := op.groups.touch(key)
 	g.n++
 	if op.span > 0 {
@@ -257,7 +314,7 @@ func (op *windowOp) add(key string, v float64, t int64) *winGroup {
 			op.total--
 		}
 	}
-	if !g.ring.push(v, t, op.limit()) {
+	if !g.ring.push(v, t, unitRun{U: unit}, op.limit()) {
 		op.total++
 	}
 	op.bound()
@@ -274,24 +331,40 @@ func (op *windowOp) bound() {
 }
 
 // collect puts into op.vals the values of the window ending at a reading
-// observed at t.
-func (op *windowOp) collect(g *winGroup, t int64) {
+// observed at t, and reports whether their units differ.
+func (op *windowOp) collect(g *winGroup, t int64) (mixed bool) {
 	op.vals = op.vals[:0]
 	floor := t - int64(op.span)
+	units := walkUnits(g.ring.units)
+	unit, seen := "", false
 	for i := 0; i < g.ring.len(); i++ {
 		v, ti := g.ring.at(i)
+		u := units.next()
 		if op.span > 0 && (ti < floor || ti > t) {
 			continue
 		}
 		op.vals = append(op.vals, v)
+		switch {
+		case u.Unknown:
+		case !seen:
+			unit, seen = u.U, true
+		case u.U != unit:
+			mixed = true
+		}
 	}
+	return mixed
 }
 
-func (op *windowOp) item(it *transform.Item, key string, s float64, n int) transform.Item {
+// item is the statistic s of the window of n readings ending at it. Its
+// unit is the readings' unit, none when they differ (mixed).
+func (op *windowOp) item(it *transform.Item, key string, s float64, n int, mixed bool) transform.Item {
 	w := transform.Clone(*it)
 	w.ID = it.ID + "~" + op.stat
 	w.GUID = ""
 	w.Reading.Value = transform.TidyValue(s)
+	if mixed {
+		w.Reading.Unit = ""
+	}
 	w.Reading.Unit = statUnit(op.stat, w.Reading.Unit)
 	name := op.by.name(it.Reading, key)
 	w.Reading.Sensor = name
@@ -324,6 +397,9 @@ type windowGroup struct {
 	N uint64    `json:"n"`
 	V []float64 `json:"v"`
 	T []int64   `json:"t"`
+	// U are the units of V, as runs (none in a state saved without
+	// them: units unknown).
+	U []unitRun `json:"u,omitempty"`
 }
 
 func (op *windowOp) SaveState() (json.RawMessage, error) {
@@ -333,7 +409,7 @@ func (op *windowOp) SaveState() (json.RawMessage, error) {
 	}
 	st := windowState{V: stateVersion, Order: order}
 	return saveGroups(&st, &st.Groups, op.groups, func(k string, g *winGroup) (windowGroup, bool) {
-		wg := windowGroup{K: k, N: g.n, V: make([]float64, g.ring.len()), T: make([]int64, g.ring.len())}
+		wg := windowGroup{K: k, N: g.n, V: make([]float64, g.ring.len()), T: make([]int64, g.ring.len()), U: slices.Clone(g.ring.units)}
 		for i := range wg.V {
 			wg.V[i], wg.T[i] = g.ring.at(i)
 		}
@@ -356,10 +432,28 @@ func (op *windowOp) LoadState(raw json.RawMessage) error {
 			if len(sg.V) != len(sg.T) {
 				return malformed(gi)
 			}
+			if sg.U != nil {
+				n := 0
+				for j := range sg.U {
+					if sg.U[j].N <= 0 {
+						return malformed(gi)
+					}
+					n += int(sg.U[j].N)
+					sg.U[j].U = trunc(sg.U[j].U, maxUnitRunes)
+				}
+				if n != len(sg.V) {
+					return malformed(gi)
+				}
+			}
 			g.n = sg.N
+			units := walkUnits(sg.U) // all unknown without units
 			start := max(0, len(sg.V)-op.limit())
+			for range start {
+				units.next()
+			}
 			for i := start; i < len(sg.V); i++ {
 				v, t := sg.V[i], sg.T[i]
+				u := units.next()
 				if !finite(v) {
 					continue
 				}
@@ -371,7 +465,7 @@ func (op *windowOp) LoadState(raw json.RawMessage) error {
 				if g.ring.len() == 0 || t > g.maxT {
 					g.maxT = t
 				}
-				if !g.ring.push(v, t, op.limit()) {
+				if !g.ring.push(v, t, u, op.limit()) {
 					op.total++
 				}
 			}
