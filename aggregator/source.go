@@ -82,7 +82,7 @@ func (s *Service) prepareSource(f *storage.Feed, now time.Time) error {
 	}
 	cfg, err := src.Prepare(f.Source.Config, now)
 	if err != nil {
-		return fmt.Errorf("source %s: %w", src.Name(), err)
+		return settingsError{fmt.Errorf("source %s: %w", src.Name(), err)}
 	}
 	spec := *f.Source
 	spec.Config = cfg
@@ -159,3 +159,11 @@ func countAdded(added []storage.Item, ids []string) int {
 	}
 	return n
 }
+
+// settingsError is a refusal of a feed's settings in words of its own (a
+// source adapter's): errors.Is finds ErrBadSettings in it, its text does
+// not repeat it.
+type settingsError struct{ err error }
+
+func (e settingsError) Error() string   { return e.err.Error() }
+func (e settingsError) Unwrap() []error { return []error{ErrBadSettings, e.err} }

@@ -233,7 +233,7 @@ func TestServiceUsesSources(t *testing.T) {
 	env := sourcetest.New(t, sourcetest.Loopback)
 
 	if _, err := env.Service.Subscribe(storage.Feed{URL: srv.URL + "/p", Source: &storage.SourceSpec{Type: "test-picky"}}); err == nil ||
-		err.Error() != "source test-picky: threshold must be positive" {
+		err.Error() != "source test-picky: threshold must be positive" || !errors.Is(err, aggregator.ErrBadSettings) {
 		t.Errorf("Subscribe with a refused configuration: %v", err)
 	}
 	if _, err := env.Service.Subscribe(storage.Feed{URL: srv.URL + "/u", Source: &storage.SourceSpec{Type: "test-unknown"}}); !errors.Is(err, aggregator.ErrUnknownSource) {

@@ -141,7 +141,11 @@ func jsonType(goType string) string {
 		return "a string"
 	case goType == "bool":
 		return "true or false"
-	case strings.HasPrefix(goType, "float"), strings.HasPrefix(goType, "int"), strings.HasPrefix(goType, "uint"):
+	case strings.HasPrefix(goType, "int"):
+		return "a whole number"
+	case strings.HasPrefix(goType, "uint"):
+		return "a whole number, 0 or more"
+	case strings.HasPrefix(goType, "float"):
 		return "a number"
 	}
 	return goType

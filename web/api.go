@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -321,7 +320,7 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, storage.ErrFeedExists):
 		respondError(w, http.StatusConflict, "already subscribed to "+sanitize.RedactURL(req.URL))
 		return
-	case isBadSubscription(nf, err):
+	case isBadSubscription(err):
 		respondError(w, http.StatusBadRequest, err.Error())
 		return
 	case err != nil:
@@ -342,9 +341,9 @@ var badSubscription = []error{
 	storage.ErrInvalid,
 }
 
-// isBadSubscription reports whether err, from subscribing f, is about the
+// isBadSubscription reports whether err, from a subscription, is about the
 // subscription asked for (a 400) rather than a failure of the server.
-func isBadSubscription(f storage.Feed, err error) bool {
+func isBadSubscription(err error) bool {
 	if err == nil {
 		return false
 	}
@@ -353,10 +352,7 @@ func isBadSubscription(f storage.Feed, err error) bool {
 			return true
 		}
 	}
-	// A source adapter's refusal of f's configuration (Source.Prepare,
-	// whose errors are for the user) carries no sentinel of the
-	// aggregator's: it is "source <type>: <why>".
-	return f.Source != nil && strings.HasPrefix(err.Error(), "source "+f.Source.Type+": ")
+	return false
 }
 
 func (a *api) list(w http.ResponseWriter, r *http.Request) {

@@ -139,7 +139,7 @@ func (a *api) subscribeOne(req *feedRequest) BulkResult {
 		nf, err = a.agg.Subscribe(f)
 	}
 	if err != nil {
-		res.Error, res.Reason = err.Error(), refusal(f, err)
+		res.Error, res.Reason = err.Error(), refusal(err)
 		switch {
 		case res.Reason == ReasonDuplicate:
 			res.Error = "already subscribed"
@@ -156,7 +156,7 @@ func (a *api) subscribeOne(req *feedRequest) BulkResult {
 }
 
 // refusal names why subscribing f failed with err.
-func refusal(f storage.Feed, err error) string {
+func refusal(err error) string {
 	switch {
 	case errors.Is(err, storage.ErrFeedExists):
 		return ReasonDuplicate
@@ -166,7 +166,7 @@ func refusal(f storage.Feed, err error) string {
 		return ReasonBadURL
 	case errors.Is(err, schedule.ErrUnknownPolicy), errors.Is(err, schedule.ErrCronSpec):
 		return ReasonPolicy
-	case isBadSubscription(f, err):
+	case isBadSubscription(err):
 		return ReasonInvalid
 	}
 	return ReasonError

@@ -54,7 +54,7 @@ var subscribeErrors = []struct {
 	{"bad cron policy", "", fmt.Errorf("%w: %q", schedule.ErrCronSpec, "TZ=UTC"), http.StatusBadRequest, web.ReasonPolicy},
 	{"bad settings", "", fmt.Errorf("%w: retention must not be negative", aggregator.ErrBadSettings), http.StatusBadRequest, web.ReasonInvalid},
 	{"unknown source", "", fmt.Errorf("%w %q", aggregator.ErrUnknownSource, "nope"), http.StatusBadRequest, web.ReasonInvalid},
-	{"source configuration", "csv", errors.New("source csv: columns.time and columns.value are required"), http.StatusBadRequest, web.ReasonInvalid},
+	{"source configuration", "csv", fmt.Errorf("source csv: columns.time and columns.value are required: %w", aggregator.ErrBadSettings), http.StatusBadRequest, web.ReasonInvalid},
 	{"invalid record", "", fmt.Errorf("%w: title is 9000 bytes", storage.ErrInvalid), http.StatusBadRequest, web.ReasonInvalid},
 	{"sleep plan", "", fmt.Errorf("feed 3: %w: skip hour above 23", schedule.ErrSleepPlan), http.StatusBadRequest, web.ReasonInvalid},
 	{"weight classes", "", fmt.Errorf("feed 3: %w (16)", schedule.ErrWeightClasses), http.StatusBadRequest, web.ReasonInvalid},
