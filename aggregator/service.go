@@ -120,6 +120,8 @@ type Service struct {
 	opt   ServiceOptions
 	sched *schedule.Scheduler
 	log   *slog.Logger
+	// failures writes the fetch failures to the log at a bounded rate.
+	failures failureLog
 
 	mu     sync.Mutex
 	guards map[uint64]*feedGuard
@@ -1182,7 +1184,7 @@ func (s *Service) failed(f storage.Feed, now time.Time, ferr error) (storage.Obs
 		s.log.Warn("cannot record fetch error", "feed", f.ID, "err", err)
 	}
 	s.opt.Metrics.failed()
-	s.log.Info("fetch failed", "feed", f.ID, "url", sanitize.RedactURL(f.URL), "err", ferr, "errors_in_a_row", n, "retry_in", backoff)
+	s.failures.failed(s.log, now, "fetch failed", "feed", f.ID, "url", sanitize.RedactURL(f.URL), "err", ferr, "errors_in_a_row", n, "retry_in", backoff)
 	return obs, backoff, updated
 }
 

@@ -224,7 +224,7 @@ func runList(ctx context.Context, a *app, args []string) error {
 				lat = fmt.Sprintf("%.1fs", *f.MedianLatencyS)
 			}
 			if f.NextFetch != nil {
-				next = f.NextFetch.Local().Format("15:04:05")
+				next = clockTime(*f.NextFetch, time.Now())
 			}
 			name := f.URL
 			if f.Title != "" {
@@ -529,4 +529,18 @@ func shardChange(n *web.ThisNode) string {
 		fmt.Fprintf(&b, "; %d feeds of its shards cannot be scheduled (see its log)", n.Failed)
 	}
 	return b.String()
+}
+
+// clockTime writes t in local time for a table read at now: the time of
+// day when t is within 12 hours of now, else the date too, so that a
+// fetch two days away does not read as one overdue.
+func clockTime(t, now time.Time) string {
+	t = t.In(now.Location())
+	if d := t.Sub(now); d < 12*time.Hour && d > -12*time.Hour {
+		return t.Format("15:04:05")
+	}
+	if t.Year() != now.Year() {
+		return t.Format("2006-01-02 15:04")
+	}
+	return t.Format("Jan 2 15:04")
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/slogfeed/slogfeed/schedule/eval"
 )
@@ -238,6 +239,24 @@ func TestSettingChecks(t *testing.T) {
 	for _, tt := range tests {
 		if err := tt.check(tt.value); (err == nil) != tt.ok {
 			t.Errorf("%q: %v, want ok %v", tt.value, err, tt.ok)
+		}
+	}
+}
+
+func TestClockTime(t *testing.T) {
+	now := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	tests := []struct {
+		t    time.Time
+		want string
+	}{
+		{now.Add(90 * time.Second), "10:01:30"},
+		{now.Add(-11 * time.Hour), "23:00:00"},
+		{now.Add(48*time.Hour + 8*time.Minute), "Dec 9 10:08"},
+		{time.Date(2027, 1, 2, 3, 4, 0, 0, time.UTC), "2027-01-02 03:04"},
+	}
+	for _, tt := range tests {
+		if got := clockTime(tt.t, now); got != tt.want {
+			t.Errorf("%v: %q, want %q", tt.t, got, tt.want)
 		}
 	}
 }
