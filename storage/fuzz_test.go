@@ -17,7 +17,7 @@ func FuzzAddItems(f *testing.F) {
 	f.Add("", "", "", int64(0), int64(0), 0.0, false, uint8(1), uint8(2))
 	f.Add("\xff", "t", "", int64(-62135596800), int64(1), math.NaN(), true, uint8(2), uint8(1))
 	f.Add("a", "b", "c", int64(253402300800), int64(-1), math.Inf(-1), true, uint8(3), uint8(3))
-	f.Add("x/y?z", "title", "", int64(-1), int64(999999999), -0.0, false, uint8(4), uint8(0))
+	f.Add("x/y?z", "title", "", int64(-1), int64(999999999), negZero, false, uint8(4), uint8(0))
 
 	clk := newClock()
 	s := openTest(f, Options{Now: clk.Now})

@@ -54,7 +54,7 @@ func TestItemBinaryRoundTrip(t *testing.T) {
 		Enclosures: []Enclosure{{URL: "https://example.org/a.mp3", Type: "audio/mpeg", Length: 1 << 33}, {}, {URL: "x", Length: -1}},
 		Published:  at.Add(-time.Hour), Updated: at.Add(-time.Minute), Fetched: at,
 		Reading: &Reading{Value: -12.25, Unit: "°C", Sensor: "lab-1", Time: at.Add(-2 * time.Hour), Lat: ptr(52.520008), Lon: ptr(0)},
-		Digest: &Digest{Field: "value", Count: 12, Sum: 1e300, Min: -0.0, Max: math.MaxFloat64,
+		Digest: &Digest{Field: "value", Count: 12, Sum: 1e300, Min: negZero, Max: math.MaxFloat64,
 			From: at.Add(-24 * time.Hour), To: at, Items: []string{"a", "b"}}}
 	tests := []struct {
 		name string
@@ -83,7 +83,7 @@ func TestItemBinaryRoundTrip(t *testing.T) {
 		{"before 1970", Item{ID: "b", Fetched: at, Published: time.Date(1969, 12, 31, 23, 59, 59, 1, time.UTC)}, 40},
 		{"monotonic reading dropped", Item{ID: "m", Fetched: time.Now(), Published: time.Now(), Reading: &Reading{Time: time.Now()}}, 50},
 		{"empty lists", Item{ID: "e", Fetched: at, Categories: []string{}, Enclosures: []Enclosure{}, Digest: &Digest{Items: []string{}}}, 30},
-		{"numbers", Item{ID: "n", Fetched: at, Reading: &Reading{Value: math.SmallestNonzeroFloat64, Lat: ptr(-0.0), Lon: ptr(1e22)},
+		{"numbers", Item{ID: "n", Fetched: at, Reading: &Reading{Value: math.SmallestNonzeroFloat64, Lat: ptr(negZero), Lon: ptr(1e22)},
 			Digest: &Digest{Sum: 0.1 + 0.2, Min: -9007199254740993, Max: 123456.789012345, Count: math.MinInt64}}, 80},
 		{"HTML and control characters", Item{ID: "<&>", Title: "a\x00b\tc\u007f", Summary: "</script>", Fetched: at}, 40},
 	}
@@ -405,3 +405,6 @@ func BenchmarkItemCodec(b *testing.B) {
 		}
 	})
 }
+
+// negZero is -0 (the literal -0.0 is +0 in Go).
+var negZero = math.Copysign(0, -1)

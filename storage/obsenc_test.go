@@ -54,7 +54,7 @@ func TestObservationBinaryRoundTrip(t *testing.T) {
 			LatencyS:  []float64{at.Sub(at.Add(-91*time.Second - 100*time.Millisecond)).Seconds()}, Status: 200}, 22},
 		{"latencies derived out of order and raw", Observation{At: at, Hit: true,
 			Published: []time.Time{at.Add(-time.Hour), at.Add(-time.Minute), time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)},
-			LatencyS:  []float64{60, 3600, 0.1, -0.0, 1e300}, Status: 200}, 60},
+			LatencyS:  []float64{60, 3600, 0.1, negZero, 1e300}, Status: 200}, 60},
 		{"every hint", Observation{At: at, MoreData: true, Hints: schedule.Hints{Desync: time.Second, Phase: -3 * time.Second, HasPhase: true,
 			CacheFor: time.Minute, Period: time.Hour, Due: 90 * time.Second, HasDue: true}}, 22},
 		{"hints of nanoseconds", Observation{At: at, Hints: schedule.Hints{CacheFor: time.Minute, Period: time.Hour + 1}}, 26},

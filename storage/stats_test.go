@@ -148,7 +148,7 @@ func TestRecentLatenciesCorrupt(t *testing.T) {
 // encoded observations, and that no input makes it panic.
 func FuzzAppendLatencies(f *testing.F) {
 	f.Add(`"latency_s":[1,2]`, 1.5, 2e-9, true)
-	f.Add("", 1e300, -0.0, false)
+	f.Add("", 1e300, negZero, false)
 	f.Add(`{"latency_s":[NaN]}`, 0.0, 7.0, true)
 	f.Fuzz(func(t *testing.T, text string, a, b float64, hit bool) {
 		_, _ = appendLatencies(nil, []byte(text)) // must not panic

@@ -348,7 +348,7 @@ func TestHelpers(t *testing.T) {
 		for _, tt := range []struct {
 			v    float64
 			want string
-		}{{21.3, "21.3"}, {70.34000000000001, "70.34"}, {-0.0, "0"}, {21.3666666, "21.3667"}, {1234567.4, "1234567"}, {1e-7, "0.0000001"}} {
+		}{{21.3, "21.3"}, {70.34000000000001, "70.34"}, {negZero, "0"}, {21.3666666, "21.3667"}, {1234567.4, "1234567"}, {1e-7, "0.0000001"}} {
 			if got := fmtNum(tt.v); got != tt.want {
 				t.Errorf("fmtNum(%v) = %q, want %q", tt.v, got, tt.want)
 			}
@@ -392,3 +392,6 @@ func TestHelpers(t *testing.T) {
 		}
 	})
 }
+
+// negZero is -0 (the literal -0.0 is +0 in Go).
+var negZero = math.Copysign(0, -1)
