@@ -89,10 +89,8 @@ type Store struct {
 	// feedGen counts the write transactions other than the polls' (see
 	// updatePoll) that have ended: a memo entry a poll's write stored is
 	// current while the count is the one its write began with, so
-	// Store.Feed returns it without a transaction (feedmemo.go). writeSeq
-	// orders the runs of poll writes' functions, which the single writer
-	// runs one at a time.
-	feedGen, writeSeq atomic.Uint64
+	// Store.Feed returns it without a transaction (feedmemo.go).
+	feedGen atomic.Uint64
 }
 
 type reducerBox struct{ r Reducer }

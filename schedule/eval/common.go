@@ -79,34 +79,6 @@ func row(policy string, r sim.Result, params map[string]any) Row {
 	}
 }
 
-// avgRow averages rows of the same policy (fixed polling over phases): the
-// mean of each statistic, counts summed.
-func avgRow(policy string, rs []sim.Result, params map[string]any) Row {
-	out := Row{Policy: policy, Params: params}
-	if len(rs) == 0 {
-		return out
-	}
-	for _, r := range rs {
-		s := r.Stats()
-		out.MedianLatencyS += s.MedianS
-		out.MeanLatencyS += s.MeanS
-		out.P90LatencyS += s.P90S
-		out.StdLatencyS += s.StdS
-		out.HitPct += s.HitPct
-		out.Polls += s.Polls
-		out.Items += s.Items
-	}
-	n := float64(len(rs))
-	out.MedianLatencyS /= n
-	out.MeanLatencyS /= n
-	out.P90LatencyS /= n
-	out.StdLatencyS /= n
-	out.HitPct /= n
-	out.Polls /= len(rs)
-	out.Items /= len(rs)
-	return out
-}
-
 // fixedSet simulates fixed-interval polling with the given period at
 // `phases` random phases and returns one result per phase.
 func fixedSet(items []sim.Item, start, end time.Time, period time.Duration, phases int, rng *rand.Rand, opts ...sim.Option) []sim.Result {

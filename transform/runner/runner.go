@@ -149,7 +149,6 @@ type pipe struct {
 
 	modelMu sync.Mutex
 	model   *schedule.Auto // arrivals of the pipe's output
-	modeled bool
 	fan     fanIn // under modelMu
 }
 

@@ -90,8 +90,6 @@ type joinPoint struct {
 	key string // the group (in tryRounds' scratch only)
 }
 
-func (g *joinGroup) latest() joinPoint { return g.hist[len(g.hist)-1] }
-
 func newJoin(raw json.RawMessage) (transform.Operator, error) {
 	cfg, err := decode[JoinConfig](raw, "tolerance")
 	if err != nil {
