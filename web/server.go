@@ -4,15 +4,19 @@
 // Routes:
 //
 //	POST   /api/v1/feeds                  subscribe {"url": ..., "policy": "auto", ...} → 201 with the feed
+//	POST   /api/v1/feeds/bulk             subscribe up to 10,000 feeds {"feeds": [...]} → a result per feed;
+//	                                      their first fetches paced (BulkFirstRate)
 //	GET    /api/v1/feeds                  a page of feeds with their status (?limit=&cursor=&q=&status=&policy=) → {feeds, total, next_cursor}
 //	GET    /api/v1/feeds/{id}             one feed
 //	GET    /api/v1/fleet                  every feed summed up: counts, polls, hit rate, erroring, starved,
 //	                                      quantiles of the feeds' mean latencies
-//	DELETE /api/v1/feeds/{id}             unsubscribe (items and observations go too)
+//	DELETE /api/v1/feeds/{id}             unsubscribe (items and observations go too); 409 for a pipe's
+//	                                      output or input
+//	PUT    /api/v1/feeds/{id}/sleep       replace the feed's own sleep windows → its schedule
 //	GET    /api/v1/feeds/{id}/items       newest items (?limit=, ≤ 1000)
 //	GET    /api/v1/feeds/{id}/schedule    median, σ, mode, next fetch, recent polls (?polls=)
-//	GET    /api/v1/opml                   the remote feeds as OPML, credentials kept (a backup: needs
-//	                                      the token on a token-protected server)
+//	GET    /api/v1/opml                   the remote feeds and their settings as OPML, credentials kept
+//	                                      (needs the token on a token-protected server)
 //	POST   /api/v1/pipes                  create a pipe (body: its definition, ≤ 256 KiB) → 201 with the pipe
 //	GET    /api/v1/pipes                  {"pipes": [...]}: every pipe with its inputs, output feeds and status
 //	GET    /api/v1/pipes/{id}             one pipe
