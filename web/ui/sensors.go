@@ -31,6 +31,9 @@ type sensorRow struct {
 type sensorsView struct {
 	Enabled bool
 	Sensors []sensorRow
+	// FirstURL and NextURL lead to the first and the next page of
+	// sensors (empty on the first page, and on the last).
+	FirstURL, NextURL string
 	// The form's values after an error.
 	Sensor, Value, Unit string
 }
@@ -58,10 +61,79 @@ func (u *UI) sensorsPage(w http.ResponseWriter, r *http.Request) {
 	u.renderSensors(w, r, http.StatusOK, "", sensorsView{Sensor: r.URL.Query().Get("sensor")})
 }
 
-// renderSensors renders the sensors list with status, an error about the
-// form and its values.
+// sensorsPerPage is how many sensors a page of the sensors list shows.
+const sensorsPerPage = 100
+
+// summaries is a store that keeps its feeds' summaries in memory.
+type summaries interface {
+	EachFeedSummary(fn func(*storage.FeedSummary) bool) error
+}
+
+// sensorFeeds returns up to limit sensor feeds with an ID above after,
+// in ID order, and whether more follow. From the store's summaries when
+// it keeps them (the walk then reads only the sensors' records), else
+// from every feed record.
+func (u *UI) sensorFeeds(after uint64, limit int) ([]storage.Feed, bool, error) {
+	var ids []uint64
+	more := false
+	if sum, ok := u.opt.Store.(summaries); ok {
+		err := sum.EachFeedSummary(func(f *storage.FeedSummary) bool {
+			if f.Kind != storage.KindSensor || f.ID <= after {
+				return true
+			}
+			if len(ids) == limit {
+				more = true
+				return false
+			}
+			ids = append(ids, f.ID)
+			return true
+		})
+		if err != nil {
+			return nil, false, err
+		}
+		feeds := make([]storage.Feed, 0, len(ids))
+		for _, id := range ids {
+			f, err := u.opt.Store.Feed(id)
+			if errors.Is(err, storage.ErrFeedNotFound) {
+				continue // deleted meanwhile
+			}
+			if err != nil {
+				return nil, false, err
+			}
+			feeds = append(feeds, f)
+		}
+		return feeds, more, nil
+	}
+	all, err := u.opt.Store.Feeds()
+	if err != nil {
+		return nil, false, err
+	}
+	var feeds []storage.Feed
+	for _, f := range all {
+		if f.Kind != storage.KindSensor || f.ID <= after {
+			continue
+		}
+		if len(feeds) == limit {
+			return feeds, true, nil
+		}
+		feeds = append(feeds, f)
+	}
+	return feeds, false, nil
+}
+
+// renderSensors renders a page of the sensors list (?after=ID) with
+// status, an error about the form and its values.
 func (u *UI) renderSensors(w http.ResponseWriter, r *http.Request, status int, errMsg string, form sensorsView) {
-	feeds, err := u.opt.Store.Feeds()
+	var after uint64
+	if a := r.URL.Query().Get("after"); a != "" {
+		n, err := strconv.ParseUint(a, 10, 64)
+		if err != nil {
+			u.errorPage(w, r, http.StatusBadRequest, "The page asked for (after="+a+") is not a sensor's number.")
+			return
+		}
+		after = n
+	}
+	feeds, more, err := u.sensorFeeds(after, sensorsPerPage)
 	if err != nil {
 		u.internal(w, r, err)
 		return
@@ -69,10 +141,13 @@ func (u *UI) renderSensors(w http.ResponseWriter, r *http.Request, status int, e
 	now := u.now()
 	v := form
 	v.Enabled = u.opt.Sensors != nil
+	if after != 0 {
+		v.FirstURL = "/ui/sensors"
+	}
+	if more && len(feeds) > 0 {
+		v.NextURL = "/ui/sensors?after=" + strconv.FormatUint(feeds[len(feeds)-1].ID, 10)
+	}
 	for _, f := range feeds {
-		if f.Kind != storage.KindSensor {
-			continue
-		}
 		row := sensorRow{Name: f.Slug, FeedID: f.ID, Latest: "—"}
 		items, err := u.opt.Store.Items(f.ID, storage.ItemQuery{Limit: 1})
 		if errors.Is(err, storage.ErrFeedNotFound) { // deleted meanwhile

@@ -1,0 +1,65 @@
+package ui
+
+import (
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/slogfeed/slogfeed/storage"
+)
+
+// The sensors list pages: 100 sensors a page, a next link until the
+// last, every sensor once.
+func TestSensorsPaged(t *testing.T) {
+	e := newEnv(t, envOptions{loopback: true})
+	for i := range 250 {
+		f := storage.Feed{Kind: storage.KindSensor, Slug: fmt.Sprintf("paged-%03d", i), Policy: "auto"}
+		if err := e.st.CreateFeed(&f); err != nil {
+			t.Fatal(err)
+		}
+		if i%3 == 0 { // remote feeds between them are not listed
+			r := storage.Feed{Kind: storage.KindRemote, URL: fmt.Sprintf("https://example.org/%d.rss", i), Policy: "auto"}
+			if err := e.st.CreateFeed(&r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	c := e.client(t)
+	link := regexp.MustCompile(`href="/ui/sensors/(paged-\d+)"`)
+	next := regexp.MustCompile(`href="(/ui/sensors\?after=\d+)" rel="next"`)
+	seen := map[string]bool{}
+	path, pages := "/ui/sensors", 0
+	for path != "" {
+		page := c.get(t, path)
+		if page.status != http.StatusOK {
+			t.Fatalf("%s: %d", path, page.status)
+		}
+		pages++
+		rows := 0
+		for _, m := range link.FindAllStringSubmatch(page.body, -1) {
+			if seen[m[1]] {
+				t.Fatalf("%s: %s listed again", path, m[1])
+			}
+			seen[m[1]] = true
+			rows++
+		}
+		if rows > sensorsPerPage {
+			t.Errorf("%s: %d sensors on a page", path, rows)
+		}
+		path = ""
+		if m := next.FindStringSubmatch(page.body); m != nil {
+			path = m[1]
+		}
+		if pages > 10 {
+			t.Fatal("no last page")
+		}
+	}
+	if len(seen) != 250 || pages < 3 {
+		t.Errorf("%d paged sensors listed over %d pages, want 250 over at least 3", len(seen), pages)
+	}
+	if page := c.get(t, "/ui/sensors?after=x"); page.status != http.StatusBadRequest || !strings.Contains(page.body, "after=x") {
+		t.Errorf("a bad page: %d", page.status)
+	}
+}
