@@ -109,13 +109,8 @@ const (
 
 // clusterStatus builds the status from the lease view st (nil for a
 // single node, named node) and the store's remote feeds.
-func clusterStatus(st *cluster.Status, feeds []storage.Feed, node string, now time.Time) ClusterStatus {
-	remote := 0
-	for _, f := range feeds {
-		if f.Kind == storage.KindRemote {
-			remote++
-		}
-	}
+func clusterStatus(st *cluster.Status, remoteIDs []uint64, node string, now time.Time) ClusterStatus {
+	remote := len(remoteIDs)
 	if st == nil {
 		return ClusterStatus{
 			Mode: ModeSingle,
@@ -141,11 +136,8 @@ func clusterStatus(st *cluster.Status, feeds []storage.Feed, node string, now ti
 	if st.Shards <= 0 {
 		return out
 	}
-	for _, f := range feeds {
-		if f.Kind != storage.KindRemote {
-			continue
-		}
-		if i, ok := holder[cluster.ShardOf(cluster.KindFeed, f.ID, st.Shards)]; ok {
+	for _, id := range remoteIDs {
+		if i, ok := holder[cluster.ShardOf(cluster.KindFeed, id, st.Shards)]; ok {
 			out.Nodes[i].Feeds++
 		} else {
 			out.UnownedFeeds++
@@ -235,12 +227,37 @@ func (a *api) cluster(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	feeds, err := a.store.Feeds()
+	ids, err := remoteFeedIDs(a.store)
 	if err != nil {
 		a.internal(w, err)
 		return
 	}
-	out := clusterStatus(st, feeds, a.node, a.now())
+	out := clusterStatus(st, ids, a.node, a.now())
 	out.ThisNode, out.Warning = this, warning
 	respondJSON(w, http.StatusOK, out)
+}
+
+// remoteFeedIDs lists the remote feeds' IDs: from the store's in-memory
+// summaries when it keeps them (a walk that reads no record), else from
+// every feed record.
+func remoteFeedIDs(st Store) ([]uint64, error) {
+	var ids []uint64
+	if sum, ok := st.(interface {
+		EachFeedSummary(fn func(*storage.FeedSummary) bool) error
+	}); ok {
+		err := sum.EachFeedSummary(func(f *storage.FeedSummary) bool {
+			if f.Kind == storage.KindRemote {
+				ids = append(ids, f.ID)
+			}
+			return true
+		})
+		return ids, err
+	}
+	feeds, err := st.Feeds()
+	for _, f := range feeds {
+		if f.Kind == storage.KindRemote {
+			ids = append(ids, f.ID)
+		}
+	}
+	return ids, err
 }
