@@ -20,9 +20,16 @@ import (
 )
 
 // pluginName is the service's name and its namespace in the store's
-// plugin data: "meta/NAME" holds a module's ModuleInfo as JSON,
-// "wasm/NAME" its binary.
+// plugin data: "meta/NAME" holds a module's ModuleInfo as JSON, and
+// "bin/SHA256" a binary, by its content. A put writes the binary, then
+// the record that names it; a delete removes the record, then the
+// binary: a crash between the two leaves at most a binary no record
+// names, removed at the next start. ("wasm/NAME", the layout before,
+// is still read.)
 const pluginName = "wasm"
+
+// binKey is the key of the binary whose SHA-256 is sum (hex).
+func binKey(sum string) string { return "bin/" + sum }
 
 // ModuleInfo is a stored module as the API shows it.
 type ModuleInfo struct {
@@ -48,7 +55,8 @@ type Store struct {
 	log *slog.Logger
 	now func() time.Time
 
-	mu    sync.RWMutex
+	wmu   sync.Mutex   // serialises puts and deletes, held across their writes
+	mu    sync.RWMutex // guards index and sums, never held across a write
 	index map[string]ModuleInfo
 	sums  map[string][32]byte
 }
@@ -88,7 +96,40 @@ func NewStore(env plugins.Env) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wasm: reading the module index: %w", err)
 	}
+	s.removeOrphans()
 	return s, nil
+}
+
+// removeOrphans deletes the binaries no module record names (a put or a
+// delete cut short).
+func (s *Store) removeOrphans() {
+	named := map[string]bool{}
+	for _, mi := range s.index {
+		named[binKey(mi.SHA256)] = true
+	}
+	var orphans []string
+	_ = s.st.PluginList(pluginName, func(key string, _ []byte) error {
+		if strings.HasPrefix(key, "bin/") && !named[key] {
+			orphans = append(orphans, key)
+		}
+		return nil
+	})
+	for _, key := range orphans {
+		if err := s.st.PluginDelete(pluginName, key); err != nil {
+			s.log.Warn("wasm: cannot remove a module binary no module names", "key", key, "err", err)
+		}
+	}
+}
+
+// usesSum reports whether a module other than name has the binary sum;
+// s.mu is held.
+func (s *Store) usesSum(sum, name string) bool {
+	for n, mi := range s.index {
+		if n != name && mi.SHA256 == sum {
+			return true
+		}
+	}
+	return false
 }
 
 func init() {
@@ -115,7 +156,16 @@ func (s *Store) Sum(name string) ([32]byte, error) {
 
 // Wasm implements Library.
 func (s *Store) Wasm(name string) ([]byte, error) {
-	bin, err := s.st.PluginGet(pluginName, "wasm/"+name)
+	s.mu.RLock()
+	mi, ok := s.index[name]
+	s.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrModuleNotFound, name)
+	}
+	bin, err := s.st.PluginGet(pluginName, binKey(mi.SHA256))
+	if errors.Is(err, storage.ErrPluginKeyNotFound) {
+		bin, err = s.st.PluginGet(pluginName, "wasm/"+name) // stored before binaries were kept by content
+	}
 	if errors.Is(err, storage.ErrPluginKeyNotFound) {
 		return nil, fmt.Errorf("%w: %q", ErrModuleNotFound, name)
 	}
@@ -146,11 +196,13 @@ func (s *Store) Put(ctx context.Context, name string, bin []byte) (mi ModuleInfo
 	if err != nil {
 		return mi, false, err
 	}
-	// Writes of one name are serialised, so the index matches the store.
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	// Puts and deletes are serialised, so the index matches the store.
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	now := s.now().UTC()
+	s.mu.RLock()
 	old, exists := s.index[name]
+	s.mu.RUnlock()
 	mi = ModuleInfo{Name: name, Info: info, Created: now, Updated: now}
 	if exists {
 		mi.Created = old.Created
@@ -159,23 +211,42 @@ func (s *Store) Put(ctx context.Context, name string, bin []byte) (mi ModuleInfo
 	if err != nil {
 		return mi, false, err
 	}
-	if err := s.st.PluginPut(pluginName, "wasm/"+name, bin); err != nil {
+	// The binary first: the record names it only once it is stored.
+	if err := s.st.PluginPut(pluginName, binKey(info.SHA256), bin); err != nil {
 		return mi, false, err
 	}
 	if err := s.st.PluginPut(pluginName, "meta/"+name, meta); err != nil {
-		return mi, false, err
+		return mi, false, err // the binary is removed at the next start
 	}
 	sum, _ := hex.DecodeString(info.SHA256)
+	s.mu.Lock()
 	s.index[name] = mi
 	s.sums[name] = [32]byte(sum)
+	unused := exists && old.SHA256 != info.SHA256 && !s.usesSum(old.SHA256, name)
+	s.mu.Unlock()
+	if unused {
+		s.deleteBinary(binKey(old.SHA256))
+	}
+	s.deleteBinary("wasm/" + name)
 	return mi, !exists, nil
+}
+
+// deleteBinary removes a binary no module names any more; one left by a
+// failure is removed at the next start.
+func (s *Store) deleteBinary(key string) {
+	if err := s.st.PluginDelete(pluginName, key); err != nil && !errors.Is(err, storage.ErrPluginKeyNotFound) {
+		s.log.Warn("wasm: cannot remove a module binary no module names", "key", key, "err", err)
+	}
 }
 
 // Delete removes the module name; it refuses while a pipe uses it.
 func (s *Store) Delete(name string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.index[name]; !ok {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.mu.RLock()
+	mi, ok := s.index[name]
+	s.mu.RUnlock()
+	if !ok {
 		return fmt.Errorf("%w: %q", ErrModuleNotFound, name)
 	}
 	if by, err := s.usedBy(name); err != nil {
@@ -183,12 +254,20 @@ func (s *Store) Delete(name string) error {
 	} else if by != "" {
 		return fmt.Errorf("%w: pipe %q uses module %q; change the pipe first", errInUse, by, name)
 	}
+	// The record first: no module names a binary that is gone.
 	if err := s.st.PluginDelete(pluginName, "meta/"+name); err != nil {
 		return err
 	}
+	s.mu.Lock()
 	delete(s.index, name)
 	delete(s.sums, name)
-	return s.st.PluginDelete(pluginName, "wasm/"+name)
+	unused := !s.usesSum(mi.SHA256, name)
+	s.mu.Unlock()
+	if unused {
+		s.deleteBinary(binKey(mi.SHA256))
+	}
+	s.deleteBinary("wasm/" + name)
+	return nil
 }
 
 // usedBy returns the slug of a pipe with a "wasm" node naming module,
