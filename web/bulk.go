@@ -99,6 +99,11 @@ func (a *api) bulk(w http.ResponseWriter, r *http.Request) {
 		}()
 	}
 	for i := range req.Feeds {
+		if r.Context().Err() != nil {
+			// The client is gone: the rest are not subscribed.
+			out.Results[i] = BulkResult{URL: sanitize.RedactURL(req.Feeds[i].URL), Error: "request cancelled", Reason: ReasonError}
+			continue
+		}
 		u := req.Feeds[i].URL
 		if seen[u] {
 			out.Results[i] = BulkResult{URL: sanitize.RedactURL(u), Error: "earlier in this request", Reason: ReasonDuplicate}

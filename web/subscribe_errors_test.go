@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -142,5 +144,50 @@ func TestBulkSubscribeErrorReason(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// countingAgg subscribes every feed and counts them.
+type countingAgg struct {
+	failingAgg
+	n *atomic.Int64
+}
+
+func (a countingAgg) Subscribe(f storage.Feed) (storage.Feed, error) {
+	f.ID = uint64(a.n.Add(1))
+	return f, nil
+}
+
+// A bulk request whose client is gone subscribes nothing more: the feeds
+// not yet subscribed are answered "request cancelled".
+func TestBulkStopsWhenCancelled(t *testing.T) {
+	st, err := storage.Open(filepath.Join(t.TempDir(), "bulk.db"), storage.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	var n atomic.Int64
+	h := web.New(web.Options{Store: st, Aggregator: countingAgg{n: &n}, Logger: slog.New(slog.DiscardHandler)})
+	var b strings.Builder
+	b.WriteString(`{"feeds": [`)
+	for i := range 500 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"url": "https://feeds.example.org/%d.rss"}`, i)
+	}
+	b.WriteString(`]}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	req := httptest.NewRequest("POST", "/api/v1/feeds/bulk", strings.NewReader(b.String())).WithContext(ctx)
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	var out web.BulkResponse
+	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
+		t.Fatalf("%d: %s", rec.Code, rec.Body)
+	}
+	if n.Load() != 0 || out.Added != 0 || out.Refused != 500 || out.Results[0].Error != "request cancelled" {
+		t.Errorf("%d subscribed, answer added %d refused %d (%+v)", n.Load(), out.Added, out.Refused, out.Results[0])
 	}
 }
