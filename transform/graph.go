@@ -192,9 +192,44 @@ func Compile(p Pipe, lim Limits) (*Graph, error) {
 		}
 	}
 	if len(g.nodes) < len(g.byID) {
+		// The nodes left wait on a cycle; those downstream of it, which
+		// lead back to none, are peeled off so that the error names the
+		// cycle's nodes only.
+		left := map[string]bool{}
+		for id, n := range indeg {
+			if n > 0 {
+				left[id] = true
+			}
+		}
+		outdeg := map[string]int{}
+		for id := range left {
+			for _, next := range outs[id] {
+				if left[next.ID] {
+					outdeg[id]++
+				}
+			}
+		}
+		var sinks []string
+		for id := range left {
+			if outdeg[id] == 0 {
+				sinks = append(sinks, id)
+			}
+		}
+		for len(sinks) > 0 {
+			id := sinks[len(sinks)-1]
+			sinks = sinks[:len(sinks)-1]
+			delete(left, id)
+			for _, src := range g.byID[id].in {
+				if left[src.ID] {
+					if outdeg[src.ID]--; outdeg[src.ID] == 0 {
+						sinks = append(sinks, src.ID)
+					}
+				}
+			}
+		}
 		var cyc []string
 		for i := range p.Nodes {
-			if id := p.Nodes[i].ID; indeg[id] > 0 && !slices.Contains(cyc, id) {
+			if id := p.Nodes[i].ID; left[id] && !slices.Contains(cyc, id) {
 				cyc = append(cyc, id)
 			}
 		}

@@ -475,3 +475,17 @@ func FuzzCompile(f *testing.F) {
 		_, _, _ = g.Run(context.Background(), now, in, true)
 	})
 }
+
+// A cycle's error names the nodes on it, not those downstream of it.
+func TestCycleErrorNamesTheCycle(t *testing.T) {
+	src := node("a", "source", `{"feed":"sensor/x"}`)
+	p := Pipe{
+		Nodes: []Node{src, node("b", "t_concat", ""), node("c", "t_concat", ""), node("d", "t_concat", ""), node("e", "t_concat", "")},
+		Edges: []Edge{{From: "a", To: "b"}, {From: "b", To: "c"}, {From: "c", To: "b"}, {From: "c", To: "d"}, {From: "d", To: "e"}},
+		Output: Output{Slug: "x", From: "e"},
+	}
+	_, err := Compile(p, Limits{})
+	if err == nil || !strings.Contains(err.Error(), "cycle through b, c") || strings.Contains(err.Error(), "b, c, d") {
+		t.Errorf("error %v, want the cycle through b, c only", err)
+	}
+}
