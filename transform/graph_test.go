@@ -480,8 +480,8 @@ func FuzzCompile(f *testing.F) {
 func TestCycleErrorNamesTheCycle(t *testing.T) {
 	src := node("a", "source", `{"feed":"sensor/x"}`)
 	p := Pipe{
-		Nodes: []Node{src, node("b", "t_concat", ""), node("c", "t_concat", ""), node("d", "t_concat", ""), node("e", "t_concat", "")},
-		Edges: []Edge{{From: "a", To: "b"}, {From: "b", To: "c"}, {From: "c", To: "b"}, {From: "c", To: "d"}, {From: "d", To: "e"}},
+		Nodes:  []Node{src, node("b", "t_concat", ""), node("c", "t_concat", ""), node("d", "t_concat", ""), node("e", "t_concat", "")},
+		Edges:  []Edge{{From: "a", To: "b"}, {From: "b", To: "c"}, {From: "c", To: "b"}, {From: "c", To: "d"}, {From: "d", To: "e"}},
 		Output: Output{Slug: "x", From: "e"},
 	}
 	_, err := Compile(p, Limits{})

@@ -149,7 +149,7 @@ type pipe struct {
 
 	modelMu sync.Mutex
 	model   *schedule.Auto // arrivals of the pipe's output
-	fan     fanIn // under modelMu
+	fan     fanIn          // under modelMu
 }
 
 // state is what a pipe keeps between runs (storage.Pipe.State).
