@@ -248,11 +248,12 @@ func (h *pfHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	WebSubLinks(w.Header(), h.hub, h.base+"/feeds/"+slug+"."+ext)
 	more := before == 0 && d.next != "" && missed(r, d.oldest)
 	publish.ServeDoc(w, r, d.doc, publish.Hints{
-		Newest: d.newest,
-		Next:   hints.Next,
-		Desync: desync,
-		Due:    hints.Due,
-		More:   more,
+		Newest:  d.newest,
+		Changed: d.feed.Updated, // a new title or description
+		Next:    hints.Next,
+		Desync:  desync,
+		Due:     hints.Due,
+		More:    more,
 	}, now)
 }
 

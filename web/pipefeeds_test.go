@@ -324,10 +324,11 @@ func TestPipeFeedErrors(t *testing.T) {
 			}
 		})
 	}
-	// The formats it serves work, without a prediction.
+	// The formats it serves work, without a prediction; the document
+	// was last modified when the feed was made.
 	w := pipeGet(h, "GET", "/feeds/rss-only.json", nil)
 	if w.Code != 200 || w.Header().Get("Cache-Control") != "no-cache" || w.Header().Get(feedext.HeaderNext) != "" ||
-		w.Header().Get(feedext.HeaderPhase) != "" || w.Header().Get("Last-Modified") != "" {
+		w.Header().Get(feedext.HeaderPhase) != "" || w.Header().Get("Last-Modified") != only.Updated.UTC().Format(http.TimeFormat) {
 		t.Errorf("empty feed: %d %v", w.Code, w.Header())
 	}
 	checkPipeDoc(t, "json", w.Body.Bytes(), nil)
@@ -910,5 +911,29 @@ func checkJSONFeed(t *testing.T, doc []byte) {
 				t.Errorf("item %d: %s without a numeric value: %v", i, feedext.JSONKey, ext)
 			}
 		}
+	}
+}
+
+// A document whose title changed is not "not modified" to a reader that
+// asks If-Modified-Since the time it last read it.
+func TestPipeFeedTitleChangeModifies(t *testing.T) {
+	fx := newPipeFixture(t)
+	h := fx.handler(PipeFeedOptions{})
+	path := "/feeds/" + pipeSlug + ".rss"
+	first := pipeGet(h, "GET", path, nil)
+	lm := first.Header().Get("Last-Modified")
+	if first.Code != 200 || lm == "" {
+		t.Fatalf("first read: %d, Last-Modified %q", first.Code, lm)
+	}
+	if w := pipeGet(h, "GET", path, map[string]string{"If-Modified-Since": lm}); w.Code != http.StatusNotModified {
+		t.Fatalf("unchanged: %d", w.Code)
+	}
+	fx.clock.Set(fx.clock.Now().Add(time.Hour))
+	if _, err := fx.st.UpdateFeed(fx.feed.ID, func(f *storage.Feed) error { f.Title = "Lab means"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	w := pipeGet(h, "GET", path, map[string]string{"If-Modified-Since": lm})
+	if w.Code != 200 || !strings.Contains(w.Body.String(), "<title>Lab means</title>") {
+		t.Errorf("after a new title: %d %.200s", w.Code, w.Body)
 	}
 }

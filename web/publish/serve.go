@@ -21,6 +21,10 @@ type Hints struct {
 	// Newest is the publish time of the feed's newest item (zero when the
 	// feed has none). It gives Last-Modified and the phase header.
 	Newest time.Time
+	// Changed, when later than Newest, is when the document last changed
+	// otherwise (a new title or description): it gives Last-Modified
+	// then, so that a reader asking If-Modified-Since sees the change.
+	Changed time.Time
 	// Next is the publisher's prediction of its next publish (zero when it
 	// has none). It gives Cache-Control max-age and the next header.
 	Next time.Time
@@ -66,7 +70,8 @@ func NewDoc(b []byte, contentType string) Doc {
 
 // Serve writes doc, a feed document of media type contentType, answering
 // conditional requests (If-None-Match with the strong ETag, else
-// If-Modified-Since against h.Newest) with 304 Not Modified, and HEAD
+// If-Modified-Since against h.Newest, or h.Changed when later) with 304
+// Not Modified, and HEAD
 // without a body. Besides ETag and Last-Modified it sets:
 //
 //   - Cache-Control: "public, max-age=N" with N the whole seconds from now
@@ -117,8 +122,13 @@ func ServeDoc(w http.ResponseWriter, r *http.Request, d Doc, h Hints, now time.T
 	}
 	// ServeContent implements the conditional-request rules of RFC 9110
 	// (If-None-Match before If-Modified-Since, weak comparison for GET),
-	// HEAD and ranges; it sends Last-Modified from h.Newest.
-	http.ServeContent(w, r, "", h.Newest, bytes.NewReader(d.Bytes))
+	// HEAD and ranges; it sends Last-Modified from h.Newest (or
+	// h.Changed, when later).
+	modified := h.Newest
+	if h.Changed.After(modified) {
+		modified = h.Changed
+	}
+	http.ServeContent(w, r, "", modified, bytes.NewReader(d.Bytes))
 }
 
 // CacheControl returns the Cache-Control value for a document whose next
