@@ -37,7 +37,7 @@ func serveSettings(getenv func(string) string) []setting {
 		{Name: "pipe-node-bytes", Env: "SLOGFEED_PIPE_NODE_BYTES", Default: "32MiB", Doc: "`BYTES` one node of a pipe run or preview may materialise (KiB, MiB, GiB suffixes)", Check: checkBytes},
 		{Name: "pipe-run-bytes", Env: "SLOGFEED_PIPE_RUN_BYTES", Default: "128MiB", Doc: "`BYTES` all the nodes of a pipe run or preview may materialise together", Check: checkBytes},
 		{Name: "regex-input", Env: "SLOGFEED_REGEX_INPUT", Default: "16KiB", Doc: "`BYTES` of a field a regex operator matches in; the rest of the field is kept as it is", Check: checkBytes},
-		{Name: "keep-items", Env: "SLOGFEED_KEEP_ITEMS", Default: "200", Doc: "newest items (`N`, by publish time) a new remote feed of a single node keeps unless given a retention of its own; 0 keeps every item. A pipe's output keeps what its definition says (default 500), sensor feeds every reading unless given a retention", Check: checkKeepItems},
+		{Name: "keep-items", Env: "SLOGFEED_KEEP_ITEMS", Default: "200", Doc: "newest items (`N`, by publish time) a new remote feed of a single node keeps unless given a retention of its own; 0 keeps every item. A pipe's output keeps what its definition says (default 500), sensor feeds every reading", Check: checkKeepItems},
 		{Name: "previews", Env: "SLOGFEED_PREVIEWS", Default: "2", Doc: "pipe previews and requested runs (`N`) that run at once; one more is answered 429", Check: checkInt},
 	}, clusterSettings()...)
 }
