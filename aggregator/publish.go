@@ -41,8 +41,8 @@ const clockSkew = time.Minute
 // PublishTimes returns, for the new items of one fetch, the estimate of
 // each one's publish time, sorted oldest first (for
 // schedule.Observation.Published). It sets each item's Published to its
-// estimate when the item had no plausible date, and a reading's zero Time
-// to the item's publish time. prevPoll is the time of the feed's previous
+// estimate when the item had no plausible date (its own date, if any, then
+// goes to OwnDate), and a reading's zero Time to the item's publish time. prevPoll is the time of the feed's previous
 // poll (zero on the first).
 func PublishTimes(resp *fetcher.Response, items []storage.Item, prevPoll time.Time) []time.Time {
 	if len(items) == 0 {
@@ -114,6 +114,9 @@ func PublishTimes(resp *fetcher.Response, items []storage.Item, prevPoll time.Ti
 
 	for i := range items {
 		if own[i].IsZero() && !est[i].IsZero() {
+			// A date of its own that is not plausible is kept aside for
+			// retention (storage.Item.OwnDate).
+			items[i].OwnDate = items[i].Published
 			items[i].Published = est[i]
 		}
 		if r := items[i].Reading; r != nil && r.Time.IsZero() {

@@ -962,7 +962,7 @@ func (s *Service) estimatePublished(resp *fetcher.Response, items []storage.Item
 	}
 	published := PublishTimes(resp, sub, prev)
 	for j, i := range fresh {
-		items[i].Published = sub[j].Published // a reading's time is set through its pointer
+		items[i].Published, items[i].OwnDate = sub[j].Published, sub[j].OwnDate // a reading's time is set through its pointer
 	}
 	return published
 }

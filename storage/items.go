@@ -223,7 +223,7 @@ func admission(fb *feedBuckets, r Retention, now time.Time) func(*Item) bool {
 		}
 	}
 	return func(it *Item) bool {
-		t := sortTime(it)
+		t := admissionTime(it)
 		return !cutoff.IsZero() && t.Before(cutoff) || full && !t.After(oldest)
 	}
 }

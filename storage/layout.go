@@ -87,6 +87,16 @@ func sortTime(it *Item) time.Time {
 	return it.Fetched
 }
 
+// admissionTime is the time retention judges a new item by: its sort
+// time, or the publisher's own date when that is earlier (Item.OwnDate).
+func admissionTime(it *Item) time.Time {
+	t := sortTime(it)
+	if !it.OwnDate.IsZero() && it.OwnDate.Before(t) {
+		return it.OwnDate
+	}
+	return t
+}
+
 // slugKey is the feed_slug key of a sensor or pipe feed.
 func slugKey(kind Kind, slug string) []byte {
 	return []byte(string(kind) + "/" + slug)

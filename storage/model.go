@@ -167,6 +167,12 @@ type Item struct {
 	Fetched   time.Time `json:"fetched"`          // when slogfeed got it
 
 	Reading *Reading `json:"reading,omitempty"`
+	// OwnDate is the publisher's own date of a new item whose Published
+	// holds slogfeed's estimate instead (a date from before the feed's
+	// previous poll). It is not stored: retention judges a new item by
+	// the earlier of the two, so an item retention dropped does not come
+	// back as new at the next poll of a document that still lists it.
+	OwnDate time.Time `json:"-"`
 	// Digest is set on the items a digester made: the summary of the
 	// items it stands for (see transform/pack).
 	Digest *Digest `json:"digest,omitempty"`

@@ -215,8 +215,12 @@ func (s *Store) admission(feedID uint64, r storage.Retention, now time.Time) fun
 		}
 	}
 	return func(it *storage.Item) bool {
-		t := sortTime(it).UnixNano()
-		return r.MaxAge > 0 && t < cutoff || full && t <= oldest
+		t := sortTime(it)
+		if !it.OwnDate.IsZero() && it.OwnDate.Before(t) { // see storage.Item.OwnDate
+			t = it.OwnDate
+		}
+		ns := t.UnixNano()
+		return r.MaxAge > 0 && ns < cutoff || full && ns <= oldest
 	}
 }
 

@@ -1,0 +1,136 @@
+package aggregator_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/slogfeed/slogfeed/aggregator"
+	"github.com/slogfeed/slogfeed/reader/fetcher"
+	"github.com/slogfeed/slogfeed/schedule"
+	"github.com/slogfeed/slogfeed/storage"
+)
+
+// A document that lists more items than the feed keeps does not bring
+// back the items retention dropped as new ones each time it is read: they
+// are judged by their own dates, older than every item kept. The items
+// new to the document are stored, the one dated before the previous poll
+// (published late) too.
+func TestRetentionDroppedItemsStayDropped(t *testing.T) {
+	for _, format := range []string{"json", "rss"} {
+		t.Run(format, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { testRetentionDropped(t, format) })
+		})
+	}
+}
+
+func testRetentionDropped(t *testing.T, format string) {
+	st, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	start := time.Now()
+	base := start.Add(-48 * time.Hour)
+	const kept, listed = 200, 250
+	// The document lists its newest items, one a minute, at most listed
+	// of them: a new one each minute from start, dated when it appears,
+	// except every third one, published late (dated a minute before).
+	// One old item's date cannot be right: the polls then read every item,
+	// not only those they have not seen (as after a restart).
+	var mu sync.Mutex
+	var newest int
+	dateOf := func(id int) time.Time {
+		switch {
+		case id == listed-3:
+			return time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)
+		case id < listed:
+			return base.Add(time.Duration(id) * time.Minute)
+		case id%3 == 0:
+			return start.Add(time.Duration(id-listed) * time.Minute).Add(-time.Minute)
+		}
+		return start.Add(time.Duration(id-listed) * time.Minute)
+	}
+	doc := func() string {
+		mu.Lock()
+		newest = listed - 1 + int(time.Since(start)/time.Minute)
+		top := newest
+		mu.Unlock()
+		var b strings.Builder
+		if format == "json" {
+			b.WriteString(`{"version":"https://jsonfeed.org/version/1.1","title":"t","items":[`)
+		} else {
+			b.WriteString(`<rss version="2.0"><channel><title>t</title>`)
+		}
+		for id := top; id > top-listed; id-- {
+			d := dateOf(id)
+			if format == "json" {
+				if id != top {
+					b.WriteString(",")
+				}
+				fmt.Fprintf(&b, `{"id":"r%d","title":"reading %d","date_published":%q}`, id, id, d.UTC().Format(time.RFC3339))
+			} else {
+				fmt.Fprintf(&b, `<item><guid>r%d</guid><title>reading %d</title><pubDate>%s</pubDate></item>`, id, id, d.Format(time.RFC1123Z))
+			}
+		}
+		if format == "json" {
+			b.WriteString(`]}`)
+		} else {
+			b.WriteString(`</channel></rss>`)
+		}
+		return b.String()
+	}
+	pub := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", map[string]string{"json": "application/feed+json", "rss": "application/rss+xml"}[format])
+		_, _ = w.Write([]byte(doc()))
+	})
+	svc, err := aggregator.NewService(aggregator.ServiceOptions{Store: st, Scheduler: schedule.Config{Workers: 1},
+		Fetcher: fetcher.New(fetcher.Options{Transport: handlerTransport{pub}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := svc.Subscribe(storage.Feed{URL: "https://sensors.example.org/feed." + format, Policy: "fixed-1m",
+		Retention: storage.Retention{MaxItems: kept}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- svc.Run(ctx) }()
+	time.Sleep(6*time.Minute + 30*time.Second)
+	synctest.Wait()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	top := newest
+	mu.Unlock()
+	stored := func(id int) bool {
+		_, err := st.Item(f.ID, fmt.Sprint("r", id))
+		return err == nil
+	}
+	back := 0
+	for id := top - listed + 1; id <= top-kept; id++ {
+		if stored(id) {
+			back++
+		}
+	}
+	if back > 0 {
+		t.Errorf("%d of the items retention dropped were stored again", back)
+	}
+	for id := listed; id <= top; id++ {
+		if !stored(id) {
+			t.Errorf("item r%d, new to the document, not stored", id)
+		}
+	}
+	if g, _ := st.Feed(f.ID); g.Polls < 6 {
+		t.Errorf("%d polls", g.Polls)
+	}
+}
