@@ -25,7 +25,7 @@ type Pipes interface {
 	Delete(id uint64) error
 	Get(id uint64) (runner.Info, error)
 	List() ([]runner.Info, error)
-	// Preview runs p (id 0: an unsaved pipe; else with the saved pipe's state) on its inputs' current items without saving anything.
+	// Preview runs p (id 0 and p: an unsaved definition; an id and no nodes: the saved pipe's) from a fresh state on its inputs' newest items, saving nothing.
 	Preview(ctx context.Context, p transform.Pipe, id uint64) (*transform.Preview, error)
 	RunNow(ctx context.Context, id uint64) (runner.RunResult, error)
 	// ReleaseFeed calls remove (the feed's unsubscription) unless a pipe
@@ -193,7 +193,8 @@ func (a *pipeAPI) previewUnsaved(w http.ResponseWriter, r *http.Request) {
 }
 
 // previewSaved previews pipe {id}: its saved definition when the body is
-// empty, else the definition in the body, with the saved pipe's state.
+// empty, else the definition in the body (from a fresh state, as every
+// preview).
 func (a *pipeAPI) previewSaved(w http.ResponseWriter, r *http.Request) {
 	id, ok := pipeID(w, r)
 	if !ok {

@@ -22,8 +22,8 @@
 //	GET    /api/v1/pipes/{id}             one pipe
 //	PUT    /api/v1/pipes/{id}             replace its definition (body: the definition) → the pipe
 //	DELETE /api/v1/pipes/{id}             delete it with its output feed → 204
-//	POST   /api/v1/pipes/{id}/preview     every node's output, nothing saved (empty body: the saved
-//	                                      definition; else the body's definition with the saved state)
+//	POST   /api/v1/pipes/{id}/preview     every node's output from a fresh state, nothing saved (empty
+//	                                      body: the saved definition; else the body's)
 //	POST   /api/v1/pipes/preview          the same for an unsaved definition
 //	POST   /api/v1/pipes/{id}/run         run it now → what the run did
 //	GET    /api/v1/operators              the operator catalogue, item fields, triggers and formats

@@ -546,10 +546,9 @@ func formats(def transform.Pipe) []string {
 }
 
 // Preview runs def (or, when def has no nodes, the saved pipe id) on the
-// newest items of its inputs and returns every node's output. With an id
-// its operators start from the saved pipe's state (a node whose state
-// does not load, its configuration changed, starts afresh); without, from
-// a fresh state. Nothing is saved. A run over its time limit or byte
+// newest items of its inputs, from a fresh state (the saved state has
+// already taken those items in: fed them again, a window would count
+// them twice), and returns every node's output. Nothing is saved. A run over its time limit or byte
 // budget returns the preview so far and an error wrapping
 // transform.ErrTimeLimit or transform.ErrByteLimit that names the node;
 // a node's other failures are in the preview.
@@ -569,16 +568,6 @@ func (r *Runner) Preview(ctx context.Context, def transform.Pipe, id uint64) (*t
 	g, err := transform.Compile(def, r.opt.Limits)
 	if err != nil {
 		return nil, err
-	}
-	if id != 0 {
-		sp, err := r.st.Pipe(id)
-		if err != nil {
-			return nil, r.notFound(id, err)
-		}
-		var st state
-		if len(sp.State) > 0 && json.Unmarshal(sp.State, &st) == nil {
-			g.LoadState(st.Nodes) // a node whose state does not load starts afresh
-		}
 	}
 	inputs, err := r.resolve(g, false)
 	if err != nil {

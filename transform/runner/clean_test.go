@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -65,61 +64,4 @@ func TestOutputCleaned(t *testing.T) {
 		t.Fatalf("output %d items", len(out))
 	}
 	check("stored", out[0])
-}
-
-// A preview of a saved pipe starts its operators from the pipe's saved
-// state; a preview of an unsaved definition from a fresh one.
-func TestPreviewOfSavedPipeUsesItsState(t *testing.T) {
-	ctx := context.Background()
-	e := newEnv(t, schedule.NewVirtualClock(t0))
-	lab := e.sensor(t, "lab-1")
-	def := transform.Pipe{
-		Nodes: []transform.Node{
-			{ID: "in", Op: "source", Config: json.RawMessage(`{"feed":"sensor/lab-1"}`)},
-			{ID: "n", Op: "window", Config: json.RawMessage(`{"stat":"count","size":1000,"by":""}`)},
-		},
-		Edges:  []transform.Edge{{From: "in", To: "n"}},
-		Output: transform.Output{Slug: "counted", From: "n"},
-	}
-	e.post(t, lab, t0.Add(-time.Minute), 1, 2, 3, 4, 5)
-	info, err := e.r.Create(ctx, def)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.r.RunNow(ctx, info.ID); err != nil {
-		t.Fatal(err)
-	}
-	counts := func(pv *transform.Preview) []float64 {
-		var out []float64
-		for _, it := range pv.Output {
-			out = append(out, it.Reading.Value)
-		}
-		slices.Sort(out)
-		return out
-	}
-	// Three readings more; a preview of the newest three.
-	e.post(t, lab, t0, 6, 7, 8)
-	r, err := New(Options{Store: e.st, Clock: e.clock, PreviewItems: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Load(); err != nil {
-		t.Fatal(err)
-	}
-	e.r = r
-	saved, err := e.r.Preview(ctx, transform.Pipe{}, info.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fresh, err := e.r.Preview(ctx, def, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The window has counted 5 readings: the preview's 3 count on.
-	if got, want := counts(saved), []float64{6, 7, 8}; !slices.Equal(got, want) {
-		t.Errorf("preview of the saved pipe counts %v, want %v", got, want)
-	}
-	if got, want := counts(fresh), []float64{1, 2, 3}; !slices.Equal(got, want) {
-		t.Errorf("preview of a new definition counts %v, want %v", got, want)
-	}
 }
