@@ -150,3 +150,42 @@ func TestOwnOutputComingBackDropped(t *testing.T) {
 		t.Errorf("after a restart: added %v", got)
 	}
 }
+
+// An item a pipe takes twice from local feeds, directly and through
+// another pipe, is not taken for its own output come back (only items
+// from remote feeds can be).
+func TestLocalFanInKept(t *testing.T) {
+	ctx := context.Background()
+	e := localEnv(t)
+	lab := e.sensor(t, "lab-1")
+	g, err := e.r.Create(ctx, hotPipe("g", "sensor/lab-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a reads a remote feed too: its items are the ones checked.
+	remote := storage.Feed{Kind: storage.KindRemote, URL: "https://other.example/feeds/b.rss", Title: "b", Policy: "auto"}
+	if err := e.st.CreateFeed(&remote); err != nil {
+		t.Fatal(err)
+	}
+	a, err := e.r.Create(ctx, hotPipe("a", "sensor/lab-1", "pipe/g", fmt.Sprint("feed/", remote.ID)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.post(t, lab, t0.Add(-time.Minute), 25)
+	if _, err := e.r.RunNow(ctx, a.ID); err != nil { // a takes lab-1's item
+		t.Fatal(err)
+	}
+	if _, err := e.r.RunNow(ctx, g.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.r.RunNow(ctx, a.ID); err != nil { // and g's copy of it
+		t.Fatal(err)
+	}
+	if out := e.output(t, a.ID); len(out) != 2 {
+		var ids []string
+		for _, it := range out {
+			ids = append(ids, it.ID)
+		}
+		t.Errorf("a's output %v, want lab-1's item and g's", ids)
+	}
+}

@@ -162,6 +162,7 @@ func (r *Runner) wakeOwned(mine map[uint64]bool, seq uint64) uint64 {
 func (r *Runner) forgetGraph(p *pipe) {
 	p.runMu.Lock()
 	p.graph = nil
+	p.recent = nil // the other node's outputs too: read again
 	p.runMu.Unlock()
 }
 

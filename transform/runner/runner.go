@@ -22,9 +22,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"iter"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -141,10 +143,11 @@ type pipe struct {
 	inputsSet bool
 
 	// selfID is the output feed's OutputID and ":" (under runMu; "" until
-	// known); recent holds the ids of its newest output items (nil until
-	// read); looped counts the items dropped as its own output come back.
+	// known); recent holds the hashes of the ids of its newest output
+	// items (nil until read); looped counts the items dropped as its own
+	// output come back.
 	selfID string
-	recent map[string]struct{}
+	recent map[uint64]struct{}
 	looped int
 
 	modelMu sync.Mutex
@@ -617,13 +620,22 @@ const recentOutputs = 2048
 
 // dropReturned removes from out the items that are p's own output come
 // back through another slogfeed's pipe (A reads B, B reads A), so that
-// such a loop ends at its first turn. Each pipe prefixes the ids of the
-// items it takes with their feed ("12:…"), so an item of p's come back
-// has an id that ends with ":" and the id of one of p's outputs (RSS and
-// JSON Feed publish the item's id); or, read from an Atom feed, one that
-// holds p's output feed id (Options.OutputID). p.runMu is held.
+// such a loop ends at its first turn. Only items taken from a remote
+// input can be: each pipe prefixes the ids of the items it takes with
+// their feed ("12:…"), so an item of p's come back has an id that starts
+// with a remote input's feed and ends with ":" and the id of one of p's
+// outputs (RSS and JSON Feed publish the item's id), or, read from an
+// Atom feed, holds p's output feed id (Options.OutputID). Items taken
+// from local feeds are never dropped: a pipe may read one item twice,
+// directly and through another pipe. p.runMu is held.
 func (r *Runner) dropReturned(p *pipe, out []storage.Item) []storage.Item {
-	if len(out) == 0 {
+	remote := map[string]bool{}
+	for _, in := range p.inputs {
+		if in.Kind == storage.KindRemote {
+			remote[strconv.FormatUint(in.FeedID, 10)] = true
+		}
+	}
+	if len(out) == 0 || len(remote) == 0 {
 		return out
 	}
 	if p.selfID == "" && r.opt.OutputID != nil {
@@ -632,25 +644,28 @@ func (r *Runner) dropReturned(p *pipe, out []storage.Item) []storage.Item {
 		}
 	}
 	if p.recent == nil {
-		p.recent = make(map[string]struct{})
 		items, err := r.st.Items(p.feedID, storage.ItemQuery{Limit: recentOutputs, Order: storage.ByArrival})
 		if err != nil {
-			p.recent = nil // read again at the next run
-			return out
+			return out // read again at the next run
 		}
+		p.recent = make(map[uint64]struct{}, len(items))
 		for _, it := range items {
-			p.recent[it.ID] = struct{}{}
+			p.recent[idHash(it.ID)] = struct{}{}
 		}
 	}
 	returned := func(it storage.Item) bool {
+		first, _, ok := strings.Cut(it.ID, ":")
+		if !ok || !remote[first] {
+			return false
+		}
 		if p.selfID != "" && strings.Contains(it.ID, p.selfID) {
 			return true
 		}
-		for i := strings.IndexByte(it.ID, ':'); i >= 0; {
-			if _, ok := p.recent[it.ID[i+1:]]; ok {
+		for i := len(first); i < len(it.ID); {
+			j := strings.IndexByte(it.ID[i+1:], ':')
+			if _, ok := p.recent[idHash(it.ID[i+1:])]; ok {
 				return true
 			}
-			j := strings.IndexByte(it.ID[i+1:], ':')
 			if j < 0 {
 				break
 			}
@@ -670,6 +685,13 @@ func (r *Runner) dropReturned(p *pipe, out []storage.Item) []storage.Item {
 	return out
 }
 
+// idHash is the hash of an item id that dropReturned remembers.
+func idHash(id string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return h.Sum64()
+}
+
 // rememberOutput adds the ids of items just added to p's output to those
 // dropReturned compares with; p.runMu is held.
 func (p *pipe) rememberOutput(added []storage.Item) {
@@ -681,7 +703,7 @@ func (p *pipe) rememberOutput(added []storage.Item) {
 		return
 	}
 	for _, it := range added {
-		p.recent[it.ID] = struct{}{}
+		p.recent[idHash(it.ID)] = struct{}{}
 	}
 }
 
