@@ -54,6 +54,12 @@ func (r *Runner) feedOf(ref transform.Ref, subscribe bool) (storage.Feed, error)
 			return r.feedOf(local, subscribe)
 		}
 		f, err = r.st.FeedByURL(ref.Key)
+		if errors.Is(err, storage.ErrFeedNotFound) {
+			// Subscribed without its fragment, which is never fetched.
+			if key, _, cut := strings.Cut(ref.Key, "#"); cut {
+				f, err = r.st.FeedByURL(key)
+			}
+		}
 		if errors.Is(err, storage.ErrFeedNotFound) && strings.Contains(ref.Key, "@") {
 			// A definition read back from the API has the credentials of
 			// its URLs masked: it names the feed whose URL masks so.

@@ -189,3 +189,42 @@ func TestLocalFanInKept(t *testing.T) {
 		t.Errorf("a's output %v, want lab-1's item and g's", ids)
 	}
 }
+
+// A source URL with a fragment names the feed subscribed without it (the
+// fragment is never fetched): after a restart, at an update and for a
+// second pipe.
+func TestSourceURLWithFragment(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, schedule.NewVirtualClock(t0))
+	subscribe := func(f storage.Feed) (storage.Feed, error) {
+		f.URL, _, _ = strings.Cut(f.URL, "#") // as the aggregator stores it
+		f.Kind = storage.KindRemote
+		err := e.st.CreateFeed(&f)
+		return f, err
+	}
+	r, err := New(Options{Store: e.st, Clock: e.clock, Subscribe: subscribe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const url = "https://feeds.example.org/lab.rss#latest"
+	p, err := r.Create(ctx, hotPipe("hot", url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := New(Options{Store: e.st, Clock: e.clock, Subscribe: subscribe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r2.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := r2.Get(p.ID); err != nil || len(info.Inputs) != 1 || info.Inputs[0].FeedID != p.Inputs[0].FeedID {
+		t.Fatalf("after a restart: %+v %v", info.Inputs, err)
+	}
+	if _, err := r2.Update(ctx, p.ID, hotPipe("hot", url)); err != nil {
+		t.Errorf("update: %v", err)
+	}
+	if _, err := r2.Create(ctx, hotPipe("hot2", "https://feeds.example.org/lab.rss#other")); err != nil {
+		t.Errorf("a second pipe: %v", err)
+	}
+}
