@@ -347,14 +347,11 @@ func (r *Runner) Create(ctx context.Context, def transform.Pipe) (Info, error) {
 // pipe goes on from where it was; operator states carry over where the
 // node keeps its id and its state still loads.
 func (r *Runner) Update(ctx context.Context, id uint64, def transform.Pipe) (Info, error) {
-	r.defMu.Lock()
-	defer r.defMu.Unlock()
-	r.mu.Lock()
-	p := r.pipes[id]
-	r.mu.Unlock()
-	if p == nil {
-		return Info{}, fmt.Errorf("%w: %d", ErrNotFound, id)
+	p, unlock, err := r.lockChange(id)
+	if err != nil {
+		return Info{}, err
 	}
+	defer unlock()
 	r.mu.Lock()
 	def = unmask(def, p.def)
 	r.mu.Unlock()
@@ -369,8 +366,6 @@ func (r *Runner) Update(ctx context.Context, id uint64, def transform.Pipe) (Inf
 	if err != nil {
 		return Info{}, fmt.Errorf("runner: encoding pipe: %w", err)
 	}
-	p.runMu.Lock()
-	defer p.runMu.Unlock()
 	sp, err := r.st.Pipe(id)
 	if err != nil {
 		return Info{}, r.notFound(id, err)
@@ -423,14 +418,12 @@ func (r *Runner) notFound(id uint64, err error) error {
 // Delete removes pipe id, its output feed and its items. A pipe whose
 // output another pipe reads is not deleted (ErrInUse).
 func (r *Runner) Delete(id uint64) error {
-	r.defMu.Lock()
-	defer r.defMu.Unlock()
-	r.mu.Lock()
-	p := r.pipes[id]
-	if p == nil {
-		r.mu.Unlock()
-		return fmt.Errorf("%w: %d", ErrNotFound, id)
+	p, unlock, err := r.lockChange(id)
+	if err != nil {
+		return err
 	}
+	defer unlock()
+	r.mu.Lock()
 	for _, q := range r.byInput[p.feedID] {
 		if q != p {
 			r.mu.Unlock()
@@ -438,8 +431,6 @@ func (r *Runner) Delete(id uint64) error {
 		}
 	}
 	r.mu.Unlock()
-	p.runMu.Lock()
-	defer p.runMu.Unlock()
 	if err := r.st.DeletePipe(id); err != nil {
 		return r.notFound(id, err)
 	}
@@ -450,16 +441,45 @@ func (r *Runner) Delete(id uint64) error {
 	return nil
 }
 
+// lockChange takes pipe id's run lock, then the lock of definition
+// changes (Runner.defMu), and returns the pipe and the function that
+// releases both. In that order, a slow run of the pipe holds up its own
+// change only, not the changes of other pipes.
+func (r *Runner) lockChange(id uint64) (*pipe, func(), error) {
+	r.mu.Lock()
+	p := r.pipes[id]
+	r.mu.Unlock()
+	if p == nil {
+		return nil, nil, fmt.Errorf("%w: %d", ErrNotFound, id)
+	}
+	p.runMu.Lock()
+	r.defMu.Lock()
+	r.mu.Lock()
+	still := r.pipes[id] == p
+	r.mu.Unlock()
+	unlock := func() {
+		r.defMu.Unlock()
+		p.runMu.Unlock()
+	}
+	if !still { // deleted meanwhile
+		unlock()
+		return nil, nil, fmt.Errorf("%w: %d", ErrNotFound, id)
+	}
+	return p, unlock, nil
+}
+
 // ReleaseFeed calls remove, which removes feed id (an unsubscription),
 // unless a pipe reads the feed: then it fails with ErrFeedInUse naming
-// the pipe. No pipe can be made to read the feed while remove runs.
+// the pipe (a pipe's output is left to remove, which refuses it with
+// storage.ErrPipeOutput: the pipe is what to delete). No pipe can be made
+// to read the feed while remove runs.
 func (r *Runner) ReleaseFeed(id uint64, remove func() error) error {
 	r.defMu.Lock()
 	defer r.defMu.Unlock()
 	r.mu.Lock()
-	readers := r.byInput[id]
+	readers, output := r.byInput[id], r.byFeed[id] != nil
 	r.mu.Unlock()
-	if len(readers) > 0 {
+	if len(readers) > 0 && !output { // a pipe's output: remove says to delete the pipe
 		return fmt.Errorf("%w: pipe %q reads it", ErrFeedInUse, readers[0].slug)
 	}
 	return remove()

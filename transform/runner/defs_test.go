@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
@@ -169,5 +171,69 @@ func TestOutputDescription(t *testing.T) {
 		if f.Description != desc {
 			t.Errorf("output feed's description %q, want %q", f.Description, desc)
 		}
+	}
+}
+
+// A change waiting for its pipe's run (a slow one) holds up no other
+// change: removing another feed goes ahead meanwhile.
+func TestChangeWaitingForItsRunHoldsNoOther(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, schedule.NewVirtualClock(t0))
+	e.sensor(t, "lab-1")
+	other := e.sensor(t, "lab-2")
+	info, err := e.r.Create(ctx, hotPipe("hot", "sensor/lab-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.r.mu.Lock()
+	p := e.r.pipes[info.ID]
+	e.r.mu.Unlock()
+	p.runMu.Lock() // a run of the pipe, taking its time
+	updated := make(chan error)
+	go func() {
+		_, err := e.r.Update(ctx, info.ID, hotPipe("hot", "sensor/lab-1"))
+		updated <- err
+	}()
+	released := make(chan error)
+	go func() {
+		var err error
+		for range 200 { // while the update waits for the run
+			if err = e.r.ReleaseFeed(other.ID, func() error { return nil }); err != nil {
+				break
+			}
+			runtime.Gosched()
+		}
+		released <- err
+	}()
+	select {
+	case err := <-released:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("removing another feed waited for the pipe's run")
+	}
+	p.runMu.Unlock()
+	if err := <-updated; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A pipe's output that another pipe reads is refused as a pipe's output
+// (delete the pipe), not as a feed a pipe reads.
+func TestReleasePipeOutput(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, schedule.NewVirtualClock(t0))
+	e.sensor(t, "lab-1")
+	first, err := e.r.Create(ctx, hotPipe("first", "sensor/lab-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.r.Create(ctx, hotPipe("second", "pipe/first")); err != nil {
+		t.Fatal(err)
+	}
+	err = e.r.ReleaseFeed(first.FeedID, func() error { return e.st.DeleteFeed(first.FeedID) })
+	if !errors.Is(err, storage.ErrPipeOutput) {
+		t.Errorf("releasing a pipe's output: %v, want storage.ErrPipeOutput", err)
 	}
 }

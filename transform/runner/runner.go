@@ -105,7 +105,8 @@ type Runner struct {
 	// and removals of input feeds (ReleaseFeed), each from its checks
 	// (inputs exist, no cycle, no reader) to its commit, so that two
 	// changes cannot each pass their checks against the state the other
-	// is about to replace. Taken before runMu and mu.
+	// is about to replace. Taken after the changed pipe's runMu (see
+	// lockChange) and before mu.
 	defMu   sync.Mutex
 	mu      sync.Mutex
 	pipes   map[uint64]*pipe   // by pipe id
