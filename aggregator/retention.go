@@ -45,28 +45,22 @@ type summaries interface {
 }
 
 // agedFeeds lists the feeds with an age limit that the sweep applies:
-// owned, and not a pipe's output, which the pipe's runs keep. From the
-// summaries when the store keeps them, else from the feed records.
+// owned, and not a pipe's output, which the pipe's runs keep. They come
+// from the store's in-memory summaries; a store without them (JetStream,
+// where listing every record each time would cost a read per feed)
+// applies age limits as items arrive only.
 func (s *Service) agedFeeds() ([]uint64, error) {
-	keep := func(id uint64, kind storage.Kind, aged bool) bool {
-		return aged && kind != storage.KindPipe && s.opt.Owner.OwnsFeed(id)
+	sum, ok := s.opt.Store.(summaries)
+	if !ok {
+		return nil, nil
 	}
 	var ids []uint64
-	if sum, ok := s.opt.Store.(summaries); ok {
-		err := sum.EachFeedSummary(func(f *storage.FeedSummary) bool {
-			if keep(f.ID, f.Kind, f.Aged) {
-				ids = append(ids, f.ID)
-			}
-			return true
-		})
-		return ids, err
-	}
-	feeds, err := s.opt.Store.Feeds()
-	for _, f := range feeds {
-		if keep(f.ID, f.Kind, f.Retention.MaxAge > 0) {
+	err := sum.EachFeedSummary(func(f *storage.FeedSummary) bool {
+		if f.Aged && f.Kind != storage.KindPipe && s.opt.Owner.OwnsFeed(f.ID) {
 			ids = append(ids, f.ID)
 		}
-	}
+		return true
+	})
 	return ids, err
 }
 

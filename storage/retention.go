@@ -44,6 +44,27 @@ func (e *reducerError) Unwrap() error { return e.err }
 // Retention.MaxAge. AddItems calls it after every addition; call it
 // periodically too, so age limits apply to feeds that stopped publishing.
 func (s *Store) ApplyRetention(feedID uint64) (removed int, err error) {
+	// Most calls find nothing to remove (the periodic sweep of age
+	// limits): a read transaction says so without a write and its fsync.
+	var over bool
+	err = s.db.View(func(tx *bolt.Tx) error {
+		feed, err := getFeed(tx, feedID)
+		if err != nil {
+			return err
+		}
+		fb, err := s.feedBuckets(tx, feedID)
+		if err != nil {
+			return err
+		}
+		over = overRetention(fb, feed.Retention, s.now())
+		return nil
+	})
+	if err != nil || !over {
+		if err != nil {
+			err = fmt.Errorf("storage: retention of feed %d: %w", feedID, err)
+		}
+		return 0, err
+	}
 	err = s.dbUpdate(func(tx *bolt.Tx) error {
 		feed, err := getFeed(tx, feedID)
 		if err != nil {
@@ -60,6 +81,21 @@ func (s *Store) ApplyRetention(feedID uint64) (removed int, err error) {
 		return 0, fmt.Errorf("storage: retention of feed %d: %w", feedID, err)
 	}
 	return removed, nil
+}
+
+// overRetention reports whether the feed of fb holds items its retention
+// r removes at now: more than MaxItems, or one published before now minus
+// MaxAge.
+func overRetention(fb *feedBuckets, r Retention, now time.Time) bool {
+	if r.MaxItems > 0 && fb.count() > uint64(r.MaxItems) {
+		return true
+	}
+	if r.MaxAge > 0 {
+		if k, _ := fb.pub.Cursor().First(); len(k) == pubKeyLen && pubKeyTime(k).Before(now.Add(-r.MaxAge)) {
+			return true
+		}
+	}
+	return false
 }
 
 // overEntry is one published-index entry beyond retention: its key, and
