@@ -21,15 +21,15 @@ import (
 
 // pluginName is the service's name and its namespace in the store's
 // plugin data: "meta/NAME" holds a module's ModuleInfo as JSON, and
-// "bin/SHA256" a binary, by its content. A put writes the binary, then
-// the record that names it; a delete removes the record, then the
-// binary: a crash between the two leaves at most a binary no record
-// names, removed at the next start. ("wasm/NAME", the layout before,
-// is still read.)
+// "bin/NAME/SHA256" its binary, by name and content. A put writes the
+// binary, then the record that names it; a delete removes the record,
+// then the binary: a crash between the two leaves at most a binary of
+// the name that no record names, removed at the name's next put or
+// delete. ("wasm/NAME", the layout before, is still read.)
 const pluginName = "wasm"
 
-// binKey is the key of the binary whose SHA-256 is sum (hex).
-func binKey(sum string) string { return "bin/" + sum }
+// binKey is the key of module name's binary whose SHA-256 is sum (hex).
+func binKey(name, sum string) string { return "bin/" + name + "/" + sum }
 
 // ModuleInfo is a stored module as the API shows it.
 type ModuleInfo struct {
@@ -96,40 +96,7 @@ func NewStore(env plugins.Env) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wasm: reading the module index: %w", err)
 	}
-	s.removeOrphans()
 	return s, nil
-}
-
-// removeOrphans deletes the binaries no module record names (a put or a
-// delete cut short).
-func (s *Store) removeOrphans() {
-	named := map[string]bool{}
-	for _, mi := range s.index {
-		named[binKey(mi.SHA256)] = true
-	}
-	var orphans []string
-	_ = s.st.PluginList(pluginName, func(key string, _ []byte) error {
-		if strings.HasPrefix(key, "bin/") && !named[key] {
-			orphans = append(orphans, key)
-		}
-		return nil
-	})
-	for _, key := range orphans {
-		if err := s.st.PluginDelete(pluginName, key); err != nil {
-			s.log.Warn("wasm: cannot remove a module binary no module names", "key", key, "err", err)
-		}
-	}
-}
-
-// usesSum reports whether a module other than name has the binary sum;
-// s.mu is held.
-func (s *Store) usesSum(sum, name string) bool {
-	for n, mi := range s.index {
-		if n != name && mi.SHA256 == sum {
-			return true
-		}
-	}
-	return false
 }
 
 func init() {
@@ -156,20 +123,24 @@ func (s *Store) Sum(name string) ([32]byte, error) {
 
 // Wasm implements Library.
 func (s *Store) Wasm(name string) ([]byte, error) {
-	s.mu.RLock()
-	mi, ok := s.index[name]
-	s.mu.RUnlock()
-	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrModuleNotFound, name)
+	// Twice: a put of the name may replace the binary between reading
+	// the index and reading the binary.
+	for range 2 {
+		s.mu.RLock()
+		mi, ok := s.index[name]
+		s.mu.RUnlock()
+		if !ok {
+			break
+		}
+		bin, err := s.st.PluginGet(pluginName, binKey(name, mi.SHA256))
+		if errors.Is(err, storage.ErrPluginKeyNotFound) {
+			bin, err = s.st.PluginGet(pluginName, "wasm/"+name) // stored before binaries were kept by content
+		}
+		if !errors.Is(err, storage.ErrPluginKeyNotFound) {
+			return bin, err
+		}
 	}
-	bin, err := s.st.PluginGet(pluginName, binKey(mi.SHA256))
-	if errors.Is(err, storage.ErrPluginKeyNotFound) {
-		bin, err = s.st.PluginGet(pluginName, "wasm/"+name) // stored before binaries were kept by content
-	}
-	if errors.Is(err, storage.ErrPluginKeyNotFound) {
-		return nil, fmt.Errorf("%w: %q", ErrModuleNotFound, name)
-	}
-	return bin, err
+	return nil, fmt.Errorf("%w: %q", ErrModuleNotFound, name)
 }
 
 // Modules lists the stored modules by name.
@@ -212,7 +183,7 @@ func (s *Store) Put(ctx context.Context, name string, bin []byte) (mi ModuleInfo
 		return mi, false, err
 	}
 	// The binary first: the record names it only once it is stored.
-	if err := s.st.PluginPut(pluginName, binKey(info.SHA256), bin); err != nil {
+	if err := s.st.PluginPut(pluginName, binKey(name, info.SHA256), bin); err != nil {
 		return mi, false, err
 	}
 	if err := s.st.PluginPut(pluginName, "meta/"+name, meta); err != nil {
@@ -222,20 +193,29 @@ func (s *Store) Put(ctx context.Context, name string, bin []byte) (mi ModuleInfo
 	s.mu.Lock()
 	s.index[name] = mi
 	s.sums[name] = [32]byte(sum)
-	unused := exists && old.SHA256 != info.SHA256 && !s.usesSum(old.SHA256, name)
 	s.mu.Unlock()
-	if unused {
-		s.deleteBinary(binKey(old.SHA256))
-	}
-	s.deleteBinary("wasm/" + name)
+	s.deleteBinaries(name, binKey(name, info.SHA256))
 	return mi, !exists, nil
 }
 
-// deleteBinary removes a binary no module names any more; one left by a
-// failure is removed at the next start.
-func (s *Store) deleteBinary(key string) {
-	if err := s.st.PluginDelete(pluginName, key); err != nil && !errors.Is(err, storage.ErrPluginKeyNotFound) {
-		s.log.Warn("wasm: cannot remove a module binary no module names", "key", key, "err", err)
+// deleteBinaries removes the binaries of module name but keep (its
+// earlier ones, one a failed put left, one stored under its name alone);
+// one a failure leaves is removed at the name's next put or delete.
+func (s *Store) deleteBinaries(name, keep string) {
+	keys := []string{"wasm/" + name}
+	if err := s.st.PluginList(pluginName, func(key string, _ []byte) error {
+		if strings.HasPrefix(key, "bin/"+name+"/") && key != keep {
+			keys = append(keys, key)
+		}
+		return nil
+	}); err != nil {
+		s.log.Warn("wasm: cannot list a module's binaries", "module", name, "err", err)
+		return
+	}
+	for _, key := range keys {
+		if err := s.st.PluginDelete(pluginName, key); err != nil && !errors.Is(err, storage.ErrPluginKeyNotFound) {
+			s.log.Warn("wasm: cannot remove a module binary no module names", "key", key, "err", err)
+		}
 	}
 }
 
@@ -244,7 +224,7 @@ func (s *Store) Delete(name string) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	s.mu.RLock()
-	mi, ok := s.index[name]
+	_, ok := s.index[name]
 	s.mu.RUnlock()
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrModuleNotFound, name)
@@ -261,12 +241,8 @@ func (s *Store) Delete(name string) error {
 	s.mu.Lock()
 	delete(s.index, name)
 	delete(s.sums, name)
-	unused := !s.usesSum(mi.SHA256, name)
 	s.mu.Unlock()
-	if unused {
-		s.deleteBinary(binKey(mi.SHA256))
-	}
-	s.deleteBinary("wasm/" + name)
+	s.deleteBinaries(name, "")
 	return nil
 }
 

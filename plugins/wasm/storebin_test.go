@@ -27,11 +27,13 @@ func binaries(t *testing.T, st *storage.Store) []string {
 	return keys
 }
 
-// Binaries are kept by content: two modules with one binary share it, a
-// binary goes with the last module that names it, one a put or a delete
-// left behind is removed at the next start, and a module stored under
-// its name (the layout before) is still read and moves on its next put.
-func TestStoreKeepsBinariesByContent(t *testing.T) {
+// A module's binary is kept under its name and content, written before
+// the record that names it: a replacement removes the name's earlier
+// binary, a delete the name's binaries, and neither touches another
+// module's, even one with the same binary; a binary a failed put left
+// goes at the name's next put; a module stored under its name alone (the
+// layout before) is still read, and moves at its next put.
+func TestStoreKeepsBinariesByNameAndContent(t *testing.T) {
 	ctx := context.Background()
 	e := newStoreEnv(t, nil)
 	despike, echo := wat(t, "examples/despike.wat"), wat(t, "testdata/echo.wat")
@@ -45,26 +47,26 @@ func TestStoreKeepsBinariesByContent(t *testing.T) {
 	}
 	a := put("a", despike)
 	put("b", despike)
-	if got := binaries(t, e.st); !slices.Equal(got, []string{binKey(a.SHA256)}) {
-		t.Errorf("two modules of one binary: %v", got)
+	want := func(what string, keys ...string) {
+		t.Helper()
+		if got := binaries(t, e.st); !slices.Equal(got, keys) {
+			t.Errorf("%s: binaries %v, want %v", what, got, keys)
+		}
 	}
-	c := put("a", echo) // b still has the first binary
-	if got := binaries(t, e.st); len(got) != 2 {
-		t.Errorf("after a's replacement: %v", got)
-	}
-	if err := e.mod.Delete("b"); err != nil {
+	want("two modules of one binary", binKey("a", a.SHA256), binKey("b", a.SHA256))
+	c := put("a", echo)
+	want("a replaced", binKey("a", c.SHA256), binKey("b", a.SHA256))
+	if err := e.mod.Delete("a"); err != nil {
 		t.Fatal(err)
 	}
-	if got := binaries(t, e.st); !slices.Equal(got, []string{binKey(c.SHA256)}) {
-		t.Errorf("after b's deletion: %v, want only a's", got)
-	}
-	if bin, err := e.mod.Wasm("a"); err != nil || !bytes.Equal(bin, echo) {
-		t.Errorf("a's binary: %d bytes, %v", len(bin), err)
+	want("a deleted", binKey("b", a.SHA256))
+	if bin, err := e.mod.Wasm("b"); err != nil || !bytes.Equal(bin, despike) {
+		t.Errorf("b's binary: %d bytes, %v", len(bin), err)
 	}
 
-	// A binary no record names (a put cut short after its binary), and a
-	// module stored under its name.
-	if err := e.st.PluginPut(pluginName, binKey(strings.Repeat("0", 64)), []byte("orphan")); err != nil {
+	// A binary a failed put of b left, and a module stored under its
+	// name alone.
+	if err := e.st.PluginPut(pluginName, binKey("b", strings.Repeat("0", 64)), []byte("left")); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.st.PluginPut(pluginName, "wasm/old", despike); err != nil {
@@ -76,18 +78,16 @@ func TestStoreKeepsBinariesByContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	again := newStoreEnv(t, e.st)
-	if got := binaries(t, e.st); !slices.Equal(got, []string{binKey(c.SHA256), "wasm/old"}) {
-		t.Errorf("after a start: %v, want the orphan gone", got)
-	}
 	if bin, err := again.mod.Wasm("old"); err != nil || !bytes.Equal(bin, despike) {
 		t.Errorf("a module stored under its name: %d bytes, %v", len(bin), err)
 	}
 	if _, _, err := again.mod.Put(ctx, "old", despike); err != nil {
 		t.Fatal(err)
 	}
-	if got := binaries(t, e.st); !slices.Equal(got, []string{binKey(a.SHA256), binKey(c.SHA256)}) {
-		t.Errorf("after the old module's put: %v", got)
+	if _, _, err := again.mod.Put(ctx, "b", despike); err != nil {
+		t.Fatal(err)
 	}
+	want("after the next puts", binKey("b", a.SHA256), binKey("old", a.SHA256))
 	if _, err := again.mod.Wasm("gone"); !errors.Is(err, ErrModuleNotFound) {
 		t.Errorf("missing module: %v", err)
 	}
