@@ -148,7 +148,7 @@ func (s *Service) loadStored(ctx context.Context, ss stateStore) error {
 			if r.f.Polls == 0 && r.g.prevPoll == 0 && r.next.IsZero() {
 				// Never polled (a bulk import cut short by a restart): its
 				// first fetch is paced as bulk subscriptions pace theirs.
-				if err := s.installAt(r, now, later(r.resumeAt(now), fresh.Next(now))); err != nil {
+				if err := s.installAt(r, now, firstFetch(r, now, &fresh)); err != nil {
 					s.log.Error("cannot schedule feed", "feed", r.f.ID, "url", sanitize.RedactURL(r.f.URL), "err", err)
 				}
 				continue
@@ -222,15 +222,17 @@ func (s *Service) replayFeed(f storage.Feed, now time.Time, fresh *Pacer) (*stor
 		}
 	}
 	if f.Polls == 0 && len(obs) == 0 {
-		return in, s.installAt(r, now, later(r.resumeAt(now), fresh.Next(now)))
+		return in, s.installAt(r, now, firstFetch(r, now, fresh))
 	}
 	return in, s.install(r, now, true)
 }
 
-// later is the later of a and b.
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
+// firstFetch is the first fetch of a feed never polled, loaded at now:
+// the next of fresh's slots, unless the feed waits longer anyway (its
+// Retry-After), which then takes no slot.
+func firstFetch(r *replay, now time.Time, fresh *Pacer) time.Time {
+	if at := r.resumeAt(now); at.After(now) {
+		return at
 	}
-	return a
+	return fresh.Next(now)
 }

@@ -42,6 +42,9 @@ const (
 	// ReasonUnavailable: the store could not take the subscription now
 	// (a cluster without a quorum): send it again later.
 	ReasonUnavailable = "unavailable"
+	// ReasonCancelled: the request ended (its client went away) before
+	// the feed was subscribed.
+	ReasonCancelled = "cancelled"
 )
 
 // bulkRequest is the body of POST /api/v1/feeds/bulk.
@@ -101,7 +104,7 @@ func (a *api) bulk(w http.ResponseWriter, r *http.Request) {
 	for i := range req.Feeds {
 		if r.Context().Err() != nil {
 			// The client is gone: the rest are not subscribed.
-			out.Results[i] = BulkResult{URL: sanitize.RedactURL(req.Feeds[i].URL), Error: "request cancelled", Reason: ReasonError}
+			out.Results[i] = BulkResult{URL: sanitize.RedactURL(req.Feeds[i].URL), Error: "request cancelled", Reason: ReasonCancelled}
 			continue
 		}
 		u := req.Feeds[i].URL

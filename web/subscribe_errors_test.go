@@ -187,7 +187,7 @@ func TestBulkStopsWhenCancelled(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
 		t.Fatalf("%d: %s", rec.Code, rec.Body)
 	}
-	if n.Load() != 0 || out.Added != 0 || out.Refused != 500 || out.Results[0].Error != "request cancelled" {
+	if n.Load() != 0 || out.Added != 0 || out.Refused != 500 || out.Results[0].Reason != web.ReasonCancelled {
 		t.Errorf("%d subscribed, answer added %d refused %d (%+v)", n.Load(), out.Added, out.Refused, out.Results[0])
 	}
 }
