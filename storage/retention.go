@@ -48,39 +48,36 @@ func (s *Store) ApplyRetention(feedID uint64) (removed int, err error) {
 	// limits): a read transaction says so without a write and its fsync.
 	var over bool
 	err = s.db.View(func(tx *bolt.Tx) error {
-		feed, err := getFeed(tx, feedID)
-		if err != nil {
-			return err
-		}
-		fb, err := s.feedBuckets(tx, feedID)
-		if err != nil {
-			return err
-		}
-		over = overRetention(fb, feed.Retention, s.now())
-		return nil
+		return withFeedData(s, tx, feedID, func(feed Feed, fb *feedBuckets) error {
+			over = overRetention(fb, feed.Retention, s.now())
+			return nil
+		})
 	})
-	if err != nil || !over {
-		if err != nil {
-			err = fmt.Errorf("storage: retention of feed %d: %w", feedID, err)
-		}
-		return 0, err
+	if err == nil && over {
+		err = s.dbUpdate(func(tx *bolt.Tx) error {
+			return withFeedData(s, tx, feedID, func(feed Feed, fb *feedBuckets) (err error) {
+				removed, err = s.retain(tx, feed, fb, s.now())
+				return err
+			})
+		})
 	}
-	err = s.dbUpdate(func(tx *bolt.Tx) error {
-		feed, err := getFeed(tx, feedID)
-		if err != nil {
-			return err
-		}
-		fb, err := s.feedBuckets(tx, feedID)
-		if err != nil {
-			return err
-		}
-		removed, err = s.retain(tx, feed, fb, s.now())
-		return err
-	})
 	if err != nil {
 		return 0, fmt.Errorf("storage: retention of feed %d: %w", feedID, err)
 	}
 	return removed, nil
+}
+
+// withFeedData calls fn with feed feedID's record and data buckets in tx.
+func withFeedData(s *Store, tx *bolt.Tx, feedID uint64, fn func(Feed, *feedBuckets) error) error {
+	feed, err := getFeed(tx, feedID)
+	if err != nil {
+		return err
+	}
+	fb, err := s.feedBuckets(tx, feedID)
+	if err != nil {
+		return err
+	}
+	return fn(feed, fb)
 }
 
 // overRetention reports whether the feed of fb holds items its retention
