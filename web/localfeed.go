@@ -88,11 +88,11 @@ func (root origin) serves(o origin) bool {
 	return root.host == o.host
 }
 
-// PipeFeedID returns the permanent id of a pipe's output feed f as the
+// pipeFeedIRI returns the permanent id of a pipe's output feed f as the
 // server at baseURL publishes it: a tag URI of its host and the day the
 // feed was created, or a URN without a base URL. Entries' ids are it,
-// ":" and the item's id (publish.EntryID); runner.Options.OutputID.
-func PipeFeedID(baseURL string) func(f storage.Feed) string {
+// ":" and the item's id (publish.EntryID).
+func pipeFeedIRI(baseURL string) func(f storage.Feed) string {
 	host := ""
 	if u, err := url.Parse(baseURL); err == nil && u.Host != "" {
 		host = u.Hostname()

@@ -119,7 +119,7 @@ func PipeFeedHandler(st Store, opt PipeFeedOptions) http.Handler {
 	if h.load == nil {
 		h.load = publish.NewLoad(DefaultDesyncBase, DefaultDesyncPerRPS, DefaultDesyncMax)
 	}
-	h.id = PipeFeedID(h.base)
+	h.id = pipeFeedIRI(h.base)
 	return h
 }
 

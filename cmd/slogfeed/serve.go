@@ -333,7 +333,6 @@ func buildServices(ctx context.Context, a *app, cfg *serveConfig, st *storeStage
 		Store: store, Logger: log, OnOutput: outputs.notify, PlannedFetch: svc.PlannedFetch,
 		Subscribe: svc.Subscribe, // a source naming a feed URL subscribes to it
 		Local:     web.LocalFeeds(sv.base, browserURL(addr, "")),
-		OutputID:  web.PipeFeedID(sv.base),
 		Limits:    pipeLimits(v), Owner: st.owner,
 	})
 	if err != nil {

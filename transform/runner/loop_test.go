@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -15,8 +16,7 @@ import (
 )
 
 // localEnv is newEnv with a runner that knows its server's URLs
-// (http://slog.test/feeds/SLUG.rss is pipe/SLUG) and the ids its output
-// feeds republish under (tag:slog.test,feeds/SLUG).
+// (http://slog.test/feeds/SLUG.rss is pipe/SLUG).
 func localEnv(t *testing.T) *env {
 	t.Helper()
 	clock := schedule.NewVirtualClock(t0)
@@ -31,7 +31,6 @@ func localEnv(t *testing.T) *env {
 			slug, ok2 := strings.CutSuffix(slug, ".rss")
 			return transform.Ref{Kind: "pipe", Key: slug}, ok && ok2
 		},
-		OutputID: func(f storage.Feed) string { return "tag:slog.test,feeds/" + f.Slug },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -226,5 +225,65 @@ func TestSourceURLWithFragment(t *testing.T) {
 	}
 	if _, err := r2.Create(ctx, hotPipe("hot2", "https://feeds.example.org/lab.rss#other")); err != nil {
 		t.Errorf("a second pipe: %v", err)
+	}
+}
+
+// The check is on the inputs, before the operators: a pipe whose window
+// makes new items of what it takes does not take its own outputs back
+// either. An input id that merely equals one of the pipe's outputs (the
+// feed numbers of two slogfeeds agreeing by chance) is kept.
+func TestReturnedDroppedBeforeOperators(t *testing.T) {
+	ctx := context.Background()
+	e := localEnv(t)
+	remote := storage.Feed{Kind: storage.KindRemote, URL: "https://other.example/feeds/b.rss", Title: "b", Policy: "auto"}
+	if err := e.st.CreateFeed(&remote); err != nil {
+		t.Fatal(err)
+	}
+	def := transform.Pipe{
+		Nodes: []transform.Node{
+			{ID: "in", Op: "source", Config: json.RawMessage(fmt.Sprintf(`{"feed":"feed/%d"}`, remote.ID))},
+			{ID: "n", Op: "window", Config: json.RawMessage(`{"stat":"count","size":1000,"by":""}`)},
+		},
+		Edges:  []transform.Edge{{From: "in", To: "n"}},
+		Output: transform.Output{Slug: "counted", From: "n"},
+	}
+	p, err := e.r.Create(ctx, def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := t0
+	add := func(ids ...string) int {
+		t.Helper()
+		var its []storage.Item
+		for _, id := range ids {
+			at = at.Add(time.Second)
+			its = append(its, storage.Item{ID: id, Title: id, Published: at, Fetched: at, Reading: &storage.Reading{Value: 1, Time: at}})
+		}
+		if _, err := e.st.AddItems(remote.ID, its); err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.r.RunNow(ctx, p.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Added
+	}
+	if n := add("lab-2/1"); n != 1 {
+		t.Fatalf("first run added %d", n)
+	}
+	out := e.output(t, p.ID)
+	own := out[0].ID
+	// Back through the other slogfeed's pipe (its prefix, then ours), and
+	// an item of the other slogfeed whose id equals ours by chance.
+	if n := add("9:"+own, own); n != 1 {
+		t.Errorf("added %d, want 1: the count of the item that equals an output by chance only", n)
+	}
+	got := e.output(t, p.ID)
+	most := 0.0
+	for _, it := range got {
+		most = max(most, it.Reading.Value)
+	}
+	if len(got) != 2 || most != 2 {
+		t.Errorf("%d outputs, counts up to %v: want the window to have counted 2, not taken its own output", len(got), most)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"iter"
 	"log/slog"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -41,12 +40,6 @@ type Options struct {
 	// subscription to the server's own documents, and a pipe that would
 	// read its own output so is refused as any cycle is.
 	Local func(rawURL string) (transform.Ref, bool)
-	// OutputID, when set, gives the id under which a pipe's output feed
-	// republishes its items (an item's entry id is it, ":" and the
-	// item's id). An output item whose id holds it is the pipe's own
-	// output come back through another slogfeed's pipe (A reads B, B
-	// reads A): it is dropped, so such a loop runs dry at its first turn.
-	OutputID func(storage.Feed) string
 	// Workers is how many pipes may run at once (default 2).
 	Workers int
 	// FeedPath is the path under which outputs are served (default
@@ -126,11 +119,9 @@ type pipe struct {
 	// inputsSet: this node has set the input queue's feeds (under runMu).
 	inputsSet bool
 
-	// selfID is the output feed's OutputID and ":" (under runMu; "" until
-	// known); recent holds the hashes of the ids of its newest output
-	// items (nil until read); looped counts the items dropped as its own
-	// output come back.
-	selfID string
+	// recent holds the hashes of the ids of the pipe's newest output
+	// items (under runMu; nil until read); looped counts the input items
+	// dropped as its own output come back.
 	recent map[uint64]struct{}
 	looped int
 
@@ -528,6 +519,7 @@ func (r *Runner) run(ctx context.Context, p *pipe) (RunResult, error) {
 		return res, err
 	}
 	inputs, fresh := rd.inputs, rd.fresh
+	r.dropReturned(p, inputs)
 	res.In = rd.n
 	// Drop the cursors and floors of sources that are gone.
 	for _, m := range []map[string]uint64{st.Cursors, st.Floors} {
@@ -562,7 +554,6 @@ func (r *Runner) run(ctx context.Context, p *pipe) (RunResult, error) {
 		p.graph = nil
 		return res, fmt.Errorf("runner: encoding state: %w", err)
 	}
-	out = r.dropReturned(p, out)
 	for i := range out {
 		it := &out[i]
 		it.FeedID, it.Seq = 0, 0
@@ -602,54 +593,46 @@ func (r *Runner) run(ctx context.Context, p *pipe) (RunResult, error) {
 // compares with.
 const recentOutputs = 2048
 
-// dropReturned removes from out the items that are p's own output come
-// back through another slogfeed's pipe (A reads B, B reads A), so that
-// such a loop ends at its first turn. Only items taken from a remote
-// input can be: each pipe prefixes the ids of the items it takes with
-// their feed ("12:…"), so an item of p's come back has an id that starts
-// with a remote input's feed and ends with ":" and the id of one of p's
-// outputs (RSS and JSON Feed publish the item's id), or, read from an
-// Atom feed, holds p's output feed id (Options.OutputID). Items taken
-// from local feeds are never dropped: a pipe may read one item twice,
-// directly and through another pipe. p.runMu is held.
-func (r *Runner) dropReturned(p *pipe, out []storage.Item) []storage.Item {
-	remote := map[string]bool{}
+// dropReturned removes from the items of p's remote inputs (by source
+// node) those that are p's own output come back through another
+// slogfeed's pipe (A reads B, B reads A), before p's operators see them,
+// so that such a loop ends at its first turn whatever the operators make
+// of its items. Each pipe prefixes the ids of the items it takes with
+// their feed ("12:…"), and RSS and JSON Feed publish the ids as they are
+// (Atom as the end of its entry ids): an item of p's come back has an id
+// whose part after its first ":" ends with ":" and the id of one of p's
+// outputs, or is one. Items of local feeds are never dropped: a pipe may
+// read one item twice, directly and through another pipe. p.runMu is
+// held.
+func (r *Runner) dropReturned(p *pipe, inputs map[string][]transform.Item) {
+	var remote []string
 	for _, in := range p.inputs {
-		if in.Kind == storage.KindRemote {
-			remote[strconv.FormatUint(in.FeedID, 10)] = true
+		if in.Kind == storage.KindRemote && len(inputs[in.Node]) > 0 {
+			remote = append(remote, in.Node)
 		}
 	}
-	if len(out) == 0 || len(remote) == 0 {
-		return out
-	}
-	if p.selfID == "" && r.opt.OutputID != nil {
-		if f, err := r.st.Feed(p.feedID); err == nil {
-			p.selfID = r.opt.OutputID(f) + ":"
-		}
+	if len(remote) == 0 {
+		return
 	}
 	if p.recent == nil {
 		items, err := r.st.Items(p.feedID, storage.ItemQuery{Limit: recentOutputs, Order: storage.ByArrival})
 		if err != nil {
-			return out // read again at the next run
+			return // read again at the next run
 		}
 		p.recent = make(map[uint64]struct{}, len(items))
 		for _, it := range items {
 			p.recent[idHash(it.ID)] = struct{}{}
 		}
 	}
-	returned := func(it storage.Item) bool {
-		first, _, ok := strings.Cut(it.ID, ":")
-		if !ok || !remote[first] {
-			return false
-		}
-		if p.selfID != "" && strings.Contains(it.ID, p.selfID) {
-			return true
-		}
-		for i := len(first); i < len(it.ID); {
-			j := strings.IndexByte(it.ID[i+1:], ':')
+	returned := func(it transform.Item) bool {
+		// The other slogfeed's pipe added at least its own prefix: the
+		// whole id is never compared, so that an id that merely equals
+		// one of p's (feed numbers agree by chance) is kept.
+		for i := strings.IndexByte(it.ID, ':'); i >= 0; {
 			if _, ok := p.recent[idHash(it.ID[i+1:])]; ok {
 				return true
 			}
+			j := strings.IndexByte(it.ID[i+1:], ':')
 			if j < 0 {
 				break
 			}
@@ -657,16 +640,19 @@ func (r *Runner) dropReturned(p *pipe, out []storage.Item) []storage.Item {
 		}
 		return false
 	}
-	n := len(out)
-	out = slices.DeleteFunc(out, returned)
-	if dropped := n - len(out); dropped > 0 {
+	dropped := 0
+	for _, node := range remote {
+		n := len(inputs[node])
+		inputs[node] = slices.DeleteFunc(inputs[node], returned)
+		dropped += n - len(inputs[node])
+	}
+	if dropped > 0 {
 		if p.looped == 0 {
 			r.log.Warn("pipe output came back through its inputs: dropped (a loop between slogfeeds)",
 				"pipe", p.id, "slug", p.slug, "items", dropped)
 		}
 		p.looped += dropped
 	}
-	return out
 }
 
 // idHash is the hash of an item id that dropReturned remembers.
