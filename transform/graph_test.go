@@ -419,6 +419,7 @@ func TestParseRef(t *testing.T) {
 		{"pipe/regional.mean", "pipe/regional.mean", true},
 		{"feed/12", "feed/12", true},
 		{"https://example.org/feed.xml", "https://example.org/feed.xml", true},
+		{"HTTPS://example.org/Feed.xml", "https://example.org/Feed.xml", true},
 		{"feed/0", "", false},
 		{"feed/x", "", false},
 		{"pipe/Upper", "", false},

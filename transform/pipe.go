@@ -151,12 +151,13 @@ func ParseRef(s string) (Ref, error) {
 	if s == "" {
 		return Ref{}, fmt.Errorf("empty feed reference: want feed/ID, sensor/NAME, pipe/SLUG or a feed URL")
 	}
-	if strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") {
+	if lower := strings.ToLower(s); strings.HasPrefix(lower, "http://") || strings.HasPrefix(lower, "https://") {
 		u, err := url.Parse(s)
 		if err != nil || u.Host == "" || len(s) > 2048 {
 			return Ref{}, fmt.Errorf("%q is not a usable feed URL", truncate(s, 80))
 		}
-		return Ref{Kind: "url", Key: s}, nil
+		scheme, rest, _ := strings.Cut(s, ":")
+		return Ref{Kind: "url", Key: strings.ToLower(scheme) + ":" + rest}, nil // as a subscription stores it
 	}
 	kind, key, ok := strings.Cut(s, "/")
 	if !ok || key == "" {

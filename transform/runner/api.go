@@ -366,6 +366,18 @@ func (r *Runner) Update(ctx context.Context, id uint64, def transform.Pipe) (Inf
 	if err != nil {
 		return Info{}, fmt.Errorf("runner: encoding pipe: %w", err)
 	}
+	if def.Output.Slug != p.slug {
+		// Readers name the pipe by its slug: a new one would leave them
+		// reading whatever takes the old one next.
+		r.mu.Lock()
+		readers := r.byInput[p.feedID]
+		r.mu.Unlock()
+		for _, q := range readers {
+			if q != p {
+				return Info{}, fmt.Errorf("%w: pipe %q reads it as pipe/%s: change its source first", ErrInUse, q.slug, p.slug)
+			}
+		}
+	}
 	sp, err := r.st.Pipe(id)
 	if err != nil {
 		return Info{}, r.notFound(id, err)

@@ -237,3 +237,32 @@ func TestReleasePipeOutput(t *testing.T) {
 		t.Errorf("releasing a pipe's output: %v, want storage.ErrPipeOutput", err)
 	}
 }
+
+// A pipe another pipe reads does not take another slug: the reader names
+// it by the old one. Without readers it does; a run of a pipe deleted
+// meanwhile is "not found".
+func TestSlugChangeWhileRead(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, schedule.NewVirtualClock(t0))
+	e.sensor(t, "lab-1")
+	first, err := e.r.Create(ctx, hotPipe("first", "sensor/lab-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := e.r.Create(ctx, hotPipe("second", "pipe/first"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.r.Update(ctx, first.ID, hotPipe("renamed", "sensor/lab-1")); !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), `pipe "second" reads it`) {
+		t.Errorf("renaming a pipe another reads: %v", err)
+	}
+	if _, err := e.r.Update(ctx, second.ID, hotPipe("second-renamed", "pipe/first")); err != nil {
+		t.Errorf("renaming a pipe no pipe reads: %v", err)
+	}
+	if err := e.r.Delete(second.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.r.RunNow(ctx, second.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("run of a deleted pipe: %v", err)
+	}
+}

@@ -483,7 +483,7 @@ func (r *Runner) run(ctx context.Context, p *pipe) (RunResult, error) {
 	}
 	sp, err := r.st.Pipe(p.id)
 	if err != nil {
-		return res, fmt.Errorf("runner: pipe %d: %w", p.id, err)
+		return res, fmt.Errorf("runner: pipe %d: %w", p.id, r.notFound(p.id, err))
 	}
 	var st state
 	if len(sp.State) > 0 {

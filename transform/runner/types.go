@@ -20,7 +20,7 @@ var (
 	// does not exist.
 	ErrInputNotFound = errors.New("pipe input not found")
 	// ErrInUse means another pipe reads the pipe's output, so it cannot
-	// be deleted.
+	// be deleted or take another slug.
 	ErrInUse = errors.New("pipe output read by another pipe")
 	// ErrFeedInUse means a pipe reads the feed, so it cannot be removed.
 	ErrFeedInUse = errors.New("feed read by a pipe")
