@@ -29,3 +29,20 @@ func TestPacer(t *testing.T) {
 		})
 	}
 }
+
+// A slot given back as unused goes to the next feed when it was the last
+// handed out; an earlier one stays taken.
+func TestPacerUnused(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	p := Pacer{Rate: 10}
+	a := p.Next(t0)
+	b := p.Next(t0)
+	p.Unused(b) // the last: given back
+	if c := p.Next(t0); !c.Equal(b) {
+		t.Errorf("after the last slot was given back: %v, want %v", c.Sub(t0), b.Sub(t0))
+	}
+	p.Unused(a) // not the last: stays taken
+	if d := p.Next(t0); !d.Equal(t0.Add(200 * time.Millisecond)) {
+		t.Errorf("after an earlier slot was given back: %v, want 200ms", d.Sub(t0))
+	}
+}

@@ -565,6 +565,15 @@ func (p *Pacer) Next(now time.Time) time.Time {
 	return t
 }
 
+// Unused gives back slot t, which Next handed out for a subscription that
+// failed, when it is the last one handed out (so that refused feeds do not
+// push later ones back); an earlier slot stays taken.
+func (p *Pacer) Unused(t time.Time) {
+	if p.Rate > 0 && p.next.Equal(t.Add(time.Duration(float64(time.Second)/p.Rate))) {
+		p.next = t
+	}
+}
+
 // Unsubscribe removes a feed, its items and its observations.
 func (s *Service) Unsubscribe(id uint64) error {
 	s.drop(id)

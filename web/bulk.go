@@ -142,7 +142,11 @@ func (a *api) subscribeOne(req *feedRequest) BulkResult {
 		a.pacer.Rate = BulkFirstRate
 		first := a.pacer.Next(a.now())
 		a.pacerMu.Unlock()
-		nf, err = at.SubscribeAt(f, first)
+		if nf, err = at.SubscribeAt(f, first); err != nil {
+			a.pacerMu.Lock()
+			a.pacer.Unused(first) // a refused feed takes no slot
+			a.pacerMu.Unlock()
+		}
 	} else {
 		nf, err = a.agg.Subscribe(f)
 	}

@@ -472,6 +472,11 @@ func (u *UI) subscribeOutline(o opml.Outline, policy string) error {
 	first := u.pacer.Next(u.now())
 	u.pacerMu.Unlock()
 	_, err := at.SubscribeAt(f, first)
+	if err != nil {
+		u.pacerMu.Lock()
+		u.pacer.Unused(first) // a refused feed takes no slot
+		u.pacerMu.Unlock()
+	}
 	return err
 }
 
