@@ -3,6 +3,8 @@ package web
 import (
 	"net/netip"
 	"net/url"
+	"path"
+	"strconv"
 	"strings"
 
 	"github.com/slogfeed/slogfeed/storage"
@@ -64,9 +66,13 @@ func originOf(raw string) (origin, bool) {
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return origin{}, false
 	}
-	o := origin{scheme: u.Scheme, host: strings.ToLower(strings.TrimSuffix(u.Hostname(), ".")), port: u.Port(), path: u.EscapedPath()}
+	// The path as the server routes it: decoded, its dot segments and
+	// doubled slashes resolved; the port as a number.
+	o := origin{scheme: u.Scheme, host: strings.ToLower(strings.TrimSuffix(u.Hostname(), ".")), port: u.Port(), path: path.Clean("/" + u.Path)}
 	if o.port == "" {
 		o.port = map[string]string{"http": "80", "https": "443"}[o.scheme]
+	} else if n, err := strconv.ParseUint(o.port, 10, 16); err == nil {
+		o.port = strconv.FormatUint(n, 10)
 	}
 	o.path = strings.TrimRight(o.path, "/")
 	if a, err := netip.ParseAddr(o.host); err == nil {

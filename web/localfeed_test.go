@@ -20,16 +20,20 @@ func TestLocalFeeds(t *testing.T) {
 		{"http://[::ffff:127.0.0.1]:8080/sensors/lab-1.rss", "sensor/lab-1"},
 		{"https://feeds.example.org/slog/feeds/x.atom", "pipe/x"},
 		{"https://FEEDS.example.org./slog/feeds/x.rss", "pipe/x"},
-		{"http://127.0.0.1:8081/feeds/a.rss", ""},           // another port
-		{"https://127.0.0.1:8080/feeds/a.rss", ""},          // another scheme
-		{"https://feeds.example.org/feeds/x.atom", ""},      // outside the base path
-		{"http://feeds.example.org/slog/feeds/x.rss", ""},   // http is port 80
-		{"https://other.example.org/slog/feeds/x.rss", ""},  // another host
-		{"http://127.0.0.1:8080/feeds/a/b.rss", ""},         // not a slug
-		{"http://127.0.0.1:8080/feeds/.rss", ""},            // no slug
-		{"http://127.0.0.1:8080/feeds/a.xml", ""},           // not a format
-		{"http://127.0.0.1:8080/api/v1/feeds/3/items", ""},  // not a document
-		{"http://127.0.0.1:8080/feeds/Not_A_Slug!.rss", ""}, // not a pipe slug
+		{"http://127.0.0.1:8080/feeds/%6De.json", "pipe/me"},    // percent-encoded
+		{"http://127.0.0.1:8080/x/../feeds/p1.json", "pipe/p1"}, // dot segments
+		{"http://127.0.0.1:8080//feeds/./p1.json", "pipe/p1"},   // a doubled slash, a dot
+		{"http://127.0.0.1:08080/feeds/p1.json", "pipe/p1"},     // a port with a leading zero
+		{"http://127.0.0.1:8081/feeds/a.rss", ""},               // another port
+		{"https://127.0.0.1:8080/feeds/a.rss", ""},              // another scheme
+		{"https://feeds.example.org/feeds/x.atom", ""},          // outside the base path
+		{"http://feeds.example.org/slog/feeds/x.rss", ""},       // http is port 80
+		{"https://other.example.org/slog/feeds/x.rss", ""},      // another host
+		{"http://127.0.0.1:8080/feeds/a/b.rss", ""},             // not a slug
+		{"http://127.0.0.1:8080/feeds/.rss", ""},                // no slug
+		{"http://127.0.0.1:8080/feeds/a.xml", ""},               // not a format
+		{"http://127.0.0.1:8080/api/v1/feeds/3/items", ""},      // not a document
+		{"http://127.0.0.1:8080/feeds/Not_A_Slug!.rss", ""},     // not a pipe slug
 		{"http://127.0.0.1:8080/sensors/" + string(make([]byte, 80)) + ".rss", ""},
 	}
 	for _, tt := range tests {
