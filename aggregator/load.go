@@ -116,7 +116,6 @@ func (s *Service) loadStored(ctx context.Context, ss stateStore) error {
 	}
 	s.load.total.Store(int64(len(refs)))
 	ids := make([]uint64, 0, loadChunk)
-	fresh := Pacer{Rate: FirstFetchRate}
 	var restored []*replay
 	var replay []storage.Feed
 	for at := 0; at < len(refs); at += loadChunk {
@@ -148,7 +147,7 @@ func (s *Service) loadStored(ctx context.Context, ss stateStore) error {
 			if r.f.Polls == 0 && r.g.prevPoll == 0 && r.next.IsZero() {
 				// Never polled (a bulk import cut short by a restart): its
 				// first fetch is paced as bulk subscriptions pace theirs.
-				if err := s.installAt(r, now, firstFetch(r, now, &fresh)); err != nil {
+				if err := s.installAt(r, now, s.firstFetch(r, now)); err != nil {
 					s.log.Error("cannot schedule feed", "feed", r.f.ID, "url", sanitize.RedactURL(r.f.URL), "err", err)
 				}
 				continue
@@ -159,7 +158,7 @@ func (s *Service) loadStored(ctx context.Context, ss stateStore) error {
 		}
 		var inits []storage.StateInit
 		for _, f := range replay {
-			in, err := s.replayFeed(f, now, &fresh)
+			in, err := s.replayFeed(f, now)
 			if err != nil {
 				s.log.Error("cannot schedule feed", "feed", f.ID, "url", sanitize.RedactURL(f.URL), "err", err)
 			} else if in != nil {
@@ -198,10 +197,10 @@ func restoreFeed(f storage.Feed, st *storage.PolicyState) (*replay, error) {
 }
 
 // replayFeed schedules feed f with its policy rebuilt from its stored
-// observations (a feed never polled at the next of fresh's slots); when
+// observations (a feed never polled at the next of the node's first-fetch slots); when
 // the policy saves a state, it returns the state the replay reached, for
 // storage.InitPolicyStates.
-func (s *Service) replayFeed(f storage.Feed, now time.Time, fresh *Pacer) (*storage.StateInit, error) {
+func (s *Service) replayFeed(f storage.Feed, now time.Time) (*storage.StateInit, error) {
 	obs, err := s.opt.Store.Observations(f.ID, 0)
 	if err != nil {
 		return nil, err
@@ -222,17 +221,17 @@ func (s *Service) replayFeed(f storage.Feed, now time.Time, fresh *Pacer) (*stor
 		}
 	}
 	if f.Polls == 0 && len(obs) == 0 {
-		return in, s.installAt(r, now, firstFetch(r, now, fresh))
+		return in, s.installAt(r, now, s.firstFetch(r, now))
 	}
 	return in, s.install(r, now, true)
 }
 
 // firstFetch is the first fetch of a feed never polled, loaded at now:
-// the next of fresh's slots, unless the feed waits longer anyway (its
+// the next of the node's first-fetch slots, unless the feed waits longer anyway (its
 // Retry-After), which then takes no slot.
-func firstFetch(r *replay, now time.Time, fresh *Pacer) time.Time {
+func (s *Service) firstFetch(r *replay, now time.Time) time.Time {
 	if at := r.resumeAt(now); at.After(now) {
 		return at
 	}
-	return fresh.Next(now)
+	return s.fresh.next(now)
 }

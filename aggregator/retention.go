@@ -39,18 +39,13 @@ func (s *Service) sweepRetention(ctx context.Context) {
 	}
 }
 
-// summaries is a store that keeps its feeds' summaries in memory.
-type summaries interface {
-	EachFeedSummary(fn func(*storage.FeedSummary) bool) error
-}
-
 // agedFeeds lists the feeds with an age limit that the sweep applies:
 // owned, and not a pipe's output, which the pipe's runs keep. They come
 // from the store's in-memory summaries; a store without them (JetStream,
 // where listing every record each time would cost a read per feed)
 // applies age limits as items arrive only.
 func (s *Service) agedFeeds() ([]uint64, error) {
-	sum, ok := s.opt.Store.(summaries)
+	sum, ok := s.opt.Store.(storage.Summaries)
 	if !ok {
 		return nil, nil
 	}

@@ -141,6 +141,11 @@ type Service struct {
 	// feed has its policy.
 	restoreQ restoreQueue
 	restored chan struct{}
+
+	// fresh paces the first fetches of feeds never polled: those
+	// subscribed in bulk or imported (SubscribePaced) and those a load
+	// finds, one pacer for the node (FirstFetchRate).
+	fresh firstFetches
 }
 
 // feedGuard wraps a feed's policy with what the service decides on its own:
@@ -540,6 +545,40 @@ func (s *Service) subscribe(f storage.Feed, first time.Time) (storage.Feed, erro
 // fetches (Pacer) instead of firing them all at once.
 func (s *Service) SubscribeAt(f storage.Feed, first time.Time) (storage.Feed, error) {
 	return s.subscribe(f, first)
+}
+
+// SubscribePaced is Subscribe with the first fetch in the next of the
+// node's first-fetch slots, FirstFetchRate a second shared by every bulk
+// request, import and load at once, so that many feeds subscribed
+// together do not fire every first fetch at the same moment. A feed
+// refused gives its slot back when it was the last handed out.
+func (s *Service) SubscribePaced(f storage.Feed) (storage.Feed, error) {
+	first := s.fresh.next(s.opt.Clock.Now())
+	nf, err := s.subscribe(f, first)
+	if err != nil {
+		s.fresh.unused(first)
+	}
+	return nf, err
+}
+
+// firstFetches is the node's Pacer of first fetches, safe for concurrent
+// use.
+type firstFetches struct {
+	mu sync.Mutex
+	p  Pacer
+}
+
+func (ff *firstFetches) next(now time.Time) time.Time {
+	ff.mu.Lock()
+	defer ff.mu.Unlock()
+	ff.p.Rate = FirstFetchRate
+	return ff.p.Next(now)
+}
+
+func (ff *firstFetches) unused(t time.Time) {
+	ff.mu.Lock()
+	defer ff.mu.Unlock()
+	ff.p.Unused(t)
 }
 
 // Pacer hands out first-fetch times for feeds subscribed in bulk, at

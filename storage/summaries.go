@@ -435,6 +435,13 @@ func (x *summaryIndex) summary(e *summaryEntry, s *FeedSummary) {
 	}
 }
 
+// Summaries is a store that keeps its feeds' summaries in memory (Store
+// does; the JetStream store does not): a walk of them reads no record,
+// so callers that would otherwise list every feed check for it first.
+type Summaries interface {
+	EachFeedSummary(fn func(*FeedSummary) bool) error
+}
+
 // summaryChunk is how many entries a walk reads under one hold of the
 // index's lock: commits wait for a chunk, never for a whole walk.
 const summaryChunk = 4096

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator"
@@ -50,9 +49,6 @@ type api struct {
 	clusterStatus func() cluster.Status
 	ready         func() error
 	node          string
-	// pacer spreads the first fetches of bulk subscriptions.
-	pacerMu sync.Mutex
-	pacer   aggregator.Pacer
 	// fleetCount sums up the fleet (its starved count is reused for a
 	// while).
 	fleetCount feedlist.Counter

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/reader/fetcher"
@@ -23,10 +22,6 @@ const (
 	// bulkWorkers subscribe a request's feeds side by side, so that
 	// their writes share group commits (one fsync for many).
 	bulkWorkers = 32
-	// BulkFirstRate is how many first fetches a second bulk
-	// subscriptions start: an import of 10^6 feeds reaches them all in
-	// under three hours instead of asking for a million fetches at once.
-	BulkFirstRate = 100
 )
 
 // The reasons a bulk subscription gives for a feed it refused.
@@ -68,10 +63,21 @@ type BulkResponse struct {
 	Results []BulkResult `json:"results"`
 }
 
-// subscribeAt is implemented by aggregators that take a subscription's
-// first fetch time (aggregator.Service).
-type subscribeAt interface {
-	SubscribeAt(f storage.Feed, first time.Time) (storage.Feed, error)
+// pacedSubscriber is an aggregator that paces the first fetches of
+// feeds subscribed many at a time (aggregator.Service).
+type pacedSubscriber interface {
+	SubscribePaced(f storage.Feed) (storage.Feed, error)
+}
+
+// SubscribePaced subscribes f through agg, its first fetch paced when agg
+// paces them (aggregator.Service.SubscribePaced: one rate for the node,
+// whatever the number of bulk requests and imports at once), else at
+// once. Bulk requests and the UI's OPML imports subscribe through it.
+func SubscribePaced(agg Aggregator, f storage.Feed) (storage.Feed, error) {
+	if p, ok := agg.(pacedSubscriber); ok {
+		return p.SubscribePaced(f)
+	}
+	return agg.Subscribe(f)
 }
 
 func (a *api) bulk(w http.ResponseWriter, r *http.Request) {
@@ -128,7 +134,7 @@ func (a *api) bulk(w http.ResponseWriter, r *http.Request) {
 }
 
 // subscribeOne subscribes one feed of a bulk request, its first fetch
-// paced (BulkFirstRate).
+// paced (SubscribePaced).
 func (a *api) subscribeOne(req *feedRequest) BulkResult {
 	res := BulkResult{URL: sanitize.RedactURL(req.URL)}
 	f, err := req.feed()
@@ -136,20 +142,7 @@ func (a *api) subscribeOne(req *feedRequest) BulkResult {
 		res.Error, res.Reason = err.Error(), ReasonInvalid
 		return res
 	}
-	var nf storage.Feed
-	if at, ok := a.agg.(subscribeAt); ok {
-		a.pacerMu.Lock()
-		a.pacer.Rate = BulkFirstRate
-		first := a.pacer.Next(a.now())
-		a.pacerMu.Unlock()
-		if nf, err = at.SubscribeAt(f, first); err != nil {
-			a.pacerMu.Lock()
-			a.pacer.Unused(first) // a refused feed takes no slot
-			a.pacerMu.Unlock()
-		}
-	} else {
-		nf, err = a.agg.Subscribe(f)
-	}
+	nf, err := SubscribePaced(a.agg, f)
 	if err != nil {
 		res.Error, res.Reason = err.Error(), refusal(err)
 		switch {

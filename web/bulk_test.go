@@ -109,7 +109,7 @@ func TestBulkSubscribe(t *testing.T) {
 	}
 	// Paced: each first fetch in a slot of its own, 1/BulkFirstRate
 	// apart; a refused feed may have taken a slot too.
-	slot := time.Second / web.BulkFirstRate
+	slot := time.Second / aggregator.FirstFetchRate
 	seen := map[time.Time]bool{}
 	latest := t0
 	for _, f := range firsts {

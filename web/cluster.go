@@ -242,9 +242,7 @@ func (a *api) cluster(w http.ResponseWriter, r *http.Request) {
 // every feed record.
 func remoteFeedIDs(st Store) ([]uint64, error) {
 	var ids []uint64
-	if sum, ok := st.(interface {
-		EachFeedSummary(fn func(*storage.FeedSummary) bool) error
-	}); ok {
+	if sum, ok := st.(storage.Summaries); ok {
 		err := sum.EachFeedSummary(func(f *storage.FeedSummary) bool {
 			if f.Kind == storage.KindRemote {
 				ids = append(ids, f.ID)

@@ -221,7 +221,7 @@ func FromFeeds(feeds []storage.Feed) Walk {
 // unfiltered page and the aggregates cost the same whatever the number
 // of feeds, and a filter walks summaries without reading a record.
 type Index interface {
-	EachFeedSummary(fn func(*storage.FeedSummary) bool) error
+	storage.Summaries
 	FeedIDsAfter(after uint64, limit int) (ids []uint64, more bool, err error)
 	MatchFeeds(f storage.SummaryFilter, after uint64, limit int) (ids []uint64, total int, err error)
 	FleetStats() (storage.FleetStats, error)

@@ -408,15 +408,9 @@ func (res *importResult) String() string {
 // so that their writes share fsyncs.
 const importWorkers = 32
 
-// subscribeAt is implemented by aggregators that take a subscription's
-// first fetch time (aggregator.Service).
-type subscribeAt interface {
-	SubscribeAt(f storage.Feed, first time.Time) (storage.Feed, error)
-}
-
 // subscribeAll subscribes to each outline until ctx ends, importWorkers
 // at a time, their first fetches paced as the API's bulk subscriptions
-// pace theirs (web.BulkFirstRate).
+// pace theirs (web.SubscribePaced).
 func (u *UI) subscribeAll(ctx context.Context, outlines []opml.Outline, policy string) *importResult {
 	res := &importResult{}
 	var mu sync.Mutex
@@ -462,21 +456,7 @@ func (u *UI) subscribeOutline(o opml.Outline, policy string) error {
 	if err := pack.CheckFeedPolicy(f.Reduce); err != nil {
 		return fmt.Errorf("reduce: %w", err)
 	}
-	at, ok := u.opt.Aggregator.(subscribeAt)
-	if !ok {
-		_, err := u.opt.Aggregator.Subscribe(f)
-		return err
-	}
-	u.pacerMu.Lock()
-	u.pacer.Rate = web.BulkFirstRate
-	first := u.pacer.Next(u.now())
-	u.pacerMu.Unlock()
-	_, err := at.SubscribeAt(f, first)
-	if err != nil {
-		u.pacerMu.Lock()
-		u.pacer.Unused(first) // a refused feed takes no slot
-		u.pacerMu.Unlock()
-	}
+	_, err := web.SubscribePaced(u.opt.Aggregator, f)
 	return err
 }
 

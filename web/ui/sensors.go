@@ -64,11 +64,6 @@ func (u *UI) sensorsPage(w http.ResponseWriter, r *http.Request) {
 // sensorsPerPage is how many sensors a page of the sensors list shows.
 const sensorsPerPage = 100
 
-// summaries is a store that keeps its feeds' summaries in memory.
-type summaries interface {
-	EachFeedSummary(fn func(*storage.FeedSummary) bool) error
-}
-
 // sensorFeeds returns up to limit sensor feeds with an ID above after,
 // in ID order, and whether more follow. From the store's summaries when
 // it keeps them (the walk then reads only the sensors' records), else
@@ -76,7 +71,7 @@ type summaries interface {
 func (u *UI) sensorFeeds(after uint64, limit int) ([]storage.Feed, bool, error) {
 	var ids []uint64
 	more := false
-	if sum, ok := u.opt.Store.(summaries); ok {
+	if sum, ok := u.opt.Store.(storage.Summaries); ok {
 		err := sum.EachFeedSummary(func(f *storage.FeedSummary) bool {
 			if f.Kind != storage.KindSensor || f.ID <= after {
 				return true

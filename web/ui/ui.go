@@ -15,7 +15,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/web"
 	"github.com/slogfeed/slogfeed/web/feedlist"
 )
@@ -82,9 +81,6 @@ type UI struct {
 	// fleet sums up the feeds page's fleet (its starved count is
 	// reused for a while).
 	fleet feedlist.Counter
-	// pacer spreads the first fetches of imported feeds (web.BulkFirstRate).
-	pacerMu sync.Mutex
-	pacer   aggregator.Pacer
 }
 
 // Errors of New.
