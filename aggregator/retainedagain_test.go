@@ -134,3 +134,98 @@ func testRetentionDropped(t *testing.T, format string) {
 		t.Errorf("%d polls", g.Polls)
 	}
 }
+
+// Items without dates that a document lists beyond the feed's retention
+// are not stored again as new at every poll: the items a poll's document
+// shares with the previous one, byte for byte, are not read again (RSS,
+// Atom and JSON Feed alike), so only the item new to the document counts.
+func TestUndatedItemsBeyondRetentionNotNewAgain(t *testing.T) {
+	for _, format := range []string{"json", "rss"} {
+		t.Run(format, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { testUndatedBeyondRetention(t, format) })
+		})
+	}
+}
+
+func testUndatedBeyondRetention(t *testing.T, format string) {
+	st, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	start := time.Now()
+	const kept, listed = 200, 250
+	var mu sync.Mutex
+	var newest int
+	doc := func() string {
+		mu.Lock()
+		newest = listed - 1 + int(time.Since(start)/time.Minute)
+		top := newest
+		mu.Unlock()
+		var b strings.Builder
+		if format == "json" {
+			b.WriteString(`{"version":"https://jsonfeed.org/version/1.1","title":"t","items":[`)
+		} else {
+			b.WriteString(`<rss version="2.0"><channel><title>t</title>`)
+		}
+		for id := top; id > top-listed; id-- {
+			if format == "json" {
+				if id != top {
+					b.WriteString(",")
+				}
+				fmt.Fprintf(&b, `{"id":"u%d","title":"reading %d"}`, id, id)
+			} else {
+				fmt.Fprintf(&b, `<item><guid>u%d</guid><title>reading %d</title></item>`, id, id)
+			}
+		}
+		if format == "json" {
+			b.WriteString(`]}`)
+		} else {
+			b.WriteString(`</channel></rss>`)
+		}
+		return b.String()
+	}
+	pub := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", map[string]string{"json": "application/feed+json", "rss": "application/rss+xml"}[format])
+		_, _ = w.Write([]byte(doc()))
+	})
+	svc, err := aggregator.NewService(aggregator.ServiceOptions{Store: st, Scheduler: schedule.Config{Workers: 1},
+		Fetcher: fetcher.New(fetcher.Options{Transport: handlerTransport{pub}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := svc.Subscribe(storage.Feed{URL: "https://sensors.example.org/undated." + format, Policy: "fixed-1m",
+		Retention: storage.Retention{MaxItems: kept}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- svc.Run(ctx) }()
+	time.Sleep(6*time.Minute + 30*time.Second)
+	synctest.Wait()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	top := newest
+	mu.Unlock()
+	g, err := st.Feed(f.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Polls < 6 {
+		t.Fatalf("%d polls", g.Polls)
+	}
+	// The first poll stores the newest kept; each later one the item
+	// new to the document.
+	if want := int64(kept + top - (listed - 1)); g.Items != want {
+		t.Errorf("%d items added over %d polls, want %d (the %d kept, then one a poll)", g.Items, g.Polls, want, kept)
+	}
+	for id := listed; id <= top; id++ {
+		if _, err := st.Item(f.ID, fmt.Sprint("u", id)); err != nil {
+			t.Errorf("item u%d, new to the document: %v", id, err)
+		}
+	}
+}

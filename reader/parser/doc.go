@@ -20,7 +20,10 @@
 // every new item, the whole document is parsed.
 //
 // A JSON Feed is read as a stream (readJSON): the items past MaxItems,
-// or past the MaxNodes budget, are read over without being decoded.
+// or past the MaxNodes budget, are read over without being decoded. Its
+// items are hashed and cut by Options.Seen as an XML feed's are (each
+// item is a value of its own, so the document without them always
+// parses).
 //
 // Normalising (normalize.go) makes every item clean and bounded whatever
 // its format: stable IDs, links resolved and limited to http(s), titles

@@ -135,14 +135,17 @@ func FuzzParse(f *testing.F) {
 // unchanged document), and no item is both unchanged and parsed again.
 func FuzzParseSeen(f *testing.F) {
 	for _, dir := range []string{"testdata/readings", "testdata/unbalanced"} {
-		files, _ := filepath.Glob(filepath.Join(dir, "*.xml"))
-		for _, file := range files {
-			if b, err := os.ReadFile(file); err == nil {
-				f.Add(b)
+		for _, pattern := range []string{"*.xml", "*.json"} {
+			files, _ := filepath.Glob(filepath.Join(dir, pattern))
+			for _, file := range files {
+				if b, err := os.ReadFile(file); err == nil {
+					f.Add(b)
+				}
 			}
 		}
 	}
 	f.Add([]byte(`<rss><channel><item><guid>a</guid><description>x<b>y</description></item><item><guid>b</guid></item></channel></rss>`))
+	f.Add([]byte(`{"version":"https://jsonfeed.org/version/1.1","title":"t","items":[{"id":"a","title":"a"},{"id":"a","title":"b"},{"id":"c"}]}`))
 	f.Add([]byte(`<feed><entry><id>a</id><summary>a<br>b</summary></entry></feed>`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		first, err := parser.Parse(body, "", parser.Options{Now: now})

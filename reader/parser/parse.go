@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"maps"
 	"mime"
 	"regexp"
 	"slices"
@@ -67,9 +68,9 @@ type Options struct {
 	Now time.Time
 	// BaseURL resolves relative links: the URL the feed was fetched from.
 	BaseURL string
-	// Seen, when set, names item elements of an XML feed that need no
-	// parsing: those whose hash (see Parsed.ItemHashes) it reports. They
-	// are cut from the document before it is parsed and are neither in
+	// Seen, when set, names items of a feed that need no parsing: those
+	// whose hash (see Parsed.ItemHashes) it reports. They are cut from
+	// the document before it is parsed and are neither in
 	// Items nor normalised (sanitised) again. The service passes the
 	// hashes of the items the feed's previous fetch stored: an item whose
 	// bytes did not change since needs nothing done.
@@ -118,9 +119,11 @@ type Parsed struct {
 	// absolute http(s) URL, or "". See paging.go.
 	Older string
 	// ItemHashes are the hashes of the complete item elements of an XML
-	// feed (those Seen skipped included), in document order: the raw
-	// bytes of the element with the BaseURL and Extract rule it is
-	// normalised under, so that a change of either changes the hash.
+	// feed, or the items of a JSON Feed (those Seen skipped included), in
+	// document order: the raw bytes of the item with the BaseURL and
+	// Extract rule it is normalised under (and the XML root's start tag,
+	// or the JSON document's other members), so that a change of any
+	// changes the hash.
 	// Hashes hold within one process only (they are not stored).
 	ItemHashes []uint64
 	// Unchanged counts the items Seen skipped.
@@ -410,7 +413,20 @@ func parseJSON(body []byte, opt Options) (*Parsed, error) {
 	if _, hasItems := top["items"]; !hasItems && !strings.Contains(version, "jsonfeed.org/version/") {
 		return nil, fmt.Errorf("%w: a JSON document that is not a JSON Feed (no version, no items)", ErrNotFeed)
 	}
-	if truncated {
+	hashes := jsonItemHashes(top, items, opt)
+	unchanged := 0
+	if opt.Seen != nil {
+		kept := make([]json.RawMessage, 0, len(items))
+		for i, raw := range items {
+			if opt.Seen(hashes[i]) {
+				unchanged++
+				continue
+			}
+			kept = append(kept, raw)
+		}
+		items = kept
+	}
+	if truncated || unchanged > 0 {
 		// The feed parser reads the document again: give it the items
 		// kept only.
 		raw, err := json.Marshal(items)
@@ -438,6 +454,7 @@ func parseJSON(body []byte, opt Options) (*Parsed, error) {
 	}
 	p := n.feed(feed)
 	p.Truncated = p.Truncated || truncated
+	p.ItemHashes, p.Unchanged = hashes, unchanged
 	p.Hubs, p.Self = jsonHubs(top, opt.BaseURL)
 	p.Repairs.utf8(invalidUTF8(body), "replaced by U+FFFD")
 	p.Older = jsonOlder(top, opt.BaseURL)
@@ -861,6 +878,44 @@ func itemHashes(body []byte, items []span, opt Options) []uint64 {
 		binary.LittleEndian.PutUint64(b[:], prefix)
 		h.Write(b[:])
 		h.Write(body[sp.start:sp.end])
+		out[i] = h.Sum64() | 1 // never 0
+	}
+	return out
+}
+
+// jsonItemHashes hashes each item of a JSON Feed (its bytes as the
+// document has them) with what it is normalised under: the base URL, the
+// extraction rule and the document's other members (see
+// Parsed.ItemHashes).
+func jsonItemHashes(top map[string]json.RawMessage, items []json.RawMessage, opt Options) []uint64 {
+	if len(items) == 0 {
+		return nil
+	}
+	var h maphash.Hash
+	h.SetSeed(hashSeed)
+	h.WriteString(opt.BaseURL)
+	h.WriteByte(0)
+	if opt.Extract != nil {
+		rule, _ := json.Marshal(opt.Extract)
+		h.Write(rule)
+	}
+	h.WriteByte(0)
+	for _, k := range slices.Sorted(maps.Keys(top)) {
+		if k != "items" {
+			h.WriteString(k)
+			h.WriteByte(0)
+			h.Write(top[k])
+			h.WriteByte(0)
+		}
+	}
+	prefix := h.Sum64()
+	out := make([]uint64, len(items))
+	for i, raw := range items {
+		h.Reset()
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], prefix)
+		h.Write(b[:])
+		h.Write(raw)
 		out[i] = h.Sum64() | 1 // never 0
 	}
 	return out

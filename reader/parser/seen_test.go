@@ -29,6 +29,20 @@ func TestParseSeen(t *testing.T) {
 		b.WriteString(`</feed>`)
 		return b.String()
 	}
+	jsonFeed := func(home string) func(...string) string {
+		return func(items ...string) string {
+			var b strings.Builder
+			fmt.Fprintf(&b, `{"version":"https://jsonfeed.org/version/1.1","title":"t","home_page_url":%q,"items":[`, home)
+			for i, it := range items {
+				if i > 0 {
+					b.WriteString(",")
+				}
+				fmt.Fprintf(&b, `{"id":%q,"title":%q,"content_html":"<p>%s</p>"}`, it, it, it)
+			}
+			b.WriteString(`]}`)
+			return b.String()
+		}
+	}
 	const base = "https://example.org/feed"
 	tests := []struct {
 		name      string
@@ -43,6 +57,10 @@ func TestParseSeen(t *testing.T) {
 		{"rss: a changed item", rss, []string{"a", "b2", "c"}, base, []string{"b2"}, 2},
 		{"rss: another base URL", rss, []string{"a", "b", "c"}, "https://example.org/other", []string{"a", "b", "c"}, 0},
 		{"atom: one new entry", atom, []string{"d", "a", "b", "c"}, base, []string{"d"}, 3},
+		{"json: one new item", jsonFeed("https://example.org/"), []string{"d", "a", "b", "c"}, base, []string{"d"}, 3},
+		{"json: nothing new", jsonFeed("https://example.org/"), []string{"a", "b", "c"}, base, nil, 3},
+		{"json: a changed item", jsonFeed("https://example.org/"), []string{"a", "b2", "c"}, base, []string{"b2"}, 2},
+		{"json: another base URL", jsonFeed("https://example.org/"), []string{"a", "b", "c"}, "https://example.org/other", []string{"a", "b", "c"}, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -67,6 +85,39 @@ func TestParseSeen(t *testing.T) {
 			}
 			if p.Title != "t" {
 				t.Fatalf("channel lost: title %q", p.Title)
+			}
+		})
+	}
+}
+
+// A JSON Feed whose members beside its items changed reads every item
+// again: they can change how an item is read.
+func TestParseSeenJSONMembersChange(t *testing.T) {
+	doc := func(home string) string {
+		return fmt.Sprintf(`{"version":"https://jsonfeed.org/version/1.1","title":"t","home_page_url":%q,"items":[{"id":"a","title":"a"},{"id":"b","title":"b"}]}`, home)
+	}
+	first, err := Parse([]byte(doc("https://example.org/")), "", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := func(h uint64) bool { return slices.Contains(first.ItemHashes, h) }
+	tests := []struct {
+		name      string
+		home      string
+		items     int
+		unchanged int
+	}{
+		{"same members", "https://example.org/", 0, 2},
+		{"another home page", "https://example.org/v2/", 2, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Parse([]byte(doc(tc.home)), "", Options{Seen: seen})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Items) != tc.items || p.Unchanged != tc.unchanged || p.Title != "t" {
+				t.Fatalf("%d items, %d unchanged, title %q; want %d, %d, %q", len(p.Items), p.Unchanged, p.Title, tc.items, tc.unchanged, "t")
 			}
 		})
 	}
