@@ -295,13 +295,6 @@ func (a *pipeAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
 			details = []transform.Detail{}
 		}
 		respondJSON(w, http.StatusUnprocessableEntity, pipeErrorView{Error: err.Error(), Details: details})
-	case errors.Is(err, transform.ErrInvalid), errors.Is(err, transform.ErrLimit),
-		errors.Is(err, runner.ErrInputNotFound):
-		details := transform.Details(err)
-		if details == nil {
-			details = []transform.Detail{}
-		}
-		respondJSON(w, http.StatusBadRequest, pipeErrorView{Error: err.Error(), Details: details})
 	case errors.Is(err, runner.ErrClosed):
 		respondError(w, http.StatusServiceUnavailable, "the pipe runner is stopping; try again")
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
@@ -312,8 +305,16 @@ func (a *pipeAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
 		respondUnavailable(w)
 	case failedAtNode(err):
 		// The definition's own operator failed on its items (an
-		// expression dividing by zero, a WebAssembly trap).
+		// expression dividing by zero, a WebAssembly trap, a module
+		// over its memory or output limit).
 		respondJSON(w, http.StatusUnprocessableEntity, pipeErrorView{Error: err.Error(), Details: transform.Details(err)})
+	case errors.Is(err, transform.ErrInvalid), errors.Is(err, transform.ErrLimit),
+		errors.Is(err, runner.ErrInputNotFound):
+		details := transform.Details(err)
+		if details == nil {
+			details = []transform.Detail{}
+		}
+		respondJSON(w, http.StatusBadRequest, pipeErrorView{Error: err.Error(), Details: details})
 	default:
 		a.log.Error("pipes api", "method", r.Method, "path", r.URL.Path, "err", err)
 		respondError(w, http.StatusInternalServerError, "internal error")
@@ -326,7 +327,10 @@ func (a *pipeAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
 func failedAtNode(err error) bool {
 	var ne *transform.NodeError
 	var pe *transform.PanicError
-	return errors.As(err, &ne) && !errors.As(err, &pe)
+	var def transform.Errors
+	var fe *transform.FieldError
+	return errors.As(err, &ne) && !errors.As(err, &pe) &&
+		!errors.As(err, &def) && !errors.As(err, &fe) // not a definition's error
 }
 
 // pipeID reads the {id} path value, writing a 400 when it is not a pipe
