@@ -388,9 +388,9 @@ func quantile(xs []float64, q float64) float64 {
 // when the publisher's phase shifts the renewal model follows at once while
 // the grid catches up over a few periods.
 func (a *Auto) at(k, off float64) int64 {
-	t := a.last + int64((k*a.period+off)*1e9)
+	t := addSeconds(a.last, k*a.period+off)
 	if a.grid {
-		g := a.anchor + int64((k*a.period+off)*1e9)
+		g := addSeconds(a.anchor, k*a.period+off)
 		t = max(t, g)
 	}
 	return t
@@ -475,7 +475,7 @@ func (a *Auto) choose(obs Observation) time.Time {
 			// is known to have been quiet for longer than that.
 			if h := a.last + int64((a.period/2+a.off)*1e9); h > now {
 				a.half = true
-				return a.finish(obs, h+desync(&a.rng, obs.Hints.Desync))
+				return a.finish(obs, addNanos(h, float64(desync(&a.rng, obs.Hints.Desync))))
 			}
 		}
 		next := a.at(1, a.off)
@@ -484,13 +484,13 @@ func (a *Auto) choose(obs Observation) time.Time {
 			a.slot = uint16(min(k, math.MaxUint16))
 			next = a.at(k, a.off)
 		}
-		return a.finish(obs, next+desync(&a.rng, obs.Hints.Desync))
+		return a.finish(obs, addNanos(next, float64(desync(&a.rng, obs.Hints.Desync))))
 	}
 
 	if a.half {
 		// The middle of the only gap is quiet: the gap is one period.
 		a.half = false
-		return a.finish(obs, a.at(1, a.off)+desync(&a.rng, obs.Hints.Desync))
+		return a.finish(obs, addNanos(a.at(1, a.off), float64(desync(&a.rng, obs.Hints.Desync))))
 	}
 	a.misses = min(a.misses+1, math.MaxUint16-1)
 	if !a.known() {
@@ -548,10 +548,10 @@ func (a *Auto) choose(obs Observation) time.Time {
 				haveB = true
 			}
 			bk := math.Exp2(float64(min(a.btries, 40)))
-			bnext = a.last + int64((bmed+bsigma+(bk-1)*a.period+a.off)*1e9)
+			bnext = addSeconds(a.last, bmed+bsigma+(bk-1)*a.period+a.off)
 		}
 		if bnext < pnext {
-			a.btries++
+			a.btries = min(a.btries+1, math.MaxUint16-1)
 			a.mode = ModeBimodal
 			next = bnext
 		} else {
@@ -559,7 +559,7 @@ func (a *Auto) choose(obs Observation) time.Time {
 				a.slot++
 			} else {
 				a.slot = OutagePeriods + 1
-				a.backoff++
+				a.backoff = min(a.backoff+1, math.MaxUint16-1)
 			}
 			a.mode = ModePeriod
 			next = pnext
@@ -571,7 +571,7 @@ func (a *Auto) choose(obs Observation) time.Time {
 	if next <= now {
 		next = now
 	}
-	return a.finish(obs, next+desync(&a.rng, obs.Hints.Desync))
+	return a.finish(obs, addNanos(next, float64(desync(&a.rng, obs.Hints.Desync))))
 }
 
 // Cold start. While no publish-to-publish gap is known, Auto probes; the

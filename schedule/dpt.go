@@ -261,7 +261,7 @@ func (t *tracker) known() bool { return t.gaps.len() > 0 && t.med > 0 }
 // expect returns the time of the k-th expected publish after the last one,
 // shifted by bias·σ (all in nanoseconds).
 func (d *DPT) expect(k, bias float64) int64 {
-	return d.last + int64((k*d.med+bias*d.sp.sigma)*1e9)
+	return addSeconds(d.last, k*d.med+bias*d.sp.sigma)
 }
 
 // DPT is Data Publication Tracking, Algorithms 1 and 2 of Park & Heidemann:
@@ -326,7 +326,7 @@ func (d *DPT) Next(obs Observation) time.Time {
 			k := math.Floor(float64(now-d.last)/1e9/d.med) + 1
 			next = d.expect(k, bias)
 		}
-		return d.finish(obs, next+desync(&d.rng, obs.Hints.Desync))
+		return d.finish(obs, addNanos(next, float64(desync(&d.rng, obs.Hints.Desync))))
 	}
 
 	d.misses++
@@ -363,7 +363,7 @@ func (d *DPT) Next(obs Observation) time.Time {
 			// Bimodal retry j lands on the expected return t_p + (bimodal
 			// median) + bias·σ_b, then on the expected publishes after it,
 			// exponentially further apart: + (2^j − 1)·median.
-			next = d.last + int64((d.sp.bmed+bias*d.sp.bsigma+(k-1)*d.med)*1e9)
+			next = addSeconds(d.last, d.sp.bmed+bias*d.sp.bsigma+(k-1)*d.med)
 		}
 		if d.tries < math.MaxUint16 {
 			d.tries++
@@ -372,7 +372,7 @@ func (d *DPT) Next(obs Observation) time.Time {
 			break
 		}
 	}
-	return d.finish(obs, next+desync(&d.rng, obs.Hints.Desync))
+	return d.finish(obs, addNanos(next, float64(desync(&d.rng, obs.Hints.Desync))))
 }
 
 func (d *DPT) finish(obs Observation, next int64) time.Time {

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"math"
 	"time"
 )
 
@@ -127,4 +128,30 @@ func clampNext(now, next time.Time) time.Time {
 		return max
 	}
 	return next
+}
+
+// addSeconds returns base (Unix nanoseconds) plus s seconds, saturating at
+// the ends of int64 rather than wrapping: a retry exponentially far off
+// (2^40 periods) stays in the future, where clampNext caps it at MaxDelay,
+// instead of wrapping into the past and being polled at once. NaN adds
+// nothing.
+func addSeconds(base int64, s float64) int64 {
+	return addNanos(base, s*1e9)
+}
+
+// addNanos returns base plus d nanoseconds, saturating (see addSeconds).
+func addNanos(base int64, d float64) int64 {
+	switch {
+	case math.IsNaN(d):
+		return base
+	case d >= 0:
+		if d >= math.MaxInt64 || base > 0 && int64(d) > math.MaxInt64-base {
+			return math.MaxInt64
+		}
+	default:
+		if d <= math.MinInt64 || base < 0 && int64(d) < math.MinInt64-base {
+			return math.MinInt64
+		}
+	}
+	return base + int64(d)
 }
