@@ -225,6 +225,8 @@ func TestFeedsPagesBadRequests(t *testing.T) {
 		{"cursor=" + feedlist.EncodeCursor(1) + "x", "cursor is not one"},
 		{"cursor=" + strings.Repeat("A", 100), "cursor is not one"},
 		{"status=ok", "status must be erroring or starved"},
+		{"policy=bogus", `is not a policy slogfeed knows (auto, dpt-a`},
+		{"policy=fixed-soon", `fixed-soon\" is not a policy`},
 		{"q=" + strings.Repeat("x", 257), "q must be valid UTF-8"},
 		{"q=%ff", "q must be valid UTF-8"},
 		{"q=a%00b", "without control characters"},

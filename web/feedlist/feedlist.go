@@ -13,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/storage"
 )
 
@@ -126,6 +127,11 @@ func Parse(q url.Values) (Filter, error) {
 	f.Policy = q.Get("policy")
 	if len(f.Policy) > maxText {
 		return bad("policy is too long")
+	}
+	if f.Policy != "" {
+		if _, err := schedule.ByName(f.Policy, 0); err != nil {
+			return bad("policy %q is not a policy slogfeed knows (%s, fixed-<duration>, cron:<spec>)", f.Policy, strings.Join(schedule.PolicyNames, ", "))
+		}
 	}
 	return f, nil
 }
