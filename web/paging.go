@@ -20,12 +20,30 @@ func nextPage(self string, items *[]storage.Item, limit int, withLimit bool) str
 		return ""
 	}
 	*items = (*items)[:limit]
+	return pageURL(self, (*items)[limit-1].Seq, limit, withLimit)
+}
+
+// pageURL is the URL of the page of the document at self with the items
+// before Seq before, naming the limit when withLimit is set.
+func pageURL(self string, before uint64, limit int, withLimit bool) string {
 	q := url.Values{}
-	q.Set("before", strconv.FormatUint((*items)[limit-1].Seq, 10))
+	q.Set("before", strconv.FormatUint(before, 10))
 	if withLimit {
 		q.Set("limit", strconv.Itoa(limit))
 	}
 	return self + "?" + q.Encode()
+}
+
+// pageLinks returns the self URL, the subscription document's URL (empty
+// on the subscription document itself) and the hub of the page of the
+// document at self with the items before Seq before (0: the subscription
+// document): an older page names itself, links back to the document, and
+// is no WebSub topic.
+func pageLinks(self string, before uint64, limit int, withLimit bool, hub string) (pageSelf, current, pageHub string) {
+	if before == 0 {
+		return self, "", hub
+	}
+	return pageURL(self, before, limit, withLimit), self, ""
 }
 
 // pageBefore reads the ?before= of a request for an older page: 0 when

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"encoding/xml"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -39,9 +40,66 @@ func followPages(t *testing.T, get func(target string) *http.Response, first, ba
 		for _, it := range p.Items {
 			ids = append(ids, it.ID)
 		}
+		if ct := resp.Header.Get("Content-Type"); strings.Contains(ct, "xml") {
+			// Each page names itself; an older page links back to the
+			// subscription document and is no WebSub topic.
+			links := feedLinks(t, body.Bytes())
+			doc, _, _ := strings.Cut(first, "?")
+			want := map[string]string{"self": base + doc} // the subscription document, whatever its limit
+			if pages > 0 {
+				want["self"], want["current"], want["first"] = next, base+doc, base+doc
+			}
+			for rel, href := range want {
+				if !strings.HasPrefix(href, base) {
+					href = base + href
+				}
+				if links[rel] != href {
+					t.Errorf("page %d (%s): rel=%q links %q, want %q", pages, next, rel, links[rel], href)
+				}
+			}
+			if pages == 0 && links["current"] != "" || pages > 0 && (links["hub"] != "" || resp.Header.Get("Link") != "") {
+				t.Errorf("page %d (%s): links %v, Link header %q", pages, next, links, resp.Header.Get("Link"))
+			}
+		}
 		next = p.Older
 	}
 	return ids, pages
+}
+
+// feedLinks returns the href of each rel of the links of a feed's channel
+// or feed element (RSS atom:link, Atom link).
+func feedLinks(t *testing.T, doc []byte) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	d := xml.NewDecoder(bytes.NewReader(doc))
+	depth := 0
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return out
+		}
+		switch e := tok.(type) {
+		case xml.StartElement:
+			depth++
+			// rss > channel > atom:link, feed > link
+			if e.Name.Local == "link" && (depth == 3 && e.Name.Space == "http://www.w3.org/2005/Atom" || depth == 2) {
+				var rel, href string
+				for _, a := range e.Attr {
+					switch a.Name.Local {
+					case "rel":
+						rel = a.Value
+					case "href":
+						href = a.Value
+					}
+				}
+				if rel != "" {
+					out[rel] = href
+				}
+			}
+		case xml.EndElement:
+			depth--
+		}
+	}
 }
 
 // A pipe feed's pages, followed by their rel="next" (JSON Feed next_url)

@@ -21,6 +21,12 @@ func TestPipeFeedTitle(t *testing.T) {
 		{"<img src=x onerror=alert(1)>", pipeSlug},
 		{"<p> </p>", pipeSlug},
 		{"\x01\x1b", pipeSlug},
+		// Entities are read once, as in remote feeds' titles: the title
+		// is what a reader shows, not its source a second time.
+		{"Tags <b>bold</b> & AT&amp;T", "Tags bold & AT&T"},
+		{"5 &lt; 7 &amp;&amp; 8 &gt; 2", "5 < 7 && 8 > 2"},
+		{"R&D <i>lab</i>", "R&D lab"},
+		{"&lt;script&gt;alert(1)&lt;/script&gt;", pipeSlug},
 	}
 	for _, tt := range tests {
 		t.Run(tt.title, func(t *testing.T) {

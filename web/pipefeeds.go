@@ -245,7 +245,9 @@ func (h *pfHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// the desynchronisation interval here, since they do not add it.
 		hints.Due = hints.Due.Add(rand.N(desync))
 	}
-	WebSubLinks(w.Header(), h.hub, h.base+"/feeds/"+slug+"."+ext)
+	if before == 0 { // an older page is no topic
+		WebSubLinks(w.Header(), h.hub, h.base+"/feeds/"+slug+"."+ext)
+	}
 	more := before == 0 && d.next != "" && missed(r, d.oldest)
 	publish.ServeDoc(w, r, d.doc, publish.Hints{
 		Newest:  d.newest,
@@ -297,7 +299,7 @@ func (h *pfHandler) document(ctx context.Context, slug string, fi, limit int) (*
 		if err != nil {
 			return nil, storage.Version{}, err
 		}
-		d, err := h.render(feed, items, slug, fi, limit)
+		d, err := h.render(feed, items, slug, fi, limit, 0)
 		return d, v, err
 	})
 }
@@ -313,26 +315,30 @@ func (h *pfHandler) archive(slug string, fi, limit int, before uint64) (*pfDoc, 
 	if err != nil {
 		return nil, err
 	}
-	return h.render(feed, items, slug, fi, limit)
+	return h.render(feed, items, slug, fi, limit, before)
 }
 
 // render renders feed with items, up to limit+1 of them newest first: the
 // page of the first limit, linking the older page when there is one more
 // (nextPage; the link names the limit when it is not the default).
-func (h *pfHandler) render(feed storage.Feed, items []storage.Item, slug string, fi, limit int) (*pfDoc, error) {
+func (h *pfHandler) render(feed storage.Feed, items []storage.Item, slug string, fi, limit int, before uint64) (*pfDoc, error) {
 	format := &pfFormats[fi]
 	self := h.base + "/feeds/" + slug + "." + format.ext
 	older := nextPage(self, &items, limit, limit != h.limit)
+	pageSelf, current, hub := pageLinks(self, before, limit, limit != h.limit, h.hub)
 	var newest time.Time
 	for i := range items {
 		if items[i].Published.After(newest) {
 			newest = items[i].Published
 		}
 	}
-	// The title as the formats publish it (markup removed): one with no
-	// text left is the slug, not the feed's id, which publish would use.
-	title := feed.Title
-	if strings.TrimSpace(sanitize.Text(publish.Clean(title), 0)) == "" {
+	// The title and description are the definition's, written by a
+	// user: read as remote feeds' titles are (markup removed, entities
+	// decoded once), so that "AT&amp;T" reads "AT&T" as "<b>AT</b>"
+	// reads "AT". A title with no text left is the slug, not the feed's
+	// id, which publish would use.
+	title := sanitize.PlainText(publish.Clean(feed.Title), 0)
+	if title == "" {
 		title = slug
 	}
 	link := feed.Site
@@ -342,13 +348,14 @@ func (h *pfHandler) render(feed storage.Feed, items []storage.Item, slug string,
 	b, err := format.render(publish.Feed{
 		Title:       title,
 		Link:        link,
-		SelfURL:     self,
+		SelfURL:     pageSelf,
 		Next:        older,
-		Description: cmp.Or(sanitize.Text(feed.Description, 0), "Items republished by slogfeed's pipe "+slug),
+		Current:     current,
+		Description: cmp.Or(sanitize.PlainText(publish.Clean(feed.Description), 0), "Items republished by slogfeed's pipe "+slug),
 		ID:          h.feedID(feed),
 		TTL:         typicalPeriod(items),
 		Items:       items,
-		HubURL:      h.hub,
+		HubURL:      hub,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("rendering pipe feed %q as %s: %w", slug, format.ext, err)

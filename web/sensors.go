@@ -547,7 +547,9 @@ func (h *sensorStore) get(w http.ResponseWriter, r *http.Request) {
 	}
 
 	self := h.base + "/sensors/" + name + "." + ext
-	older := nextPage(self, &items, limit, r.URL.Query().Get("limit") != "")
+	withLimit := r.URL.Query().Get("limit") != ""
+	older := nextPage(self, &items, limit, withLimit)
+	pageSelf, current, hub := pageLinks(self, before, limit, withLimit, h.hub)
 	more := before == 0 && older != "" && missed(r, items[len(items)-1].Published)
 	var newest time.Time
 	for _, it := range items {
@@ -558,20 +560,21 @@ func (h *sensorStore) get(w http.ResponseWriter, r *http.Request) {
 	doc, err := format.render(publish.Feed{
 		Title:       feed.Title,
 		Link:        h.base + "/sensors/" + name,
-		SelfURL:     self,
+		SelfURL:     pageSelf,
 		Next:        older,
+		Current:     current,
 		Description: "Readings of sensor " + name,
 		ID:          h.feedID(feed),
 		TTL:         period, // from the stored arrivals only: the same items give the same document
 		Items:       items,
-		HubURL:      h.hub,
+		HubURL:      hub,
 	})
 	if err != nil {
 		h.log.Error("rendering sensor feed", "sensor", name, "format", ext, "err", err)
 		writeSensorError(w, err)
 		return
 	}
-	WebSubLinks(w.Header(), h.hub, self)
+	WebSubLinks(w.Header(), hub, self) // an older page is no topic
 	publish.Serve(w, r, format.contentType, doc, publish.Hints{
 		Newest: newest,
 		Next:   next,

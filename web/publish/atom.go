@@ -58,6 +58,9 @@ func Atom(f Feed) ([]byte, error) {
 	if p.next != "" {
 		doc.Links = append(doc.Links, feeds.AtomLink{Href: p.next, Rel: "next"}, feeds.AtomLink{Href: p.next, Rel: "prev-archive"})
 	}
+	if p.current != "" {
+		doc.Links = append(doc.Links, feeds.AtomLink{Href: p.current, Rel: "current"}, feeds.AtomLink{Href: p.current, Rel: "first"})
+	}
 	for i, ae := range af.Entries {
 		e := &p.entries[i]
 		ae.Id = e.iri

@@ -31,7 +31,9 @@
 //   - Paging (RFC 5005): when Feed.Next is set, the link to the page of
 //     older items, as <atom:link rel="next"> and rel="prev-archive" in
 //     RSS, <link rel="next"> and rel="prev-archive" in Atom, and
-//     "next_url" in JSON.
+//     "next_url" in JSON; on such an older page (Feed.Current set), the
+//     link back to the subscription document as rel="current" and
+//     rel="first" in RSS and Atom.
 //   - <ttl> in RSS from Feed.TTL (whole minutes, at least one).
 //   - slogfeed's typed sensor reading (see package feedext):
 //     <sf:reading value=… unit=… sensor=… time=… lat=… lon=…/> in RSS items

@@ -64,6 +64,12 @@ type Feed struct {
 	// RSS and Atom link it as rel="next" (a paged feed) and
 	// rel="prev-archive" (an archived feed), JSON Feed as next_url.
 	Next string
+	// Current, set on a page of older items (whose SelfURL is then the
+	// page's own URL), is the URL of the feed's subscription document
+	// (RFC 5005): RSS and Atom link it as rel="current" (an archived
+	// feed) and rel="first" (a paged feed), so that a reader that walked
+	// back can return.
+	Current string
 	// Author is the feed's author for Atom, which requires one
 	// (default: Generator).
 	Author string
@@ -73,7 +79,7 @@ type Feed struct {
 // every id and date decided, shared by the three writers.
 type prepared struct {
 	title, link, self, desc, hub, author string
-	next                                 string
+	next, current                        string
 	id                                   string // the feed's id as an IRI
 	updated                              time.Time
 	ttlMinutes                           int
@@ -98,7 +104,8 @@ func prepare(f Feed) (*prepared, error) {
 		self:   clean(f.SelfURL),
 		desc:   plain(f.Description),
 		hub:    clean(f.HubURL),
-		next:   clean(f.Next),
+		next:    clean(f.Next),
+		current: clean(f.Current),
 		author: plain(f.Author),
 	}
 	raw := clean(f.ID)

@@ -149,6 +149,9 @@ func RSS(f Feed) ([]byte, error) {
 	if p.next != "" {
 		ch.AtomLinks = append(ch.AtomLinks, rssAtomLink{Href: p.next, Rel: "next"}, rssAtomLink{Href: p.next, Rel: "prev-archive"})
 	}
+	if p.current != "" {
+		ch.AtomLinks = append(ch.AtomLinks, rssAtomLink{Href: p.current, Rel: "current"}, rssAtomLink{Href: p.current, Rel: "first"})
+	}
 	for i, gi := range rf.Items {
 		e := &p.entries[i]
 		gi.Author = ""
