@@ -99,14 +99,14 @@ type entry struct {
 // prepare cleans f and fills in everything the formats require.
 func prepare(f Feed) (*prepared, error) {
 	p := &prepared{
-		title:  plain(f.Title),
-		link:   clean(f.Link),
-		self:   clean(f.SelfURL),
-		desc:   plain(f.Description),
-		hub:    clean(f.HubURL),
+		title:   plain(f.Title),
+		link:    clean(f.Link),
+		self:    clean(f.SelfURL),
+		desc:    plain(f.Description),
+		hub:     clean(f.HubURL),
 		next:    clean(f.Next),
 		current: clean(f.Current),
-		author: plain(f.Author),
+		author:  plain(f.Author),
 	}
 	raw := clean(f.ID)
 	if raw == "" {
