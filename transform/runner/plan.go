@@ -94,7 +94,8 @@ func (f *fanIn) typical() (int, bool) {
 //     added output after k of its inputs brought items, in three of its
 //     last four to eight outputs, is due when the k-th input still
 //     missing since its last output is fetched (the latest of them for a
-//     join of all its inputs, the only one for a pipe of one input). An
+//     join of all its inputs); a pipe of one input plans from the start,
+//     due when that input is fetched. An
 //     input whose items do not come from a scheduled fetch (a sensor
 //     posted here, another pipe, a feed a hub pushes) leaves the pipe
 //     without a plan. Without a plan, Next is the earliest next output
@@ -144,6 +145,11 @@ func (r *Runner) plan(p *pipe, feeds []uint64, now time.Time) (time.Time, bool) 
 	}
 	p.modelMu.Lock()
 	k, ok := p.fan.typical()
+	if !ok && len(feeds) == 1 {
+		// One input: its next fetch is the only one the pipe can wait
+		// for, from the first run on.
+		k, ok = 1, true
+	}
 	var buf [64]uint64
 	arrived := append(buf[:0], p.fan.arrived...)
 	p.modelMu.Unlock()

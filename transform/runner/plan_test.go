@@ -112,6 +112,11 @@ func TestHintsPlan(t *testing.T) {
 		clock.Advance(10 * time.Second)
 	}
 	planned[a.ID], planned[b.ID], planned[c.ID] = 280*time.Second, 290*time.Second, 300*time.Second
+	// A pipe of one input waits for that input's fetch only: it plans
+	// from the start, with nothing to learn.
+	if h := hints(cal.ID); !h.Due.Equal(clock.Now().Add(280 * time.Second)) {
+		t.Fatalf("one input, before any run: planned %v, want 280s", h.Due.Sub(clock.Now()))
+	}
 	for k := range 3 {
 		arrive(a, 10+float64(k))
 		arrive(b, 11)
@@ -119,6 +124,9 @@ func TestHintsPlan(t *testing.T) {
 		clock.Advance(270 * time.Second)
 		if h := hints(fi.ID); !h.Due.IsZero() {
 			t.Fatalf("round %d: planned %v before the fan-in is learned", k, h.Due)
+		}
+		if h := hints(cal.ID); !h.Due.Equal(clock.Now().Add(280 * time.Second)) {
+			t.Fatalf("round %d, one input: planned %v, want 280s", k, h.Due.Sub(clock.Now()))
 		}
 	}
 	arrive(a, 13)
