@@ -35,7 +35,8 @@
 //	                                      without a cluster)
 //	GET    /healthz                       {"status": "ok"} when the node can take writes (Options.Ready
 //	                                      returns nil; without Ready, the store answers); else 503 with
-//	                                      the reason; always within Options.HealthTimeout
+//	                                      the reason; always within Options.HealthTimeout (slogfeed serve
+//	                                      answers "starting" and "loading" around it)
 //	GET    /metrics                       Prometheus metrics
 //	GET    /                              the list of routes; a browser (Accept: text/html) is sent to /ui/feeds
 //
@@ -48,7 +49,10 @@
 //	GET    /ui/login, POST /ui/login, POST /ui/logout  sessions (token mode)
 //	GET    /ui/assets/{file}, /ui/static/{file}        the UI's scripts and styles
 //
-// The pipe routes exist when Options.Pipes is set.
+// The pipe routes exist when Options.Pipes is set. Plugins mount their
+// own routes (Options.Routes): the WebAssembly module store under
+// /api/v1/wasm, webhooks under /api/v1/webhooks, and WebSub's
+// /websub/hub, /websub/callback/... and /api/v1/websub.
 //
 // Security (see Auth): with a token, changes need "Authorization: Bearer
 // TOKEN" (the scheme in any case) or a logged-in UI session with its CSRF

@@ -46,7 +46,7 @@ func configSections() []configSection {
 	return []configSection{
 		{
 			title:    "Global settings",
-			intro:    "Given before the command (`slogfeed --log-level debug serve`).",
+			intro:    "Given before the command (`slogfeed --log-level debug serve`). `slogfeed --version` prints the version and exits.",
 			settings: globalSettings(),
 		},
 		{

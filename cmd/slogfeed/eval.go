@@ -88,6 +88,9 @@ func runEval(ctx context.Context, a *app, args []string) error {
 		if len(files) > 0 && !takesFiles(s) {
 			return &usageError{msg: fmt.Sprintf("eval: scenario %s takes no FILE arguments, got %s", s.Name, quoteArg(files[0])), cmd: "eval"}
 		}
+		if len(files) == 0 && takesFiles(s) {
+			return &usageError{msg: fmt.Sprintf("eval: scenario %s needs FILE arguments: sensor traces (ULB format, or one Unix timestamp per line)", s.Name), cmd: "eval"}
+		}
 		todo = []eval.Scenario{s}
 	}
 

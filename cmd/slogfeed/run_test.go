@@ -137,6 +137,7 @@ func TestRun(t *testing.T) {
 		{name: "double dash as a flag value", args: []string{"eval", "trace", "a", "--svg", "--", "b"}, scenarios: []eval.Scenario{{Name: "trace", Usage: "FILE", Run: func(_ context.Context, opt eval.Options) (*eval.Report, error) {
 			return &eval.Report{Scenario: strings.Join(opt.Files, "+")}, nil
 		}}}, code: 0, stdoutHas: []string{"scenario: a+b\n"}},
+		{name: "no files for a scenario of files", args: []string{"eval", "trace"}, code: 2, stdout: ptr(""), stderr: ptr("slogfeed: eval: scenario trace needs FILE arguments: sensor traces (ULB format, or one Unix timestamp per line)\nRun 'slogfeed help eval' for usage.\n")},
 		{name: "files for a scenario without files", args: []string{"eval", "fake", "x.csv"}, code: 2, stdout: ptr(""), stderr: ptr("slogfeed: eval: scenario fake takes no FILE arguments, got \"x.csv\"\nRun 'slogfeed help eval' for usage.\n")},
 		{name: "negative runs", args: []string{"eval", "fake", "--runs", "-1"}, code: 2, stderrHas: []string{"slogfeed: eval: --runs must not be negative, got -1\n"}},
 		{name: "NaN jitter", args: []string{"eval", "fake", "--jitter", "NaN"}, code: 2, stderrHas: []string{"slogfeed: eval: --jitter must be a finite number of seconds >= 0, got NaN\n"}},
