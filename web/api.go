@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/slogfeed/slogfeed/aggregator"
@@ -453,7 +454,8 @@ func (a *api) remove(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if errors.Is(err, runner.ErrFeedInUse) {
-			respondError(w, http.StatusConflict, fmt.Sprintf("feed %d is an input of a pipe (%v): take it out of the pipe or delete the pipe first", f.ID, err))
+			who := strings.TrimPrefix(err.Error(), runner.ErrFeedInUse.Error()+": ") // `pipe "slug" reads it`
+			respondError(w, http.StatusConflict, fmt.Sprintf("feed %d is an input of a pipe (%s): take it out of the pipe or delete the pipe first", f.ID, who))
 			return
 		}
 		a.internal(w, err)

@@ -33,7 +33,7 @@ func TestDeleteFeedAPipeReads(t *testing.T) {
 		t.Fatalf("pipe: %d %s", rec.Code, rec.Body)
 	}
 	path := fmt.Sprintf("/api/v1/feeds/%d", f.ID)
-	if rec := do("DELETE", path, ""); rec.Code != http.StatusConflict || !strings.Contains(rec.Body.String(), `lab-copy`) {
+	if rec := do("DELETE", path, ""); rec.Code != http.StatusConflict || !strings.Contains(rec.Body.String(), `is an input of a pipe (pipe \"lab-copy\" reads it): take it out`) {
 		t.Fatalf("deleting a pipe's input: %d %s", rec.Code, rec.Body)
 	}
 	if _, err := e.st.Feed(f.ID); err != nil {

@@ -183,7 +183,7 @@ type listFlags struct {
 }
 
 func (o *listFlags) bind(fs *flag.FlagSet) {
-	fs.IntVar(&o.limit, "limit", 100, "feeds a page, 1 to 1000")
+	fs.IntVar(&o.limit, "limit", 100, "`N` feeds a page, 1 to 1000")
 	fs.BoolVar(&o.all, "all", false, "list every page, not just one")
 	fs.StringVar(&o.text, "q", "", "only feeds whose title or URL holds `TEXT`")
 	fs.StringVar(&o.status, "status", "", "only feeds of `STATUS`: erroring or starved")
@@ -299,7 +299,16 @@ func runShow(ctx context.Context, a *app, args []string) error {
 		return fmt.Sprintf("%.3fs", *p)
 	}
 	w := a.stdout
-	fmt.Fprintf(w, "feed %d  %s\n  url      %s\n  policy   %s   mode %s\n  period   %s   spread %s", f.ID, oneLine(f.Title), f.URL, s.Policy, orDash(s.Mode), sec(s.MedianS), sec(s.SigmaS))
+	fmt.Fprintf(w, "feed %d  %s\n", f.ID, oneLine(f.Title))
+	switch {
+	case f.URL != "":
+		fmt.Fprintf(w, "  url      %s\n", f.URL)
+	case f.Kind == "pipe":
+		fmt.Fprintf(w, "  output   of pipe %q, republished at /feeds/%s.rss (.atom, .json)\n", f.Slug, f.Slug)
+	case f.Kind == "sensor":
+		fmt.Fprintf(w, "  sensor   %q, posted here, published at /sensors/%s.rss (.atom, .json)\n", f.Slug, f.Slug)
+	}
+	fmt.Fprintf(w, "  policy   %s   mode %s\n  period   %s   spread %s", orDash(s.Policy), orDash(s.Mode), sec(s.MedianS), sec(s.SigmaS))
 	if s.BimodalMedianS != nil {
 		fmt.Fprintf(w, "   long period %s", sec(s.BimodalMedianS))
 	}

@@ -159,3 +159,51 @@ func TestListPages(t *testing.T) {
 		})
 	}
 }
+
+// show names what a feed is: a remote feed's URL and policy, a pipe's
+// output or a sensor by where it is published (they have neither).
+func TestShow(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/api/v1/feeds/1":
+			w.Write([]byte(`{"id":1,"kind":"remote","url":"https://s.example/a.rss","title":"Mote","policy":"auto","polls":3,"hits":2}`))
+		case "/api/v1/feeds/2":
+			w.Write([]byte(`{"id":2,"kind":"pipe","slug":"field-mean","title":"Field mean"}`))
+		case "/api/v1/feeds/3":
+			w.Write([]byte(`{"id":3,"kind":"sensor","slug":"lab-1","title":"lab-1"}`))
+		case "/api/v1/feeds/1/schedule":
+			w.Write([]byte(`{"policy":"auto","mode":"fast","median_s":60,"recent_polls":[]}`))
+		default:
+			w.Write([]byte(`{"recent_polls":[]}`))
+		}
+	}))
+	defer srv.Close()
+	tests := []struct {
+		id          string
+		has, hasNot []string
+	}{
+		{"1", []string{"feed 1  Mote\n", "  url      https://s.example/a.rss\n", "  policy   auto   mode fast\n"}, []string{"output", "sensor"}},
+		{"2", []string{"feed 2  Field mean\n", `  output   of pipe "field-mean", republished at /feeds/field-mean.rss`, "  policy   -   mode -\n"}, []string{"url "}},
+		{"3", []string{`  sensor   "lab-1", posted here, published at /sensors/lab-1.rss`}, []string{"url "}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.id, func(t *testing.T) {
+			env := map[string]string{"SLOGFEED_LOG_LEVEL": "error", "SLOGFEED_SERVER": srv.URL}
+			r := runCLI(context.Background(), []string{"show", tc.id}, env, nil)
+			if r.code != 0 {
+				t.Fatalf("code %d, stderr %q", r.code, r.stderr)
+			}
+			for _, s := range tc.has {
+				if !strings.Contains(r.stdout, s) {
+					t.Errorf("stdout %q lacks %q", r.stdout, s)
+				}
+			}
+			for _, s := range tc.hasNot {
+				if strings.Contains(r.stdout, s) {
+					t.Errorf("stdout %q has %q", r.stdout, s)
+				}
+			}
+		})
+	}
+}

@@ -114,7 +114,7 @@ func TestRun(t *testing.T) {
 		{name: "unknown global flag", args: []string{"--nope", "eval"}, code: 2, stdout: ptr(""), stderrHas: []string{"slogfeed: flag provided but not defined: -nope\n", "Commands:"}},
 		{name: "help eval", args: []string{"help", "eval"}, code: 0, stderr: ptr(""), stdoutHas: []string{"slogfeed eval SCENARIO [flags] [FILE...]", "  fake    echoes its options\n", "  trace   trace FILE...: replays\n          the given FILEs\n", "  all     every scenario above", "--seed N", "default 1"}},
 		{name: "help unknown", args: []string{"help", "nope"}, code: 2, stdout: ptr(""), stderrHas: []string{"slogfeed: help: unknown command \"nope\"\n"}},
-		{name: "help list", args: []string{"help", "list"}, code: 0, stderr: ptr(""), stdoutHas: []string{"slogfeed list [flags]\n", "--limit int", "--all", "--status STATUS", "--cursor CURSOR", "--server URL", "bearer TOKEN for changes (env SLOGFEED_TOKEN)\n"}},
+		{name: "help list", args: []string{"help", "list"}, code: 0, stderr: ptr(""), stdoutHas: []string{"slogfeed list [flags]\n", "--limit N        N feeds a page, 1 to 1000, default 100", "--all", "--status STATUS", "--cursor CURSOR", "--server URL", "bearer TOKEN for changes (env SLOGFEED_TOKEN)\n"}},
 		{name: "help add", args: []string{"help", "add"}, code: 0, stderr: ptr(""), stdoutHas: []string{"slogfeed add [flags] URL\n", "--source TYPE", "--source-config JSON", "--sleep WINDOWS"}},
 		{name: "add --help is help add", args: []string{"add", "--help"}, code: 0, stderr: ptr(""), stdoutHas: []string{"slogfeed add [flags] URL\n", "--source TYPE"}},
 		{name: "help import", args: []string{"help", "import"}, code: 0, stderr: ptr(""), stdoutHas: []string{"slogfeed import [flags] FILE.opml\n", "--policy POLICY"}},

@@ -179,6 +179,7 @@ func TestParseFatal(t *testing.T) {
 		{"not opml", fixture("not-opml.opml"), ErrNotOPML},
 		{"empty", text(""), ErrNotOPML},
 		{"only a comment", text("<!-- nothing -->"), ErrNotOPML},
+		{"a text file", text("# Feeds\n\nSleeps by `<skipHours>`.\n"), ErrNotOPML},
 		{"unclosed", text(`<opml><body><outline xmlUrl="https://a.example/">`), ErrMalformed},
 		{"mismatched tags", text(`<opml><body></opml></body>`), ErrMalformed},
 		{"two roots", text(`<opml/><opml/>`), ErrMalformed},
@@ -193,6 +194,9 @@ func TestParseFatal(t *testing.T) {
 			got, err := Parse(tt.doc(t))
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("Parse error = %v, want %v", err, tt.want)
+			}
+			if strings.HasPrefix(tt.name, "a text file") && !strings.Contains(err.Error(), "not an XML document") {
+				t.Errorf("Parse error = %v, want it to say it is not XML", err)
 			}
 			if errors.Is(err, ErrSkipped) {
 				t.Errorf("fatal error %v matches ErrSkipped", err)

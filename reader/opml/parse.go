@@ -1,6 +1,7 @@
 package opml
 
 import (
+	"bytes"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -108,6 +109,10 @@ func (p *parser) run() error {
 			return fmt.Errorf("opml: reading document: %w", err)
 		}
 		switch t := tok.(type) {
+		case xml.CharData:
+			if !rooted && len(bytes.TrimSpace(bytes.TrimPrefix(t, []byte("\ufeff")))) > 0 {
+				return fmt.Errorf("%w: text before any element (it is not an XML document)", ErrNotOPML)
+			}
 		case xml.StartElement:
 			if len(p.stack) >= MaxDepth+2 {
 				return fmt.Errorf("%w: elements nest more than %d deep", ErrTooDeep, MaxDepth+2)
