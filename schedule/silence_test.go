@@ -73,3 +73,53 @@ func TestAddSeconds(t *testing.T) {
 		})
 	}
 }
+
+// An m-of-n plan over a source that dies keeps polling the live sources
+// and polls the dead one at most every MaxDelay once it has backed off,
+// however long it stays dead (its retries wrapped into the past after
+// about a month, and the plan then named it alone, at once, every time).
+func TestMDPTDeadSource(t *testing.T) {
+	w := newMDPTWorld()
+	p := NewMDPT(3, 2)
+	p.Start(t0)
+	const dies = 86400.0 // source 2 publishes nothing after its first day
+	var buf []int
+	var last float64
+	polls := make([]int, 3)
+	lastPoll := []float64{-1, -1, -1}
+	for {
+		when, which := p.Plan(buf[:0])
+		buf = which
+		now := when.Sub(t0).Seconds()
+		if now > 60*86400 {
+			break
+		}
+		if now < last {
+			t.Fatalf("plan went back in time: %v after %v", now, last)
+		}
+		if now == last && len(which) == 1 && which[0] == 2 {
+			t.Fatalf("at +%.0fs the dead source is planned again at once", now)
+		}
+		last = now
+		for _, i := range which {
+			var o Observation
+			if i == 2 && now > dies {
+				o = Observation{At: at(now)}
+			} else {
+				o = w.poll(i, now)
+			}
+			if i == 2 && now > 40*86400 && lastPoll[2] >= 0 && now-lastPoll[2] < 86400 {
+				t.Fatalf("at +%.0fs the dead source is polled %.0fs after its last poll", now, now-lastPoll[2])
+			}
+			polls[i]++
+			lastPoll[i] = now
+			p.Observe(i, o)
+		}
+		if p.Ready() {
+			p.Republished()
+		}
+	}
+	if lastPoll[0] < 59*86400 || lastPoll[1] < 59*86400 {
+		t.Errorf("the live sources were last polled at +%.0fs and +%.0fs of 60 days", lastPoll[0], lastPoll[1])
+	}
+}
