@@ -739,8 +739,9 @@ func (u *UI) itemView(it storage.Item, now time.Time) itemView {
 	}
 	if body != "" {
 		// sanitize.HTML removes scripts, styles, event handlers and
-		// unsafe URLs: what remains is safe to include as HTML.
-		v.HTML = template.HTML(sanitize.HTML(body, nil)) //nolint:gosec // sanitised just above
+		// unsafe URLs: what remains is safe to include as HTML. Its
+		// remote images become links (imagesAsLinks).
+		v.HTML = template.HTML(imagesAsLinks(sanitize.HTML(body, nil))) //nolint:gosec // sanitised just above
 	}
 	if v.Title == "" {
 		v.Title = "(untitled)"

@@ -242,10 +242,38 @@ func TestItemHTMLSanitised(t *testing.T) {
 			t.Errorf("page holds %q", bad)
 		}
 	}
-	for _, good := range []string{"<b>north mast</b>", `src="https://img.example.org/mast.png"`, "click me"} {
+	// The image is a link to it: the page's policy loads no remote image.
+	for _, good := range []string{"<b>north mast</b>", `<a href="https://img.example.org/mast.png" rel="nofollow noopener noreferrer" class="item-image">mast</a>`, "click me"} {
 		if !strings.Contains(r.body, good) {
 			t.Errorf("page lacks %q", good)
 		}
+	}
+	if strings.Contains(r.body, "<img") {
+		t.Error("page holds an <img>, which its Content-Security-Policy blocks")
+	}
+}
+
+// TestImagesAsLinks: item images become links to them, named by their alt
+// text; inside a link, their alt text.
+func TestImagesAsLinks(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"none", `<p>21.5 <b>C</b></p>`, `<p>21.5 <b>C</b></p>`},
+		{"alt", `<p>a <img src="https://i.example/x.png" alt="mast"> b</p>`,
+			`<p>a <a href="https://i.example/x.png" rel="nofollow noopener noreferrer" class="item-image">mast</a> b</p>`},
+		{"no alt", `<img src="http://i.example/x.png?a=1&amp;b=2"/>`,
+			`<a href="http://i.example/x.png?a=1&amp;b=2" rel="nofollow noopener noreferrer" class="item-image">image</a>`},
+		{"alt escaped", `<img src="https://i.example/x.png" alt="a &lt;b&gt; &amp; c">`,
+			`<a href="https://i.example/x.png" rel="nofollow noopener noreferrer" class="item-image">a &lt;b&gt; &amp; c</a>`},
+		{"in a link", `<a href="https://e.example/" rel="nofollow noopener"><img src="https://i.example/x.png" alt="logo"></a>`,
+			`<a href="https://e.example/" rel="nofollow noopener">logo</a>`},
+		{"no source", `<p><img alt="gone"></p>`, `<p></p>`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := imagesAsLinks(tt.in); got != tt.want {
+				t.Errorf("imagesAsLinks(%q)\n got %q\nwant %q", tt.in, got, tt.want)
+			}
+		})
 	}
 }
 
