@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/transform"
 	"github.com/slogfeed/slogfeed/transform/runner"
+	"github.com/slogfeed/slogfeed/web/publish"
 )
 
 // pipeRow is one line of the pipes list.
@@ -39,7 +42,7 @@ type builderView struct {
 // pipeRowOf summarises a pipe.
 func (u *UI) pipeRowOf(info runner.Info) pipeRow {
 	row := pipeRow{
-		ID: info.ID, Name: info.Name, Slug: info.Slug, Trigger: triggerText(info.Pipe.Trigger),
+		ID: info.ID, Name: pipeName(info.Name), Slug: info.Slug, Trigger: triggerText(info.Pipe.Trigger),
 		Runs: info.Runs, LastError: info.LastError, Items: info.Items, FeedID: info.FeedID,
 	}
 	if row.Name == "" {
@@ -54,6 +57,12 @@ func (u *UI) pipeRowOf(info runner.Info) pipeRow {
 		}
 	}
 	return row
+}
+
+// pipeName is a pipe's name as the UI shows it: the plain text the
+// republished feeds show (publish's plain-text fields), its markup removed.
+func pipeName(name string) string {
+	return strings.TrimSpace(sanitize.Text(publish.Clean(name), 0))
 }
 
 // triggerText describes when a pipe runs.
