@@ -284,15 +284,19 @@ func TestSubscribe(t *testing.T) {
 		form   url.Values
 		status int
 		want   string
+		field  string // the id of the control the error is tied to
 	}{
-		{"bad scheme", url.Values{"url": {"ftp://example.org/feed"}, "policy": {"auto"}}, 422, "is not a feed URL: give an absolute http:// or https:// URL"},
-		{"already subscribed", url.Values{"url": {"https://example.org/already.rss"}}, 422, "You are already subscribed to https://example.org/already.rss."},
-		{"unknown policy", url.Values{"url": {"https://example.org/new.rss"}, "policy": {"sometimes"}}, 422, "Unknown policy"},
-		{"empty URL", url.Values{"url": {"  "}}, 422, "Give the URL of the feed"},
-		{"bad sleep window", url.Values{"url": {"https://example.org/sleepy.rss"}, "sleep": {"dusk-dawn"}}, 422, "Sleep windows: schedule: invalid sleep plan: daily window"},
+		{"bad scheme", url.Values{"url": {"ftp://example.org/feed"}, "policy": {"auto"}}, 422, "is not a feed URL: give an absolute http:// or https:// URL", "feed-url"},
+		{"already subscribed", url.Values{"url": {"https://example.org/already.rss"}}, 422, "You are already subscribed to https://example.org/already.rss.", "feed-url"},
+		{"address not allowed", url.Values{"url": {"http://127.0.0.1:9/feed.rss"}}, 422,
+			"Could not subscribe to http://127.0.0.1:9/feed.rss: address not allowed: 127.0.0.1 is a loopback address", "feed-url"},
+		{"unknown policy", url.Values{"url": {"https://example.org/new.rss"}, "policy": {"sometimes"}}, 422, "Unknown policy", "feed-policy"},
+		{"empty URL", url.Values{"url": {"  "}}, 422, "Give the URL of the feed", "feed-url"},
+		{"bad sleep window", url.Values{"url": {"https://example.org/sleepy.rss"}, "sleep": {"dusk-dawn"}}, 422, "Sleep windows: schedule: invalid sleep plan: daily window", "feed-sleep"},
 		{"hostile value kept escaped", url.Values{"url": {`https://x.example/"><script>alert(1)</script>`}, "policy": {"nope"}}, 422,
-			`value="https://x.example/&#34;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"`},
+			`value="https://x.example/&#34;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"`, "feed-policy"},
 	}
+	control := regexp.MustCompile(`<(?:input|select) id="([^"]+)"[^>]*>`)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := e.client(t)
@@ -306,6 +310,13 @@ func TestSubscribe(t *testing.T) {
 			}
 			if !strings.Contains(r.body, `role="alert" id="form-error"`) {
 				t.Error("error not shown as an alert")
+			}
+			// The message is tied to its control, and to no other.
+			for _, m := range control.FindAllStringSubmatch(r.body, -1) {
+				tied := strings.Contains(m[0], `aria-invalid="true"`) && regexp.MustCompile(`aria-describedby="[^"]*\bform-error\b`).MatchString(m[0])
+				if tied != (m[1] == tt.field) {
+					t.Errorf("control %s: tied to the error %v: %s", m[1], tied, m[0])
+				}
 			}
 		})
 	}
@@ -385,6 +396,19 @@ func TestImportOPML(t *testing.T) {
 			t.Errorf("imported %+v", f)
 		}
 	})
+	t.Run("one feed", func(t *testing.T) {
+		c := e.client(t)
+		one := []byte(`<opml version="2.0"><body><outline type="rss" text="Solo" xmlUrl="https://stations.example.org/solo.rss"/></body></opml>`)
+		r := c.upload(t, "/ui/feeds/import", map[string]string{"csrf_token": c.csrf(t)}, "opml", "one.opml", one)
+		if r.status != http.StatusSeeOther {
+			t.Fatalf("%d: %.300s", r.status, r.body)
+		}
+		if page := c.get(t, "/ui/feeds"); !strings.Contains(page.body, "Imported 1 feed; 0 already subscribed; 0 failed.") {
+			t.Errorf("no singular message: %.2000s", page.body)
+		}
+	})
+	// A file that cannot be imported is said on the feeds list the form
+	// redirects to, as the import's result is: a reload sends nothing again.
 	errTests := []struct {
 		name     string
 		fields   map[string]string
@@ -394,9 +418,9 @@ func TestImportOPML(t *testing.T) {
 		noCSRF   bool
 		urlCoded bool
 	}{
-		{name: "malformed", file: bad, status: 422, want: "The file could not be imported: it is not well-formed XML"},
-		{name: "not OPML", file: []byte(`<rss version="2.0"><channel/></rss>`), status: 422, want: "it is not an OPML document"},
-		{name: "unknown policy", file: good, fields: map[string]string{"policy": "whenever"}, status: 422, want: "Unknown policy"},
+		{name: "malformed", file: bad, status: 303, want: "The file could not be imported: it is not well-formed XML"},
+		{name: "not OPML", file: []byte(`<rss version="2.0"><channel/></rss>`), status: 303, want: "it is not an OPML document"},
+		{name: "unknown policy", file: good, fields: map[string]string{"policy": "whenever"}, status: 303, want: "Unknown policy"},
 		{name: "no CSRF token", file: good, status: 403, want: "This form has expired", noCSRF: true},
 		{name: "not multipart", status: 400, want: "multipart/form-data", urlCoded: true},
 	}
@@ -418,6 +442,15 @@ func TestImportOPML(t *testing.T) {
 			}
 			if r.status != tt.status {
 				t.Fatalf("status %d, want %d: %.300s", r.status, tt.status, r.body)
+			}
+			if r.status == http.StatusSeeOther {
+				if loc := r.header.Get("Location"); loc != "/ui/feeds" {
+					t.Fatalf("redirected to %q", loc)
+				}
+				r = c.get(t, "/ui/feeds")
+				if !strings.Contains(r.body, `<p class="flash flash-error" role="alert">`) {
+					t.Error("no error flash")
+				}
 			}
 			checkPage(t, r)
 			if !strings.Contains(r.body, tt.want) {
