@@ -37,6 +37,9 @@ type pipesView struct {
 type builderView struct {
 	PipeID string // empty for a new pipe
 	Pipe   *pipeRow
+	// MDPT: the pipe's trigger is mdpt, so the page's note on it shows
+	// (the builder shows and hides it as the trigger changes).
+	MDPT bool
 }
 
 // pipeRowOf summarises a pipe.
@@ -137,6 +140,7 @@ func (u *UI) builderPage(w http.ResponseWriter, r *http.Request) {
 		}
 		row := u.pipeRowOf(info)
 		v.PipeID, v.Pipe, title = strconv.FormatUint(info.ID, 10), &row, row.Name
+		v.MDPT = info.Pipe.Trigger.On == transform.OnMDPT
 	} else if u.opt.Pipes == nil {
 		u.errorPage(w, r, http.StatusNotFound, "Pipes are not enabled on this slogfeed.")
 		return

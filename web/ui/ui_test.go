@@ -97,7 +97,7 @@ func TestPages(t *testing.T) {
 		{"/ui/pipes", 200, []string{"<h1>Pipes</h1>", `<a href="/ui/pipes/new" class="button">New pipe</a>`, "Lab mean",
 			`http://127.0.0.1:8080/feeds/lab-mean.rss</a> <button type="button" class="copy" data-copy="http://127.0.0.1:8080/feeds/lab-mean.rss">Copy</button>`,
 			".json</a> <button", "on update"}, nil},
-		{"/ui/pipes/new", 200, []string{`<div id="builder" data-pipe-id=""></div>`, `id="trigger-note">Trigger mdpt: in this slogfeed it runs like update`, `<script type="module" src="/ui/assets/builder.js?v=`, `href="/ui/assets/builder.css?v=`}, nil},
+		{"/ui/pipes/new", 200, []string{`<div id="builder" data-pipe-id=""></div>`, `id="trigger-note" hidden>Trigger mdpt: in this slogfeed it runs like update`, `<script type="module" src="/ui/assets/builder.js?v=`, `href="/ui/assets/builder.css?v=`}, nil},
 		{"/ui/pipes/" + pipeID, 200, []string{`<div id="builder" data-pipe-id="` + pipeID + `"></div>`, "<h1>Lab mean</h1>", "lab-mean.rss</a> <button"}, nil},
 		{"/ui/pipes/" + pipeID + "/delete", 200, []string{">Delete pipe</button>"}, nil},
 		{"/ui/sensors", 200, []string{"<h1>Sensors</h1>", `<label for="reading-sensor">Sensor</label>`, `<label for="reading-value">Value</label>`,

@@ -211,6 +211,12 @@ export default function App({ initialPipeId }) {
 
   useEffect(() => () => previewAbort.current?.abort(), []);
 
+  // The page's note on the mdpt trigger shows while the trigger is mdpt.
+  useEffect(() => {
+    const note = document.getElementById('trigger-note');
+    if (note) note.hidden = state.trigger.on !== 'mdpt';
+  }, [state.trigger.on]);
+
   const save = async () => {
     const body = toPipe(state);
     setBusy('save');
