@@ -34,7 +34,8 @@
 // style anywhere), X-Frame-Options DENY, nosniff and a same-origin
 // referrer policy. Every form carries the session's CSRF token and every
 // POST handler checks it (web.Auth.CheckCSRF) after reading the form
-// within its size limit. Item HTML is sanitised again when shown. Forms
+// within its size limit. Item HTML is sanitised again when shown, its
+// images shown as links to them (the policy loads no remote image). Forms
 // follow Post/Redirect/Get with a flash message kept in a short-lived
 // cookie.
 package ui

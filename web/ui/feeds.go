@@ -72,6 +72,9 @@ type feedsView struct {
 	CanEdit  bool // an aggregator is there to subscribe
 	// The subscribe form's values after an error.
 	URL, Title, Policy, Sleep string
+	// ErrField names the subscribe form's field the page's error is
+	// about ("url", "policy" or "sleep"; "" for none).
+	ErrField string
 
 	// The fleet above the list, and the list's filters and pages.
 	Fleet      fleetView
@@ -299,16 +302,22 @@ func (u *UI) subscribe(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if form.URL == "" {
+		form.ErrField = "url"
 		u.renderFeeds(w, r, http.StatusUnprocessableEntity, "Give the URL of the feed to subscribe to.", form)
 		return
 	}
 	sleep, err := schedule.ParseSleep(form.Sleep)
 	if err != nil {
+		form.ErrField = "sleep"
 		u.renderFeeds(w, r, http.StatusUnprocessableEntity, "Sleep windows: "+err.Error(), form)
 		return
 	}
 	f, err := u.opt.Aggregator.Subscribe(storage.Feed{URL: form.URL, Title: form.Title, Policy: form.Policy, Sleep: sleep})
 	if err != nil {
+		form.ErrField = "url"
+		if errors.Is(err, schedule.ErrUnknownPolicy) {
+			form.ErrField = "policy"
+		}
 		u.renderFeeds(w, r, http.StatusUnprocessableEntity, subscribeError(form.URL, err), form)
 		return
 	}
@@ -327,31 +336,35 @@ func subscribeError(rawURL string, err error) string {
 	case errors.Is(err, schedule.ErrUnknownPolicy):
 		return "Unknown policy: " + err.Error()
 	}
-	return "Could not subscribe to " + rawURL + ": " + err.Error()
+	// The fetcher's errors name the URL already.
+	msg := strings.TrimPrefix(err.Error(), rawURL+": ")
+	return "Could not subscribe to " + rawURL + ": " + msg
 }
 
 // importOPML subscribes to every feed of an uploaded OPML file.
 func (u *UI) importOPML(w http.ResponseWriter, r *http.Request) {
+	// Every answer redirects to the feeds list (Post/Redirect/Get): a
+	// reload does not send the file again.
 	policy := strings.TrimSpace(r.FormValue("policy"))
-	form := feedsView{Policy: policy}
+	fail := func(msg string) { u.redirect(w, r, "/ui/feeds", "error", msg) }
 	if u.opt.Aggregator == nil {
-		u.renderFeeds(w, r, http.StatusServiceUnavailable, "This slogfeed does not fetch feeds, so it cannot import.", form)
+		fail("This slogfeed does not fetch feeds, so it cannot import.")
 		return
 	}
 	file, _, err := r.FormFile("opml")
 	if err != nil {
-		u.renderFeeds(w, r, http.StatusUnprocessableEntity, "Choose an OPML file to import.", form)
+		fail("Choose an OPML file to import.")
 		return
 	}
 	defer file.Close()
 	outlines, perr := opml.Parse(file)
 	if perr != nil && !errors.Is(perr, opml.ErrSkipped) {
-		u.renderFeeds(w, r, http.StatusUnprocessableEntity, "The file could not be imported: "+importError(perr), form)
+		fail("The file could not be imported: " + importError(perr))
 		return
 	}
 	if policy != "" {
 		if _, err := schedule.ByName(policy, 0); err != nil {
-			u.renderFeeds(w, r, http.StatusUnprocessableEntity, "Unknown policy: "+err.Error(), form)
+			fail("Unknown policy: " + err.Error())
 			return
 		}
 	}
@@ -393,7 +406,11 @@ func (res *importResult) note(s string) {
 }
 
 func (res *importResult) String() string {
-	s := fmt.Sprintf("Imported %d feeds; %d already subscribed; %d failed.", res.added, res.skipped, res.failed)
+	feeds := "feeds"
+	if res.added == 1 {
+		feeds = "feed"
+	}
+	s := fmt.Sprintf("Imported %d %s; %d already subscribed; %d failed.", res.added, feeds, res.skipped, res.failed)
 	if len(res.notes) > 0 {
 		s += " " + strings.Join(res.notes, "; ")
 		if res.failed > len(res.notes) {
@@ -739,8 +756,9 @@ func (u *UI) itemView(it storage.Item, now time.Time) itemView {
 	}
 	if body != "" {
 		// sanitize.HTML removes scripts, styles, event handlers and
-		// unsafe URLs: what remains is safe to include as HTML.
-		v.HTML = template.HTML(sanitize.HTML(body, nil)) //nolint:gosec // sanitised just above
+		// unsafe URLs: what remains is safe to include as HTML. Its
+		// remote images become links (imagesAsLinks).
+		v.HTML = template.HTML(imagesAsLinks(sanitize.HTML(body, nil))) //nolint:gosec // sanitised just above
 	}
 	if v.Title == "" {
 		v.Title = "(untitled)"

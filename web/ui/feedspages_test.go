@@ -16,7 +16,7 @@ import (
 )
 
 var (
-	feedRowRe  = regexp.MustCompile(`<td data-label="Feed"><a href="/ui/feeds/(\d+)">`)
+	feedRowRe  = regexp.MustCompile(`<td data-label="Feed" class="name-cell"><a href="/ui/feeds/(\d+)">`)
 	nextPageRe = regexp.MustCompile(`<a href="([^"]+)" rel="next">`)
 )
 

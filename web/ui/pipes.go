@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/transform"
 	"github.com/slogfeed/slogfeed/transform/runner"
+	"github.com/slogfeed/slogfeed/web/publish"
 )
 
 // pipeRow is one line of the pipes list.
@@ -34,12 +37,15 @@ type pipesView struct {
 type builderView struct {
 	PipeID string // empty for a new pipe
 	Pipe   *pipeRow
+	// MDPT: the pipe's trigger is mdpt, so the page's note on it shows
+	// (the builder shows and hides it as the trigger changes).
+	MDPT bool
 }
 
 // pipeRowOf summarises a pipe.
 func (u *UI) pipeRowOf(info runner.Info) pipeRow {
 	row := pipeRow{
-		ID: info.ID, Name: info.Name, Slug: info.Slug, Trigger: triggerText(info.Pipe.Trigger),
+		ID: info.ID, Name: pipeName(info.Name), Slug: info.Slug, Trigger: triggerText(info.Pipe.Trigger),
 		Runs: info.Runs, LastError: info.LastError, Items: info.Items, FeedID: info.FeedID,
 	}
 	if row.Name == "" {
@@ -54,6 +60,12 @@ func (u *UI) pipeRowOf(info runner.Info) pipeRow {
 		}
 	}
 	return row
+}
+
+// pipeName is a pipe's name as the UI shows it: the plain text the
+// republished feeds show (publish's plain-text fields), its markup removed.
+func pipeName(name string) string {
+	return strings.TrimSpace(sanitize.Text(publish.Clean(name), 0))
 }
 
 // triggerText describes when a pipe runs.
@@ -128,6 +140,7 @@ func (u *UI) builderPage(w http.ResponseWriter, r *http.Request) {
 		}
 		row := u.pipeRowOf(info)
 		v.PipeID, v.Pipe, title = strconv.FormatUint(info.ID, 10), &row, row.Name
+		v.MDPT = info.Pipe.Trigger.On == transform.OnMDPT
 	} else if u.opt.Pipes == nil {
 		u.errorPage(w, r, http.StatusNotFound, "Pipes are not enabled on this slogfeed.")
 		return

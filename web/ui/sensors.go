@@ -31,9 +31,10 @@ type sensorRow struct {
 type sensorsView struct {
 	Enabled bool
 	Sensors []sensorRow
-	// FirstURL and NextURL lead to the first and the next page of
-	// sensors (empty on the first page, and on the last).
-	FirstURL, NextURL string
+	// FirstURL, PrevURL and NextURL lead to the first, the previous and
+	// the next page of sensors (the first two empty on the first page,
+	// the last on the last).
+	FirstURL, PrevURL, NextURL string
 	// The form's values after an error.
 	Sensor, Value, Unit string
 }
@@ -64,16 +65,53 @@ func (u *UI) sensorsPage(w http.ResponseWriter, r *http.Request) {
 // sensorsPerPage is how many sensors a page of the sensors list shows.
 const sensorsPerPage = 100
 
+// sensorPage is a page of the sensors list.
+type sensorPage struct {
+	feeds []storage.Feed
+	more  bool // more sensors follow
+	// prev is where the previous page starts after: the sensor before
+	// the limit sensors up to after (0: the first page).
+	prev uint64
+}
+
+// before keeps, in a ring, the last limit+1 sensor IDs up to a page's
+// start, to find where the previous page starts after.
+type before struct {
+	ring []uint64
+	n    int // IDs added
+}
+
+func newBefore(limit int) *before { return &before{ring: make([]uint64, limit+1)} }
+
+func (b *before) add(id uint64) {
+	b.ring[b.n%len(b.ring)] = id
+	b.n++
+}
+
+// prev is the ID the previous page starts after: the oldest kept, once
+// more than a page's worth came before (else 0, the first page).
+func (b *before) prev() uint64 {
+	if b.n < len(b.ring) {
+		return 0
+	}
+	return b.ring[b.n%len(b.ring)]
+}
+
 // sensorFeeds returns up to limit sensor feeds with an ID above after,
-// in ID order, and whether more follow. From the store's summaries when
-// it keeps them (the walk then reads only the sensors' records), else
-// from every feed record.
-func (u *UI) sensorFeeds(after uint64, limit int) ([]storage.Feed, bool, error) {
+// in ID order, whether more follow and where the previous page starts.
+// From the store's summaries when it keeps them (the walk then reads only
+// the sensors' records), else from every feed record.
+func (u *UI) sensorFeeds(after uint64, limit int) (sensorPage, error) {
 	var ids []uint64
 	more := false
+	back := newBefore(limit)
 	if sum, ok := u.opt.Store.(storage.Summaries); ok {
 		err := sum.EachFeedSummary(func(f *storage.FeedSummary) bool {
-			if f.Kind != storage.KindSensor || f.ID <= after {
+			if f.Kind != storage.KindSensor {
+				return true
+			}
+			if f.ID <= after {
+				back.add(f.ID)
 				return true
 			}
 			if len(ids) == limit {
@@ -84,7 +122,7 @@ func (u *UI) sensorFeeds(after uint64, limit int) ([]storage.Feed, bool, error) 
 			return true
 		})
 		if err != nil {
-			return nil, false, err
+			return sensorPage{}, err
 		}
 		feeds := make([]storage.Feed, 0, len(ids))
 		for _, id := range ids {
@@ -93,27 +131,31 @@ func (u *UI) sensorFeeds(after uint64, limit int) ([]storage.Feed, bool, error) 
 				continue // deleted meanwhile
 			}
 			if err != nil {
-				return nil, false, err
+				return sensorPage{}, err
 			}
 			feeds = append(feeds, f)
 		}
-		return feeds, more, nil
+		return sensorPage{feeds: feeds, more: more, prev: back.prev()}, nil
 	}
 	all, err := u.opt.Store.Feeds()
 	if err != nil {
-		return nil, false, err
+		return sensorPage{}, err
 	}
 	var feeds []storage.Feed
 	for _, f := range all {
-		if f.Kind != storage.KindSensor || f.ID <= after {
+		if f.Kind != storage.KindSensor {
+			continue
+		}
+		if f.ID <= after {
+			back.add(f.ID)
 			continue
 		}
 		if len(feeds) == limit {
-			return feeds, true, nil
+			return sensorPage{feeds: feeds, more: true, prev: back.prev()}, nil
 		}
 		feeds = append(feeds, f)
 	}
-	return feeds, false, nil
+	return sensorPage{feeds: feeds, prev: back.prev()}, nil
 }
 
 // renderSensors renders a page of the sensors list (?after=ID) with
@@ -128,18 +170,23 @@ func (u *UI) renderSensors(w http.ResponseWriter, r *http.Request, status int, e
 		}
 		after = n
 	}
-	feeds, more, err := u.sensorFeeds(after, sensorsPerPage)
+	pg, err := u.sensorFeeds(after, sensorsPerPage)
 	if err != nil {
 		u.internal(w, r, err)
 		return
 	}
+	feeds := pg.feeds
 	now := u.now()
 	v := form
 	v.Enabled = u.opt.Sensors != nil
 	if after != 0 {
 		v.FirstURL = "/ui/sensors"
+		v.PrevURL = "/ui/sensors"
+		if pg.prev != 0 {
+			v.PrevURL += "?after=" + strconv.FormatUint(pg.prev, 10)
+		}
 	}
-	if more && len(feeds) > 0 {
+	if pg.more && len(feeds) > 0 {
 		v.NextURL = "/ui/sensors?after=" + strconv.FormatUint(feeds[len(feeds)-1].ID, 10)
 	}
 	for _, f := range feeds {

@@ -11,7 +11,8 @@ import (
 )
 
 // The sensors list pages: 100 sensors a page, a next link until the
-// last, every sensor once.
+// last, every sensor once; previous links lead back through the same
+// pages to the first.
 func TestSensorsPaged(t *testing.T) {
 	e := newEnv(t, envOptions{loopback: true})
 	for i := range 250 {
@@ -29,21 +30,31 @@ func TestSensorsPaged(t *testing.T) {
 	c := e.client(t)
 	link := regexp.MustCompile(`href="/ui/sensors/(paged-\d+)"`)
 	next := regexp.MustCompile(`href="(/ui/sensors\?after=\d+)" rel="next"`)
+	prev := regexp.MustCompile(`href="(/ui/sensors(?:\?after=\d+)?)" rel="prev"`)
 	seen := map[string]bool{}
+	var forward [][]string // each page's sensors
+	last := ""
 	path, pages := "/ui/sensors", 0
 	for path != "" {
+		last = path
 		page := c.get(t, path)
 		if page.status != http.StatusOK {
 			t.Fatalf("%s: %d", path, page.status)
 		}
 		pages++
 		rows := 0
+		var names []string
 		for _, m := range link.FindAllStringSubmatch(page.body, -1) {
 			if seen[m[1]] {
 				t.Fatalf("%s: %s listed again", path, m[1])
 			}
 			seen[m[1]] = true
+			names = append(names, m[1])
 			rows++
+		}
+		forward = append(forward, names)
+		if got := prev.MatchString(page.body); got != (pages > 1) {
+			t.Errorf("%s (page %d): previous page link %v", path, pages, got)
 		}
 		if rows > sensorsPerPage {
 			t.Errorf("%s: %d sensors on a page", path, rows)
@@ -58,6 +69,25 @@ func TestSensorsPaged(t *testing.T) {
 	}
 	if len(seen) != 250 || pages < 3 {
 		t.Errorf("%d paged sensors listed over %d pages, want 250 over at least 3", len(seen), pages)
+	}
+	// Back from the last page, page by page.
+	path = last
+	for i := len(forward) - 1; i > 0; i-- {
+		m := prev.FindStringSubmatch(c.get(t, path).body)
+		if m == nil {
+			t.Fatalf("%s: no previous page link", path)
+		}
+		path = m[1]
+		var names []string
+		for _, m := range link.FindAllStringSubmatch(c.get(t, path).body, -1) {
+			names = append(names, m[1])
+		}
+		if strings.Join(names, " ") != strings.Join(forward[i-1], " ") {
+			t.Fatalf("previous page %s lists %d sensors from %v, want page %d's %d from %v", path, len(names), names[:min(1, len(names))], i, len(forward[i-1]), forward[i-1][:1])
+		}
+	}
+	if path != "/ui/sensors" {
+		t.Errorf("the previous pages lead back to %s, not the first page", path)
 	}
 	if page := c.get(t, "/ui/sensors?after=x"); page.status != http.StatusBadRequest || !strings.Contains(page.body, "after=x") {
 		t.Errorf("a bad page: %d", page.status)

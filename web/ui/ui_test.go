@@ -97,7 +97,7 @@ func TestPages(t *testing.T) {
 		{"/ui/pipes", 200, []string{"<h1>Pipes</h1>", `<a href="/ui/pipes/new" class="button">New pipe</a>`, "Lab mean",
 			`http://127.0.0.1:8080/feeds/lab-mean.rss</a> <button type="button" class="copy" data-copy="http://127.0.0.1:8080/feeds/lab-mean.rss">Copy</button>`,
 			".json</a> <button", "on update"}, nil},
-		{"/ui/pipes/new", 200, []string{`<div id="builder" data-pipe-id=""></div>`, `id="trigger-note">Trigger mdpt: in this slogfeed it runs like update`, `<script type="module" src="/ui/assets/builder.js?v=`, `href="/ui/assets/builder.css?v=`}, nil},
+		{"/ui/pipes/new", 200, []string{`<div id="builder" data-pipe-id=""></div>`, `id="trigger-note" hidden>Trigger mdpt: in this slogfeed it runs like update`, `<script type="module" src="/ui/assets/builder.js?v=`, `href="/ui/assets/builder.css?v=`}, nil},
 		{"/ui/pipes/" + pipeID, 200, []string{`<div id="builder" data-pipe-id="` + pipeID + `"></div>`, "<h1>Lab mean</h1>", "lab-mean.rss</a> <button"}, nil},
 		{"/ui/pipes/" + pipeID + "/delete", 200, []string{">Delete pipe</button>"}, nil},
 		{"/ui/sensors", 200, []string{"<h1>Sensors</h1>", `<label for="reading-sensor">Sensor</label>`, `<label for="reading-value">Value</label>`,
@@ -242,10 +242,38 @@ func TestItemHTMLSanitised(t *testing.T) {
 			t.Errorf("page holds %q", bad)
 		}
 	}
-	for _, good := range []string{"<b>north mast</b>", `src="https://img.example.org/mast.png"`, "click me"} {
+	// The image is a link to it: the page's policy loads no remote image.
+	for _, good := range []string{"<b>north mast</b>", `<a href="https://img.example.org/mast.png" rel="nofollow noopener noreferrer" class="item-image">mast</a>`, "click me"} {
 		if !strings.Contains(r.body, good) {
 			t.Errorf("page lacks %q", good)
 		}
+	}
+	if strings.Contains(r.body, "<img") {
+		t.Error("page holds an <img>, which its Content-Security-Policy blocks")
+	}
+}
+
+// TestImagesAsLinks: item images become links to them, named by their alt
+// text; inside a link, their alt text.
+func TestImagesAsLinks(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"none", `<p>21.5 <b>C</b></p>`, `<p>21.5 <b>C</b></p>`},
+		{"alt", `<p>a <img src="https://i.example/x.png" alt="mast"> b</p>`,
+			`<p>a <a href="https://i.example/x.png" rel="nofollow noopener noreferrer" class="item-image">mast</a> b</p>`},
+		{"no alt", `<img src="http://i.example/x.png?a=1&amp;b=2"/>`,
+			`<a href="http://i.example/x.png?a=1&amp;b=2" rel="nofollow noopener noreferrer" class="item-image">image</a>`},
+		{"alt escaped", `<img src="https://i.example/x.png" alt="a &lt;b&gt; &amp; c">`,
+			`<a href="https://i.example/x.png" rel="nofollow noopener noreferrer" class="item-image">a &lt;b&gt; &amp; c</a>`},
+		{"in a link", `<a href="https://e.example/" rel="nofollow noopener"><img src="https://i.example/x.png" alt="logo"></a>`,
+			`<a href="https://e.example/" rel="nofollow noopener">logo</a>`},
+		{"no source", `<p><img alt="gone"></p>`, `<p></p>`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := imagesAsLinks(tt.in); got != tt.want {
+				t.Errorf("imagesAsLinks(%q)\n got %q\nwant %q", tt.in, got, tt.want)
+			}
+		})
 	}
 }
 
@@ -256,15 +284,19 @@ func TestSubscribe(t *testing.T) {
 		form   url.Values
 		status int
 		want   string
+		field  string // the id of the control the error is tied to
 	}{
-		{"bad scheme", url.Values{"url": {"ftp://example.org/feed"}, "policy": {"auto"}}, 422, "is not a feed URL: give an absolute http:// or https:// URL"},
-		{"already subscribed", url.Values{"url": {"https://example.org/already.rss"}}, 422, "You are already subscribed to https://example.org/already.rss."},
-		{"unknown policy", url.Values{"url": {"https://example.org/new.rss"}, "policy": {"sometimes"}}, 422, "Unknown policy"},
-		{"empty URL", url.Values{"url": {"  "}}, 422, "Give the URL of the feed"},
-		{"bad sleep window", url.Values{"url": {"https://example.org/sleepy.rss"}, "sleep": {"dusk-dawn"}}, 422, "Sleep windows: schedule: invalid sleep plan: daily window"},
+		{"bad scheme", url.Values{"url": {"ftp://example.org/feed"}, "policy": {"auto"}}, 422, "is not a feed URL: give an absolute http:// or https:// URL", "feed-url"},
+		{"already subscribed", url.Values{"url": {"https://example.org/already.rss"}}, 422, "You are already subscribed to https://example.org/already.rss.", "feed-url"},
+		{"address not allowed", url.Values{"url": {"http://127.0.0.1:9/feed.rss"}}, 422,
+			"Could not subscribe to http://127.0.0.1:9/feed.rss: address not allowed: 127.0.0.1 is a loopback address", "feed-url"},
+		{"unknown policy", url.Values{"url": {"https://example.org/new.rss"}, "policy": {"sometimes"}}, 422, "Unknown policy", "feed-policy"},
+		{"empty URL", url.Values{"url": {"  "}}, 422, "Give the URL of the feed", "feed-url"},
+		{"bad sleep window", url.Values{"url": {"https://example.org/sleepy.rss"}, "sleep": {"dusk-dawn"}}, 422, "Sleep windows: schedule: invalid sleep plan: daily window", "feed-sleep"},
 		{"hostile value kept escaped", url.Values{"url": {`https://x.example/"><script>alert(1)</script>`}, "policy": {"nope"}}, 422,
-			`value="https://x.example/&#34;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"`},
+			`value="https://x.example/&#34;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"`, "feed-policy"},
 	}
+	control := regexp.MustCompile(`<(?:input|select) id="([^"]+)"[^>]*>`)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := e.client(t)
@@ -278,6 +310,13 @@ func TestSubscribe(t *testing.T) {
 			}
 			if !strings.Contains(r.body, `role="alert" id="form-error"`) {
 				t.Error("error not shown as an alert")
+			}
+			// The message is tied to its control, and to no other.
+			for _, m := range control.FindAllStringSubmatch(r.body, -1) {
+				tied := strings.Contains(m[0], `aria-invalid="true"`) && regexp.MustCompile(`aria-describedby="[^"]*\bform-error\b`).MatchString(m[0])
+				if tied != (m[1] == tt.field) {
+					t.Errorf("control %s: tied to the error %v: %s", m[1], tied, m[0])
+				}
 			}
 		})
 	}
@@ -357,6 +396,19 @@ func TestImportOPML(t *testing.T) {
 			t.Errorf("imported %+v", f)
 		}
 	})
+	t.Run("one feed", func(t *testing.T) {
+		c := e.client(t)
+		one := []byte(`<opml version="2.0"><body><outline type="rss" text="Solo" xmlUrl="https://stations.example.org/solo.rss"/></body></opml>`)
+		r := c.upload(t, "/ui/feeds/import", map[string]string{"csrf_token": c.csrf(t)}, "opml", "one.opml", one)
+		if r.status != http.StatusSeeOther {
+			t.Fatalf("%d: %.300s", r.status, r.body)
+		}
+		if page := c.get(t, "/ui/feeds"); !strings.Contains(page.body, "Imported 1 feed; 0 already subscribed; 0 failed.") {
+			t.Errorf("no singular message: %.2000s", page.body)
+		}
+	})
+	// A file that cannot be imported is said on the feeds list the form
+	// redirects to, as the import's result is: a reload sends nothing again.
 	errTests := []struct {
 		name     string
 		fields   map[string]string
@@ -366,9 +418,9 @@ func TestImportOPML(t *testing.T) {
 		noCSRF   bool
 		urlCoded bool
 	}{
-		{name: "malformed", file: bad, status: 422, want: "The file could not be imported: it is not well-formed XML"},
-		{name: "not OPML", file: []byte(`<rss version="2.0"><channel/></rss>`), status: 422, want: "it is not an OPML document"},
-		{name: "unknown policy", file: good, fields: map[string]string{"policy": "whenever"}, status: 422, want: "Unknown policy"},
+		{name: "malformed", file: bad, status: 303, want: "The file could not be imported: it is not well-formed XML"},
+		{name: "not OPML", file: []byte(`<rss version="2.0"><channel/></rss>`), status: 303, want: "it is not an OPML document"},
+		{name: "unknown policy", file: good, fields: map[string]string{"policy": "whenever"}, status: 303, want: "Unknown policy"},
 		{name: "no CSRF token", file: good, status: 403, want: "This form has expired", noCSRF: true},
 		{name: "not multipart", status: 400, want: "multipart/form-data", urlCoded: true},
 	}
@@ -390,6 +442,15 @@ func TestImportOPML(t *testing.T) {
 			}
 			if r.status != tt.status {
 				t.Fatalf("status %d, want %d: %.300s", r.status, tt.status, r.body)
+			}
+			if r.status == http.StatusSeeOther {
+				if loc := r.header.Get("Location"); loc != "/ui/feeds" {
+					t.Fatalf("redirected to %q", loc)
+				}
+				r = c.get(t, "/ui/feeds")
+				if !strings.Contains(r.body, `<p class="flash flash-error" role="alert">`) {
+					t.Error("no error flash")
+				}
 			}
 			checkPage(t, r)
 			if !strings.Contains(r.body, tt.want) {

@@ -55,6 +55,44 @@ s.test('a logged-in page can change things', async ({ page, server }) => {
   assert.ok(JSON.stringify(r.json.items).includes('3.5'), r.text);
 });
 
+s.test('an expired session keeps the pipe being built; a save after a login in another tab works', async ({ page, server }) => {
+  const exact = { exact: true };
+  const remote = (await api(server, 'GET', '/api/v1/feeds?limit=100')).json.feeds.find((f) => f.kind === 'remote');
+  assert.ok(remote, 'the demo has remote feeds');
+  await page.goto('/ui/pipes/new');
+  await page.getByLabel('Name', exact).fill('Kept across logins');
+  await page.getByLabel('Slug', exact).fill('kept-across-logins');
+  const pal = page.getByRole('region', { name: 'Operators', exact: true });
+  await pal.getByLabel('Find by name', exact).fill('source');
+  await pal.getByRole('button', { name: 'source', exact: true }).click();
+  await page.getByRole('region', { name: /^Node source \(/ }).getByLabel('feed', exact).fill(`feed/${remote.id}`);
+
+  // The session ends (its cookie is gone): a save says so and the page stays.
+  await page.context().clearCookies();
+  await page.getByRole('button', { name: 'Save', exact: true }).click();
+  const alert = page.getByRole('alert').filter({ hasText: 'Your session has expired: log in again in another tab, then save.' });
+  await alert.waitFor();
+  assert.match(page.url(), /\/ui\/pipes\/new$/);
+  assert.equal(await page.getByLabel('Name', exact).inputValue(), 'Kept across logins');
+  assert.deepEqual(await page.getByRole('list', { name: 'Nodes' }).getByRole('button').allInnerTexts(), ['source']);
+  await screenshot(page, 'builder-session-expired-desktop');
+
+  // A login in another tab, then Save: saved.
+  const other = await page.context().newPage();
+  try {
+    await other.goto('/ui/login?next=/ui/feeds');
+    await logIn(other, token);
+    await other.getByRole('heading', { level: 1, name: 'Feeds' }).waitFor();
+  } finally {
+    await other.close();
+  }
+  await page.getByRole('button', { name: 'Save', exact: true }).click();
+  await page.getByRole('status').filter({ hasText: /^Saved pipe \d+/ }).waitFor();
+  assert.equal(await alert.count(), 0, 'the session message stays after the save');
+  const { json } = await api(server, 'GET', '/api/v1/pipes');
+  assert.ok((json.pipes ?? []).some((p) => p.slug === 'kept-across-logins'), JSON.stringify(json));
+});
+
 s.test('API writes need the bearer token', async ({ server }) => {
   const reading = { value: 7.25, unit: 'C' };
   const without = await api(server, 'POST', '/api/v1/sensors/auth-api/readings', reading);

@@ -383,6 +383,89 @@ s.test('operators are found by name and added by click, by keyboard and by drag 
   await screenshots(page, 'builder-palette');
 });
 
+s.test('a source suggests feeds as its box is typed in, searching for them', async ({ page }) => {
+  const asked = [];
+  const listen = (req) => {
+    const u = new URL(req.url());
+    if (u.pathname === '/api/v1/feeds') asked.push(u.search);
+  };
+  page.on('request', listen);
+  try {
+    await page.goto('/ui/pipes/new');
+    await palette(page).getByRole('button', { name: 'source', exact: true }).click();
+    const feed = nodePanel(page).getByLabel('feed', exact);
+    await feed.fill('sensor/field-no');
+    const list = await feed.getAttribute('list');
+    const options = page.locator(`datalist[id="${list}"] option`);
+    await waitFor(async () => (await options.evaluateAll((os) => os.map((o) => o.value))).includes('sensor/field-north'), { what: 'sensor/field-north suggested' });
+    const values = await options.evaluateAll((os) => os.map((o) => o.value));
+    assert.ok(values.length <= 20 && values.every((v) => /field-no|^feed\//.test(v) || v === 'sensor/field-north'), `suggestions ${values}`);
+    assert.ok(asked.length > 0, 'no search was made');
+    for (const q of asked) {
+      const p = new URLSearchParams(q);
+      assert.equal(p.get('limit'), '20', `a request for every feed: ${q}`);
+    }
+    assert.ok(asked.some((q) => new URLSearchParams(q).get('q') === 'field-no'), `searches ${asked}`);
+  } finally {
+    page.off('request', listen);
+  }
+});
+
+s.test('a checkbox that would make a cycle cannot be ticked; the mdpt note follows the trigger', async ({ page }) => {
+  await page.goto('/ui/pipes/new');
+  await addNode(page, 'union', 'a');
+  const b = await addNode(page, 'union', 'b', ['a']);
+  assert.equal(await b.getByRole('group', { name: 'Inputs', exact: true }).getByRole('checkbox', { name: 'a', exact: true }).isChecked(), true);
+  await page.getByRole('list', { name: 'Nodes' }).getByRole('button', { name: 'a', exact: true }).click();
+  const inputs = nodePanel(page).getByRole('group', { name: 'Inputs', exact: true });
+  const loop = inputs.getByRole('checkbox', { name: 'b', exact: true });
+  assert.equal(await loop.isDisabled(), true, 'the input that would close a cycle can be ticked');
+  await inputs.getByText('(would make a cycle)').waitFor();
+
+  const note = page.locator('#trigger-note');
+  assert.equal(await note.isVisible(), false, 'the mdpt note shows for an update pipe');
+  await page.getByLabel('Trigger', exact).selectOption('mdpt');
+  await note.waitFor({ state: 'visible' });
+  await page.getByLabel('Trigger', exact).selectOption('cron');
+  await note.waitFor({ state: 'hidden' });
+});
+
+s.test('leaving the builder with unsaved changes asks first; a saved pipe is named as plain text', async ({ page, server }) => {
+  const remote = (await api(server, 'GET', '/api/v1/feeds?limit=100')).json.feeds.find((f) => f.kind === 'remote');
+  assert.ok(remote, 'the demo has remote feeds');
+  await page.goto('/ui/pipes/new');
+  await page.getByLabel('Name', exact).fill('Hostile <b>pass</b> 😀');
+  await page.getByLabel('Slug', exact).fill('hostile-pass');
+
+  // A click on "Feeds" asks; staying keeps the pipe.
+  const dialogs = [];
+  const onDialog = (d) => {
+    dialogs.push(d.type());
+    d.dismiss().catch(() => {});
+  };
+  page.on('dialog', onDialog);
+  try {
+    await page.getByRole('navigation').getByRole('link', { name: 'Feeds', exact: true }).click({ noWaitAfter: true });
+    await waitFor(() => dialogs.length > 0, { what: 'a question before leaving' });
+    assert.deepEqual(dialogs, ['beforeunload']);
+    assert.match(page.url(), /\/ui\/pipes\/new$/);
+    assert.equal(await page.getByLabel('Name', exact).inputValue(), 'Hostile <b>pass</b> 😀');
+
+    // Saved, the pipe is named as its feeds name it, and leaving asks nothing.
+    const panel = await addNode(page, 'source', 'in');
+    await panel.getByLabel('feed', exact).fill(`feed/${remote.id}`);
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    await page.getByRole('status').filter({ hasText: /^Saved pipe \d+/ }).waitFor();
+    await page.getByRole('heading', { level: 1, name: 'Hostile pass 😀', exact: true }).waitFor();
+    await page.getByRole('navigation').getByRole('link', { name: 'Pipes', exact: true }).click();
+    await page.getByRole('heading', { level: 1, name: 'Pipes' }).waitFor();
+    assert.deepEqual(dialogs, ['beforeunload']);
+    await page.getByRole('link', { name: 'Hostile pass 😀', exact: true }).waitFor();
+  } finally {
+    page.off('dialog', onDialog);
+  }
+});
+
 /** tabTo presses Tab until target has the focus (at most 200 times). */
 async function tabTo(page, target, what) {
   for (let i = 0; i < 200; i++) {

@@ -3,7 +3,7 @@
 // subscribing by URL, and posting a sensor reading.
 
 import assert from 'node:assert/strict';
-import { api, e2e, newSession, screenshots, waitFor } from './harness.mjs';
+import { api, e2e, newSession, screenshots, viewports, waitFor } from './harness.mjs';
 
 const s = e2e();
 
@@ -170,4 +170,51 @@ s.test('the page watch reports CSP violations and uncaught errors', async ({ bro
   } finally {
     await probe.context.close();
   }
+});
+
+// An item whose title is one long word and whose HTML holds a remote
+// image: the feed page keeps to the window's width at desktop and phone
+// sizes, and shows the image as a link to it, loading nothing remote (the
+// watch fails the test on a CSP violation).
+s.test('a long item title and an item image keep to the page', async ({ page, server }) => {
+  const sensor = 'e2e-wide';
+  const word = 'W'.repeat(400);
+  const image = 'https://img.example.org/mast.png';
+  const post = () => api(server, 'POST', `/api/v1/sensors/${sensor}/readings`, { value: 20.5, unit: 'C' });
+  assert.equal((await post()).status, 201);
+  const created = await api(server, 'POST', '/api/v1/pipes', {
+    name: 'Wide items',
+    nodes: [
+      { id: 'in', op: 'source', config: { feed: `sensor/${sensor}` } },
+      { id: 'title', op: 'set', config: { field: 'title', value: word } },
+      { id: 'body', op: 'set', config: { field: 'content', value: `<p>Seen from the mast <img src="${image}" alt="the mast"></p>` } },
+    ],
+    edges: [
+      { from: 'in', to: 'title' },
+      { from: 'title', to: 'body' },
+    ],
+    output: { slug: 'e2e-wide' },
+  });
+  assert.equal(created.status, 201, created.text);
+  const feedID = created.json.feed_id;
+  await waitFor(
+    async () => {
+      await post();
+      const r = await api(server, 'GET', `/api/v1/feeds/${feedID}/items`);
+      return r.status === 200 && JSON.stringify(r.json).includes(word);
+    },
+    { timeout: 30_000, interval: 1000, what: 'the wide pipe items' },
+  );
+  for (const size of [viewports.desktop, viewports.phone]) {
+    await page.setViewportSize(size);
+    await page.goto(`/ui/feeds/${feedID}`);
+    await page.getByRole('heading', { level: 3, name: word }).first().waitFor();
+    const widths = await page.evaluate(() => ({ page: document.documentElement.scrollWidth, window: document.documentElement.clientWidth }));
+    assert.ok(widths.page <= widths.window, `the page is ${widths.page} px wide in a ${widths.window} px window`);
+    const link = page.getByRole('link', { name: 'the mast', exact: true }).first();
+    assert.equal(await link.getAttribute('href'), image);
+    assert.equal(await page.locator('.item-body img').count(), 0);
+  }
+  await page.setViewportSize(viewports.desktop);
+  await screenshots(page, 'feed-wide-items');
 });

@@ -9,7 +9,7 @@ import { useCallback, useEffect, useId, useLayoutEffect, useMemo, useReducer, us
 import Canvas from './Canvas.jsx';
 import Palette from './Palette.jsx';
 import { FeedLinks, ItemsTable, NodePanel } from './parts.jsx';
-import { allFeeds, api } from '../lib/api.js';
+import { api, loginURL, pageInfo, searchFeeds, setCSRFToken } from '../lib/api.js';
 import {
   emptyState,
   fromPipe,
@@ -28,6 +28,8 @@ import { errorMap, errorState } from './errors.js';
 import { indexPreview } from './preview.js';
 
 const LIVE_DELAY_MS = 600;
+// How long the feed box waits after a key before it asks for suggestions.
+const SEARCH_DELAY_MS = 250;
 
 const TRIGGER_HELP = {
   update: 'runs whenever an input gains items',
@@ -91,6 +93,26 @@ function Field({ label, id, errors, hint, children, className }) {
   );
 }
 
+/** pageHeading is the page's own heading, which names the pipe. */
+function pageHeading() {
+  return document.querySelector('main h1');
+}
+
+/**
+ * renewToken takes the session's CSRF token from the server into the
+ * page, after a login in another tab replaced the session. It reports
+ * whether the session is logged in.
+ */
+async function renewToken() {
+  try {
+    const p = await pageInfo(window.location.pathname);
+    if (p.loggedIn) setCSRFToken(p.csrf);
+    return p.loggedIn;
+  } catch {
+    return false;
+  }
+}
+
 export default function App({ initialPipeId }) {
   const uid = useId();
   const [catalogue, setCatalogue] = useState(null);
@@ -107,6 +129,14 @@ export default function App({ initialPipeId }) {
   const [saved, setSaved] = useState(null);
   const [busy, setBusy] = useState('');
   const [status, setStatus] = useState('Loading the operator catalogue…');
+  // The text of the feed box being typed in (null before the first).
+  const [feedQuery, setFeedQuery] = useState(null);
+  // The semantic key of the pipe as loaded or last saved: the builder
+  // holds unsaved changes while its key differs.
+  const [savedKey, setSavedKey] = useState(() => semanticKey(emptyState()));
+  // A change was refused for want of a login: the page stays, with its
+  // pipe, until a login in another tab lets a save through.
+  const [expired, setExpired] = useState(false);
   const previewSeq = useRef(0);
   const previewAbort = useRef(null);
   // A preview asked for with the button reports its result in the status
@@ -123,6 +153,7 @@ export default function App({ initialPipeId }) {
   const feedOptions = useMemo(() => sourceOptions(feeds), [feeds]);
   const key = semanticKey(state);
   const clientProblems = useMemo(() => (catalogue ? problems(state, operators) : []), [key, catalogue]); // eslint-disable-line react-hooks/exhaustive-deps
+  const dirty = catalogue !== null && key !== savedKey;
   const outId = outputNode(state);
   const sinkIds = sinks(state);
 
@@ -131,14 +162,12 @@ export default function App({ initialPipeId }) {
     let alive = true;
     (async () => {
       try {
-        const [cat, fl, info] = await Promise.all([
+        const [cat, info] = await Promise.all([
           api('/api/v1/operators'),
-          allFeeds().catch(() => []),
           initialPipeId ? api(`/api/v1/pipes/${encodeURIComponent(initialPipeId)}`).catch((e) => ({ failed: e })) : null,
         ]);
         if (!alive) return;
         setCatalogue({ operators: Array.isArray(cat?.operators) ? cat.operators : [], triggers: cat?.triggers || TRIGGERS });
-        setFeeds(Array.isArray(fl) ? fl : []);
         if (info?.failed) {
           setLoadError(`Pipe ${initialPipeId} could not be loaded: ${info.failed.message}. Saving makes a new pipe.`);
           setPipeId('');
@@ -146,10 +175,13 @@ export default function App({ initialPipeId }) {
         } else if (info) {
           const s = fromPipe(info.pipe);
           dispatch({ type: 'load', state: s });
+          setSavedKey(semanticKey(s));
           setSlugTouched(true);
           // The page lists a saved pipe's feed URLs itself; they show here after a save.
           setSelected(s.nodes[0]?.id || '');
-          setStatus(`Editing pipe ${info.id}${info.name ? `, ${info.name}` : ''}.`);
+          // Named as the page's heading names it: as plain text.
+          const name = pageHeading()?.textContent?.trim() || '';
+          setStatus(`Editing pipe ${info.id}${name ? `, ${name}` : ''}.`);
         } else {
           setStatus('');
         }
@@ -180,8 +212,10 @@ export default function App({ initialPipeId }) {
           method: 'POST',
           body,
           signal: ctl.signal,
+          stay: true,
         });
         if (seq !== previewSeq.current) return;
+        setExpired(false);
         const ix = indexPreview(pv);
         setPreview(ix);
         setPreviewErr(null);
@@ -192,6 +226,7 @@ export default function App({ initialPipeId }) {
       } catch (e) {
         if (e?.name === 'AbortError' || seq !== previewSeq.current) return;
         previewAsked.current = false;
+        if (e?.status === 401) setExpired(true);
         setPreviewErr(errorState(e, body));
         setPreview(null);
       } finally {
@@ -211,25 +246,82 @@ export default function App({ initialPipeId }) {
 
   useEffect(() => () => previewAbort.current?.abort(), []);
 
+  // Leaving the page (a link, a reload, closing it) asks first while the
+  // builder holds unsaved changes.
+  useEffect(() => {
+    if (!dirty) return undefined;
+    const ask = (e) => {
+      e.preventDefault();
+      e.returnValue = '';
+    };
+    window.addEventListener('beforeunload', ask);
+    return () => window.removeEventListener('beforeunload', ask);
+  }, [dirty]);
+
+  // The page's note on the mdpt trigger shows while the trigger is mdpt.
+  useEffect(() => {
+    const note = document.getElementById('trigger-note');
+    if (note) note.hidden = state.trigger.on !== 'mdpt';
+  }, [state.trigger.on]);
+
+  // Suggestions for the feed box being typed in: a search, not every feed.
+  useEffect(() => {
+    if (feedQuery === null) return undefined;
+    const ctl = new AbortController();
+    const t = setTimeout(async () => {
+      try {
+        const found = await searchFeeds(feedQuery, { get: (path, o) => api(path, { ...o, stay: true }), signal: ctl.signal });
+        if (!ctl.signal.aborted) setFeeds(found);
+      } catch {
+        // Suggestions are a help: without them the box still takes any reference.
+      }
+    }, SEARCH_DELAY_MS);
+    return () => {
+      clearTimeout(t);
+      ctl.abort();
+    };
+  }, [feedQuery]);
+
   const save = async () => {
     const body = toPipe(state);
+    const sentKey = key;
     setBusy('save');
     setStatus('Saving…');
+    const send = () =>
+      api(pipeId ? `/api/v1/pipes/${encodeURIComponent(pipeId)}` : '/api/v1/pipes', { method: pipeId ? 'PUT' : 'POST', body, stay: true });
     try {
-      const info = await api(pipeId ? `/api/v1/pipes/${encodeURIComponent(pipeId)}` : '/api/v1/pipes', { method: pipeId ? 'PUT' : 'POST', body });
+      let info;
+      try {
+        // After a 401, the login made in another tab is a new session
+        // with its own CSRF token: take it from the server first.
+        if (expired) await renewToken();
+        info = await send();
+      } catch (e) {
+        // A login elsewhere since the page loaded: the same, once.
+        if (!(e?.status === 403 && /csrf/i.test(e.message)) || !(await renewToken())) throw e;
+        info = await send();
+      }
       setSaved(info);
       setSaveErr(null);
       setPreviewErr(null);
       setLoadError('');
+      setExpired(false);
+      setSavedKey(sentKey);
       if (info?.id) {
         setPipeId(String(info.id));
         window.history.replaceState(window.history.state, '', `/ui/pipes/${info.id}`);
-        // The page's heading was rendered for a new pipe: name the saved one.
-        const h1 = document.querySelector('main h1, h1');
-        if (h1 && info.name) h1.textContent = info.name;
+        // The page's heading was rendered before the save: name the saved
+        // pipe as the server's page does (as plain text).
+        pageInfo(`/ui/pipes/${info.id}`)
+          .then((p) => {
+            const h1 = pageHeading();
+            if (h1 && p.heading) h1.textContent = p.heading;
+          })
+          .catch(() => {});
       }
       setStatus(`Saved pipe ${info?.id ?? ''}: its feed URLs are under “Republished feeds”.`);
     } catch (e) {
+      if (e?.status === 401) setExpired(true);
       setSaveErr(errorState(e, body));
       setStatus('');
     } finally {
@@ -288,7 +380,8 @@ export default function App({ initialPipeId }) {
     [removeSelected],
   );
 
-  const err = saveErr || previewErr;
+  // A 401 is said once, by the session message.
+  const err = [saveErr, previewErr].find((e) => e && e.status !== 401) || null;
   // What a save brings, its errors or its feed URLs, is scrolled into view.
   useEffect(() => {
     if (saveErr) alertRef.current?.scrollIntoView({ block: 'nearest' });
@@ -316,7 +409,15 @@ export default function App({ initialPipeId }) {
   }
 
   return (
-    <div className="sb-app">
+    <div
+      className="sb-app"
+      onFocus={(e) => {
+        if (e.target?.getAttribute?.('list') === feedList) setFeedQuery(e.target.value);
+      }}
+      onInput={(e) => {
+        if (e.target?.getAttribute?.('list') === feedList) setFeedQuery(e.target.value);
+      }}
+    >
       <datalist id={feedList}>
         {feedOptions.map((f) => (
           <option key={f.ref} value={f.ref}>
@@ -389,12 +490,21 @@ export default function App({ initialPipeId }) {
 
         <div className="sb-side">
           <div className="sb-side-scroll" role="region" aria-label="Node panel">
-            <div role="alert" ref={alertRef} className={err || loadError ? 'sb-alert' : 'sb-alert-empty'}>
+            <div role="alert" ref={alertRef} className={err || loadError || expired ? 'sb-alert' : 'sb-alert-empty'}>
               {loadError && <p>{loadError}</p>}
+              {expired && (
+                <p>
+                  Your session has expired:{' '}
+                  <a href={loginURL(window.location)} target="_blank" rel="noopener">
+                    log in again in another tab
+                  </a>
+                  , then save.
+                </p>
+              )}
               {err && (
                 <>
                   <p>
-                    {saveErr ? 'Not saved: ' : 'Preview failed: '}
+                    {err === saveErr ? 'Not saved: ' : 'Preview failed: '}
                     {errs.list.length === 0 ? err.message : `${errs.list.length} problem${errs.list.length === 1 ? '' : 's'}.`}
                   </p>
                   {errs.list.length > 0 && (

@@ -4,6 +4,8 @@ import { ApiError } from '../lib/api.js';
 
 const NODE_FIELD = /^nodes\[(\d+)\](?:\.(\w+))?$/;
 const EDGE_FIELD = /^edges\[(\d+)\](?:\.(from|to))?$/;
+/** The server's error about a cycle: "the edges form a cycle through a, b". */
+const CYCLE = /\bcycle through (.+)$/;
 
 /**
  * Node-level fields of a *NodeError that are not configuration fields:
@@ -71,6 +73,18 @@ export function errorMap(details, pipe) {
       continue;
     }
     add(res.pipe, field, error);
+    // A cycle names its nodes: each gets the error too.
+    m = field === 'edges' ? CYCLE.exec(error) : null;
+    if (m) {
+      const on = new Set(m[1].split(', '));
+      for (const n of nodes) {
+        const id = String(n?.id ?? '');
+        if (!on.has(id)) continue;
+        const e = entry(id);
+        e.count++;
+        e.node.push(error);
+      }
+    }
   }
   return res;
 }

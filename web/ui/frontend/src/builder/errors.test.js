@@ -72,6 +72,26 @@ describe('errorMap', () => {
     expect(r.nodes.hot.node).toEqual(['input from a: duplicate edge a → hot']);
   });
 
+  it('marks every node of a cycle', () => {
+    const pipe = {
+      nodes: [
+        { id: 'src', op: 'source' },
+        { id: 'a', op: 'union' },
+        { id: 'b', op: 'union' },
+        { id: 'a, b', op: 'union' },
+      ],
+      edges: [
+        { from: 'a', to: 'b' },
+        { from: 'b', to: 'a' },
+      ],
+    };
+    const r = errorMap([{ field: 'edges', error: 'the edges form a cycle through a, b' }], pipe);
+    expect(r.pipe.edges).toEqual(['the edges form a cycle through a, b']);
+    expect(Object.keys(r.nodes).sort()).toEqual(['a', 'b']);
+    expect(r.nodes.a).toEqual({ node: ['the edges form a cycle through a, b'], fields: {}, count: 1 });
+    expect(r.nodes.b.count).toBe(1);
+  });
+
   it.each([
     ['nothing', undefined],
     ['not a list', { error: 'x' }],

@@ -194,6 +194,7 @@ export function NodePanel({ node, state, info, dispatch, onSelect, errors, outpu
                 id={`${headingId}-in-${o.key}`}
                 type="checkbox"
                 checked={checked}
+                disabled={loops}
                 aria-describedby={loops ? `${headingId}-in-${o.key}-note` : undefined}
                 onChange={(e) => dispatch({ type: 'setInput', id: node.id, from: o.id, on: e.target.checked })}
               />

@@ -1,6 +1,7 @@
 // Talking to slogfeed's JSON API from the UI pages: same-origin
 // credentials, the page's CSRF token on every change, and a trip to the
-// login page when the session has expired.
+// login page when the session has expired (or, for a page with work to
+// keep, an error that says so).
 
 /** ApiError is a failed API call: its status, message and any details. */
 export class ApiError extends Error {
@@ -40,12 +41,16 @@ export function requestInit(method, body, token, signal) {
   return init;
 }
 
+/** sessionExpired is what a page that stays after a 401 tells its user. */
+export const sessionExpired = 'Your session has expired: log in again in another tab, then save.';
+
 /**
  * api calls path and returns its JSON (null for an empty answer). Any
  * status other than 2xx throws an ApiError; a 401 first sends the browser
- * to the login page.
+ * to the login page, unless stay is set (a page with unsaved work): then
+ * the ApiError (status 401) says sessionExpired.
  */
-export async function api(path, { method = 'GET', body, signal } = {}) {
+export async function api(path, { method = 'GET', body, signal, stay = false } = {}) {
   const res = await fetch(path, requestInit(method, body, csrfToken(), signal));
   const text = await res.text();
   let data = null;
@@ -57,6 +62,7 @@ export async function api(path, { method = 'GET', body, signal } = {}) {
     }
   }
   if (res.status === 401) {
+    if (stay) throw new ApiError(401, sessionExpired);
     globalThis.location.assign(loginURL(globalThis.location));
     throw new ApiError(401, 'signed out: going to the login page');
   }
@@ -67,26 +73,44 @@ export async function api(path, { method = 'GET', body, signal } = {}) {
   return data;
 }
 
-/** feedPagesMax bounds how many pages of feeds allFeeds reads. */
-export const feedPagesMax = 50;
+/** feedSuggestions is how many feeds searchFeeds asks for. */
+export const feedSuggestions = 20;
 
 /**
- * allFeeds reads GET /api/v1/feeds page after page (1,000 feeds a page)
- * and returns the feeds, at most feedPagesMax pages of them: a builder's
- * source list of tens of thousands of feeds is as far as a picker helps.
- * get is the API call (api by default), for tests.
+ * searchFeeds asks GET /api/v1/feeds for the first feedSuggestions feeds
+ * whose title, slug or URL holds text, as typed in a source's feed box:
+ * a reference's prefix (sensor/, pipe/, feed/) is not sought. get is the
+ * API call (api by default), for tests.
  */
-export async function allFeeds(get = api) {
-  const out = [];
-  let cursor = '';
-  for (let page = 0; page < feedPagesMax; page++) {
-    const q = new URLSearchParams({ limit: '1000' });
-    if (cursor) q.set('cursor', cursor);
-    const data = await get(`/api/v1/feeds?${q}`);
-    const feeds = Array.isArray(data?.feeds) ? data.feeds : [];
-    out.push(...feeds);
-    cursor = typeof data?.next_cursor === 'string' ? data.next_cursor : '';
-    if (!cursor) break;
-  }
-  return out;
+export async function searchFeeds(text, { get = api, signal } = {}) {
+  const q = String(text ?? '')
+    .trim()
+    .replace(/^(sensor|pipe|feed)\//i, '')
+    .trim();
+  const params = new URLSearchParams();
+  if (q) params.set('q', q);
+  params.set('limit', String(feedSuggestions));
+  const data = await get(`/api/v1/feeds?${params}`, { signal });
+  return Array.isArray(data?.feeds) ? data.feeds : [];
+}
+
+/**
+ * pageInfo reads a page of the UI (path, same origin) for what a script
+ * on a page rendered earlier may need again: the session's CSRF token
+ * (csrf), the page's heading (heading, its text as the server wrote it)
+ * and whether the session is logged in (loggedIn false when the server
+ * sent the login page instead). parse turns HTML into a document
+ * (DOMParser by default), for tests.
+ */
+export async function pageInfo(path, parse = (html) => new DOMParser().parseFromString(html, 'text/html')) {
+  const res = await fetch(path, { credentials: 'same-origin', headers: { Accept: 'text/html' } });
+  const doc = parse(await res.text());
+  const loggedIn = res.ok && !new URL(res.url || path, 'http://x').pathname.startsWith('/ui/login');
+  return { csrf: csrfToken(doc), heading: doc?.querySelector?.('main h1')?.textContent?.trim() || '', loggedIn };
+}
+
+/** setCSRFToken replaces the page's <meta name="csrf-token">. */
+export function setCSRFToken(token, doc = globalThis.document) {
+  const m = doc?.querySelector?.('meta[name="csrf-token"]');
+  if (m && token) m.setAttribute('content', token);
 }

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { allFeeds, api, ApiError, csrfToken, feedPagesMax, loginURL, requestInit } from './api.js';
+import { api, ApiError, csrfToken, feedSuggestions, loginURL, requestInit, searchFeeds, sessionExpired } from './api.js';
 
 describe('requestInit', () => {
   it.each([
@@ -85,32 +85,43 @@ describe('api', () => {
     expect(err.status).toBe(401);
     expect(assign).toHaveBeenCalledWith('/ui/login?next=%2Fui%2Fpipes%2F7');
   });
+
+  it('stays on the page on a 401 when asked to, saying the session expired', async () => {
+    const { assign } = stub(401, '{"error": "sign in"}');
+    const err = await api('/x', { method: 'POST', body: {}, stay: true }).catch((e) => e);
+    expect(err).toBeInstanceOf(ApiError);
+    expect(err.status).toBe(401);
+    expect(err.message).toBe(sessionExpired);
+    expect(assign).not.toHaveBeenCalled();
+  });
 });
 
-describe('allFeeds', () => {
-  it('follows next_cursor until the last page', async () => {
-    const pages = {
-      '': { feeds: [{ id: 1 }, { id: 2 }], total: 3, next_cursor: 'c1' },
-      c1: { feeds: [{ id: 3 }], total: 3, next_cursor: '' },
-    };
+describe('searchFeeds', () => {
+  it.each([
+    ['', ''],
+    ['  ', ''],
+    ['lab', 'lab'],
+    ['sensor/field-no', 'field-no'],
+    ['PIPE/mean', 'mean'],
+    ['feed/12', '12'],
+    ['https://example.org/a.rss', 'https://example.org/a.rss'],
+  ])('asks for %j as q=%j, 20 at most', async (text, q) => {
     const asked = [];
     const get = async (path) => {
-      const q = new URL(path, 'http://x').searchParams;
-      asked.push(q.get('limit'));
-      return pages[q.get('cursor') || ''];
+      asked.push(path);
+      return { feeds: [{ id: 1 }], total: 1, next_cursor: 'more' };
     };
-    expect((await allFeeds(get)).map((f) => f.id)).toEqual([1, 2, 3]);
-    expect(asked).toEqual(['1000', '1000']);
+    expect(await searchFeeds(text, { get })).toEqual([{ id: 1 }]);
+    expect(asked).toHaveLength(1);
+    const u = new URL(asked[0], 'http://x');
+    expect(u.pathname).toBe('/api/v1/feeds');
+    expect(u.searchParams.get('limit')).toBe(String(feedSuggestions));
+    expect(feedSuggestions).toBe(20);
+    expect(u.searchParams.get('q')).toBe(q || null);
+    expect(u.searchParams.has('cursor')).toBe(false);
   });
 
-  it('stops at feedPagesMax pages and on a body without feeds', async () => {
-    let calls = 0;
-    const endless = async () => {
-      calls++;
-      return { feeds: [{ id: calls }], total: 1e9, next_cursor: 'more' };
-    };
-    expect((await allFeeds(endless)).length).toBe(feedPagesMax);
-    expect(calls).toBe(feedPagesMax);
-    expect(await allFeeds(async () => ({ error: 'x' }))).toEqual([]);
+  it('gives no feeds for a body without them', async () => {
+    expect(await searchFeeds('x', { get: async () => ({ error: 'x' }) })).toEqual([]);
   });
 });
