@@ -472,20 +472,26 @@ const directCatchUp = 16
 // no index of the feed or the subject's last message was removed below
 // what it remembers.
 func (s *Store) syncKnown(ctx context.Context, feedID uint64) error {
+	return s.syncKnownFrom(ctx, feedID, streamLog{s})
+}
+
+// syncKnownFrom is syncKnown reading the feed's messages through log.
+//
+// Every "nothing more" comes from the stream's leader, which holds every
+// acknowledged message: the subject's last sequence, and whether a
+// message a direct get or a fetch did not return exists. A replica that
+// lags the leader (one just restarted, say, at a takeover) answers a
+// direct get "not found" and a fetch with nothing for messages it has not
+// stored yet; taking that for "removed" marked the index complete over
+// items it never read, and the new owner stored them again.
+func (s *Store) syncKnownFrom(ctx context.Context, feedID uint64, log itemLog) error {
 	// Ownership is noted before the read: a change during it closes the
 	// mark's channel and the index is not trusted.
 	mark, owned := s.markOwned(feedID)
 	subject := itemSubject(feedID)
-	var last uint64
 	s.opt.Metrics.read("items")
-	// A stream leader change leaves the stream without responders for a
-	// moment: retryNoResponders waits it out.
-	m, err := retryNoResponders(ctx, func() (*jetstream.RawStreamMsg, error) { return s.items.GetLastMsgForSubject(ctx, subject) })
-	switch {
-	case err == nil:
-		last = m.Sequence
-	case errors.Is(err, jetstream.ErrMsgNotFound):
-	default:
+	last, err := log.lastSeq(ctx, subject)
+	if err != nil {
 		return fmt.Errorf("items of feed %d: %w", feedID, err)
 	}
 	upTo, ok := s.known.upTo(feedID)
@@ -510,12 +516,17 @@ func (s *Store) syncKnown(ctx context.Context, feedID uint64) error {
 		if next > last {
 			break
 		}
-		m, err := retryNoResponders(ctx, func() (*jetstream.RawStreamMsg, error) {
-			return s.items.GetMsg(ctx, next, jetstream.WithGetMsgSubject(subject))
-		})
+		m, err := log.get(ctx, next, subject)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			next = last + 1 // removed since
-			break
+			// Removed since, or not on this replica yet: the leader says.
+			has, err := log.hasNext(ctx, subject, next, last)
+			if err != nil {
+				return fmt.Errorf("item IDs of feed %d: %w", feedID, err)
+			}
+			if !has {
+				next = last + 1
+			}
+			break // what is left comes through a consumer
 		}
 		if err != nil {
 			return fmt.Errorf("item IDs of feed %d: %w", feedID, err)
@@ -530,36 +541,31 @@ func (s *Store) syncKnown(ctx context.Context, feedID uint64) error {
 		next = m.Sequence + 1
 	}
 	if next <= last {
-		cons, err := s.items.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-			FilterSubjects: []string{subject}, HeadersOnly: true, InactiveThreshold: 10 * time.Second,
-			DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: next,
-		})
+		cons, release, err := log.consumer(ctx, subject, next)
 		if err != nil {
 			return fmt.Errorf("item IDs of feed %d: %w", feedID, err)
 		}
-		defer s.release(s.items, cons)
-		for done := false; !done; {
-			batch, err := cons.FetchNoWait(1000)
+		defer release()
+		more := func(ctx context.Context, from uint64) (bool, error) { return log.hasNext(ctx, subject, from, last) }
+		err = readPass(ctx, cons, last, more, fmt.Sprintf("item IDs of feed %d", feedID), func(msg jetstream.Msg) error {
+			md, err := msg.Metadata()
 			if err != nil {
-				return fmt.Errorf("item IDs of feed %d: %w", feedID, err)
+				return err
 			}
-			n := 0
-			for msg := range batch.Messages() {
-				n++
-				md, err := msg.Metadata()
-				if err != nil {
-					return fmt.Errorf("item IDs of feed %d: %w", feedID, err)
-				}
-				it, err := s.knownOf(ctx, md.Sequence.Stream, msg.Headers())
-				if err != nil {
-					return fmt.Errorf("item IDs of feed %d: %w", feedID, err)
-				}
-				if it.key != "" {
-					items = append(items, it)
-				}
-				done = done || md.Sequence.Stream >= last
+			if md.Sequence.Stream > last {
+				return nil // published since the last sequence was read: the next sync reads it
 			}
-			done = done || n == 0
+			it, err := s.knownOf(ctx, md.Sequence.Stream, msg.Headers())
+			if err != nil {
+				return err
+			}
+			if it.key != "" {
+				items = append(items, it)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	s.known.extend(feedID, last, items, reset)
@@ -568,6 +574,79 @@ func (s *Store) syncKnown(ctx context.Context, feedID uint64) error {
 		s.known.trust(feedID, mark, s.stillOwned)
 	}
 	return nil
+}
+
+// itemLog is how syncKnownFrom reads a feed's item messages.
+type itemLog interface {
+	// lastSeq is the stream leader's last sequence on subject, 0 when
+	// it holds none.
+	lastSeq(ctx context.Context, subject string) (uint64, error)
+	// get is the first message on subject at or after seq, from any
+	// replica (jetstream.ErrMsgNotFound when that replica has none).
+	get(ctx context.Context, seq uint64, subject string) (*jetstream.RawStreamMsg, error)
+	// hasNext reports whether the leader holds a message on subject at
+	// a sequence from from to to.
+	hasNext(ctx context.Context, subject string, from, to uint64) (bool, error)
+	// consumer is an ordered consumer of the headers of subject's
+	// messages from sequence from, and what releases it.
+	consumer(ctx context.Context, subject string, from uint64) (passConsumer, func(), error)
+}
+
+// streamLog is the items stream as an itemLog.
+type streamLog struct{ s *Store }
+
+func (l streamLog) lastSeq(ctx context.Context, subject string) (uint64, error) {
+	return l.s.leaderLastSeq(ctx, ItemsStream, subject)
+}
+
+func (l streamLog) get(ctx context.Context, seq uint64, subject string) (*jetstream.RawStreamMsg, error) {
+	// A stream leader change leaves the stream without responders for a
+	// moment: retryNoResponders waits it out.
+	return retryNoResponders(ctx, func() (*jetstream.RawStreamMsg, error) {
+		return l.s.items.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+	})
+}
+
+func (l streamLog) hasNext(ctx context.Context, subject string, from, to uint64) (bool, error) {
+	return l.s.leaderHasNext(ctx, ItemsStream, subject, from, to)
+}
+
+func (l streamLog) consumer(ctx context.Context, subject string, from uint64) (passConsumer, func(), error) {
+	cons, err := l.s.items.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subject}, HeadersOnly: true, InactiveThreshold: 10 * time.Second,
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from, MaxResetAttempts: passResetAttempts,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return cons, func() { l.s.release(l.s.items, cons) }, nil
+}
+
+// leaderLastSeq is the sequence of the last message on subject that the
+// leader of stream holds (a non-direct message get, which only the
+// leader answers), 0 when it holds none.
+func (s *Store) leaderLastSeq(ctx context.Context, stream, subject string) (uint64, error) {
+	req, err := json.Marshal(map[string]string{"last_by_subj": subject})
+	if err != nil {
+		return 0, err
+	}
+	msg, err := s.js.Conn().RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, req)
+	if err != nil {
+		return 0, fmt.Errorf("last message from the leader: %w", err)
+	}
+	var resp msgGetResponse
+	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+		return 0, fmt.Errorf("last message from the leader: %w", err)
+	}
+	switch {
+	case resp.Error != nil && (resp.Error.ErrCode == errCodeNoMessage || resp.Error.Code == 404):
+		return 0, nil
+	case resp.Error != nil:
+		return 0, fmt.Errorf("last message from the leader: %s (%d)", resp.Error.Description, resp.Error.ErrCode)
+	case resp.Message == nil:
+		return 0, fmt.Errorf("last message from the leader: empty answer")
+	}
+	return resp.Message.Seq, nil
 }
 
 // syncOwned is syncKnown unless the feed's index is trusted (the node
