@@ -30,6 +30,35 @@ func TestRetentionDroppedItemsStayDropped(t *testing.T) {
 	}
 }
 
+// listing is a document in format ("json" or "rss") of the items top,
+// top-1, … down to listed of them, each written by item (its JSON Feed
+// item and its RSS item).
+func listing(format string, top, listed int, item func(id int) (jsonItem, rssItem string)) string {
+	var b strings.Builder
+	if format == "json" {
+		b.WriteString(`{"version":"https://jsonfeed.org/version/1.1","title":"t","items":[`)
+	} else {
+		b.WriteString(`<rss version="2.0"><channel><title>t</title>`)
+	}
+	for id := top; id > top-listed; id-- {
+		j, r := item(id)
+		switch {
+		case format != "json":
+			b.WriteString(r)
+		case id != top:
+			b.WriteString("," + j)
+		default:
+			b.WriteString(j)
+		}
+	}
+	if format == "json" {
+		b.WriteString(`]}`)
+	} else {
+		b.WriteString(`</channel></rss>`)
+	}
+	return b.String()
+}
+
 func testRetentionDropped(t *testing.T, format string) {
 	st, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true})
 	if err != nil {
@@ -62,29 +91,11 @@ func testRetentionDropped(t *testing.T, format string) {
 		newest = listed - 1 + int(time.Since(start)/time.Minute)
 		top := newest
 		mu.Unlock()
-		var b strings.Builder
-		if format == "json" {
-			b.WriteString(`{"version":"https://jsonfeed.org/version/1.1","title":"t","items":[`)
-		} else {
-			b.WriteString(`<rss version="2.0"><channel><title>t</title>`)
-		}
-		for id := top; id > top-listed; id-- {
+		return listing(format, top, listed, func(id int) (string, string) {
 			d := dateOf(id)
-			if format == "json" {
-				if id != top {
-					b.WriteString(",")
-				}
-				fmt.Fprintf(&b, `{"id":"r%d","title":"reading %d","date_published":%q}`, id, id, d.UTC().Format(time.RFC3339))
-			} else {
-				fmt.Fprintf(&b, `<item><guid>r%d</guid><title>reading %d</title><pubDate>%s</pubDate></item>`, id, id, d.Format(time.RFC1123Z))
-			}
-		}
-		if format == "json" {
-			b.WriteString(`]}`)
-		} else {
-			b.WriteString(`</channel></rss>`)
-		}
-		return b.String()
+			return fmt.Sprintf(`{"id":"r%d","title":"reading %d","date_published":%q}`, id, id, d.UTC().Format(time.RFC3339)),
+				fmt.Sprintf(`<item><guid>r%d</guid><title>reading %d</title><pubDate>%s</pubDate></item>`, id, id, d.Format(time.RFC1123Z))
+		})
 	}
 	pub := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", map[string]string{"json": "application/feed+json", "rss": "application/rss+xml"}[format])
@@ -162,28 +173,10 @@ func testUndatedBeyondRetention(t *testing.T, format string) {
 		newest = listed - 1 + int(time.Since(start)/time.Minute)
 		top := newest
 		mu.Unlock()
-		var b strings.Builder
-		if format == "json" {
-			b.WriteString(`{"version":"https://jsonfeed.org/version/1.1","title":"t","items":[`)
-		} else {
-			b.WriteString(`<rss version="2.0"><channel><title>t</title>`)
-		}
-		for id := top; id > top-listed; id-- {
-			if format == "json" {
-				if id != top {
-					b.WriteString(",")
-				}
-				fmt.Fprintf(&b, `{"id":"u%d","title":"reading %d"}`, id, id)
-			} else {
-				fmt.Fprintf(&b, `<item><guid>u%d</guid><title>reading %d</title></item>`, id, id)
-			}
-		}
-		if format == "json" {
-			b.WriteString(`]}`)
-		} else {
-			b.WriteString(`</channel></rss>`)
-		}
-		return b.String()
+		return listing(format, top, listed, func(id int) (string, string) {
+			return fmt.Sprintf(`{"id":"u%d","title":"reading %d"}`, id, id),
+				fmt.Sprintf(`<item><guid>u%d</guid><title>reading %d</title></item>`, id, id)
+		})
 	}
 	pub := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", map[string]string{"json": "application/feed+json", "rss": "application/rss+xml"}[format])

@@ -146,16 +146,7 @@ func TestListPages(t *testing.T) {
 			if strings.Join(asked, " ") != strings.Join(tc.asked, " ") {
 				t.Errorf("asked %q, want %q", asked, tc.asked)
 			}
-			for _, s := range tc.has {
-				if !strings.Contains(r.stdout, s) {
-					t.Errorf("stdout %q lacks %q", r.stdout, s)
-				}
-			}
-			for _, s := range tc.hasNot {
-				if strings.Contains(r.stdout, s) {
-					t.Errorf("stdout %q has %q", r.stdout, s)
-				}
-			}
+			checkOutput(t, r.stdout, tc.has, tc.hasNot)
 		})
 	}
 }
@@ -194,16 +185,22 @@ func TestShow(t *testing.T) {
 			if r.code != 0 {
 				t.Fatalf("code %d, stderr %q", r.code, r.stderr)
 			}
-			for _, s := range tc.has {
-				if !strings.Contains(r.stdout, s) {
-					t.Errorf("stdout %q lacks %q", r.stdout, s)
-				}
-			}
-			for _, s := range tc.hasNot {
-				if strings.Contains(r.stdout, s) {
-					t.Errorf("stdout %q has %q", r.stdout, s)
-				}
-			}
+			checkOutput(t, r.stdout, tc.has, tc.hasNot)
 		})
+	}
+}
+
+// checkOutput checks that out holds each of has and none of hasNot.
+func checkOutput(t *testing.T, out string, has, hasNot []string) {
+	t.Helper()
+	for _, s := range has {
+		if !strings.Contains(out, s) {
+			t.Errorf("stdout %q lacks %q", out, s)
+		}
+	}
+	for _, s := range hasNot {
+		if strings.Contains(out, s) {
+			t.Errorf("stdout %q has %q", out, s)
+		}
 	}
 }

@@ -858,39 +858,44 @@ func itemHashes(body []byte, items []span, opt Options) []uint64 {
 	if len(items) == 0 {
 		return nil
 	}
-	var h maphash.Hash
-	h.SetSeed(hashSeed)
-	h.WriteString(opt.BaseURL)
-	h.WriteByte(0)
-	if opt.Extract != nil {
-		rule, _ := json.Marshal(opt.Extract)
-		h.Write(rule)
-	}
-	h.WriteByte(0)
 	// The root's start tag declares the namespaces that reading
 	// extraction goes by: a change to it changes every item's reading.
-	h.Write(rootTag(body[:items[0].start]))
-	prefix := h.Sum64()
+	hash := itemHasher(opt, func(h *maphash.Hash) { h.Write(rootTag(body[:items[0].start])) })
 	out := make([]uint64, len(items))
 	for i, sp := range items {
-		h.Reset()
-		var b [8]byte
-		binary.LittleEndian.PutUint64(b[:], prefix)
-		h.Write(b[:])
-		h.Write(body[sp.start:sp.end])
-		out[i] = h.Sum64() | 1 // never 0
+		out[i] = hash(body[sp.start:sp.end])
 	}
 	return out
 }
 
 // jsonItemHashes hashes each item of a JSON Feed (its bytes as the
-// document has them) with what it is normalised under: the base URL, the
-// extraction rule and the document's other members (see
-// Parsed.ItemHashes).
+// document has them) with what it is normalised under, the document's
+// other members included (see Parsed.ItemHashes).
 func jsonItemHashes(top map[string]json.RawMessage, items []json.RawMessage, opt Options) []uint64 {
 	if len(items) == 0 {
 		return nil
 	}
+	hash := itemHasher(opt, func(h *maphash.Hash) {
+		for _, k := range slices.Sorted(maps.Keys(top)) {
+			if k != "items" {
+				h.WriteString(k)
+				h.WriteByte(0)
+				h.Write(top[k])
+				h.WriteByte(0)
+			}
+		}
+	})
+	out := make([]uint64, len(items))
+	for i, raw := range items {
+		out[i] = hash(raw)
+	}
+	return out
+}
+
+// itemHasher returns a function that hashes an item's bytes with what it
+// is normalised under: opt's BaseURL and Extract rule, and what doc writes
+// of the document around the items.
+func itemHasher(opt Options, doc func(h *maphash.Hash)) func(item []byte) uint64 {
 	var h maphash.Hash
 	h.SetSeed(hashSeed)
 	h.WriteString(opt.BaseURL)
@@ -900,25 +905,15 @@ func jsonItemHashes(top map[string]json.RawMessage, items []json.RawMessage, opt
 		h.Write(rule)
 	}
 	h.WriteByte(0)
-	for _, k := range slices.Sorted(maps.Keys(top)) {
-		if k != "items" {
-			h.WriteString(k)
-			h.WriteByte(0)
-			h.Write(top[k])
-			h.WriteByte(0)
-		}
+	doc(&h)
+	var prefix [8]byte
+	binary.LittleEndian.PutUint64(prefix[:], h.Sum64())
+	return func(item []byte) uint64 {
+		h.Reset() // the seed stays
+		h.Write(prefix[:])
+		h.Write(item)
+		return h.Sum64() | 1 // never 0
 	}
-	prefix := h.Sum64()
-	out := make([]uint64, len(items))
-	for i, raw := range items {
-		h.Reset()
-		var b [8]byte
-		binary.LittleEndian.PutUint64(b[:], prefix)
-		h.Write(b[:])
-		h.Write(raw)
-		out[i] = h.Sum64() | 1 // never 0
-	}
-	return out
 }
 
 // rootTag returns the first start tag of head (a document's bytes before
