@@ -59,6 +59,36 @@ func listing(format string, top, listed int, item func(id int) (jsonItem, rssIte
 	return b.String()
 }
 
+// pollListing subscribes to url, served as doc gives it in format, with
+// a retention of kept items, and polls it every minute for six and a half
+// minutes (in a synctest bubble).
+func pollListing(t *testing.T, st *storage.Store, format, url string, kept int, doc func() string) storage.Feed {
+	t.Helper()
+	pub := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", map[string]string{"json": "application/feed+json", "rss": "application/rss+xml"}[format])
+		_, _ = w.Write([]byte(doc()))
+	})
+	svc, err := aggregator.NewService(aggregator.ServiceOptions{Store: st, Scheduler: schedule.Config{Workers: 1},
+		Fetcher: fetcher.New(fetcher.Options{Transport: handlerTransport{pub}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := svc.Subscribe(storage.Feed{URL: url, Policy: "fixed-1m", Retention: storage.Retention{MaxItems: kept}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- svc.Run(ctx) }()
+	time.Sleep(6*time.Minute + 30*time.Second)
+	synctest.Wait()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 func testRetentionDropped(t *testing.T, format string) {
 	st, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true})
 	if err != nil {
@@ -97,29 +127,7 @@ func testRetentionDropped(t *testing.T, format string) {
 				fmt.Sprintf(`<item><guid>r%d</guid><title>reading %d</title><pubDate>%s</pubDate></item>`, id, id, d.Format(time.RFC1123Z))
 		})
 	}
-	pub := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", map[string]string{"json": "application/feed+json", "rss": "application/rss+xml"}[format])
-		_, _ = w.Write([]byte(doc()))
-	})
-	svc, err := aggregator.NewService(aggregator.ServiceOptions{Store: st, Scheduler: schedule.Config{Workers: 1},
-		Fetcher: fetcher.New(fetcher.Options{Transport: handlerTransport{pub}})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := svc.Subscribe(storage.Feed{URL: "https://sensors.example.org/feed." + format, Policy: "fixed-1m",
-		Retention: storage.Retention{MaxItems: kept}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- svc.Run(ctx) }()
-	time.Sleep(6*time.Minute + 30*time.Second)
-	synctest.Wait()
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	f := pollListing(t, st, format, "https://sensors.example.org/feed."+format, kept, doc)
 	mu.Lock()
 	top := newest
 	mu.Unlock()
@@ -178,29 +186,7 @@ func testUndatedBeyondRetention(t *testing.T, format string) {
 				fmt.Sprintf(`<item><guid>u%d</guid><title>reading %d</title></item>`, id, id)
 		})
 	}
-	pub := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", map[string]string{"json": "application/feed+json", "rss": "application/rss+xml"}[format])
-		_, _ = w.Write([]byte(doc()))
-	})
-	svc, err := aggregator.NewService(aggregator.ServiceOptions{Store: st, Scheduler: schedule.Config{Workers: 1},
-		Fetcher: fetcher.New(fetcher.Options{Transport: handlerTransport{pub}})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := svc.Subscribe(storage.Feed{URL: "https://sensors.example.org/undated." + format, Policy: "fixed-1m",
-		Retention: storage.Retention{MaxItems: kept}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- svc.Run(ctx) }()
-	time.Sleep(6*time.Minute + 30*time.Second)
-	synctest.Wait()
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	f := pollListing(t, st, format, "https://sensors.example.org/undated."+format, kept, doc)
 	mu.Lock()
 	top := newest
 	mu.Unlock()
