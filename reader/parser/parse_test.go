@@ -396,3 +396,54 @@ func BenchmarkParse(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkParseJSONSteady: a 20-item JSON Feed of typed readings parsed
+// whole, then as a steady-state poll parses it (the 19 items the last
+// poll stored cut by Options.Seen, one new).
+func BenchmarkParseJSONSteady(b *testing.B) {
+	doc := func(from int) []byte {
+		var buf bytes.Buffer
+		buf.WriteString(`{"version":"https://jsonfeed.org/version/1.1","title":"Bench","home_page_url":"https://example.org/","items":[`)
+		for i := from + 19; i >= from; i-- {
+			if i != from+19 {
+				buf.WriteString(",")
+			}
+			fmt.Fprintf(&buf, `{"id":"lab-1/%d","title":"Lab temperature %d.5 °C","url":"https://example.org/r/%d",`+
+				`"content_html":"<p>Measured <b>%d.5</b> °C at the <a href=\"/lab\">lab</a></p>","date_published":"2026-11-21T19:%02d:00Z","tags":["lab"],`+
+				`"_slogfeed":{"value":%d.5,"unit":"C","sensor":"lab-1","time":"2026-11-21T19:%02d:00Z"}}`, i, i, i, i, i%60, i, i%60)
+		}
+		buf.WriteString(`]}`)
+		return buf.Bytes()
+	}
+	opt := Options{Now: testNow, BaseURL: "https://example.org/feed.json"}
+	first, err := Parse(doc(0), "application/feed+json", opt)
+	if err != nil || len(first.Items) != 20 {
+		b.Fatal(err)
+	}
+	seen := map[uint64]bool{}
+	for _, h := range first.ItemHashes {
+		seen[h] = true
+	}
+	next := doc(1)
+	for _, tc := range []struct {
+		name  string
+		seen  func(uint64) bool
+		items int
+	}{
+		{"whole", nil, 20},
+		{"one new", func(h uint64) bool { return seen[h] }, 1},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			o := opt
+			o.Seen = tc.seen
+			b.SetBytes(int64(len(next)))
+			b.ReportAllocs()
+			for b.Loop() {
+				p, err := Parse(next, "application/feed+json", o)
+				if err != nil || len(p.Items) != tc.items {
+					b.Fatalf("%v: %d items", err, len(p.Items))
+				}
+			}
+		})
+	}
+}
