@@ -96,7 +96,7 @@ func Join(ctx context.Context, opt Options) (*Member, error) {
 				return nil, fmt.Errorf("nats data directory: %w", err)
 			}
 		}
-		emb, err := sjs.StartEmbedded(eo)
+		emb, err := sjs.StartEmbeddedContext(ctx, eo)
 		if err != nil {
 			return nil, err
 		}
