@@ -224,6 +224,55 @@ func (e *Embedded) JetStreamReady() bool {
 	return e.srv.Running() && e.srv.JetStreamEnabled() && e.srv.JetStreamIsCurrent()
 }
 
+// metaGroupName is the JetStream meta group's Raft group.
+const metaGroupName = "_meta_"
+
+// metaGroup is this server's state of the JetStream meta group (read
+// under the group's lock, without a request); false without a cluster.
+func (e *Embedded) metaGroup() (server.RaftzGroup, bool) {
+	if !e.srv.JetStreamIsClustered() {
+		return server.RaftzGroup{}, false
+	}
+	st := e.srv.Raftz(&server.RaftzOptions{GroupFilter: metaGroupName})
+	if st == nil {
+		return server.RaftzGroup{}, false
+	}
+	for _, groups := range *st {
+		if g, ok := groups[metaGroupName]; ok {
+			return g, true
+		}
+	}
+	return server.RaftzGroup{}, false
+}
+
+// HasMetaLeader reports whether JetStream on this server is ready and,
+// when clustered, the meta group has a leader this server is or has
+// heard from lately: without one, every JetStream API request (a stream
+// or consumer created, looked up or changed) fails with "JetStream
+// system temporarily unavailable". It asks the server's state, not the
+// cluster.
+func (e *Embedded) HasMetaLeader() bool {
+	if !e.JetStreamReady() {
+		return false
+	}
+	if !e.srv.JetStreamIsClustered() || e.srv.JetStreamIsLeader() {
+		return true
+	}
+	g, ok := e.metaGroup()
+	return ok && g.Leader != ""
+}
+
+// MetaPeers is how many servers the JetStream meta group counts as its
+// peers, online or not, this one included (its quorum is a majority of
+// them); 0 without a cluster.
+func (e *Embedded) MetaPeers() int {
+	g, ok := e.metaGroup()
+	if !ok {
+		return 0
+	}
+	return len(g.Peers) + 1
+}
+
 // IsMetaLeader reports whether this server is the JetStream meta leader.
 func (e *Embedded) IsMetaLeader() bool { return e.srv.JetStreamIsLeader() }
 

@@ -80,6 +80,7 @@ func Join(ctx context.Context, opt Options) (*Member, error) {
 	defer cancel()
 	m := &Member{log: opt.Logger}
 	urls := opt.URLs
+	var stale uint64
 	if opt.Embed != nil {
 		eo := *opt.Embed
 		if eo.Name == "" {
@@ -94,6 +95,12 @@ func Join(ctx context.Context, opt Options) (*Member, error) {
 		if eo.StoreDir != "" {
 			if err := os.MkdirAll(eo.StoreDir, 0o700); err != nil {
 				return nil, fmt.Errorf("nats data directory: %w", err)
+			}
+		}
+		if len(eo.Routes) > 0 {
+			var err error
+			if stale, err = checkBeforeJoining(ctx, opt.Name, opt.Shards, &eo, opt.Logger); err != nil {
+				return nil, fmt.Errorf("join the cluster: %w", err)
 			}
 		}
 		emb, err := sjs.StartEmbeddedContext(ctx, eo)
@@ -127,6 +134,7 @@ func Join(ctx context.Context, opt Options) (*Member, error) {
 	if m.lease, err = lease.Start(ctx, js, lease.Options{
 		Name: opt.Name, Addr: opt.Addr, Shards: opt.Shards, Replicas: opt.Replicas,
 		Logger: opt.Logger, Metrics: lmet, Features: Features(), Polled: opt.Polled,
+		StaleMember: stale,
 	}); err != nil {
 		m.Close(context.Background())
 		return nil, fmt.Errorf("join the cluster: %w", err)
