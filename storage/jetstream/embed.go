@@ -23,6 +23,9 @@ var (
 	// ErrNotReady: the server did not accept clients, or JetStream did not
 	// become ready, within EmbedOptions.ReadyTimeout.
 	ErrNotReady = errors.New("embedded nats: not ready")
+	// ErrStart: the server could not start (an address it listens on is
+	// taken, or it reported another fatal error as it started).
+	ErrStart = errors.New("embedded nats: cannot start")
 )
 
 // DefaultReadyTimeout is how long StartEmbedded waits for the server to be
@@ -88,9 +91,27 @@ type Embedded struct {
 // it once it accepts clients and JetStream is ready (see the package
 // documentation). On error nothing is left running.
 func StartEmbedded(opt EmbedOptions) (*Embedded, error) {
+	return StartEmbeddedContext(context.Background(), opt)
+}
+
+// StartEmbeddedContext is StartEmbedded, giving up when ctx ends. The
+// client and route addresses are bound once before the server starts, so
+// that an address in use is an error at once rather than a server that
+// makes its routes and never accepts a client; a fatal error the server
+// reports as it starts ends the wait too. On error nothing is left
+// running.
+func StartEmbeddedContext(ctx context.Context, opt EmbedOptions) (*Embedded, error) {
 	so, err := serverOptions(opt)
 	if err != nil {
 		return nil, err
+	}
+	if err := checkListen("client", so.Host, so.Port); err != nil {
+		return nil, err
+	}
+	if opt.ClusterListen != "" {
+		if err := checkListen("route", so.Cluster.Host, so.Cluster.Port); err != nil {
+			return nil, err
+		}
 	}
 	srv, err := server.NewServer(so)
 	if err != nil {
@@ -104,26 +125,82 @@ func StartEmbedded(opt EmbedOptions) (*Embedded, error) {
 	if every == 0 {
 		every = DefaultRepeatEvery
 	}
+	fatal := make(chan string, 1)
 	srv.SetLogger(&slogLogger{
 		l:      logger.With("component", "nats-server", "server", so.ServerName),
 		repeat: newRepeatLimiter(every, time.Now),
+		fatal:  fatal,
 	}, opt.Debug, false)
 	e := &Embedded{srv: srv, opts: so}
 	timeout := opt.ReadyTimeout
 	if timeout <= 0 {
 		timeout = DefaultReadyTimeout
 	}
-	deadline := time.Now().Add(timeout)
-	srv.Start()
-	if !srv.ReadyForConnections(timeout) {
-		e.Shutdown()
-		return nil, fmt.Errorf("%w: server %s accepts no clients after %s", ErrNotReady, so.ServerName, timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	started := make(chan struct{})
+	go func() {
+		defer close(started)
+		srv.Start()
+	}()
+	err = e.wait(ctx, started, fatal, func() bool { return srv.Addr() != nil && (so.Cluster.Port == 0 || srv.ClusterAddr() != nil) },
+		func() error {
+			return fmt.Errorf("%w: server %s accepts no clients after %s", ErrNotReady, so.ServerName, timeout)
+		})
+	if err == nil {
+		err = e.wait(ctx, started, fatal, e.JetStreamReady,
+			func() error {
+				return fmt.Errorf("%w: JetStream on server %s has no meta leader after %s", ErrNotReady, so.ServerName, timeout)
+			})
 	}
-	if err := e.WaitReady(time.Until(deadline)); err != nil {
+	if err != nil {
+		<-started
 		e.Shutdown()
 		return nil, err
 	}
 	return e, nil
+}
+
+// wait polls ready every 20 ms until it is true, the server reports a
+// fatal error, or ctx ends (timedOut's error when its deadline passed,
+// ctx's error when it was cancelled).
+func (e *Embedded) wait(ctx context.Context, started <-chan struct{}, fatal <-chan string, ready func() bool, timedOut func() error) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-started:
+			started = nil // Start returned: keep waiting for ready
+		default:
+		}
+		if started == nil && ready() {
+			return nil
+		}
+		select {
+		case msg := <-fatal:
+			return fmt.Errorf("%w: server %s: %s", ErrStart, e.opts.ServerName, msg)
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return timedOut()
+			}
+			return fmt.Errorf("embedded nats: server %s starting: %w", e.opts.ServerName, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// checkListen binds host:port once and lets it go: a taken address is an
+// ErrStart naming it. Port RANDOM_PORT (any free port) is not checked.
+func checkListen(what, host string, port int) error {
+	if port == server.RANDOM_PORT || port == 0 {
+		return nil
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%w: %s address %s: %w", ErrStart, what, addr, err)
+	}
+	return ln.Close()
 }
 
 // WaitReady waits up to d until JetStream on this server is ready: enabled
@@ -145,6 +222,55 @@ func (e *Embedded) WaitReady(d time.Duration) error {
 // and, when clustered, is current with a JetStream meta leader.
 func (e *Embedded) JetStreamReady() bool {
 	return e.srv.Running() && e.srv.JetStreamEnabled() && e.srv.JetStreamIsCurrent()
+}
+
+// metaGroupName is the JetStream meta group's Raft group.
+const metaGroupName = "_meta_"
+
+// metaGroup is this server's state of the JetStream meta group (read
+// under the group's lock, without a request); false without a cluster.
+func (e *Embedded) metaGroup() (server.RaftzGroup, bool) {
+	if !e.srv.JetStreamIsClustered() {
+		return server.RaftzGroup{}, false
+	}
+	st := e.srv.Raftz(&server.RaftzOptions{GroupFilter: metaGroupName})
+	if st == nil {
+		return server.RaftzGroup{}, false
+	}
+	for _, groups := range *st {
+		if g, ok := groups[metaGroupName]; ok {
+			return g, true
+		}
+	}
+	return server.RaftzGroup{}, false
+}
+
+// HasMetaLeader reports whether JetStream on this server is ready and,
+// when clustered, the meta group has a leader this server is or has
+// heard from lately: without one, every JetStream API request (a stream
+// or consumer created, looked up or changed) fails with "JetStream
+// system temporarily unavailable". It asks the server's state, not the
+// cluster.
+func (e *Embedded) HasMetaLeader() bool {
+	if !e.JetStreamReady() {
+		return false
+	}
+	if !e.srv.JetStreamIsClustered() || e.srv.JetStreamIsLeader() {
+		return true
+	}
+	g, ok := e.metaGroup()
+	return ok && g.Leader != ""
+}
+
+// MetaPeers is how many servers the JetStream meta group counts as its
+// peers, online or not, this one included (its quorum is a majority of
+// them); 0 without a cluster.
+func (e *Embedded) MetaPeers() int {
+	g, ok := e.metaGroup()
+	if !ok {
+		return 0
+	}
+	return len(g.Peers) + 1
 }
 
 // IsMetaLeader reports whether this server is the JetStream meta leader.
@@ -264,6 +390,9 @@ func hostPort(addr string) (string, int, error) {
 type slogLogger struct {
 	l      *slog.Logger
 	repeat *repeatLimiter
+	// fatal, when set, receives the first fatal error's line (a start
+	// waiting for the server ends with it).
+	fatal chan<- string
 }
 
 func (s *slogLogger) Noticef(format string, v ...any) { s.l.Info(fmt.Sprintf(format, v...)) }
@@ -273,9 +402,18 @@ func (s *slogLogger) Debugf(format string, v ...any)  { s.l.Debug(fmt.Sprintf(fo
 func (s *slogLogger) Tracef(format string, v ...any)  { s.l.Debug(fmt.Sprintf(format, v...)) }
 
 // Fatalf is logged as an error: an embedded server must not exit the
-// process; the server shuts itself down after a fatal error.
+// process. The line goes to fatal too: the server does not always stop
+// after one (a client port it cannot bind leaves it running without
+// clients), so the start waiting for it gives up.
 func (s *slogLogger) Fatalf(format string, v ...any) {
-	s.l.Error(fmt.Sprintf(format, v...), "fatal", true)
+	msg := fmt.Sprintf(format, v...)
+	s.l.Error(msg, "fatal", true)
+	if s.fatal != nil {
+		select {
+		case s.fatal <- msg:
+		default:
+		}
+	}
 }
 
 // limited logs a warning or error unless the limiter holds it back; a

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	njs "github.com/nats-io/nats.go/jetstream"
 )
@@ -294,5 +295,77 @@ func TestRepeatLimiterBounded(t *testing.T) {
 	}
 	if ok, skipped := r.allow("new"); ok || skipped != 0 {
 		t.Errorf("its repeat: let through %v (%d)", ok, skipped)
+	}
+}
+
+// A server whose client or route address is taken fails at once, naming
+// the address, instead of waiting out its ready timeout (making its
+// routes meanwhile).
+func TestStartEmbeddedAddressInUse(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	addr := taken.Addr().String()
+	free := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	tests := []struct {
+		name string
+		opt  EmbedOptions
+	}{
+		{"client address", EmbedOptions{Listen: addr, ClusterListen: free, Routes: []string{"nats://" + free}}},
+		{"route address", EmbedOptions{Listen: "127.0.0.1:0", ClusterListen: addr}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opt := tt.opt
+			opt.Name, opt.StoreDir, opt.ReadyTimeout = "busy", t.TempDir(), 30*time.Second
+			began := time.Now()
+			e, err := StartEmbedded(opt)
+			if err == nil {
+				e.Shutdown()
+				t.Fatal("started on a taken address")
+			}
+			if took := time.Since(began); took > 2*time.Second {
+				t.Errorf("failed after %s, want at once", took.Round(time.Millisecond))
+			}
+			if !errors.Is(err, ErrStart) || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "address already in use") {
+				t.Errorf("err = %v, want ErrStart naming %s in use", err, addr)
+			}
+		})
+	}
+}
+
+// A fatal error the server reports ends the start's wait with it.
+func TestStartWaitEndsOnFatal(t *testing.T) {
+	fatal := make(chan string, 1)
+	l := &slogLogger{l: slog.New(slog.DiscardHandler), repeat: newRepeatLimiter(-1, time.Now), fatal: fatal}
+	e := &Embedded{opts: &server.Options{ServerName: "f"}}
+	started := make(chan struct{})
+	close(started)
+	go l.Fatalf("Error listening on port: %s, %q", "127.0.0.1:4222", "bind: address already in use")
+	err := e.wait(context.Background(), started, fatal, func() bool { return false }, func() error { return ErrNotReady })
+	if !errors.Is(err, ErrStart) || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("wait = %v, want the fatal error", err)
+	}
+}
+
+// A start waiting for its peers ends as soon as its context is cancelled
+// (serve's SIGTERM), not at its ready timeout.
+func TestStartEmbeddedCancelled(t *testing.T) {
+	dead := fmt.Sprintf("nats://127.0.0.1:%d", freePort(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(500*time.Millisecond, cancel)
+	began := time.Now()
+	e, err := StartEmbeddedContext(ctx, EmbedOptions{
+		Name: "alone", StoreDir: t.TempDir(), Listen: "127.0.0.1:0", ClusterListen: "127.0.0.1:0",
+		Routes: []string{dead}, ReadyTimeout: time.Minute,
+	})
+	if err == nil {
+		e.Shutdown()
+		t.Fatal("ready without its peers")
+	}
+	if took := time.Since(began); took > 5*time.Second || !errors.Is(err, context.Canceled) {
+		t.Fatalf("after %s: %v, want context.Canceled soon after the cancel", took.Round(time.Millisecond), err)
 	}
 }

@@ -74,6 +74,11 @@ type Options struct {
 	// Status (a cluster's status then needs no read of every feed). It
 	// is called without the node's lock held.
 	Polled func() (n int, ok bool)
+	// StaleMember is the revision of this name's member key that the
+	// caller has already seen unchanged for a lease TTL and a Renew
+	// (CheckJoin's answer): Start takes that revision over without
+	// watching it again. Zero watches any key another instance wrote.
+	StaleMember uint64
 }
 
 func (o *Options) fill() error {
@@ -268,49 +273,98 @@ func (n *Node) joinMember(ctx context.Context) error {
 }
 
 // awaitStaleMember waits, before this process takes over its name's
-// member key when another instance wrote it, for a lease TTL and a Renew
-// by its own clock, reading the key every half Renew: a live process
-// with the same name renews it every Renew, and once it has been seen
-// written twice more this start fails with cluster.ErrDuplicateNode
-// instead of knocking the running process out; the key of a process
-// killed a moment ago (this node's previous run) stops changing and is
-// taken over. Twice, so that a replica answering before it applied the
-// dead process's last write does not pass for a renewal. The server's
-// timestamps are not used: its clock need not agree with this one.
+// member key when another instance wrote it (awaitStaleMember below).
 func (n *Node) awaitStaleMember(ctx context.Context) error {
-	key := nodePrefix + n.opt.Name
-	began := n.opt.Now()
+	_, err := awaitStaleMember(ctx, n.kv, n.opt, n.instance)
+	return err
+}
+
+// awaitStaleMember waits, when the member key of opt.Name was written by
+// an instance other than instance, for a lease TTL and a Renew by its own
+// clock, reading the key every half Renew: a live process with the same
+// name renews it every Renew, and once it has been seen written twice
+// more it fails with cluster.ErrDuplicateNode instead of knocking the
+// running process out; the key of a process killed a moment ago (this
+// node's previous run) stops changing and is taken over. Twice, so that
+// a replica answering before it applied the dead process's last write
+// does not pass for a renewal. The server's timestamps are not used: its
+// clock need not agree with this one. It returns the key's revision it
+// saw unchanged (0: no key, or this instance's), and takes
+// opt.StaleMember over at once.
+func awaitStaleMember(ctx context.Context, kv jetstream.KeyValue, opt Options, instance string) (uint64, error) {
+	key := nodePrefix + opt.Name
+	began := opt.Now()
 	var seen uint64
 	renewals := 0
 	for {
-		gctx, cancel := context.WithTimeout(ctx, n.opt.WriteTimeout)
-		e, err := n.kv.Get(gctx, key)
+		gctx, cancel := context.WithTimeout(ctx, opt.WriteTimeout)
+		e, err := kv.Get(gctx, key)
 		cancel()
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
-			return nil
+			return 0, nil
 		case err == nil:
 			var other memberValue
-			if json.Unmarshal(e.Value(), &other) != nil || other.Instance == n.instance {
-				return nil
+			if json.Unmarshal(e.Value(), &other) != nil || other.Instance == instance {
+				return 0, nil
+			}
+			if seen == 0 && opt.StaleMember != 0 && e.Revision() == opt.StaleMember {
+				return e.Revision(), nil
 			}
 			if seen != 0 && e.Revision() > seen {
 				renewals++
 			}
 			if renewals >= 2 {
-				return fmt.Errorf("%w: %s (instance %s, since %s, renews its member key)", cluster.ErrDuplicateNode, n.opt.Name, other.Instance, other.Started.Format(time.RFC3339))
+				return 0, fmt.Errorf("%w: %s (instance %s, since %s, renews its member key)", cluster.ErrDuplicateNode, opt.Name, other.Instance, other.Started.Format(time.RFC3339))
 			}
 			seen = max(seen, e.Revision())
 		}
-		if n.opt.Now().Sub(began) >= n.opt.Timing.TTL+n.opt.Timing.Renew {
-			return nil
+		if opt.Now().Sub(began) >= opt.Timing.TTL+opt.Timing.Renew {
+			return seen, nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("cluster: member key %s: %w", key, ctx.Err())
-		case <-time.After(n.opt.Timing.Renew / 2):
+			return 0, fmt.Errorf("cluster: member key %s: %w", key, ctx.Err())
+		case <-time.After(opt.Timing.Renew / 2):
 		}
 	}
+}
+
+// CheckJoin tells, without writing anything, whether Start would refuse
+// opt on the cluster js reaches: a lease bucket with another shard count
+// (cluster.ErrConfigMismatch), or a live process renewing the member key
+// of opt.Name (cluster.ErrDuplicateNode, after watching the key as Start
+// does). A node that runs its own JetStream server asks this through a
+// plain client of the cluster before its server joins, so that a node
+// refused leaves nothing behind (a server that joined stays a peer of the
+// JetStream meta group). A cluster without the bucket passes. It returns
+// the revision of a member key of that name it saw unchanged for a TTL
+// and a Renew, for Options.StaleMember; another error means the cluster
+// did not answer.
+func CheckJoin(ctx context.Context, js jetstream.JetStream, opt Options) (uint64, error) {
+	if err := opt.fill(); err != nil {
+		return 0, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*opt.WriteTimeout)
+	defer cancel()
+	kv, err := js.KeyValue(rctx, opt.Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("cluster: %s: %w", opt.Bucket, err)
+	}
+	e, err := kv.Get(rctx, configKey)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+	case err != nil:
+		return 0, fmt.Errorf("cluster: read %s: %w", configKey, err)
+	default:
+		if err := compareConfig(e.Value(), opt.Shards); err != nil {
+			return 0, err
+		}
+	}
+	return awaitStaleMember(ctx, kv, opt, "")
 }
 
 // watchAll starts a watcher living as long as life, trying again while
@@ -396,15 +450,21 @@ func checkConfig(ctx context.Context, kv jetstream.KeyValue, shards int) error {
 		if err != nil {
 			return fmt.Errorf("cluster: read %s: %w", configKey, err)
 		}
-		var have configValue
-		if len(e.Value()) > maxValue || json.Unmarshal(e.Value(), &have) != nil {
-			return fmt.Errorf("%w: unreadable %s %q", cluster.ErrConfigMismatch, configKey, truncate(e.Value()))
-		}
-		if have.Shards != shards {
-			return fmt.Errorf("%w: cluster has %d shards, this node %d", cluster.ErrConfigMismatch, have.Shards, shards)
-		}
-		return nil
+		return compareConfig(e.Value(), shards)
 	}
+}
+
+// compareConfig checks the config key's value against this node's shard
+// count.
+func compareConfig(value []byte, shards int) error {
+	var have configValue
+	if len(value) > maxValue || json.Unmarshal(value, &have) != nil {
+		return fmt.Errorf("%w: unreadable %s %q", cluster.ErrConfigMismatch, configKey, truncate(value))
+	}
+	if have.Shards != shards {
+		return fmt.Errorf("%w: cluster has %d shards, this node %d", cluster.ErrConfigMismatch, have.Shards, shards)
+	}
+	return nil
 }
 
 func truncate(b []byte) string {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -52,7 +53,17 @@ type Options struct {
 	// Polled, when set, tells how many feeds this node polls, for the
 	// cluster's status (lease.Options.Polled).
 	Polled func() (n int, ok bool)
+	// MetaLeaderGrace is how long the embedded server may be without a
+	// JetStream meta leader before Ready fails; zero means
+	// DefaultMetaLeaderGrace.
+	MetaLeaderGrace time.Duration
 }
+
+// DefaultMetaLeaderGrace is Options.MetaLeaderGrace when it is zero:
+// longer than the meta group's usual election after its leader's server
+// dies (4–9 s), so that only a cluster that cannot elect one (no quorum
+// of the meta group's peers) makes the node unready.
+const DefaultMetaLeaderGrace = 15 * time.Second
 
 // Member is a running cluster node: the embedded server (if any), the
 // NATS connection, the JetStream store and the lease node.
@@ -63,6 +74,14 @@ type Member struct {
 	backend *sjs.Backend
 	lease   *lease.Node
 	log     *slog.Logger
+
+	// With an embedded server: when it last had a JetStream meta leader
+	// (sampled in the background, so that Ready does not wait on the
+	// server's locks), and how long it may go without one.
+	metaSeen  atomic.Int64 // unix nanoseconds
+	metaGrace time.Duration
+	stopMeta  context.CancelFunc
+	metaDone  chan struct{}
 }
 
 // Join starts the node opt describes. On error nothing is left running.
@@ -80,6 +99,7 @@ func Join(ctx context.Context, opt Options) (*Member, error) {
 	defer cancel()
 	m := &Member{log: opt.Logger}
 	urls := opt.URLs
+	var stale uint64
 	if opt.Embed != nil {
 		eo := *opt.Embed
 		if eo.Name == "" {
@@ -96,11 +116,18 @@ func Join(ctx context.Context, opt Options) (*Member, error) {
 				return nil, fmt.Errorf("nats data directory: %w", err)
 			}
 		}
-		emb, err := sjs.StartEmbedded(eo)
+		if len(eo.Routes) > 0 {
+			var err error
+			if stale, err = checkBeforeJoining(ctx, opt.Name, opt.Shards, &eo, opt.Logger); err != nil {
+				return nil, fmt.Errorf("join the cluster: %w", err)
+			}
+		}
+		emb, err := sjs.StartEmbeddedContext(ctx, eo)
 		if err != nil {
 			return nil, err
 		}
 		m.emb = emb
+		m.watchMeta(opt.MetaLeaderGrace)
 		urls = append([]string{emb.ClientURL()}, urls...)
 		opt.Logger.Info("embedded NATS server ready", "client_url", emb.ClientURL(), "cluster_url", emb.ClusterURL())
 	}
@@ -127,6 +154,7 @@ func Join(ctx context.Context, opt Options) (*Member, error) {
 	if m.lease, err = lease.Start(ctx, js, lease.Options{
 		Name: opt.Name, Addr: opt.Addr, Shards: opt.Shards, Replicas: opt.Replicas,
 		Logger: opt.Logger, Metrics: lmet, Features: Features(), Polled: opt.Polled,
+		StaleMember: stale,
 	}); err != nil {
 		m.Close(context.Background())
 		return nil, fmt.Errorf("join the cluster: %w", err)
@@ -191,7 +219,54 @@ func (m *Member) Ready() error {
 	if st := m.nc.Status(); st != nats.CONNECTED {
 		return fmt.Errorf("not connected to NATS (%s)", strings.ToLower(st.String()))
 	}
-	return m.lease.Ready()
+	if err := m.lease.Ready(); err != nil {
+		return err
+	}
+	if m.emb != nil {
+		if since := time.Since(time.Unix(0, m.metaSeen.Load())); since > m.metaGrace {
+			return fmt.Errorf("JetStream has had no metadata leader for %s (no quorum of the meta group's peers): storing polls fails", since.Round(time.Second))
+		}
+	}
+	return nil
+}
+
+// metaSampleEvery is how often the embedded server's meta group is
+// looked at.
+const metaSampleEvery = 250 * time.Millisecond
+
+// watchMeta samples, until Close, whether the embedded server has a
+// JetStream meta leader.
+func (m *Member) watchMeta(grace time.Duration) {
+	if grace <= 0 {
+		grace = DefaultMetaLeaderGrace
+	}
+	m.metaGrace = grace
+	m.metaSeen.Store(time.Now().UnixNano())
+	ctx, cancel := context.WithCancel(context.Background())
+	m.stopMeta, m.metaDone = cancel, make(chan struct{})
+	go func() {
+		defer close(m.metaDone)
+		tick := time.NewTicker(metaSampleEvery)
+		defer tick.Stop()
+		lost := false
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			if m.emb.HasMetaLeader() {
+				m.metaSeen.Store(time.Now().UnixNano())
+				if lost {
+					m.log.Info("JetStream has a metadata leader again")
+				}
+				lost = false
+			} else if !lost && time.Since(time.Unix(0, m.metaSeen.Load())) > grace {
+				lost = true
+				m.log.Error("JetStream has no metadata leader: the cluster's JetStream requests fail until the meta group's peers have a quorum again", "peers", m.emb.MetaPeers(), "for", grace)
+			}
+		}
+	}()
 }
 
 // Close leaves the cluster (giving the shards back at once, within ctx),
@@ -207,6 +282,10 @@ func (m *Member) Close(ctx context.Context) {
 	}
 	if m.nc != nil {
 		m.nc.Close()
+	}
+	if m.stopMeta != nil {
+		m.stopMeta()
+		<-m.metaDone
 	}
 	if m.emb != nil {
 		m.emb.Shutdown()
