@@ -383,16 +383,25 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	// One read for the page's latencies and one for its item counts (a
-	// page would otherwise take a transaction per feed).
+	// page would otherwise take a transaction per feed). A store that
+	// cannot answer them now (a cluster without a quorum) makes the page
+	// a 503, as any other read would; after another failure the page
+	// still answers, without medians or with the counters.
 	var lat map[uint64][]float64
 	if len(ids) > 0 {
-		if lat, err = a.store.RecentLatencies(ids, recentLatencyPolls); err != nil { // the page still answers, without medians
+		if lat, err = a.store.RecentLatencies(ids, recentLatencyPolls); isUnavailable(a.store, err) {
+			a.internal(w, err)
+			return
+		} else if err != nil {
 			a.log.Error("api: recent latencies", "err", err)
 		}
 	}
 	var held map[uint64]int
 	if len(local) > 0 {
-		if held, err = a.store.ItemCounts(local); err != nil { // the page still answers, with the counters
+		if held, err = a.store.ItemCounts(local); isUnavailable(a.store, err) {
+			a.internal(w, err)
+			return
+		} else if err != nil {
 			a.log.Error("api: item counts", "err", err)
 		}
 	}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"mime"
 	"net/http"
 	"net/url"
@@ -188,7 +190,7 @@ var errNoSensor = errors.New("unknown sensor")
 
 // state returns the sensor's state, locked; the caller unlocks it. With
 // create set, the sensor's feed is created when it does not exist.
-func (h *sensorStore) state(name string, create bool) (*sensorState, error) {
+func (h *sensorStore) state(ctx context.Context, name string, create bool) (*sensorState, error) {
 	h.mu.Lock()
 	s := h.states[name]
 	if s == nil {
@@ -206,7 +208,7 @@ func (h *sensorStore) state(name string, create bool) (*sensorState, error) {
 	if s.loaded {
 		return s, nil
 	}
-	if err := h.loadState(s, name, create); err != nil {
+	if err := h.loadState(ctx, s, name, create); err != nil {
 		s.mu.Unlock()
 		h.forget(name, s)
 		return nil, err
@@ -225,13 +227,21 @@ func (h *sensorStore) forget(name string, s *sensorState) {
 
 // loadState reads (or creates) the sensor's feed and rebuilds its reading
 // number and publish model from the newest stored readings.
-func (h *sensorStore) loadState(s *sensorState, name string, create bool) error {
+func (h *sensorStore) loadState(ctx context.Context, s *sensorState, name string, create bool) error {
 	f, err := h.st.FeedBySlug(storage.KindSensor, name)
 	if errors.Is(err, storage.ErrFeedNotFound) && create {
 		f = storage.Feed{Kind: storage.KindSensor, Slug: name, Title: name, Policy: "auto", Retention: h.retain}
 		err = h.st.CreateFeed(&f)
-		if errors.Is(err, storage.ErrFeedExists) { // created meanwhile
-			f, err = h.st.FeedBySlug(storage.KindSensor, name)
+		if errors.Is(err, storage.ErrFeedExists) {
+			// Created meanwhile, maybe on another node of a cluster, whose
+			// store writes the slug's index before the feed: the feed may
+			// not be found for a moment.
+			for attempt := 0; ; attempt++ {
+				f, err = h.st.FeedBySlug(storage.KindSensor, name)
+				if !errors.Is(err, storage.ErrFeedNotFound) || attempt == sensorAttempts-1 || !pause(ctx, attempt) {
+					break
+				}
+			}
 		} else if err == nil {
 			h.log.Info("sensor created", "sensor", name, "feed", f.ID)
 		}
@@ -248,8 +258,13 @@ func (h *sensorStore) loadState(s *sensorState, name string, create bool) error 
 	}
 	s.feed, s.n, s.policy = f, 0, schedule.NewAuto()
 	if len(items) > 0 {
-		s.n = readingNumber(items[0].ID)
-		if s.n == 0 { // not an id of ours: count instead
+		// The highest number, not the newest reading's: on a cluster,
+		// readings posted to other nodes at the same moment may have
+		// arrived in another order than their numbers.
+		for _, it := range items {
+			s.n = max(s.n, readingNumber(it.ID))
+		}
+		if s.n == 0 { // no id of ours: count instead
 			c, err := h.st.CountItems(f.ID)
 			if err != nil {
 				return err
@@ -408,7 +423,7 @@ func (h *sensorStore) post(w http.ResponseWriter, r *http.Request) {
 		writeSensorError(w, err)
 		return
 	}
-	it, err := h.store(name, rd, now)
+	it, err := h.store(r.Context(), name, rd, now)
 	if err != nil {
 		err = unavailable(h.st, err)
 		logFailure(h.log, err, "storing reading", "sensor", name)
@@ -422,9 +437,9 @@ func (h *sensorStore) post(w http.ResponseWriter, r *http.Request) {
 // store appends the reading to the sensor's feed (creating it on first
 // use) and feeds its arrival to the sensor's model. The item is durable
 // when store returns.
-func (h *sensorStore) store(name string, rd *storage.Reading, now time.Time) (storage.Item, error) {
+func (h *sensorStore) store(ctx context.Context, name string, rd *storage.Reading, now time.Time) (storage.Item, error) {
 	for attempt := 0; ; attempt++ {
-		s, err := h.state(name, true)
+		s, err := h.state(ctx, name, true)
 		if err != nil {
 			return storage.Item{}, err
 		}
@@ -451,21 +466,42 @@ func (h *sensorStore) store(name string, rd *storage.Reading, now time.Time) (st
 			}
 			return added[0], nil
 		}
-		// Not stored: the feed was deleted, the number was taken (state
-		// out of step with the store) or the item was refused. Rebuild the
-		// state from the store and try once more.
+		// Not stored: the feed was deleted, the store failed, the item was
+		// refused, or its id was taken (state out of step with the store:
+		// on a cluster, another node stored a reading of the same time
+		// and number a moment before). Rebuild the state from the store
+		// and try again: once after an error, up to sensorAttempts times
+		// after a taken id, each after a short random wait so that nodes
+		// racing for one number do not meet again.
 		s.loaded = false
 		s.mu.Unlock()
 		h.forget(name, s)
-		if errors.Is(err, storage.ErrInvalid) {
+		switch {
+		case errors.Is(err, storage.ErrInvalid):
 			return storage.Item{}, sensorBadRequest("reading refused: %v", err)
-		}
-		if attempt > 0 {
-			if err == nil {
-				err = errors.New("reading was not stored")
-			}
+		case err != nil && attempt > 0:
 			return storage.Item{}, err
+		case err == nil && (attempt == sensorAttempts-1 || !pause(ctx, attempt)):
+			return storage.Item{}, errors.New("reading was not stored")
 		}
+	}
+}
+
+// sensorAttempts bounds the tries of storing one reading, and of finding
+// a sensor's feed another request has just created.
+const sensorAttempts = 8
+
+// pause waits a random time, up to a bound that doubles with attempt
+// (from 5 ms to 200 ms), before another try; false when ctx ended first.
+func pause(ctx context.Context, attempt int) bool {
+	d := rand.N(min(5*time.Millisecond<<attempt, 200*time.Millisecond)) + time.Millisecond
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
@@ -507,7 +543,7 @@ func (h *sensorStore) get(w http.ResponseWriter, r *http.Request) {
 		writeSensorError(w, err)
 		return
 	}
-	s, err := h.state(name, false)
+	s, err := h.state(r.Context(), name, false)
 	if errors.Is(err, errNoSensor) {
 		writeSensorError(w, &sensorError{http.StatusNotFound, fmt.Sprintf("unknown sensor %q", name)})
 		return

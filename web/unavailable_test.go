@@ -78,3 +78,43 @@ type downAgg struct{ Aggregator }
 func (downAgg) Subscribe(storage.Feed) (storage.Feed, error) {
 	return storage.Feed{}, fmt.Errorf("create feed: %w", errQuorum)
 }
+
+// latenciesFail is a store whose recent latencies cannot be read (err),
+// telling errQuorum as unavailability.
+type latenciesFail struct {
+	*storage.Store
+	err error
+}
+
+func (s latenciesFail) RecentLatencies([]uint64, int) (map[uint64][]float64, error) {
+	return nil, s.err
+}
+func (latenciesFail) Unavailable(err error) bool { return errors.Is(err, errQuorum) }
+
+// The feed list whose latencies the store cannot read now (a cluster
+// without a quorum) is a 503 with Retry-After, as any other read is, not
+// a page without its medians; after another failure the page still
+// answers, without them.
+func TestFeedListUnavailableLatencies(t *testing.T) {
+	st, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.CreateFeed(&storage.Feed{Kind: storage.KindRemote, URL: "https://feeds.example/a.rss", Policy: "auto"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		err        error
+		wantStatus int
+	}{
+		{fmt.Errorf("observations of feed 1: %w", errQuorum), http.StatusServiceUnavailable},
+		{errors.New("observations of feed 1: corrupt"), http.StatusOK},
+	} {
+		rec := httptest.NewRecorder()
+		New(Options{Store: latenciesFail{st, tc.err}}).ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/feeds", nil))
+		if rec.Code != tc.wantStatus || tc.wantStatus == http.StatusServiceUnavailable && rec.Header().Get("Retry-After") == "" {
+			t.Errorf("%v: %d %v %s, want %d", tc.err, rec.Code, rec.Header(), rec.Body, tc.wantStatus)
+		}
+	}
+}

@@ -223,7 +223,8 @@ func unanswered(err error) bool {
 // responders, no response from a stream, a stream with no leader yet, the
 // API temporarily unavailable: a meta or stream leader being elected, as
 // while servers start together or come back from a lost quorum),
-// until ctx ends. Other errors, and success, end it at once. open must be
+// until ctx ends (under a context of failFast, it tries once). Other
+// errors, and success, end it at once. open must be
 // safe to repeat: opening and creating an asset are (an attempt whose
 // create went through finds the asset next), and so is a KV create, whose
 // repeat after a lost answer reports the key as existing.
@@ -232,7 +233,7 @@ func RetryUnanswered[T any](ctx context.Context, open func(context.Context) (T, 
 		actx, cancel := context.WithTimeout(ctx, assetAttempt)
 		v, err := open(actx)
 		cancel()
-		if err == nil || !unanswered(err) || ctx.Err() != nil {
+		if err == nil || !unanswered(err) || ctx.Err() != nil || ctx.Value(failFastKey{}) != nil {
 			return v, err
 		}
 		select {
@@ -241,4 +242,16 @@ func RetryUnanswered[T any](ctx context.Context, open func(context.Context) (T, 
 		case <-time.After(placementRetryPeriod):
 		}
 	}
+}
+
+// failFastKey marks a context of failFast.
+type failFastKey struct{}
+
+// failFast returns ctx for a read that a client waits on and that should
+// rather fail than wait for the cluster: RetryUnanswered tries once under
+// it, so that a cluster without a quorum, which answers at once that it
+// is temporarily unavailable, is reported as unavailable at once too
+// (the HTTP API answers 503) rather than at the end of the call's timeout.
+func failFast(ctx context.Context) context.Context {
+	return context.WithValue(ctx, failFastKey{}, true)
 }

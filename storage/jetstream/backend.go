@@ -322,10 +322,13 @@ func (b *Backend) LastSeq() (uint64, error) {
 // observations of each feed of ids (every feed when ids is nil), oldest
 // first; feeds without any are absent. polls ≤ 0 means every kept
 // observation. It reads each feed's observations in turn, not at one
-// moment as the bbolt store does.
+// moment as the bbolt store does. It is read for pages (the feed list)
+// and does not wait for the cluster: without a quorum it fails at once
+// with an error Unavailable reports.
 func (b *Backend) RecentLatencies(ids []uint64, polls int) (map[uint64][]float64, error) {
 	ctx, cancel := b.call()
 	defer cancel()
+	ctx = failFast(ctx)
 	if ids == nil {
 		feeds, err := b.s.Feeds(ctx)
 		if err != nil {
@@ -337,7 +340,7 @@ func (b *Backend) RecentLatencies(ids []uint64, polls int) (map[uint64][]float64
 	}
 	out := make(map[uint64][]float64)
 	for _, id := range ids {
-		obs, err := b.s.Observations(ctx, id, polls)
+		obs, err := b.s.readObservations(ctx, id, polls)
 		if err != nil {
 			return nil, err
 		}

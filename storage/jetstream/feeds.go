@@ -40,7 +40,7 @@ func hashKey(s string) string {
 }
 
 // CreateFeed stores a new feed and sets f.ID, f.Created and f.Updated. Its
-// ID comes from the seq.feed key, incremented with compare-and-set; its
+// ID comes from the seq.feed key, reserved in blocks (nextID); its
 // URL (remote feeds) or kind and slug must be unique, else
 // storage.ErrFeedExists. The unique-index key is created first, then the
 // feed; if the second write fails the first is deleted again.
@@ -98,44 +98,6 @@ func (s *Store) encodeFeed(f *storage.Feed) ([]byte, error) {
 
 func (s *Store) nextFeedID(ctx context.Context) (uint64, error) {
 	return s.nextID(ctx, feedSeqKey)
-}
-
-// nextID increments the ID sequence under key with compare-and-set and
-// returns its new value.
-func (s *Store) nextID(ctx context.Context, key string) (uint64, error) {
-	for range maxRetries {
-		var (
-			last uint64
-			rev  uint64
-		)
-		// A bucket whose stream was just placed (a cluster forming) may
-		// have no responder for a moment: retryNoResponders waits it out.
-		e, err := retryNoResponders(ctx, func() (jetstream.KeyValueEntry, error) { return s.defs.Get(ctx, key) })
-		switch {
-		case err == nil:
-			if last, err = strconv.ParseUint(string(e.Value()), 10, 64); err != nil {
-				return 0, fmt.Errorf("%s: %w: %q", key, storage.ErrCorrupt, e.Value())
-			}
-			rev = e.Revision()
-		case !errors.Is(err, jetstream.ErrKeyNotFound):
-			return 0, fmt.Errorf("%s: %w", key, err)
-		}
-		next := []byte(strconv.FormatUint(last+1, 10))
-		_, err = retryNoResponders(ctx, func() (uint64, error) {
-			if rev == 0 {
-				return s.defs.Create(ctx, key, next)
-			}
-			return s.defs.Update(ctx, key, next, rev)
-		})
-		s.opt.Metrics.kvWrite(DefsBucket, err)
-		if err == nil {
-			return last + 1, nil
-		}
-		if !IsConflict(err) {
-			return 0, fmt.Errorf("%s: %w", key, err)
-		}
-	}
-	return 0, fmt.Errorf("%s: %w", key, ErrStale)
 }
 
 // Feed returns the feed with this ID, or storage.ErrFeedNotFound.

@@ -48,6 +48,17 @@ type msgGetResponse struct {
 	} `json:"error"`
 }
 
+// err returns the answer's error as the JetStream API error it is, so
+// that errors.As finds it (a "temporarily unavailable" answer, without a
+// quorum, is then one the Backend calls unavailable); nil when the answer
+// has none.
+func (r *msgGetResponse) err() error {
+	if r.Error == nil {
+		return nil
+	}
+	return &jetstream.APIError{Code: r.Error.Code, ErrorCode: jetstream.ErrorCode(r.Error.ErrCode), Description: r.Error.Description}
+}
+
 // errCodeNoMessage is JetStream's error code for "no message found".
 const errCodeNoMessage = 10037
 
@@ -70,7 +81,7 @@ func (s *Store) leaderGet(ctx context.Context, bucket, key string) (jetstream.Ke
 	case resp.Error != nil && (resp.Error.ErrCode == errCodeNoMessage || resp.Error.Code == 404):
 		return nil, nil
 	case resp.Error != nil:
-		return nil, fmt.Errorf("get %s from the leader: %s (%d)", key, resp.Error.Description, resp.Error.ErrCode)
+		return nil, fmt.Errorf("get %s from the leader: %w", key, resp.err())
 	case resp.Message == nil:
 		return nil, fmt.Errorf("get %s from the leader: empty answer", key)
 	}

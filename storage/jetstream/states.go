@@ -360,7 +360,7 @@ func (s *Store) leaderHasNext(ctx context.Context, stream, filter string, from, 
 	case resp.Error != nil && (resp.Error.ErrCode == errCodeNoMessage || resp.Error.Code == 404):
 		return false, nil
 	case resp.Error != nil:
-		return false, fmt.Errorf("next message from the leader: %s (%d)", resp.Error.Description, resp.Error.ErrCode)
+		return false, fmt.Errorf("next message from the leader: %w", resp.err())
 	case resp.Message == nil:
 		return false, fmt.Errorf("next message from the leader: empty answer")
 	}

@@ -118,6 +118,7 @@ type Store struct {
 	known   *known
 	recent  recentReads
 	learner learners
+	ids     idSequences
 	shards  atomic.Int64
 	group   *group // nil: each fetch alone
 	red     atomic.Pointer[reducerBox]

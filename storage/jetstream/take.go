@@ -453,7 +453,7 @@ func (s *Store) noneOnLeader(ctx context.Context, stream string, req []byte) err
 		case resp.Error != nil && (resp.Error.ErrCode == errCodeNoMessage || resp.Error.Code == 404):
 			continue
 		case resp.Error != nil:
-			return fmt.Errorf("%s (%d)", resp.Error.Description, resp.Error.ErrCode)
+			return resp.err()
 		default:
 			return errLagging
 		}

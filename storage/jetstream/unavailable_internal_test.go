@@ -1,0 +1,118 @@
+package jetstream
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// jsAnswer is a JetStream API answer with an error.
+func jsAnswer(code, errCode int, desc string) []byte {
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{"code": code, "err_code": errCode, "description": desc}})
+	return b
+}
+
+// TestLeaderReadsTellUnavailability: a read asked of a stream's leader
+// that JetStream answers "temporarily unavailable" (10008: the cluster
+// has lost its quorum) fails with an error the Backend calls
+// unavailability, so the HTTP API answers 503 with Retry-After; any other
+// error answer is not, and "no message" is still no error.
+func TestLeaderReadsTellUnavailability(t *testing.T) {
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	t.Cleanup(srv.Shutdown)
+	if !srv.ReadyForConnections(5 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Store{js: js}
+	b := NewBackend(s, time.Second)
+	ctx := t.Context()
+	reads := []struct {
+		name string
+		read func(ctx context.Context) error
+	}{
+		{"leaderGet", func(ctx context.Context) error { _, err := s.leaderGet(ctx, IndexBucket, "slug.x"); return err }},
+		{"leaderHasNext", func(ctx context.Context) error {
+			_, err := s.leaderHasNext(ctx, ObsStream, obsSubject+"1", 1, 2)
+			return err
+		}},
+		{"noneOnLeader", func(ctx context.Context) error {
+			req, _ := json.Marshal(multiLastRequest{MultiLast: []string{"$KV." + DefsBucket + ".feed.1"}})
+			return s.noneOnLeader(ctx, "KV_"+DefsBucket, req)
+		}},
+	}
+	for _, tc := range []struct {
+		name             string
+		answer           []byte
+		wantErr, unavail bool
+	}{
+		{"no quorum", jsAnswer(503, 10008, "JetStream system temporarily unavailable"), true, true},
+		{"bad request", jsAnswer(400, 10003, "bad request"), true, false},
+		{"no message", jsAnswer(404, 10037, "no message found"), false, false},
+	} {
+		sub, err := nc.Subscribe("$JS.API.STREAM.MSG.GET.>", func(m *nats.Msg) { _ = m.Respond(tc.answer) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range reads {
+			err := r.read(ctx)
+			if (err != nil) != tc.wantErr || err != nil && b.Unavailable(err) != tc.unavail {
+				t.Errorf("%s, %s: %v (unavailable: %v); want an error %v, unavailable %v", tc.name, r.name, err, err != nil && b.Unavailable(err), tc.wantErr, tc.unavail)
+			}
+		}
+		if err := sub.Unsubscribe(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// unavailableStream is a stream of a cluster without a quorum: its info
+// is answered "temporarily unavailable".
+type unavailableStream struct {
+	jetstream.Stream
+	calls int
+}
+
+func (u *unavailableStream) Info(context.Context, ...jetstream.StreamInfoOpt) (*jetstream.StreamInfo, error) {
+	u.calls++
+	return nil, &jetstream.APIError{Code: 503, ErrorCode: jsClusterNotAvailable, Description: "JetStream system temporarily unavailable"}
+}
+
+// TestRecentLatenciesFailFast: the recent latencies a feed list shows
+// are not waited for while the cluster says it cannot answer: the read
+// fails at once, with an error the Backend calls unavailability, rather
+// than at the end of the call's timeout.
+func TestRecentLatenciesFailFast(t *testing.T) {
+	obs := &unavailableStream{}
+	s := &Store{obs: obs}
+	b := NewBackend(s, 5*time.Second)
+	start := time.Now()
+	_, err := b.RecentLatencies([]uint64{1, 2}, 200)
+	took := time.Since(start)
+	if err == nil || !b.Unavailable(err) {
+		t.Errorf("RecentLatencies: %v, want an error Unavailable reports", err)
+	}
+	if took > time.Second || obs.calls != 1 {
+		t.Errorf("RecentLatencies answered after %s and %d reads, want at once after one", took.Round(time.Millisecond), obs.calls)
+	}
+}
