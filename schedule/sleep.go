@@ -114,7 +114,7 @@ func (p *SleepPlan) Validate() error {
 		case w.From < 0 || w.From > 24*time.Hour || w.To < 0 || w.To > 24*time.Hour:
 			return fmt.Errorf("%w: daily window %v–%v: times of day run from 00:00 to 24:00", ErrSleepPlan, w.From, w.To)
 		case w.From == w.To:
-			return fmt.Errorf("%w: daily window %s–%s is empty (to sleep all day, use 00:00-24:00)", ErrSleepPlan, clockTime(w.From), clockTime(w.To))
+			return fmt.Errorf("%w: daily window %s is empty (to sleep all day, use 00:00-24:00)", ErrSleepPlan, w)
 		}
 	}
 	for _, w := range p.Windows {
@@ -217,14 +217,4 @@ func (p *SleepPlan) inWindow(t time.Time) bool {
 		}
 	}
 	return false
-}
-
-// clockTime writes a time of day d as HH:MM (HH:MM:SS when it has
-// seconds).
-func clockTime(d time.Duration) string {
-	h, m, sec := int(d/time.Hour), int(d%time.Hour/time.Minute), int(d%time.Minute/time.Second)
-	if sec != 0 {
-		return fmt.Sprintf("%02d:%02d:%02d", h, m, sec)
-	}
-	return fmt.Sprintf("%02d:%02d", h, m)
 }

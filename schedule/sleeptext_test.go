@@ -27,7 +27,7 @@ func TestParseSleep(t *testing.T) {
 		{in: " 01:30-02:45 , 2026-12-24T18:00:00+01:00/2026-12-26T06:00:00Z", daily: []DailyWindow{{day(1, 30), day(2, 45)}},
 			wins: []Window{{time.Date(2026, 12, 24, 17, 0, 0, 0, time.UTC), time.Date(2026, 12, 26, 6, 0, 0, 0, time.UTC)}},
 			text: "01:30-02:45,2026-12-24T17:00:00Z/2026-12-26T06:00:00Z"},
-		{in: "06:00-06:00", err: "daily window 06:00–06:00 is empty"},
+		{in: "06:00-06:00", err: "daily window 06:00-06:00 is empty"},
 		{in: "24:01-02:00", err: "want HH:MM-HH:MM"},
 		{in: "1:00-2:00", err: "want HH:MM-HH:MM"},
 		{in: "12:60-13:00", err: "want HH:MM-HH:MM"},

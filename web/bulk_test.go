@@ -107,7 +107,7 @@ func TestBulkSubscribe(t *testing.T) {
 			t.Errorf("result URL %q", res.URL)
 		}
 	}
-	// Paced: each first fetch in a slot of its own, 1/BulkFirstRate
+	// Paced: each first fetch in a slot of its own, 1/FirstFetchRate
 	// apart; a refused feed may have taken a slot too.
 	slot := time.Second / aggregator.FirstFetchRate
 	seen := map[time.Time]bool{}

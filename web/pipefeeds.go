@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/transform/runner"
 	"github.com/slogfeed/slogfeed/web/publish"
@@ -337,7 +336,7 @@ func (h *pfHandler) render(feed storage.Feed, items []storage.Item, slug string,
 	// decoded once), so that "AT&amp;T" reads "AT&T" as "<b>AT</b>"
 	// reads "AT". A title with no text left is the slug, not the feed's
 	// id, which publish would use.
-	title := sanitize.PlainText(publish.Clean(feed.Title), 0)
+	title := publish.PlainTitle(feed.Title)
 	if title == "" {
 		title = slug
 	}
@@ -351,7 +350,7 @@ func (h *pfHandler) render(feed storage.Feed, items []storage.Item, slug string,
 		SelfURL:     pageSelf,
 		Next:        older,
 		Current:     current,
-		Description: cmp.Or(sanitize.PlainText(publish.Clean(feed.Description), 0), "Items republished by slogfeed's pipe "+slug),
+		Description: cmp.Or(publish.PlainTitle(feed.Description), "Items republished by slogfeed's pipe "+slug),
 		ID:          h.feedID(feed),
 		TTL:         typicalPeriod(items),
 		Items:       items,

@@ -31,9 +31,11 @@
 //	                                                   slogfeed.obs.<id> without shards)
 //	KV slogfeed_defs        feed.<id>                  the feed record (definition, the
 //	                                                   policy state, validators, counters)
-//	                        seq.feed                   last feed ID
+//	                        seq.feed                   the highest feed ID reserved (ids.go:
+//	                                                   nodes reserve IDs in blocks)
 //	                        pipe.<id>, seq.pipe        pipe records (definition, runner
-//	                                                   state, counters), last pipe ID
+//	                                                   state, counters); the highest pipe
+//	                                                   ID reserved
 //	KV slogfeed_index       url.<hash>, slug.<hash>    unique URLs and slugs → feed ID
 //	                        pipe.<hash>                unique pipe slugs → pipe ID
 //	KV slogfeed_plugins     <b64 plugin>.<b64 key>     plugin records

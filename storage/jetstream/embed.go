@@ -136,19 +136,17 @@ func StartEmbeddedContext(ctx context.Context, opt EmbedOptions) (*Embedded, err
 	if timeout <= 0 {
 		timeout = DefaultReadyTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	started := make(chan struct{})
 	go func() {
 		defer close(started)
 		srv.Start()
 	}()
-	err = e.wait(ctx, started, fatal, func() bool { return srv.Addr() != nil && (so.Cluster.Port == 0 || srv.ClusterAddr() != nil) },
+	err = e.wait(ctx, started, fatal, timeout, func() bool { return srv.Addr() != nil && (so.Cluster.Port == 0 || srv.ClusterAddr() != nil) },
 		func() error {
 			return fmt.Errorf("%w: server %s accepts no clients after %s", ErrNotReady, so.ServerName, timeout)
 		})
 	if err == nil {
-		err = e.wait(ctx, started, fatal, e.JetStreamReady,
+		err = e.wait(ctx, started, fatal, timeout, e.JetStreamReady,
 			func() error {
 				return fmt.Errorf("%w: JetStream on server %s has no meta leader after %s", ErrNotReady, so.ServerName, timeout)
 			})
@@ -161,17 +159,25 @@ func StartEmbeddedContext(ctx context.Context, opt EmbedOptions) (*Embedded, err
 	return e, nil
 }
 
-// wait polls ready every 20 ms until it is true, the server reports a
-// fatal error, or ctx ends (timedOut's error when its deadline passed,
-// ctx's error when it was cancelled).
-func (e *Embedded) wait(ctx context.Context, started <-chan struct{}, fatal <-chan string, ready func() bool, timedOut func() error) error {
+// wait polls ready every 20 ms, once the server's Start has returned
+// (started closed), until it is true, the server reports a fatal error,
+// ctx ends, or timeout has passed since Start returned (timedOut's error):
+// Start itself may take long (it recovers a large JetStream store), and
+// only ctx and a fatal error end the wait for it.
+func (e *Embedded) wait(ctx context.Context, started <-chan struct{}, fatal <-chan string, timeout time.Duration, ready func() bool, timedOut func() error) error {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
+	var deadline <-chan time.Time
 	for {
-		select {
-		case <-started:
-			started = nil // Start returned: keep waiting for ready
-		default:
+		if started != nil {
+			select {
+			case <-started:
+				started = nil // Start returned: the ready timeout counts from here
+			default:
+			}
+		}
+		if started == nil && deadline == nil {
+			deadline = time.After(timeout)
 		}
 		if started == nil && ready() {
 			return nil
@@ -180,10 +186,9 @@ func (e *Embedded) wait(ctx context.Context, started <-chan struct{}, fatal <-ch
 		case msg := <-fatal:
 			return fmt.Errorf("%w: server %s: %s", ErrStart, e.opts.ServerName, msg)
 		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return timedOut()
-			}
 			return fmt.Errorf("embedded nats: server %s starting: %w", e.opts.ServerName, ctx.Err())
+		case <-deadline:
+			return timedOut()
 		case <-tick.C:
 		}
 	}

@@ -344,9 +344,34 @@ func TestStartWaitEndsOnFatal(t *testing.T) {
 	started := make(chan struct{})
 	close(started)
 	go l.Fatalf("Error listening on port: %s, %q", "127.0.0.1:4222", "bind: address already in use")
-	err := e.wait(context.Background(), started, fatal, func() bool { return false }, func() error { return ErrNotReady })
+	err := e.wait(context.Background(), started, fatal, time.Minute, func() bool { return false }, func() error { return ErrNotReady })
 	if !errors.Is(err, ErrStart) || !strings.Contains(err.Error(), "address already in use") {
 		t.Fatalf("wait = %v, want the fatal error", err)
+	}
+}
+
+// The ready timeout counts from the return of the server's Start, which
+// may itself take longer (it recovers a large JetStream store): a server
+// ready once Start returns is ready, one that is not times out after it.
+func TestStartWaitCountsFromStart(t *testing.T) {
+	e := &Embedded{opts: &server.Options{ServerName: "slow"}}
+	for _, tc := range []struct {
+		name  string
+		ready bool
+		want  error
+	}{
+		{"ready when Start returns", true, nil},
+		{"never ready", false, ErrNotReady},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			started := make(chan struct{})
+			time.AfterFunc(300*time.Millisecond, func() { close(started) }) // Start outlasts the timeout
+			err := e.wait(context.Background(), started, make(chan string), 100*time.Millisecond,
+				func() bool { return tc.ready }, func() error { return ErrNotReady })
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("wait = %v, want %v", err, tc.want)
+			}
+		})
 	}
 }
 

@@ -472,14 +472,15 @@ const directCatchUp = 16
 // no index of the feed or the subject's last message was removed below
 // what it remembers.
 func (s *Store) syncKnown(ctx context.Context, feedID uint64) error {
-	return s.syncKnownFrom(ctx, feedID, streamLog{s})
+	_, owned := s.markOwned(feedID)
+	return s.syncKnownFrom(ctx, feedID, streamLog{s: s, leader: owned})
 }
 
 // syncKnownFrom is syncKnown reading the feed's messages through log.
 //
 // Every "nothing more" comes from the stream's leader, which holds every
-// acknowledged message: the subject's last sequence, and whether a
-// message a direct get or a fetch did not return exists. A replica that
+// acknowledged message: whether a message a direct get or a fetch did not
+// return exists, and for a feed the node owns the subject's last sequence. A replica that
 // lags the leader (one just restarted, say, at a takeover) answers a
 // direct get "not found" and a fetch with nothing for messages it has not
 // stored yet; taking that for "removed" marked the index complete over
@@ -592,11 +593,30 @@ type itemLog interface {
 	consumer(ctx context.Context, subject string, from uint64) (passConsumer, func(), error)
 }
 
-// streamLog is the items stream as an itemLog.
-type streamLog struct{ s *Store }
+// streamLog is the items stream as an itemLog. The subject's last
+// sequence comes from the leader for a feed the node owns (whose polls
+// add the items a stale index would take for new: the index a takeover
+// builds), else from any replica (a direct get: a sensor reading posted
+// to a node that does not own the sensor's feed costs no request to the
+// leader; a replica that lags only makes the index complete up to an
+// earlier sequence).
+type streamLog struct {
+	s      *Store
+	leader bool
+}
 
 func (l streamLog) lastSeq(ctx context.Context, subject string) (uint64, error) {
-	return l.s.leaderLastSeq(ctx, ItemsStream, subject)
+	if l.leader {
+		return l.s.leaderLastSeq(ctx, ItemsStream, subject)
+	}
+	m, err := retryNoResponders(ctx, func() (*jetstream.RawStreamMsg, error) { return l.s.items.GetLastMsgForSubject(ctx, subject) })
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	}
+	return m.Sequence, nil
 }
 
 func (l streamLog) get(ctx context.Context, seq uint64, subject string) (*jetstream.RawStreamMsg, error) {
@@ -626,27 +646,14 @@ func (l streamLog) consumer(ctx context.Context, subject string, from uint64) (p
 // leader of stream holds (a non-direct message get, which only the
 // leader answers), 0 when it holds none.
 func (s *Store) leaderLastSeq(ctx context.Context, stream, subject string) (uint64, error) {
-	req, err := json.Marshal(map[string]string{"last_by_subj": subject})
-	if err != nil {
-		return 0, err
-	}
-	msg, err := s.js.Conn().RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, req)
-	if err != nil {
-		return 0, fmt.Errorf("last message from the leader: %w", err)
-	}
-	var resp msgGetResponse
-	if err := json.Unmarshal(msg.Data, &resp); err != nil {
-		return 0, fmt.Errorf("last message from the leader: %w", err)
-	}
+	m, err := s.leaderMsgGet(ctx, stream, map[string]string{"last_by_subj": subject})
 	switch {
-	case resp.Error != nil && (resp.Error.ErrCode == errCodeNoMessage || resp.Error.Code == 404):
+	case err != nil:
+		return 0, fmt.Errorf("last message from the leader: %w", err)
+	case m == nil:
 		return 0, nil
-	case resp.Error != nil:
-		return 0, fmt.Errorf("last message from the leader: %s (%d)", resp.Error.Description, resp.Error.ErrCode)
-	case resp.Message == nil:
-		return 0, fmt.Errorf("last message from the leader: empty answer")
 	}
-	return resp.Message.Seq, nil
+	return m.Seq, nil
 }
 
 // syncOwned is syncKnown unless the feed's index is trusted (the node

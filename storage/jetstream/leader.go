@@ -34,14 +34,8 @@ func (s *Store) get(ctx context.Context, kv jetstream.KeyValue, bucket, key stri
 
 // msgGetResponse is JetStream's answer to STREAM.MSG.GET.
 type msgGetResponse struct {
-	Message *struct {
-		Subject string    `json:"subject"`
-		Seq     uint64    `json:"seq"`
-		Header  []byte    `json:"hdrs"`
-		Data    []byte    `json:"data"`
-		Time    time.Time `json:"time"`
-	} `json:"message"`
-	Error *struct {
+	Message *leaderMsg `json:"message"`
+	Error   *struct {
 		Code        int    `json:"code"`
 		ErrCode     int    `json:"err_code"`
 		Description string `json:"description"`
@@ -62,34 +56,59 @@ func (r *msgGetResponse) err() error {
 // errCodeNoMessage is JetStream's error code for "no message found".
 const errCodeNoMessage = 10037
 
-// leaderGet reads the newest value of key from the bucket stream's leader
-// (a non-direct message get); nil when there is none or it was deleted.
-func (s *Store) leaderGet(ctx context.Context, bucket, key string) (jetstream.KeyValueEntry, error) {
-	req, err := json.Marshal(map[string]string{"last_by_subj": "$KV." + bucket + "." + key})
+// leaderMsg is a message the leader of a stream holds.
+type leaderMsg = struct {
+	Subject string    `json:"subject"`
+	Seq     uint64    `json:"seq"`
+	Header  []byte    `json:"hdrs"`
+	Data    []byte    `json:"data"`
+	Time    time.Time `json:"time"`
+}
+
+// leaderMsgGet asks the leader of stream for the message req names (a
+// STREAM.MSG.GET request: {"last_by_subj": …} or {"seq": …,
+// "next_by_subj": …}), which only the leader answers; nil when it holds
+// none. An error the leader answers is the JetStream API error it is
+// (msgGetResponse.err).
+func (s *Store) leaderMsgGet(ctx context.Context, stream string, req any) (*leaderMsg, error) {
+	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
 	}
-	msg, err := s.js.Conn().RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+bucket, req)
+	msg, err := s.js.Conn().RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, body)
 	if err != nil {
-		return nil, fmt.Errorf("get %s from the leader: %w", key, err)
+		return nil, err
 	}
 	var resp msgGetResponse
 	if err := json.Unmarshal(msg.Data, &resp); err != nil {
-		return nil, fmt.Errorf("get %s from the leader: %w", key, err)
+		return nil, err
 	}
 	switch {
 	case resp.Error != nil && (resp.Error.ErrCode == errCodeNoMessage || resp.Error.Code == 404):
 		return nil, nil
 	case resp.Error != nil:
-		return nil, fmt.Errorf("get %s from the leader: %w", key, resp.err())
+		return nil, resp.err()
 	case resp.Message == nil:
-		return nil, fmt.Errorf("get %s from the leader: empty answer", key)
+		return nil, errors.New("empty answer")
 	}
-	h := string(resp.Message.Header)
+	return resp.Message, nil
+}
+
+// leaderGet reads the newest value of key from the bucket stream's leader
+// (a non-direct message get); nil when there is none or it was deleted.
+func (s *Store) leaderGet(ctx context.Context, bucket, key string) (jetstream.KeyValueEntry, error) {
+	m, err := s.leaderMsgGet(ctx, "KV_"+bucket, map[string]string{"last_by_subj": "$KV." + bucket + "." + key})
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("get %s from the leader: %w", key, err)
+	case m == nil:
+		return nil, nil
+	}
+	h := string(m.Header)
 	if strings.Contains(h, "KV-Operation: DEL") || strings.Contains(h, "KV-Operation: PURGE") {
 		return nil, nil
 	}
-	return leaderEntry{bucket: bucket, key: key, value: resp.Message.Data, rev: resp.Message.Seq, at: resp.Message.Time}, nil
+	return leaderEntry{bucket: bucket, key: key, value: m.Data, rev: m.Seq, at: m.Time}, nil
 }
 
 // leaderEntry is a KV entry read from the leader.

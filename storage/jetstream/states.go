@@ -341,30 +341,14 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // subjects filter at a sequence from from to to (a non-direct message
 // get, which only the leader answers).
 func (s *Store) leaderHasNext(ctx context.Context, stream, filter string, from, to uint64) (bool, error) {
-	req, err := json.Marshal(struct {
+	m, err := s.leaderMsgGet(ctx, stream, struct {
 		Seq  uint64 `json:"seq"`
 		Next string `json:"next_by_subj"`
 	}{from, filter})
 	if err != nil {
-		return false, err
-	}
-	msg, err := s.js.Conn().RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, req)
-	if err != nil {
 		return false, fmt.Errorf("next message from the leader: %w", err)
 	}
-	var resp msgGetResponse
-	if err := json.Unmarshal(msg.Data, &resp); err != nil {
-		return false, fmt.Errorf("next message from the leader: %w", err)
-	}
-	switch {
-	case resp.Error != nil && (resp.Error.ErrCode == errCodeNoMessage || resp.Error.Code == 404):
-		return false, nil
-	case resp.Error != nil:
-		return false, fmt.Errorf("next message from the leader: %w", resp.err())
-	case resp.Message == nil:
-		return false, fmt.Errorf("next message from the leader: empty answer")
-	}
-	return resp.Message.Seq <= to, nil
+	return m != nil && m.Seq <= to, nil
 }
 
 // kvOperationHeader marks a KV delete or purge (the key has no value).

@@ -435,26 +435,13 @@ func (s *Store) noneOnLeader(ctx context.Context, stream string, req []byte) err
 		return err
 	}
 	for _, subject := range r.MultiLast {
-		body, err := json.Marshal(struct {
+		m, err := s.leaderMsgGet(ctx, stream, struct {
 			Last string `json:"last_by_subj"`
 		}{subject})
 		if err != nil {
 			return err
 		}
-		msg, err := s.js.Conn().RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, body)
-		if err != nil {
-			return err
-		}
-		var resp msgGetResponse
-		if err := json.Unmarshal(msg.Data, &resp); err != nil {
-			return err
-		}
-		switch {
-		case resp.Error != nil && (resp.Error.ErrCode == errCodeNoMessage || resp.Error.Code == 404):
-			continue
-		case resp.Error != nil:
-			return resp.err()
-		default:
+		if m != nil {
 			return errLagging
 		}
 	}

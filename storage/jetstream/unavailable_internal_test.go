@@ -53,6 +53,10 @@ func TestLeaderReadsTellUnavailability(t *testing.T) {
 			_, err := s.leaderHasNext(ctx, ObsStream, obsSubject+"1", 1, 2)
 			return err
 		}},
+		{"leaderLastSeq", func(ctx context.Context) error {
+			_, err := s.leaderLastSeq(ctx, ItemsStream, itemSubject(1))
+			return err
+		}},
 		{"noneOnLeader", func(ctx context.Context) error {
 			req, _ := json.Marshal(multiLastRequest{MultiLast: []string{"$KV." + DefsBucket + ".feed.1"}})
 			return s.noneOnLeader(ctx, "KV_"+DefsBucket, req)

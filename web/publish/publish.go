@@ -381,6 +381,12 @@ func clean(s string) string {
 // its entities.
 func plain(s string) string { return sanitize.Text(clean(s), 0) }
 
+// PlainTitle is a title or description a user wrote (a pipe's name, its
+// output's title) as every output shows it: plain text, markup removed
+// and entities decoded once, as a fetched title is read
+// (sanitize.PlainText), without what Clean removes.
+func PlainTitle(s string) string { return sanitize.PlainText(clean(s), 0) }
+
 // Clean returns s without invalid UTF-8 and without the characters XML 1.0
 // forbids; the writers apply it to every string they publish.
 func Clean(s string) string { return clean(s) }

@@ -48,3 +48,19 @@ func TestPipeNamePlainText(t *testing.T) {
 		t.Errorf("no flash %q: %.2000s", want, page.body)
 	}
 }
+
+// A pipe's name reads in the UI as its republished feeds publish it: its
+// markup removed and its entities decoded once (publish.PlainTitle).
+func TestPipeNameAsPublished(t *testing.T) {
+	for _, tt := range []struct{ name, want string }{
+		{"Field mean", "Field mean"},
+		{"AT&amp;T <b>lab</b>", "AT&T lab"},
+		{"Tom &amp; Jerry", "Tom & Jerry"},
+		{"5 &lt; 7", "5 < 7"},
+		{"<script>x</script>", ""},
+	} {
+		if got := pipeName(tt.name); got != tt.want {
+			t.Errorf("pipeName(%q) = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 
-	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/transform"
 	"github.com/slogfeed/slogfeed/transform/runner"
 	"github.com/slogfeed/slogfeed/web/publish"
@@ -65,7 +63,7 @@ func (u *UI) pipeRowOf(info runner.Info) pipeRow {
 // pipeName is a pipe's name as the UI shows it: the plain text the
 // republished feeds show (publish's plain-text fields), its markup removed.
 func pipeName(name string) string {
-	return strings.TrimSpace(sanitize.Text(publish.Clean(name), 0))
+	return publish.PlainTitle(name)
 }
 
 // triggerText describes when a pipe runs.
