@@ -281,7 +281,7 @@ func (a *api) setSleep(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := schedule.ParseSleep(req.Sleep)
 	if err != nil {
-		respondError(w, http.StatusBadRequest, err.Error())
+		respondError(w, http.StatusBadRequest, clientMessage(err))
 		return
 	}
 	f, err = a.store.UpdateFeed(f.ID, func(x *storage.Feed) error {
@@ -309,7 +309,7 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 	}
 	nf, err := req.feed()
 	if err != nil {
-		respondError(w, http.StatusBadRequest, err.Error())
+		respondError(w, http.StatusBadRequest, clientMessage(err))
 		return
 	}
 	f, err := a.agg.Subscribe(nf)
@@ -318,7 +318,7 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 		respondError(w, http.StatusConflict, "already subscribed to "+sanitize.RedactURL(req.URL))
 		return
 	case isBadSubscription(err):
-		respondError(w, http.StatusBadRequest, err.Error())
+		respondError(w, http.StatusBadRequest, clientMessage(err))
 		return
 	case err != nil:
 		a.internal(w, err) // a 503 for a store that cannot answer now, else a 500
@@ -336,6 +336,26 @@ var badSubscription = []error{
 	schedule.ErrUnknownPolicy, schedule.ErrCronSpec, schedule.ErrSleepPlan,
 	schedule.ErrWeight, schedule.ErrWeightClasses, schedule.ErrHost,
 	storage.ErrInvalid,
+}
+
+// packagePrefixes are the names of slogfeed's packages its errors begin
+// with ("schedule: unknown policy"): a log names where an error was made,
+// a client reads what is wrong.
+var packagePrefixes = []string{"aggregator: ", "schedule: ", "fetcher: ", "storage: ", "feedlist: "}
+
+// clientMessage is err's message for a client: without the package
+// names it begins with.
+func clientMessage(err error) string {
+	msg := err.Error()
+	for cut := true; cut; {
+		cut = false
+		for _, p := range packagePrefixes {
+			if rest, ok := strings.CutPrefix(msg, p); ok && rest != "" {
+				msg, cut = rest, true
+			}
+		}
+	}
+	return msg
 }
 
 // isBadSubscription reports whether err, from a subscription, is about the

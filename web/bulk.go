@@ -139,12 +139,12 @@ func (a *api) subscribeOne(req *feedRequest) BulkResult {
 	res := BulkResult{URL: sanitize.RedactURL(req.URL)}
 	f, err := req.feed()
 	if err != nil {
-		res.Error, res.Reason = err.Error(), ReasonInvalid
+		res.Error, res.Reason = clientMessage(err), ReasonInvalid
 		return res
 	}
 	nf, err := SubscribePaced(a.agg, f)
 	if err != nil {
-		res.Error, res.Reason = err.Error(), refusal(err)
+		res.Error, res.Reason = clientMessage(err), refusal(err)
 		switch {
 		case res.Reason == ReasonDuplicate:
 			res.Error = "already subscribed"
