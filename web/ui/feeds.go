@@ -130,6 +130,10 @@ func (u *UI) renderFeeds(w http.ResponseWriter, r *http.Request, status int, err
 		return
 	}
 	lat, err := u.medianLatencies(feeds)
+	if un, ok := u.opt.Store.(storage.Unavailabler); ok && err != nil && un.Unavailable(err) {
+		u.internal(w, r, err) // a 503, as the API answers
+		return
+	}
 	if err != nil { // the list still shows, without medians
 		u.log.Error("ui: recent latencies", "err", err)
 		lat = make([]latencyEntry, len(feeds))

@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/web"
 	"github.com/slogfeed/slogfeed/web/feedlist"
 )
@@ -263,8 +264,16 @@ func (u *UI) errorPage(w http.ResponseWriter, r *http.Request, status int, msg s
 	u.render(w, r, status, "error", p)
 }
 
-// internal logs err and writes a 500 page.
+// internal logs err and writes a 500 page, or a 503 page with
+// Retry-After when the store says it cannot answer now (a cluster that
+// has lost its quorum, a leader being elected).
 func (u *UI) internal(w http.ResponseWriter, r *http.Request, err error) {
+	if un, ok := u.opt.Store.(storage.Unavailabler); ok && un.Unavailable(err) {
+		u.log.Warn("ui", "method", r.Method, "path", r.URL.Path, "err", err)
+		w.Header().Set("Retry-After", "5")
+		u.errorPage(w, r, http.StatusServiceUnavailable, "The store cannot answer now (a cluster electing a leader, or without a majority of its servers). Try again in a few seconds.")
+		return
+	}
 	u.log.Error("ui", "method", r.Method, "path", r.URL.Path, "err", err)
 	u.errorPage(w, r, http.StatusInternalServerError, "Something went wrong on the server; the log says what.")
 }
