@@ -223,7 +223,9 @@ func unanswered(err error) bool {
 // responders, no response from a stream, a stream with no leader yet, the
 // API temporarily unavailable: a meta or stream leader being elected, as
 // while servers start together or come back from a lost quorum),
-// until ctx ends (under a context of failFast, it tries once). Other
+// until ctx ends (under a context of failFast, a cluster's answer that it
+// is temporarily unavailable ends it at once; a passing "no responders"
+// or timeout is still asked again). Other
 // errors, and success, end it at once. open must be
 // safe to repeat: opening and creating an asset are (an attempt whose
 // create went through finds the asset next), and so is a KV create, whose
@@ -233,7 +235,7 @@ func RetryUnanswered[T any](ctx context.Context, open func(context.Context) (T, 
 		actx, cancel := context.WithTimeout(ctx, assetAttempt)
 		v, err := open(actx)
 		cancel()
-		if err == nil || !unanswered(err) || ctx.Err() != nil || ctx.Value(failFastKey{}) != nil {
+		if err == nil || !unanswered(err) || ctx.Err() != nil || ctx.Value(failFastKey{}) != nil && temporarilyUnavailable(err) {
 			return v, err
 		}
 		select {
@@ -248,10 +250,13 @@ func RetryUnanswered[T any](ctx context.Context, open func(context.Context) (T, 
 type failFastKey struct{}
 
 // failFast returns ctx for a read that a client waits on and that should
-// rather fail than wait for the cluster: RetryUnanswered tries once under
-// it, so that a cluster without a quorum, which answers at once that it
-// is temporarily unavailable, is reported as unavailable at once too
-// (the HTTP API answers 503) rather than at the end of the call's timeout.
+// rather fail than wait for the cluster: RetryUnanswered stops at the
+// cluster's answer that it is temporarily unavailable, so that a cluster
+// without a quorum, which answers so at once, is reported as unavailable
+// at once too (the HTTP API answers 503) rather than at the end of the
+// call's timeout. A passing "no responders" (about one read in twenty
+// while consumers are created on a loaded cluster) is still asked again:
+// taken for unavailability, it made most feed pages a 503.
 func failFast(ctx context.Context) context.Context {
 	return context.WithValue(ctx, failFastKey{}, true)
 }

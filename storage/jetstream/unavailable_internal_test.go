@@ -120,3 +120,35 @@ func TestRecentLatenciesFailFast(t *testing.T) {
 		t.Errorf("RecentLatencies answered after %s and %d reads, want at once after one", took.Round(time.Millisecond), obs.calls)
 	}
 }
+
+// TestFailFastRetriesPassingFailures: under failFast, a cluster's answer
+// that it is temporarily unavailable ends the read at once, while a
+// passing "no responders" or timeout is asked again (taken for
+// unavailability, it turned most feed pages into a 503).
+func TestFailFastRetriesPassingFailures(t *testing.T) {
+	unavailable := &jetstream.APIError{Code: 503, ErrorCode: jsClusterNotAvailable, Description: "JetStream system temporarily unavailable"}
+	for _, tc := range []struct {
+		name      string
+		first     error
+		wantCalls int
+		wantErr   bool
+	}{
+		{"no responders, then an answer", nats.ErrNoResponders, 2, false},
+		{"a timeout, then an answer", nats.ErrTimeout, 2, false},
+		{"temporarily unavailable", unavailable, 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := 0
+			v, err := RetryUnanswered(failFast(t.Context()), func(context.Context) (int, error) {
+				calls++
+				if calls == 1 {
+					return 0, tc.first
+				}
+				return 7, nil
+			})
+			if calls != tc.wantCalls || (err != nil) != tc.wantErr || !tc.wantErr && v != 7 {
+				t.Errorf("%d calls, %v, %v; want %d calls, an error %v", calls, v, err, tc.wantCalls, tc.wantErr)
+			}
+		})
+	}
+}
