@@ -340,7 +340,9 @@ func (b *Backend) RecentLatencies(ids []uint64, polls int) (map[uint64][]float64
 	}
 	out := make(map[uint64][]float64)
 	for _, id := range ids {
-		obs, err := b.s.readObservations(ctx, id, polls)
+		// A passing "no responders" is asked again (Observations); the
+		// cluster's "temporarily unavailable" ends the read at once.
+		obs, err := b.s.Observations(ctx, id, polls)
 		if err != nil {
 			return nil, err
 		}

@@ -152,3 +152,57 @@ func TestFailFastRetriesPassingFailures(t *testing.T) {
 		})
 	}
 }
+
+// flakyObsStream holds one observation of each feed; the first fetch of
+// its consumers fails with "no responders", as one in about twenty does
+// while ordered consumers are created on a loaded cluster.
+type flakyObsStream struct {
+	jetstream.Stream
+	fetches int
+}
+
+func (f *flakyObsStream) Info(_ context.Context, opts ...jetstream.StreamInfoOpt) (*jetstream.StreamInfo, error) {
+	return &jetstream.StreamInfo{State: jetstream.StreamState{Subjects: map[string]uint64{legacyObsSubject(1): 1}}}, nil
+}
+
+func (f *flakyObsStream) OrderedConsumer(context.Context, jetstream.OrderedConsumerConfig) (jetstream.Consumer, error) {
+	return &flakyConsumer{s: f}, nil
+}
+
+type flakyConsumer struct {
+	jetstream.Consumer
+	s *flakyObsStream
+}
+
+func (c *flakyConsumer) CachedInfo() *jetstream.ConsumerInfo { return nil }
+
+func (c *flakyConsumer) FetchNoWait(int) (jetstream.MessageBatch, error) {
+	c.s.fetches++
+	if c.s.fetches == 1 {
+		return nil, nats.ErrNoResponders
+	}
+	ch := make(chan jetstream.Msg, 1)
+	ch <- obsMsg{data: []byte(`{"at":"2026-12-07T12:00:00Z","hit":true,"latency_s":[1.5]}`)}
+	close(ch)
+	return passBatch{msgs: ch}, nil
+}
+
+type obsMsg struct {
+	jetstream.Msg
+	data []byte
+}
+
+func (m obsMsg) Data() []byte { return m.data }
+
+// A passing "no responders" while the feed list's latencies are read is
+// asked again, not answered as the cluster being unavailable (which made
+// most feed pages a 503 on a healthy cluster).
+func TestRecentLatenciesRetriesPassingFailure(t *testing.T) {
+	obs := &flakyObsStream{}
+	s := &Store{obs: obs}
+	b := NewBackend(s, 5*time.Second)
+	lat, err := b.RecentLatencies([]uint64{1}, 200)
+	if err != nil || len(lat[1]) != 1 || lat[1][0] != 1.5 {
+		t.Fatalf("RecentLatencies = %v, %v; want feed 1's latency after a second fetch", lat, err)
+	}
+}
