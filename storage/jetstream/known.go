@@ -472,8 +472,7 @@ const directCatchUp = 16
 // no index of the feed or the subject's last message was removed below
 // what it remembers.
 func (s *Store) syncKnown(ctx context.Context, feedID uint64) error {
-	_, owned := s.markOwned(feedID)
-	return s.syncKnownFrom(ctx, feedID, streamLog{s: s, leader: owned})
+	return s.syncKnownFrom(ctx, feedID, streamLog{s})
 }
 
 // syncKnownFrom is syncKnown reading the feed's messages through log.
@@ -491,7 +490,7 @@ func (s *Store) syncKnownFrom(ctx context.Context, feedID uint64, log itemLog) e
 	mark, owned := s.markOwned(feedID)
 	subject := itemSubject(feedID)
 	s.opt.Metrics.read("items")
-	last, err := log.lastSeq(ctx, subject)
+	last, err := log.lastSeq(ctx, subject, owned)
 	if err != nil {
 		return fmt.Errorf("items of feed %d: %w", feedID, err)
 	}
@@ -579,9 +578,9 @@ func (s *Store) syncKnownFrom(ctx context.Context, feedID uint64, log itemLog) e
 
 // itemLog is how syncKnownFrom reads a feed's item messages.
 type itemLog interface {
-	// lastSeq is the stream leader's last sequence on subject, 0 when
-	// it holds none.
-	lastSeq(ctx context.Context, subject string) (uint64, error)
+	// lastSeq is the last sequence on subject, 0 when there is none:
+	// the stream leader's when the node owns the feed.
+	lastSeq(ctx context.Context, subject string, owned bool) (uint64, error)
 	// get is the first message on subject at or after seq, from any
 	// replica (jetstream.ErrMsgNotFound when that replica has none).
 	get(ctx context.Context, seq uint64, subject string) (*jetstream.RawStreamMsg, error)
@@ -600,13 +599,10 @@ type itemLog interface {
 // to a node that does not own the sensor's feed costs no request to the
 // leader; a replica that lags only makes the index complete up to an
 // earlier sequence).
-type streamLog struct {
-	s      *Store
-	leader bool
-}
+type streamLog struct{ s *Store }
 
-func (l streamLog) lastSeq(ctx context.Context, subject string) (uint64, error) {
-	if l.leader {
+func (l streamLog) lastSeq(ctx context.Context, subject string, owned bool) (uint64, error) {
+	if owned {
 		return l.s.leaderLastSeq(ctx, ItemsStream, subject)
 	}
 	m, err := retryNoResponders(ctx, func() (*jetstream.RawStreamMsg, error) { return l.s.items.GetLastMsgForSubject(ctx, subject) })

@@ -23,7 +23,7 @@ type laggingLog struct {
 
 func keyOf(seq uint64) string { return "item-" + strconv.FormatUint(seq, 10) }
 
-func (l *laggingLog) lastSeq(context.Context, string) (uint64, error) {
+func (l *laggingLog) lastSeq(context.Context, string, bool) (uint64, error) {
 	if len(l.leader) == 0 {
 		return 0, nil
 	}

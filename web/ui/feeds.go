@@ -130,7 +130,7 @@ func (u *UI) renderFeeds(w http.ResponseWriter, r *http.Request, status int, err
 		return
 	}
 	lat, err := u.medianLatencies(feeds)
-	if un, ok := u.opt.Store.(storage.Unavailabler); ok && err != nil && un.Unavailable(err) {
+	if u.unavailable(err) {
 		u.internal(w, r, err) // a 503, as the API answers
 		return
 	}

@@ -268,7 +268,7 @@ func (u *UI) errorPage(w http.ResponseWriter, r *http.Request, status int, msg s
 // Retry-After when the store says it cannot answer now (a cluster that
 // has lost its quorum, a leader being elected).
 func (u *UI) internal(w http.ResponseWriter, r *http.Request, err error) {
-	if un, ok := u.opt.Store.(storage.Unavailabler); ok && un.Unavailable(err) {
+	if u.unavailable(err) {
 		u.log.Warn("ui", "method", r.Method, "path", r.URL.Path, "err", err)
 		w.Header().Set("Retry-After", "5")
 		u.errorPage(w, r, http.StatusServiceUnavailable, "The store cannot answer now (a cluster electing a leader, or without a majority of its servers). Try again in a few seconds.")
@@ -276,6 +276,12 @@ func (u *UI) internal(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	u.log.Error("ui", "method", r.Method, "path", r.URL.Path, "err", err)
 	u.errorPage(w, r, http.StatusInternalServerError, "Something went wrong on the server; the log says what.")
+}
+
+// unavailable reports whether err is the store's "cannot answer now".
+func (u *UI) unavailable(err error) bool {
+	un, ok := u.opt.Store.(storage.Unavailabler)
+	return ok && err != nil && un.Unavailable(err)
 }
 
 // form wraps a POST handler: it reads the form within limit bytes
