@@ -188,9 +188,9 @@ type Auto struct {
 	initial   float32 // longest probe interval while learning (WithInitial), seconds
 	coldN     uint16  // polls made while the period was unknown
 	grid      bool    // the grid model predicts better than the renewal one
-	quick     bool    // the quick retry for this slot is spent
-	quiet     quiet   // the learned daily sleep
-	half      bool    // the last poll looked at the middle of the only known gap
+	retry     retryFlags
+	quiet     quiet // the learned daily sleep
+	batch     uint8 // hits in a row that carried a batch (see gap), and batchNow
 	mode      Mode
 }
 
@@ -220,6 +220,55 @@ func (a *Auto) State() State {
 	s.Median, s.Sigma = seconds(a.period), seconds(a.off)
 	s.LearnedSleep, s.HasLearnedSleep = a.quiet.window()
 	return s
+}
+
+// retryFlags are Auto's two flags of a run of misses.
+type retryFlags uint8
+
+const (
+	retryQuick retryFlags = 1 << iota // the quick retry for this slot is spent
+	retryHalf                         // the last poll looked at the middle of the only known gap
+)
+
+// batchHits is how many hits in a row may carry a batch (see gap)
+// before their short gaps are taken for the period; batchNow marks, in
+// Auto.batch, that the hit being observed carries one.
+const (
+	batchHits = 3
+	batchNow  = 0x80
+	// batchSpacing: a publish less than a period over batchSpacing
+	// after the one before it is an item of a batch. The learned period
+	// can be too long by at most OutagePeriods+1 times (a gap across
+	// that many lost readings); publishes closer than that cannot be
+	// steps of the period.
+	batchSpacing = OutagePeriods + 2
+	// batchGaps is how many gaps the period must rest on: a period
+	// learned from a gap or two across an outage may be many times too
+	// long, and its first real gaps are not a batch.
+	batchGaps = 8
+)
+
+// gap decides whether a publish of a hit, g seconds after the newest
+// publish known and spacing seconds after the publish before it in the
+// hit, is a publish event of its own, and learns from it if so. Once the
+// period rests on batchGaps gaps, a publish less than a period over
+// batchSpacing after the one before it is not a step of the period but an
+// item of a batch (a backfill of stored readings, a burst of
+// corrections): learning its gap would score a residual of nearly a
+// period, pull the jitter model's tail out of shape for hundreds of
+// periods and, with enough of them, take the spacing for the period. A
+// batch may take more than one hit to read; a publisher whose period
+// really shrank brings such gaps in every hit, so from the batchHits-th
+// hit in a row on they are learned.
+func (a *Auto) gap(g, spacing float64) bool {
+	if a.gaps.len() >= batchGaps && spacing < a.period/batchSpacing {
+		a.batch |= batchNow
+		if a.batch&^batchNow < batchHits {
+			return false
+		}
+	}
+	a.learn(g)
+	return true
 }
 
 // learn takes one publish-to-publish gap before the tracker adds it and
@@ -448,10 +497,16 @@ func (a *Auto) choose(obs Observation) time.Time {
 	if obs.Hit {
 		newest, _ := obs.Newest()
 		a.classify(obs.Published, newest)
-		if a.observe(obs.Published, newest, a.learn, nil) {
+		learned := a.observe(obs.Published, newest, a.gap, nil)
+		if a.batch&batchNow != 0 {
+			a.batch = min(a.batch&^batchNow+1, batchHits)
+		} else {
+			a.batch = 0
+		}
+		if learned {
 			a.refresh()
 		}
-		a.slot, a.backoff, a.btries, a.misses, a.quick, a.half, a.mode = 1, 0, 0, 0, false, false, ModeFast
+		a.slot, a.backoff, a.btries, a.misses, a.retry, a.mode = 1, 0, 0, 0, 0, ModeFast
 		if !a.known() {
 			// One publish seen, no gap yet. Nothing was published
 			// between it and now, nor between the first empty poll and
@@ -474,7 +529,7 @@ func (a *Auto) choose(obs Observation) time.Time {
 			// periods long. Look at its middle first, unless the feed
 			// is known to have been quiet for longer than that.
 			if h := a.last + int64((a.period/2+a.off)*1e9); h > now {
-				a.half = true
+				a.retry |= retryHalf
 				return a.finish(obs, addNanos(h, float64(desync(&a.rng, obs.Hints.Desync))))
 			}
 		}
@@ -487,9 +542,9 @@ func (a *Auto) choose(obs Observation) time.Time {
 		return a.finish(obs, addNanos(next, float64(desync(&a.rng, obs.Hints.Desync))))
 	}
 
-	if a.half {
+	if a.retry&retryHalf != 0 {
 		// The middle of the only gap is quiet: the gap is one period.
-		a.half = false
+		a.retry &^= retryHalf
 		return a.finish(obs, addNanos(a.at(1, a.off), float64(desync(&a.rng, obs.Hints.Desync))))
 	}
 	a.misses = min(a.misses+1, math.MaxUint16-1)
@@ -522,13 +577,13 @@ func (a *Auto) choose(obs Observation) time.Time {
 	// one most likely is too, so look again just past the tail rather than
 	// a whole period later. (A retry raises the hit rate only when it
 	// succeeds more often than polls do in general.)
-	if !a.quick && a.misses == 1 && a.mode != ModeBimodal && a.slot <= OutagePeriods+1 && a.lateN > 9*a.lostN {
-		a.quick = true
+	if a.retry&retryQuick == 0 && a.misses == 1 && a.mode != ModeBimodal && a.slot <= OutagePeriods+1 && a.lateN > 9*a.lostN {
+		a.retry |= retryQuick
 		if next := a.at(float64(a.slot), a.late); next > now {
 			return a.finish(obs, next)
 		}
 	}
-	a.quick = false
+	a.retry &^= retryQuick
 	var next int64
 	bmed, bsigma, haveB := 0.0, 0.0, false
 	for i := 0; i < 64; i++ {

@@ -112,6 +112,16 @@
 //     losses fewer than half the gaps are one period and the median
 //     slips), then refined as the median of gap/k over gaps of k ≤ 6
 //     periods.
+//   - Batches: once the period rests on 8 gaps, a publish less than a
+//     seventh of a period after the one before it in the same hit (a
+//     backfill of stored readings, a burst of corrections) is an item of
+//     a batch, not a step of the period: it is neither learned nor moves
+//     the newest publish the next poll is planned from. Learned as a
+//     period, each such gap would score a residual of nearly a period and
+//     pull the jitter tail out of shape for hundreds of periods (a
+//     backfill of 20 readings 1.5 s apart into a 60 s feed tripled its
+//     mean latency for ~700 periods). From the third hit in a row
+//     bringing such gaps they are learned: the period really shrank.
 //   - Two predictors, learned side by side: renewal (one period after the
 //     previous publish; right for publishers whose jitter accumulates) and
 //     grid (a slot grid whose anchor moves a quarter of the way to each

@@ -196,11 +196,18 @@ func (t *tracker) mergeWindow() int64 {
 // observe adds the publish events of a hit. newest is the phase-adjusted
 // publish time of the newest item; pubs are the item publish times (sorted).
 // It reports whether at least one new publish event was recorded. onGap, if
-// not nil, sees each new gap (seconds) before the histories take it.
-// sp, if not nil, is kept up to date with every gap added.
-func (t *tracker) observe(pubs []time.Time, newest time.Time, onGap func(float64), sp *spreads) bool {
+// not nil, sees each new gap (seconds) before the histories take it, and
+// the spacing from the publish before it in this hit (the gap itself for
+// the first); when it returns false the publish is not a publish event
+// of its own (an item of a batch): no gap is recorded and the newest
+// publish stays where it was. sp, if not nil, is kept up to date with
+// every gap added.
+func (t *tracker) observe(pubs []time.Time, newest time.Time, onGap func(g, spacing float64) bool, sp *spreads) bool {
 	added := false
+	prev := t.last
 	add := func(ns int64) {
+		spacing := float64(ns-prev) / 1e9
+		prev = max(prev, ns)
 		if t.hasPub {
 			if ns-t.last <= t.mergeWindow() {
 				if ns > t.last {
@@ -209,8 +216,8 @@ func (t *tracker) observe(pubs []time.Time, newest time.Time, onGap func(float64
 				return
 			}
 			g := float64(ns-t.last) / 1e9
-			if onGap != nil {
-				onGap(g)
+			if onGap != nil && !onGap(g, spacing) {
+				return
 			}
 			t.addGap(g, sp)
 		}

@@ -290,8 +290,14 @@ func (a *Auto) AppendState(b []byte) []byte {
 	e.f32(a.lower)
 	e.u16(a.coldN)
 	e.flag(a.grid)
-	e.flag(a.quick)
-	e.flag(a.half)
+	e.flag(a.retry&retryQuick != 0)
+	// The middle-of-the-gap flag and, above it, the batch count (see
+	// Auto.gap): states written before the count was kept read as 0.
+	half := uint8(0)
+	if a.retry&retryHalf != 0 {
+		half = 1
+	}
+	e.u8(half | a.batch<<1)
 	e.u8(uint8(a.mode))
 	q := &a.quiet
 	e.u16(q.lastFrom)
@@ -334,8 +340,18 @@ func (a *Auto) RestoreState(b []byte) error {
 	c.lower = d.f32()
 	c.coldN = d.u16()
 	c.grid = d.flag()
-	c.quick = d.flag()
-	c.half = d.flag()
+	c.retry = 0
+	if d.flag() {
+		c.retry |= retryQuick
+	}
+	hb := d.u8()
+	if hb&1 != 0 {
+		c.retry |= retryHalf
+	}
+	c.batch = hb >> 1
+	if c.batch > batchHits {
+		d.fail("batch count %d", c.batch)
+	}
 	c.mode = d.mode()
 	q := &c.quiet
 	q.lastFrom = d.u16()

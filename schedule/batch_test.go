@@ -1,0 +1,141 @@
+package schedule_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/slogfeed/slogfeed/schedule"
+	"github.com/slogfeed/slogfeed/schedule/sim"
+)
+
+// backfilled is a 60 s publisher (Laplace jitter b = 2 s) into whose feed
+// n stored readings, spacing apart, are posted at once a quarter of a
+// period after its publish number at; it returns the items and when the
+// backfill ends.
+func backfilled(n int, spacing time.Duration, at int) ([]sim.Item, time.Time, time.Time, time.Time) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	end := start.Add(2000 * time.Minute)
+	m := sim.Model{Period: time.Minute, Pss: 1, Pfs: 1, JitterScale: 2 * time.Second}
+	items := m.Generate(rand.New(rand.NewPCG(1, 2)), start, end)
+	first := items[at].Published.Add(15 * time.Second)
+	for i := range n {
+		p := first.Add(time.Duration(i) * spacing)
+		items = append(items, sim.Item{Published: p, Observed: p})
+	}
+	slices.SortStableFunc(items, func(a, b sim.Item) int { return a.Published.Compare(b.Published) })
+	return items, first.Add(time.Duration(n) * spacing), start, end
+}
+
+// meanAfter is the mean use latency of the items published in
+// [from, from+d) (every item of a run is fetched, in publish order).
+func meanAfter(t *testing.T, items []sim.Item, res sim.Result, from time.Time, d time.Duration) float64 {
+	t.Helper()
+	if res.Unfetched > 0 && len(res.Latencies)+res.Unfetched != len(items) {
+		t.Fatalf("%d latencies, %d unfetched of %d items", len(res.Latencies), res.Unfetched, len(items))
+	}
+	sum, n := 0.0, 0
+	for i, it := range items[:len(res.Latencies)] {
+		if !it.Published.Before(from) && it.Published.Before(from.Add(d)) {
+			sum += res.Latencies[i]
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("no item in the window")
+	}
+	return sum / float64(n)
+}
+
+// restoring rebuilds its Auto from the saved state before every poll, as
+// a node that restarts between any two polls would.
+type restoring struct {
+	t *testing.T
+	p *schedule.Auto
+}
+
+func (r *restoring) Next(obs schedule.Observation) time.Time {
+	q := schedule.NewAuto(schedule.WithSeed(1))
+	if err := q.RestoreState(r.p.AppendState(nil)); err != nil {
+		r.t.Fatal(err)
+	}
+	r.p = q
+	return q.Next(obs)
+}
+
+// TestAutoBackfill posts a backfill of stored readings into a steady
+// feed: the readings' gaps are not periods, and the latency of the
+// readings after it stays what it is without the backfill (learned as
+// periods, they tripled it for ~700 periods). A policy restored before
+// every poll answers alike.
+func TestAutoBackfill(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		n       int
+		spacing time.Duration
+	}{
+		{"20 readings 1.5 s apart", 20, 1500 * time.Millisecond},
+		{"60 readings 1.5 s apart, read by two polls", 60, 1500 * time.Millisecond},
+		{"8 readings 5 s apart", 8, 5 * time.Second},
+		{"100 readings 100 ms apart", 100, 100 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plain, _, start, end := backfilled(0, 0, 500)
+			items, after, _, _ := backfilled(tc.n, tc.spacing, 500)
+			base := sim.Run(schedule.NewAuto(schedule.WithSeed(1)), plain, start, end)
+			res := sim.Run(schedule.NewAuto(schedule.WithSeed(1)), items, start, end)
+			from := after.Add(time.Minute)
+			for _, d := range []time.Duration{100 * time.Minute, 600 * time.Minute} {
+				want := meanAfter(t, plain, base, from, d)
+				got := meanAfter(t, items, res, from, d)
+				if got > 1.15*want {
+					t.Errorf("mean latency over %v after the backfill %.1f s, %.1f s without it", d, got, want)
+				}
+			}
+			if res.Polls > base.Polls+base.Polls/100 {
+				t.Errorf("%d polls, %d without the backfill", res.Polls, base.Polls)
+			}
+			restored := sim.Run(&restoring{t: t, p: schedule.NewAuto(schedule.WithSeed(1))}, items, start, end)
+			if !slices.Equal(restored.Latencies, res.Latencies) || restored.Polls != res.Polls {
+				t.Errorf("restored before every poll: %d polls, mean %.3f s; live %d polls, mean %.3f s",
+					restored.Polls, mean(restored.Latencies), res.Polls, mean(res.Latencies))
+			}
+		})
+	}
+}
+
+func mean(xs []float64) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+// TestAutoLearnsShorterPeriod: a publisher whose period really shrinks
+// (60 s to 5 s, below the batch spacing) brings short gaps in every hit;
+// auto takes them for the period within a few hits.
+func TestAutoLearnsShorterPeriod(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	change := start.Add(200 * time.Minute)
+	slow := sim.Model{Period: time.Minute, Pss: 1, Pfs: 1, JitterScale: time.Second}
+	fast := sim.Model{Period: 5 * time.Second, Pss: 1, Pfs: 1, JitterScale: 100 * time.Millisecond}
+	rng := rand.New(rand.NewPCG(3, 4))
+	items := slow.Generate(rng, start, change)
+	items = append(items, fast.Generate(rng, change, change.Add(time.Hour))...)
+	for _, tc := range []struct {
+		after time.Duration
+		want  float64 // learned period, seconds
+	}{
+		{-time.Minute, 60},
+		{6 * time.Minute, 5},
+	} {
+		p := schedule.NewAuto(schedule.WithSeed(1))
+		sim.Run(p, items, start, change.Add(tc.after))
+		if got := p.State().Median.Seconds(); math.Abs(got-tc.want) > 0.1*tc.want {
+			t.Errorf("%v after the change: period %.2f s, want %.0f s", tc.after, got, tc.want)
+		}
+	}
+}
