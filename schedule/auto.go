@@ -271,6 +271,122 @@ func (a *Auto) gap(g, spacing float64) bool {
 	return true
 }
 
+// cycled is a cycle's prediction (see Auto.cycle), seconds: the next
+// gap, the margin after it, and the cycle's length.
+type cycled struct{ next, off, length float64 }
+
+// cycle looks for a feed that carries the readings of several sensors,
+// each a few seconds after the other once a period: k−1 short gaps inside
+// each group of k readings and a long one between groups. The period
+// learned from such gaps is the spacing inside a group, and after the
+// group's last reading the renewal and grid predictions would poll every
+// spacing until the next group came. A cycle is recognised when the gaps
+// are of two kinds (every long one at least batchSpacing times every
+// short one), at least three long ones came exactly k gaps apart, and
+// each long gap is the median long gap plus a whole number of cycles
+// (groups lost in between) within a quarter of a cycle. Steady
+// publishers have gaps of one kind; a lossy one's are whole multiples of
+// its period, with no wide step between them; long outages come at
+// random places and lengths. The next gap is then predicted as the one
+// at the same place of the cycle before (the median long gap when that
+// comes next), and the margin is three times the median error of that
+// prediction over the history, at least the period's least margin for
+// the cycle's length and the date's resolution, at most half the gap.
+func (a *Auto) cycle() (cycled, bool) {
+	n := a.gaps.len()
+	if n < 6 {
+		return cycled{}, false
+	}
+	var buf [HistoryLen]float64
+	gs := a.gaps.ordered(&buf)
+	if slices.Max(gs) < batchSpacing*slices.Min(gs) {
+		return cycled{}, false // gaps all of one kind (most feeds: no sort)
+	}
+	// The two kinds: the widest step between the sorted gaps, at least
+	// batchSpacing to one.
+	var sorted [HistoryLen]float64
+	copy(sorted[:n], gs)
+	slices.Sort(sorted[:n])
+	split, step := 0.0, 0.0
+	for i := 1; i < n; i++ {
+		if sorted[i-1] > 0 && sorted[i]/sorted[i-1] > step {
+			split, step = sorted[i], sorted[i]/sorted[i-1]
+		}
+	}
+	if step < batchSpacing {
+		return cycled{}, false
+	}
+	var longs [HistoryLen]float64
+	nl, k, prev := 0, 0, -1
+	for i, g := range gs {
+		if g < split {
+			continue
+		}
+		if prev >= 0 {
+			if k == 0 {
+				k = i - prev
+			} else if i-prev != k {
+				return cycled{}, false
+			}
+		}
+		longs[nl] = g
+		nl++
+		prev = i
+	}
+	if nl < 3 || k < 2 || n-1-prev >= k {
+		return cycled{}, false // no cycle, or its last long gap is overdue
+	}
+	copy(sorted[:nl], longs[:nl])
+	medL := median(sorted[:nl])
+	length := medL // and the k−1 short gaps before the last long one
+	for _, g := range gs[prev-k+1 : prev] {
+		length += g
+	}
+	for _, g := range longs[:nl] {
+		r := (g - medL) / length
+		if math.Abs(r-math.Round(r)) > 0.25 {
+			return cycled{}, false
+		}
+	}
+	var eb [HistoryLen]float64
+	es := eb[:0]
+	for i := k; i < n; i++ {
+		es = append(es, math.Abs(gs[i]-gs[i-k]))
+	}
+	c := cycled{next: gs[n-k], length: length}
+	if n-1-prev == k-1 {
+		c.next = medL // the group is complete: the long gap comes next
+	}
+	c.off = min(max(3*median(es), floor(length), a.dateStep()), c.next/2)
+	return c, true
+}
+
+// cycleRetry is the retry after a miss while the feed's gaps follow a
+// cycle (see cycle): once just past three margins (a late group), then
+// at the same place of each following cycle (a lost group), for
+// OutagePeriods cycles; after that the period's backoff goes on.
+func (a *Auto) cycleRetry(now int64) (int64, bool) {
+	if a.misses > OutagePeriods {
+		return 0, false
+	}
+	c, ok := a.cycle()
+	if !ok {
+		return 0, false
+	}
+	if a.misses == 1 && a.retry&retryQuick == 0 {
+		a.retry |= retryQuick
+		if next := addSeconds(a.last, c.next+3*c.off); next > now {
+			return next, true
+		}
+	}
+	for m := 1.0; m <= OutagePeriods+1; m++ {
+		if next := addSeconds(a.last, c.next+c.off+m*c.length); next > now {
+			return next, true
+		}
+	}
+	return 0, false
+}
+
 // learn takes one publish-to-publish gap before the tracker adds it and
 // scores both predictions of that publish: renewal (one period after the
 // previous publish) and grid (on the smoothed slot grid).
@@ -533,6 +649,11 @@ func (a *Auto) choose(obs Observation) time.Time {
 				return a.finish(obs, addNanos(h, float64(desync(&a.rng, obs.Hints.Desync))))
 			}
 		}
+		if c, ok := a.cycle(); ok {
+			if next := addSeconds(a.last, c.next+c.off); next > now {
+				return a.finish(obs, addNanos(next, float64(desync(&a.rng, obs.Hints.Desync))))
+			}
+		}
 		next := a.at(1, a.off)
 		if next <= now {
 			k := math.Floor(float64(now-a.last)/1e9/a.period) + 1
@@ -559,6 +680,9 @@ func (a *Auto) choose(obs Observation) time.Time {
 	}
 	if a.misses == 1 {
 		a.missAt = a.at(float64(a.slot), 0)
+	}
+	if next, ok := a.cycleRetry(now); ok {
+		return a.finish(obs, next)
 	}
 	// The poll at a learned wake-up missed: the publisher wakes on its own
 	// clock, so look again every period for OutagePeriods periods.

@@ -139,3 +139,53 @@ func TestAutoLearnsShorterPeriod(t *testing.T) {
 		}
 	}
 }
+
+// grouped is a feed of k sensors that each publish once a minute, the
+// i-th i·spacing seconds after the first (±0.1 s), with the DPT model's
+// losses (a lost group) and Laplace jitter b = 1 s on the group, over
+// one day.
+func grouped(k int, spacing time.Duration) ([]sim.Item, time.Time, time.Time) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	end := start.Add(24 * time.Hour)
+	m := sim.Model{Period: time.Minute, Pss: 0.95, Pfs: 0.8, JitterScale: time.Second}
+	rng := rand.New(rand.NewPCG(5, 6))
+	var items []sim.Item
+	for _, it := range m.Generate(rand.New(rand.NewPCG(1, 2)), start, end) {
+		for j := range k {
+			p := it.Published.Add(time.Duration(j)*spacing + time.Duration(rng.Float64()*0.2e9))
+			items = append(items, sim.Item{Published: p, Observed: p})
+		}
+	}
+	slices.SortStableFunc(items, func(a, b sim.Item) int { return a.Published.Compare(b.Published) })
+	return items, start, end
+}
+
+// TestAutoFollowsGroups: a feed carrying the readings of several sensors
+// a few seconds apart once a minute is polled about once a reading, each
+// reading fetched within a few seconds (the spacing learned as the
+// period, it was polled 5–12 times a minute for a mean of 4–17 s).
+func TestAutoFollowsGroups(t *testing.T) {
+	for _, tc := range []struct {
+		k       int
+		spacing time.Duration
+	}{
+		{2, 2 * time.Second}, {2, 5 * time.Second},
+		{3, 2 * time.Second}, {3, 5 * time.Second},
+		{5, 500 * time.Millisecond}, {5, 2 * time.Second}, {5, 5 * time.Second},
+	} {
+		items, start, end := grouped(tc.k, tc.spacing)
+		res := sim.Run(schedule.NewAuto(schedule.WithSeed(1)), items, start, end)
+		_, mean, p90, _ := sim.Summarize(res.Latencies)
+		perPeriod := float64(res.Polls) / end.Sub(start).Minutes()
+		if perPeriod > float64(tc.k)+0.5 || mean > 4 || p90 > 5 {
+			t.Errorf("%d sensors %v apart: %.2f polls a period, mean %.1f s, p90 %.1f s; want at most %d.5, 4 s, 5 s",
+				tc.k, tc.spacing, perPeriod, mean, p90, tc.k)
+		}
+		if tc.k == 3 {
+			restored := sim.Run(&restoring{t: t, p: schedule.NewAuto(schedule.WithSeed(1))}, items, start, end)
+			if !slices.Equal(restored.Latencies, res.Latencies) || restored.Polls != res.Polls {
+				t.Errorf("%d sensors %v apart, restored before every poll: %d polls, live %d", tc.k, tc.spacing, restored.Polls, res.Polls)
+			}
+		}
+	}
+}

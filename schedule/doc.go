@@ -122,6 +122,17 @@
 //     backfill of 20 readings 1.5 s apart into a 60 s feed tripled its
 //     mean latency for ~700 periods). From the third hit in a row
 //     bringing such gaps they are learned: the period really shrank.
+//   - Cycles: a feed carrying the readings of k sensors, each a few
+//     seconds after the other once a period, has k−1 short gaps and one
+//     long one a cycle; the period learned is the spacing inside a group.
+//     When the history shows such a cycle (every long gap at least 7
+//     times every short one, at least three long ones exactly k gaps
+//     apart, each the median long gap plus whole cycles within a quarter
+//     of one), auto predicts each gap as the one at the same place of the
+//     cycle before, retries once just past three margins, then at the
+//     same place of each following cycle for OutagePeriods cycles (5 to 12
+//     polls a minute for 2–5 sensors a minute become about one a reading,
+//     and the mean latency drops from 4–17 s to under 3 s).
 //   - Two predictors, learned side by side: renewal (one period after the
 //     previous publish; right for publishers whose jitter accumulates) and
 //     grid (a slot grid whose anchor moves a quarter of the way to each

@@ -38,6 +38,16 @@ func (r *ring) values(buf *[HistoryLen]float64) []float64 {
 	return s
 }
 
+// ordered copies the valid entries into buf, oldest first.
+func (r *ring) ordered(buf *[HistoryLen]float64) []float64 {
+	s := buf[:r.n]
+	first := (int(r.next) - int(r.n) + HistoryLen) % HistoryLen
+	for i := range s {
+		s[i] = float64(r.v[(first+i)%HistoryLen])
+	}
+	return s
+}
+
 // median returns the median of xs, sorting xs in place. For an even count it
 // is the mean of the two middle values.
 func median(xs []float64) float64 {
