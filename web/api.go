@@ -171,14 +171,24 @@ func timePtr(t time.Time) *time.Time {
 }
 
 func (a *api) view(f storage.Feed) FeedView {
+	v, _ := a.viewCounted(f)
+	return v
+}
+
+// viewCounted is view, with the error of counting a sensor or pipe
+// feed's items, whose count is then the record's counter, not what the
+// feed holds.
+func (a *api) viewCounted(f storage.Feed) (FeedView, error) {
 	lat, _ := a.store.RecentLatencies([]uint64{f.ID}, recentLatencyPolls)
 	v := a.viewWith(f, lat[f.ID])
 	if f.Kind != storage.KindRemote {
-		if n, err := a.store.CountItems(f.ID); err == nil {
-			v.Items = int64(n)
+		n, err := a.store.CountItems(f.ID)
+		if err != nil {
+			return v, err
 		}
+		v.Items = int64(n)
 	}
-	return v
+	return v, nil
 }
 
 // viewWith is view with the latencies of the feed's recent polls (from
@@ -467,9 +477,19 @@ func (a *api) feed(w http.ResponseWriter, r *http.Request) (storage.Feed, bool) 
 }
 
 func (a *api) get(w http.ResponseWriter, r *http.Request) {
-	if f, ok := a.feed(w, r); ok {
-		respondJSON(w, http.StatusOK, a.view(f))
+	f, ok := a.feed(w, r)
+	if !ok {
+		return
 	}
+	// A sensor or pipe feed's items are what it holds: a store that
+	// cannot count them now makes the answer a 503, as the feed list's,
+	// rather than a count of 0 from the record.
+	v, err := a.viewCounted(f)
+	if isUnavailable(a.store, err) {
+		a.internal(w, err)
+		return
+	}
+	respondJSON(w, http.StatusOK, v)
 }
 
 func (a *api) remove(w http.ResponseWriter, r *http.Request) {

@@ -118,3 +118,54 @@ func TestFeedListUnavailableLatencies(t *testing.T) {
 		}
 	}
 }
+
+// countFails is a store whose item counts cannot be read (err), telling
+// errQuorum as unavailability.
+type countFails struct {
+	*storage.Store
+	err error
+}
+
+func (s countFails) CountItems(uint64) (int, error) { return 0, s.err }
+func (countFails) Unavailable(err error) bool       { return errors.Is(err, errQuorum) }
+
+// A sensor feed whose items the store cannot count now (a cluster whose
+// items stream has no leader) is a 503 with Retry-After, not the feed
+// with a count of 0 from its record; after another failure it answers,
+// with the record's counter.
+func TestFeedUnavailableCount(t *testing.T) {
+	st, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	f := storage.Feed{Kind: storage.KindSensor, Slug: "lab-1", Title: "lab-1", Policy: "auto"}
+	if err := st.CreateFeed(&f); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AddItems(f.ID, []storage.Item{{ID: "r1"}, {ID: "r2"}}); err != nil {
+		t.Fatal(err)
+	}
+	path := fmt.Sprintf("/api/v1/feeds/%d", f.ID)
+	for _, tc := range []struct {
+		err        error
+		wantStatus int
+	}{
+		{nil, http.StatusOK},
+		{fmt.Errorf("count items of feed %d: %w", f.ID, errQuorum), http.StatusServiceUnavailable},
+		{errors.New("count items: corrupt"), http.StatusOK},
+	} {
+		var store storage.Backend = st
+		if tc.err != nil {
+			store = countFails{st, tc.err}
+		}
+		rec := httptest.NewRecorder()
+		New(Options{Store: store}).ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		if rec.Code != tc.wantStatus || tc.wantStatus == http.StatusServiceUnavailable && rec.Header().Get("Retry-After") == "" {
+			t.Errorf("%v: %d %v %s, want %d", tc.err, rec.Code, rec.Header(), rec.Body, tc.wantStatus)
+		}
+		if tc.err == nil && !strings.Contains(rec.Body.String(), `"items": 2`) {
+			t.Errorf("counted: %s, want 2 items", rec.Body)
+		}
+	}
+}

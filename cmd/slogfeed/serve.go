@@ -73,6 +73,9 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if err := os.MkdirAll(cfg.dir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
+	if err := checkDataDir(a.log, cfg); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.values["addr"])
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -193,6 +196,40 @@ func parseServe(a *app, args []string) (*serveConfig, error) {
 		cfg.dir = filepath.Join(cfg.dir, "demo")
 	}
 	return cfg, nil
+}
+
+// checkDataDir refuses a data directory that holds the other kind of
+// node's data: a single node's slogfeed.db for a node with --nats-embed
+// (which keeps its data in DIR/nats and never reads the file), or an
+// embedded JetStream server's DIR/nats without a slogfeed.db for a single
+// node. Either would start empty beside data the operator meant it to
+// use. A directory that already holds both is only warned about, and so
+// is a slogfeed.db beside a node of an external NATS cluster (--nats),
+// which keeps nothing in the directory.
+func checkDataDir(log *slog.Logger, cfg *serveConfig) error {
+	db := filepath.Join(cfg.dir, "slogfeed.db")
+	js := filepath.Join(cfg.dir, "nats")
+	_, err := os.Stat(db)
+	hasDB := err == nil
+	st, err := os.Stat(js)
+	hasJS := err == nil && st.IsDir()
+	embed, _ := strconv.ParseBool(cfg.values["nats-embed"])
+	switch {
+	case !clusterEnabled(cfg.values) && hasJS && !hasDB:
+		return fmt.Errorf("--data %s holds a cluster node's JetStream data (%s), which a single node does not read: "+
+			"it would start with no feeds. Start this node with --nats-embed and its cluster settings, or give another --data "+
+			"(to move a cluster's subscriptions to one node: slogfeed export, then slogfeed import)", cfg.dir, js)
+	case !clusterEnabled(cfg.values) && hasJS:
+		log.Warn("the data directory also holds a cluster node's JetStream data, which a single node does not read", "data", cfg.dir, "ignored", js)
+	case embed && hasDB && !hasJS:
+		return fmt.Errorf("--data %s holds a single node's %s, which a cluster node does not read: "+
+			"it would join the cluster without those feeds. Give this node another --data (or move the file away), "+
+			"and move the subscriptions with slogfeed export on the single node and slogfeed import into the cluster "+
+			"(docs/cluster.md, From one node to a cluster)", cfg.dir, db)
+	case clusterEnabled(cfg.values) && hasDB:
+		log.Warn("the data directory holds a single node's data file, which a cluster node does not read", "data", cfg.dir, "ignored", db)
+	}
+	return nil
 }
 
 // storeStage is serve's first stage: where the data lives, and which

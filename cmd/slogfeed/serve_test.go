@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -277,4 +280,62 @@ func testServices(t *testing.T, args ...string) (*storeStage, *services) {
 	}
 	t.Cleanup(sv.close)
 	return st, sv
+}
+
+// A data directory that holds the other kind of node's data is refused
+// by name: a node with --nats-embed on a single node's slogfeed.db, a
+// single node on a cluster node's DIR/nats. Either would otherwise start
+// empty beside the data it was meant to use. Fresh directories, each
+// kind on its own data, and a directory that holds both are accepted.
+func TestDataDirOfTheOtherKind(t *testing.T) {
+	embed := []string{"--nats-embed"}
+	external := []string{"--nats", "nats://127.0.0.1:4222"}
+	for _, c := range []struct {
+		name       string
+		db, nats   bool
+		args       []string
+		refuse     string
+		warnIgnore string
+	}{
+		{name: "single, fresh"},
+		{name: "single on its file", db: true},
+		{name: "single on a cluster node's data", nats: true, refuse: "JetStream data"},
+		{name: "single beside both", db: true, nats: true, warnIgnore: "nats"},
+		{name: "embedded, fresh", args: embed},
+		{name: "embedded on its data", nats: true, args: embed},
+		{name: "embedded on a single node's file", db: true, args: embed, refuse: "slogfeed.db"},
+		{name: "embedded beside both", db: true, nats: true, args: embed, warnIgnore: "slogfeed.db"},
+		{name: "external NATS beside a file", db: true, args: external, warnIgnore: "slogfeed.db"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if c.db {
+				if err := os.WriteFile(filepath.Join(dir, "slogfeed.db"), nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.nats {
+				if err := os.MkdirAll(filepath.Join(dir, "nats", "jetstream"), 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var logged bytes.Buffer
+			a := &app{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }}
+			cfg, err := parseServe(a, append([]string{"--data", dir}, c.args...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = checkDataDir(slog.New(slog.NewTextHandler(&logged, nil)), cfg)
+			switch {
+			case c.refuse == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.refuse != "" && (err == nil || !strings.Contains(err.Error(), c.refuse) || !strings.Contains(err.Error(), "--data "+dir)):
+				t.Fatalf("%v, want a refusal naming --data %s and %s", err, dir, c.refuse)
+			}
+			ignored := filepath.Join(dir, c.warnIgnore)
+			if got := logged.String(); c.warnIgnore != "" && !strings.Contains(got, "ignored="+ignored) || c.warnIgnore == "" && got != "" {
+				t.Errorf("logged %q, want a warning naming %q: %v", got, c.warnIgnore, c.warnIgnore != "")
+			}
+		})
+	}
 }

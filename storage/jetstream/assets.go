@@ -140,6 +140,24 @@ func answering(ctx context.Context, s jetstream.Stream) error {
 	return err
 }
 
+// leaderInfo is stream s's info (with opts) as its leader answers it.
+// While a replicated stream has no leader (an election, a lost quorum),
+// each of its replicas answers an info request itself, from its own
+// state, which lags the stream by what was stored while the replica was
+// away or behind (a server just restarted): its subject counts and last
+// sequence are then too low. Such an answer, which names no leader, is
+// errNoLeader (unanswered: asked again, or a 503 for a request) instead.
+func leaderInfo(ctx context.Context, s jetstream.Stream, opts ...jetstream.StreamInfoOpt) (*jetstream.StreamInfo, error) {
+	info, err := s.Info(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if info.Cluster != nil && info.Cluster.Leader == "" {
+		return nil, errNoLeader
+	}
+	return info, nil
+}
+
 // errNotAssigned is a stream's info answered "not found" right after the
 // stream was opened or created.
 var errNotAssigned = errors.New("stream not assigned yet")
@@ -149,12 +167,9 @@ var errNotAssigned = errors.New("stream not assigned yet")
 const probeSubject = "slogfeed.probe.none"
 
 func probeStream(ctx context.Context, s jetstream.Stream) error {
-	info, err := s.Info(ctx)
+	info, err := leaderInfo(ctx, s)
 	if err != nil {
 		return err
-	}
-	if info.Cluster != nil && info.Cluster.Leader == "" {
-		return errNoLeader
 	}
 	if !info.Config.AllowDirect {
 		return nil

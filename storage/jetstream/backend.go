@@ -311,7 +311,7 @@ func (b *Backend) ItemCounts(ids []uint64) (map[uint64]int, error) {
 func (b *Backend) LastSeq() (uint64, error) {
 	ctx, cancel := b.call()
 	defer cancel()
-	info, err := b.s.items.Info(ctx)
+	info, err := leaderInfo(ctx, b.s.items)
 	if err != nil {
 		return 0, fmt.Errorf("last item sequence: %w", err)
 	}

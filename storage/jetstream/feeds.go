@@ -188,7 +188,7 @@ func (s *Store) keysFromLeader(ctx context.Context, bucket, prefix string) ([]st
 		return nil, err
 	}
 	subjPrefix := "$KV." + bucket + "." + prefix
-	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(subjPrefix+"*"))
+	info, err := leaderInfo(ctx, stream, jetstream.WithSubjectFilter(subjPrefix+"*"))
 	if err != nil {
 		return nil, err
 	}
@@ -324,7 +324,7 @@ func (s *Store) readObservations(ctx context.Context, feedID uint64, limit int) 
 	total := 0
 	for _, subject := range s.obsSubjectsOf(feedID) {
 		info, err := RetryUnanswered(ctx, func(ctx context.Context) (*jetstream.StreamInfo, error) {
-			return s.obs.Info(ctx, jetstream.WithSubjectFilter(subject))
+			return leaderInfo(ctx, s.obs, jetstream.WithSubjectFilter(subject))
 		})
 		if err != nil {
 			return nil, fmt.Errorf("observations of feed %d: %w", feedID, err)

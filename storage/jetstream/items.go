@@ -262,7 +262,7 @@ func short(id string) string {
 // CountItems returns how many items feedID has.
 func (s *Store) CountItems(ctx context.Context, feedID uint64) (int, error) {
 	subject := itemSubject(feedID)
-	info, err := s.items.Info(ctx, jetstream.WithSubjectFilter(subject))
+	info, err := leaderInfo(ctx, s.items, jetstream.WithSubjectFilter(subject))
 	if err != nil {
 		return 0, fmt.Errorf("count items of feed %d: %w", feedID, err)
 	}

@@ -189,7 +189,7 @@ func (s *Store) pass(ctx context.Context, stream jetstream.Stream, filters []str
 	// ctx bounds the whole pass (minutes); each request to the cluster
 	// is bounded on its own and asked again when unanswered (a leader
 	// that died with the request, or stepped down meanwhile).
-	info, err := RetryUnanswered(ctx, func(ctx context.Context) (*jetstream.StreamInfo, error) { return stream.Info(ctx) }) // answered by the stream's leader
+	info, err := RetryUnanswered(ctx, func(ctx context.Context) (*jetstream.StreamInfo, error) { return leaderInfo(ctx, stream) })
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}

@@ -1014,3 +1014,51 @@ func TestObservationsByShard(t *testing.T) {
 		t.Fatalf("deleted feed has %d observations, %v", len(obs), err)
 	}
 }
+
+// TestCountWithoutLeader: while the items stream has no leader (two of
+// three servers down), the server left answers an info request from its
+// own replica, which may lag the stream. CountItems and LastSeq take no
+// such answer: they fail with an error the backend calls unavailability
+// (a 503, asked again) rather than count from a replica.
+func TestCountWithoutLeader(t *testing.T) {
+	c := jstest.NewCluster(t, 3)
+	st, js := openStore(t, c)
+	ctx := testCtx(t)
+	if _, err := st.AddItems(ctx, 3, items("l", 5), storage.Retention{}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := st.CountItems(ctx, 3); err != nil || n != 5 {
+		t.Fatalf("CountItems = %d, %v; want 5", n, err)
+	}
+	// A replica answers for a leaderless group only once its server has
+	// run JetStream for 10 s.
+	time.Sleep(11 * time.Second)
+	c.Stop(1)
+	c.Stop(2)
+	b := sjs.NewBackend(st, 2*time.Second)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if time.Now().After(deadline) {
+			t.Fatal("the items stream kept a leader for 30 s with two of three servers down")
+		}
+		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		s, err := js.Stream(rctx, sjs.ItemsStream)
+		var info *jetstream.StreamInfo
+		if err == nil {
+			info, err = s.Info(rctx)
+		}
+		cancel()
+		if err == nil && info.Cluster != nil && info.Cluster.Leader == "" {
+			break // answered by the replica left, without a leader
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if n, err := st.CountItems(rctx, 3); err == nil || !b.Unavailable(err) {
+		t.Errorf("CountItems without a leader = %d, %v; want an unavailable error", n, err)
+	}
+	if seq, err := b.LastSeq(); err == nil || !b.Unavailable(err) {
+		t.Errorf("LastSeq without a leader = %d, %v; want an unavailable error", seq, err)
+	}
+}

@@ -255,7 +255,7 @@ func (s *Store) lastRecords(ctx context.Context, ids []uint64, fn func(id, rev u
 	if err != nil {
 		return fmt.Errorf("feed records: %w", err)
 	}
-	info, err := RetryUnanswered(ctx, func(ctx context.Context) (*jetstream.StreamInfo, error) { return defs.Info(ctx) }) // answered by the leader
+	info, err := RetryUnanswered(ctx, func(ctx context.Context) (*jetstream.StreamInfo, error) { return leaderInfo(ctx, defs) })
 	if err != nil {
 		return fmt.Errorf("feed records: %w", err)
 	}
