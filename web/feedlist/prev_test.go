@@ -1,6 +1,7 @@
 package feedlist
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net/url"
@@ -10,7 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/slogfeed/slogfeed/storage"
+	sjs "github.com/slogfeed/slogfeed/storage/jetstream"
+	"github.com/slogfeed/slogfeed/storage/jetstream/jstest"
 )
 
 // records is a store that keeps no summaries (as the JetStream store):
@@ -20,71 +25,60 @@ type records struct{ st *storage.Store }
 func (r records) Feeds() ([]storage.Feed, error)       { return r.st.Feeds() }
 func (r records) Feed(id uint64) (storage.Feed, error) { return r.st.Feed(id) }
 
+// store is what TestPagesBack fills and lists.
+type store interface {
+	Lister
+	CreateFeed(f *storage.Feed) error
+	DeleteFeed(id uint64) error
+}
+
 // TestPagesBack walks the pages of each filter forward to the last, then
-// back to the first by each page's Prev, on a store with summaries and
-// on one without, with a starved filter from planners with and without a
-// list of their overdue feeds: each page back is the page seen going
-// forward, with the same links, and a link to the page before that names
-// the first page when it is the first.
+// back to the first by each page's Prev, on a store with summaries, on
+// its records alone and on the JetStream store (which keeps none), with
+// a starved filter from planners with and without a list of their
+// overdue feeds: each page back is the page seen going forward, with the
+// same links, and a link to the page before that names the first page
+// when it is the first.
 func TestPagesBack(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	st, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true})
+	bolt, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
-	p := plans{}
-	var kept []storage.Feed
-	for i := 1; i <= 61; i++ {
-		f := storage.Feed{Kind: storage.KindRemote, URL: fmt.Sprintf("https://m%d.example/f.rss", i), Title: fmt.Sprintf("Mote %d", i), Policy: "auto"}
-		if i%4 == 0 {
-			f.Policy = "fixed-15m"
-		}
-		if i%3 == 0 {
-			f.LastError = "HTTP 503"
-		}
-		if err := st.CreateFeed(&f); err != nil {
-			t.Fatal(err)
-		}
-		p[f.ID] = now.Add(time.Second)
-		if f.ID%2 == 0 {
-			p[f.ID] = now.Add(-time.Hour) // starved
-		}
-		if i%7 == 0 { // gaps in the IDs
-			if err := st.DeleteFeed(f.ID); err != nil {
-				t.Fatal(err)
-			}
-			delete(p, f.ID)
-			continue
-		}
-		kept = append(kept, f)
-	}
+	defer bolt.Close()
 	asked := 0
-	stores := []struct {
+	for _, sc := range []struct {
 		name string
-		st   Lister
-	}{{"summaries", st}, {"records", records{st}}}
-	planners := []struct {
-		name string
-		p    Planner
-	}{{"walk", p}, {"overdue", overduePlans{p, &asked}}}
-	filters := []struct {
-		name string
-		q    url.Values
-		keep func(f *storage.Feed) bool
+		st   func() (store, Lister)
 	}{
-		{"all", url.Values{}, func(*storage.Feed) bool { return true }},
-		{"erroring", url.Values{"status": {"erroring"}}, func(f *storage.Feed) bool { return f.LastError != "" }},
-		{"policy", url.Values{"policy": {"fixed-15m"}}, func(f *storage.Feed) bool { return f.Policy == "fixed-15m" }},
-		{"text", url.Values{"q": {"MOTE 1"}}, func(f *storage.Feed) bool { return strings.HasPrefix(f.Title, "Mote 1") }},
-		{"starved", url.Values{"status": {"starved"}}, func(f *storage.Feed) bool { return f.ID%2 == 0 }},
-		{"starved and policy", url.Values{"status": {"starved"}, "policy": {"fixed-15m"}},
-			func(f *storage.Feed) bool { return f.ID%2 == 0 && f.Policy == "fixed-15m" }},
-		{"none", url.Values{"q": {"nowhere"}}, func(*storage.Feed) bool { return false }},
-	}
-	for _, sc := range stores {
+		{"summaries", func() (store, Lister) { return bolt, bolt }},
+		{"records", func() (store, Lister) { return bolt, records{bolt} }},
+		{"jetstream", func() (store, Lister) { b := openJetStream(t); return b, b }},
+	} {
+		st, list := sc.st()
+		if sc.name == "records" {
+			st = nil // filled as summaries
+		}
+		kept, p := fillPages(t, st, list, now)
+		planners := []struct {
+			name string
+			p    Planner
+		}{{"walk", p}, {"overdue", overduePlans{p, &asked}}}
 		for _, pc := range planners {
-			for _, fc := range filters {
+			for _, fc := range []struct {
+				name string
+				q    url.Values
+				keep func(f *storage.Feed) bool
+			}{
+				{"all", url.Values{}, func(*storage.Feed) bool { return true }},
+				{"erroring", url.Values{"status": {"erroring"}}, func(f *storage.Feed) bool { return f.LastError != "" }},
+				{"policy", url.Values{"policy": {"fixed-15m"}}, func(f *storage.Feed) bool { return f.Policy == "fixed-15m" }},
+				{"text", url.Values{"q": {"MOTE 1"}}, func(f *storage.Feed) bool { return strings.HasPrefix(f.Title, "Mote 1") }},
+				{"starved", url.Values{"status": {"starved"}}, func(f *storage.Feed) bool { return f.ID%2 == 0 }},
+				{"starved and policy", url.Values{"status": {"starved"}, "policy": {"fixed-15m"}},
+					func(f *storage.Feed) bool { return f.ID%2 == 0 && f.Policy == "fixed-15m" }},
+				{"none", url.Values{"q": {"nowhere"}}, func(*storage.Feed) bool { return false }},
+			} {
 				for _, limit := range []int{1, 4, 10, 100} {
 					name := fmt.Sprintf("%s/%s/%s/limit %d", sc.name, pc.name, fc.name, limit)
 					var want []uint64
@@ -98,7 +92,7 @@ func TestPagesBack(t *testing.T) {
 						q[k] = v
 					}
 					q.Set("limit", fmt.Sprint(limit))
-					walkBack(t, name, sc.st, pc.p, now, q, limit, want)
+					walkBack(t, name, list, pc.p, now, q, limit, want)
 				}
 			}
 		}
@@ -106,6 +100,62 @@ func TestPagesBack(t *testing.T) {
 	if asked == 0 {
 		t.Fatal("the overdue planner was never asked")
 	}
+}
+
+// fillPages stores 61 feeds in st (unless nil) less every 7th, deleted,
+// and returns those list holds, with plans starving the even IDs.
+func fillPages(t *testing.T, st store, list Lister, now time.Time) ([]storage.Feed, plans) {
+	t.Helper()
+	for i := 1; st != nil && i <= 61; i++ {
+		f := storage.Feed{Kind: storage.KindRemote, URL: fmt.Sprintf("https://m%d.example/f.rss", i), Title: fmt.Sprintf("Mote %d", i), Policy: "auto"}
+		if i%4 == 0 {
+			f.Policy = "fixed-15m"
+		}
+		if i%3 == 0 {
+			f.LastError = "HTTP 503"
+		}
+		if err := st.CreateFeed(&f); err != nil {
+			t.Fatal(err)
+		}
+		if i%7 == 0 { // gaps in the IDs
+			if err := st.DeleteFeed(f.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	kept, err := list.Feeds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != 61-61/7 {
+		t.Fatalf("%d feeds stored", len(kept))
+	}
+	p := plans{}
+	for _, f := range kept {
+		p[f.ID] = now.Add(time.Second)
+		if f.ID%2 == 0 {
+			p[f.ID] = now.Add(-time.Hour) // starved
+		}
+	}
+	return kept, p
+}
+
+// openJetStream is a JetStream store on an in-process server.
+func openJetStream(t *testing.T) *sjs.Backend {
+	t.Helper()
+	js, err := jetstream.New(jstest.NewServer(t).Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := sjs.Open(ctx, js, sjs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := sjs.NewBackend(st, 10*time.Second)
+	t.Cleanup(func() { b.Close() })
+	return b
 }
 
 // walkBack checks the pages of query q on st (pages of limit of the
