@@ -512,6 +512,34 @@ func (s *Store) FeedIDsAfter(after uint64, limit int) (ids []uint64, more bool, 
 	return ids, false, nil
 }
 
+// FeedIDsBefore returns the IDs of the last limit feeds whose ID is less
+// than before, in order, and whether more precede them; from the
+// summaries in memory, read backward from before, in time independent
+// of the number of feeds. It pages back over the pages FeedIDsAfter
+// gives: the limit IDs before the first of a page are the page before.
+func (s *Store) FeedIDsBefore(before uint64, limit int) (ids []uint64, more bool, err error) {
+	x, err := s.index()
+	if err != nil {
+		return nil, false, err
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	i, _ := x.find(before) // entries[i-1] is the last below before
+	ids = make([]uint64, 0, min(limit, 1024))
+	for i--; i >= 0; i-- {
+		if x.entries[i].flags&entryDead != 0 {
+			continue
+		}
+		if len(ids) == limit {
+			more = true
+			break
+		}
+		ids = append(ids, x.entries[i].id)
+	}
+	slices.Reverse(ids)
+	return ids, more, nil
+}
+
 // SummaryFilter selects feeds by their summaries; its zero value keeps
 // every feed.
 type SummaryFilter struct {
@@ -530,9 +558,27 @@ type SummaryFilter struct {
 // and how many it keeps in all. It reads no record. Commits that happen
 // during the walk show in the part of it that follows them.
 func (s *Store) MatchFeeds(f SummaryFilter, after uint64, limit int) (ids []uint64, total int, err error) {
-	x, err := s.index()
+	err = s.EachMatchingFeed(f, func(id uint64) bool {
+		total++
+		if id > after && len(ids) < limit {
+			ids = append(ids, id)
+		}
+		return true
+	})
 	if err != nil {
 		return nil, 0, err
+	}
+	return ids, total, nil
+}
+
+// EachMatchingFeed walks the summaries in memory and calls fn with the ID
+// of every feed f keeps, in order of ID, until fn returns false. It reads
+// no record, and calls fn (and f.Keep) without the index locked. Commits
+// that happen during the walk show in the part of it that follows them.
+func (s *Store) EachMatchingFeed(f SummaryFilter, fn func(id uint64) bool) error {
+	x, err := s.index()
+	if err != nil {
+		return err
 	}
 	buf := make([]uint64, 0, x.chunk)
 	from := uint64(0)
@@ -543,13 +589,12 @@ func (s *Store) MatchFeeds(f SummaryFilter, after uint64, limit int) (ids []uint
 			if f.Keep != nil && !f.Keep(id) {
 				continue
 			}
-			total++
-			if id > after && len(ids) < limit {
-				ids = append(ids, id)
+			if !fn(id) {
+				return nil
 			}
 		}
 		if done {
-			return ids, total, nil
+			return nil
 		}
 	}
 }

@@ -97,6 +97,36 @@ func checkIndex(t *testing.T, st *Store, step string) {
 	if !slices.Equal(ids, wantIDs) {
 		t.Fatalf("%s: pages give %v, want %v", step, ids, wantIDs)
 	}
+	// Read backward from any bound, the IDs are the last ones below it,
+	// and paging back from past the end gives every ID once.
+	for _, limit := range []int{0, 1, 3, 1000} {
+		for _, before := range []uint64{0, 1, 2, 7, 40, math.MaxUint64} {
+			got, more, err := st.FeedIDsBefore(before, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			below := wantIDs[:func() int { i, _ := slices.BinarySearch(wantIDs, before); return i }()]
+			want := below[max(0, len(below)-limit):]
+			if !slices.Equal(got, want) || more != (len(below) > limit) {
+				t.Fatalf("%s: FeedIDsBefore(%d, %d) = %v, %v; want %v, %v", step, before, limit, got, more, want, len(below) > limit)
+			}
+		}
+	}
+	var back []uint64
+	for before := uint64(math.MaxUint64); ; {
+		page, more, err := st.FeedIDsBefore(before, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back = append(slices.Clone(page), back...)
+		if !more {
+			break
+		}
+		before = page[0]
+	}
+	if !slices.Equal(back, wantIDs) {
+		t.Fatalf("%s: pages back give %v, want %v", step, back, wantIDs)
+	}
 	// Filters keep what SummaryOf's fields say, after any cursor.
 	odd := func(id uint64) bool { return id%2 == 1 }
 	for _, f := range []SummaryFilter{
@@ -123,6 +153,16 @@ func checkIndex(t *testing.T, st *Store, step string) {
 			}
 			if total != len(want) || !slices.Equal(got, page) {
 				t.Fatalf("%s: MatchFeeds(%+v, %d): %v of %d, want %v of %d", step, f, after, got, total, page, len(want))
+			}
+		}
+		for _, stop := range []int{1, 2, len(want) + 1} {
+			var got []uint64
+			err := st.EachMatchingFeed(f, func(id uint64) bool { got = append(got, id); return len(got) < stop })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w := want[:min(stop, len(want))]; !slices.Equal(got, w) {
+				t.Fatalf("%s: EachMatchingFeed(%+v) stopping at %d: %v, want %v", step, f, stop, got, w)
 			}
 		}
 	}

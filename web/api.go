@@ -435,7 +435,7 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) {
 			a.log.Error("api: item counts", "err", err)
 		}
 	}
-	out := FeedPage{Feeds: make([]FeedView, 0, len(feeds)), Total: cut.Total, NextCursor: cut.Cursor}
+	out := FeedPage{Feeds: make([]FeedView, 0, len(feeds)), Total: cut.Total, NextCursor: cut.Cursor, PrevCursor: cut.Prev}
 	for _, f := range feeds {
 		v := a.viewWith(f, lat[f.ID])
 		if n, ok := held[f.ID]; ok {
@@ -455,6 +455,9 @@ type FeedPage struct {
 	// NextCursor asks for the page after this one (?cursor=); it is
 	// empty on the last page.
 	NextCursor string `json:"next_cursor"`
+	// PrevCursor asks for the page before this one (?before=); it is
+	// empty on the first page.
+	PrevCursor string `json:"prev_cursor"`
 }
 
 // feed loads the feed named by the {id} path value, writing the error.

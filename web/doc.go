@@ -6,7 +6,8 @@
 //	POST   /api/v1/feeds                  subscribe {"url": ..., "policy": "auto", ...} → 201 with the feed
 //	POST   /api/v1/feeds/bulk             subscribe up to 10,000 feeds {"feeds": [...]} → a result per feed;
 //	                                      their first fetches paced (SubscribePaced)
-//	GET    /api/v1/feeds                  a page of feeds with their status (?limit=&cursor=&q=&status=&policy=) → {feeds, total, next_cursor}
+//	GET    /api/v1/feeds                  a page of feeds with their status (?limit=&cursor=|before=&q=&status=&policy=)
+//	                                      → {feeds, total, next_cursor, prev_cursor}
 //	GET    /api/v1/feeds/{id}             one feed
 //	GET    /api/v1/fleet                  every feed summed up: counts, polls, hit rate, erroring, starved,
 //	                                      quantiles of the feeds' mean latencies

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -130,6 +131,42 @@ func walk(t *testing.T, h http.Handler, query string, between func(page int)) (i
 	}
 }
 
+// walkBack pages forward through query, then back from the last page by
+// each page's prev_cursor: each page back is the page served forward,
+// with the same cursors, and only the first page has no prev_cursor.
+func walkBack(t *testing.T, h http.Handler, query string) {
+	t.Helper()
+	page := func(key, cursor string) FeedPage {
+		t.Helper()
+		q, err := url.ParseQuery(query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if key != "" {
+			q.Set(key, cursor)
+		}
+		var p FeedPage
+		getJSON(t, h, "/api/v1/feeds?"+q.Encode(), &p)
+		return p
+	}
+	pages := []FeedPage{page("", "")}
+	for p := pages[0]; p.NextCursor != "" && len(pages) <= 1000; {
+		p = page("cursor", p.NextCursor)
+		pages = append(pages, p)
+	}
+	for i, p := range pages {
+		if (p.PrevCursor == "") != (i == 0) {
+			t.Fatalf("page %d of %d: prev_cursor %q", i, len(pages), p.PrevCursor)
+		}
+	}
+	for i := len(pages) - 1; i > 0; i-- {
+		back := page("before", pages[i].PrevCursor)
+		if !reflect.DeepEqual(back, pages[i-1]) {
+			t.Fatalf("back from page %d: %+v, want %+v", i, back, pages[i-1])
+		}
+	}
+}
+
 func TestFeedsPages(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -171,6 +208,7 @@ func TestFeedsPages(t *testing.T) {
 						t.Errorf("a page's total is %d, want %d", n, len(want))
 					}
 				}
+				walkBack(t, h, tc.query)
 			})
 		}
 	}
@@ -224,6 +262,8 @@ func TestFeedsPagesBadRequests(t *testing.T) {
 		{"cursor=12", "cursor is not one this server gave"},
 		{"cursor=" + feedlist.EncodeCursor(1) + "x", "cursor is not one"},
 		{"cursor=" + strings.Repeat("A", 100), "cursor is not one"},
+		{"before=12", "before is not a cursor this server gave"},
+		{"before=" + feedlist.EncodeCursor(2) + "&cursor=" + feedlist.EncodeCursor(1), "not both"},
 		{"status=ok", "status must be erroring or starved"},
 		{"policy=bogus", `is not a policy slogfeed knows (auto, dpt-a`},
 		{"policy=fixed-soon", `fixed-soon\" is not a policy`},

@@ -44,8 +44,12 @@ func (e *QueryError) Error() string { return e.Msg }
 
 // Filter is what a request for a page of feeds asks for.
 type Filter struct {
-	Limit  int
-	After  uint64 // the page starts after this feed ID (0: at the start)
+	Limit int
+	After uint64 // the page starts after this feed ID (0: at the start)
+	// Before, when set, asks for the page that ends before this feed ID
+	// instead: the last Limit feeds below it, or the first page when no
+	// more than Limit feeds come before it. After is then 0.
+	Before uint64
 	Text   string // text sought, any case, in the title, slug or URL
 	Status string // "", Erroring or Starved
 	Policy string
@@ -91,8 +95,9 @@ func starvedIDs(p Planner, now time.Time) (ids []uint64, ok bool) {
 	return slices.Compact(ids), true
 }
 
-// Parse reads a filter from a request's query (limit, cursor, q, status,
-// policy). Its error is a *QueryError naming the bad parameter.
+// Parse reads a filter from a request's query (limit, cursor or before,
+// q, status, policy). Its error is a *QueryError naming the bad
+// parameter.
 func Parse(q url.Values) (Filter, error) {
 	f := Filter{Limit: DefaultLimit}
 	bad := func(format string, args ...any) (Filter, error) {
@@ -111,6 +116,16 @@ func Parse(q url.Values) (Filter, error) {
 			return bad("cursor is not one this server gave (take next_cursor from the previous page)")
 		}
 		f.After = id
+	}
+	if s := q.Get("before"); s != "" {
+		if f.After != 0 {
+			return bad("give cursor (the page after) or before (the page before), not both")
+		}
+		id, ok := decodeCursor(s)
+		if !ok {
+			return bad("before is not a cursor this server gave (take prev_cursor from the page after)")
+		}
+		f.Before = id
 	}
 	if s := strings.TrimSpace(q.Get("q")); s != "" {
 		if len(s) > maxText || !utf8.ValidString(s) || strings.ContainsFunc(s, unicode.IsControl) {
@@ -229,7 +244,8 @@ func FromFeeds(feeds []storage.Feed) Walk {
 type Index interface {
 	storage.Summaries
 	FeedIDsAfter(after uint64, limit int) (ids []uint64, more bool, err error)
-	MatchFeeds(f storage.SummaryFilter, after uint64, limit int) (ids []uint64, total int, err error)
+	FeedIDsBefore(before uint64, limit int) (ids []uint64, more bool, err error)
+	EachMatchingFeed(f storage.SummaryFilter, fn func(id uint64) bool) error
 	FleetStats() (storage.FleetStats, error)
 }
 
@@ -295,6 +311,12 @@ type Page struct {
 	Total int
 	// Cursor asks for the page after this one; "" on the last page.
 	Cursor string
+	// Prev asks for the page before this one (Filter.Before); "" on the
+	// first page. PrevFirst: that page is the first page (no more than a
+	// page's worth of feeds come before this one), which a link may name
+	// without a cursor.
+	Prev      string
+	PrevFirst bool
 }
 
 // Fleet sums up every feed.
@@ -309,10 +331,11 @@ type Fleet struct {
 }
 
 // List cuts the page ff asks for from st's feeds, plans telling when they
-// are fetched next: from the summaries of an Index (an unfiltered page
-// in time independent of the number of feeds, a filtered one by a walk
-// of the summaries in memory, the starved feeds alone from an
-// OverduePlanner without a walk), else from all its feeds.
+// are fetched next: from the summaries of an Index (an unfiltered page,
+// after a cursor or before one, in time independent of the number of
+// feeds, a filtered one by a walk of the summaries in memory, the
+// starved feeds alone from an OverduePlanner without a walk), else from
+// all its feeds.
 func List(st Lister, ff Filter, plans Planner, now time.Time) (Page, error) {
 	next := nextOf(plans)
 	x, ok := st.(Index)
@@ -326,30 +349,80 @@ func List(st Lister, ff Filter, plans Planner, now time.Time) (Page, error) {
 		}
 	}
 	if !ff.unfiltered() {
-		ids, total, err := x.MatchFeeds(ff.summaryFilter(next, now), ff.After, ff.Limit+1)
-		if err != nil {
-			return Page{}, err
-		}
-		p := Page{IDs: ids, Total: total}
-		if len(ids) > ff.Limit {
-			p.IDs = ids[:ff.Limit]
-			p.Cursor = EncodeCursor(p.IDs[len(p.IDs)-1])
-		}
-		return p, nil
-	}
-	ids, more, err := x.FeedIDsAfter(ff.After, ff.Limit)
-	if err != nil {
-		return Page{}, err
+		return match(x, ff.summaryFilter(next, now), ff)
 	}
 	stats, err := x.FleetStats()
 	if err != nil {
 		return Page{}, err
 	}
-	p := Page{IDs: ids, Total: stats.Feeds}
-	if more && len(ids) > 0 {
-		p.Cursor = EncodeCursor(ids[len(ids)-1])
+	p, err := listAll(x, ff)
+	p.Total = stats.Feeds
+	return p, err
+}
+
+// listAll cuts the unfiltered page ff asks for from x's IDs, reading
+// forward from ff.After or backward from ff.Before, and backward from the
+// page's first feed for the page before: a few reads of the index, each
+// of a page.
+func listAll(x Index, ff Filter) (Page, error) {
+	var (
+		p        Page
+		more     bool // feeds follow the page
+		backward bool // the page was read backward from ff.Before
+	)
+	limit, after := max(1, ff.Limit), ff.After
+	if ff.Before != 0 {
+		ids, earlier, err := x.FeedIDsBefore(ff.Before, limit)
+		if err != nil {
+			return Page{}, err
+		}
+		if earlier {
+			if _, more, err = x.FeedIDsAfter(ids[len(ids)-1], 0); err != nil {
+				return Page{}, err
+			}
+			p.IDs, backward = ids, true
+		} // else no more than a page before: the first page
+	}
+	if !backward {
+		var err error
+		if p.IDs, more, err = x.FeedIDsAfter(after, limit); err != nil {
+			return Page{}, err
+		}
+	}
+	if more && len(p.IDs) > 0 {
+		p.Cursor = EncodeCursor(p.IDs[len(p.IDs)-1])
+	}
+	if !backward && after == 0 {
+		return p, nil // the first page
+	}
+	bound := prevBound(p.IDs, after)
+	prev, earlier, err := x.FeedIDsBefore(bound, limit)
+	if err != nil {
+		return Page{}, err
+	}
+	if len(prev) > 0 {
+		p.Prev, p.PrevFirst = EncodeCursor(bound), !earlier
 	}
 	return p, nil
+}
+
+// prevBound is where the page before the page of ids, cut after after,
+// ends: at its first feed, or after after when it is empty.
+func prevBound(ids []uint64, after uint64) uint64 {
+	if len(ids) > 0 {
+		return ids[0]
+	}
+	return max(after+1, after) // not past the largest ID
+}
+
+// match cuts the page ff asks for from the feeds sf keeps, by a walk of
+// x's summaries.
+func match(x Index, sf storage.SummaryFilter, ff Filter) (Page, error) {
+	c := newCutter(ff)
+	if err := x.EachMatchingFeed(sf, func(id uint64) bool { c.add(id); return true }); err != nil {
+		return Page{}, err
+	}
+	return c.page(), nil
 }
 
 // listStarved cuts the page ff (whose status is Starved) asks for from
@@ -363,26 +436,80 @@ func listStarved(x Index, ff Filter, ids []uint64) (Page, error) {
 			_, found := slices.BinarySearch(ids, id)
 			return found
 		}
-		got, total, err := x.MatchFeeds(sf, ff.After, ff.Limit+1)
-		if err != nil {
-			return Page{}, err
-		}
-		return pageOf(got, total, ff.Limit), nil
+		return match(x, sf, ff)
 	}
-	i, found := slices.BinarySearch(ids, ff.After)
-	if found {
-		i++
+	c := newCutter(ff)
+	for _, id := range ids {
+		c.add(id)
 	}
-	return pageOf(ids[i:min(len(ids), i+ff.Limit+1)], len(ids), ff.Limit), nil
+	return c.page(), nil
 }
 
-// pageOf is the page of the first limit of ids (up to limit+1 of the
-// matching feeds after the cursor, in order), total matching in all.
-func pageOf(ids []uint64, total, limit int) Page {
-	p := Page{IDs: ids, Total: total}
-	if len(ids) > limit {
-		p.IDs = ids[:limit]
-		p.Cursor = EncodeCursor(p.IDs[len(p.IDs)-1])
+// cutter cuts the page a Filter asks for from the IDs of the feeds it
+// keeps, handed to add in order of ID, in one pass and in memory bounded
+// by the page: after ff.After, the first Limit IDs above it; before
+// ff.Before, a ring of the last Limit IDs below it, with the first Limit
+// IDs of all for when no more than those come before it (the first
+// page). Either way it counts the IDs before the page, for its link to
+// the page before.
+type cutter struct {
+	limit         int
+	after, before uint64
+	total         int
+	ids           []uint64 // the page; before: a ring, its oldest at below%limit once full
+	below         int      // IDs up to after; before: IDs below before
+	more          bool     // after: an ID follows the page
+	first         []uint64 // before: the first limit IDs
+}
+
+func newCutter(ff Filter) *cutter {
+	return &cutter{limit: max(1, ff.Limit), after: ff.After, before: ff.Before}
+}
+
+func (c *cutter) add(id uint64) {
+	c.total++
+	if c.before == 0 {
+		switch {
+		case id <= c.after:
+			c.below++
+		case len(c.ids) < c.limit:
+			c.ids = append(c.ids, id)
+		default:
+			c.more = true
+		}
+		return
+	}
+	if len(c.first) < c.limit {
+		c.first = append(c.first, id)
+	}
+	if id < c.before {
+		if len(c.ids) < c.limit {
+			c.ids = append(c.ids, id)
+		} else {
+			c.ids[c.below%c.limit] = id
+		}
+		c.below++
+	}
+}
+
+// page is the page cut once every ID was added.
+func (c *cutter) page() Page {
+	ids, preceding, more, after := c.ids, c.below, c.more, c.after
+	if c.before != 0 {
+		if c.below <= c.limit { // the first page
+			ids, preceding, more = c.first, 0, c.total > len(c.first)
+		} else {
+			k := c.below % c.limit
+			ids = append(slices.Clone(c.ids[k:]), c.ids[:k]...)
+			preceding, more = c.below-c.limit, c.total > c.below
+		}
+	}
+	p := Page{IDs: ids, Total: c.total}
+	if more && len(ids) > 0 {
+		p.Cursor = EncodeCursor(ids[len(ids)-1])
+	}
+	if preceding > 0 {
+		p.Prev, p.PrevFirst = EncodeCursor(prevBound(ids, after)), preceding <= c.limit
 	}
 	return p
 }
@@ -444,7 +571,8 @@ func (c *Counter) countStarved(x Index, next Next, now time.Time) (int, error) {
 	if c.valid && !now.Before(c.at) && now.Sub(c.at) < StarvedEvery {
 		return c.starved, nil
 	}
-	_, n, err := x.MatchFeeds(storage.SummaryFilter{Kind: storage.KindRemote, Keep: starved(next, now)}, 0, 0)
+	n := 0
+	err := x.EachMatchingFeed(storage.SummaryFilter{Kind: storage.KindRemote, Keep: starved(next, now)}, func(uint64) bool { n++; return true })
 	if err != nil {
 		return 0, err
 	}
@@ -452,44 +580,32 @@ func (c *Counter) countStarved(x Index, next Next, now time.Time) (int, error) {
 	return n, nil
 }
 
-// Read walks every feed once: the page of those ff keeps (the matching
-// feeds after ff.After, at most ff.Limit of them, with the count of all
-// that match) and, with fleet set, the fleet's aggregates, all exact.
+// Read walks every feed once: the page of those ff keeps (after
+// ff.After or before ff.Before, at most ff.Limit of them, with the count
+// of all that match) and, with fleet set, the fleet's aggregates, all
+// exact.
 func Read(walk Walk, ff Filter, next Next, now time.Time, fleet bool) (Page, Fleet, error) {
 	var (
-		p     Page
 		s     Fleet
 		means []float64
-		more  bool
 	)
+	c := newCutter(ff)
 	err := walk(func(f *storage.FeedSummary) bool {
 		if fleet {
 			s.add(f, next, now, &means)
 		}
-		if !ff.Match(f, next, now) {
-			return true
+		if ff.Match(f, next, now) {
+			c.add(f.ID)
 		}
-		p.Total++
-		if f.ID <= ff.After {
-			return true
-		}
-		if len(p.IDs) == ff.Limit {
-			more = true
-			return true
-		}
-		p.IDs = append(p.IDs, f.ID)
 		return true
 	})
 	if err != nil {
 		return Page{}, Fleet{}, err
 	}
-	if more {
-		p.Cursor = EncodeCursor(p.IDs[len(p.IDs)-1])
-	}
 	if fleet {
 		s.finish(means)
 	}
-	return p, s, nil
+	return c.page(), s, nil
 }
 
 func (s *Fleet) add(f *storage.FeedSummary, next Next, now time.Time, means *[]float64) {

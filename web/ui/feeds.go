@@ -84,6 +84,7 @@ type feedsView struct {
 	Total      int    // feeds that match the filters
 	Filtered   bool   // a filter is set
 	NextURL    string // the next page, "" on the last
+	PrevURL    string // the previous page, "" on the first
 	FirstURL   string // the first page, "" on it
 }
 
@@ -148,22 +149,40 @@ func (u *UI) renderFeeds(w http.ResponseWriter, r *http.Request, status int, err
 	v.Fleet = fleetOf(fleet)
 	v.Q, v.Status, v.ListPolicy, v.Total = ff.Text, ff.Status, ff.Policy, cut.Total
 	v.Filtered = ff.Text != "" || ff.Status != "" || ff.Policy != ""
-	q := ff.Query()
-	if cut.Cursor != "" {
-		q.Set("cursor", cut.Cursor)
-		v.NextURL = "/ui/feeds?" + q.Encode()
-		q.Del("cursor")
-	}
-	if ff.After > 0 {
-		v.FirstURL = "/ui/feeds"
-		if len(q) > 0 {
-			v.FirstURL += "?" + q.Encode()
-		}
-	}
+	v.FirstURL, v.PrevURL, v.NextURL = feedsPageURLs(ff, cut)
 	p := u.newPage(w, r, "Feeds", "feeds")
 	p.Error = errMsg
 	p.Body = v
 	u.render(w, r, status, "feeds", p)
+}
+
+// feedsPageURLs are the links of page cut of the feeds list to its
+// first, previous and next pages, with the same filters and page size:
+// "" for the first two on the first page, for the last on the last. The
+// previous page is named by the cursor before the page's first feed, or
+// as the first page when it is the first.
+func feedsPageURLs(ff feedlist.Filter, cut feedlist.Page) (first, prev, next string) {
+	q := ff.Query()
+	with := func(key, cursor string) string {
+		if key != "" {
+			q.Set(key, cursor)
+			defer q.Del(key)
+		}
+		if len(q) == 0 {
+			return "/ui/feeds"
+		}
+		return "/ui/feeds?" + q.Encode()
+	}
+	if cut.Cursor != "" {
+		next = with("cursor", cut.Cursor)
+	}
+	if cut.Prev != "" {
+		first, prev = with("", ""), with("before", cut.Prev)
+		if cut.PrevFirst {
+			prev = first
+		}
+	}
+	return first, prev, next
 }
 
 // fleetOf formats the fleet's aggregates for the page.

@@ -103,6 +103,11 @@ func TestFeedsPagesUI(t *testing.T) {
 		{"policy", "/ui/feeds?policy=fixed-1h", http.StatusOK, 0, "No feed matches"},
 		{"bad status", "/ui/feeds?status=asleep", http.StatusBadRequest, -1, "status must be erroring or starved"},
 		{"bad cursor", "/ui/feeds?cursor=zzz", http.StatusBadRequest, -1, "cursor is not one this server gave"},
+		{"past the end", "/ui/feeds?cursor=" + feedlist.EncodeCursor(1<<40), http.StatusOK, 0, `No more feeds on this page.</p>
+<nav class="pager" aria-label="Pages of feeds"><a href="/ui/feeds">First page</a><a href="/ui/feeds?before=`},
+		{"before", "/ui/feeds?limit=3&before=" + feedlist.EncodeCursor(all[9].ID), http.StatusOK, 3,
+			fmt.Sprintf(`<a href="/ui/feeds/%d">`, all[6].ID)},
+		{"bad before", "/ui/feeds?before=zzz", http.StatusBadRequest, -1, "before is not a cursor this server gave"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -168,5 +173,102 @@ func TestFeedsPageStarvedRecount(t *testing.T) {
 	e.agg.mu.Unlock()
 	if b := page(); planned < 12 || !strings.Contains(b, fmt.Sprintf(">%d starved</a>", planned)) {
 		t.Fatalf("two hours on: want all %d planned feeds starved", planned)
+	}
+}
+
+var (
+	prevPageRe = regexp.MustCompile(`<a href="([^"]+)" rel="prev">`)
+	hrefRe     = regexp.MustCompile(`href="([^"]+)"`)
+	pagerRe    = regexp.MustCompile(`(?s)<nav class="pager" aria-label="Pages of feeds">.*?</nav>`)
+)
+
+// The feeds list pages back: from the last page, each page's Previous
+// link leads to the page before, the one paging forward showed (the same
+// rows and the same links), with the list's filters and page size; the
+// first page has none, the others all do.
+func TestFeedsPagesBackUI(t *testing.T) {
+	e := newEnv(t, envOptions{loopback: true})
+	c := e.client(t)
+	for i := range 230 {
+		f := storage.Feed{Kind: storage.KindRemote, URL: fmt.Sprintf("https://mote-%d.example/s.rss", i), Title: fmt.Sprintf("Mote %d", i), Policy: "auto"}
+		if i%10 == 0 {
+			f.LastError, f.ErrorCount = "HTTP 503", 1
+		}
+		if i%3 == 0 {
+			f.Policy = "fixed-15m"
+		}
+		if err := e.st.CreateFeed(&f); err != nil {
+			t.Fatal(err)
+		}
+		if i%11 == 0 { // gaps in the IDs
+			if err := e.st.DeleteFeed(f.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name, path string
+		pages      int    // at least 3
+		has        string // in every link of a page
+	}{
+		{"every feed", "/ui/feeds", 3, ""},
+		{"page size", "/ui/feeds?limit=30", 8, "limit=30"},
+		{"erroring", "/ui/feeds?status=erroring&limit=4", 5, "limit=4&status=erroring"},
+		{"search", "/ui/feeds?q=mote+1&limit=9", 12, "limit=9&q=mote+1"},
+		{"policy", "/ui/feeds?policy=fixed-15m&limit=25", 3, "limit=25&policy=fixed-15m"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			type seen struct{ rows, pager string }
+			get := func(path string) (seen, string, string) {
+				t.Helper()
+				r := c.get(t, path)
+				if r.status != http.StatusOK {
+					t.Fatalf("%s: %d", path, r.status)
+				}
+				var rows []string
+				for _, m := range feedRowRe.FindAllStringSubmatch(r.body, -1) {
+					rows = append(rows, m[1])
+				}
+				s := seen{strings.Join(rows, ","), pagerRe.FindString(r.body)}
+				for _, m := range hrefRe.FindAllStringSubmatch(s.pager, -1) {
+					if !strings.Contains(html.UnescapeString(m[1]), tc.has) {
+						t.Fatalf("%s: link %s lacks %q", path, m[1], tc.has)
+					}
+				}
+				link := func(re *regexp.Regexp) string {
+					if m := re.FindStringSubmatch(r.body); m != nil {
+						return html.UnescapeString(m[1])
+					}
+					return ""
+				}
+				return s, link(prevPageRe), link(nextPageRe)
+			}
+			var forward []seen
+			path, last := tc.path, ""
+			for path != "" && len(forward) <= tc.pages {
+				s, prev, next := get(path)
+				if (prev == "") != (len(forward) == 0) {
+					t.Fatalf("%s: page %d has previous link %q", path, len(forward), prev)
+				}
+				forward = append(forward, s)
+				path, last = next, path
+			}
+			if len(forward) != tc.pages {
+				t.Fatalf("%d pages forward, want %d", len(forward), tc.pages)
+			}
+			s, prev, _ := get(last) // the last page again
+			for i := tc.pages - 1; i > 0; i-- {
+				if prev == "" {
+					t.Fatalf("page %d has no previous link", i)
+				}
+				s, prev, _ = get(prev)
+				if s != forward[i-1] {
+					t.Fatalf("back from page %d:\n%+v\nwant\n%+v", i, s, forward[i-1])
+				}
+			}
+			if prev != "" {
+				t.Fatalf("back on the first page, a previous link %q", prev)
+			}
+		})
 	}
 }

@@ -125,8 +125,31 @@ func BenchmarkFleetPages(b *testing.B) {
 	b.Logf("summaries warmed in %v (heap kept: %.0f B/feed); first feeds page after: %v", warmed.Round(time.Millisecond),
 		(float64(after.HeapAlloc)-float64(before.HeapAlloc))/float64(*fleetFeeds), time.Since(first).Round(time.Microsecond))
 	last := feedlist.EncodeCursor(uint64(*fleetFeeds - 50))
+	// A page in the middle of the list, asked for forward (after the
+	// feed before it) and backward (before the feed after it): the same
+	// rows, and the same for the erroring feeds (every 50th, pages of 20).
+	mid := uint64(*fleetFeeds / 2)
+	back := func(ff feedlist.Filter) (next, prev string) {
+		p, err := feedlist.List(st, ff, agg, clock.Now())
+		if err == nil {
+			ff.After = p.IDs[len(p.IDs)-1]
+			p, err = feedlist.List(st, ff, agg, clock.Now())
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		return "cursor=" + feedlist.EncodeCursor(mid), "before=" + p.Prev
+	}
+	next, prev := back(feedlist.Filter{Limit: 100, After: mid})
+	errNext, errPrev := back(feedlist.Filter{Limit: 20, After: mid, Status: feedlist.Erroring})
+	b.Run("list", func(b *testing.B) { benchPageCut(b, st, agg, mid) })
 	for _, tc := range []struct{ name, path string }{
 		{"ui", "/ui/feeds"},
+		{"ui-mid-next", "/ui/feeds?" + next},
+		{"ui-mid-prev", "/ui/feeds?" + prev},
+		{"ui-erroring-mid-next", "/ui/feeds?status=erroring&limit=20&" + errNext},
+		{"ui-erroring-mid-prev", "/ui/feeds?status=erroring&limit=20&" + errPrev},
+		{"api-mid-prev", "/api/v1/feeds?" + prev},
 		{"ui-search", "/ui/feeds?q=station-4242."},
 		{"ui-starved", "/ui/feeds?status=starved"},
 		{"api", "/api/v1/feeds"},
@@ -160,6 +183,60 @@ func BenchmarkFleetPages(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/op")
 			b.ReportMetric(float64(size), "bytes/page")
+		})
+	}
+}
+
+// benchPageCut times the cut of the page of 100 feeds after feed mid
+// alone (feedlist.List, which the feeds page calls once) forward, by
+// the index read backward, and by a walk of every summary from the first
+// up to the page with a ring of the last 101 IDs (the sensors list's
+// way to its previous page), which grows with the fleet.
+func benchPageCut(b *testing.B, st *storage.Store, agg *testAgg, mid uint64) {
+	want := make([]uint64, 100)
+	for i := range want {
+		want[i] = mid + 1 + uint64(i)
+	}
+	for _, tc := range []struct {
+		name string
+		cut  func() ([]uint64, error)
+	}{
+		{"next", func() ([]uint64, error) {
+			p, err := feedlist.List(st, feedlist.Filter{Limit: 100, After: mid}, agg, t0)
+			return p.IDs, err
+		}},
+		{"prev", func() ([]uint64, error) {
+			p, err := feedlist.List(st, feedlist.Filter{Limit: 100, Before: mid + 101}, agg, t0)
+			return p.IDs, err
+		}},
+		{"scan-prev", func() ([]uint64, error) {
+			ring, n := make([]uint64, 101), 0
+			err := st.EachFeedSummary(func(f *storage.FeedSummary) bool {
+				if f.ID > mid+100 {
+					return false
+				}
+				ring[n%len(ring)] = f.ID
+				n++
+				return true
+			})
+			ids := make([]uint64, 0, 100)
+			for i := 1; i <= 100; i++ {
+				ids = append(ids, ring[(n+i)%len(ring)])
+			}
+			return ids, err
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				ids, err := tc.cut()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(ids) != 100 || ids[0] != want[0] || ids[99] != want[99] {
+					b.Fatalf("page %v…, want %v…", ids[:min(3, len(ids))], want[:3])
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1000/float64(b.N), "µs/op")
 		})
 	}
 }
