@@ -926,5 +926,10 @@ func (a *Auto) predicted() (time.Time, bool) {
 	if !a.known() || a.period <= 0 {
 		return time.Time{}, false
 	}
+	if a.misses == 0 {
+		if c, ok := a.cycle(); ok {
+			return time.Unix(0, addSeconds(a.last, c.next)).UTC(), true
+		}
+	}
 	return time.Unix(0, a.at(float64(max(a.slot, 1)), 0)).UTC(), true
 }

@@ -189,3 +189,26 @@ func TestAutoFollowsGroups(t *testing.T) {
 		}
 	}
 }
+
+// TestAutoCyclePredicted: with a cycle learned, the publish the next
+// poll aims at (which ranks feeds under a fetch budget) is the cycle's
+// next reading, not a spacing after the last one.
+func TestAutoCyclePredicted(t *testing.T) {
+	a := schedule.NewAuto(schedule.WithSeed(1))
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var last time.Time
+	for c := range 10 {
+		for j := range 3 {
+			last = t0.Add(time.Duration(c)*time.Minute + time.Duration(j)*2*time.Second)
+			a.Next(schedule.Observation{At: last.Add(100 * time.Millisecond), Hit: true, Published: []time.Time{last}})
+		}
+	}
+	if p, ok := a.PredictedPublish(); !ok || p.Sub(last) < 50*time.Second || p.Sub(last) > 60*time.Second {
+		t.Errorf("after a group's last reading: predicted %v after it (%v), want the next group, ~56 s", p.Sub(last), ok)
+	}
+	first := last.Add(56 * time.Second)
+	a.Next(schedule.Observation{At: first.Add(100 * time.Millisecond), Hit: true, Published: []time.Time{first}})
+	if p, ok := a.PredictedPublish(); !ok || p.Sub(first) < time.Second || p.Sub(first) > 3*time.Second {
+		t.Errorf("after a group's first reading: predicted %v after it (%v), want the next sensor's, ~2 s", p.Sub(first), ok)
+	}
+}
