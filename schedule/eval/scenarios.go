@@ -12,6 +12,7 @@ func All() []Scenario {
 		ColdStart(),
 		ColdTrace(),
 		Sleep(),
+		Groups(),
 		Budget(),
 		Scale(),
 	}

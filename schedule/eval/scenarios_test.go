@@ -34,6 +34,7 @@ func TestAcceptance(t *testing.T) {
 		{"trace", Trace(), Options{Seed: 1, Files: traces}},
 		{"cold-trace", ColdTrace(), Options{Seed: 1, Files: traces}},
 		{"sleep", Sleep(), Options{Seed: 1, Runs: 4}},
+		{"groups", Groups(), Options{Seed: 1, Runs: 4}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
