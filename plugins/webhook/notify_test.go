@@ -134,35 +134,46 @@ func queueSeqs(s *Service, id string) []uint64 {
 
 func isDelivery(k string) bool { return strings.HasPrefix(k, "delivery/") }
 
-// A Notify stores the deliveries of all its hooks in one write.
+// A Notify stores the deliveries of all its hooks in one write, and
+// trims all its full queues in another.
 func TestNotifyOneWrite(t *testing.T) {
 	tests := []struct {
-		name   string
-		hooks  int
-		items  int
-		bodies int // deliveries per hook
+		name       string
+		hooks      int
+		items      int
+		full       bool // every queue full (MaxPending 1) before
+		bodies     int  // deliveries per hook after
+		wantWrites int
 	}{
-		{"one hook", 1, 1, 1},
-		{"four hooks", 4, 3, 1},
-		{"four hooks, three deliveries each", 4, 2*MaxDeliveryItems + 1, 3},
+		{"one hook", 1, 1, false, 1, 1},
+		{"four hooks", 4, 3, false, 1, 1},
+		{"four hooks, three deliveries each", 4, 2*MaxDeliveryItems + 1, false, 3, 1},
+		{"four full queues", 4, 1, true, 1, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
-			s, sp := e.spy(t, Options{})
+			opt := Options{}
+			if tt.full {
+				opt.MaxPending = 1
+			}
+			s, sp := e.spy(t, opt)
 			var ids []string
 			for i := range tt.hooks {
 				ids = append(ids, mustCreate(t, s, "pipe/out", fmt.Sprintf("http://receiver%d.test/", i)).ID)
 			}
 			mustCreate(t, s, "pipe/other", "http://other.test/")
+			if tt.full {
+				s.Notify(outFeed, items("before", 1))
+			}
 			before := sp.count()
 			s.Notify(outFeed, items("a", tt.items))
-			if got := sp.count() - before; got != 1 {
-				t.Errorf("%d store writes, want 1", got)
+			if got := sp.count() - before; got != tt.wantWrites {
+				t.Errorf("%d store writes, want %d", got, tt.wantWrites)
 			}
 			for _, id := range ids {
-				if got := hookOf(t, s, id).Pending; got != tt.bodies {
-					t.Errorf("hook %s: %d pending, want %d", id, got, tt.bodies)
+				if got := hookOf(t, s, id); got.Pending != tt.bodies || (got.Dropped != 0) != tt.full {
+					t.Errorf("hook %s: %d pending, %d dropped, want %d pending", id, got.Pending, got.Dropped, tt.bodies)
 				}
 			}
 			n := 0

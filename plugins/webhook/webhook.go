@@ -511,7 +511,8 @@ func bodies(f storage.Feed, items []storage.Item) ([][]byte, []int, error) {
 // queued once stored, each hook's in number order (see hook.stored). A
 // failed write is logged and queues nothing; a hook deleted meanwhile
 // has the deliveries stored for it deleted again (what a failure leaves
-// of them, New deletes: their hook is gone).
+// of them, New deletes: their hook is gone). Full queues are trimmed in
+// a second write, for all of them at once.
 func (s *Service) Notify(f storage.Feed, items []storage.Item) {
 	if len(items) == 0 {
 		return
@@ -579,7 +580,8 @@ func (s *Service) Notify(f storage.Feed, items []storage.Item) {
 		s.log.Error("webhook: storing deliveries, none queued", "feed", f.ID, "deliveries", len(ops), "err", err)
 	}
 
-	var orphans []storage.PluginOp
+	var orphans, drops []storage.PluginOp
+	var dropped []func()
 	s.mu.Lock()
 	for _, b := range batches {
 		h := b.h
@@ -600,6 +602,22 @@ func (s *Service) Notify(f storage.Feed, items []storage.Item) {
 			}
 		}
 		s.release(h)
+		if ops, done := s.trim(h); len(ops) > 0 {
+			drops = append(drops, ops...)
+			dropped = append(dropped, done)
+		}
+	}
+	if len(drops) > 0 {
+		// Under s.mu, as every write of a hook's record, so that the
+		// records are stored in the order they change. A queue
+		// overflows only while its receiver fails.
+		if err := s.st.PluginApply(Name, drops); err != nil {
+			s.log.Error("webhook: dropping deliveries of full queues", "feed", f.ID, "err", err)
+		} else {
+			for _, done := range dropped {
+				done()
+			}
+		}
 	}
 	s.mu.Unlock()
 	if len(orphans) > 0 {
@@ -616,7 +634,7 @@ func (s *Service) Notify(f storage.Feed, items []storage.Item) {
 }
 
 // release queues h's stored deliveries that no earlier one still waits
-// for, then trims the queue. The caller holds s.mu.
+// for. The caller holds s.mu.
 func (s *Service) release(h *hook) {
 	for {
 		d, ok := h.stored[h.queued]
@@ -629,18 +647,16 @@ func (s *Service) release(h *hook) {
 			h.queue = append(h.queue, d)
 		}
 	}
-	s.trim(h)
 }
 
-// trim drops h's oldest pending deliveries beyond MaxPending (never the
-// one being attempted), deleting them and storing h's counts in one
-// write. It writes under s.mu, as every write of a hook's record does,
-// so that the records are stored in the order they change; a queue
-// overflows only while its receiver fails. The caller holds s.mu.
-func (s *Service) trim(h *hook) {
+// trim returns the writes that drop h's oldest pending deliveries
+// beyond MaxPending (never the one being attempted) and store h's counts
+// (none when the queue has room), and what to do once they are made.
+// The caller holds s.mu until then.
+func (s *Service) trim(h *hook) ([]storage.PluginOp, func()) {
 	over := len(h.queue) - s.opt.MaxPending
 	if over <= 0 {
-		return
+		return nil, nil
 	}
 	first := 0
 	if h.busy {
@@ -654,19 +670,17 @@ func (s *Service) trim(h *hook) {
 	v, err := json.Marshal(rec)
 	if err != nil {
 		s.log.Error("webhook: encoding a hook", "hook", rec.Hook.ID, "err", err)
-		return
+		return nil, nil
 	}
 	ops := make([]storage.PluginOp, 0, over+1)
 	for _, d := range dropped {
 		ops = append(ops, storage.PluginOp{Key: d.key, Delete: true})
 	}
 	ops = append(ops, storage.PluginOp{Key: hookKey(rec.Hook.ID), Value: v})
-	if err := s.st.PluginApply(Name, ops); err != nil {
-		s.log.Error("webhook: dropping deliveries", "hook", rec.Hook.ID, "err", err)
-		return
+	return ops, func() {
+		h.rec = rec
+		h.queue = slices.Delete(h.queue, first, first+over)
 	}
-	h.rec = rec
-	h.queue = slices.Delete(h.queue, first, first+over)
 }
 
 // Routes implements plugins.Service. They are not public: changes need
