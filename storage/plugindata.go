@@ -102,10 +102,10 @@ func ValidatePluginOps(plugin string, ops []PluginOp) error {
 
 // PluginApply makes the writes ops in plugin's namespace, in order (a
 // later write of the same key wins), in one transaction: all of them or,
-// with an error, none. It costs one commit (one fsync) however many
-// records it writes: a webhook Notify storing a delivery for each of 4
-// hooks takes about a quarter of the time of 4 PluginPuts on a fsynced
-// store (BenchmarkNotify in plugins/webhook, docs/benchmarks.md).
+// with an error, none. It costs one commit, with its fsync, however many
+// records it writes: the webhook sink stores the deliveries of a feed's
+// new items for all its hooks with one (BenchmarkNotify in
+// plugins/webhook, docs/benchmarks.md).
 func (s *Store) PluginApply(plugin string, ops []PluginOp) error {
 	if err := ValidatePluginOps(plugin, ops); err != nil {
 		return fmt.Errorf("storage: plugin %s: apply: %w", shortID(plugin), err)
