@@ -361,6 +361,46 @@ func TestNotifyWriteFails(t *testing.T) {
 	}
 }
 
+// A failed write lets the deliveries numbered after it be queued, and
+// wakes the delivery loop for them.
+func TestNotifyWriteFailsReleasesLater(t *testing.T) {
+	e := newEnv(t)
+	s, sp := e.spy(t, Options{})
+	h := mustCreate(t, s, "pipe/out", "http://receiver.test/")
+	sp.mu.Lock()
+	sp.fail = errors.New("disk full") // the first write, held, fails
+	sp.mu.Unlock()
+	entered, release := sp.holdWrite(isDelivery)
+	defer release()
+	first := make(chan struct{})
+	go func() {
+		defer close(first)
+		s.Notify(outFeed, items("a", 1))
+	}()
+	<-entered
+	sp.mu.Lock()
+	sp.fail = nil
+	sp.mu.Unlock()
+	within(t, release, "a second Notify during the first one's write", func() { s.Notify(outFeed, items("b", 1)) })
+	select {
+	case <-s.wake: // the second Notify's wake: nothing to deliver yet
+	default:
+	}
+	if got := hookOf(t, s, h.ID).Pending; got != 0 {
+		t.Fatalf("%d pending before the first write ends, want 0", got)
+	}
+	release()
+	<-first
+	if got := queueSeqs(s, h.ID); fmt.Sprint(got) != "[1]" {
+		t.Errorf("queue %v, want [1]", got)
+	}
+	select {
+	case <-s.wake:
+	default:
+		t.Error("the delivery loop was not woken for the delivery queued")
+	}
+}
+
 type lockedWriter struct {
 	mu *sync.Mutex
 	w  *bytes.Buffer

@@ -625,11 +625,11 @@ func (s *Service) Notify(f storage.Feed, items []storage.Item) {
 			s.log.Warn("webhook: deleting the deliveries of a deleted hook (the next start deletes them)", "err", err)
 		}
 	}
-	if err == nil {
-		select {
-		case s.wake <- struct{}{}:
-		default:
-		}
+	// Even after a failed write: it may have let other calls' deliveries
+	// be queued.
+	select {
+	case s.wake <- struct{}{}:
+	default:
 	}
 }
 
