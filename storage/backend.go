@@ -169,6 +169,11 @@ type PipeStore interface {
 // PluginStore keeps plugins' records, keyed by plugin name and key.
 type PluginStore interface {
 	PluginPut(plugin, key string, value []byte) error
+	// PluginApply makes the writes ops in plugin's namespace, in order,
+	// as one write where the backend can (see each backend's method).
+	// Records are refused as PluginPut refuses them, the whole batch
+	// when any is.
+	PluginApply(plugin string, ops []PluginOp) error
 	// PluginGet returns the value, or ErrPluginKeyNotFound.
 	PluginGet(plugin, key string) ([]byte, error)
 	PluginDelete(plugin, key string) error

@@ -71,6 +71,82 @@ func (s *Store) PluginPut(plugin, key string, value []byte) error {
 	return nil
 }
 
+// PluginOp is one write of a PluginApply batch: Value stored under Key,
+// replacing what was there, or with Delete, Key removed (a missing key is
+// not an error).
+type PluginOp struct {
+	Key    string
+	Value  []byte
+	Delete bool
+}
+
+// ValidatePluginOps returns an error wrapping ErrInvalid when PluginApply
+// of this batch must be refused: the plugin name, or any write's key or
+// value, is refused as ValidatePluginRecord refuses them (a delete's key
+// too). Nothing of a refused batch is written.
+func ValidatePluginOps(plugin string, ops []PluginOp) error {
+	if err := checkPluginName(plugin); err != nil {
+		return err
+	}
+	for i, op := range ops {
+		value := op.Value
+		if op.Delete {
+			value = nil // not written
+		}
+		if err := ValidatePluginRecord(plugin, op.Key, value); err != nil {
+			return fmt.Errorf("write %d of %d: %w", i+1, len(ops), err)
+		}
+	}
+	return nil
+}
+
+// PluginApply makes the writes ops in plugin's namespace, in order (a
+// later write of the same key wins), in one transaction: all of them or,
+// with an error, none. It costs one commit, with its fsync, however many
+// records it writes: the webhook sink stores the deliveries of a feed's
+// new items for all its hooks with one (BenchmarkNotify in
+// plugins/webhook, docs/benchmarks.md).
+func (s *Store) PluginApply(plugin string, ops []PluginOp) error {
+	if err := ValidatePluginOps(plugin, ops); err != nil {
+		return fmt.Errorf("storage: plugin %s: apply: %w", shortID(plugin), err)
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	err := s.dbUpdate(func(tx *bolt.Tx) error {
+		root := tx.Bucket(bucketPluginData)
+		if root == nil {
+			return corruptf("bucket %s missing", bucketPluginData)
+		}
+		b := root.Bucket([]byte(plugin))
+		for _, op := range ops {
+			if op.Delete {
+				if b == nil {
+					continue // nothing stored: nothing to delete
+				}
+				if err := b.Delete([]byte(op.Key)); err != nil {
+					return fmt.Errorf("delete %q: %w", shortID(op.Key), err)
+				}
+				continue
+			}
+			if b == nil {
+				var err error
+				if b, err = root.CreateBucket([]byte(plugin)); err != nil {
+					return err
+				}
+			}
+			if err := b.Put([]byte(op.Key), op.Value); err != nil {
+				return fmt.Errorf("put %q: %w", shortID(op.Key), err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("storage: plugin %s: apply %d writes: %w", plugin, len(ops), err)
+	}
+	return nil
+}
+
 // PluginGet returns a copy of the value under key in plugin's namespace,
 // or ErrPluginKeyNotFound.
 func (s *Store) PluginGet(plugin, key string) ([]byte, error) {

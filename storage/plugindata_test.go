@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 func TestPluginData(t *testing.T) {
@@ -96,5 +98,55 @@ func TestPluginDataAfterMigrationFromSchema2(t *testing.T) {
 	closeAndCheck(t, s)
 	if v := storedSchema(t, path); v != SchemaVersion {
 		t.Errorf("schema after Open: %d, want %d", v, SchemaVersion)
+	}
+}
+
+// PluginApply makes its writes in one transaction, however many they
+// are; a refused batch makes none.
+func TestPluginApplyOneTransaction(t *testing.T) {
+	s := openTest(t)
+	txid := func() int {
+		t.Helper()
+		var id int
+		if err := s.db.View(func(tx *bolt.Tx) error { id = tx.ID(); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	if err := s.PluginPut("webhook", "delivery/old", []byte("o")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		ops     []PluginOp
+		wantErr error
+		wantTx  int
+	}{
+		{"puts and a delete", []PluginOp{
+			{Key: "delivery/h1/1", Value: []byte("1")},
+			{Key: "delivery/h2/1", Value: []byte("2")},
+			{Key: "delivery/h3/1", Value: []byte("3")},
+			{Key: "delivery/old", Delete: true},
+		}, nil, 1},
+		{"empty", nil, nil, 0},
+		{"refused", []PluginOp{{Key: "delivery/h4/1", Value: []byte("4")}, {Key: ""}}, ErrInvalid, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := txid()
+			if err := s.PluginApply("webhook", tt.ops); !errors.Is(err, tt.wantErr) {
+				t.Fatalf("PluginApply: %v, want %v", err, tt.wantErr)
+			}
+			if got := txid() - before; got != tt.wantTx {
+				t.Errorf("%d write transactions, want %d", got, tt.wantTx)
+			}
+		})
+	}
+	var keys []string
+	if err := s.PluginList("webhook", func(k string, _ []byte) error { keys = append(keys, k); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(keys, ","); got != "delivery/h1/1,delivery/h2/1,delivery/h3/1" {
+		t.Errorf("records %s", got)
 	}
 }

@@ -14,7 +14,12 @@
 //
 // When a feed a hook names gains items, the service queues a delivery (at
 // most MaxDeliveryItems items each; more make several) and keeps it in the
-// store's plugin data until it is done, so a restart loses nothing. Each
+// store's plugin data until it is done, so a restart loses nothing. The
+// deliveries of one Notify, for all its hooks, are stored in one write
+// (storage.PluginApply: one transaction on bbolt), made without the
+// service's lock, and queued once stored: the API and the delivery loop
+// do not wait for the store. A failed write is logged and its deliveries
+// are not queued. Each
 // delivery is a POST of {"feed": {...}, "items": [...]} (items as the API
 // shows them) with the headers
 //
@@ -33,11 +38,12 @@
 // cannot be requested gives up at once: retrying cannot help. Redirects
 // are not followed.
 //
-// A hook's deliveries go out one at a time and in order; a hook holds at
-// most MaxPending of them. When a new delivery finds the queue full, the
-// oldest pending one is dropped (counted in the hook's "dropped", and
-// said in its last error): for sensor data the newest readings matter
-// most.
+// A hook's deliveries go out one at a time and in order (concurrent
+// Notify calls included: a delivery is queued after every one numbered
+// before it); a hook holds at most MaxPending of them. When a new
+// delivery finds the queue full, the oldest pending one is dropped
+// (counted in the hook's "dropped", and said in its last error): for
+// sensor data the newest readings matter most.
 //
 // Requests go through plugins.Env.Client, the fetcher's client with its
 // SSRF guard: a hook to a loopback or private address fails with the

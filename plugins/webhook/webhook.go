@@ -137,6 +137,14 @@ type hook struct {
 	queue []*delivery // oldest first
 	busy  bool        // its first delivery is being attempted
 	seq   uint64      // the number of its next delivery (keys sort by it)
+	// Notify numbers deliveries under s.mu, stores them without it and
+	// queues them under it again, in number order although concurrent
+	// Notify calls store theirs in any order: queued is the number of the
+	// next delivery to queue, stored holds the deliveries numbered from
+	// queued on that are stored (nil: whose storing failed) and wait for
+	// an earlier one.
+	queued uint64
+	stored map[uint64]*delivery
 }
 
 // Options configure a Service.
@@ -246,16 +254,19 @@ func (s *Service) load() error {
 	if err != nil {
 		return fmt.Errorf("webhook: loading: %w", err)
 	}
+	var gone []storage.PluginOp
 	for _, sd := range ds {
 		h := s.hooks[sd.hook]
 		if h == nil || sd.d.ID == "" {
-			if err := s.st.PluginDelete(Name, sd.d.key); err != nil {
-				return fmt.Errorf("webhook: loading: %w", err)
-			}
+			gone = append(gone, storage.PluginOp{Key: sd.d.key, Delete: true})
 			continue
 		}
 		h.queue = append(h.queue, sd.d)
 		h.seq = max(h.seq, sd.d.seq+1)
+		h.queued = h.seq
+	}
+	if err := s.st.PluginApply(Name, gone); err != nil {
+		return fmt.Errorf("webhook: loading: %w", err)
 	}
 	return nil
 }
@@ -340,7 +351,8 @@ func checkURL(raw string) (string, error) {
 	return u.String(), nil
 }
 
-// Delete removes hook id and its pending deliveries.
+// Delete removes hook id and its pending deliveries, in one write. A
+// Notify storing deliveries for it meanwhile deletes them once stored.
 func (s *Service) Delete(id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -348,12 +360,17 @@ func (s *Service) Delete(id string) error {
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrNotFound, shorten(id, 40))
 	}
+	ops := make([]storage.PluginOp, 0, len(h.queue)+len(h.stored)+1)
 	for _, d := range h.queue {
-		if err := s.st.PluginDelete(Name, d.key); err != nil {
-			return err
+		ops = append(ops, storage.PluginOp{Key: d.key, Delete: true})
+	}
+	for _, d := range h.stored {
+		if d != nil {
+			ops = append(ops, storage.PluginOp{Key: d.key, Delete: true})
 		}
 	}
-	if err := s.st.PluginDelete(Name, "hook/"+id); err != nil {
+	ops = append(ops, storage.PluginOp{Key: hookKey(id), Delete: true})
+	if err := s.st.PluginApply(Name, ops); err != nil {
 		return err
 	}
 	delete(s.hooks, id)
@@ -405,8 +422,14 @@ func (s *Service) saveHook(h *hook) error {
 	if err != nil {
 		return err
 	}
-	return s.st.PluginPut(Name, "hook/"+h.rec.Hook.ID, b)
+	return s.st.PluginPut(Name, hookKey(h.rec.Hook.ID), b)
 }
+
+// hookKey is the key of hook id's record.
+func hookKey(id string) string { return "hook/" + id }
+
+// deliveryKey is the key of hook id's delivery number seq.
+func deliveryKey(id string, seq uint64) string { return fmt.Sprintf("delivery/%s/%020d", id, seq) }
 
 // saveDelivery stores d. The caller holds s.mu.
 func (s *Service) saveDelivery(d *delivery) error {
@@ -481,15 +504,24 @@ func bodies(f storage.Feed, items []storage.Item) ([][]byte, []int, error) {
 
 // Notify implements plugins.Service: a feed a hook names gained items,
 // which are queued (and stored) for delivery.
+//
+// The deliveries, one per hook and body, are numbered under s.mu and
+// stored without it, all in one write (storage.PluginApply), so that
+// the API and the delivery loop do not wait for the store. They are
+// queued once stored, each hook's in number order (see hook.stored). A
+// failed write is logged and queues nothing; a hook deleted meanwhile
+// has the deliveries stored for it deleted again (what a failure leaves
+// of them, New deletes: their hook is gone). Full queues are trimmed in
+// a second write, for all of them at once.
 func (s *Service) Notify(f storage.Feed, items []storage.Item) {
 	if len(items) == 0 {
 		return
 	}
 	s.mu.Lock()
-	var targets []string
-	for id, h := range s.hooks {
+	var targets []*hook
+	for _, h := range s.hooks {
 		if matches(h.ref, f) {
-			targets = append(targets, id)
+			targets = append(targets, h)
 		}
 	}
 	s.mu.Unlock()
@@ -502,50 +534,152 @@ func (s *Service) Notify(f storage.Feed, items []storage.Item) {
 		return
 	}
 	now := s.opt.Now().UTC()
+	ids := make([]string, len(targets)*len(bs))
+	for i := range ids {
+		ids[i] = newID(12)
+	}
+
+	type batch struct {
+		h  *hook
+		ds []*delivery
+	}
+	var batches []batch
 	s.mu.Lock()
-	for _, id := range targets {
-		h := s.hooks[id]
-		if h == nil {
+	for _, h := range targets {
+		id := h.rec.Hook.ID
+		if s.hooks[id] != h {
 			continue // deleted meanwhile
 		}
+		ds := make([]*delivery, len(bs))
 		for i, b := range bs {
-			d := &delivery{ID: newID(12), Body: b, Items: counts[i], Created: now, Next: now, seq: h.seq}
-			d.key = fmt.Sprintf("delivery/%s/%020d", id, d.seq)
+			d := &delivery{ID: ids[0], Body: b, Items: counts[i], Created: now, Next: now, seq: h.seq}
+			d.key = deliveryKey(id, d.seq)
+			ids = ids[1:]
 			h.seq++
-			if err := s.saveDelivery(d); err != nil {
-				s.log.Error("webhook: storing a delivery", "hook", id, "err", err)
-				continue
+			ds[i] = d
+		}
+		batches = append(batches, batch{h, ds})
+	}
+	s.mu.Unlock()
+
+	// The deliveries are not queued yet: no one else sees them.
+	ops := make([]storage.PluginOp, 0, len(batches)*len(bs))
+	for _, b := range batches {
+		for _, d := range b.ds {
+			v, merr := json.Marshal(d)
+			if merr != nil && err == nil {
+				err = fmt.Errorf("encoding delivery %s: %w", d.ID, merr)
 			}
-			h.queue = append(h.queue, d)
-			s.trim(h)
+			ops = append(ops, storage.PluginOp{Key: d.key, Value: v})
+		}
+	}
+	if err == nil {
+		err = s.st.PluginApply(Name, ops)
+	}
+	if err != nil {
+		s.log.Error("webhook: storing deliveries, none queued", "feed", f.ID, "deliveries", len(ops), "err", err)
+	}
+
+	var orphans, drops []storage.PluginOp
+	var dropped []func()
+	s.mu.Lock()
+	for _, b := range batches {
+		h := b.h
+		if s.hooks[h.rec.Hook.ID] != h {
+			for _, d := range b.ds {
+				orphans = append(orphans, storage.PluginOp{Key: d.key, Delete: true})
+			}
+			continue
+		}
+		if h.stored == nil {
+			h.stored = map[uint64]*delivery{}
+		}
+		for _, d := range b.ds {
+			if err != nil {
+				h.stored[d.seq] = nil // skipped
+			} else {
+				h.stored[d.seq] = d
+			}
+		}
+		s.release(h)
+		if ops, done := s.trim(h); len(ops) > 0 {
+			drops = append(drops, ops...)
+			dropped = append(dropped, done)
+		}
+	}
+	if len(drops) > 0 {
+		// Under s.mu, as every write of a hook's record, so that the
+		// records are stored in the order they change. A queue
+		// overflows only while its receiver fails.
+		if err := s.st.PluginApply(Name, drops); err != nil {
+			s.log.Error("webhook: dropping deliveries of full queues", "feed", f.ID, "err", err)
+		} else {
+			for _, done := range dropped {
+				done()
+			}
 		}
 	}
 	s.mu.Unlock()
+	if len(orphans) > 0 {
+		if err := s.st.PluginApply(Name, orphans); err != nil {
+			s.log.Warn("webhook: deleting the deliveries of a deleted hook (the next start deletes them)", "err", err)
+		}
+	}
+	// Even after a failed write: it may have let other calls' deliveries
+	// be queued.
 	select {
 	case s.wake <- struct{}{}:
 	default:
 	}
 }
 
-// trim drops h's oldest pending deliveries beyond MaxPending (never the
-// one being attempted). The caller holds s.mu.
-func (s *Service) trim(h *hook) {
-	for len(h.queue) > s.opt.MaxPending {
-		i := 0
-		if h.busy {
-			i = 1
+// release queues h's stored deliveries that no earlier one still waits
+// for. The caller holds s.mu.
+func (s *Service) release(h *hook) {
+	for {
+		d, ok := h.stored[h.queued]
+		if !ok {
+			break
 		}
-		d := h.queue[i]
-		if err := s.st.PluginDelete(Name, d.key); err != nil {
-			s.log.Error("webhook: dropping a delivery", "hook", h.rec.Hook.ID, "err", err)
-			return
+		delete(h.stored, h.queued)
+		h.queued++
+		if d != nil {
+			h.queue = append(h.queue, d)
 		}
-		h.queue = slices.Delete(h.queue, i, i+1)
-		h.rec.Hook.Dropped++
-		h.rec.Hook.LastError = fmt.Sprintf("queue full (%d pending): dropped the oldest delivery %s (%d items)", s.opt.MaxPending, d.ID, d.Items)
-		if err := s.saveHook(h); err != nil {
-			s.log.Error("webhook: storing a hook", "hook", h.rec.Hook.ID, "err", err)
-		}
+	}
+}
+
+// trim returns the writes that drop h's oldest pending deliveries
+// beyond MaxPending (never the one being attempted) and store h's counts
+// (none when the queue has room), and what to do once they are made.
+// The caller holds s.mu until then.
+func (s *Service) trim(h *hook) ([]storage.PluginOp, func()) {
+	over := len(h.queue) - s.opt.MaxPending
+	if over <= 0 {
+		return nil, nil
+	}
+	first := 0
+	if h.busy {
+		first = 1 // MaxPending ≥ 1: first+over ≤ len(h.queue)
+	}
+	dropped := h.queue[first : first+over]
+	rec := h.rec
+	last := dropped[len(dropped)-1]
+	rec.Hook.Dropped += int64(over)
+	rec.Hook.LastError = fmt.Sprintf("queue full (%d pending): dropped the oldest delivery %s (%d items)", s.opt.MaxPending, last.ID, last.Items)
+	v, err := json.Marshal(rec)
+	if err != nil {
+		s.log.Error("webhook: encoding a hook", "hook", rec.Hook.ID, "err", err)
+		return nil, nil
+	}
+	ops := make([]storage.PluginOp, 0, over+1)
+	for _, d := range dropped {
+		ops = append(ops, storage.PluginOp{Key: d.key, Delete: true})
+	}
+	ops = append(ops, storage.PluginOp{Key: hookKey(rec.Hook.ID), Value: v})
+	return ops, func() {
+		h.rec = rec
+		h.queue = slices.Delete(h.queue, first, first+over)
 	}
 }
 

@@ -391,12 +391,62 @@ func TestQueueFull(t *testing.T) {
 	if got.Pending != 3 || got.Dropped != 2 || !strings.Contains(got.LastError, "queue full (3 pending): dropped the oldest") {
 		t.Fatalf("status %+v", got.Status)
 	}
+	// The drops are stored: a restart finds the same queue and counts.
+	if got := hookOf(t, e.service(t, Options{MaxPending: 3}), h.ID); got.Pending != 3 || got.Dropped != 2 || got.LastError != hookOf(t, s, h.ID).LastError {
+		t.Fatalf("after a restart: %+v", got.Status)
+	}
 	for _, worked := s.step(context.Background()); worked; _, worked = s.step(context.Background()) {
 	}
 	for i, want := range []string{"n2-0", "n3-0", "n4-0"} {
 		if !bytes.Contains(rc.bodies[i], []byte(`"id":"`+want+`"`)) {
 			t.Errorf("delivery %d: %s, want item %s", i, rc.bodies[i], want)
 		}
+	}
+}
+
+// A full queue never drops the delivery being attempted, and drops as
+// many as a Notify brings beyond the bound.
+func TestQueueFullDrops(t *testing.T) {
+	tests := []struct {
+		name  string
+		busy  bool
+		items int // of the second Notify, one delivery each MaxDeliveryItems
+		want  string
+	}{
+		{"idle head", false, 1, "z0 b0"},
+		{"busy head", true, 1, "a0 b0"},
+		{"idle head, two more", false, MaxDeliveryItems + 1, "b0 b100"},
+		{"busy head, two more", true, MaxDeliveryItems + 1, "a0 b100"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			s := e.service(t, Options{MaxPending: 2})
+			h := mustCreate(t, s, "pipe/out", "http://receiver.test/")
+			s.Notify(outFeed, items("a", 1))
+			s.Notify(outFeed, items("z", 1)) // the queue is full
+			s.mu.Lock()
+			s.hooks[h.ID].busy = tt.busy
+			s.mu.Unlock()
+			s.Notify(outFeed, items("b", tt.items))
+			var got []string
+			s.mu.Lock()
+			for _, d := range s.hooks[h.ID].queue {
+				var doc struct{ Items []storage.Item }
+				if err := json.Unmarshal(d.Body, &doc); err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, doc.Items[0].ID)
+			}
+			s.mu.Unlock()
+			if strings.Join(got, " ") != tt.want {
+				t.Errorf("queue %q, want %s", got, tt.want)
+			}
+			st := hookOf(t, s, h.ID)
+			if wantDropped := int64(1 + tt.items/MaxDeliveryItems); st.Dropped != wantDropped {
+				t.Errorf("%d dropped, want %d", st.Dropped, wantDropped)
+			}
+		})
 	}
 }
 

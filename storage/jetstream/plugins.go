@@ -44,6 +44,36 @@ func (s *Store) PluginPut(ctx context.Context, plugin, key string, value []byte)
 	return nil
 }
 
+// PluginApply makes the writes ops in plugin's namespace, in order, one
+// KV put or delete each: the bucket has no transaction over several keys.
+// The whole batch is checked first (storage.ValidatePluginOps and the
+// NATS message size), so a refused batch writes nothing; a write that
+// fails stops the batch, leaving the writes before it done and those
+// after it undone. A caller orders its writes so that any such prefix is
+// a state it can read back.
+func (s *Store) PluginApply(ctx context.Context, plugin string, ops []storage.PluginOp) error {
+	if err := storage.ValidatePluginOps(plugin, ops); err != nil {
+		return err
+	}
+	for i, op := range ops {
+		if !op.Delete && len(op.Value) > s.maxData {
+			return fmt.Errorf("plugin %s: write %d of %d: record of %d bytes: %w: more than one NATS message holds (%d)", plugin, i+1, len(ops), len(op.Value), storage.ErrInvalid, s.maxData)
+		}
+	}
+	for i, op := range ops {
+		var err error
+		if op.Delete {
+			err = s.plugins.Delete(ctx, pluginKey(plugin, op.Key))
+		} else {
+			_, err = s.plugins.Put(ctx, pluginKey(plugin, op.Key), op.Value)
+		}
+		if err := s.opt.Metrics.kvWrite(PluginsBucket, err); err != nil {
+			return fmt.Errorf("plugin %s: write %d of %d: %w", plugin, i+1, len(ops), err)
+		}
+	}
+	return nil
+}
+
 // PluginGet returns the value under key in plugin's namespace, or
 // storage.ErrPluginKeyNotFound.
 func (s *Store) PluginGet(ctx context.Context, plugin, key string) ([]byte, error) {
@@ -116,6 +146,14 @@ func (b *Backend) PluginPut(plugin, key string, value []byte) error {
 	ctx, cancel := b.call()
 	defer cancel()
 	return b.s.PluginPut(ctx, plugin, key, value)
+}
+
+// PluginApply is Store.PluginApply, the whole batch within one call's
+// timeout.
+func (b *Backend) PluginApply(plugin string, ops []storage.PluginOp) error {
+	ctx, cancel := b.call()
+	defer cancel()
+	return b.s.PluginApply(ctx, plugin, ops)
 }
 
 // PluginGet is Store.PluginGet.

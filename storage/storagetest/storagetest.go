@@ -934,4 +934,58 @@ var cases = []testCase{
 			t.Errorf("another plugin's record: %q, %v", v, err)
 		}
 	}},
+	{"plugins/apply", func(t *testing.T, b any) {
+		s := need[storage.PluginStore](t, b)
+		list := func(plugin string) []string {
+			t.Helper()
+			var keys []string
+			must(t, s.PluginList(plugin, func(k string, v []byte) error { keys = append(keys, k+"="+string(v)); return nil }))
+			return keys
+		}
+		must(t, s.PluginPut("hooks", "old", []byte("o")))
+		must(t, s.PluginApply("hooks", []storage.PluginOp{
+			{Key: "b", Value: []byte("2")},
+			{Key: "a", Value: []byte("1")},
+			{Key: "old", Delete: true},
+			{Key: "a", Value: []byte("1 again")}, // a later write of a key wins
+			{Key: "never stored", Delete: true},
+		}))
+		if got, want := list("hooks"), []string{"a=1 again", "b=2"}; !slices.Equal(got, want) {
+			t.Errorf("after a batch: %q, want %q", got, want)
+		}
+		// A namespace never written: a delete of nothing, then a put.
+		must(t, s.PluginApply("fresh", []storage.PluginOp{{Key: "k", Delete: true}, {Key: "k", Value: []byte("v")}}))
+		if got, want := list("fresh"), []string{"k=v"}; !slices.Equal(got, want) {
+			t.Errorf("a new namespace: %q, want %q", got, want)
+		}
+		must(t, s.PluginApply("hooks", nil))
+
+		// A batch with one refused write is refused whole, writing nothing.
+		put := storage.PluginOp{Key: "c", Value: []byte("3")}
+		refused := []struct {
+			name   string
+			plugin string
+			ops    []storage.PluginOp
+		}{
+			{"empty key", "hooks", []storage.PluginOp{put, {Key: "", Value: []byte("v")}}},
+			{"long key", "hooks", []storage.PluginOp{put, {Key: strings.Repeat("k", storage.MaxPluginKey+1), Value: []byte("v")}}},
+			{"delete of an empty key", "hooks", []storage.PluginOp{put, {Key: "", Delete: true}}},
+			{"value over the limit", "hooks", []storage.PluginOp{put, {Key: "big", Value: make([]byte, storage.MaxPluginValue+1)}}},
+			{"empty plugin name", "", []storage.PluginOp{put}},
+			{"long plugin name", strings.Repeat("p", storage.MaxPluginName+1), []storage.PluginOp{put}},
+		}
+		for _, tt := range refused {
+			t.Run(tt.name, func(t *testing.T) {
+				if err := s.PluginApply(tt.plugin, tt.ops); !errors.Is(err, storage.ErrInvalid) {
+					t.Errorf("PluginApply: %v, want ErrInvalid", err)
+				}
+				if _, err := s.PluginGet("hooks", "c"); !errors.Is(err, storage.ErrPluginKeyNotFound) {
+					t.Errorf("a refused batch's first write was made: %v", err)
+				}
+			})
+		}
+		if got, want := list("hooks"), []string{"a=1 again", "b=2"}; !slices.Equal(got, want) {
+			t.Errorf("after the refused batches: %q, want %q", got, want)
+		}
+	}},
 }
