@@ -150,9 +150,10 @@ func (b *Backend) CountItems(feedID uint64) (int, error) {
 	return b.s.CountItems(ctx, feedID)
 }
 
-// Items answers q as the bbolt store does. It reads the feed's subject
-// (at most MaxItemsPerFeed messages) and filters and orders in memory;
-// an index by publish time is next stage.
+// Items answers q as the bbolt store does. A query with a Limit by
+// arrival reads a window of the feed's subject (Store.queryItems); other
+// queries read the subject (at most MaxItemsPerFeed messages) and filter
+// and order in memory.
 func (b *Backend) Items(feedID uint64, q storage.ItemQuery) ([]storage.Item, error) {
 	if err := checkQuery(q); err != nil {
 		return nil, fmt.Errorf("items of feed %d: %w", feedID, err)
@@ -162,11 +163,7 @@ func (b *Backend) Items(feedID uint64, q storage.ItemQuery) ([]storage.Item, err
 	if _, err := b.s.Feed(ctx, feedID); err != nil {
 		return nil, err
 	}
-	all, err := b.s.Items(ctx, feedID, q.AfterSeq, int(b.s.opt.MaxItemsPerFeed))
-	if err != nil {
-		return nil, err
-	}
-	return query(all, q), nil
+	return b.s.queryItems(ctx, feedID, q)
 }
 
 func checkQuery(q storage.ItemQuery) error {
@@ -266,24 +263,15 @@ func (b *Backend) HasItems(feedID uint64, ids []string) ([]bool, error) {
 }
 
 // Item returns the item of feedID with this ID, or storage.ErrFeedNotFound
-// or storage.ErrItemNotFound. It reads the feed's subject (at most
-// MaxItemsPerFeed messages); a lookup by message ID is next stage.
+// or storage.ErrItemNotFound, from the Store's index of the feed and one
+// message get (Store.item).
 func (b *Backend) Item(feedID uint64, itemID string) (storage.Item, error) {
 	ctx, cancel := b.call()
 	defer cancel()
 	if _, err := b.s.Feed(ctx, feedID); err != nil {
 		return storage.Item{}, err
 	}
-	all, err := b.s.Items(ctx, feedID, 0, int(b.s.opt.MaxItemsPerFeed))
-	if err != nil {
-		return storage.Item{}, err
-	}
-	for _, it := range all {
-		if it.ID == itemID {
-			return it, nil
-		}
-	}
-	return storage.Item{}, fmt.Errorf("item %q of feed %d: %w", itemID, feedID, storage.ErrItemNotFound)
+	return b.s.item(ctx, feedID, itemID)
 }
 
 // ItemCounts returns CountItems of each feed of ids that exists.

@@ -292,6 +292,7 @@ func (s *Store) readItems(ctx context.Context, feedID, afterSeq uint64, limit in
 	}
 	defer s.release(s.items, cons)
 	return fetchAll(ctx, cons, limit, fmt.Sprintf("read items of feed %d", feedID), func(m jetstream.Msg) (storage.Item, error) {
+		s.bodies.Add(1)
 		var it storage.Item
 		if err := json.Unmarshal(m.Data(), &it); err != nil {
 			return it, fmt.Errorf("%w: %v", storage.ErrCorrupt, err)
@@ -405,3 +406,197 @@ func (s *Store) release(stream jetstream.Stream, cons jetstream.Consumer) {
 
 // releaseTimeout bounds the deletion of a read's consumer.
 const releaseTimeout = 5 * time.Second
+
+// readRange returns the items of feedID from stream sequence from (1: the
+// first) on, in Seq order, up to the first at or above below (no bound
+// when 0) or until enough reports that the items read so far suffice.
+// expect, the number of items the caller expects to read, sizes the first
+// fetch; later fetches double it.
+func (s *Store) readRange(ctx context.Context, feedID, from, below uint64, expect int, enough func([]storage.Item) bool) ([]storage.Item, error) {
+	return retryNoResponders(ctx, func() ([]storage.Item, error) {
+		cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{itemSubject(feedID)}, InactiveThreshold: 10 * time.Second}
+		if from > 1 {
+			cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+			cfg.OptStartSeq = from
+		}
+		what := fmt.Sprintf("read items of feed %d", feedID)
+		cons, err := s.items.OrderedConsumer(ctx, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		defer s.release(s.items, cons)
+		var out []storage.Item
+		batch := min(max(expect, 1)+1, fetchBatch) // one more shows where the window ends
+		for read := 0; read < int(s.opt.MaxItemsPerFeed); {
+			msgs, err := cons.FetchNoWait(batch)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", what, err)
+			}
+			n, done := 0, false
+			for m := range msgs.Messages() {
+				n++
+				if done {
+					continue // the rest of a batch that went past below
+				}
+				md, err := m.Metadata()
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", what, err)
+				}
+				if below != 0 && md.Sequence.Stream >= below {
+					done = true
+					continue
+				}
+				s.bodies.Add(1)
+				var it storage.Item
+				if err := json.Unmarshal(m.Data(), &it); err != nil {
+					return nil, fmt.Errorf("%s: %w: %v", what, storage.ErrCorrupt, err)
+				}
+				it.Seq = md.Sequence.Stream
+				out = append(out, it)
+			}
+			if err := msgs.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+				return nil, fmt.Errorf("%s: %w", what, err)
+			}
+			if n == 0 || done || enough != nil && enough(out) {
+				break
+			}
+			read += n
+			batch = min(2*batch, fetchBatch)
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	})
+}
+
+// windowPasses bounds the windows queryItems reads backwards before it
+// reads the rest of the subject.
+const windowPasses = 3
+
+// queryItems answers q on feedID's items as the bbolt store does,
+// reading a window of the feed's subject where it can prove the answer
+// the same as the whole subject's:
+//
+//   - oldest first (AfterSeq, ByArrivalAsc): the subject from AfterSeq on,
+//     until Limit items match;
+//   - newest first by arrival: from the sequence of the Limit-th newest
+//     matching item of the Store's index of the feed to BeforeSeq. The
+//     index only says where to start: everything from the start on was
+//     read, so Limit matching items there are the newest. When fewer
+//     match (the index held items removed since, its sort times are not
+//     the items'), the window is widened back, and after windowPasses the
+//     rest of the subject is read.
+//
+// Other queries (no Limit, by publish time) read the whole subject.
+func (s *Store) queryItems(ctx context.Context, feedID uint64, q storage.ItemQuery) ([]storage.Item, error) {
+	matches := func(it *storage.Item) bool {
+		t := itemTime(it)
+		return (q.Since.IsZero() || !t.Before(q.Since)) && (q.Until.IsZero() || t.Before(q.Until))
+	}
+	switch {
+	case q.Limit <= 0:
+	case q.AfterSeq > 0 || q.Order == storage.ByArrivalAsc:
+		seen, n := 0, 0
+		items, err := s.readRange(ctx, feedID, q.AfterSeq+1, 0, q.Limit, func(read []storage.Item) bool {
+			for ; seen < len(read); seen++ {
+				if matches(&read[seen]) {
+					n++
+				}
+			}
+			return n >= q.Limit
+		})
+		if err != nil {
+			return nil, err
+		}
+		return query(items, q), nil
+	case q.Order == storage.ByArrival:
+		if err := s.syncKnownRecent(ctx, feedID); err != nil {
+			return nil, err
+		}
+		var since, until int64
+		if !q.Since.IsZero() {
+			since = q.Since.UnixNano()
+		}
+		if !q.Until.IsZero() {
+			until = q.Until.UnixNano()
+		}
+		// Each pass reads the messages below what the previous ones read,
+		// from a start further back.
+		var items []storage.Item
+		below, n := q.BeforeSeq, q.Limit
+		for range windowPasses {
+			from, ok := s.known.nthNewest(feedID, n, q.BeforeSeq, since, until)
+			if !ok || below != 0 && from >= below {
+				from = 1 // the index has fewer: read all of it
+			}
+			older, err := s.readRange(ctx, feedID, from, below, n-len(items), nil)
+			if err != nil {
+				return nil, err
+			}
+			items = append(older, items...)
+			if out := query(slices.Clone(items), q); from == 1 || len(out) == q.Limit {
+				return out, nil
+			}
+			below, n = from, 4*n
+		}
+		older, err := s.readRange(ctx, feedID, 1, below, int(s.opt.MaxItemsPerFeed), nil)
+		if err != nil {
+			return nil, err
+		}
+		return query(append(older, items...), q), nil
+	}
+	all, err := s.Items(ctx, feedID, q.AfterSeq, int(s.opt.MaxItemsPerFeed))
+	if err != nil {
+		return nil, err
+	}
+	return query(all, q), nil
+}
+
+// leaderLog is streamLog taking the subject's last sequence from the
+// stream's leader whether or not the node owns the feed: an index synced
+// through it holds every message acknowledged before the sync.
+type leaderLog struct{ streamLog }
+
+func (l leaderLog) lastSeq(ctx context.Context, subject string, _ bool) (uint64, error) {
+	return l.s.leaderLastSeq(ctx, ItemsStream, subject)
+}
+
+// item returns the item of feedID with this ID, or
+// storage.ErrItemNotFound, from the Store's index of the feed synced
+// with the stream's leader and one message get; when the index cannot
+// tell (it saw two messages of one key) or the message is not where it
+// says, from the whole subject.
+func (s *Store) item(ctx context.Context, feedID uint64, itemID string) (storage.Item, error) {
+	notFound := fmt.Errorf("item %q of feed %d: %w", itemID, feedID, storage.ErrItemNotFound)
+	if itemID == "" || len(itemID) > storage.MaxIDLen {
+		return storage.Item{}, notFound
+	}
+	if err := s.syncKnownFrom(ctx, feedID, leaderLog{streamLog{s}}); err != nil {
+		return storage.Item{}, err
+	}
+	e, ok := s.known.lookup(feedID, MsgID(feedID, itemID))
+	switch {
+	case ok && e.seq == 0:
+		return storage.Item{}, notFound // never stored, or removed
+	case ok:
+		it, err := s.itemAt(ctx, e.seq)
+		s.bodies.Add(1)
+		if err == nil && it.ID == itemID && it.FeedID == feedID {
+			return it, nil
+		}
+		if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return storage.Item{}, err
+		}
+	}
+	all, err := s.Items(ctx, feedID, 0, int(s.opt.MaxItemsPerFeed))
+	if err != nil {
+		return storage.Item{}, err
+	}
+	for _, it := range all {
+		if it.ID == itemID {
+			return it, nil
+		}
+	}
+	return storage.Item{}, notFound
+}

@@ -81,6 +81,10 @@ type knownFeed struct {
 	synced  int64         // when lastSeq was last checked against the stream, Unix nanoseconds
 	elem    *list.Element // nil while trusted
 	trust   ownMark       // when trusted: the ownership it holds under
+	// shadow: two messages of the feed were seen holding one key (a
+	// digest replacing an item, two nodes' digests of the same items),
+	// so the subject may hold a message the index has no entry for.
+	shadow bool
 }
 
 func newKnown(max, ownMax, itemMax int) *known {
@@ -220,7 +224,7 @@ func (k *known) extend(feedID, lastSeq uint64, items []knownItem, reset bool) {
 	if reset {
 		k.untrustLocked(feedID, f) // before the entries it counted go
 		f.items = make(map[string]knownItem, len(items))
-		f.gone = 0
+		f.gone, f.shadow = 0, false
 	}
 	for _, it := range items {
 		k.putLocked(f, it)
@@ -234,6 +238,9 @@ func (k *known) extend(feedID, lastSeq uint64, items []knownItem, reset bool) {
 // put records it unless the index has a later message of the same key.
 func (f *knownFeed) put(it knownItem) {
 	old, ok := f.items[it.key]
+	if ok && old.seq != 0 && it.seq != 0 && old.seq != it.seq {
+		f.shadow = true
+	}
 	if ok && old.seq > it.seq {
 		return
 	}
@@ -398,6 +405,75 @@ func (k *known) live(feedID uint64) ([]knownItem, bool) {
 		return cmp.Compare(a.seq, b.seq)
 	})
 	return out, ok
+}
+
+// nthNewest returns the sequence of the n-th newest stored item (by
+// sequence) of the feed's index among those below sequence below (no
+// bound when 0) whose sort time is in [since, until) (no bound when 0);
+// false when the index holds fewer or the feed has no index.
+func (k *known) nthNewest(feedID uint64, n int, below uint64, since, until int64) (uint64, bool) {
+	if n <= 0 {
+		return 0, false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	f, ok := k.feeds[feedID]
+	if !ok || len(f.items)-f.gone < n {
+		return 0, false
+	}
+	// A min-heap of the n highest sequences seen.
+	h := make([]uint64, 0, n)
+	for _, it := range f.items {
+		if it.seq == 0 || below != 0 && it.seq >= below || since != 0 && it.at < since || until != 0 && it.at >= until {
+			continue
+		}
+		switch {
+		case len(h) < n:
+			h = append(h, it.seq)
+			for i := len(h) - 1; i > 0; {
+				p := (i - 1) / 2
+				if h[p] <= h[i] {
+					break
+				}
+				h[p], h[i] = h[i], h[p]
+				i = p
+			}
+		case it.seq > h[0]:
+			h[0] = it.seq
+			for i := 0; ; {
+				m, l, r := i, 2*i+1, 2*i+2
+				if l < n && h[l] < h[m] {
+					m = l
+				}
+				if r < n && h[r] < h[m] {
+					m = r
+				}
+				if m == i {
+					break
+				}
+				h[m], h[i] = h[i], h[m]
+				i = m
+			}
+		}
+	}
+	if len(h) < n {
+		return 0, false
+	}
+	return h[0], true
+}
+
+// lookup returns the index entry of key and whether the index can tell
+// where the item is: it has the feed and no message of the subject can
+// be missing from it (no key was seen in two messages).
+func (k *known) lookup(feedID uint64, key string) (knownItem, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	f, ok := k.feeds[feedID]
+	if !ok || f.shadow {
+		return knownItem{}, false
+	}
+	k.touch(f)
+	return f.items[key], true
 }
 
 // oldest returns how many items the feed's index holds stored and the

@@ -122,6 +122,7 @@ type Store struct {
 	shards  atomic.Int64
 	group   *group // nil: each fetch alone
 	red     atomic.Pointer[reducerBox]
+	bodies  atomic.Uint64 // item messages read whole by queries (readItems, readRange)
 
 	ownMu  sync.Mutex // serialises SetOwner
 	owner  atomic.Pointer[ownerBox]

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -35,13 +34,9 @@ func (s *Store) snapshot(ctx context.Context, feedID uint64, n int) (storage.Fee
 		if err != nil {
 			return storage.Feed{}, nil, storage.Version{}, err
 		}
-		all, err := s.Items(ctx, feedID, 0, int(s.opt.MaxItemsPerFeed))
+		all, err := s.queryItems(ctx, feedID, storage.ItemQuery{Limit: n, Order: storage.ByArrival})
 		if err != nil {
 			return storage.Feed{}, nil, storage.Version{}, err
-		}
-		slices.Reverse(all)
-		if n > 0 && len(all) > n {
-			all = all[:n]
 		}
 		_, rev2, err := s.feed(ctx, feedID)
 		if err != nil {
