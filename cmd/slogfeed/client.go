@@ -180,6 +180,7 @@ type listFlags struct {
 	limit                        int
 	all                          bool
 	text, status, policy, cursor string
+	before                       string
 }
 
 func (o *listFlags) bind(fs *flag.FlagSet) {
@@ -189,6 +190,7 @@ func (o *listFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.status, "status", "", "only feeds of `STATUS`: erroring or starved")
 	fs.StringVar(&o.policy, "policy", "", "only feeds with scheduling `POLICY`")
 	fs.StringVar(&o.cursor, "cursor", "", "start at the page `CURSOR` a previous list printed")
+	fs.StringVar(&o.before, "before", "", "list the page before the one a previous list printed it with (`CURSOR`)")
 }
 
 func runList(ctx context.Context, a *app, args []string) error {
@@ -203,13 +205,16 @@ func runList(ctx context.Context, a *app, args []string) error {
 	if o.limit < 1 || o.limit > 1000 {
 		return &usageError{msg: "--limit must be from 1 to 1000", cmd: "list"}
 	}
+	if o.before != "" && (o.cursor != "" || o.all) {
+		return &usageError{msg: "--before lists one page: give it without --cursor and --all", cmd: "list"}
+	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tPOLICY\tPOLLS\tHIT%\tMEDIAN LAT\tNEXT FETCH\tFEED\tERROR")
 	shown := 0
 	for {
 		q := url.Values{}
 		q.Set("limit", strconv.Itoa(o.limit))
-		for k, v := range map[string]string{"q": o.text, "status": o.status, "policy": o.policy, "cursor": o.cursor} {
+		for k, v := range map[string]string{"q": o.text, "status": o.status, "policy": o.policy, "cursor": o.cursor, "before": o.before} {
 			if v != "" {
 				q.Set(k, v)
 			}
@@ -233,19 +238,27 @@ func runList(ctx context.Context, a *app, args []string) error {
 			fmt.Fprintf(tw, "%d\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\n", f.ID, f.Policy, f.Polls, f.HitPct, lat, next, oneLine(name), oneLine(f.LastError))
 		}
 		shown += len(page.Feeds)
-		o.cursor = page.NextCursor
+		o.cursor, o.before = page.NextCursor, ""
 		if !o.all || o.cursor == "" {
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			if o.cursor != "" {
-				again := "slogfeed list"
-				for _, fl := range [][2]string{{"-q", o.text}, {"--status", o.status}, {"--policy", o.policy}} {
-					if fl[1] != "" {
-						again += " " + fl[0] + " " + quoteArg(fl[1])
-					}
+			// How to ask for the pages beside this one, with the same
+			// filters and page size.
+			again := "slogfeed list"
+			if o.limit != 100 {
+				again += " --limit " + strconv.Itoa(o.limit)
+			}
+			for _, fl := range [][2]string{{"-q", o.text}, {"--status", o.status}, {"--policy", o.policy}} {
+				if fl[1] != "" {
+					again += " " + fl[0] + " " + quoteArg(fl[1])
 				}
+			}
+			if o.cursor != "" {
 				fmt.Fprintf(a.stdout, "%d of %d feeds; the next page: %s --cursor %s (or --all)\n", shown, page.Total, again, o.cursor)
+			}
+			if page.PrevCursor != "" && !o.all {
+				fmt.Fprintf(a.stdout, "the previous page: %s --before %s\n", again, page.PrevCursor)
 			}
 			return nil
 		}

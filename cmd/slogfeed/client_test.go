@@ -118,7 +118,7 @@ func TestListPages(t *testing.T) {
 			w.Write([]byte(`{"feeds":[{"id":1,"policy":"auto","title":"Mote one"}],"total":2,"next_cursor":"CUR"}`))
 			return
 		}
-		w.Write([]byte(`{"feeds":[{"id":2,"policy":"auto","title":"Mote two"}],"total":2,"next_cursor":""}`))
+		w.Write([]byte(`{"feeds":[{"id":2,"policy":"auto","title":"Mote two"}],"total":2,"next_cursor":"","prev_cursor":"PREV"}`))
 	}))
 	defer srv.Close()
 	tests := []struct {
@@ -130,10 +130,16 @@ func TestListPages(t *testing.T) {
 		hasNot []string
 	}{
 		{"one page", []string{"list", "--limit", "1", "-q", "mote"}, 0, []string{"limit=1&q=mote"},
-			[]string{"Mote one", `1 of 2 feeds; the next page: slogfeed list -q "mote" --cursor CUR`}, []string{"Mote two"}},
+			[]string{"Mote one", `1 of 2 feeds; the next page: slogfeed list --limit 1 -q "mote" --cursor CUR`}, []string{"Mote two", "previous page"}},
+		{"the last page", []string{"list", "--cursor", "CUR"}, 0, []string{"cursor=CUR&limit=100"},
+			[]string{"Mote two", "the previous page: slogfeed list --before PREV"}, []string{"Mote one", "next page"}},
+		{"the page before", []string{"list", "--before", "PREV", "--policy", "auto"}, 0, []string{"before=PREV&limit=100&policy=auto"},
+			[]string{"Mote one", `the next page: slogfeed list --policy "auto" --cursor CUR`}, []string{"Mote two", "previous page"}},
 		{"all pages", []string{"list", "--all", "--status", "erroring"}, 0, []string{"limit=100&status=erroring", "cursor=CUR&limit=100&status=erroring"},
-			[]string{"Mote one", "Mote two"}, []string{"next page"}},
+			[]string{"Mote one", "Mote two"}, []string{"next page", "previous page"}},
 		{"bad limit", []string{"list", "--limit", "0"}, 2, nil, nil, nil},
+		{"before and cursor", []string{"list", "--before", "A", "--cursor", "B"}, 2, nil, nil, nil},
+		{"before and all", []string{"list", "--before", "A", "--all"}, 2, nil, nil, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
