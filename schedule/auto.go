@@ -184,14 +184,18 @@ type Auto struct {
 	btries    uint16 // bimodal tries
 	misses    uint16
 	probe     float32 // the next learning probe interval, seconds (0: start over)
-	lower     float32 // one publish known: how long the feed is known to have been quiet around it, seconds
-	initial   float32 // longest probe interval while learning (WithInitial), seconds
-	coldN     uint16  // polls made while the period was unknown
-	grid      bool    // the grid model predicts better than the renewal one
-	retry     retryFlags
-	quiet     quiet // the learned daily sleep
-	batch     uint8 // hits in a row that carried a batch (see gap), and batchNow
-	mode      Mode
+	// lower: while one publish is known, how long the feed is known to
+	// have been quiet around it; once the period rests on batchGaps gaps
+	// (it is not read after the first gap), how far past the newest
+	// publish the items of the batch being read reach (see gap). Seconds.
+	lower   float32
+	initial float32 // longest probe interval while learning (WithInitial), seconds
+	coldN   uint16  // polls made while the period was unknown
+	grid    bool    // the grid model predicts better than the renewal one
+	retry   retryFlags
+	quiet   quiet // the learned daily sleep
+	batch   uint8 // hits in a row that carried a batch (see gap), batchNow and batchMore
+	mode    Mode
 }
 
 // NewAuto returns slogfeed's default policy.
@@ -228,14 +232,19 @@ type retryFlags uint8
 const (
 	retryQuick retryFlags = 1 << iota // the quick retry for this slot is spent
 	retryHalf                         // the last poll looked at the middle of the only known gap
+	retryCheck                        // the last poll checked a cycle's long gap one spacing in (see cycled)
 )
 
-// batchHits is how many hits in a row may carry a batch (see gap)
-// before their short gaps are taken for the period; batchNow marks, in
-// Auto.batch, that the hit being observed carries one.
+// batchHits: from the batchHits-th hit in a row that carries a batch
+// (see gap) on, its short gaps are taken for the period. In Auto.batch,
+// batchNow marks that the hit being observed carries one, batchMore that
+// the hit before said more data was waiting (the next hit reads on, and
+// is not another hit in a row); the rest is the count of hits.
 const (
-	batchHits = 3
-	batchNow  = 0x80
+	batchHits  = 4
+	batchNow   = 0x80
+	batchMore  = 0x40
+	batchCount = batchMore - 1
 	// batchSpacing: a publish less than a period over batchSpacing
 	// after the one before it is an item of a batch. The learned period
 	// can be too long by at most OutagePeriods+1 times (a gap across
@@ -252,28 +261,61 @@ const (
 // publish known and spacing seconds after the publish before it in the
 // hit, is a publish event of its own, and learns from it if so. Once the
 // period rests on batchGaps gaps, a publish less than a period over
-// batchSpacing after the one before it is not a step of the period but an
-// item of a batch (a backfill of stored readings, a burst of
-// corrections): learning its gap would score a residual of nearly a
-// period, pull the jitter model's tail out of shape for hundreds of
-// periods and, with enough of them, take the spacing for the period. A
-// batch may take more than one hit to read; a publisher whose period
-// really shrank brings such gaps in every hit, so from the batchHits-th
-// hit in a row on they are learned.
+// batchSpacing after the one before it (an item of the batch a hit before
+// read included) is not a step of the period but an item of a batch (a
+// backfill of stored readings, a burst of corrections): learning its gap
+// would score a residual of nearly a period, pull the jitter model's tail
+// out of shape for hundreds of periods and, with enough of them, take the
+// spacing for the period. Such an item neither is learned nor moves the
+// newest publish the next poll is planned from; a.lower keeps how far
+// past it the batch reaches. A batch may take more than one hit to read
+// (the pages of a publisher saying more data is waiting are one read); a
+// publisher whose period really shrank brings such gaps in every hit, so
+// from the batchHits-th hit in a row on they are learned.
 func (a *Auto) gap(g, spacing float64) bool {
-	if a.gaps.len() >= batchGaps && spacing < a.period/batchSpacing {
+	if a.gaps.len() < batchGaps {
+		a.learn(g)
+		return true
+	}
+	inBatch := a.batch&(batchNow|batchCount) != 0
+	if spacing < a.period/batchSpacing {
 		a.batch |= batchNow
-		if a.batch&^batchNow < batchHits {
+		if a.batch&batchCount < batchHits-1 {
+			if inBatch {
+				a.lower = max(a.lower, float32(g))
+			} else {
+				a.lower = float32(g) // a batch begins
+			}
 			return false
 		}
 	}
 	a.learn(g)
+	if inBatch {
+		a.lower = 0 // the newest publish moves past the batch
+	}
 	return true
 }
 
+// batchFrom is where the batch being read reaches (Unix ns; 0: no batch),
+// the publish the first item of a hit is spaced from.
+func (a *Auto) batchFrom() int64 {
+	if a.gaps.len() < batchGaps || a.batch&batchCount == 0 || a.lower <= 0 {
+		return 0
+	}
+	return addSeconds(a.last, float64(a.lower))
+}
+
+// cycleSlack is how far, as a share of the cycle, a long gap may be from
+// the median long gap plus whole cycles.
+const cycleSlack = 0.1
+
 // cycled is a cycle's prediction (see Auto.cycle), seconds: the next
-// gap, the margin after it, and the cycle's length.
-type cycled struct{ next, off, length float64 }
+// gap, the margin after it, and the cycle's length; long: the next gap is
+// the long one between groups.
+type cycled struct {
+	next, off, length float64
+	long              bool
+}
 
 // cycle looks for a feed that carries the readings of several sensors,
 // each a few seconds after the other once a period: k−1 short gaps inside
@@ -284,10 +326,11 @@ type cycled struct{ next, off, length float64 }
 // are of two kinds (every long one at least batchSpacing times every
 // short one), at least three long ones came exactly k gaps apart, and
 // each long gap is the median long gap plus a whole number of cycles
-// (groups lost in between) within a quarter of a cycle. Steady
+// (groups lost in between) within cycleSlack of a cycle. Steady
 // publishers have gaps of one kind; a lossy one's are whole multiples of
 // its period, with no wide step between them; long outages come at
-// random places and lengths. The next gap is then predicted as the one
+// random places and lengths (and outages that came at regular places are
+// caught by the poll choose makes a spacing into each long gap). The next gap is then predicted as the one
 // at the same place of the cycle before (the median long gap when that
 // comes next), and the margin is three times the median error of that
 // prediction over the history, at least the period's least margin for
@@ -344,7 +387,7 @@ func (a *Auto) cycle() (cycled, bool) {
 	}
 	for _, g := range longs[:nl] {
 		r := (g - medL) / length
-		if math.Abs(r-math.Round(r)) > 0.25 {
+		if math.Round(r) < 0 || math.Abs(r-math.Round(r)) > cycleSlack {
 			return cycled{}, false
 		}
 	}
@@ -355,7 +398,7 @@ func (a *Auto) cycle() (cycled, bool) {
 	}
 	c := cycled{next: gs[n-k], length: length}
 	if n-1-prev == k-1 {
-		c.next = medL // the group is complete: the long gap comes next
+		c.next, c.long = medL, true // the group is complete: the long gap comes next
 	}
 	c.off = min(max(3*median(es), floor(length), a.dateStep()), c.next/2)
 	return c, true
@@ -363,8 +406,8 @@ func (a *Auto) cycle() (cycled, bool) {
 
 // cycleRetry is the retry after a miss while the feed's gaps follow a
 // cycle (see cycle): once just past three margins (a late group), then
-// at the same place of each following cycle (a lost group), for
-// OutagePeriods cycles; after that the period's backoff goes on.
+// at the same place of each following cycle (a lost group), up to the
+// OutagePeriods-th miss; after that the period's backoff goes on.
 func (a *Auto) cycleRetry(now int64) (int64, bool) {
 	if a.misses > OutagePeriods {
 		return 0, false
@@ -613,11 +656,17 @@ func (a *Auto) choose(obs Observation) time.Time {
 	if obs.Hit {
 		newest, _ := obs.Newest()
 		a.classify(obs.Published, newest)
-		learned := a.observe(obs.Published, newest, a.gap, nil)
-		if a.batch&batchNow != 0 {
-			a.batch = min(a.batch&^batchNow+1, batchHits)
-		} else {
+		learned := a.observe(obs.Published, newest, a.batchFrom(), a.gap, nil)
+		switch n := a.batch & batchCount; {
+		case a.batch&batchNow == 0:
 			a.batch = 0
+		case a.batch&batchMore != 0 && n > 0:
+			a.batch = n // the same read, on
+		default:
+			a.batch = min(n+1, batchHits)
+		}
+		if obs.MoreData && a.batch&batchCount != 0 {
+			a.batch |= batchMore
 		}
 		if learned {
 			a.refresh()
@@ -650,6 +699,14 @@ func (a *Auto) choose(obs Observation) time.Time {
 			}
 		}
 		if c, ok := a.cycle(); ok {
+			// Before a long gap, one poll where the spacing says the next
+			// reading would come: a publisher whose outages happened to
+			// come at regular places looks like a cycle, and goes on
+			// publishing through the long gap predicted.
+			if check := a.at(1, a.off); c.long && check > now && check < addSeconds(a.last, c.next) {
+				a.retry |= retryCheck
+				return a.finish(obs, addNanos(check, float64(desync(&a.rng, obs.Hints.Desync))))
+			}
 			if next := addSeconds(a.last, c.next+c.off); next > now {
 				return a.finish(obs, addNanos(next, float64(desync(&a.rng, obs.Hints.Desync))))
 			}
@@ -667,6 +724,17 @@ func (a *Auto) choose(obs Observation) time.Time {
 		// The middle of the only gap is quiet: the gap is one period.
 		a.retry &^= retryHalf
 		return a.finish(obs, addNanos(a.at(1, a.off), float64(desync(&a.rng, obs.Hints.Desync))))
+	}
+	a.batch &^= batchMore // the read ended
+	if a.retry&retryCheck != 0 {
+		// The check before a cycle's long gap found nothing: the cycle
+		// holds, poll where it says.
+		a.retry &^= retryCheck
+		if c, ok := a.cycle(); ok {
+			if next := addSeconds(a.last, c.next+c.off); next > now {
+				return a.finish(obs, addNanos(next, float64(desync(&a.rng, obs.Hints.Desync))))
+			}
+		}
 	}
 	a.misses = min(a.misses+1, math.MaxUint16-1)
 	if !a.known() {
@@ -926,10 +994,11 @@ func (a *Auto) predicted() (time.Time, bool) {
 	if !a.known() || a.period <= 0 {
 		return time.Time{}, false
 	}
-	if a.misses == 0 {
-		if c, ok := a.cycle(); ok {
-			return time.Unix(0, addSeconds(a.last, c.next)).UTC(), true
-		}
+	if c, ok := a.cycle(); ok {
+		// The quick retry aims at the same reading, later ones a cycle
+		// further each (cycleRetry).
+		m := float64(max(int(a.misses)-1, 0))
+		return time.Unix(0, addSeconds(a.last, c.next+m*c.length)).UTC(), true
 	}
 	return time.Unix(0, a.at(float64(max(a.slot, 1)), 0)).UTC(), true
 }

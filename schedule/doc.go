@@ -113,26 +113,34 @@
 //     slips), then refined as the median of gap/k over gaps of k ≤ 6
 //     periods.
 //   - Batches: once the period rests on 8 gaps, a publish less than a
-//     seventh of a period after the one before it in the same hit (a
-//     backfill of stored readings, a burst of corrections) is an item of
-//     a batch, not a step of the period: it is neither learned nor moves
-//     the newest publish the next poll is planned from. Learned as a
-//     period, each such gap would score a residual of nearly a period and
-//     pull the jitter tail out of shape for hundreds of periods (a
-//     backfill of 20 readings 1.5 s apart into a 60 s feed tripled its
-//     mean latency for ~700 periods). From the third hit in a row
-//     bringing such gaps they are learned: the period really shrank.
+//     seventh of a period after the one before it (in the same hit, or
+//     the batch a hit before read) is an item of a batch (a backfill of
+//     stored readings, a burst of corrections), not a step of the
+//     period: it is neither learned nor moves the newest publish the next
+//     poll is planned from. Learned as a period, each such gap would
+//     score a residual of nearly a period and pull the jitter tail out of
+//     shape for hundreds of periods (a backfill of 20 readings 1.5 s
+//     apart into a 60 s feed tripled its mean latency for ~700 periods).
+//     The pages of a publisher saying more data is waiting are one read;
+//     from the fourth hit in a row bringing such gaps they are learned:
+//     the period really shrank.
 //   - Cycles: a feed carrying the readings of k sensors, each a few
 //     seconds after the other once a period, has k−1 short gaps and one
 //     long one a cycle; the period learned is the spacing inside a group.
 //     When the history shows such a cycle (every long gap at least 7
 //     times every short one, at least three long ones exactly k gaps
-//     apart, each the median long gap plus whole cycles within a quarter
-//     of one), auto predicts each gap as the one at the same place of the
-//     cycle before, retries once just past three margins, then at the
-//     same place of each following cycle for OutagePeriods cycles (5 to 12
-//     polls a minute for 2–5 sensors a minute become about one a reading,
-//     and the mean latency drops from 4–17 s to under 3 s).
+//     apart, each the median long gap plus whole cycles within a tenth
+//     of one), auto predicts each gap as the one at the same
+//     place of the cycle before. Before the long gap it polls once where
+//     the spacing says the next reading would come: a steady publisher
+//     whose outages came at regular places looks like a cycle, and would
+//     otherwise be waited for through a whole outage it no longer has.
+//     After a miss it retries once just past three margins (a late
+//     reading), then at the same place of each following cycle (a lost
+//     group) up to the fifth miss. `slogfeed eval groups`: 2–5 sensors a
+//     minute 0.5–5 s apart are fetched in a mean of 2.5–3.1 s with
+//     0.7–1.7 polls a reading; polled on the spacing, as DPT-L does, they
+//     wait 4.7–33 s.
 //   - Two predictors, learned side by side: renewal (one period after the
 //     previous publish; right for publishers whose jitter accumulates) and
 //     grid (a slot grid whose anchor moves a quarter of the way to each

@@ -197,14 +197,14 @@ func (t *tracker) mergeWindow() int64 {
 // publish time of the newest item; pubs are the item publish times (sorted).
 // It reports whether at least one new publish event was recorded. onGap, if
 // not nil, sees each new gap (seconds) before the histories take it, and
-// the spacing from the publish before it in this hit (the gap itself for
-// the first); when it returns false the publish is not a publish event
-// of its own (an item of a batch): no gap is recorded and the newest
-// publish stays where it was. sp, if not nil, is kept up to date with
-// every gap added.
-func (t *tracker) observe(pubs []time.Time, newest time.Time, onGap func(g, spacing float64) bool, sp *spreads) bool {
+// the spacing from the publish before it in this hit (for the first, from
+// from when set, else from the newest publish); when it returns false the
+// publish is not a publish event of its own (an item of a batch): no gap
+// is recorded and the newest publish stays where it was. sp, if not nil,
+// is kept up to date with every gap added.
+func (t *tracker) observe(pubs []time.Time, newest time.Time, from int64, onGap func(g, spacing float64) bool, sp *spreads) bool {
 	added := false
-	prev := t.last
+	prev := max(t.last, from)
 	add := func(ns int64) {
 		spacing := float64(ns-prev) / 1e9
 		prev = max(prev, ns)
@@ -317,7 +317,7 @@ func (d *DPT) Next(obs Observation) time.Time {
 	bias := d.variant.Bias()
 	if obs.Hit {
 		newest, _ := obs.Newest()
-		d.observe(obs.Published, newest, nil, &d.sp)
+		d.observe(obs.Published, newest, 0, nil, &d.sp)
 		d.mode, d.tries, d.misses = ModeFast, 0, 0
 		if obs.MoreData {
 			return obs.At

@@ -290,7 +290,16 @@ func (a *Auto) AppendState(b []byte) []byte {
 	e.f32(a.lower)
 	e.u16(a.coldN)
 	e.flag(a.grid)
-	e.flag(a.retry&retryQuick != 0)
+	// The quick retry's flag and, above it, the cycle check's (states
+	// saved before it read as 0).
+	quick := uint8(0)
+	if a.retry&retryQuick != 0 {
+		quick = 1
+	}
+	if a.retry&retryCheck != 0 {
+		quick |= 2
+	}
+	e.u8(quick)
 	// The middle-of-the-gap flag and, above it, the batch count (see
 	// Auto.gap): states written before the count was kept read as 0.
 	half := uint8(0)
@@ -341,15 +350,23 @@ func (a *Auto) RestoreState(b []byte) error {
 	c.coldN = d.u16()
 	c.grid = d.flag()
 	c.retry = 0
-	if d.flag() {
-		c.retry |= retryQuick
+	switch qb := d.u8(); {
+	case qb > 3:
+		d.fail("retry flags %d", qb)
+	default:
+		if qb&1 != 0 {
+			c.retry |= retryQuick
+		}
+		if qb&2 != 0 {
+			c.retry |= retryCheck
+		}
 	}
 	hb := d.u8()
 	if hb&1 != 0 {
 		c.retry |= retryHalf
 	}
 	c.batch = hb >> 1
-	if c.batch > batchHits {
+	if c.batch&^batchMore > batchHits {
 		d.fail("batch count %d", c.batch)
 	}
 	c.mode = d.mode()

@@ -95,13 +95,13 @@ func runGroups(ctx context.Context, opt Options) (*Report, error) {
 // several sensors.
 const (
 	groupLatency = 0.1
-	groupPolls   = 1.2
+	groupPolls   = 1.8
 )
 
 // groupChecks states whether auto fetches the readings of a feed of
 // several sensors about as soon as those of a single sensor's feed (mean
 // latency within groupLatency of the period), with about one poll a
-// reading.
+// reading and one a group more (the check before the long gap).
 func groupChecks(rep *Report) []string {
 	var notes []string
 	fails := 0
