@@ -18,8 +18,9 @@
 // deliveries of one Notify, for all its hooks, are stored in one write
 // (storage.PluginApply: one transaction on bbolt), made without the
 // service's lock, and queued once stored: the API and the delivery loop
-// do not wait for the store. A failed write is logged and its deliveries
-// are not queued. Each
+// do not wait for the store. A failed write is logged, its deliveries
+// are not queued, and those a store writing one record at a time
+// (JetStream) kept are deleted again. Each
 // delivery is a POST of {"feed": {...}, "items": [...]} (items as the API
 // shows them) with the headers
 //

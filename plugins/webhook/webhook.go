@@ -581,6 +581,14 @@ func (s *Service) Notify(f storage.Feed, items []storage.Item) {
 	}
 
 	var orphans, drops []storage.PluginOp
+	if err != nil {
+		// A store that writes a batch one record at a time (JetStream)
+		// may have kept some: none is queued, so none may be sent after
+		// a restart either, out of order.
+		for _, op := range ops {
+			orphans = append(orphans, storage.PluginOp{Key: op.Key, Delete: true})
+		}
+	}
 	var dropped []func()
 	s.mu.Lock()
 	for _, b := range batches {
@@ -622,7 +630,7 @@ func (s *Service) Notify(f storage.Feed, items []storage.Item) {
 	s.mu.Unlock()
 	if len(orphans) > 0 {
 		if err := s.st.PluginApply(Name, orphans); err != nil {
-			s.log.Warn("webhook: deleting the deliveries of a deleted hook (the next start deletes them)", "err", err)
+			s.log.Warn("webhook: deleting stored deliveries that were not queued (of a hook deleted meanwhile, or of a failed write)", "err", err)
 		}
 	}
 	// Even after a failed write: it may have let other calls' deliveries

@@ -498,7 +498,7 @@ func (s *Store) queryItems(ctx context.Context, feedID uint64, q storage.ItemQue
 	case q.Limit <= 0:
 	case q.AfterSeq > 0 || q.Order == storage.ByArrivalAsc:
 		seen, n := 0, 0
-		items, err := s.readRange(ctx, feedID, q.AfterSeq+1, 0, q.Limit, func(read []storage.Item) bool {
+		items, err := s.readRange(ctx, feedID, q.AfterSeq+1, q.BeforeSeq, q.Limit, func(read []storage.Item) bool {
 			for ; seen < len(read); seen++ {
 				if matches(&read[seen]) {
 					n++
@@ -581,7 +581,9 @@ func (s *Store) item(ctx context.Context, feedID uint64, itemID string) (storage
 		return storage.Item{}, notFound // never stored, or removed
 	case ok:
 		it, err := s.itemAt(ctx, e.seq)
-		s.bodies.Add(1)
+		if err == nil {
+			s.bodies.Add(1)
+		}
 		if err == nil && it.ID == itemID && it.FeedID == feedID {
 			return it, nil
 		}
@@ -593,9 +595,11 @@ func (s *Store) item(ctx context.Context, feedID uint64, itemID string) (storage
 	if err != nil {
 		return storage.Item{}, err
 	}
-	for _, it := range all {
-		if it.ID == itemID {
-			return it, nil
+	// The subject may hold the item twice (a digest that replaced it):
+	// the later message is the item.
+	for i := len(all) - 1; i >= 0; i-- {
+		if all[i].ID == itemID {
+			return all[i], nil
 		}
 	}
 	return storage.Item{}, notFound
