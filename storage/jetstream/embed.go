@@ -76,10 +76,33 @@ type EmbedOptions struct {
 	// most one per RepeatEvery, with how many were left out. Zero means
 	// DefaultRepeatEvery; negative logs every line.
 	RepeatEvery time.Duration
+	// RoutePingInterval is how often the server pings each route to a
+	// peer, and RouteMaxPingsOut how many pings may go unanswered: at
+	// the next ping the route is closed as stale. Zero means
+	// DefaultRoutePingInterval and DefaultRouteMaxPingsOut.
+	RoutePingInterval time.Duration
+	RouteMaxPingsOut  int
 }
 
 // DefaultRepeatEvery is EmbedOptions.RepeatEvery when it is zero.
 const DefaultRepeatEvery = 30 * time.Second
+
+// A route to a peer whose process is hung (stopped, swapping, a VM
+// paused, packets dropped on the way) stays open: nothing closes the
+// connection, and the server keeps the peer's subscriptions. The direct
+// gets of every stream and bucket (each KV get, each stream read of a
+// subject's last message) are answered by a queue group of all their
+// replicas, picked at random for a client's request, so a third of them
+// go to the hung peer and wait out their timeout until the route is
+// closed. NATS's own defaults (a ping every 2 minutes, capped at 30 s
+// for routes, two unanswered) close it 60 to 90 s after the hang; these
+// close it 6 to 8 s after, past a JetStream Raft election's minimum
+// timeout (4 s), so that a peer slow enough to close its routes has
+// lost its Raft leaderships already.
+const (
+	DefaultRoutePingInterval = 2 * time.Second
+	DefaultRouteMaxPingsOut  = 3
+)
 
 // Embedded is a running embedded JetStream server.
 type Embedded struct {
@@ -360,7 +383,14 @@ func serverOptions(opt EmbedOptions) (*server.Options, error) {
 	if name == "" {
 		name = DefaultClusterName
 	}
-	so.Cluster = server.ClusterOpts{Name: name, Host: chost, Port: cport}
+	so.Cluster = server.ClusterOpts{Name: name, Host: chost, Port: cport,
+		PingInterval: opt.RoutePingInterval, MaxPingsOut: opt.RouteMaxPingsOut}
+	if so.Cluster.PingInterval <= 0 {
+		so.Cluster.PingInterval = DefaultRoutePingInterval
+	}
+	if so.Cluster.MaxPingsOut <= 0 {
+		so.Cluster.MaxPingsOut = DefaultRouteMaxPingsOut
+	}
 	for _, r := range opt.Routes {
 		u, err := url.Parse(strings.TrimSpace(r))
 		if err != nil || u.Scheme != "nats" || u.Host == "" || u.Port() == "" {

@@ -394,3 +394,159 @@ func TestStartEmbeddedCancelled(t *testing.T) {
 		t.Fatalf("after %s: %v, want context.Canceled soon after the cancel", took.Round(time.Millisecond), err)
 	}
 }
+
+func TestServerOptionsRoutePings(t *testing.T) {
+	opt := EmbedOptions{Name: "n1", StoreDir: "/data", Listen: "127.0.0.1:0", ClusterListen: "127.0.0.1:6222"}
+	so, err := serverOptions(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if so.Cluster.PingInterval != DefaultRoutePingInterval || so.Cluster.MaxPingsOut != DefaultRouteMaxPingsOut {
+		t.Errorf("route pings every %v, %d out; want every %v, %d out", so.Cluster.PingInterval, so.Cluster.MaxPingsOut, DefaultRoutePingInterval, DefaultRouteMaxPingsOut)
+	}
+	// A hung peer's route is closed before a lease (9 s) runs out.
+	if d := so.Cluster.PingInterval * time.Duration(so.Cluster.MaxPingsOut+1); d > 8*time.Second {
+		t.Errorf("a hung peer's route is closed up to %v after it hangs", d)
+	}
+	opt.RoutePingInterval, opt.RouteMaxPingsOut = 500*time.Millisecond, 5
+	if so, err = serverOptions(opt); err != nil {
+		t.Fatal(err)
+	}
+	if so.Cluster.PingInterval != 500*time.Millisecond || so.Cluster.MaxPingsOut != 5 {
+		t.Errorf("route pings every %v, %d out; want the options' 500ms, 5", so.Cluster.PingInterval, so.Cluster.MaxPingsOut)
+	}
+}
+
+// freezeProxy forwards TCP connections to an address until frozen; then
+// it keeps every connection open and passes nothing either way, and
+// accepts new connections without answering them, as a stopped process
+// whose sockets stay open does.
+type freezeProxy struct {
+	ln     net.Listener
+	to     string
+	frozen atomic.Bool
+	stop   chan struct{}
+}
+
+func newFreezeProxy(t *testing.T, to string) *freezeProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &freezeProxy{ln: ln, to: to, stop: make(chan struct{})}
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				for _, c := range conns {
+					c.Close()
+				}
+				return
+			}
+			conns = append(conns, c)
+			if p.frozen.Load() {
+				continue
+			}
+			up, err := net.Dial("tcp", to)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			conns = append(conns, up)
+			go p.pipe(c, up)
+			go p.pipe(up, c)
+		}
+	}()
+	t.Cleanup(func() {
+		close(p.stop)
+		ln.Close()
+		<-done
+	})
+	return p
+}
+
+func (p *freezeProxy) pipe(from, to net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := from.Read(buf)
+		if p.frozen.Load() {
+			<-p.stop
+			return
+		}
+		if n > 0 {
+			if _, werr := to.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			to.Close()
+			return
+		}
+	}
+}
+
+func (p *freezeProxy) addr() string { return p.ln.Addr().String() }
+
+// TestHungPeerRouteClosed: a peer that stops answering with its
+// connections open (a SIGSTOP, a paused VM) has its routes closed within
+// (RouteMaxPingsOut+1) × RoutePingInterval, and not before
+// RouteMaxPingsOut of them: its subscriptions (the replicas' direct-get
+// queue groups) then stop drawing requests it will never answer.
+func TestHungPeerRouteClosed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a route to go stale")
+	}
+	portA, portB := freePort(t), freePort(t)
+	proxy := newFreezeProxy(t, fmt.Sprintf("127.0.0.1:%d", portB))
+	// Only a dials, through the proxy; b lists only itself (a JetStream
+	// cluster needs a route configured) and accepts.
+	opts := []EmbedOptions{
+		{Name: "a", ClusterListen: fmt.Sprintf("127.0.0.1:%d", portA), Routes: []string{"nats://" + proxy.addr()}},
+		{Name: "b", ClusterListen: fmt.Sprintf("127.0.0.1:%d", portB), Routes: []string{fmt.Sprintf("nats://127.0.0.1:%d", portB)}},
+	}
+	servers := make([]*Embedded, len(opts))
+	errs := make(chan error, len(opts))
+	for i := range opts {
+		go func() {
+			o := opts[i]
+			o.StoreDir, o.Listen, o.MaxMemory, o.MaxStore, o.ReadyTimeout = t.TempDir(), "127.0.0.1:0", 32<<20, 64<<20, 30*time.Second
+			var err error
+			servers[i], err = StartEmbedded(o)
+			errs <- err
+		}()
+	}
+	var err error
+	for range opts {
+		err = errors.Join(err, <-errs)
+	}
+	for _, e := range servers {
+		if e != nil {
+			defer e.Shutdown()
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := servers[0].srv
+	if a.NumRoutes() == 0 {
+		t.Fatal("a has no route to b")
+	}
+	frozen := time.Now()
+	proxy.frozen.Store(true)
+	limit := DefaultRoutePingInterval*time.Duration(DefaultRouteMaxPingsOut+1) + time.Second
+	for a.NumRoutes() > 0 {
+		if time.Since(frozen) > limit {
+			t.Fatalf("a still has %d routes to its hung peer %v after it hung", a.NumRoutes(), limit)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	took := time.Since(frozen)
+	if took < DefaultRoutePingInterval*time.Duration(DefaultRouteMaxPingsOut-1) {
+		t.Errorf("routes closed %v after the peer hung: before %d pings went unanswered", took, DefaultRouteMaxPingsOut)
+	}
+	t.Logf("the hung peer's routes closed %v after it hung", took.Round(10*time.Millisecond))
+}

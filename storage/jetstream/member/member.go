@@ -182,13 +182,27 @@ func Attach(store *sjs.Store, l *lease.Node) error {
 	return store.SetOwner(l)
 }
 
+// ClientPingInterval and ClientMaxPingsOut are the node's NATS
+// connection's pings: a server that stops answering with the connection
+// open (a hung process, a paused VM) is left for another server of the
+// list after ClientMaxPingsOut+1 pings, 6 to 8 s, before the node's
+// leases (9 s) run out, rather than after the client's default 4 to 6
+// minutes.
+const (
+	ClientPingInterval = 2 * time.Second
+	ClientMaxPingsOut  = 3
+)
+
 // Connect connects to the NATS servers at urls as the node name,
-// reconnecting for ever (every 250 ms) and logging disconnections.
+// reconnecting for ever (every 250 ms), leaving a server that stops
+// answering pings (ClientPingInterval), and logging disconnections.
 func Connect(urls []string, name string, log *slog.Logger) (*nats.Conn, error) {
 	nc, err := nats.Connect(strings.Join(urls, ","),
 		nats.Name("slogfeed "+name),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250*time.Millisecond),
+		nats.PingInterval(ClientPingInterval),
+		nats.MaxPingsOutstanding(ClientMaxPingsOut),
 		nats.RetryOnFailedConnect(true),
 		nats.Timeout(5*time.Second),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("NATS disconnected", "err", err) }),

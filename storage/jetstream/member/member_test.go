@@ -3,6 +3,7 @@ package member_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -154,4 +155,21 @@ func leaderOf(t *testing.T, c *jstest.Cluster, stream string) int {
 	}
 	t.Fatalf("stream %s: leader %q is no server of the cluster", stream, leader)
 	return -1
+}
+
+// TestConnectPings: the node's connection pings its server often enough
+// to leave a hung one before its leases run out.
+func TestConnectPings(t *testing.T) {
+	c := jstest.NewServer(t)
+	nc, err := member.Connect([]string{c.URL()}, "pings", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if nc.Opts.PingInterval != member.ClientPingInterval || nc.Opts.MaxPingsOut != member.ClientMaxPingsOut {
+		t.Errorf("pings every %v, %d out; want every %v, %d out", nc.Opts.PingInterval, nc.Opts.MaxPingsOut, member.ClientPingInterval, member.ClientMaxPingsOut)
+	}
+	if d := member.ClientPingInterval * (member.ClientMaxPingsOut + 1); d > 8*time.Second {
+		t.Errorf("a hung server is left up to %v after it hangs", d)
+	}
 }
