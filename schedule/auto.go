@@ -226,7 +226,7 @@ func (a *Auto) State() State {
 	return s
 }
 
-// retryFlags are Auto's two flags of a run of misses.
+// retryFlags are Auto's flags of the polls after a publish.
 type retryFlags uint8
 
 const (
@@ -279,8 +279,14 @@ func (a *Auto) gap(g, spacing float64) bool {
 	}
 	inBatch := a.batch&(batchNow|batchCount) != 0
 	if spacing < a.period/batchSpacing {
+		// The hits in a row before this one: the page of a read that
+		// said more data was waiting is judged as the read's first hit.
+		n := a.batch & batchCount
+		if a.batch&batchMore != 0 && n > 0 {
+			n--
+		}
 		a.batch |= batchNow
-		if a.batch&batchCount < batchHits-1 {
+		if n < batchHits-1 {
 			if inBatch {
 				a.lower = max(a.lower, float32(g))
 			} else {
@@ -994,11 +1000,17 @@ func (a *Auto) predicted() (time.Time, bool) {
 	if !a.known() || a.period <= 0 {
 		return time.Time{}, false
 	}
-	if c, ok := a.cycle(); ok {
-		// The quick retry aims at the same reading, later ones a cycle
-		// further each (cycleRetry).
-		m := float64(max(int(a.misses)-1, 0))
-		return time.Unix(0, addSeconds(a.last, c.next+m*c.length)).UTC(), true
+	if a.retry&retryCheck != 0 {
+		// The check a spacing into a cycle's long gap.
+		return time.Unix(0, a.at(1, 0)).UTC(), true
+	}
+	if a.misses <= OutagePeriods {
+		if c, ok := a.cycle(); ok {
+			// The quick retry aims at the same reading, later ones a
+			// cycle further each (cycleRetry).
+			m := float64(max(int(a.misses)-1, 0))
+			return time.Unix(0, addSeconds(a.last, c.next+m*c.length)).UTC(), true
+		}
 	}
 	return time.Unix(0, a.at(float64(max(a.slot, 1)), 0)).UTC(), true
 }

@@ -191,8 +191,10 @@ func TestAutoFollowsGroups(t *testing.T) {
 }
 
 // TestAutoCyclePredicted: with a cycle learned, the publish the next
-// poll aims at (which ranks feeds under a fetch budget) is the cycle's
-// next reading, not a spacing after the last one.
+// poll aims at (which ranks feeds under a fetch budget) is the cycle's:
+// after a group's last reading the check a spacing into the long gap,
+// once that found nothing the next group, and the next sensor's reading
+// inside a group.
 func TestAutoCyclePredicted(t *testing.T) {
 	a := schedule.NewAuto(schedule.WithSeed(1))
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -203,8 +205,13 @@ func TestAutoCyclePredicted(t *testing.T) {
 			a.Next(schedule.Observation{At: last.Add(100 * time.Millisecond), Hit: true, Published: []time.Time{last}})
 		}
 	}
+	p, ok := a.PredictedPublish()
+	if !ok || p.Sub(last) < time.Second || p.Sub(last) > 3*time.Second {
+		t.Errorf("after a group's last reading: predicted %v after it (%v), want the check, ~2 s", p.Sub(last), ok)
+	}
+	a.Next(schedule.Observation{At: p.Add(time.Second)})
 	if p, ok := a.PredictedPublish(); !ok || p.Sub(last) < 50*time.Second || p.Sub(last) > 60*time.Second {
-		t.Errorf("after a group's last reading: predicted %v after it (%v), want the next group, ~56 s", p.Sub(last), ok)
+		t.Errorf("after the check found nothing: predicted %v after the last reading (%v), want the next group, ~56 s", p.Sub(last), ok)
 	}
 	first := last.Add(56 * time.Second)
 	a.Next(schedule.Observation{At: first.Add(100 * time.Millisecond), Hit: true, Published: []time.Time{first}})
@@ -290,5 +297,46 @@ func TestAutoCycleRegularOutages(t *testing.T) {
 	}
 	if worst > 5 {
 		t.Errorf("after the outages, a reading fetched %.0f s late", worst)
+	}
+}
+
+// TestAutoBackfillPagesAfterPolls: a backfill two polls have begun to
+// read (each a hit carrying a batch) and the third reads in pages is still
+// one batch: a page is judged as the first hit of its read, not one hit
+// further on (two pages had the second learned: the period became 1.5 s).
+func TestAutoBackfillPagesAfterPolls(t *testing.T) {
+	for _, pages := range []int{1, 2, 5} {
+		a := schedule.NewAuto(schedule.WithSeed(1))
+		t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		var last time.Time
+		for i := range 15 {
+			last = t0.Add(time.Duration(i) * time.Minute)
+			a.Next(schedule.Observation{At: last.Add(time.Second), Hit: true, Published: []time.Time{last}})
+		}
+		gaps := a.State().Gaps
+		pub := func(i int) time.Time { return last.Add(5*time.Second + time.Duration(i)*1500*time.Millisecond) }
+		const readings = 30
+		i := 0
+		for _, at := range []time.Duration{10 * time.Second, 20 * time.Second} {
+			var pubs []time.Time
+			for ; pub(i).Before(last.Add(at)); i++ {
+				pubs = append(pubs, pub(i))
+			}
+			a.Next(schedule.Observation{At: last.Add(at), Hit: true, Published: pubs})
+		}
+		per := (readings - i + pages - 1) / pages
+		at := last.Add(30 * time.Second)
+		for page := range pages {
+			var pubs []time.Time
+			for j := 0; j < per && i < readings; j++ {
+				pubs = append(pubs, pub(i))
+				i++
+			}
+			a.Next(schedule.Observation{At: at, Hit: true, Published: pubs, MoreData: page < pages-1})
+			at = at.Add(100 * time.Millisecond)
+		}
+		if st := a.State(); st.Median < 59*time.Second || st.Median > 61*time.Second || st.Gaps != gaps {
+			t.Errorf("the third poll in %d pages: period %v, %d gaps learned", pages, st.Median, st.Gaps-gaps)
+		}
 	}
 }

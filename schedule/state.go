@@ -299,6 +299,7 @@ func (a *Auto) AppendState(b []byte) []byte {
 	if a.retry&retryCheck != 0 {
 		quick |= 2
 	}
+
 	e.u8(quick)
 	// The middle-of-the-gap flag and, above it, the batch count (see
 	// Auto.gap): states written before the count was kept read as 0.
@@ -350,23 +351,22 @@ func (a *Auto) RestoreState(b []byte) error {
 	c.coldN = d.u16()
 	c.grid = d.flag()
 	c.retry = 0
-	switch qb := d.u8(); {
-	case qb > 3:
+	qb := d.u8()
+	if qb > 3 {
 		d.fail("retry flags %d", qb)
-	default:
-		if qb&1 != 0 {
-			c.retry |= retryQuick
-		}
-		if qb&2 != 0 {
-			c.retry |= retryCheck
-		}
+	}
+	if qb&1 != 0 {
+		c.retry |= retryQuick
+	}
+	if qb&2 != 0 {
+		c.retry |= retryCheck
 	}
 	hb := d.u8()
 	if hb&1 != 0 {
 		c.retry |= retryHalf
 	}
 	c.batch = hb >> 1
-	if c.batch&^batchMore > batchHits {
+	if n := c.batch & batchCount; c.batch&^(batchMore|batchCount) != 0 || n > batchHits || n == 0 && c.batch&batchMore != 0 {
 		d.fail("batch count %d", c.batch)
 	}
 	c.mode = d.mode()
