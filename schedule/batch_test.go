@@ -230,13 +230,7 @@ func TestAutoCyclePredicted(t *testing.T) {
 // and moved the next poll late.)
 func TestAutoBackfillPages(t *testing.T) {
 	for _, pages := range []int{2, 5, 10} {
-		a := schedule.NewAuto(schedule.WithSeed(1))
-		t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-		var last time.Time
-		for i := range 15 {
-			last = t0.Add(time.Duration(i) * time.Minute)
-			a.Next(schedule.Observation{At: last.Add(time.Second), Hit: true, Published: []time.Time{last}})
-		}
+		a, last := steadyMinute()
 		gaps := a.State().Gaps
 		first := last.Add(-20 * time.Second)
 		at := last.Add(30 * time.Second)
@@ -306,13 +300,7 @@ func TestAutoCycleRegularOutages(t *testing.T) {
 // further on (two pages had the second learned: the period became 1.5 s).
 func TestAutoBackfillPagesAfterPolls(t *testing.T) {
 	for _, pages := range []int{1, 2, 5} {
-		a := schedule.NewAuto(schedule.WithSeed(1))
-		t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-		var last time.Time
-		for i := range 15 {
-			last = t0.Add(time.Duration(i) * time.Minute)
-			a.Next(schedule.Observation{At: last.Add(time.Second), Hit: true, Published: []time.Time{last}})
-		}
+		a, last := steadyMinute()
 		gaps := a.State().Gaps
 		pub := func(i int) time.Time { return last.Add(5*time.Second + time.Duration(i)*1500*time.Millisecond) }
 		const readings = 30
@@ -339,4 +327,17 @@ func TestAutoBackfillPagesAfterPolls(t *testing.T) {
 			t.Errorf("the third poll in %d pages: period %v, %d gaps learned", pages, st.Median, st.Gaps-gaps)
 		}
 	}
+}
+
+// steadyMinute is an Auto that has polled 15 readings a minute apart,
+// each a second after it, and the last reading's time.
+func steadyMinute() (*schedule.Auto, time.Time) {
+	a := schedule.NewAuto(schedule.WithSeed(1))
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var last time.Time
+	for i := range 15 {
+		last = t0.Add(time.Duration(i) * time.Minute)
+		a.Next(schedule.Observation{At: last.Add(time.Second), Hit: true, Published: []time.Time{last}})
+	}
+	return a, last
 }

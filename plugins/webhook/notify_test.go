@@ -54,6 +54,20 @@ func (s *spyStore) count() int {
 // holdWrite makes the next write naming a key hold accepts wait until
 // the function returned is called; the channel returned tells when it
 // has begun.
+// notifyHeld starts s.Notify(outFeed, items("a", 1)) with the first write
+// of a key hold accepts held, and returns once the write began: the
+// channel closed when the call returns, and the release of its write.
+func notifyHeld(s *Service, sp *spyStore, hold func(string) bool) (done <-chan struct{}, release func()) {
+	entered, release := sp.holdWrite(hold)
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		s.Notify(outFeed, items("a", 1))
+	}()
+	<-entered
+	return ch, release
+}
+
 func (s *spyStore) holdWrite(hold func(string) bool) (entered <-chan struct{}, release func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -199,14 +213,8 @@ func TestNotifyWritesWithoutTheLock(t *testing.T) {
 	e := newEnv(t)
 	s, sp := e.spy(t, Options{})
 	h := mustCreate(t, s, "pipe/out", "http://receiver.test/")
-	entered, release := sp.holdWrite(isDelivery)
+	done, release := notifyHeld(s, sp, isDelivery)
 	defer release()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Notify(outFeed, items("a", 1))
-	}()
-	<-entered
 	within(t, release, "Hooks during Notify's write", func() {
 		if got := s.Hooks(); len(got) != 1 || got[0].Pending != 0 {
 			t.Errorf("during the write: %+v, want the hook with nothing pending", got)
@@ -230,14 +238,8 @@ func TestNotifyDeleteMeanwhile(t *testing.T) {
 	s, sp := e.spy(t, Options{})
 	gone := mustCreate(t, s, "pipe/out", "http://gone.test/")
 	kept := mustCreate(t, s, "pipe/out", "http://kept.test/")
-	entered, release := sp.holdWrite(isDelivery)
+	done, release := notifyHeld(s, sp, isDelivery)
 	defer release()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Notify(outFeed, items("a", 1))
-	}()
-	<-entered
 	within(t, release, "Delete during Notify's write", func() {
 		if err := s.Delete(gone.ID); err != nil {
 			t.Error(err)
@@ -268,14 +270,8 @@ func TestNotifyConcurrentOrder(t *testing.T) {
 		s, sp := e.spy(t, Options{})
 		h := mustCreate(t, s, "pipe/out", rc.URL)
 		// The first Notify's write (delivery 0) waits; the second's does not.
-		entered, release := sp.holdWrite(func(k string) bool { return k == deliveryKey(h.ID, 0) })
+		first, release := notifyHeld(s, sp, func(k string) bool { return k == deliveryKey(h.ID, 0) })
 		defer release()
-		first := make(chan struct{})
-		go func() {
-			defer close(first)
-			s.Notify(outFeed, items("a", 1))
-		}()
-		<-entered
 		within(t, release, "a second Notify during the first one's write", func() { s.Notify(outFeed, items("b", 1)) })
 		if got := hookOf(t, s, h.ID).Pending; got != 0 {
 			t.Errorf("while the first delivery is being stored: %d pending, want 0 (the second waits for it)", got)
@@ -370,14 +366,8 @@ func TestNotifyWriteFailsReleasesLater(t *testing.T) {
 	sp.mu.Lock()
 	sp.fail = errors.New("disk full") // the first write, held, fails
 	sp.mu.Unlock()
-	entered, release := sp.holdWrite(isDelivery)
+	first, release := notifyHeld(s, sp, isDelivery)
 	defer release()
-	first := make(chan struct{})
-	go func() {
-		defer close(first)
-		s.Notify(outFeed, items("a", 1))
-	}()
-	<-entered
 	sp.mu.Lock()
 	sp.fail = nil
 	sp.mu.Unlock()

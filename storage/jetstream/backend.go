@@ -189,14 +189,17 @@ func itemTime(it *storage.Item) time.Time {
 	return it.Published
 }
 
+// inWindow reports whether it's time (itemTime) is in q's [Since, Until).
+func inWindow(q storage.ItemQuery, it *storage.Item) bool {
+	t := itemTime(it)
+	return (q.Since.IsZero() || !t.Before(q.Since)) && (q.Until.IsZero() || t.Before(q.Until))
+}
+
 // query filters and orders items (in Seq order, all above q.AfterSeq) as
 // the bbolt store answers q.
 func query(items []storage.Item, q storage.ItemQuery) []storage.Item {
 	items = slices.DeleteFunc(items, func(it storage.Item) bool {
-		t := itemTime(&it)
-		return q.BeforeSeq > 0 && it.Seq >= q.BeforeSeq ||
-			!q.Since.IsZero() && t.Before(q.Since) ||
-			!q.Until.IsZero() && !t.Before(q.Until)
+		return q.BeforeSeq > 0 && it.Seq >= q.BeforeSeq || !inWindow(q, &it)
 	})
 	switch {
 	case q.Order == storage.ByPublished:

@@ -279,31 +279,41 @@ func (s *Store) readItems(ctx context.Context, feedID, afterSeq uint64, limit in
 	if limit <= 0 {
 		return nil, nil
 	}
-	// A short-lived ephemeral consumer: the server drops it 10 s after the
-	// read.
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{itemSubject(feedID)}, InactiveThreshold: 10 * time.Second}
-	if afterSeq > 0 {
-		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
-		cfg.OptStartSeq = afterSeq + 1
-	}
-	cons, err := s.items.OrderedConsumer(ctx, cfg)
+	cons, err := s.itemsFrom(ctx, feedID, afterSeq+1)
 	if err != nil {
 		return nil, fmt.Errorf("read items of feed %d: %w", feedID, err)
 	}
 	defer s.release(s.items, cons)
 	return fetchAll(ctx, cons, limit, fmt.Sprintf("read items of feed %d", feedID), func(m jetstream.Msg) (storage.Item, error) {
-		s.bodies.Add(1)
-		var it storage.Item
-		if err := json.Unmarshal(m.Data(), &it); err != nil {
-			return it, fmt.Errorf("%w: %v", storage.ErrCorrupt, err)
-		}
 		md, err := m.Metadata()
 		if err != nil {
-			return it, err
+			return storage.Item{}, err
 		}
-		it.Seq = md.Sequence.Stream
-		return it, nil
+		s.bodies.Add(1)
+		return decodeItem(m.Data(), md.Sequence.Stream)
 	})
+}
+
+// itemsFrom is a consumer of feedID's items from stream sequence from (1:
+// the first) on: a short-lived ephemeral one, which the server drops 10 s
+// after the read.
+func (s *Store) itemsFrom(ctx context.Context, feedID, from uint64) (jetstream.Consumer, error) {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{itemSubject(feedID)}, InactiveThreshold: 10 * time.Second}
+	if from > 1 {
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = from
+	}
+	return s.items.OrderedConsumer(ctx, cfg)
+}
+
+// decodeItem decodes the item message at stream sequence seq.
+func decodeItem(data []byte, seq uint64) (storage.Item, error) {
+	var it storage.Item
+	if err := json.Unmarshal(data, &it); err != nil {
+		return storage.Item{}, fmt.Errorf("%w: item message %d: %v", storage.ErrCorrupt, seq, err)
+	}
+	it.Seq = seq
+	return it, nil
 }
 
 // fetchAll reads up to limit messages from the ordered consumer cons,
@@ -414,13 +424,8 @@ const releaseTimeout = 5 * time.Second
 // fetch; later fetches double it.
 func (s *Store) readRange(ctx context.Context, feedID, from, below uint64, expect int, enough func([]storage.Item) bool) ([]storage.Item, error) {
 	return retryNoResponders(ctx, func() ([]storage.Item, error) {
-		cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{itemSubject(feedID)}, InactiveThreshold: 10 * time.Second}
-		if from > 1 {
-			cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
-			cfg.OptStartSeq = from
-		}
 		what := fmt.Sprintf("read items of feed %d", feedID)
-		cons, err := s.items.OrderedConsumer(ctx, cfg)
+		cons, err := s.itemsFrom(ctx, feedID, from)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
@@ -447,11 +452,10 @@ func (s *Store) readRange(ctx context.Context, feedID, from, below uint64, expec
 					continue
 				}
 				s.bodies.Add(1)
-				var it storage.Item
-				if err := json.Unmarshal(m.Data(), &it); err != nil {
-					return nil, fmt.Errorf("%s: %w: %v", what, storage.ErrCorrupt, err)
+				it, err := decodeItem(m.Data(), md.Sequence.Stream)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", what, err)
 				}
-				it.Seq = md.Sequence.Stream
 				out = append(out, it)
 			}
 			if err := msgs.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
@@ -490,17 +494,13 @@ const windowPasses = 3
 //
 // Other queries (no Limit, by publish time) read the whole subject.
 func (s *Store) queryItems(ctx context.Context, feedID uint64, q storage.ItemQuery) ([]storage.Item, error) {
-	matches := func(it *storage.Item) bool {
-		t := itemTime(it)
-		return (q.Since.IsZero() || !t.Before(q.Since)) && (q.Until.IsZero() || t.Before(q.Until))
-	}
 	switch {
 	case q.Limit <= 0:
 	case q.AfterSeq > 0 || q.Order == storage.ByArrivalAsc:
 		seen, n := 0, 0
 		items, err := s.readRange(ctx, feedID, q.AfterSeq+1, q.BeforeSeq, q.Limit, func(read []storage.Item) bool {
 			for ; seen < len(read); seen++ {
-				if matches(&read[seen]) {
+				if inWindow(q, &read[seen]) {
 					n++
 				}
 			}

@@ -221,12 +221,7 @@ func (s *Store) itemAt(ctx context.Context, seq uint64) (storage.Item, error) {
 	if err != nil {
 		return storage.Item{}, err
 	}
-	var it storage.Item
-	if err := json.Unmarshal(m.Data, &it); err != nil {
-		return storage.Item{}, fmt.Errorf("%w: item message %d: %v", storage.ErrCorrupt, seq, err)
-	}
-	it.Seq = seq
-	return it, nil
+	return decodeItem(m.Data, seq)
 }
 
 // SetReducer is Store.SetReducer.
