@@ -653,6 +653,36 @@ func loadGroups[V, S any](raw json.RawMessage, st any, saved *[]S, reset func() 
 	return nil
 }
 
+// orderedState is the saved state of an operator that puts its input
+// through a sequencer (window, deadband, threshold, gap, resample): its
+// groups, one S a group, and its sequencer's.
+type orderedState[S any] struct {
+	V      int       `json:"v"`
+	Groups []S       `json:"groups"`
+	Order  *seqState `json:"order,omitempty"`
+}
+
+// saveOrdered is SaveState of an operator with groups g and sequencer
+// seq: nil when neither holds anything, else an orderedState whose groups
+// enc lists (see saveGroups).
+func saveOrdered[V, S any](seq *sequencer, g *groups[V], enc func(key string, v *V) (S, bool)) (json.RawMessage, error) {
+	order := seq.save()
+	if g.len() == 0 && order == nil {
+		return nil, nil
+	}
+	st := orderedState[S]{V: stateVersion, Order: order}
+	return saveGroups(&st, &st.Groups, g, enc)
+}
+
+// loadOrdered is LoadState of an operator saved by saveOrdered: it
+// restores the groups as loadGroups does, then the sequencer, which
+// starts afresh too when the groups are refused.
+func loadOrdered[V, S any](raw json.RawMessage, seq *sequencer, reset func() *groups[V], key func(*S) string, dec func(i int, s *S, v *V) error) error {
+	var st orderedState[S]
+	err := loadGroups(raw, &st, &st.Groups, reset, key, dec)
+	return seq.loaded(err, &st.Order)
+}
+
 // malformed is the LoadState error of the i-th saved group when it is
 // unusable.
 func malformed(i int) error {

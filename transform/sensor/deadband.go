@@ -83,32 +83,19 @@ func (op *deadbandOp) Apply(c *transform.Context, in [][]transform.Item) ([]tran
 	return append(out, op.seq.notices(c, late)...), nil
 }
 
-// deadbandState is deadband's saved state.
-type deadbandState struct {
-	V      int          `json:"v"`
-	Groups []keyedValue `json:"groups"`
-	Order  *seqState    `json:"order,omitempty"`
-}
-
 type keyedValue struct {
 	K string  `json:"k"`
 	X float64 `json:"x"`
 }
 
 func (op *deadbandOp) SaveState() (json.RawMessage, error) {
-	order := op.seq.save()
-	if op.groups.len() == 0 && order == nil {
-		return nil, nil
-	}
-	st := deadbandState{V: stateVersion, Order: order}
-	return saveGroups(&st, &st.Groups, op.groups, func(k string, v *float64) (keyedValue, bool) {
+	return saveOrdered(op.seq, op.groups, func(k string, v *float64) (keyedValue, bool) {
 		return keyedValue{K: k, X: *v}, true
 	})
 }
 
 func (op *deadbandOp) LoadState(raw json.RawMessage) error {
-	var st deadbandState
-	err := loadGroups(raw, &st, &st.Groups, op.reset, func(s *keyedValue) string { return s.K },
+	return loadOrdered(raw, op.seq, op.reset, func(s *keyedValue) string { return s.K },
 		func(i int, s *keyedValue, v *float64) error {
 			if !finite(s.X) {
 				return malformed(i)
@@ -116,7 +103,6 @@ func (op *deadbandOp) LoadState(raw json.RawMessage) error {
 			*v = s.X
 			return nil
 		})
-	return op.seq.loaded(err, &st.Order)
 }
 
 func init() {

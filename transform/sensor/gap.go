@@ -198,13 +198,6 @@ func (op *gapOp) gapItem(c *transform.Context, key string, g *gapGroup, silence,
 	}
 }
 
-// gapState is gap's saved state.
-type gapState struct {
-	V      int        `json:"v"`
-	Groups []gapSaved `json:"groups"`
-	Order  *seqState  `json:"order,omitempty"`
-}
-
 type gapSaved struct {
 	K         string  `json:"k"`
 	Last      int64   `json:"last"`
@@ -215,19 +208,13 @@ type gapSaved struct {
 }
 
 func (op *gapOp) SaveState() (json.RawMessage, error) {
-	order := op.seq.save()
-	if op.groups.len() == 0 && order == nil {
-		return nil, nil
-	}
-	st := gapState{V: stateVersion, Order: order}
-	return saveGroups(&st, &st.Groups, op.groups, func(k string, g *gapGroup) (gapSaved, bool) {
+	return saveOrdered(op.seq, op.groups, func(k string, g *gapGroup) (gapSaved, bool) {
 		return gapSaved{K: k, Last: g.last, Reported: g.reported, Intervals: g.intervals, Sensor: g.sensor, Feed: g.feed}, true
 	})
 }
 
 func (op *gapOp) LoadState(raw json.RawMessage) error {
-	var st gapState
-	err := loadGroups(raw, &st, &st.Groups, op.reset, func(sg *gapSaved) string { return sg.K },
+	return loadOrdered(raw, op.seq, op.reset, func(sg *gapSaved) string { return sg.K },
 		func(i int, sg *gapSaved, g *gapGroup) error {
 			if _, ok := nanoTime(sg.Last); !ok {
 				return malformed(i)
@@ -244,7 +231,6 @@ func (op *gapOp) LoadState(raw json.RawMessage) error {
 			*g = gapGroup{last: sg.Last, reported: sg.Reported, intervals: iv, sensor: trunc(sg.Sensor, maxSensorRunes), feed: sg.Feed}
 			return nil
 		})
-	return op.seq.loaded(err, &st.Order)
 }
 
 func init() {

@@ -333,13 +333,6 @@ func (b *bucket) unit(stat string) string {
 	return ""
 }
 
-// resampleState is resample's saved state.
-type resampleState struct {
-	V      int           `json:"v"`
-	Groups []resampleGrp `json:"groups"`
-	Order  *seqState     `json:"order,omitempty"`
-}
-
 type resampleGrp struct {
 	K      string  `json:"k"`
 	Closed *int64  `json:"closed,omitempty"`
@@ -347,12 +340,7 @@ type resampleGrp struct {
 }
 
 func (op *resampleOp) SaveState() (json.RawMessage, error) {
-	order := op.seq.save()
-	if op.groups.len() == 0 && order == nil {
-		return nil, nil
-	}
-	st := resampleState{V: stateVersion, Order: order}
-	return saveGroups(&st, &st.Groups, op.groups, func(k string, g *resGroup) (resampleGrp, bool) {
+	return saveOrdered(op.seq, op.groups, func(k string, g *resGroup) (resampleGrp, bool) {
 		sg := resampleGrp{K: k, Open: g.open}
 		if g.hasClosed {
 			c := g.closed
@@ -363,15 +351,13 @@ func (op *resampleOp) SaveState() (json.RawMessage, error) {
 }
 
 func (op *resampleOp) LoadState(raw json.RawMessage) error {
-	var st resampleState
-	err := loadGroups(raw, &st, &st.Groups, op.reset, func(sg *resampleGrp) string { return sg.K },
+	return loadOrdered(raw, op.seq, op.reset, func(sg *resampleGrp) string { return sg.K },
 		func(i int, sg *resampleGrp, g *resGroup) error {
 			if err := op.loadGroup(sg, g); err != nil {
 				return fmt.Errorf("%w: group %d: %v", errState, i, err)
 			}
 			return nil
 		})
-	return op.seq.loaded(err, &st.Order)
 }
 
 // loadGroup fills g, the group saved as sg, and counts its median

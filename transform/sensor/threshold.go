@@ -171,32 +171,19 @@ func nameOr(name string) string {
 	return name
 }
 
-// thresholdState is threshold's saved state.
-type thresholdState struct {
-	V      int        `json:"v"`
-	Groups []keyState `json:"groups"`
-	Order  *seqState  `json:"order,omitempty"`
-}
-
 type keyState struct {
 	K string `json:"k"`
 	S string `json:"s"`
 }
 
 func (op *thresholdOp) SaveState() (json.RawMessage, error) {
-	order := op.seq.save()
-	if op.groups.len() == 0 && order == nil {
-		return nil, nil
-	}
-	st := thresholdState{V: stateVersion, Order: order}
-	return saveGroups(&st, &st.Groups, op.groups, func(k string, s *string) (keyState, bool) {
+	return saveOrdered(op.seq, op.groups, func(k string, s *string) (keyState, bool) {
 		return keyState{K: k, S: *s}, *s != ""
 	})
 }
 
 func (op *thresholdOp) LoadState(raw json.RawMessage) error {
-	var st thresholdState
-	err := loadGroups(raw, &st, &st.Groups, op.reset, func(sg *keyState) string { return sg.K },
+	return loadOrdered(raw, op.seq, op.reset, func(sg *keyState) string { return sg.K },
 		func(i int, sg *keyState, s *string) error {
 			if sg.S != stateLow && sg.S != stateHigh {
 				return malformed(i)
@@ -204,7 +191,6 @@ func (op *thresholdOp) LoadState(raw json.RawMessage) error {
 			*s = sg.S
 			return nil
 		})
-	return op.seq.loaded(err, &st.Order)
 }
 
 func init() {

@@ -385,13 +385,6 @@ func (op *windowOp) item(it *transform.Item, key string, s float64, n int, mixed
 	return w
 }
 
-// windowState is window's saved state.
-type windowState struct {
-	V      int           `json:"v"`
-	Groups []windowGroup `json:"groups"`
-	Order  *seqState     `json:"order,omitempty"`
-}
-
 type windowGroup struct {
 	K string    `json:"k"`
 	N uint64    `json:"n"`
@@ -403,12 +396,7 @@ type windowGroup struct {
 }
 
 func (op *windowOp) SaveState() (json.RawMessage, error) {
-	order := op.seq.save()
-	if op.groups.len() == 0 && order == nil {
-		return nil, nil
-	}
-	st := windowState{V: stateVersion, Order: order}
-	return saveGroups(&st, &st.Groups, op.groups, func(k string, g *winGroup) (windowGroup, bool) {
+	return saveOrdered(op.seq, op.groups, func(k string, g *winGroup) (windowGroup, bool) {
 		wg := windowGroup{K: k, N: g.n, V: make([]float64, g.ring.len()), T: make([]int64, g.ring.len()), U: slices.Clone(g.ring.units)}
 		for i := range wg.V {
 			wg.V[i], wg.T[i] = g.ring.at(i)
@@ -426,8 +414,7 @@ func (op *windowOp) reset() *groups[winGroup] {
 }
 
 func (op *windowOp) LoadState(raw json.RawMessage) error {
-	var st windowState
-	err := loadGroups(raw, &st, &st.Groups, op.reset, func(sg *windowGroup) string { return sg.K },
+	return loadOrdered(raw, op.seq, op.reset, func(sg *windowGroup) string { return sg.K },
 		func(gi int, sg *windowGroup, g *winGroup) error {
 			if len(sg.V) != len(sg.T) {
 				return malformed(gi)
@@ -472,7 +459,6 @@ func (op *windowOp) LoadState(raw json.RawMessage) error {
 			op.bound()
 			return nil
 		})
-	return op.seq.loaded(err, &st.Order)
 }
 
 func init() {

@@ -137,7 +137,7 @@ func TestWindowLoadStateBounds(t *testing.T) {
 		groups = append(groups, windowGroup{K: fmt.Sprintf("g%d", i), V: []float64{1}, T: []int64{ts[0]}})
 	}
 	groups = append(groups, windowGroup{K: "a", N: 7, V: vs, T: ts}) // repeated: the later one counts
-	raw, _ := json.Marshal(windowState{V: 1, Groups: groups})
+	raw, _ := json.Marshal(orderedState[windowGroup]{V: 1, Groups: groups})
 	if err := op.LoadState(raw); err != nil {
 		t.Fatal(err)
 	}
