@@ -40,11 +40,9 @@ func newDeadband(raw json.RawMessage) (transform.Operator, error) {
 	if op.by, err = newGrouper(cfg.By, "sensor"); err != nil {
 		return nil, err
 	}
-	allow, err := lateness(cfg.Lateness)
-	if err != nil {
+	if op.seq, err = newSequencer(cfg.Lateness); err != nil {
 		return nil, err
 	}
-	op.seq = newSequencer(allow)
 	return op, nil
 }
 

@@ -46,21 +46,22 @@ type lateReading struct {
 	mark int64 // the group's mark when it arrived
 }
 
-func newSequencer(allow time.Duration) *sequencer {
+// newSequencer returns the sequencer of an operator configured with
+// lateness, its "lateness" configuration (nil: none).
+func newSequencer(lateness *transform.Duration) (*sequencer, error) {
+	allow, err := duration("lateness", lateness, 0, 0)
+	if err != nil {
+		return nil, err
+	}
 	s := &sequencer{allow: allow}
 	s.reset()
-	return s
+	return s, nil
 }
 
 func (s *sequencer) reset() {
 	s.marks = newGroups[seqMark](MaxGroups)
 	s.held = nil
 	s.late = 0
-}
-
-// lateness reads the "lateness" configuration (nil: none).
-func lateness(d *transform.Duration) (time.Duration, error) {
-	return duration("lateness", d, 0, 0)
 }
 
 // order returns the items to process in this run: the readings the

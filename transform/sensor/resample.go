@@ -120,11 +120,9 @@ func newResample(raw json.RawMessage) (transform.Operator, error) {
 	if op.grace, err = duration("grace", cfg.Grace, op.every, 0); err != nil {
 		return nil, err
 	}
-	allow, err := lateness(cfg.Lateness)
-	if err != nil {
+	if op.seq, err = newSequencer(cfg.Lateness); err != nil {
 		return nil, err
 	}
-	op.seq = newSequencer(allow)
 	return op, nil
 }
 

@@ -75,11 +75,9 @@ func newThreshold(raw json.RawMessage) (transform.Operator, error) {
 	default:
 		return nil, transform.Fieldf("initial", "want \"low\" or \"high\", not %q", trunc(cfg.Initial, 20))
 	}
-	allow, err := lateness(cfg.Lateness)
-	if err != nil {
+	if op.seq, err = newSequencer(cfg.Lateness); err != nil {
 		return nil, err
 	}
-	op.seq = newSequencer(allow)
 	return op, nil
 }
 

@@ -201,11 +201,9 @@ func newWindow(raw json.RawMessage) (transform.Operator, error) {
 	default:
 		return nil, transform.Fieldf("emit", "want \"all\" or \"last\", not %q", trunc(cfg.Emit, 20))
 	}
-	allow, err := lateness(cfg.Lateness)
-	if err != nil {
+	if op.seq, err = newSequencer(cfg.Lateness); err != nil {
 		return nil, err
 	}
-	op.seq = newSequencer(allow)
 	return op, nil
 }
 
