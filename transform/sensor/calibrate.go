@@ -101,36 +101,26 @@ func newCalibrate(raw json.RawMessage) (transform.Operator, error) {
 }
 
 func (op *calibrateOp) Apply(c *transform.Context, in [][]transform.Item) ([]transform.Item, error) {
-	c = ctxOrZero(c)
 	items := flatten(in)
-	out := make([]transform.Item, 0, len(items))
-	for i := range items {
-		if err := checkEvery(c, i); err != nil {
-			return nil, err
-		}
-		it := &items[i]
-		v, ok := value(it)
-		if !ok {
-			out = append(out, *it)
-			continue
-		}
-		l, ok := op.sensors[it.Reading.Sensor]
-		if !ok {
-			l = op.all
-		}
-		nv := v*l.scale + l.offset
-		if !finite(nv) {
-			continue
-		}
-		n := transform.Clone(*it)
-		n.Reading.Value = transform.TidyValue(nv)
-		if l.unit != "" {
-			n.Reading.Unit = l.unit
-		}
-		n.Title = readingTitle(*n.Reading)
-		out = append(out, n)
+	return appendReadings(ctxOrZero(c), make([]transform.Item, 0, len(items)), items, false, op.correct)
+}
+
+// correct appends the reading it, its value v corrected, to out; it
+// leaves out a reading whose corrected value is not finite.
+func (op *calibrateOp) correct(out []transform.Item, it *transform.Item, v float64) []transform.Item {
+	l, ok := op.sensors[it.Reading.Sensor]
+	if !ok {
+		l = op.all
 	}
-	return out, nil
+	nv := v*l.scale + l.offset
+	if !finite(nv) {
+		return out
+	}
+	u := it.Reading.Unit
+	if l.unit != "" {
+		u = l.unit
+	}
+	return append(out, revalued(it, nv, u))
 }
 
 func init() {

@@ -119,6 +119,28 @@ func checkEvery(c *transform.Context, i int) error {
 	return nil
 }
 
+// readingFunc handles one reading of a run: it, the item, and v, its
+// value. It returns out with what it emits appended.
+type readingFunc func(out []transform.Item, it *transform.Item, v float64) []transform.Item
+
+// appendReadings appends to out what fn emits for each item of items that
+// carries a reading, in order, checking c every 256 items. An item
+// without a reading is appended unchanged, or left out with dropBare.
+func appendReadings(c *transform.Context, out, items []transform.Item, dropBare bool, fn readingFunc) ([]transform.Item, error) {
+	for i := range items {
+		if err := checkEvery(c, i); err != nil {
+			return nil, err
+		}
+		it := &items[i]
+		if v, ok := value(it); ok {
+			out = fn(out, it, v)
+		} else if !dropBare {
+			out = append(out, *it) // no reading: unchanged
+		}
+	}
+	return out, nil
+}
+
 // grouper computes an item's group: the value of an item field, as text.
 type grouper struct {
 	field string // "" puts every item in one group
@@ -482,6 +504,16 @@ func readingTitle(r storage.Reading) string {
 		return r.Sensor + ": " + v
 	}
 	return v
+}
+
+// revalued is a copy of it whose reading has value v (tidied) in unit,
+// titled after it (see readingTitle).
+func revalued(it *transform.Item, v float64, unit string) transform.Item {
+	n := transform.Clone(*it)
+	n.Reading.Value = transform.TidyValue(v)
+	n.Reading.Unit = unit
+	n.Title = readingTitle(*n.Reading)
+	return n
 }
 
 // humanDuration writes d to the second, without zero tails: "17m",

@@ -139,49 +139,38 @@ func newConvert(raw json.RawMessage) (transform.Operator, error) {
 }
 
 func (op *convertOp) Apply(c *transform.Context, in [][]transform.Item) ([]transform.Item, error) {
-	c = ctxOrZero(c)
 	items := flatten(in)
-	out := make([]transform.Item, 0, len(items))
-	for i := range items {
-		if err := checkEvery(c, i); err != nil {
-			return nil, err
+	return appendReadings(ctxOrZero(c), make([]transform.Item, 0, len(items)), items, false, op.convert)
+}
+
+// convert appends the reading it, its value v converted, to out. A
+// reading that cannot be converted is appended unchanged, or left out
+// when strict, and one whose converted value is not finite is left out.
+func (op *convertOp) convert(out []transform.Item, it *transform.Item, v float64) []transform.Item {
+	from, ok := op.source(it)
+	if !ok || from.dim != op.to.dim {
+		if op.strict {
+			return out
 		}
-		it := &items[i]
-		v, ok := value(it)
-		if !ok {
-			out = append(out, *it)
-			continue
-		}
-		var from unit
-		if op.from != nil {
-			from = *op.from
-		} else if from, ok = lookupUnit(it.Reading.Unit); !ok {
-			if !op.strict {
-				out = append(out, *it)
-			}
-			continue
-		}
-		if from.dim != op.to.dim {
-			if !op.strict {
-				out = append(out, *it)
-			}
-			continue
-		}
-		if from.name == op.to.name && it.Reading.Unit == op.to.name {
-			out = append(out, *it)
-			continue
-		}
-		nv := convertValue(v, from, op.to)
-		if !finite(nv) {
-			continue
-		}
-		n := transform.Clone(*it)
-		n.Reading.Value = transform.TidyValue(nv)
-		n.Reading.Unit = op.to.name
-		n.Title = readingTitle(*n.Reading)
-		out = append(out, n)
+		return append(out, *it)
 	}
-	return out, nil
+	if from.name == op.to.name && it.Reading.Unit == op.to.name {
+		return append(out, *it)
+	}
+	nv := convertValue(v, from, op.to)
+	if !finite(nv) {
+		return out
+	}
+	return append(out, revalued(it, nv, op.to.name))
+}
+
+// source is the unit of the reading of it: the configured one, else its
+// own; ok is false when its own is unknown.
+func (op *convertOp) source(it *transform.Item) (unit, bool) {
+	if op.from != nil {
+		return *op.from, true
+	}
+	return lookupUnit(it.Reading.Unit)
 }
 
 func init() {

@@ -54,31 +54,22 @@ func (op *deadbandOp) reset() *groups[float64] {
 
 func (op *deadbandOp) Apply(c *transform.Context, in [][]transform.Item) ([]transform.Item, error) {
 	c = ctxOrZero(c)
-	items, late, err := op.seq.order(c, flatten(in), op.by.key)
+	out, late, err := op.seq.readings(c, in, op.by, false, op.pass)
 	if err != nil {
 		return nil, err
 	}
-	var out []transform.Item
-	for i := range items {
-		if err := checkEvery(c, i); err != nil {
-			return nil, err
-		}
-		it := &items[i]
-		v, ok := value(it)
-		if !ok {
-			out = append(out, *it) // no reading: unchanged
-			continue
-		}
-		key := op.by.key(it)
-		last, seen := op.groups.get(key)
-		if seen && !(math.Abs(v-*last) > op.delta) {
-			continue
-		}
-		p, _ := op.groups.touch(key)
-		*p = v
-		out = append(out, *it)
-	}
 	return append(out, op.seq.notices(c, late)...), nil
+}
+
+// pass appends the reading it of group key to out when it is the group's
+// first or moved by more than delta from the last passed one.
+func (op *deadbandOp) pass(out []transform.Item, it *transform.Item, key string, v float64) []transform.Item {
+	if last, seen := op.groups.get(key); seen && !(math.Abs(v-*last) > op.delta) {
+		return out
+	}
+	p, _ := op.groups.touch(key)
+	*p = v
+	return append(out, *it)
 }
 
 type keyedValue struct {

@@ -109,43 +109,11 @@ func (op *gapOp) isGap(silence, period time.Duration) bool {
 
 func (op *gapOp) Apply(c *transform.Context, in [][]transform.Item) ([]transform.Item, error) {
 	c = ctxOrZero(c)
-	items, late, err := op.seq.order(c, flatten(in), op.by.key)
+	out, late, err := op.seq.readings(c, in, op.by, true, func(out []transform.Item, it *transform.Item, key string, _ float64) []transform.Item {
+		return op.observe(c, out, it, key)
+	})
 	if err != nil {
 		return nil, err
-	}
-	var out []transform.Item
-	for i := range items {
-		if err := checkEvery(c, i); err != nil {
-			return nil, err
-		}
-		it := &items[i]
-		if _, ok := value(it); !ok {
-			continue
-		}
-		t, ok := obsTime(it)
-		if !ok {
-			continue
-		}
-		ns := t.UnixNano()
-		key := op.by.key(it)
-		g, created := op.groups.touch(key)
-		g.sensor, g.feed = trunc(sensorName(it.Reading, key), maxSensorRunes), it.FeedID
-		if created {
-			g.last = ns
-			continue
-		}
-		if ns <= g.last {
-			continue // repeated (the sequencer keeps the order): the newest reading stays
-		}
-		silence := time.Duration(ns - g.last)
-		if p, ok := op.expected(g); ok && !g.reported && op.isGap(silence, p) {
-			out = append(out, op.gapItem(c, key, g, silence, p))
-		}
-		g.intervals = append(g.intervals, ns-g.last)
-		if len(g.intervals) > gapIntervals {
-			g.intervals = slices.Delete(g.intervals, 0, len(g.intervals)-gapIntervals)
-		}
-		g.last, g.reported = ns, false
 	}
 	out = append(out, op.seq.notices(c, late)...)
 	// Silence up to now.
@@ -173,6 +141,35 @@ func (op *gapOp) Apply(c *transform.Context, in [][]transform.Item) ([]transform
 		return nil, err
 	}
 	return out, nil
+}
+
+// observe takes the reading it of group key into its group, appending a
+// gap item to out when the silence before it was a gap.
+func (op *gapOp) observe(c *transform.Context, out []transform.Item, it *transform.Item, key string) []transform.Item {
+	t, ok := obsTime(it)
+	if !ok {
+		return out
+	}
+	ns := t.UnixNano()
+	g, created := op.groups.touch(key)
+	g.sensor, g.feed = trunc(sensorName(it.Reading, key), maxSensorRunes), it.FeedID
+	if created {
+		g.last = ns
+		return out
+	}
+	if ns <= g.last {
+		return out // repeated (the sequencer keeps the order): the newest reading stays
+	}
+	silence := time.Duration(ns - g.last)
+	if p, ok := op.expected(g); ok && !g.reported && op.isGap(silence, p) {
+		out = append(out, op.gapItem(c, key, g, silence, p))
+	}
+	g.intervals = append(g.intervals, ns-g.last)
+	if len(g.intervals) > gapIntervals {
+		g.intervals = slices.Delete(g.intervals, 0, len(g.intervals)-gapIntervals)
+	}
+	g.last, g.reported = ns, false
+	return out
 }
 
 func (op *gapOp) gapItem(c *transform.Context, key string, g *gapGroup, silence, period time.Duration) transform.Item {

@@ -167,6 +167,28 @@ func (s *sequencer) order(c *transform.Context, items []transform.Item, key func
 	return append(ready, released...), late, nil
 }
 
+// groupReadingFunc handles one reading of an ordered run as readingFunc
+// does; key is the reading's group.
+type groupReadingFunc func(out []transform.Item, it *transform.Item, key string, v float64) []transform.Item
+
+// readings puts the run's input in order (see order), its items grouped
+// by by, and appends what fn emits for each reading (see appendReadings).
+// It returns the items emitted and the late readings apart, for the
+// operator to place their notices (see notices).
+func (s *sequencer) readings(c *transform.Context, in [][]transform.Item, by grouper, dropBare bool, fn groupReadingFunc) ([]transform.Item, []lateReading, error) {
+	items, late, err := s.order(c, flatten(in), by.key)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := appendReadings(c, nil, items, dropBare, func(out []transform.Item, it *transform.Item, v float64) []transform.Item {
+		return fn(out, it, by.key(it), v)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, late, nil
+}
+
 // notices returns the late items of the late readings of a node: a copy
 // of each reading's item with id "<id>~late", category "late" and a title
 // and summary that say what it missed. The reading itself is kept, so a

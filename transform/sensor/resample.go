@@ -151,53 +151,14 @@ func (op *resampleOp) bucketStart(ns int64) int64 {
 
 func (op *resampleOp) Apply(c *transform.Context, in [][]transform.Item) ([]transform.Item, error) {
 	c = ctxOrZero(c)
-	items, late, err := op.seq.order(c, flatten(in), op.by.key)
+	var tooLate []lateReading
+	out, late, err := op.seq.readings(c, in, op.by, false, func(out []transform.Item, it *transform.Item, key string, v float64) []transform.Item {
+		return op.fold(c, out, &tooLate, it, key, v)
+	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]transform.Item, 0, len(items)/4+1)
-	for i := range items {
-		if err := checkEvery(c, i); err != nil {
-			return nil, err
-		}
-		it := &items[i]
-		v, ok := value(it)
-		if !ok {
-			out = append(out, *it) // no reading: unchanged
-			continue
-		}
-		t, ok := obsTime(it)
-		if !ok {
-			continue // no usable time: dropped
-		}
-		key := op.by.key(it)
-		ns := t.UnixNano()
-		start := op.bucketStart(ns)
-		g, _ := op.groups.touch(key)
-		if g.hasClosed && start < g.closed {
-			// Late for a bucket the clock closed: shown, not folded in.
-			late = append(late, lateReading{it: *it, key: key, mark: g.closed - 1})
-			op.seq.late++
-			continue
-		}
-		if g.open != nil {
-			switch {
-			case start < g.open.Start:
-				// A later bucket opened: this one counts as closed.
-				late = append(late, lateReading{it: *it, key: key, mark: g.open.Start})
-				op.seq.late++
-				continue
-			case start > g.open.Start:
-				if x, ok := op.close(c, key, g); ok {
-					out = append(out, x)
-				}
-			}
-		}
-		if g.open == nil {
-			g.open = &bucket{Start: start}
-		}
-		op.add(g.open, v, it)
-	}
+	late = append(late, tooLate...)
 	// The clock closes the buckets whose end + grace has passed.
 	i := 0
 	op.groups.each(func(key string, g *resGroup) {
@@ -220,6 +181,42 @@ func (op *resampleOp) Apply(c *transform.Context, in [][]transform.Item) ([]tran
 		return nil, err
 	}
 	return append(out, op.seq.notices(c, late)...), nil
+}
+
+// fold puts the reading it of group key into its group's open bucket,
+// appending to out the bucket it closes. A reading for a bucket already
+// closed is appended to *late instead.
+func (op *resampleOp) fold(c *transform.Context, out []transform.Item, late *[]lateReading, it *transform.Item, key string, v float64) []transform.Item {
+	t, ok := obsTime(it)
+	if !ok {
+		return out // no usable time: dropped
+	}
+	start := op.bucketStart(t.UnixNano())
+	g, _ := op.groups.touch(key)
+	if g.hasClosed && start < g.closed {
+		// Late for a bucket the clock closed: shown, not folded in.
+		*late = append(*late, lateReading{it: *it, key: key, mark: g.closed - 1})
+		op.seq.late++
+		return out
+	}
+	if g.open != nil {
+		switch {
+		case start < g.open.Start:
+			// A later bucket opened: this one counts as closed.
+			*late = append(*late, lateReading{it: *it, key: key, mark: g.open.Start})
+			op.seq.late++
+			return out
+		case start > g.open.Start:
+			if x, ok := op.close(c, key, g); ok {
+				out = append(out, x)
+			}
+		}
+	}
+	if g.open == nil {
+		g.open = &bucket{Start: start}
+	}
+	op.add(g.open, v, it)
+	return out
 }
 
 // add puts a reading into a bucket.

@@ -89,45 +89,38 @@ func (op *thresholdOp) reset() *groups[string] {
 
 func (op *thresholdOp) Apply(c *transform.Context, in [][]transform.Item) ([]transform.Item, error) {
 	c = ctxOrZero(c)
-	items, late, err := op.seq.order(c, flatten(in), op.by.key)
+	out, late, err := op.seq.readings(c, in, op.by, false, op.cross)
 	if err != nil {
 		return nil, err
 	}
-	var out []transform.Item
-	for i := range items {
-		if err := checkEvery(c, i); err != nil {
-			return nil, err
-		}
-		it := &items[i]
-		v, ok := value(it)
-		if !ok {
-			out = append(out, *it) // no reading: unchanged
-			continue
-		}
-		key := op.by.key(it)
-		st, created := op.groups.touch(key)
-		if created {
-			*st = op.initial
-		}
-		switch *st {
-		case stateHigh:
-			if v < op.below || (v == op.below && !op.strict) {
-				*st = stateLow
-				out = append(out, op.alert(it, key, stateLow, v))
-			}
-		case stateLow:
-			if v >= op.above {
-				*st = stateHigh
-				out = append(out, op.alert(it, key, stateHigh, v))
-			}
-		default: // a new group: its first reading sets its state
+	return append(out, op.seq.notices(c, late)...), nil
+}
+
+// cross moves the group key of the reading it to the state its value v
+// puts it in, appending an alert to out when the state flips.
+func (op *thresholdOp) cross(out []transform.Item, it *transform.Item, key string, v float64) []transform.Item {
+	st, created := op.groups.touch(key)
+	if created {
+		*st = op.initial
+	}
+	switch *st {
+	case stateHigh:
+		if v < op.below || (v == op.below && !op.strict) {
 			*st = stateLow
-			if v >= op.above {
-				*st = stateHigh
-			}
+			out = append(out, op.alert(it, key, stateLow, v))
+		}
+	case stateLow:
+		if v >= op.above {
+			*st = stateHigh
+			out = append(out, op.alert(it, key, stateHigh, v))
+		}
+	default: // a new group: its first reading sets its state
+		*st = stateLow
+		if v >= op.above {
+			*st = stateHigh
 		}
 	}
-	return append(out, op.seq.notices(c, late)...), nil
+	return out
 }
 
 func (op *thresholdOp) alert(it *transform.Item, key, to string, v float64) transform.Item {
