@@ -118,6 +118,14 @@ func keepIf(c *transform.Context, q []Item, keep func(it *Item) bool) ([]Item, e
 	return out, nil
 }
 
+// keeping is the filter that keeps the items for which keep is true
+// (see keepIf).
+func keeping(keep func(it *Item) bool) *filter {
+	return &filter{run: func(c *transform.Context, q []Item) ([]Item, error) {
+		return keepIf(c, q, keep)
+	}}
+}
+
 // newCompare builds GT, GE, EQ, NE, LT or LE: test says whether a
 // Compare result keeps the item.
 func newCompare(test func(int) bool) func(json.RawMessage) (transform.Operator, error) {
@@ -134,12 +142,10 @@ func newCompare(test func(int) bool) func(json.RawMessage) (transform.Operator, 
 		if err != nil {
 			return nil, err
 		}
-		return &filter{run: func(c *transform.Context, q []Item) ([]Item, error) {
-			return keepIf(c, q, func(it *Item) bool {
-				v, ok := transform.Get(it, f.Name)
-				return ok && test(transform.Compare(v, val))
-			})
-		}}, nil
+		return keeping(func(it *Item) bool {
+			v, ok := transform.Get(it, f.Name)
+			return ok && test(transform.Compare(v, val))
+		}), nil
 	}
 }
 
@@ -242,12 +248,25 @@ func newWithin(raw json.RawMessage) (transform.Operator, error) {
 	if lo != nil && hi != nil && transform.Compare(lo, hi) > 0 {
 		return nil, transform.Fieldf("max", "is below min")
 	}
-	return &filter{run: func(c *transform.Context, q []Item) ([]Item, error) {
-		return keepIf(c, q, func(it *Item) bool {
-			v, ok := transform.Get(it, f.Name)
-			return ok && (lo == nil || transform.Compare(v, lo) >= 0) && (hi == nil || transform.Compare(v, hi) <= 0)
-		})
-	}}, nil
+	return keeping(func(it *Item) bool {
+		v, ok := transform.Get(it, f.Name)
+		return ok && (lo == nil || transform.Compare(v, lo) >= 0) && (hi == nil || transform.Compare(v, hi) <= 0)
+	}), nil
+}
+
+// readSet reads a SetConfig: the field (def when it is left out; of one
+// of types, when given) and the set, as setKeys makes it.
+func readSet(raw json.RawMessage, def string, types ...transform.Type) (transform.FieldInfo, map[string]bool, error) {
+	cfg, err := decode[SetConfig](raw)
+	if err != nil {
+		return transform.FieldInfo{}, nil, err
+	}
+	f, err := checkField("field", cfg.Field, def, types...)
+	if err != nil {
+		return transform.FieldInfo{}, nil, err
+	}
+	keys, err := setKeys(f, cfg.Set)
+	return f, keys, err
 }
 
 // setKeys reads a configured set for field f as valueKey keys.
@@ -279,76 +298,56 @@ func setKeys(f transform.FieldInfo, set []any) (map[string]bool, error) {
 }
 
 func newInset(raw json.RawMessage) (transform.Operator, error) {
-	cfg, err := decode[SetConfig](raw)
+	f, keys, err := readSet(raw, "")
 	if err != nil {
 		return nil, err
 	}
-	f, err := checkField("field", cfg.Field, "")
-	if err != nil {
-		return nil, err
-	}
-	keys, err := setKeys(f, cfg.Set)
-	if err != nil {
-		return nil, err
-	}
-	return &filter{run: func(c *transform.Context, q []Item) ([]Item, error) {
-		return keepIf(c, q, func(it *Item) bool {
-			v, ok := transform.Get(it, f.Name)
-			if !ok {
-				return false
-			}
-			if l, isList := v.([]string); isList {
-				for _, s := range l {
-					if keys[valueKey(s, true)] {
-						return true
-					}
+	return keeping(func(it *Item) bool {
+		v, ok := transform.Get(it, f.Name)
+		if !ok {
+			return false
+		}
+		if l, isList := v.([]string); isList {
+			for _, s := range l {
+				if keys[valueKey(s, true)] {
+					return true
 				}
-				return false
 			}
-			return keys[valueKey(v, true)]
-		})
-	}}, nil
+			return false
+		}
+		return keys[valueKey(v, true)]
+	}), nil
 }
 
 // newListSet builds SUBSET (sub) or SUPSET (!sub).
 func newListSet(sub bool) func(json.RawMessage) (transform.Operator, error) {
 	return func(raw json.RawMessage) (transform.Operator, error) {
-		cfg, err := decode[SetConfig](raw)
+		f, keys, err := readSet(raw, "categories", transform.TypeList)
 		if err != nil {
 			return nil, err
 		}
-		f, err := checkField("field", cfg.Field, "categories", transform.TypeList)
-		if err != nil {
-			return nil, err
-		}
-		keys, err := setKeys(f, cfg.Set)
-		if err != nil {
-			return nil, err
-		}
-		return &filter{run: func(c *transform.Context, q []Item) ([]Item, error) {
-			return keepIf(c, q, func(it *Item) bool {
-				v, ok := transform.Get(it, f.Name)
-				l, isList := v.([]string)
-				if !ok || !isList {
-					return false
-				}
-				if sub {
-					for _, s := range l {
-						if !keys[valueKey(s, true)] {
-							return false
-						}
-					}
-					return true
-				}
-				have := make(map[string]bool, len(l))
+		return keeping(func(it *Item) bool {
+			v, ok := transform.Get(it, f.Name)
+			l, isList := v.([]string)
+			if !ok || !isList {
+				return false
+			}
+			if sub {
 				for _, s := range l {
-					if k := valueKey(s, true); keys[k] {
-						have[k] = true
+					if !keys[valueKey(s, true)] {
+						return false
 					}
 				}
-				return len(have) == len(keys)
-			})
-		}}, nil
+				return true
+			}
+			have := make(map[string]bool, len(l))
+			for _, s := range l {
+				if k := valueKey(s, true); keys[k] {
+					have[k] = true
+				}
+			}
+			return len(have) == len(keys)
+		}), nil
 	}
 }
 
@@ -365,21 +364,19 @@ func newContain(raw json.RawMessage) (transform.Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &filter{run: func(c *transform.Context, q []Item) ([]Item, error) {
-		return keepIf(c, q, func(it *Item) bool {
-			v, ok := transform.Get(it, f.Name)
-			l, _ := v.([]string)
-			if !ok {
-				return false
-			}
-			for _, s := range l {
-				if s == want {
-					return true
-				}
-			}
+	return keeping(func(it *Item) bool {
+		v, ok := transform.Get(it, f.Name)
+		l, _ := v.([]string)
+		if !ok {
 			return false
-		})
-	}}, nil
+		}
+		for _, s := range l {
+			if s == want {
+				return true
+			}
+		}
+		return false
+	}), nil
 }
 
 // checkN checks a count from 1 to MaxN.
