@@ -1,13 +1,73 @@
 package web
 
 import (
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
 
 	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/web/publish"
 )
+
+// feedServer is what the sensor and pipe feed handlers share: the
+// server's base URL (no trailing slash), their clock and log, the items a
+// document holds by default, the request load and the WebSub hub.
+type feedServer struct {
+	base  string
+	now   func() time.Time
+	log   *slog.Logger
+	limit int
+	load  *publish.Load
+	hub   string
+}
+
+// withDefaults fills in what a handler's options left out: time.Now, a
+// log that discards, def items a document (and at most most) and a Load
+// of its own with DefaultDesyncBase, DefaultDesyncPerRPS and
+// DefaultDesyncMax.
+func (s feedServer) withDefaults(def, most int) feedServer {
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.limit <= 0 {
+		s.limit = def
+	}
+	s.limit = min(s.limit, most)
+	if s.load == nil {
+		s.load = publish.NewLoad(DefaultDesyncBase, DefaultDesyncPerRPS, DefaultDesyncMax)
+	}
+	return s
+}
+
+// feedFormat is one of the formats of the feed documents the sensor and
+// pipe feed handlers serve.
+type feedFormat struct {
+	ext         string
+	render      func(publish.Feed) ([]byte, error)
+	contentType string
+}
+
+var feedFormats = [...]feedFormat{
+	{"rss", publish.RSS, publish.ContentTypeRSS},
+	{"atom", publish.Atom, publish.ContentTypeAtom},
+	{"json", publish.JSON, publish.ContentTypeJSON},
+}
+
+// feedFormatIndex returns the index of the format of file extension ext
+// in feedFormats, or -1.
+func feedFormatIndex(ext string) int {
+	for i := range feedFormats {
+		if feedFormats[i].ext == ext {
+			return i
+		}
+	}
+	return -1
+}
 
 // nextPage pages a feed document (RFC 5005) served at self. *items holds
 // up to limit+1 items newest first (read with ItemQuery.BeforeSeq for a
@@ -44,6 +104,25 @@ func pageLinks(self string, before uint64, limit int, withLimit bool, hub string
 		return self, "", hub
 	}
 	return pageURL(self, before, limit, withLimit), self, ""
+}
+
+// pageQuery reads the page a request for a feed document asks for: its
+// ?limit= (def when there is none; a 400 error when it is not an integer
+// from 1 to most) and its ?before= (see pageBefore).
+func pageQuery(r *http.Request, def, most int) (limit int, before uint64, err error) {
+	if r.URL.RawQuery == "" {
+		return def, 0, nil
+	}
+	limit = def
+	if q := r.URL.Query().Get("limit"); q != "" {
+		n, err := strconv.Atoi(q)
+		if err != nil || n < 1 || n > most {
+			return 0, 0, sensorBadRequest("limit must be an integer from 1 to %d", most)
+		}
+		limit = n
+	}
+	before, err = pageBefore(r)
+	return limit, before, err
 }
 
 // pageBefore reads the ?before= of a request for an older page: 0 when

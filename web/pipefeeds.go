@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -95,67 +94,24 @@ type PipeFeedOptions struct {
 // being rendered wait for that rendering instead of repeating it.
 func PipeFeedHandler(st Store, opt PipeFeedOptions) http.Handler {
 	h := &pfHandler{
+		feedServer: feedServer{
+			base: strings.TrimRight(opt.BaseURL, "/"), now: opt.Now, log: opt.Logger,
+			limit: opt.Limit, load: opt.Load, hub: opt.HubURL,
+		}.withDefaults(DefaultPipeFeedLimit, MaxPipeFeedLimit),
 		st:    st,
-		base:  strings.TrimRight(opt.BaseURL, "/"),
-		now:   opt.Now,
-		log:   opt.Logger,
-		limit: opt.Limit,
-		load:  opt.Load,
 		hints: opt.Hints,
-		hub:   opt.HubURL,
 		cache: pfCache{entries: make(map[pfKey]*pfEntry)},
-	}
-	if h.now == nil {
-		h.now = time.Now
-	}
-	if h.log == nil {
-		h.log = slog.New(slog.DiscardHandler)
-	}
-	if h.limit <= 0 {
-		h.limit = DefaultPipeFeedLimit
-	}
-	h.limit = min(h.limit, MaxPipeFeedLimit)
-	if h.load == nil {
-		h.load = publish.NewLoad(DefaultDesyncBase, DefaultDesyncPerRPS, DefaultDesyncMax)
 	}
 	h.id = pipeFeedIRI(h.base)
 	return h
 }
 
 type pfHandler struct {
+	feedServer
 	st    Store
-	base  string
 	id    func(storage.Feed) string // PipeFeedID of base
-	now   func() time.Time
-	log   *slog.Logger
-	limit int
-	load  *publish.Load
 	hints func(storage.Feed, time.Time) runner.FeedHints
-	hub   string
 	cache pfCache
-}
-
-// pfFormat is one of the three document formats.
-type pfFormat struct {
-	ext         string
-	render      func(publish.Feed) ([]byte, error)
-	contentType string
-}
-
-var pfFormats = [...]pfFormat{
-	{"rss", publish.RSS, publish.ContentTypeRSS},
-	{"atom", publish.Atom, publish.ContentTypeAtom},
-	{"json", publish.JSON, publish.ContentTypeJSON},
-}
-
-// pfFormatIndex returns the index of ext in pfFormats, or -1.
-func pfFormatIndex(ext string) int {
-	for i := range pfFormats {
-		if pfFormats[i].ext == ext {
-			return i
-		}
-	}
-	return -1
 }
 
 const pfNoSuchFeed = "no such feed: want /feeds/{pipe}.rss, .atom or .json"
@@ -188,31 +144,18 @@ func (h *pfHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	slug, ext := file[:dot], file[dot+1:]
-	fi := pfFormatIndex(ext)
+	fi := feedFormatIndex(ext)
 	if fi < 0 || !pfSlug(slug) {
 		writeSensorError(w, &sensorError{http.StatusNotFound, pfNoSuchFeed})
 		return
 	}
-	limit := h.limit
-	var before uint64
-	if r.URL.RawQuery != "" {
-		if q := r.URL.Query().Get("limit"); q != "" {
-			n, err := strconv.Atoi(q)
-			if err != nil || n < 1 || n > MaxPipeFeedLimit {
-				writeSensorError(w, sensorBadRequest("limit must be an integer from 1 to %d", MaxPipeFeedLimit))
-				return
-			}
-			limit = n
-		}
-		var err error
-		if before, err = pageBefore(r); err != nil {
-			writeSensorError(w, err)
-			return
-		}
+	limit, before, err := pageQuery(r, h.limit, MaxPipeFeedLimit)
+	if err != nil {
+		writeSensorError(w, err)
+		return
 	}
 	now := h.now().UTC()
 	var d *pfDoc
-	var err error
 	if before > 0 {
 		d, err = h.archive(slug, fi, limit, before)
 	} else {
@@ -261,7 +204,7 @@ func (h *pfHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // pfNotServed is the error message for a format the pipe does not serve.
 func pfNotServed(slug string, formats []string) string {
 	var served []string
-	for _, f := range pfFormats {
+	for _, f := range feedFormats {
 		if slices.Contains(formats, f.ext) {
 			served = append(served, "/feeds/"+slug+"."+f.ext)
 		}
@@ -321,7 +264,7 @@ func (h *pfHandler) archive(slug string, fi, limit int, before uint64) (*pfDoc, 
 // page of the first limit, linking the older page when there is one more
 // (nextPage; the link names the limit when it is not the default).
 func (h *pfHandler) render(feed storage.Feed, items []storage.Item, slug string, fi, limit int, before uint64) (*pfDoc, error) {
-	format := &pfFormats[fi]
+	format := &feedFormats[fi]
 	self := h.base + "/feeds/" + slug + "." + format.ext
 	older := nextPage(self, &items, limit, limit != h.limit)
 	pageSelf, current, hub := pageLinks(self, before, limit, limit != h.limit, h.hub)

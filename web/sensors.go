@@ -124,29 +124,14 @@ type SensorOptions struct {
 // when dropped or after a restart).
 func SensorHandler(st Store, opt SensorOptions) http.Handler {
 	h := &sensorStore{
+		feedServer: feedServer{
+			base: strings.TrimRight(opt.BaseURL, "/"), now: opt.Now, log: opt.Logger,
+			limit: opt.Limit, load: opt.Load, hub: opt.HubURL,
+		}.withDefaults(DefaultSensorLimit, MaxSensorLimit),
 		st:     st,
-		base:   strings.TrimRight(opt.BaseURL, "/"),
-		now:    opt.Now,
-		log:    opt.Logger,
-		limit:  opt.Limit,
-		load:   opt.Load,
 		retain: opt.Retention,
 		notify: opt.OnNewItems,
-		hub:    opt.HubURL,
 		states: make(map[string]*sensorState),
-	}
-	if h.now == nil {
-		h.now = time.Now
-	}
-	if h.log == nil {
-		h.log = slog.New(slog.DiscardHandler)
-	}
-	if h.limit <= 0 {
-		h.limit = DefaultSensorLimit
-	}
-	h.limit = min(h.limit, MaxSensorLimit)
-	if h.load == nil {
-		h.load = publish.NewLoad(DefaultDesyncBase, DefaultDesyncPerRPS, DefaultDesyncMax)
 	}
 	if u, err := url.Parse(h.base); err == nil && u.Host != "" {
 		h.host = u.Hostname()
@@ -158,16 +143,11 @@ func SensorHandler(st Store, opt SensorOptions) http.Handler {
 }
 
 type sensorStore struct {
+	feedServer
 	st     Store
-	base   string
 	host   string
-	now    func() time.Time
-	log    *slog.Logger
-	limit  int
-	load   *publish.Load
 	retain storage.Retention
 	notify func(storage.Feed, []storage.Item)
-	hub    string
 
 	mu     sync.Mutex
 	states map[string]*sensorState
@@ -505,16 +485,6 @@ func pause(ctx context.Context, attempt int) bool {
 	}
 }
 
-// sensorFormats maps a file extension to its writer and media type.
-var sensorFormats = map[string]struct {
-	render      func(publish.Feed) ([]byte, error)
-	contentType string
-}{
-	"rss":  {publish.RSS, publish.ContentTypeRSS},
-	"atom": {publish.Atom, publish.ContentTypeAtom},
-	"json": {publish.JSON, publish.ContentTypeJSON},
-}
-
 func (h *sensorStore) get(w http.ResponseWriter, r *http.Request) {
 	now := h.now().UTC()
 	file := r.PathValue("file")
@@ -524,21 +494,12 @@ func (h *sensorStore) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name, ext := file[:dot], file[dot+1:]
-	format, ok := sensorFormats[ext]
-	if !ok || !sensorName.MatchString(name) {
+	fi := feedFormatIndex(ext)
+	if fi < 0 || !sensorName.MatchString(name) {
 		writeSensorError(w, &sensorError{http.StatusNotFound, "no such feed: want /sensors/{sensor}.rss, .atom or .json"})
 		return
 	}
-	limit := h.limit
-	if q := r.URL.Query().Get("limit"); q != "" {
-		n, err := strconv.Atoi(q)
-		if err != nil || n < 1 || n > MaxSensorLimit {
-			writeSensorError(w, sensorBadRequest("limit must be an integer from 1 to %d", MaxSensorLimit))
-			return
-		}
-		limit = n
-	}
-	before, err := pageBefore(r)
+	limit, before, err := pageQuery(r, h.limit, MaxSensorLimit)
 	if err != nil {
 		writeSensorError(w, err)
 		return
@@ -584,6 +545,7 @@ func (h *sensorStore) get(w http.ResponseWriter, r *http.Request) {
 
 	self := h.base + "/sensors/" + name + "." + ext
 	withLimit := r.URL.Query().Get("limit") != ""
+	format := &feedFormats[fi]
 	older := nextPage(self, &items, limit, withLimit)
 	pageSelf, current, hub := pageLinks(self, before, limit, withLimit, h.hub)
 	more := before == 0 && older != "" && missed(r, items[len(items)-1].Published)
