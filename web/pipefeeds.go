@@ -35,8 +35,11 @@ const (
 // PipeFeedOptions configure PipeFeedHandler.
 type PipeFeedOptions struct {
 	// BaseURL is the public URL of the server, as SensorOptions.BaseURL:
-	// it makes self links absolute and feed ids tag URIs of its host.
+	// it makes the feeds' links absolute.
 	BaseURL string
+	// IDAuthority is the tag authority of the feeds' ids, as
+	// SensorOptions.IDAuthority (empty: BaseURL's host).
+	IDAuthority string
 	// Now returns the current time (default time.Now).
 	Now func() time.Time
 	// Logger receives the handler's log records (default: discarded).
@@ -102,14 +105,14 @@ func PipeFeedHandler(st Store, opt PipeFeedOptions) http.Handler {
 		hints: opt.Hints,
 		cache: pfCache{entries: make(map[pfKey]*pfEntry)},
 	}
-	h.id = pipeFeedIRI(h.base)
+	h.id = pipeFeedIRI(cmp.Or(opt.IDAuthority, AuthorityOf(h.base)))
 	return h
 }
 
 type pfHandler struct {
 	feedServer
 	st    Store
-	id    func(storage.Feed) string // PipeFeedID of base
+	id    func(storage.Feed) string // pipeFeedIRI of the id authority
 	hints func(storage.Feed, time.Time) runner.FeedHints
 	cache pfCache
 }
@@ -310,8 +313,8 @@ func (h *pfHandler) render(feed storage.Feed, items []storage.Item, slug string,
 	return d, nil
 }
 
-// feedID is the pipe feed's permanent id: a tag URI of the server's host
-// and the day the feed was created, or a URN without a BaseURL.
+// feedID is the pipe feed's permanent id: a tag URI of the id authority
+// and the day the feed was created, or a URN without an authority.
 func (h *pfHandler) feedID(f storage.Feed) string {
 	return h.id(f)
 }

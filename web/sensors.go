@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,7 +13,6 @@ import (
 	"math/rand/v2"
 	"mime"
 	"net/http"
-	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -63,11 +63,14 @@ var sensorName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 // SensorOptions configure SensorHandler.
 type SensorOptions struct {
 	// BaseURL is the public URL of the server (scheme, host, optional path
-	// prefix, e.g. "https://slog.example.org"). It makes the feeds' self
-	// links absolute and their ids tag URIs of its host. When empty, links
-	// are relative and ids are URNs; the request's Host header is never
-	// used, so a forged one cannot reach a cached document.
+	// prefix, e.g. "https://slog.example.org"). It makes the feeds' links
+	// absolute. When empty, links are relative; the request's Host header
+	// is never used, so a forged one cannot reach a cached document.
 	BaseURL string
+	// IDAuthority is the tag authority of the feeds' ids (IDAuthority
+	// returns the installation's): ids are tag URIs of it. When empty,
+	// BaseURL's host is used, and without one ids are URNs.
+	IDAuthority string
 	// Now returns the current time (default time.Now).
 	Now func() time.Time
 	// Logger receives the store's log records (default: discarded).
@@ -133,9 +136,7 @@ func SensorHandler(st Store, opt SensorOptions) http.Handler {
 		notify: opt.OnNewItems,
 		states: make(map[string]*sensorState),
 	}
-	if u, err := url.Parse(h.base); err == nil && u.Host != "" {
-		h.host = u.Hostname()
-	}
+	h.authority = cmp.Or(opt.IDAuthority, AuthorityOf(h.base))
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/v1/sensors/{sensor}/readings", h.post)
 	mux.HandleFunc("GET /sensors/{file}", h.get)
@@ -144,10 +145,10 @@ func SensorHandler(st Store, opt SensorOptions) http.Handler {
 
 type sensorStore struct {
 	feedServer
-	st     Store
-	host   string
-	retain storage.Retention
-	notify func(storage.Feed, []storage.Item)
+	st        Store
+	authority string // the tag authority of the feeds' ids
+	retain    storage.Retention
+	notify    func(storage.Feed, []storage.Item)
 
 	mu     sync.Mutex
 	states map[string]*sensorState
@@ -593,13 +594,10 @@ func WebSubLinks(h http.Header, hub, self string) {
 	}
 }
 
-// feedID is the sensor feed's permanent id: a tag URI of the server's host
-// and the day the sensor was created, or a URN without a BaseURL.
+// feedID is the sensor feed's permanent id: a tag URI of the id authority
+// and the day the sensor was created, or a URN without an authority.
 func (h *sensorStore) feedID(f storage.Feed) string {
-	if h.host == "" || f.Created.IsZero() {
-		return "urn:slogfeed:sensor:" + f.Slug
-	}
-	return "tag:" + h.host + "," + f.Created.UTC().Format("2006-01-02") + ":sensor/" + f.Slug
+	return tagID(h.authority, f, "sensor", "sensor/"+f.Slug)
 }
 
 // unavailable returns err as a 503 *sensorError when store says it means
