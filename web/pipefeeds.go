@@ -194,9 +194,15 @@ func (h *pfHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		WebSubLinks(w.Header(), h.hub, h.base+"/feeds/"+slug+"."+ext)
 	}
 	more := before == 0 && d.next != "" && missed(r, d.oldest)
+	// The document changed when its items last did, when the feed did (a
+	// new title or description), or when its bytes did (an item removed).
+	changed := d.changed
+	if d.feed.Updated.After(changed) {
+		changed = d.feed.Updated
+	}
 	publish.ServeDoc(w, r, d.doc, publish.Hints{
 		Newest:  d.newest,
-		Changed: d.feed.Updated, // a new title or description
+		Changed: h.changes.Since(docKey("pipe/"+slug, ext, limit, before), d.doc.ETag, changed, now),
 		Next:    hints.Next,
 		Desync:  desync,
 		Due:     hints.Due,
@@ -220,11 +226,12 @@ func pfNotServed(slug string, formats []string) string {
 
 // pfDoc is a rendered document with what each request needs besides it.
 type pfDoc struct {
-	feed   storage.Feed // the output feed the document was rendered from
-	doc    publish.Doc
-	newest time.Time // the newest publish time among its items
-	oldest time.Time // the publish time of its oldest item
-	next   string    // the link to the page of older items, if any
+	feed    storage.Feed // the output feed the document was rendered from
+	doc     publish.Doc
+	newest  time.Time // the newest publish time among its items
+	changed time.Time // the latest arrival or update among its items
+	oldest  time.Time // the publish time of its oldest item
+	next    string    // the link to the page of older items, if any
 }
 
 // document returns the document of the pipe feed slug in format fi with
@@ -306,7 +313,7 @@ func (h *pfHandler) render(feed storage.Feed, items []storage.Item, slug string,
 		return nil, fmt.Errorf("rendering pipe feed %q as %s: %w", slug, format.ext, err)
 	}
 	h.log.Debug("pipe feed rendered", "pipe", slug, "format", format.ext, "items", len(items), "bytes", len(b))
-	d := &pfDoc{feed: feed, doc: publish.NewDoc(b, format.contentType), newest: newest, next: older}
+	d := &pfDoc{feed: feed, doc: publish.NewDoc(b, format.contentType), newest: newest, changed: lastChange(items), next: older}
 	if len(items) > 0 {
 		d.oldest = items[len(items)-1].Published
 	}

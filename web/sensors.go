@@ -574,11 +574,13 @@ func (h *sensorStore) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	WebSubLinks(w.Header(), hub, self) // an older page is no topic
-	publish.Serve(w, r, format.contentType, doc, publish.Hints{
-		Newest: newest,
-		Next:   next,
-		Desync: h.load.Hit("sensor/"+name, now),
-		More:   more,
+	d := publish.NewDoc(doc, format.contentType)
+	publish.ServeDoc(w, r, d, publish.Hints{
+		Newest:  newest,
+		Changed: h.changes.Since(docKey("sensor/"+name, ext, limit, before), d.ETag, lastChange(items), now),
+		Next:    next,
+		Desync:  h.load.Hit("sensor/"+name, now),
+		More:    more,
 	}, now)
 }
 
