@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -79,7 +80,11 @@ type PipeFeedOptions struct {
 //	    feeds are (RFC 5005): rel="next" and rel="prev-archive" (JSON
 //	    Feed next_url) to ?before=SEQ while older items are stored, and
 //	    Slogfeed-More when If-Modified-Since lies before the document's
-//	    oldest item (see SensorHandler).
+//	    oldest item (see SensorHandler). The feeds' site link is the
+//	    output feed's page in the web UI, /ui/feeds/{id}, unless the
+//	    feed names a site of its own.
+//	GET /feeds/{pipe}
+//	    A redirect to that page.
 //
 // HEAD is answered too. Errors are JSON objects {"error": "..."}: 400 for a
 // bad ?limit=, 404 for an unknown pipe or a format the pipe does not serve
@@ -141,13 +146,19 @@ func (h *pfHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	file, ok := strings.CutPrefix(r.URL.Path, "/feeds/")
-	dot := strings.LastIndexByte(file, '.')
-	if !ok || dot < 0 {
+	if !ok {
 		writeSensorError(w, &sensorError{http.StatusNotFound, pfNoSuchFeed})
 		return
 	}
-	slug, ext := file[:dot], file[dot+1:]
+	slug, ext := file, ""
+	if dot := strings.LastIndexByte(file, '.'); dot >= 0 {
+		slug, ext = file[:dot], file[dot+1:]
+	}
 	fi := feedFormatIndex(ext)
+	if fi < 0 && pfSlug(file) {
+		h.redirectToPage(w, r, file)
+		return
+	}
 	if fi < 0 || !pfSlug(slug) {
 		writeSensorError(w, &sensorError{http.StatusNotFound, pfNoSuchFeed})
 		return
@@ -208,6 +219,29 @@ func (h *pfHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Due:     hints.Due,
 		More:    more,
 	}, now)
+}
+
+// pipeFeedPage is the path of the web UI's page of the pipe output feed
+// id (its items, and a link to the pipe): the site its feeds link.
+func pipeFeedPage(id uint64) string { return "/ui/feeds/" + strconv.FormatUint(id, 10) }
+
+// redirectToPage answers /feeds/{pipe}, the site link its feeds once had,
+// with a redirect to the pipe feed's page in the web UI (not a permanent
+// one: a pipe made later with the slug has another page); an unknown pipe
+// feed is a 404.
+func (h *pfHandler) redirectToPage(w http.ResponseWriter, r *http.Request, slug string) {
+	feed, err := h.st.FeedBySlug(storage.KindPipe, slug)
+	if errors.Is(err, storage.ErrFeedNotFound) {
+		writeSensorError(w, &sensorError{http.StatusNotFound, fmt.Sprintf("unknown pipe feed %q (%s)", slug, pfNoSuchFeed)})
+		return
+	}
+	if err != nil {
+		err = unavailable(h.st, err)
+		logFailure(h.log, err, "pipe feed", "pipe", slug)
+		writeSensorError(w, err)
+		return
+	}
+	http.Redirect(w, r, h.base+pipeFeedPage(feed.ID), http.StatusFound)
 }
 
 // pfNotServed is the error message for a format the pipe does not serve.
@@ -295,7 +329,7 @@ func (h *pfHandler) render(feed storage.Feed, items []storage.Item, slug string,
 	}
 	link := feed.Site
 	if link == "" {
-		link = h.base + "/feeds/" + slug
+		link = h.base + pipeFeedPage(feed.ID)
 	}
 	b, err := format.render(publish.Feed{
 		Title:       title,

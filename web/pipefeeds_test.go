@@ -296,7 +296,7 @@ func TestPipeFeedErrors(t *testing.T) {
 		{"unknown slug", "GET", "/feeds/nope.rss", 404, `unknown pipe feed "nope"`},
 		{"sensor slug is not a pipe", "GET", "/feeds/lab-1.rss", 404, "unknown pipe feed"},
 		{"unknown format", "GET", "/feeds/lab-means.xml", 404, "want /feeds/{pipe}.rss, .atom or .json"},
-		{"no format", "GET", "/feeds/lab-means", 404, "no such feed"},
+		{"no format, unknown pipe", "GET", "/feeds/nope", 404, "unknown pipe feed"},
 		{"empty slug", "GET", "/feeds/.rss", 404, "no such feed"},
 		{"dot dot", "GET", "/feeds/...rss", 404, "no such feed"},
 		{"nested", "GET", "/feeds/a/lab-means.rss", 404, "no such feed"},

@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"mime"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -118,6 +119,10 @@ type SensorOptions struct {
 //	    Seq under SEQ). When a request's If-Modified-Since lies before
 //	    the oldest reading of the document and older ones are stored,
 //	    the subscriber missed some: the answer carries Slogfeed-More.
+//	    The feeds' site link is the sensor's page in the web UI,
+//	    /ui/sensors/{sensor}.
+//	GET /sensors/{sensor}
+//	    A permanent redirect to /ui/sensors/{sensor}.
 //
 // Errors are JSON objects {"error": "..."} with status 400 (bad input),
 // 404 (unknown sensor), 413 (body over MaxReadingBody) or 415 (not JSON).
@@ -490,12 +495,15 @@ func (h *sensorStore) get(w http.ResponseWriter, r *http.Request) {
 	now := h.now().UTC()
 	file := r.PathValue("file")
 	dot := strings.LastIndexByte(file, '.')
-	if dot < 0 {
-		writeSensorError(w, &sensorError{http.StatusNotFound, "no such feed: want /sensors/{sensor}.rss, .atom or .json"})
+	name, ext := file, ""
+	if dot >= 0 {
+		name, ext = file[:dot], file[dot+1:]
+	}
+	fi := feedFormatIndex(ext)
+	if fi < 0 && sensorName.MatchString(file) {
+		h.redirectToPage(w, r, file)
 		return
 	}
-	name, ext := file[:dot], file[dot+1:]
-	fi := feedFormatIndex(ext)
 	if fi < 0 || !sensorName.MatchString(name) {
 		writeSensorError(w, &sensorError{http.StatusNotFound, "no such feed: want /sensors/{sensor}.rss, .atom or .json"})
 		return
@@ -558,7 +566,7 @@ func (h *sensorStore) get(w http.ResponseWriter, r *http.Request) {
 	}
 	doc, err := format.render(publish.Feed{
 		Title:       feed.Title,
-		Link:        h.base + "/sensors/" + name,
+		Link:        h.base + sensorPage(name),
 		SelfURL:     pageSelf,
 		Next:        older,
 		Current:     current,
@@ -582,6 +590,29 @@ func (h *sensorStore) get(w http.ResponseWriter, r *http.Request) {
 		Desync:  h.load.Hit("sensor/"+name, now),
 		More:    more,
 	}, now)
+}
+
+// sensorPage is the path of the web UI's page of the sensor name: the
+// site its feeds link.
+func sensorPage(name string) string { return "/ui/sensors/" + url.PathEscape(name) }
+
+// redirectToPage answers /sensors/{sensor}, the site link its feeds once
+// had, with a permanent redirect to the sensor's page in the web UI; an
+// unknown sensor is a 404.
+func (h *sensorStore) redirectToPage(w http.ResponseWriter, r *http.Request, name string) {
+	s, err := h.state(r.Context(), name, false)
+	if errors.Is(err, errNoSensor) {
+		writeSensorError(w, &sensorError{http.StatusNotFound, fmt.Sprintf("unknown sensor %q (no such feed: want /sensors/{sensor}.rss, .atom or .json)", name)})
+		return
+	}
+	if err != nil {
+		err = unavailable(h.st, err)
+		logFailure(h.log, err, "loading sensor", "sensor", name)
+		writeSensorError(w, err)
+		return
+	}
+	s.mu.Unlock()
+	http.Redirect(w, r, h.base+sensorPage(name), http.StatusMovedPermanently)
 }
 
 // WebSubLinks adds the WebSub discovery header to h when hub is set:
