@@ -180,3 +180,11 @@ func lastChange(items []storage.Item) time.Time {
 func docKey(feed, ext string, limit int, before uint64) string {
 	return feed + "." + ext + "?" + strconv.Itoa(limit) + "&" + strconv.FormatUint(before, 10)
 }
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

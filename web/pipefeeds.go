@@ -207,10 +207,7 @@ func (h *pfHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	more := before == 0 && d.next != "" && missed(r, d.oldest)
 	// The document changed when its items last did, when the feed did (a
 	// new title or description), or when its bytes did (an item removed).
-	changed := d.changed
-	if d.feed.Updated.After(changed) {
-		changed = d.feed.Updated
-	}
+	changed := later(d.changed, d.feed.Updated)
 	publish.ServeDoc(w, r, d.doc, publish.Hints{
 		Newest:  d.newest,
 		Changed: h.changes.Since(docKey("pipe/"+slug, ext, limit, before), d.doc.ETag, changed, now),
@@ -339,6 +336,7 @@ func (h *pfHandler) render(feed storage.Feed, items []storage.Item, slug string,
 		Current:     current,
 		Description: cmp.Or(publish.PlainTitle(feed.Description), "Items republished by slogfeed's pipe "+slug),
 		ID:          h.feedID(feed),
+		Updated:     feed.Updated, // a new title or description; the date of a feed without items
 		TTL:         typicalPeriod(items),
 		Items:       items,
 		HubURL:      hub,

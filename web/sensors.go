@@ -572,7 +572,8 @@ func (h *sensorStore) get(w http.ResponseWriter, r *http.Request) {
 		Current:     current,
 		Description: "Readings of sensor " + name,
 		ID:          h.feedID(feed),
-		TTL:         period, // from the stored arrivals only: the same items give the same document
+		Updated:     feed.Created, // its title and description are the sensor's name; the date of a page without readings
+		TTL:         period,       // from the stored arrivals only: the same items give the same document
 		Items:       items,
 		HubURL:      hub,
 	})
@@ -585,7 +586,7 @@ func (h *sensorStore) get(w http.ResponseWriter, r *http.Request) {
 	d := publish.NewDoc(doc, format.contentType)
 	publish.ServeDoc(w, r, d, publish.Hints{
 		Newest:  newest,
-		Changed: h.changes.Since(docKey("sensor/"+name, ext, limit, before), d.ETag, lastChange(items), now),
+		Changed: h.changes.Since(docKey("sensor/"+name, ext, limit, before), d.ETag, later(lastChange(items), feed.Created), now),
 		Next:    next,
 		Desync:  h.load.Hit("sensor/"+name, now),
 		More:    more,
