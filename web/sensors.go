@@ -125,7 +125,8 @@ type SensorOptions struct {
 //	    A permanent redirect to /ui/sensors/{sensor}.
 //
 // Errors are JSON objects {"error": "..."} with status 400 (bad input),
-// 404 (unknown sensor), 413 (body over MaxReadingBody) or 415 (not JSON).
+// 404 (unknown sensor or path), 405 (another method, with Allow), 413
+// (body over MaxReadingBody) or 415 (not JSON).
 // The handler matches whole request paths: mount it at "/api/v1/sensors/"
 // and "/sensors/" without stripping the prefixes. It keeps a small model
 // per sensor in memory (at most maxSensorStates, rebuilt from the store
@@ -145,7 +146,26 @@ func SensorHandler(st Store, opt SensorOptions) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/v1/sensors/{sensor}/readings", h.post)
 	mux.HandleFunc("GET /sensors/{file}", h.get)
+	// What the routes above do not take is answered in JSON too, as
+	// every other route of the API.
+	mux.HandleFunc("/api/v1/sensors/{sensor}/readings", notAllowed("POST", "readings are posted"))
+	mux.HandleFunc("/sensors/{file}", notAllowed("GET, HEAD", "feeds are read with GET or HEAD"))
+	mux.HandleFunc("/api/v1/sensors/", func(w http.ResponseWriter, r *http.Request) {
+		writeSensorError(w, &sensorError{http.StatusNotFound, "no such route: want /api/v1/sensors/{sensor}/readings"})
+	})
+	mux.HandleFunc("/sensors/", func(w http.ResponseWriter, r *http.Request) {
+		writeSensorError(w, &sensorError{http.StatusNotFound, "no such feed: want /sensors/{sensor}.rss, .atom or .json"})
+	})
 	return mux
+}
+
+// notAllowed answers a method a route does not take: 405 with the Allow
+// header allow and a JSON error that says why.
+func notAllowed(allow, why string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeSensorError(w, &sensorError{http.StatusMethodNotAllowed, "method " + r.Method + " not allowed: " + why + " (" + allow + ")"})
+	}
 }
 
 type sensorStore struct {
