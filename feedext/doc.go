@@ -50,7 +50,12 @@
 //	"_slogfeed": {"value": 21.3, "unit": "C", "sensor": "lab-1",
 //	              "time": "2026-11-21T19:30:00Z", "lat": 50.81, "lon": 4.38}
 //
-// value is required (a finite decimal number); the other fields are
-// optional; time is the observation time (the item's own date is its
-// publish time).
+// value is required: a finite decimal number, with an optional fraction
+// and exponent, of at most MaxNumberLen characters (ParseNumber reads it;
+// a longer one is ignored). slogfeed writes the shortest form that reads
+// back as the same float64, without exponent ("21.3", "0.0000001")
+// unless that takes more than 24 characters ("1.2345678901234566e-50",
+// "1.23456789e+68"), so every value it publishes reaches its subscribers.
+// lat and lon are written the same way. The other fields are optional;
+// time is the observation time (the item's own date is its publish time).
 package feedext

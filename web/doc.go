@@ -31,6 +31,7 @@
 //	POST   /api/v1/sensors/{sensor}/readings   the sensor store (see SensorHandler)
 //	GET    /sensors/{sensor}.rss|.atom|.json  a sensor's readings as a feed
 //	GET    /feeds/{slug}.rss|.atom|.json  a pipe's output, republished (see PipeFeedHandler)
+//	GET    /sensors/{sensor}, /feeds/{slug}  redirects to the feed's page in the web UI, its site link
 //	GET    /api/v1/cluster                the cluster: nodes (name, addr, shards, feeds, last_seen), shards,
 //	                                      unowned, lease_ttl_s (ClusterStatus; one node, mode "single",
 //	                                      without a cluster)

@@ -94,19 +94,12 @@ func (root origin) serves(o origin) bool {
 	return root.host == o.host
 }
 
-// pipeFeedIRI returns the permanent id of a pipe's output feed f as the
-// server at baseURL publishes it: a tag URI of its host and the day the
-// feed was created, or a URN without a base URL. Entries' ids are it,
-// ":" and the item's id (publish.EntryID).
-func pipeFeedIRI(baseURL string) func(f storage.Feed) string {
-	host := ""
-	if u, err := url.Parse(baseURL); err == nil && u.Host != "" {
-		host = u.Hostname()
-	}
+// pipeFeedIRI returns the permanent id of a pipe's output feed f under
+// the tag authority authority: a tag URI of it and the day the feed was
+// created, or a URN without an authority. Entries' ids are it, ":" and
+// the item's id (publish.EntryID).
+func pipeFeedIRI(authority string) func(f storage.Feed) string {
 	return func(f storage.Feed) string {
-		if host == "" || f.Created.IsZero() {
-			return "urn:slogfeed:pipe:" + f.Slug
-		}
-		return "tag:" + host + "," + f.Created.UTC().Format("2006-01-02") + ":feeds/" + f.Slug
+		return tagID(authority, f, "pipe", "feeds/"+f.Slug)
 	}
 }

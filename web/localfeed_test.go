@@ -50,10 +50,10 @@ func TestLocalFeeds(t *testing.T) {
 
 func TestPipeFeedIRI(t *testing.T) {
 	f := storage.Feed{Slug: "field-mean", Created: time.Date(2026, 11, 21, 23, 30, 0, 0, time.FixedZone("", -3600))}
-	if got, want := pipeFeedIRI("https://feeds.example.org:8443/slog")(f), "tag:feeds.example.org,2026-11-22:feeds/field-mean"; got != want {
+	if got, want := pipeFeedIRI(AuthorityOf("https://feeds.example.org:8443/slog"))(f), "tag:feeds.example.org,2026-11-22:feeds/field-mean"; got != want {
 		t.Errorf("id %q, want %q", got, want)
 	}
 	if got, want := pipeFeedIRI("")(f), "urn:slogfeed:pipe:field-mean"; got != want {
-		t.Errorf("without a base: %q, want %q", got, want)
+		t.Errorf("without an authority: %q, want %q", got, want)
 	}
 }

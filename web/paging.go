@@ -13,15 +13,21 @@ import (
 
 // feedServer is what the sensor and pipe feed handlers share: the
 // server's base URL (no trailing slash), their clock and log, the items a
-// document holds by default, the request load and the WebSub hub.
+// document holds by default, the request load, the WebSub hub and when
+// each document last changed.
 type feedServer struct {
-	base  string
-	now   func() time.Time
-	log   *slog.Logger
-	limit int
-	load  *publish.Load
-	hub   string
+	base    string
+	now     func() time.Time
+	log     *slog.Logger
+	limit   int
+	load    *publish.Load
+	hub     string
+	changes *publish.Changes
 }
+
+// maxTrackedDocs bounds the documents a feed handler remembers the last
+// change of (publish.Changes).
+const maxTrackedDocs = 4096
 
 // withDefaults fills in what a handler's options left out: time.Now, a
 // log that discards, def items a document (and at most most) and a Load
@@ -40,6 +46,9 @@ func (s feedServer) withDefaults(def, most int) feedServer {
 	s.limit = min(s.limit, most)
 	if s.load == nil {
 		s.load = publish.NewLoad(DefaultDesyncBase, DefaultDesyncPerRPS, DefaultDesyncMax)
+	}
+	if s.changes == nil {
+		s.changes = publish.NewChanges(maxTrackedDocs)
 	}
 	return s
 }
@@ -149,4 +158,33 @@ func pageBefore(r *http.Request) (uint64, error) {
 func missed(r *http.Request, oldest time.Time) bool {
 	ims, err := http.ParseTime(r.Header.Get("If-Modified-Since"))
 	return err == nil && !ims.After(oldest.Truncate(time.Second))
+}
+
+// lastChange returns when the newest of items arrived or was last updated
+// (zero for none): a document changes when they do, whatever their
+// publish dates.
+func lastChange(items []storage.Item) time.Time {
+	var t time.Time
+	for i := range items {
+		for _, u := range [...]time.Time{items[i].Published, items[i].Updated, items[i].Fetched} {
+			if u.After(t) {
+				t = u
+			}
+		}
+	}
+	return t
+}
+
+// docKey names a document in feedServer.changes: the feed (kind/name),
+// its format and its page.
+func docKey(feed, ext string, limit int, before uint64) string {
+	return feed + "." + ext + "?" + strconv.Itoa(limit) + "&" + strconv.FormatUint(before, 10)
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

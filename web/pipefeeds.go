@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -35,8 +36,11 @@ const (
 // PipeFeedOptions configure PipeFeedHandler.
 type PipeFeedOptions struct {
 	// BaseURL is the public URL of the server, as SensorOptions.BaseURL:
-	// it makes self links absolute and feed ids tag URIs of its host.
+	// it makes the feeds' links absolute.
 	BaseURL string
+	// IDAuthority is the tag authority of the feeds' ids, as
+	// SensorOptions.IDAuthority (empty: BaseURL's host).
+	IDAuthority string
 	// Now returns the current time (default time.Now).
 	Now func() time.Time
 	// Logger receives the handler's log records (default: discarded).
@@ -76,7 +80,11 @@ type PipeFeedOptions struct {
 //	    feeds are (RFC 5005): rel="next" and rel="prev-archive" (JSON
 //	    Feed next_url) to ?before=SEQ while older items are stored, and
 //	    Slogfeed-More when If-Modified-Since lies before the document's
-//	    oldest item (see SensorHandler).
+//	    oldest item (see SensorHandler). The feeds' site link is the
+//	    output feed's page in the web UI, /ui/feeds/{id}, unless the
+//	    feed names a site of its own.
+//	GET /feeds/{pipe}
+//	    A redirect to that page.
 //
 // HEAD is answered too. Errors are JSON objects {"error": "..."}: 400 for a
 // bad ?limit=, 404 for an unknown pipe or a format the pipe does not serve
@@ -102,14 +110,14 @@ func PipeFeedHandler(st Store, opt PipeFeedOptions) http.Handler {
 		hints: opt.Hints,
 		cache: pfCache{entries: make(map[pfKey]*pfEntry)},
 	}
-	h.id = pipeFeedIRI(h.base)
+	h.id = pipeFeedIRI(cmp.Or(opt.IDAuthority, AuthorityOf(h.base)))
 	return h
 }
 
 type pfHandler struct {
 	feedServer
 	st    Store
-	id    func(storage.Feed) string // PipeFeedID of base
+	id    func(storage.Feed) string // pipeFeedIRI of the id authority
 	hints func(storage.Feed, time.Time) runner.FeedHints
 	cache pfCache
 }
@@ -138,13 +146,19 @@ func (h *pfHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	file, ok := strings.CutPrefix(r.URL.Path, "/feeds/")
-	dot := strings.LastIndexByte(file, '.')
-	if !ok || dot < 0 {
+	if !ok {
 		writeSensorError(w, &sensorError{http.StatusNotFound, pfNoSuchFeed})
 		return
 	}
-	slug, ext := file[:dot], file[dot+1:]
+	slug, ext := file, ""
+	if dot := strings.LastIndexByte(file, '.'); dot >= 0 {
+		slug, ext = file[:dot], file[dot+1:]
+	}
 	fi := feedFormatIndex(ext)
+	if fi < 0 && pfSlug(file) {
+		h.redirectToPage(w, r, file)
+		return
+	}
 	if fi < 0 || !pfSlug(slug) {
 		writeSensorError(w, &sensorError{http.StatusNotFound, pfNoSuchFeed})
 		return
@@ -191,14 +205,40 @@ func (h *pfHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		WebSubLinks(w.Header(), h.hub, h.base+"/feeds/"+slug+"."+ext)
 	}
 	more := before == 0 && d.next != "" && missed(r, d.oldest)
+	// The document changed when its items last did, when the feed did (a
+	// new title or description), or when its bytes did (an item removed).
+	changed := later(d.changed, d.feed.Updated)
 	publish.ServeDoc(w, r, d.doc, publish.Hints{
 		Newest:  d.newest,
-		Changed: d.feed.Updated, // a new title or description
+		Changed: h.changes.Since(docKey("pipe/"+slug, ext, limit, before), d.doc.ETag, changed, now),
 		Next:    hints.Next,
 		Desync:  desync,
 		Due:     hints.Due,
 		More:    more,
 	}, now)
+}
+
+// pipeFeedPage is the path of the web UI's page of the pipe output feed
+// id (its items, and a link to the pipe): the site its feeds link.
+func pipeFeedPage(id uint64) string { return "/ui/feeds/" + strconv.FormatUint(id, 10) }
+
+// redirectToPage answers /feeds/{pipe}, the site link its feeds once had,
+// with a redirect to the pipe feed's page in the web UI (not a permanent
+// one: a pipe made later with the slug has another page); an unknown pipe
+// feed is a 404.
+func (h *pfHandler) redirectToPage(w http.ResponseWriter, r *http.Request, slug string) {
+	feed, err := h.st.FeedBySlug(storage.KindPipe, slug)
+	if errors.Is(err, storage.ErrFeedNotFound) {
+		writeSensorError(w, &sensorError{http.StatusNotFound, fmt.Sprintf("unknown pipe feed %q (%s)", slug, pfNoSuchFeed)})
+		return
+	}
+	if err != nil {
+		err = unavailable(h.st, err)
+		logFailure(h.log, err, "pipe feed", "pipe", slug)
+		writeSensorError(w, err)
+		return
+	}
+	http.Redirect(w, r, h.base+pipeFeedPage(feed.ID), http.StatusFound)
 }
 
 // pfNotServed is the error message for a format the pipe does not serve.
@@ -217,11 +257,12 @@ func pfNotServed(slug string, formats []string) string {
 
 // pfDoc is a rendered document with what each request needs besides it.
 type pfDoc struct {
-	feed   storage.Feed // the output feed the document was rendered from
-	doc    publish.Doc
-	newest time.Time // the newest publish time among its items
-	oldest time.Time // the publish time of its oldest item
-	next   string    // the link to the page of older items, if any
+	feed    storage.Feed // the output feed the document was rendered from
+	doc     publish.Doc
+	newest  time.Time // the newest publish time among its items
+	changed time.Time // the latest arrival or update among its items
+	oldest  time.Time // the publish time of its oldest item
+	next    string    // the link to the page of older items, if any
 }
 
 // document returns the document of the pipe feed slug in format fi with
@@ -285,7 +326,7 @@ func (h *pfHandler) render(feed storage.Feed, items []storage.Item, slug string,
 	}
 	link := feed.Site
 	if link == "" {
-		link = h.base + "/feeds/" + slug
+		link = h.base + pipeFeedPage(feed.ID)
 	}
 	b, err := format.render(publish.Feed{
 		Title:       title,
@@ -295,6 +336,7 @@ func (h *pfHandler) render(feed storage.Feed, items []storage.Item, slug string,
 		Current:     current,
 		Description: cmp.Or(publish.PlainTitle(feed.Description), "Items republished by slogfeed's pipe "+slug),
 		ID:          h.feedID(feed),
+		Updated:     feed.Updated, // a new title or description; the date of a feed without items
 		TTL:         typicalPeriod(items),
 		Items:       items,
 		HubURL:      hub,
@@ -303,15 +345,15 @@ func (h *pfHandler) render(feed storage.Feed, items []storage.Item, slug string,
 		return nil, fmt.Errorf("rendering pipe feed %q as %s: %w", slug, format.ext, err)
 	}
 	h.log.Debug("pipe feed rendered", "pipe", slug, "format", format.ext, "items", len(items), "bytes", len(b))
-	d := &pfDoc{feed: feed, doc: publish.NewDoc(b, format.contentType), newest: newest, next: older}
+	d := &pfDoc{feed: feed, doc: publish.NewDoc(b, format.contentType), newest: newest, changed: lastChange(items), next: older}
 	if len(items) > 0 {
 		d.oldest = items[len(items)-1].Published
 	}
 	return d, nil
 }
 
-// feedID is the pipe feed's permanent id: a tag URI of the server's host
-// and the day the feed was created, or a URN without a BaseURL.
+// feedID is the pipe feed's permanent id: a tag URI of the id authority
+// and the day the feed was created, or a URN without an authority.
 func (h *pfHandler) feedID(f storage.Feed) string {
 	return h.id(f)
 }

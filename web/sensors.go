@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -63,11 +64,14 @@ var sensorName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 // SensorOptions configure SensorHandler.
 type SensorOptions struct {
 	// BaseURL is the public URL of the server (scheme, host, optional path
-	// prefix, e.g. "https://slog.example.org"). It makes the feeds' self
-	// links absolute and their ids tag URIs of its host. When empty, links
-	// are relative and ids are URNs; the request's Host header is never
-	// used, so a forged one cannot reach a cached document.
+	// prefix, e.g. "https://slog.example.org"). It makes the feeds' links
+	// absolute. When empty, links are relative; the request's Host header
+	// is never used, so a forged one cannot reach a cached document.
 	BaseURL string
+	// IDAuthority is the tag authority of the feeds' ids (IDAuthority
+	// returns the installation's): ids are tag URIs of it. When empty,
+	// BaseURL's host is used, and without one ids are URNs.
+	IDAuthority string
 	// Now returns the current time (default time.Now).
 	Now func() time.Time
 	// Logger receives the store's log records (default: discarded).
@@ -115,9 +119,14 @@ type SensorOptions struct {
 //	    Seq under SEQ). When a request's If-Modified-Since lies before
 //	    the oldest reading of the document and older ones are stored,
 //	    the subscriber missed some: the answer carries Slogfeed-More.
+//	    The feeds' site link is the sensor's page in the web UI,
+//	    /ui/sensors/{sensor}.
+//	GET /sensors/{sensor}
+//	    A permanent redirect to /ui/sensors/{sensor}.
 //
 // Errors are JSON objects {"error": "..."} with status 400 (bad input),
-// 404 (unknown sensor), 413 (body over MaxReadingBody) or 415 (not JSON).
+// 404 (unknown sensor or path), 405 (another method, with Allow), 413
+// (body over MaxReadingBody) or 415 (not JSON).
 // The handler matches whole request paths: mount it at "/api/v1/sensors/"
 // and "/sensors/" without stripping the prefixes. It keeps a small model
 // per sensor in memory (at most maxSensorStates, rebuilt from the store
@@ -133,21 +142,38 @@ func SensorHandler(st Store, opt SensorOptions) http.Handler {
 		notify: opt.OnNewItems,
 		states: make(map[string]*sensorState),
 	}
-	if u, err := url.Parse(h.base); err == nil && u.Host != "" {
-		h.host = u.Hostname()
-	}
+	h.authority = cmp.Or(opt.IDAuthority, AuthorityOf(h.base))
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/v1/sensors/{sensor}/readings", h.post)
 	mux.HandleFunc("GET /sensors/{file}", h.get)
+	// What the routes above do not take is answered in JSON too, as
+	// every other route of the API.
+	mux.HandleFunc("/api/v1/sensors/{sensor}/readings", notAllowed("POST", "readings are posted"))
+	mux.HandleFunc("/sensors/{file}", notAllowed("GET, HEAD", "feeds are read with GET or HEAD"))
+	mux.HandleFunc("/api/v1/sensors/", func(w http.ResponseWriter, r *http.Request) {
+		writeSensorError(w, &sensorError{http.StatusNotFound, "no such route: want /api/v1/sensors/{sensor}/readings"})
+	})
+	mux.HandleFunc("/sensors/", func(w http.ResponseWriter, r *http.Request) {
+		writeSensorError(w, &sensorError{http.StatusNotFound, "no such feed: want /sensors/{sensor}.rss, .atom or .json"})
+	})
 	return mux
+}
+
+// notAllowed answers a method a route does not take: 405 with the Allow
+// header allow and a JSON error that says why.
+func notAllowed(allow, why string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeSensorError(w, &sensorError{http.StatusMethodNotAllowed, "method " + r.Method + " not allowed: " + why + " (" + allow + ")"})
+	}
 }
 
 type sensorStore struct {
 	feedServer
-	st     Store
-	host   string
-	retain storage.Retention
-	notify func(storage.Feed, []storage.Item)
+	st        Store
+	authority string // the tag authority of the feeds' ids
+	retain    storage.Retention
+	notify    func(storage.Feed, []storage.Item)
 
 	mu     sync.Mutex
 	states map[string]*sensorState
@@ -489,12 +515,15 @@ func (h *sensorStore) get(w http.ResponseWriter, r *http.Request) {
 	now := h.now().UTC()
 	file := r.PathValue("file")
 	dot := strings.LastIndexByte(file, '.')
-	if dot < 0 {
-		writeSensorError(w, &sensorError{http.StatusNotFound, "no such feed: want /sensors/{sensor}.rss, .atom or .json"})
+	name, ext := file, ""
+	if dot >= 0 {
+		name, ext = file[:dot], file[dot+1:]
+	}
+	fi := feedFormatIndex(ext)
+	if fi < 0 && sensorName.MatchString(file) {
+		h.redirectToPage(w, r, file)
 		return
 	}
-	name, ext := file[:dot], file[dot+1:]
-	fi := feedFormatIndex(ext)
 	if fi < 0 || !sensorName.MatchString(name) {
 		writeSensorError(w, &sensorError{http.StatusNotFound, "no such feed: want /sensors/{sensor}.rss, .atom or .json"})
 		return
@@ -557,13 +586,14 @@ func (h *sensorStore) get(w http.ResponseWriter, r *http.Request) {
 	}
 	doc, err := format.render(publish.Feed{
 		Title:       feed.Title,
-		Link:        h.base + "/sensors/" + name,
+		Link:        h.base + sensorPage(name),
 		SelfURL:     pageSelf,
 		Next:        older,
 		Current:     current,
 		Description: "Readings of sensor " + name,
 		ID:          h.feedID(feed),
-		TTL:         period, // from the stored arrivals only: the same items give the same document
+		Updated:     feed.Created, // its title and description are the sensor's name; the date of a page without readings
+		TTL:         period,       // from the stored arrivals only: the same items give the same document
 		Items:       items,
 		HubURL:      hub,
 	})
@@ -573,12 +603,37 @@ func (h *sensorStore) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	WebSubLinks(w.Header(), hub, self) // an older page is no topic
-	publish.Serve(w, r, format.contentType, doc, publish.Hints{
-		Newest: newest,
-		Next:   next,
-		Desync: h.load.Hit("sensor/"+name, now),
-		More:   more,
+	d := publish.NewDoc(doc, format.contentType)
+	publish.ServeDoc(w, r, d, publish.Hints{
+		Newest:  newest,
+		Changed: h.changes.Since(docKey("sensor/"+name, ext, limit, before), d.ETag, later(lastChange(items), feed.Created), now),
+		Next:    next,
+		Desync:  h.load.Hit("sensor/"+name, now),
+		More:    more,
 	}, now)
+}
+
+// sensorPage is the path of the web UI's page of the sensor name: the
+// site its feeds link.
+func sensorPage(name string) string { return "/ui/sensors/" + url.PathEscape(name) }
+
+// redirectToPage answers /sensors/{sensor}, the site link its feeds once
+// had, with a permanent redirect to the sensor's page in the web UI; an
+// unknown sensor is a 404.
+func (h *sensorStore) redirectToPage(w http.ResponseWriter, r *http.Request, name string) {
+	s, err := h.state(r.Context(), name, false)
+	if errors.Is(err, errNoSensor) {
+		writeSensorError(w, &sensorError{http.StatusNotFound, fmt.Sprintf("unknown sensor %q (no such feed: want /sensors/{sensor}.rss, .atom or .json)", name)})
+		return
+	}
+	if err != nil {
+		err = unavailable(h.st, err)
+		logFailure(h.log, err, "loading sensor", "sensor", name)
+		writeSensorError(w, err)
+		return
+	}
+	s.mu.Unlock()
+	http.Redirect(w, r, h.base+sensorPage(name), http.StatusMovedPermanently)
 }
 
 // WebSubLinks adds the WebSub discovery header to h when hub is set:
@@ -593,13 +648,10 @@ func WebSubLinks(h http.Header, hub, self string) {
 	}
 }
 
-// feedID is the sensor feed's permanent id: a tag URI of the server's host
-// and the day the sensor was created, or a URN without a BaseURL.
+// feedID is the sensor feed's permanent id: a tag URI of the id authority
+// and the day the sensor was created, or a URN without an authority.
 func (h *sensorStore) feedID(f storage.Feed) string {
-	if h.host == "" || f.Created.IsZero() {
-		return "urn:slogfeed:sensor:" + f.Slug
-	}
-	return "tag:" + h.host + "," + f.Created.UTC().Format("2006-01-02") + ":sensor/" + f.Slug
+	return tagID(h.authority, f, "sensor", "sensor/"+f.Slug)
 }
 
 // unavailable returns err as a 503 *sensorError when store says it means

@@ -364,7 +364,7 @@ func TestSensorBadInput(t *testing.T) {
 	}{
 		{"unknown sensor", "/sensors/nope.rss", 404},
 		{"unknown format", "/sensors/s.xml", 404},
-		{"no format", "/sensors/s", 404},
+		{"no format, unknown sensor", "/sensors/nope", 404},
 		{"bad name", "/sensors/-s.rss", 404},
 		{"limit zero", "/sensors/s.rss?limit=0", 400},
 		{"limit too large", "/sensors/s.rss?limit=501", 400},

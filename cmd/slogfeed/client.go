@@ -15,8 +15,10 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/slogfeed/slogfeed/reader/opml"
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/web"
 )
@@ -398,9 +400,21 @@ func runImport(ctx context.Context, a *app, args []string) error {
 	if perr != nil {
 		errs = append(errs, perr)
 	}
+	// Settings the file gave that cannot be used are left out, each said
+	// on standard error; the outline imports with the rest. Outlines
+	// repeating a feed URL of the file are counted, not sent.
+	ignored, dups := 0, 0
+	for _, o := range outlines {
+		for _, ig := range o.Ignored {
+			ignored++
+			fmt.Fprintf(a.stderr, "import: warning: %s (%s): %s ignored\n", sanitize.RedactURL(o.URL), importName(o), ig)
+		}
+		dups += o.Duplicates
+	}
+	total := len(outlines) + dups
 	// In chunks through the bulk route: the server subscribes a chunk's
 	// feeds side by side and spreads their first fetches.
-	added, skipped, failed := 0, 0, 0
+	added, skipped, failed, seen := 0, 0, 0, 0
 	for start := 0; start < len(outlines); start += importChunk {
 		chunk := outlines[start:min(start+importChunk, len(outlines))]
 		req := struct {
@@ -433,15 +447,41 @@ func runImport(ctx context.Context, a *app, args []string) error {
 				errs = append(errs, fmt.Errorf("%s: %s: %s", chunk[min(i, len(chunk)-1)].URL, r.Reason, r.Error))
 			}
 		}
+		for _, o := range chunk {
+			seen += 1 + o.Duplicates
+		}
 		fmt.Fprintf(a.progress, "import: %d of %d outlines: %d subscribed, %d already subscribed, %d refused\n",
-			start+len(chunk), len(outlines), added, skipped, failed)
+			seen, total, added, skipped, failed)
 	}
 	left := ""
+	if dups > 0 {
+		left += fmt.Sprintf(", %d duplicates in the file", dups)
+	}
+	if ignored > 0 {
+		left += fmt.Sprintf("; %d settings ignored, listed above", ignored)
+	}
 	if perr != nil {
-		left = "; outlines left out of the file, listed below"
+		left += "; outlines left out of the file, listed below"
 	}
 	fmt.Fprintf(a.stdout, "imported %d feeds, %d already subscribed, %d refused%s\n", added, skipped, failed, left)
 	return errors.Join(errs...)
+}
+
+// importName is how an import warning names outline o: its title, cut
+// to 60 bytes, else "untitled".
+func importName(o opml.Outline) string {
+	t := o.Title
+	if t == "" {
+		return "untitled"
+	}
+	if len(t) > 60 {
+		t = t[:60]
+		for len(t) > 0 && !utf8.ValidString(t) {
+			t = t[:len(t)-1]
+		}
+		t += "…"
+	}
+	return strconv.Quote(t)
 }
 
 // importChunk is how many outlines `slogfeed import` sends a request.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,5 +112,77 @@ func TestImportSummary(t *testing.T) {
 	}
 	if out.code != 1 || !strings.Contains(out.stderr, "ftp://example.org/x") || !strings.Contains(out.stderr, "http://127.0.0.1:1/x.rss") {
 		t.Errorf("exit %d, stderr %q: want 1 and both the skipped and the refused outline", out.code, out.stderr)
+	}
+}
+
+// `import` names every slogfeed setting it leaves out (outline,
+// attribute, why) and counts outlines repeating a feed URL of the file as
+// duplicates, importing the rest.
+func TestImportWarnings(t *testing.T) {
+	tests := []struct {
+		name, body string
+		stdout     string
+		warnings   []string // on stderr, each on a line of its own
+		imported   []string
+	}{
+		{
+			name:   "bad settings",
+			body:   `<outline text="Lab" xmlUrl="https://example.org/lab.rss" slogfeed:sleep="25:00-99" slogfeed:retentionItems="abc" slogfeed:reduce="{bad" slogfeed:policy="fixed-5s"/>`,
+			stdout: "imported 1 feeds, 0 already subscribed, 0 refused; 3 settings ignored, listed above\n",
+			warnings: []string{
+				`https://example.org/lab.rss ("Lab"): slogfeed:sleep="25:00-99": `,
+				`https://example.org/lab.rss ("Lab"): slogfeed:retentionItems="abc": not a positive whole number ignored`,
+				`https://example.org/lab.rss ("Lab"): slogfeed:reduce="{bad": not JSON`,
+			},
+			imported: []string{"https://example.org/lab.rss"},
+		},
+		{
+			name: "duplicates",
+			body: `<outline text="a" xmlUrl="https://example.org/a.rss"/><outline text="a again" xmlUrl="https://example.org/a.rss"/>
+				<outline text="b" xmlUrl="https://example.org/b.rss"/><outline text="A" xmlUrl="HTTPS://EXAMPLE.org/a.rss"/>
+				<outline text="b" xmlUrl="https://example.org/b.rss"/><outline text="c" xmlUrl="https://example.org/c.rss"/>`,
+			stdout:   "imported 3 feeds, 0 already subscribed, 0 refused, 3 duplicates in the file\n",
+			imported: []string{"https://example.org/a.rss", "https://example.org/b.rss", "https://example.org/c.rss"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, st := apiServer(t)
+			doc := `<?xml version="1.0"?><opml version="2.0" xmlns:slogfeed="https://slogfeed.org/ns/opml/1"><head><title>t</title></head><body>` + tt.body + `</body></opml>`
+			file := filepath.Join(t.TempDir(), "subs.opml")
+			if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := runCLI(context.Background(), []string{"import", "--server", srv.URL, file}, quiet, nil)
+			if out.code != 0 || out.stdout != tt.stdout {
+				t.Errorf("exit %d, stdout %q; want 0, %q", out.code, out.stdout, tt.stdout)
+			}
+			var warnings []string
+			for line := range strings.Lines(out.stderr) {
+				if strings.HasPrefix(line, "import: warning: ") {
+					warnings = append(warnings, line)
+				}
+			}
+			if len(warnings) != len(tt.warnings) {
+				t.Errorf("warnings %q, want %d", warnings, len(tt.warnings))
+			}
+			for i, w := range tt.warnings {
+				if i < len(warnings) && !strings.Contains(warnings[i], w) {
+					t.Errorf("warning %q, want it to hold %q", warnings[i], w)
+				}
+			}
+			feeds, err := st.Feeds()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var urls []string
+			for _, f := range feeds {
+				urls = append(urls, f.URL)
+			}
+			slices.Sort(urls) // subscribed side by side: IDs in any order
+			if !reflect.DeepEqual(urls, tt.imported) {
+				t.Errorf("imported %q, want %q", urls, tt.imported)
+			}
+		})
 	}
 }

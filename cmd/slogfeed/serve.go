@@ -397,8 +397,22 @@ func buildServices(ctx context.Context, a *app, cfg *serveConfig, st *storeStage
 	if sv.websubOn, _ = strconv.ParseBool(v["websub"]); sv.websubOn {
 		hubURL = sv.base + websub.HubPath
 	}
-	sensors := web.SensorHandler(store, web.SensorOptions{BaseURL: sv.base, Logger: log, HubURL: hubURL, OnNewItems: added.notify})
-	pipeFeeds := web.PipeFeedHandler(store, web.PipeFeedOptions{BaseURL: sv.base, Logger: log, Hints: pipes.Hints, HubURL: hubURL})
+	// The ids of the published feeds keep one tag authority for good:
+	// --id-authority, else the one stored at the installation's first
+	// start, else the public URL's host, stored now.
+	authority := v["id-authority"]
+	if authority == "" {
+		settle := time.Duration(0)
+		if st.node != nil {
+			settle = idSettle // nodes starting at once agree on one
+		}
+		if authority, err = web.IDAuthority(ctx, store, web.AuthorityOf(sv.base), settle); err != nil {
+			sv.close()
+			return nil, err
+		}
+	}
+	sensors := web.SensorHandler(store, web.SensorOptions{BaseURL: sv.base, IDAuthority: authority, Logger: log, HubURL: hubURL, OnNewItems: added.notify})
+	pipeFeeds := web.PipeFeedHandler(store, web.PipeFeedOptions{BaseURL: sv.base, IDAuthority: authority, Logger: log, Hints: pipes.Hints, HubURL: hubURL})
 	documents := http.NewServeMux() // what a hub distributes
 	documents.Handle("GET /sensors/", sensors)
 	documents.Handle("GET /feeds/", pipeFeeds)
@@ -452,6 +466,10 @@ func buildServices(ctx context.Context, a *app, cfg *serveConfig, st *storeStage
 	}
 	return sv, nil
 }
+
+// idSettle is how long a cluster node that finds no feed id authority
+// stored waits for the claims of nodes starting with it (web.IDAuthority).
+var idSettle = 2 * time.Second
 
 // close stops the demo publishers.
 func (sv *services) close() {

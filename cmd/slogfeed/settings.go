@@ -14,6 +14,7 @@ import (
 
 	"github.com/slogfeed/slogfeed/schedule"
 	"github.com/slogfeed/slogfeed/transform"
+	"github.com/slogfeed/slogfeed/web"
 )
 
 // serveSettings is the configuration table of `slogfeed serve`: each
@@ -32,6 +33,7 @@ func serveSettings(getenv func(string) string) []setting {
 		{Name: "workers", Env: "SLOGFEED_WORKERS", Default: "16", Doc: "fetch workers (`N`)", Check: checkInt},
 		{Name: "token", Env: "SLOGFEED_TOKEN", Default: "", Doc: "bearer `TOKEN` required for changes (generated and printed when listening off loopback without one)"},
 		{Name: "public-url", Env: "SLOGFEED_PUBLIC_URL", Default: "", Doc: "public base `URL` of this slogfeed, for self links, the WebSub hub and callbacks (empty: http://ADDRESS)", Check: checkPublicURL},
+		{Name: "id-authority", Env: "SLOGFEED_ID_AUTHORITY", Default: "", Doc: "tag authority (a DNS `NAME` or e-mail address) of the sensor and pipe feeds' Atom ids, in place of the one stored at the first start (the host of the public URL then); changing it changes every id", Check: checkIDAuthority},
 		{Name: "websub", Env: "SLOGFEED_WEBSUB", Default: "true", Doc: "be the WebSub hub of the sensor and pipe feeds and subscribe to the hubs remote feeds advertise", Check: checkBool, Bool: true},
 		{Name: "pipe-time", Env: "SLOGFEED_PIPE_TIME", Default: "10s", Doc: "time limit of one pipe run or preview (`DURATION`), checked by every operator between items", Check: checkPipeTime},
 		{Name: "pipe-node-bytes", Env: "SLOGFEED_PIPE_NODE_BYTES", Default: "32MiB", Doc: "`BYTES` one node of a pipe run or preview may materialise (KiB, MiB, GiB suffixes)", Check: checkBytes},
@@ -100,6 +102,14 @@ func checkPublicURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return errors.New("want an absolute http or https URL without query, e.g. https://slog.example.org")
+	}
+	return nil
+}
+
+// checkIDAuthority accepts an empty value or a tag URI authority name.
+func checkIDAuthority(s string) error {
+	if s != "" && !web.ValidIDAuthority(s) {
+		return errors.New("want a DNS name or an e-mail address, e.g. slog.example.org")
 	}
 	return nil
 }

@@ -25,7 +25,10 @@
 // ErrTooLarge, ErrTooDeep, ErrTooManyOutlines or ErrNotOPML. A subscription
 // that cannot be imported (a URL that is not http or https) is left out, the
 // rest of the document is still imported, and the returned error matches
-// ErrSkipped and lists the skipped outlines (see Skipped).
+// ErrSkipped and lists the skipped outlines (see Skipped). A setting of
+// Namespace that cannot be used is left out and listed in the outline's
+// Ignored; a later outline with the same feed URL is dropped and counted
+// in the first one's Duplicates.
 //
 // Write produces an OPML 2.0 document that Parse reads back to the same
 // outlines: subscriptions are grouped into nested folders by Category, and

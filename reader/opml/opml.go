@@ -3,6 +3,7 @@ package opml
 import (
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // Limits applied by Parse to every document.
@@ -40,6 +41,24 @@ type Outline struct {
 	// Settings are slogfeed's own settings of the subscription, from
 	// attributes of Namespace (zero for other readers' exports).
 	Settings Settings
+	// Ignored lists the attributes of Namespace Parse could not use and
+	// left out of Settings, in document order.
+	Ignored []IgnoredSetting
+	// Duplicates counts the later outlines of the document with the same
+	// feed URL, which Parse dropped.
+	Duplicates int
+}
+
+// IgnoredSetting is a slogfeed setting of an outline that Parse left out:
+// the attribute (without prefix), its value (cut to 80 bytes) and why.
+type IgnoredSetting struct {
+	Attr, Value, Reason string
+}
+
+// String says what was ignored, as in
+// `slogfeed:retentionItems="abc": not a positive whole number`.
+func (s IgnoredSetting) String() string {
+	return Prefix + ":" + s.Attr + "=" + strconv.Quote(s.Value) + ": " + s.Reason
 }
 
 // Errors returned by Parse and Write. Callers branch with errors.Is.

@@ -97,7 +97,7 @@ func TestParseFixtures(t *testing.T) {
 		{
 			file: "skipped.opml",
 			want: []Outline{
-				{URL: "https://good.example.org/feed.xml", Title: "Good"},
+				{URL: "https://good.example.org/feed.xml", Title: "Good", Duplicates: 2},
 				{URL: "http://second.example.org/rss", Title: "Second good"},
 			},
 			skipped: []string{
@@ -298,6 +298,9 @@ func roundTrip(t *testing.T, outlines []Outline) {
 		t.Fatalf("Parse(Write(…)): %v\n%s", err, buf.Bytes())
 	}
 	want := slices.Clone(outlines)
+	for i := range want { // what Parse says of the document it read, not written
+		want[i].Ignored, want[i].Duplicates = nil, 0
+	}
 	slices.SortStableFunc(want, compareOutlines)
 	if !reflect.DeepEqual(again, want) {
 		diffOutlines(t, again, want)

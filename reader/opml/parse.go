@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/net/html/charset"
 )
@@ -45,7 +46,7 @@ func Parse(r io.Reader) ([]Outline, error) {
 		return cr, err
 	}
 
-	p := parser{dec: d, seen: make(map[string]struct{})}
+	p := parser{dec: d, seen: make(map[string]int)}
 	err := p.run()
 	switch {
 	case lr.tooLarge:
@@ -86,7 +87,7 @@ type parser struct {
 	stack      []frame
 	outlines   int
 	out        []Outline
-	seen       map[string]struct{}
+	seen       map[string]int // feed URL key → its outline in out
 	skipped    []*OutlineError
 	unreported int
 }
@@ -162,9 +163,12 @@ func (p *parser) start(t xml.StartElement) error {
 
 	var title, text, xmlURL, htmlURL, category string
 	var settings Settings
+	var ignored []IgnoredSetting
 	for _, a := range t.Attr {
 		if a.Name.Space == Namespace {
-			settings.readSetting(a.Name.Local, a.Value)
+			if why := settings.readSetting(a.Name.Local, a.Value); why != "" {
+				ignored = append(ignored, IgnoredSetting{Attr: a.Name.Local, Value: cut(a.Value, 80), Reason: why})
+			}
 			continue
 		}
 		if a.Name.Space != "" {
@@ -205,22 +209,36 @@ func (p *parser) start(t xml.StartElement) error {
 		p.skip(xmlURL, err)
 		return nil
 	}
-	if _, dup := p.seen[key]; dup {
+	if i, dup := p.seen[key]; dup {
+		p.out[i].Duplicates++
 		return nil
 	}
-	p.seen[key] = struct{}{}
+	p.seen[key] = len(p.out)
 	if _, err := checkURL(htmlURL); err != nil {
 		htmlURL = ""
 	}
-	settings.finish()
+	ignored = append(ignored, settings.finish()...)
 	p.out = append(p.out, Outline{
 		URL:      xmlURL,
 		Title:    title,
 		Site:     htmlURL,
 		Category: withCategoryAttr(parent.category, category),
 		Settings: settings,
+		Ignored:  ignored,
 	})
 	return nil
+}
+
+// cut returns s cut to at most n bytes of valid UTF-8, "…" marking a cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "…"
 }
 
 func (p *parser) skip(rawURL string, reason error) {

@@ -50,9 +50,10 @@ const (
 //	slogfeed:sleep="22:00-06:00"        the user's sleep windows (schedule.ParseSleep's form)
 //
 // Parse reads them back. A value it cannot use (not a number, invalid
-// JSON, too long) is ignored, and the subscription imports without it;
-// whoever subscribes checks the rest (an unknown policy, a bad source
-// configuration) as for any subscription.
+// JSON, too long) is left out, and the subscription imports without it;
+// the outline's Ignored lists each, with the reason. Whoever subscribes
+// checks the rest (an unknown policy, a bad source configuration) as for
+// any subscription.
 type Settings struct {
 	Policy      string
 	Weight      float64
@@ -118,69 +119,87 @@ func compactJSON(raw json.RawMessage) string {
 	return b.String()
 }
 
-// readSetting reads one attribute of Namespace into s; values it cannot
-// use are ignored.
-func (s *Settings) readSetting(name, v string) {
+// readSetting reads one attribute of Namespace into s; a value it cannot
+// use is left out, and readSetting says why ("" when it used it).
+func (s *Settings) readSetting(name, v string) string {
 	v = strings.TrimSpace(v)
+	const badText = "want 1 to 256 bytes of UTF-8 text"
 	text := func() (string, bool) { return v, v != "" && len(v) <= MaxSettingText && utf8.ValidString(v) }
-	raw := func() (json.RawMessage, bool) {
+	raw := func() (json.RawMessage, string) {
 		if v == "" || len(v) > MaxSettingJSON {
-			return nil, false
+			return nil, "want 1 byte to 64 KiB of JSON"
 		}
 		var b bytes.Buffer
 		if err := json.Compact(&b, []byte(v)); err != nil {
-			return nil, false // not JSON
+			return nil, "not JSON: " + err.Error()
 		}
-		return json.RawMessage(b.Bytes()), true
+		return json.RawMessage(b.Bytes()), ""
 	}
 	switch name {
-	case "policy":
-		if t, ok := text(); ok {
+	case "policy", "source", "extractField", "extractUnit":
+		t, ok := text()
+		if !ok {
+			return badText
+		}
+		switch name {
+		case "policy":
 			s.Policy = t
-		}
-	case "weight":
-		if w, err := strconv.ParseFloat(v, 64); err == nil && w > 0 && !math.IsInf(w, 0) {
-			s.Weight = w
-		}
-	case "ignoreCache":
-		s.IgnoreCache, _ = strconv.ParseBool(v)
-	case "source":
-		if t, ok := text(); ok {
+		case "source":
 			s.source().Type = t
-		}
-	case "sourceConfig":
-		if r, ok := raw(); ok {
-			s.source().Config = r
-		}
-	case "extractField":
-		if t, ok := text(); ok {
+		case "extractField":
 			s.extract().Field = t
-		}
-	case "extractRegex":
-		if v != "" && len(v) <= MaxSettingJSON && utf8.ValidString(v) {
-			s.extract().Regex = v
-		}
-	case "extractUnit":
-		if t, ok := text(); ok {
+		case "extractUnit":
 			s.extract().Unit = t
 		}
-	case "retentionItems":
-		if n, err := strconv.Atoi(v); err == nil && n > 0 {
-			s.Retention.MaxItems = n
+	case "weight":
+		w, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(w > 0) || math.IsInf(w, 0) {
+			return "not a positive number"
 		}
-	case "retentionAge":
-		if d, err := time.ParseDuration(v); err == nil && d > 0 {
-			s.Retention.MaxAge = d
+		s.Weight = w
+	case "ignoreCache":
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return "not true or false"
 		}
-	case "reduce":
-		if r, ok := raw(); ok {
+		s.IgnoreCache = b
+	case "sourceConfig", "reduce":
+		r, why := raw()
+		if why != "" {
+			return why
+		}
+		if name == "reduce" {
 			s.Reduce = r
+		} else {
+			s.source().Config = r
 		}
+	case "extractRegex":
+		if v == "" || len(v) > MaxSettingJSON || !utf8.ValidString(v) {
+			return "want 1 byte to 64 KiB of UTF-8 text"
+		}
+		s.extract().Regex = v
+	case "retentionItems":
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return "not a positive whole number"
+		}
+		s.Retention.MaxItems = n
+	case "retentionAge":
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return "not a positive duration such as 720h"
+		}
+		s.Retention.MaxAge = d
 	case "sleep":
-		if plan, err := schedule.ParseSleep(v); err == nil {
-			s.Sleep = plan
+		plan, err := schedule.ParseSleep(v)
+		if err != nil {
+			return err.Error()
 		}
+		s.Sleep = plan
+	default:
+		return "not a setting slogfeed knows"
 	}
+	return ""
 }
 
 func (s *Settings) source() *storage.SourceSpec {
@@ -198,14 +217,19 @@ func (s *Settings) extract() *storage.ExtractRule {
 }
 
 // finish drops half-given settings: a source configuration without a
-// type, an extract rule without a regular expression.
-func (s *Settings) finish() {
+// type, an extract rule without a regular expression; it returns what it
+// dropped.
+func (s *Settings) finish() []IgnoredSetting {
+	var dropped []IgnoredSetting
 	if s.Source != nil && s.Source.Type == "" {
+		dropped = append(dropped, IgnoredSetting{Attr: "sourceConfig", Value: string(s.Source.Config), Reason: "no " + Prefix + ":source names the adapter"})
 		s.Source = nil
 	}
 	if s.Extract != nil && s.Extract.Regex == "" {
+		dropped = append(dropped, IgnoredSetting{Attr: "extractField", Value: s.Extract.Field + " " + s.Extract.Unit, Reason: "no " + Prefix + ":extractRegex"})
 		s.Extract = nil
 	}
+	return dropped
 }
 
 // SettingsOf returns the settings of feed f that an export keeps.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -141,6 +142,43 @@ func TestSettingsOfOtherReaders(t *testing.T) {
 			if !o.Settings.IsZero() {
 				t.Errorf("%s: %s has settings %+v", file, o.URL, o.Settings)
 			}
+		}
+	}
+}
+
+// Each setting Parse leaves out is listed on its outline with the reason;
+// the outline imports with the rest.
+func TestSettingsIgnored(t *testing.T) {
+	tests := []struct {
+		attrs string
+		want  []string // the ignored attributes, in order
+		kept  Settings
+	}{
+		{`slogfeed:policy="fixed-5s" slogfeed:retentionItems="500"`, nil, Settings{Policy: "fixed-5s", Retention: storage.Retention{MaxItems: 500}}},
+		{`slogfeed:sleep="25:00-99" slogfeed:retentionItems="abc" slogfeed:reduce="{bad" slogfeed:policy="auto"`,
+			[]string{"sleep", "retentionItems", "reduce"}, Settings{Policy: "auto"}},
+		{`slogfeed:weight="NaN" slogfeed:ignoreCache="maybe" slogfeed:retentionAge="-1h" slogfeed:colour="red"`,
+			[]string{"weight", "ignoreCache", "retentionAge", "colour"}, Settings{}},
+		{`slogfeed:sourceConfig="{}" slogfeed:extractUnit="C"`, []string{"sourceConfig", "extractField"}, Settings{}},
+	}
+	for _, tt := range tests {
+		doc := `<opml xmlns:slogfeed="` + Namespace + `"><body><outline xmlUrl="https://a.example/f" ` + tt.attrs + `/></body></opml>`
+		out, err := Parse(strings.NewReader(doc))
+		if err != nil || len(out) != 1 {
+			t.Fatalf("%s: %v %v", tt.attrs, out, err)
+		}
+		var got []string
+		for _, ig := range out[0].Ignored {
+			got = append(got, ig.Attr)
+			if ig.Reason == "" || !strings.HasPrefix(ig.String(), "slogfeed:"+ig.Attr+"=") {
+				t.Errorf("%s: %q says no reason", tt.attrs, ig)
+			}
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s: ignored %q, want %q", tt.attrs, got, tt.want)
+		}
+		if !reflect.DeepEqual(out[0].Settings, tt.kept) {
+			t.Errorf("%s: settings %+v, want %+v", tt.attrs, out[0].Settings, tt.kept)
 		}
 	}
 }

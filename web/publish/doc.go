@@ -49,7 +49,8 @@
 // # Serving
 //
 // Serve writes a document with a strong ETag (a hash of the body),
-// Last-Modified (the newest item's publish time), 304 Not Modified for
+// Last-Modified (when the document last changed, left out while that is
+// in the current second; Changes tracks it), 304 Not Modified for
 // matching conditional requests, Cache-Control from the publisher's own
 // prediction of its next publish, and slogfeed's hint headers
 // (feedext.HeaderPhase, HeaderDesync, HeaderNext, HeaderMore). ServeDoc

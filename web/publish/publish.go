@@ -254,9 +254,21 @@ func utc(t time.Time) time.Time {
 	return t.UTC()
 }
 
-// FormatValue writes a reading's value as feedext specifies it: a decimal
-// number without exponent, as short as round-trips exactly.
-func FormatValue(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+// MaxPlainValue is the longest value FormatValue writes without an
+// exponent.
+const MaxPlainValue = 24
+
+// FormatValue writes a reading's value as feedext specifies it: the
+// shortest decimal number that reads back as exactly v, without exponent
+// ("21.3", "0.0000001") unless that takes more than MaxPlainValue
+// characters ("1.2345678901234567e-50", "1.23456789e+68"), so that it is
+// never longer than feedext.MaxNumberLen.
+func FormatValue(v float64) string {
+	if s := strconv.FormatFloat(v, 'f', -1, 64); len(s) <= MaxPlainValue {
+		return s
+	}
+	return strconv.FormatFloat(v, 'e', -1, 64)
+}
 
 // formatTime writes t as RFC 3339 in UTC, with a fraction only when t has
 // one.

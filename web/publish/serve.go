@@ -19,11 +19,14 @@ const MaxAge = 24 * time.Hour
 // Hints are what the publisher tells subscribers besides the document.
 type Hints struct {
 	// Newest is the publish time of the feed's newest item (zero when the
-	// feed has none). It gives Last-Modified and the phase header.
+	// feed has none). It gives the phase header, and Last-Modified unless
+	// Changed is later.
 	Newest time.Time
 	// Changed, when later than Newest, is when the document last changed
-	// otherwise (a new title or description): it gives Last-Modified
-	// then, so that a reader asking If-Modified-Since sees the change.
+	// otherwise (an item that arrived or was updated after its publish
+	// time, a new title or description; see Changes): it gives
+	// Last-Modified then, so that a reader asking If-Modified-Since sees
+	// the change.
 	Changed time.Time
 	// Next is the publisher's prediction of its next publish (zero when it
 	// has none). It gives Cache-Control max-age and the next header.
@@ -70,9 +73,13 @@ func NewDoc(b []byte, contentType string) Doc {
 
 // Serve writes doc, a feed document of media type contentType, answering
 // conditional requests (If-None-Match with the strong ETag, else
-// If-Modified-Since against h.Newest, or h.Changed when later) with 304
-// Not Modified, and HEAD
-// without a body. Besides ETag and Last-Modified it sets:
+// If-Modified-Since against Last-Modified) with 304 Not Modified, and HEAD
+// without a body. Last-Modified is h.Newest, or h.Changed when later, in
+// whole seconds; it is left out, and If-Modified-Since ignored, while
+// that time lies in the second of now or later: a change later in the
+// same second would not move it (RFC 9110 §8.8.2.2: a Last-Modified is
+// only a strong enough validator a second after the change). Besides
+// ETag and Last-Modified it sets:
 //
 //   - Cache-Control: "public, max-age=N" with N the whole seconds from now
 //     until h.Next (at most MaxAge), or "no-cache" when that is zero or
@@ -122,13 +129,23 @@ func ServeDoc(w http.ResponseWriter, r *http.Request, d Doc, h Hints, now time.T
 	}
 	// ServeContent implements the conditional-request rules of RFC 9110
 	// (If-None-Match before If-Modified-Since, weak comparison for GET),
-	// HEAD and ranges; it sends Last-Modified from h.Newest (or
-	// h.Changed, when later).
+	// HEAD and ranges; it sends Last-Modified from the time given, none
+	// and no 304 to If-Modified-Since for a zero one.
+	http.ServeContent(w, r, "", LastModified(h, now), bytes.NewReader(d.Bytes))
+}
+
+// LastModified returns the Last-Modified Serve sends for h at now: the
+// later of h.Newest and h.Changed, or zero (none) while it lies in the
+// whole second of now or later.
+func LastModified(h Hints, now time.Time) time.Time {
 	modified := h.Newest
 	if h.Changed.After(modified) {
 		modified = h.Changed
 	}
-	http.ServeContent(w, r, "", modified, bytes.NewReader(d.Bytes))
+	if modified.IsZero() || !modified.Truncate(time.Second).Before(now.Truncate(time.Second)) {
+		return time.Time{}
+	}
+	return modified
 }
 
 // CacheControl returns the Cache-Control value for a document whose next
