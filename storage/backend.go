@@ -169,6 +169,10 @@ type PipeStore interface {
 // PluginStore keeps plugins' records, keyed by plugin name and key.
 type PluginStore interface {
 	PluginPut(plugin, key string, value []byte) error
+	// PluginCreate stores value under key unless the key holds a value
+	// already, and returns what the key holds after the call: value, or
+	// the one found. Writers racing to create one key get one answer.
+	PluginCreate(plugin, key string, value []byte) ([]byte, error)
 	// PluginApply makes the writes ops in plugin's namespace, in order,
 	// as one write where the backend can (see each backend's method).
 	// Records are refused as PluginPut refuses them, the whole batch

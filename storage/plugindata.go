@@ -71,6 +71,36 @@ func (s *Store) PluginPut(plugin, key string, value []byte) error {
 	return nil
 }
 
+// PluginCreate stores value under key in plugin's namespace unless the key
+// holds a value already, and returns what the key holds after the call:
+// value when it was stored, else the value found, which it leaves alone.
+func (s *Store) PluginCreate(plugin, key string, value []byte) ([]byte, error) {
+	if err := ValidatePluginRecord(plugin, key, value); err != nil {
+		return nil, err
+	}
+	var out []byte
+	err := s.dbUpdate(func(tx *bolt.Tx) error {
+		root := tx.Bucket(bucketPluginData)
+		if root == nil {
+			return corruptf("bucket %s missing", bucketPluginData)
+		}
+		b, err := root.CreateBucketIfNotExists([]byte(plugin))
+		if err != nil {
+			return err
+		}
+		if v := b.Get([]byte(key)); v != nil {
+			out = append([]byte(nil), v...)
+			return nil
+		}
+		out = append([]byte(nil), value...)
+		return b.Put([]byte(key), value)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("storage: plugin %s: create %q: %w", plugin, shortID(key), err)
+	}
+	return out, nil
+}
+
 // PluginOp is one write of a PluginApply batch: Value stored under Key,
 // replacing what was there, or with Delete, Key removed (a missing key is
 // not an error).

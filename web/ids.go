@@ -1,13 +1,10 @@
 package web
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/url"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/slogfeed/slogfeed/storage"
 )
@@ -25,66 +22,24 @@ const (
 	idNamespace = "publish"
 	// idAuthorityKey holds the authority once decided.
 	idAuthorityKey = "ids/authority"
-	// idClaimPrefix starts the keys of the candidates nodes proposed
-	// while no authority was decided (ids/claim/CANDIDATE).
-	idClaimPrefix = "ids/claim/"
 )
 
 // IDAuthority returns the installation's tag authority for the ids of its
-// published feeds: the one stored in st, else candidate, minted now and
-// stored.
-//
-// The plugin records have no create-if-absent, so nodes that start at
-// once agree through claims: a node that finds no authority stores its
-// candidate as a claim, waits settle (longer than a store write takes to
-// be seen by every node), reads the authority again and, when still none
-// is stored, decides for the smallest of the claims it reads, stores it
-// and uses what the store then holds. Nodes whose claims overlap in time
-// read the same claims and decide alike; a node that claims after
-// another decided finds that decision. A single node passes settle 0.
-func IDAuthority(ctx context.Context, st storage.PluginStore, candidate string, settle time.Duration) (string, error) {
+// published feeds: the one stored in st, else candidate, stored now. Nodes
+// of a cluster that start at once store one candidate, the first written
+// (PluginCreate), and all use it.
+func IDAuthority(st storage.PluginStore, candidate string) (string, error) {
 	if a, err := storedAuthority(st); err != nil || a != "" {
 		return a, err
 	}
 	if candidate == "" {
 		return "", errors.New("no id authority: the public URL has no host")
 	}
-	if err := st.PluginPut(idNamespace, idClaimPrefix+candidate, []byte(candidate)); err != nil {
-		return "", fmt.Errorf("claiming the feed id authority: %w", err)
-	}
-	if settle > 0 {
-		t := time.NewTimer(settle)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return "", ctx.Err()
-		case <-t.C:
-		}
-	}
-	if a, err := storedAuthority(st); err != nil || a != "" {
-		return a, err
-	}
-	var claims []string
-	err := st.PluginList(idNamespace, func(key string, value []byte) error {
-		if c, ok := strings.CutPrefix(key, idClaimPrefix); ok && c != "" {
-			claims = append(claims, c)
-		}
-		return nil
-	})
+	a, err := st.PluginCreate(idNamespace, idAuthorityKey, []byte(candidate))
 	if err != nil {
-		return "", fmt.Errorf("reading the feed id authority's claims: %w", err)
-	}
-	decided := candidate
-	if len(claims) > 0 {
-		decided = slices.Min(claims)
-	}
-	if err := st.PluginPut(idNamespace, idAuthorityKey, []byte(decided)); err != nil {
 		return "", fmt.Errorf("storing the feed id authority: %w", err)
 	}
-	if a, err := storedAuthority(st); err != nil || a != "" {
-		return a, err
-	}
-	return decided, nil
+	return string(a), nil
 }
 
 // storedAuthority returns the stored authority, "" when none is.

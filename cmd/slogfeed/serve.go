@@ -402,11 +402,7 @@ func buildServices(ctx context.Context, a *app, cfg *serveConfig, st *storeStage
 	// start, else the public URL's host, stored now.
 	authority := v["id-authority"]
 	if authority == "" {
-		settle := time.Duration(0)
-		if st.node != nil {
-			settle = idSettle // nodes starting at once agree on one
-		}
-		if authority, err = web.IDAuthority(ctx, store, web.AuthorityOf(sv.base), settle); err != nil {
+		if authority, err = web.IDAuthority(store, web.AuthorityOf(sv.base)); err != nil {
 			sv.close()
 			return nil, err
 		}
@@ -466,10 +462,6 @@ func buildServices(ctx context.Context, a *app, cfg *serveConfig, st *storeStage
 	}
 	return sv, nil
 }
-
-// idSettle is how long a cluster node that finds no feed id authority
-// stored waits for the claims of nodes starting with it (web.IDAuthority).
-var idSettle = 2 * time.Second
 
 // close stops the demo publishers.
 func (sv *services) close() {

@@ -74,6 +74,27 @@ func (s *Store) PluginApply(ctx context.Context, plugin string, ops []storage.Pl
 	return nil
 }
 
+// PluginCreate stores value under key in plugin's namespace unless the key
+// holds a value already (a KV create, which the bucket's leader orders),
+// and returns what the key holds after the call: value when it was
+// stored, else the value found.
+func (s *Store) PluginCreate(ctx context.Context, plugin, key string, value []byte) ([]byte, error) {
+	if err := storage.ValidatePluginRecord(plugin, key, value); err != nil {
+		return nil, err
+	}
+	if len(value) > s.maxData {
+		return nil, fmt.Errorf("plugin %s: record of %d bytes: %w: more than one NATS message holds (%d)", plugin, len(value), storage.ErrInvalid, s.maxData)
+	}
+	_, err := s.plugins.Create(ctx, pluginKey(plugin, key), value)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return s.PluginGet(ctx, plugin, key)
+	}
+	if err := s.opt.Metrics.kvWrite(PluginsBucket, err); err != nil {
+		return nil, fmt.Errorf("plugin %s: create: %w", plugin, err)
+	}
+	return value, nil
+}
+
 // PluginGet returns the value under key in plugin's namespace, or
 // storage.ErrPluginKeyNotFound.
 func (s *Store) PluginGet(ctx context.Context, plugin, key string) ([]byte, error) {
@@ -146,6 +167,13 @@ func (b *Backend) PluginPut(plugin, key string, value []byte) error {
 	ctx, cancel := b.call()
 	defer cancel()
 	return b.s.PluginPut(ctx, plugin, key, value)
+}
+
+// PluginCreate is Store.PluginCreate.
+func (b *Backend) PluginCreate(plugin, key string, value []byte) ([]byte, error) {
+	ctx, cancel := b.call()
+	defer cancel()
+	return b.s.PluginCreate(ctx, plugin, key, value)
 }
 
 // PluginApply is Store.PluginApply, the whole batch within one call's

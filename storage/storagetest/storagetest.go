@@ -15,7 +15,9 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -932,6 +934,48 @@ var cases = []testCase{
 		}
 		if v, err := s.PluginGet("other", "a"); err != nil || string(v) != "x" {
 			t.Errorf("another plugin's record: %q, %v", v, err)
+		}
+	}},
+	{"plugins/create", func(t *testing.T, b any) {
+		s := need[storage.PluginStore](t, b)
+		if v, err := s.PluginCreate("ids", "k", []byte("first")); err != nil || string(v) != "first" {
+			t.Errorf("PluginCreate of a new key = %q, %v, want first", v, err)
+		}
+		if v, err := s.PluginCreate("ids", "k", []byte("second")); err != nil || string(v) != "first" {
+			t.Errorf("PluginCreate of a key held = %q, %v, want first, the value held", v, err)
+		}
+		if v, err := s.PluginGet("ids", "k"); err != nil || string(v) != "first" {
+			t.Errorf("PluginGet after two creates = %q, %v, want first", v, err)
+		}
+		must(t, s.PluginDelete("ids", "k"))
+		if v, err := s.PluginCreate("ids", "k", []byte("third")); err != nil || string(v) != "third" {
+			t.Errorf("PluginCreate of a deleted key = %q, %v, want third", v, err)
+		}
+		if _, err := s.PluginCreate("ids", "", []byte("v")); !errors.Is(err, storage.ErrInvalid) {
+			t.Errorf("PluginCreate of an empty key: %v, want ErrInvalid", err)
+		}
+		// Concurrent creates of one key: every caller gets the one value
+		// stored.
+		got := make([]string, 8)
+		var wg sync.WaitGroup
+		for i := range got {
+			wg.Go(func() {
+				v, err := s.PluginCreate("ids", "race", []byte(strconv.Itoa(i)))
+				if err != nil {
+					t.Errorf("concurrent PluginCreate %d: %v", i, err)
+				}
+				got[i] = string(v)
+			})
+		}
+		wg.Wait()
+		stored, err := s.PluginGet("ids", "race")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range got {
+			if v != string(stored) {
+				t.Errorf("concurrent PluginCreate %d got %q, the key holds %q", i, v, stored)
+			}
 		}
 	}},
 	{"plugins/apply", func(t *testing.T, b any) {
