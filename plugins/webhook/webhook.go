@@ -3,6 +3,7 @@ package webhook
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -73,6 +74,9 @@ var (
 	ErrNotFound = errors.New("webhook not found")
 	// ErrTooMany means there are MaxHooks hooks already.
 	ErrTooMany = errors.New("too many webhooks")
+	// ErrExists means a hook of the same feed, URL and secret exists: a
+	// second would deliver every item twice.
+	ErrExists = errors.New("webhook exists")
 )
 
 // Hook is a subscription as the API shows it (never with its secret).
@@ -303,7 +307,10 @@ func newID(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// Create adds a hook. Errors wrap ErrInvalid or ErrTooMany.
+// Create adds a hook. Errors wrap ErrInvalid, ErrTooMany, or ErrExists
+// when a hook of the same feed, URL and secret exists (one of another
+// secret may: a receiver changing its secret adds the new hook, then
+// deletes the old one).
 func (s *Service) Create(feed, rawURL, secret string) (Hook, error) {
 	ref, err := parseFeed(feed)
 	if err != nil {
@@ -320,6 +327,11 @@ func (s *Service) Create(feed, rawURL, secret string) (Hook, error) {
 	defer s.mu.Unlock()
 	if len(s.hooks) >= MaxHooks {
 		return Hook{}, fmt.Errorf("%w: there are %d already", ErrTooMany, MaxHooks)
+	}
+	for id, o := range s.hooks {
+		if o.ref == ref && o.rec.Hook.URL == u && subtle.ConstantTimeCompare([]byte(o.rec.Secret), []byte(secret)) == 1 {
+			return Hook{}, fmt.Errorf("%w: %s sends %s to %s with this secret already", ErrExists, id, ref, u)
+		}
 	}
 	h := &hook{ref: ref, rec: hookRecord{Secret: secret, Hook: Hook{ID: newID(8), Feed: ref.String(), URL: u, Created: s.opt.Now().UTC()}}}
 	if err := s.saveHook(h); err != nil {
@@ -722,7 +734,7 @@ func (s *Service) handleCreate(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, ErrInvalid):
 		web.RespondError(w, http.StatusBadRequest, err.Error())
-	case errors.Is(err, ErrTooMany):
+	case errors.Is(err, ErrTooMany), errors.Is(err, ErrExists):
 		web.RespondError(w, http.StatusConflict, err.Error())
 	case err != nil:
 		s.log.Error("webhook: creating", "err", err)

@@ -583,11 +583,20 @@ func TestAPI(t *testing.T) {
 			}
 		})
 	}
+	// The same hook again would deliver every item twice; another secret
+	// (a receiver changing its secret) makes another hook.
+	if status, body := do("POST", "/api/v1/webhooks", hook("pipe/out", "https://example.org/in", secret), "tok"); status != http.StatusConflict || !strings.Contains(body, "already") {
+		t.Errorf("the same hook again: %d %s, want 409", status, body)
+	}
+	other := strings.Repeat("s", MinSecretBytes)
+	if status, body := do("POST", "/api/v1/webhooks", hook("pipe/out", "https://example.org/in", other), "tok"); status != http.StatusCreated {
+		t.Errorf("the same hook with another secret: %d %s, want 201", status, body)
+	}
 	if status, _ := do("POST", "/api/v1/webhooks", hook("pipe/out", "https://example.org/in", secret), ""); status != http.StatusUnauthorized {
 		t.Errorf("POST without the token: %d", status)
 	}
 	list := s.Hooks()
-	if len(list) != 2 {
+	if len(list) != 3 {
 		t.Fatalf("%d hooks", len(list))
 	}
 	if status, body := do("GET", "/api/v1/webhooks/"+list[0].ID, "", ""); status != 200 || !strings.Contains(body, list[0].URL) {
