@@ -490,8 +490,8 @@ func (s *Service) subscribe(f storage.Feed, first time.Time) (storage.Feed, erro
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return storage.Feed{}, fmt.Errorf("%w: %q", ErrBadURL, sanitize.RedactURL(f.URL))
 	}
-	// A fragment is never sent: with or without it, the same document.
-	u.Fragment, u.RawFragment = "", ""
+	// Two spellings of one address are one feed.
+	u = canonicalURL(u)
 	// The SSRF guard, now rather than at the first fetch, for a host
 	// that is an address in any form (no DNS query is sent).
 	if f.URL, err = s.opt.Fetcher.CheckURL(u.String()); err != nil {
