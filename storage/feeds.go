@@ -206,7 +206,7 @@ func (s *Store) Feeds() ([]Feed, error) {
 		}
 		return b.ForEach(func(k, v []byte) error {
 			if !isFeedKey(k) {
-				return nil // an observation tail
+				return nil // an observation tail, a policy state, a dropped set
 			}
 			f, err := decodeFeed(k, v)
 			if err != nil {
@@ -249,6 +249,9 @@ func (s *Store) DeleteFeed(id uint64) error {
 			return err
 		}
 		if err := feeds.Delete(stateKey(id)); err != nil {
+			return err
+		}
+		if err := feeds.Delete(droppedKey(id)); err != nil {
 			return err
 		}
 		return deleteFeedData(tx, id)

@@ -58,9 +58,13 @@ type ItemQuery struct {
 // An item that retention would drop at once is not stored: one older than
 // Retention.MaxAge, or, when the feed already holds Retention.MaxItems,
 // one not newer than the oldest it holds (otherwise an item that fell out
-// of the window would come back as new on every fetch). After adding, the
-// feed's retention is applied in the same transaction, and items it
-// removed are not returned as added.
+// of the window would come back as new on every fetch). Nor is an item of
+// a remote feed whose ID is among those retention dropped that the store
+// remembers (DroppedIDs): an item without a date of its own, dated when
+// fetched, looks new to a process that has not read the document before.
+// After adding, the feed's retention is applied in the same transaction,
+// and items it removed are not returned as added; the IDs of the items
+// it removes from a remote feed are remembered.
 //
 // Invalid items (see the Max* limits and ErrInvalid) are refused one by
 // one, and so is an update that would make the stored item larger than
@@ -149,6 +153,7 @@ func (s *Store) addItemsTx(tx *bolt.Tx, feedID uint64, prep preparedItems, now t
 		return addResult{}, corruptf("feed %d has no item count", feedID)
 	}
 	skip := admission(fb, feed.Retention, now)
+	dropped := droppedLookup(tx, &feed)
 	ins := itemInserter{tx: tx, fb: fb}
 	res.added = make([]Item, 0, len(valid))
 	addedAt := make(map[string]int, len(valid))
@@ -175,7 +180,7 @@ func (s *Store) addItemsTx(tx *bolt.Tx, feedID uint64, prep preparedItems, now t
 			}
 			continue
 		}
-		if skip(it) {
+		if skip(it) || dropped(it.ID) {
 			continue
 		}
 		if err := ins.insert(it, prep.raw[i]); err != nil {
@@ -187,7 +192,7 @@ func (s *Store) addItemsTx(tx *bolt.Tx, feedID uint64, prep preparedItems, now t
 	if err := ins.flush(); err != nil { // before retention reads the count
 		return addResult{}, err
 	}
-	removed, err := s.retain(tx, feed, fb, now)
+	removed, err := s.retain(tx, feed, fb, now, len(valid))
 	var re *reducerError
 	switch {
 	case errors.As(err, &re):

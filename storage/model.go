@@ -90,6 +90,11 @@ type Feed struct {
 	// UTF-8 at every fetch, has it unset: its InvalidUTF8 is dropped at
 	// its next fetch and reads as 0 until then.
 	RepairsPerItem bool `json:"repairs_per_item,omitempty"`
+	// Listed is how many items the feed's last parsed document listed
+	// (at most the feed parser's cut): the store remembers as many of
+	// the items retention dropped, so that a document still listing them
+	// does not bring them back as new (see DroppedIDs).
+	Listed int `json:"listed,omitempty"`
 
 	Created time.Time `json:"created"`
 	Updated time.Time `json:"updated"`

@@ -34,7 +34,22 @@ var at = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 // Option adjusts a Run.
 type Option func(*runConfig)
 
-type runConfig struct{ known map[string]string }
+type runConfig struct {
+	known  map[string]string
+	reopen Reopen
+}
+
+// Reopen returns a backend over the data of b as another process sees it
+// (b after a restart, or another node of its cluster), its in-memory
+// state fresh; it may close b. The suite does not close what it returns
+// (register that with t.Cleanup).
+type Reopen func(t *testing.T, b any) any
+
+// WithReopen runs the cases that restart a backend (a node taking over
+// from another) with reopen; without it they are skipped, visibly.
+func WithReopen(reopen Reopen) Option {
+	return func(c *runConfig) { c.reopen = reopen }
+}
 
 // Known marks the case named name as a known deviation of the backend,
 // explained by why: the case is skipped with that explanation, visibly,
@@ -52,7 +67,8 @@ func Run(t *testing.T, open Open, opts ...Option) {
 		o(&cfg)
 	}
 	for name := range cfg.known {
-		if !slices.ContainsFunc(cases, func(c testCase) bool { return c.name == name }) {
+		if !slices.ContainsFunc(cases, func(c testCase) bool { return c.name == name }) &&
+			!slices.ContainsFunc(restartCases, func(c restartCase) bool { return c.name == name }) {
 			t.Errorf("Known(%q): no such case", name)
 		}
 	}
@@ -64,6 +80,23 @@ func Run(t *testing.T, open Open, opts ...Option) {
 			c.run(t, open(t))
 		})
 	}
+	for _, c := range restartCases {
+		t.Run(c.name, func(t *testing.T) {
+			if why, ok := cfg.known[c.name]; ok {
+				t.Skipf("known deviation of this backend: %s", why)
+			}
+			if cfg.reopen == nil {
+				t.Skip("the backend cannot be restarted here (no WithReopen)")
+			}
+			c.run(t, open(t), cfg.reopen)
+		})
+	}
+}
+
+// restartCase is a case that restarts its backend with a Reopen.
+type restartCase struct {
+	name string
+	run  func(t *testing.T, b any, reopen Reopen)
 }
 
 type testCase struct {
@@ -986,6 +1019,110 @@ var cases = []testCase{
 		}
 		if got, want := list("hooks"), []string{"a=1 again", "b=2"}; !slices.Equal(got, want) {
 			t.Errorf("after the refused batches: %q, want %q", got, want)
+		}
+	}},
+}
+
+// fetcher is a backend that stores polls.
+type fetcher interface {
+	CreateFeed(f *storage.Feed) error
+	Item(feedID uint64, itemID string) (storage.Item, error)
+	Items(feedID uint64, q storage.ItemQuery) ([]storage.Item, error)
+	RecordFetch(feedID uint64, items []storage.Item, o storage.Observation, fn func(f *storage.Feed, o *storage.Observation, added []storage.Item) error) (storage.Fetched, error)
+}
+
+// undated returns items with the IDs of the document a poll at polled
+// read, without a date of their own: dated by the fetch.
+func undated(polled time.Time, ids ...string) []storage.Item {
+	out := make([]storage.Item, len(ids))
+	for i, id := range ids {
+		out[i] = storage.Item{ID: id, Title: "reading " + id, Fetched: polled}
+	}
+	return out
+}
+
+var restartCases = []restartCase{
+	// The items of a remote feed that retention dropped do not come back
+	// after a restart (or a takeover) when its document still lists them
+	// without dates: dated by the first poll after the restart, they
+	// would look newer than every item kept. The items new to the
+	// document are stored.
+	{"items/retention-dropped-stay-dropped", func(top *testing.T, b any, reopen Reopen) {
+		type poll struct {
+			listed []string // the document, oldest item first
+			whole  bool     // the poll passes the whole document, else its last item (new)
+		}
+		for _, tc := range []struct {
+			name  string
+			kept  int
+			polls []poll // before the restart
+			after poll   // the first poll after it
+			added []string
+			gone  []string // dropped: not stored
+		}{
+			{name: "dropped-at-once", kept: 2,
+				polls: []poll{{listed: []string{"u1", "u2", "u3", "u4"}, whole: true}},
+				after: poll{listed: []string{"u1", "u2", "u3", "u4", "u5"}, whole: true},
+				added: []string{"u5"}, gone: []string{"u1", "u2"}},
+			{name: "document-grows", kept: 2,
+				polls: []poll{
+					{listed: []string{"u1", "u2"}, whole: true},
+					{listed: []string{"u1", "u2", "u3"}},
+					{listed: []string{"u1", "u2", "u3", "u4"}},
+					{listed: []string{"u1", "u2", "u3", "u4", "u5"}},
+				},
+				after: poll{listed: []string{"u1", "u2", "u3", "u4", "u5", "u6"}, whole: true},
+				added: []string{"u6"}, gone: []string{"u1", "u2", "u3"}},
+			{name: "sliding-window", kept: 2,
+				polls: []poll{
+					{listed: []string{"u1", "u2", "u3", "u4"}, whole: true},
+					{listed: []string{"u2", "u3", "u4", "u5"}},
+					{listed: []string{"u3", "u4", "u5", "u6"}},
+				},
+				after: poll{listed: []string{"u4", "u5", "u6", "u7"}, whole: true},
+				added: []string{"u7"}, gone: []string{"u1", "u2", "u3", "u4"}},
+		} {
+			top.Run(tc.name, func(t *testing.T) {
+				s := need[fetcher](t, b)
+				f := remote("http://127.0.0.1/undated/" + tc.name)
+				f.Retention = storage.Retention{MaxItems: tc.kept}
+				must(t, s.CreateFeed(f))
+				record := func(s fetcher, n int, p poll) storage.Fetched {
+					t.Helper()
+					polled := at.Add(time.Duration(n) * time.Hour)
+					in := undated(polled, p.listed...)
+					if !p.whole {
+						in = in[len(in)-1:]
+					}
+					res, err := s.RecordFetch(f.ID, in, storage.Observation{At: polled}, func(x *storage.Feed, _ *storage.Observation, _ []storage.Item) error {
+						x.Polls++
+						x.Listed = len(p.listed)
+						return nil
+					})
+					must(t, err)
+					return res
+				}
+				for i, p := range tc.polls {
+					record(s, i, p)
+				}
+				// The restarted backend serves the cases after this one.
+				s = need[fetcher](t, reopen(top, s))
+				b = s
+				res := record(s, len(tc.polls), tc.after)
+				wantIDs(t, "added after the restart", res.Added, tc.added...)
+				for _, id := range tc.gone {
+					if it, err := s.Item(f.ID, id); err == nil {
+						t.Errorf("item %s, dropped by retention, stored again (seq %d)", id, it.Seq)
+					} else if !errors.Is(err, storage.ErrItemNotFound) {
+						t.Errorf("item %s: %v", id, err)
+					}
+				}
+				got, err := s.Items(f.ID, storage.ItemQuery{Order: storage.ByArrival})
+				must(t, err)
+				if len(got) != tc.kept {
+					t.Errorf("%d items kept, want %d", len(got), tc.kept)
+				}
+			})
 		}
 	}},
 }

@@ -1,0 +1,181 @@
+package storage
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Items retention dropped. A remote feed's document may list more items
+// than the feed's Retention keeps. Items with a date of their own are
+// judged by it and stay out (see AddItems), but an item without one is
+// dated when it is fetched, so it looks new to every process that has
+// not seen the document before: after a restart, or on a cluster after
+// another node took the feed over, it would be stored again as a new
+// item. So the store remembers, per remote feed, the hashes of the IDs of
+// the newest items retention dropped (DroppedIDs), as many as the feed's
+// documents list (Feed.Listed, at most MaxDroppedIDs), and refuses a new
+// item whose ID it remembers. A feed that never dropped an item has no
+// set; a sensor or pipe feed, which no document lists, never keeps one.
+//
+// The bbolt store keeps the set in the feeds bucket under the record's
+// key followed by droppedSuffix, beside the record a poll rewrites
+// anyway: a version byte, then the 8-byte hashes, oldest drop first.
+
+// MaxDroppedIDs bounds the item IDs a feed remembers of those retention
+// dropped (8 bytes each): four times the items the feed parser keeps of
+// one document by default.
+const MaxDroppedIDs = 4096
+
+// droppedSuffix ends the key of a feed's dropped set: the feed's 8-byte
+// ID, then 'd'.
+const droppedSuffix = 'd'
+
+// droppedVersion is the first byte of an encoded DroppedIDs.
+const droppedVersion = 1
+
+// DroppedIDs are the hashes (DroppedHash) of the IDs of the items
+// retention dropped from a feed, oldest drop first, each once.
+type DroppedIDs []uint64
+
+// DroppedHash is the hash a feed's DroppedIDs hold of an item ID: the
+// first 8 bytes of its SHA-256, big-endian (the first bytes of the item's
+// message ID on JetStream).
+func DroppedHash(id string) uint64 {
+	h := sha256.Sum256([]byte(id))
+	return binary.BigEndian.Uint64(h[:8])
+}
+
+// DroppedKeep is how many dropped IDs feed f remembers, given that the
+// call dropping them was given n items (a document's, read whole after a
+// restart): as many as its documents list, 0 for a feed no document
+// lists.
+func DroppedKeep(f *Feed, n int) int {
+	if f.Kind != KindRemote {
+		return 0
+	}
+	return min(max(f.Listed, n), MaxDroppedIDs)
+}
+
+// Add returns d with hashes appended as the newest drops (a hash already
+// in d moves to the end), keeping the newest keep of them.
+func (d DroppedIDs) Add(hashes []uint64, keep int) DroppedIDs {
+	if keep <= 0 {
+		return nil
+	}
+	out := slices.Clone(d)
+	for _, h := range hashes {
+		if i := slices.Index(out, h); i >= 0 {
+			out = slices.Delete(out, i, i+1)
+		}
+		out = append(out, h)
+	}
+	if len(out) > keep {
+		out = slices.Clone(out[len(out)-keep:])
+	}
+	return out
+}
+
+// Lookup returns a function reporting whether an item ID is in d.
+func (d DroppedIDs) Lookup() func(id string) bool {
+	if len(d) == 0 {
+		return func(string) bool { return false }
+	}
+	sorted := slices.Clone(d)
+	slices.Sort(sorted)
+	return func(id string) bool {
+		_, ok := slices.BinarySearch(sorted, DroppedHash(id))
+		return ok
+	}
+}
+
+// EncodeDroppedIDs encodes d: a version byte, then the hashes, 8 bytes
+// each, big-endian. An empty d encodes as nil.
+func EncodeDroppedIDs(d DroppedIDs) []byte {
+	if len(d) == 0 {
+		return nil
+	}
+	b := make([]byte, 1, 1+8*len(d))
+	b[0] = droppedVersion
+	for _, h := range d {
+		b = binary.BigEndian.AppendUint64(b, h)
+	}
+	return b
+}
+
+// DecodeDroppedIDs decodes what EncodeDroppedIDs wrote (nil or empty: no
+// set). A set of another version, framing or size is refused with
+// ErrCorrupt.
+func DecodeDroppedIDs(b []byte) (DroppedIDs, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	if b[0] != droppedVersion || (len(b)-1)%8 != 0 || (len(b)-1)/8 > MaxDroppedIDs {
+		return nil, fmt.Errorf("%w: dropped item IDs of %d bytes, version %d", ErrCorrupt, len(b), b[0])
+	}
+	d := make(DroppedIDs, (len(b)-1)/8)
+	for i := range d {
+		d[i] = binary.BigEndian.Uint64(b[1+8*i:])
+	}
+	return d, nil
+}
+
+// droppedKey is the key of feed id's dropped set in the feeds bucket.
+func droppedKey(id uint64) []byte {
+	k := make([]byte, 9)
+	binary.BigEndian.PutUint64(k, id)
+	k[8] = droppedSuffix
+	return k
+}
+
+// isDroppedKey reports whether k, a key of the feeds bucket, is a dropped
+// set's.
+func isDroppedKey(k []byte) bool { return len(k) == 9 && k[8] == droppedSuffix }
+
+// droppedLookup returns the lookup of feed f's dropped set in tx, read
+// when first asked.
+func droppedLookup(tx *bolt.Tx, f *Feed) func(id string) bool {
+	if f.Kind != KindRemote {
+		return func(string) bool { return false }
+	}
+	var has func(string) bool
+	return func(id string) bool {
+		if has == nil {
+			has = func(string) bool { return false }
+			if feeds := tx.Bucket(bucketFeeds); feeds != nil {
+				// A set that cannot be read is treated as none: the
+				// items it held may come back, nothing new is refused.
+				if d, err := DecodeDroppedIDs(feeds.Get(droppedKey(f.ID))); err == nil {
+					has = d.Lookup()
+				}
+			}
+		}
+		return has(id)
+	}
+}
+
+// rememberDropped adds the IDs of items retention removed from feed f to
+// its dropped set in tx, keeping DroppedKeep(f, n) of them.
+func rememberDropped(tx *bolt.Tx, f *Feed, ids []string, n int) error {
+	keep := DroppedKeep(f, n)
+	if keep == 0 || len(ids) == 0 {
+		return nil
+	}
+	feeds, err := bucket(tx, bucketFeeds)
+	if err != nil {
+		return err
+	}
+	k := droppedKey(f.ID)
+	d, err := DecodeDroppedIDs(feeds.Get(k))
+	if err != nil {
+		d = nil // written again whole
+	}
+	hashes := make([]uint64, len(ids))
+	for i, id := range ids {
+		hashes[i] = DroppedHash(id)
+	}
+	return feeds.Put(k, EncodeDroppedIDs(d.Add(hashes, keep)))
+}
