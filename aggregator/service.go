@@ -1161,6 +1161,11 @@ func (s *Service) record(f storage.Feed, resp *fetcher.Response, parsed *parser.
 				x.Site = parsed.Site
 			}
 			x.UpdateHint = parsed.UpdateHint
+			// As many of the items retention drops are remembered, so
+			// that the document does not bring them back as new.
+			if !push {
+				x.Listed = min(max(len(parsed.ItemHashes), len(parsed.Items)), storage.MaxDroppedIDs)
+			}
 			x.Warning = parsed.Warning()
 			if refusal != "" {
 				x.Warning = strings.TrimPrefix(x.Warning+"\n"+refusal, "\n")
