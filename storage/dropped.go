@@ -123,6 +123,15 @@ func DecodeDroppedIDs(b []byte) (DroppedIDs, error) {
 	return d, nil
 }
 
+// RetentionWidened reports whether retention to keeps an item that from
+// would drop: one of its limits is higher, or gone. The items a feed
+// dropped are then forgotten, and a document listing them brings them
+// back (those without a date of their own as new ones).
+func RetentionWidened(from, to Retention) bool {
+	wider := func(a, b int64) bool { return a > 0 && (b == 0 || b > a) }
+	return wider(int64(from.MaxItems), int64(to.MaxItems)) || wider(int64(from.MaxAge), int64(to.MaxAge))
+}
+
 // droppedKey is the key of feed id's dropped set in the feeds bucket.
 func droppedKey(id uint64) []byte {
 	k := make([]byte, 9)

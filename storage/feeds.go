@@ -124,6 +124,13 @@ func (s *Store) updateFeedRawTx(tx *bolt.Tx, id uint64, fn func(*Feed) error) (F
 	if err := feeds.Put(u64(nf.ID), raw); err != nil { // validated and encoded above
 		return Feed{}, nil, err
 	}
+	if RetentionWidened(old.Retention, nf.Retention) {
+		// The feed has room for the items it dropped: a document that
+		// lists them brings them back.
+		if err := feeds.Delete(droppedKey(nf.ID)); err != nil {
+			return Feed{}, nil, err
+		}
+	}
 	s.feedStored(tx, &nf)
 	return nf, raw, nil
 }

@@ -94,15 +94,15 @@ func keyHash(key string) (uint64, bool) {
 // withDropped returns the record's dropped set with hashes added as the
 // newest drops, keeping as many as the feed's documents list (n: the
 // items of the fetch).
-func withDropped(rec *feedRecord, hashes []uint64, n int) ([]byte, error) {
+func withDropped(rec *feedRecord, hashes []uint64, n int) []byte {
 	if len(hashes) == 0 {
-		return rec.Dropped, nil
+		return rec.Dropped
 	}
 	d, err := storage.DecodeDroppedIDs(rec.Dropped)
 	if err != nil {
 		d = nil // written again whole
 	}
-	return storage.EncodeDroppedIDs(d.Add(hashes, storage.DroppedKeep(&rec.Feed, n))), nil
+	return storage.EncodeDroppedIDs(d.Add(hashes, storage.DroppedKeep(&rec.Feed, n)))
 }
 
 // droppedLookup returns the lookup of the record's dropped set (none when
@@ -131,9 +131,7 @@ func (s *Store) keepDropped(ctx context.Context, id uint64) error {
 			s.dropped.taken(id, len(hs))
 			return nil
 		}
-		if rec.Dropped, err = withDropped(&rec, hs, 0); err != nil {
-			return err
-		}
+		rec.Dropped = withDropped(&rec, hs, 0)
 		data, err := s.encodeRecord(&rec)
 		if err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"time"
 
@@ -55,12 +56,25 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 	var fresh []storage.Item
 	refused := false
 	seen := make(map[string]bool, len(items))
-	for _, it := range items {
+	listed := len(items)
+	var dropped func(string) bool // the items retention dropped (dropped.go)
+	if rec.Dropped != nil {
+		dropped = droppedLookup(&rec)
+		items = slices.Clone(items)
+	}
+	for i := 0; i < len(items); i++ {
+		it := items[i]
 		if it.ID == "" || len(it.ID) > storage.MaxIDLen {
 			refused = true // addSynced says why
 			continue
 		}
 		if seen[it.ID] || s.known.has(feedID, MsgID(feedID, it.ID)) {
+			continue
+		}
+		if dropped != nil && dropped(it.ID) {
+			// Not given to addSynced either.
+			items = slices.Delete(items, i, i+1)
+			i--
 			continue
 		}
 		seen[it.ID] = true
@@ -81,7 +95,15 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 	var itemErr error
 	if len(fresh) > 0 || refused || len(items) > 0 && s.reducer() != nil {
 		added, itemErr = s.addSynced(ctx, f, items)
+	} else if f.Retention.MaxAge > 0 && f.Kind == storage.KindRemote {
+		// Items past their age go with their messages' TTL: retention
+		// notes them now, while the index still has them, so that they
+		// are remembered as dropped (dropped.go).
+		if _, err := s.retain(ctx, f, s.opt.Now()); err != nil {
+			itemErr = err
+		}
 	}
+	drops := s.dropped.peek(feedID)
 	if added == nil && itemErr != nil && len(items) > 0 && !isItemRefusal(itemErr) {
 		return storage.Fetched{}, fmt.Errorf("record fetch of feed %d: %w", feedID, itemErr)
 	}
@@ -104,11 +126,12 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 		nf.Created, nf.Updated = cur.Created, s.opt.Now()
 		// The policy state learns the observation as stored, in the
 		// record's compare-and-set.
-		nrec := feedRecord{Feed: nf, State: cur.State}
+		nrec := feedRecord{Feed: nf, State: cur.State, Dropped: cur.Dropped}
 		if nf.Policy != cur.Policy {
 			nrec.State = nil
 		}
 		s.learn(&nrec, &no)
+		nrec.Dropped = withDropped(&nrec, drops, listed)
 		data, err := s.encodeRecord(&nrec)
 		if err != nil {
 			return storage.Fetched{}, err
@@ -147,6 +170,7 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 			newRev, err = s.defs.Update(ctx, feedKey(feedID), data, rev)
 		}
 		if s.opt.Metrics.kvWrite(DefsBucket, err) == nil {
+			s.dropped.taken(feedID, len(drops))
 			if owned {
 				s.keepOwnedRecord(&nrec, data, newRev, mark)
 			}

@@ -31,6 +31,9 @@ import (
 type feedRecord struct {
 	storage.Feed
 	State *recordState `json:"policy_state,omitempty"`
+	// Dropped are the items retention dropped that the feed remembers
+	// (dropped.go).
+	Dropped []byte `json:"dropped,omitempty"`
 }
 
 // recordState is storage.PolicyState as a record keeps it.
@@ -102,15 +105,15 @@ func (s *Store) learn(rec *feedRecord, o *storage.Observation) {
 }
 
 // encodeRecord encodes rec as the defs bucket stores it (records.go),
-// without its state when the record's JSON would be too large with it
-// (the feed is replayed at a takeover).
+// without its state and dropped set when the record's JSON would be too
+// large with them (the feed is replayed at a takeover).
 func (s *Store) encodeRecord(rec *feedRecord) ([]byte, error) {
-	if rec.State != nil {
+	if rec.State != nil || rec.Dropped != nil {
 		data, err := json.Marshal(rec)
 		if err == nil && len(data) <= storage.MaxFeedSize && len(data) <= s.maxData {
 			return packRecord(data, s.compressRecords()), nil
 		}
-		rec.State = nil
+		rec.State, rec.Dropped = nil, nil
 	}
 	data, err := s.encodeFeed(&rec.Feed)
 	if err != nil {

@@ -123,6 +123,7 @@ type Store struct {
 	group   *group // nil: each fetch alone
 	red     atomic.Pointer[reducerBox]
 	bodies  atomic.Uint64 // item messages read whole by queries (readItems, readRange)
+	dropped droppedKeys   // removed by retention, not in a record yet (dropped.go)
 
 	ownMu  sync.Mutex // serialises SetOwner
 	owner  atomic.Pointer[ownerBox]
