@@ -173,6 +173,8 @@ type feedGuard struct {
 	fedAt       stamp
 	took        time.Duration // how long the last fetch took, stored items included
 	storeFails  int           // polls in a row whose write failed (see StoreRetryBase)
+	// storeFailedAt: the first of those failed then.
+	storeFailedAt stamp
 	// seen are the sorted item hashes (Parsed.ItemHashes) of the last
 	// document a poll stored: the next poll does not parse those again,
 	// as long as the feed's retention is still seenRet (items it refused
@@ -976,8 +978,12 @@ func (s *Service) storePoll(p polled) (storage.Observation, time.Duration, stora
 	}
 	if g != nil {
 		g.mu.Lock()
-		g.storeFails = 0
+		failing := g.storeFails > 0
+		g.storeFails, g.storeFailedAt = 0, 0
 		g.mu.Unlock()
+		if n, ok := s.opt.Store.(unstoredNoter); ok && failing {
+			n.NoteUnstored(p.f.ID, "", time.Time{}) // stores clear it themselves too
+		}
 	}
 	switch {
 	case p.parsed == nil:
@@ -1249,17 +1255,42 @@ func (s *Service) failed(f storage.Feed, now time.Time, ferr error) (storage.Obs
 // observation the policy does not learn from, the short backoff, and a
 // zero feed (nothing was updated).
 func (s *Service) storeFailed(f storage.Feed, g *feedGuard, now time.Time, err error) (storage.Observation, time.Duration, storage.Feed) {
-	n := 1
+	n, since := 1, now
 	if g != nil {
 		g.mu.Lock()
 		g.storeFails++
 		n = g.storeFails
+		if n == 1 || g.storeFailedAt.isZero() {
+			g.storeFailedAt = stampOf(now)
+		}
+		since = g.storeFailedAt.time()
 		g.mu.Unlock()
 	}
 	backoff := min(StoreRetryBase<<min(n-1, 20), StoreRetryMax)
+	if noter, ok := s.opt.Store.(unstoredNoter); ok {
+		// The feed's record cannot take the error (the store refuses
+		// writes): the store shows it in memory until a poll is stored.
+		noter.NoteUnstored(f.ID, unstoredError(n, err), since)
+	}
 	s.opt.Metrics.failed()
 	s.log.Warn("cannot store poll; polling again", "feed", f.ID, "err", err, "failures_in_a_row", n, "retry_in", backoff)
 	return storage.Observation{At: now, Err: err.Error()}, backoff, storage.Feed{}
+}
+
+// unstoredNoter is a store that shows the feeds whose polls it cannot
+// store as failing (storage.Store, the JetStream Backend).
+type unstoredNoter interface {
+	NoteUnstored(id uint64, msg string, since time.Time)
+}
+
+// unstoredError is a feed's error while n polls in a row could not be
+// stored, the last with err.
+func unstoredError(n int, err error) string {
+	polls := "the last poll was"
+	if n > 1 {
+		polls = fmt.Sprintf("the last %d polls were", n)
+	}
+	return fmt.Sprintf("%s fetched but could not be stored (trying again soon): %v", polls, err)
 }
 
 // RecentPolls returns the newest n observations of a feed, newest first.

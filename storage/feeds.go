@@ -143,6 +143,7 @@ func (s *Store) updateFeedRawTx(tx *bolt.Tx, id uint64, fn func(*Feed) error) (F
 func (s *Store) Feed(id uint64) (Feed, error) {
 	if f, ok := s.feedMemo.current(id, s.feedGen.Load()); ok {
 		// As the feed's last poll stored it, and no other write since.
+		s.unstored.Apply(&f)
 		return f, nil
 	}
 	var f Feed
@@ -162,6 +163,9 @@ func (s *Store) Feed(id uint64) (Feed, error) {
 		s.feedMemo.put(id, v, &f, s.feedGen.Load()) // for the poll's write that follows
 		return nil
 	})
+	if err == nil {
+		s.unstored.Apply(&f)
+	}
 	if err != nil {
 		return Feed{}, fmt.Errorf("storage: feed %d: %w", id, err)
 	}
@@ -200,6 +204,7 @@ func (s *Store) feedByIndex(index, key []byte, what string) (Feed, error) {
 	if err != nil {
 		return Feed{}, fmt.Errorf("storage: feed with %s: %w", what, err)
 	}
+	s.unstored.Apply(&f)
 	return f, nil
 }
 
@@ -219,6 +224,7 @@ func (s *Store) Feeds() ([]Feed, error) {
 			if err != nil {
 				return err
 			}
+			s.unstored.Apply(&f)
 			out = append(out, f)
 			return nil
 		})

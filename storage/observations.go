@@ -63,6 +63,7 @@ func (s *Store) RecordPoll(feedID uint64, o Observation, fn func(*Feed) error) (
 	if err != nil {
 		return Feed{}, fmt.Errorf("storage: record poll of feed %d: %w", feedID, err)
 	}
+	s.unstored.Clear(feedID)
 	return out, nil
 }
 
@@ -292,6 +293,7 @@ func (s *Store) RecordFetch(feedID uint64, items []Item, o Observation, fn func(
 	if err != nil {
 		return Fetched{}, fmt.Errorf("storage: record fetch of feed %d: %w", feedID, err)
 	}
+	s.unstored.Clear(feedID)
 	if !st.usedPre {
 		return *st.slow, nil
 	}

@@ -474,6 +474,9 @@ func (s *Store) EachFeedSummary(fn func(*FeedSummary) bool) error {
 		}
 		x.mu.RUnlock()
 		for j := range n {
+			if !buf[j].Erroring && s.unstored.Has(buf[j].ID) {
+				buf[j].Erroring = true // its polls cannot be stored (unstored.go)
+			}
 			if !fn(&buf[j]) {
 				return nil
 			}

@@ -242,5 +242,9 @@ func (s *Store) publishObservation(ctx context.Context, feedID uint64, o *storag
 func (b *Backend) RecordFetch(feedID uint64, items []storage.Item, o storage.Observation, fn func(f *storage.Feed, o *storage.Observation, added []storage.Item) error) (storage.Fetched, error) {
 	ctx, cancel := b.call()
 	defer cancel()
-	return b.s.RecordFetch(ctx, feedID, items, o, fn)
+	res, err := b.s.RecordFetch(ctx, feedID, items, o, fn)
+	if err == nil {
+		b.unstored.Clear(feedID)
+	}
+	return res, err
 }
