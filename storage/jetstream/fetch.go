@@ -72,7 +72,8 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 			continue
 		}
 		if dropped != nil && dropped(it.ID) {
-			// Not given to addSynced either.
+			// Not given to addSynced either (the indexes of its
+			// ItemErrors count the items it is given).
 			items = slices.Delete(items, i, i+1)
 			i--
 			continue
