@@ -1016,7 +1016,7 @@ func (s *Service) estimatePublished(resp *fetcher.Response, items []storage.Item
 	}
 	published := PublishTimes(resp, sub, prev)
 	for j, i := range fresh {
-		items[i].Published, items[i].OwnDate = sub[j].Published, sub[j].OwnDate // a reading's time is set through its pointer
+		items[i].Published, items[i].OwnDate, items[i].Undated = sub[j].Published, sub[j].OwnDate, sub[j].Undated // a reading's time is set through its pointer
 	}
 	return published
 }

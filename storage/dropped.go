@@ -18,8 +18,22 @@ import (
 // item. So the store remembers, per remote feed, the hashes of the IDs of
 // the newest items retention dropped (DroppedIDs), as many as the feed's
 // documents list (Feed.Listed, at most MaxDroppedIDs), and refuses a new
-// item whose ID it remembers. A feed that never dropped an item has no
-// set; a sensor or pipe feed, which no document lists, never keeps one.
+// item without a date of its own (Item.IsUndated) whose ID it remembers.
+// An item with a date of its own is judged by that date (admission), as
+// without the set: an item updated in place with fresh dates, or a guid
+// reissued for a newer item, is stored again. A feed that never dropped
+// an item has no set; a sensor or pipe feed, which no document lists,
+// never keeps one.
+//
+// The set holds hashes of IDs only, not of contents: an undated item
+// under a remembered ID is refused even when its content changed. An
+// undated item carries no evidence that it is newer than the one
+// dropped, and a publisher edits listed items in place (a corrected
+// title, a summary) as often as it reissues an ID; remembering contents
+// would cost a hash per item besides. The price: an undated item reissued
+// under an ID the set holds (a guid-less reading whose title and link
+// repeat one dropped, "Level: 3.2 m") is not stored until later drops
+// push the ID out of the set or the feed's retention is widened.
 //
 // The bbolt store keeps the set in the feeds bucket under the record's
 // key followed by droppedSuffix, beside the record a poll rewrites

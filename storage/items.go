@@ -59,9 +59,11 @@ type ItemQuery struct {
 // Retention.MaxAge, or, when the feed already holds Retention.MaxItems,
 // one not newer than the oldest it holds (otherwise an item that fell out
 // of the window would come back as new on every fetch). Nor is an item of
-// a remote feed whose ID is among those retention dropped that the store
-// remembers (DroppedIDs): an item without a date of its own, dated when
-// fetched, looks new to a process that has not read the document before.
+// a remote feed without a date of its own (Item.IsUndated) whose ID is
+// among those retention dropped that the store remembers (DroppedIDs):
+// dated when fetched, it looks new to a process that has not read the
+// document before. An item with a date of its own is judged by that date
+// alone, so a reissued ID dated newer than the items kept is stored.
 // After adding, the feed's retention is applied in the same transaction,
 // and items it removed are not returned as added; the IDs of the items
 // it removes from a remote feed are remembered.
@@ -180,7 +182,7 @@ func (s *Store) addItemsTx(tx *bolt.Tx, feedID uint64, prep preparedItems, now t
 			}
 			continue
 		}
-		if skip(it) || dropped(it.ID) {
+		if skip(it) || it.IsUndated() && dropped(it.ID) {
 			continue
 		}
 		if err := ins.insert(it, prep.raw[i]); err != nil {

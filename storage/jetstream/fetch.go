@@ -71,7 +71,7 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 		if seen[it.ID] || s.known.has(feedID, MsgID(feedID, it.ID)) {
 			continue
 		}
-		if dropped != nil && dropped(it.ID) {
+		if dropped != nil && it.IsUndated() && dropped(it.ID) {
 			// Not given to addSynced either (the indexes of its
 			// ItemErrors count the items it is given).
 			items = slices.Delete(items, i, i+1)

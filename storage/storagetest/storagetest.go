@@ -1041,7 +1041,45 @@ func undated(polled time.Time, ids ...string) []storage.Item {
 	return out
 }
 
+// droppedDatedCase: after a restart (or a takeover), an item with a date
+// of its own whose ID retention dropped is judged by its date, not
+// refused for its ID: a guid reissued for a new item dated newer than
+// every item kept is stored. An item without a date of its own under a
+// dropped ID is refused (the document still lists it).
+var droppedDatedCase = restartCase{"items/retention-dropped-dated-judged-by-date", func(t *testing.T, b any, reopen Reopen) {
+	s := need[fetcher](t, b)
+	f := remote("http://127.0.0.1/reissued")
+	f.Retention = storage.Retention{MaxItems: 2}
+	must(t, s.CreateFeed(f))
+	poll := func(n int, items ...storage.Item) storage.Fetched {
+		t.Helper()
+		polled := at.Add(time.Duration(n) * time.Hour)
+		for i := range items {
+			items[i].Fetched = polled
+		}
+		res, err := s.RecordFetch(f.ID, items, storage.Observation{At: polled}, func(x *storage.Feed, _ *storage.Observation, _ []storage.Item) error {
+			x.Listed = len(items)
+			return nil
+		})
+		must(t, err)
+		return res
+	}
+	old := func(id string, m int) storage.Item {
+		return storage.Item{ID: id, Title: id, Published: at.Add(time.Duration(m) * time.Minute)}
+	}
+	poll(0, old("alert-1", 0), old("alert-2", 1), old("alert-3", 2), storage.Item{ID: "u1", Title: "u1"})
+	// alert-1 and u1 went, the oldest (u1 is dated by the fetch).
+	s = need[fetcher](t, reopen(t, s))
+	res := poll(1, storage.Item{ID: "alert-1", Title: "new alert", Published: at.Add(time.Hour)}, old("alert-2", 1), old("alert-3", 2),
+		storage.Item{ID: "u1", Title: "u1"})
+	wantIDs(t, "added", res.Added, "alert-1")
+	got, err := s.Items(f.ID, storage.ItemQuery{Order: storage.ByArrival})
+	must(t, err)
+	wantIDs(t, "kept", got, "alert-1", "alert-3")
+}}
+
 var restartCases = []restartCase{
+	droppedDatedCase,
 	// The items of a remote feed that retention dropped do not come back
 	// after a restart (or a takeover) when its document still lists them
 	// without dates: dated by the first poll after the restart, they
