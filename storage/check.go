@@ -332,7 +332,7 @@ func checkDropped(k, v []byte) error {
 	if err != nil {
 		return fmt.Errorf("feed %d: %w", id, err)
 	}
-	if len(d) == 0 {
+	if len(d.Hashes) == 0 {
 		return fmt.Errorf("feed %d: an empty dropped set", id)
 	}
 	return nil

@@ -37,7 +37,8 @@ import (
 //
 // The bbolt store keeps the set in the feeds bucket under the record's
 // key followed by droppedSuffix, beside the record a poll rewrites
-// anyway: a version byte, then the 8-byte hashes, oldest drop first.
+// anyway: a version byte, how many the set keeps (uvarint), then the
+// 8-byte hashes, oldest drop first.
 
 // MaxDroppedIDs bounds the item IDs a feed remembers of those retention
 // dropped (8 bytes each): four times the items the feed parser keeps of
@@ -52,8 +53,18 @@ const droppedSuffix = 'd'
 const droppedVersion = 1
 
 // DroppedIDs are the hashes (DroppedHash) of the IDs of the items
-// retention dropped from a feed, oldest drop first, each once.
-type DroppedIDs []uint64
+// retention dropped from a feed, oldest drop first, each once, and how
+// many of them the set keeps.
+type DroppedIDs struct {
+	Hashes []uint64
+	// Keep is the most drops the set keeps: the most items the feed's
+	// documents listed (DroppedKeep) since the set began. It never goes
+	// down: a short document (a publisher's glitch, a truncated reply) or
+	// a poll that does not know its document's length does not make the
+	// feed forget drops a longer document still lists. Only a widened
+	// retention, which clears the set (RetentionWidened), starts over.
+	Keep int
+}
 
 // DroppedHash is the hash a feed's DroppedIDs hold of an item ID: the
 // first 8 bytes of its SHA-256, big-endian (the first bytes of the item's
@@ -65,40 +76,62 @@ func DroppedHash(id string) uint64 {
 
 // DroppedKeep is how many dropped IDs feed f remembers, given that the
 // call dropping them was given n items (a document's, read whole after a
-// restart): as many as its documents list, 0 for a feed no document
-// lists.
+// restart): as many as its documents list (the larger of Listed and n),
+// and 0 (new drops are not remembered) where no dropped item can come
+// back: for a feed no document lists, and for one whose retention has no
+// MaxAge and keeps at least as many items as its documents list. Such a
+// feed's documents list only items newer than every item it dropped, as
+// far as their order goes (a document that keeps an old item listed
+// while MaxItems newer ones arrive is the exception it does not cover).
 func DroppedKeep(f *Feed, n int) int {
 	if f.Kind != KindRemote {
 		return 0
 	}
-	return min(max(f.Listed, n), MaxDroppedIDs)
+	listed := min(max(f.Listed, n), MaxDroppedIDs)
+	if r := f.Retention; r.MaxAge <= 0 && (r.MaxItems <= 0 || listed <= r.MaxItems) {
+		return 0
+	}
+	return listed
 }
 
 // Add returns d with hashes appended as the newest drops (a hash already
-// in d moves to the end), keeping the newest keep of them.
+// in d moves to the end), keeping the newest max(keep, d.Keep) of them
+// (at most MaxDroppedIDs). A set that keeps none (keep ≤ 0 and no set
+// yet) stays empty. It takes time linear in the hashes of d and those
+// added.
 func (d DroppedIDs) Add(hashes []uint64, keep int) DroppedIDs {
-	if keep <= 0 {
-		return nil
+	keep = min(max(keep, d.Keep), MaxDroppedIDs)
+	if len(hashes) == 0 || keep <= 0 {
+		return d
 	}
-	out := slices.Clone(d)
-	for _, h := range hashes {
-		if i := slices.Index(out, h); i >= 0 {
-			out = slices.Delete(out, i, i+1)
+	// The last place of each hash added wins.
+	last := make(map[uint64]int, len(hashes))
+	for i, h := range hashes {
+		last[h] = i
+	}
+	out := make([]uint64, 0, len(d.Hashes)+len(last))
+	for _, h := range d.Hashes {
+		if _, again := last[h]; !again {
+			out = append(out, h)
 		}
-		out = append(out, h)
+	}
+	for i, h := range hashes {
+		if last[h] == i {
+			out = append(out, h)
+		}
 	}
 	if len(out) > keep {
 		out = slices.Clone(out[len(out)-keep:])
 	}
-	return out
+	return DroppedIDs{Hashes: out, Keep: keep}
 }
 
 // Lookup returns a function reporting whether an item ID is in d.
 func (d DroppedIDs) Lookup() func(id string) bool {
-	if len(d) == 0 {
+	if len(d.Hashes) == 0 {
 		return func(string) bool { return false }
 	}
-	sorted := slices.Clone(d)
+	sorted := slices.Clone(d.Hashes)
 	slices.Sort(sorted)
 	return func(id string) bool {
 		_, ok := slices.BinarySearch(sorted, DroppedHash(id))
@@ -106,15 +139,16 @@ func (d DroppedIDs) Lookup() func(id string) bool {
 	}
 }
 
-// EncodeDroppedIDs encodes d: a version byte, then the hashes, 8 bytes
-// each, big-endian. An empty d encodes as nil.
+// EncodeDroppedIDs encodes d: a version byte, Keep as a uvarint, then the
+// hashes, 8 bytes each, big-endian. A d without hashes encodes as nil.
 func EncodeDroppedIDs(d DroppedIDs) []byte {
-	if len(d) == 0 {
+	if len(d.Hashes) == 0 {
 		return nil
 	}
-	b := make([]byte, 1, 1+8*len(d))
+	b := make([]byte, 1, 1+binary.MaxVarintLen64+8*len(d.Hashes))
 	b[0] = droppedVersion
-	for _, h := range d {
+	b = binary.AppendUvarint(b, uint64(d.Keep))
+	for _, h := range d.Hashes {
 		b = binary.BigEndian.AppendUint64(b, h)
 	}
 	return b
@@ -125,14 +159,19 @@ func EncodeDroppedIDs(d DroppedIDs) []byte {
 // ErrCorrupt.
 func DecodeDroppedIDs(b []byte) (DroppedIDs, error) {
 	if len(b) == 0 {
-		return nil, nil
+		return DroppedIDs{}, nil
 	}
-	if b[0] != droppedVersion || (len(b)-1)%8 != 0 || (len(b)-1)/8 > MaxDroppedIDs {
-		return nil, fmt.Errorf("%w: dropped item IDs of %d bytes, version %d", ErrCorrupt, len(b), b[0])
+	keep, k := uint64(0), 0
+	if b[0] == droppedVersion {
+		keep, k = binary.Uvarint(b[1:])
 	}
-	d := make(DroppedIDs, (len(b)-1)/8)
-	for i := range d {
-		d[i] = binary.BigEndian.Uint64(b[1+8*i:])
+	rest := len(b) - 1 - k
+	if k <= 0 || keep > MaxDroppedIDs || rest%8 != 0 || rest/8 > int(keep) || rest == 0 {
+		return DroppedIDs{}, fmt.Errorf("%w: dropped item IDs of %d bytes, version %d", ErrCorrupt, len(b), b[0])
+	}
+	d := DroppedIDs{Hashes: make([]uint64, rest/8), Keep: int(keep)}
+	for i := range d.Hashes {
+		d.Hashes[i] = binary.BigEndian.Uint64(b[1+k+8*i:])
 	}
 	return d, nil
 }
@@ -181,10 +220,11 @@ func droppedLookup(tx *bolt.Tx, f *Feed) func(id string) bool {
 }
 
 // rememberDropped adds the IDs of items retention removed from feed f to
-// its dropped set in tx, keeping DroppedKeep(f, n) of them.
+// its dropped set in tx, keeping DroppedKeep(f, n) of them or as many as
+// the set keeps already (DroppedIDs.Keep); a feed without a set gets one
+// only when DroppedKeep says its drops can come back.
 func rememberDropped(tx *bolt.Tx, f *Feed, ids []string, n int) error {
-	keep := DroppedKeep(f, n)
-	if keep == 0 || len(ids) == 0 {
+	if len(ids) == 0 {
 		return nil
 	}
 	feeds, err := bucket(tx, bucketFeeds)
@@ -194,7 +234,11 @@ func rememberDropped(tx *bolt.Tx, f *Feed, ids []string, n int) error {
 	k := droppedKey(f.ID)
 	d, err := DecodeDroppedIDs(feeds.Get(k))
 	if err != nil {
-		d = nil // written again whole
+		d = DroppedIDs{} // written again whole
+	}
+	keep := DroppedKeep(f, n)
+	if keep == 0 && len(d.Hashes) == 0 {
+		return nil // no drop of this feed can come back
 	}
 	hashes := make([]uint64, len(ids))
 	for i, id := range ids {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // droppedClock is a settable clock for the dropped-set tests.
@@ -141,6 +143,87 @@ func TestDroppedSetRefusesOnlyUndatedItems(t *testing.T) {
 				if _, err := s.Item(f.ID, id); err != nil {
 					t.Errorf("item %s: %v", id, err)
 				}
+			}
+		})
+	}
+}
+
+// TestDroppedSetOnlyWhereDropsCanComeBack: a feed keeps a set of the IDs
+// retention dropped only when a dropped item can come back: its documents
+// list more items than MaxItems keeps, or it has MaxAge. A mature feed at
+// the default retention whose document lists its newest 30 items keeps
+// none, dated items or not.
+func TestDroppedSetOnlyWhereDropsCanComeBack(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		retention Retention
+		listed    int
+		dated     bool
+		wantSet   bool
+	}{
+		{"default-retention-dated", DefaultRetention, 30, true, false},
+		{"default-retention-undated", DefaultRetention, 30, false, false},
+		{"listing-more-than-kept", Retention{MaxItems: 20}, 30, false, true},
+		{"max-age", Retention{MaxAge: time.Hour}, 30, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &droppedClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+			s := openDroppedStore(t, filepath.Join(t.TempDir(), "s.db"), c)
+			defer s.Close()
+			f := Feed{Kind: KindRemote, URL: "http://pub.test/news", Policy: "auto", Retention: tc.retention}
+			if err := s.CreateFeed(&f); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 260 { // one new item a poll
+				c.add(time.Minute)
+				it := Item{ID: fmt.Sprint("n", i), Title: "t"}
+				if tc.dated {
+					it.Published = c.now()
+				}
+				fetchListed(t, s, f.ID, c.now(), tc.listed, it)
+			}
+			var size int
+			if err := s.db.View(func(tx *bolt.Tx) error {
+				size = len(tx.Bucket(bucketFeeds).Get(droppedKey(f.ID)))
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("dropped set: %d bytes", size)
+			if (size > 0) != tc.wantSet {
+				t.Errorf("a dropped set of %d bytes; want one: %v", size, tc.wantSet)
+			}
+		})
+	}
+}
+
+// TestDroppedIDsAdd: Add keeps each hash once at its newest drop, the
+// newest Keep of them, and never keeps fewer than the set did.
+func TestDroppedIDsAdd(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		d      DroppedIDs
+		add    []uint64
+		keep   int
+		want   []uint64
+		wantKp int
+	}{
+		{"new set", DroppedIDs{}, []uint64{1, 2, 3}, 2, []uint64{2, 3}, 2},
+		{"no set kept", DroppedIDs{}, []uint64{1}, 0, nil, 0},
+		{"moves to the end", DroppedIDs{Hashes: []uint64{1, 2, 3}, Keep: 4}, []uint64{1, 4}, 4, []uint64{2, 3, 1, 4}, 4},
+		{"repeated in one call", DroppedIDs{}, []uint64{5, 6, 5}, 3, []uint64{6, 5}, 3},
+		{"keep does not shrink", DroppedIDs{Hashes: []uint64{1, 2}, Keep: 4}, []uint64{3}, 1, []uint64{1, 2, 3}, 4},
+		{"keep 0 goes on at the set's keep", DroppedIDs{Hashes: []uint64{1, 2}, Keep: 2}, []uint64{3}, 0, []uint64{2, 3}, 2},
+		{"keep grows", DroppedIDs{Hashes: []uint64{1, 2}, Keep: 2}, []uint64{3}, 3, []uint64{1, 2, 3}, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.d.Add(tc.add, tc.keep)
+			if !slices.Equal(got.Hashes, tc.want) || got.Keep != tc.wantKp {
+				t.Errorf("Add = %v keep %d, want %v keep %d", got.Hashes, got.Keep, tc.want, tc.wantKp)
+			}
+			back, err := DecodeDroppedIDs(EncodeDroppedIDs(got))
+			if err != nil || !slices.Equal(back.Hashes, got.Hashes) || len(got.Hashes) > 0 && back.Keep != got.Keep {
+				t.Errorf("encoded and decoded: %v keep %d, %v", back.Hashes, back.Keep, err)
 			}
 		})
 	}

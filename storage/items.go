@@ -97,6 +97,10 @@ type preparedItems struct {
 	items []Item
 	index []int    // items[i] is the caller's items[index[i]]
 	raw   [][]byte // items[i] encoded (encodeItem), its Seq left to the key
+	// listed is how many items the feed's document lists as the call's
+	// update sets Feed.Listed (RecordFetch; 0: unknown), for the IDs
+	// retention drops (DroppedKeep).
+	listed int
 }
 
 // prepareItems sets the FeedID, Seq and (when zero) Fetched of copies of
@@ -194,7 +198,7 @@ func (s *Store) addItemsTx(tx *bolt.Tx, feedID uint64, prep preparedItems, now t
 	if err := ins.flush(); err != nil { // before retention reads the count
 		return addResult{}, err
 	}
-	removed, err := s.retain(tx, feed, fb, now, len(valid))
+	removed, err := s.retain(tx, feed, fb, now, max(prep.listed, len(valid)))
 	var re *reducerError
 	switch {
 	case errors.As(err, &re):

@@ -252,6 +252,13 @@ func (s *Store) RecordFetch(feedID uint64, items []Item, o Observation, fn func(
 	err := s.updatePoll(func(tx *bolt.Tx) error {
 		st.res, st.usedPre, st.slow = addResult{}, false, nil
 		if len(valid.items) > 0 {
+			// Retention remembers as many dropped IDs as the update
+			// says the document lists (Feed.Listed); without a prepared
+			// update (rare: the feed was not read before its poll) the
+			// stored Listed and the items given count.
+			if pre != nil {
+				valid.listed = pre.f.Listed
+			}
 			var err error
 			if st.res, err = s.addItemsTx(tx, feedID, valid, now); err != nil {
 				return err

@@ -90,21 +90,32 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 	if err != nil {
 		return storage.Fetched{}, err
 	}
+	// Retention remembers the items it drops in the record before it
+	// deletes them (dropped.go), as many as the feed's documents list:
+	// as the fetch's update sets Listed (the dry run), and at least this
+	// call's items. The record written there is the one this fetch then
+	// writes on.
+	rf := f
+	rf.Listed = max(dryFeed.Listed, listed)
+	s.dropped.put(feedID, rec, rev)
 	// A document without new items costs no items call; retention has
-	// nothing new to cut (age is each message's TTL, or the next call's).
+	// nothing new to cut, but for a remote feed with MaxAge: its items
+	// past their age are removed now (one message delete each, and the
+	// record write that remembers them), not left to their messages' TTL,
+	// so that they are remembered as dropped. Without such items it costs
+	// nothing (the index says so).
 	var added []storage.Item
 	var itemErr error
 	if len(fresh) > 0 || refused || len(items) > 0 && s.reducer() != nil {
-		added, itemErr = s.addSynced(ctx, f, items)
+		added, itemErr = s.addSynced(ctx, rf, items)
 	} else if f.Retention.MaxAge > 0 && f.Kind == storage.KindRemote {
-		// Items past their age go with their messages' TTL: retention
-		// notes them now, while the index still has them, so that they
-		// are remembered as dropped (dropped.go).
-		if _, err := s.retain(ctx, f, s.opt.Now()); err != nil {
+		if _, err := s.retain(ctx, rf, s.opt.Now()); err != nil {
 			itemErr = err
 		}
 	}
-	drops := s.dropped.peek(feedID)
+	if r, rv, ok := s.dropped.take(feedID); ok {
+		rec, rev = r, rv
+	}
 	if added == nil && itemErr != nil && len(items) > 0 && !isItemRefusal(itemErr) {
 		return storage.Fetched{}, fmt.Errorf("record fetch of feed %d: %w", feedID, itemErr)
 	}
@@ -132,7 +143,6 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 			nrec.State = nil
 		}
 		s.learn(&nrec, &no)
-		nrec.Dropped = withDropped(&nrec, drops, listed)
 		data, err := s.encodeRecord(&nrec)
 		if err != nil {
 			return storage.Fetched{}, err
@@ -171,7 +181,6 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 			newRev, err = s.defs.Update(ctx, feedKey(feedID), data, rev)
 		}
 		if s.opt.Metrics.kvWrite(DefsBucket, err) == nil {
-			s.dropped.taken(feedID, len(drops))
 			if owned {
 				s.keepOwnedRecord(&nrec, data, newRev, mark)
 			}

@@ -108,8 +108,12 @@ func (s *Store) retain(ctx context.Context, f storage.Feed, now time.Time) (int,
 	}
 	red := s.reducer()
 	if red == nil {
+		if err := s.rememberDropped(ctx, f, over); errors.Is(err, errRetentionWidened) {
+			return 0, nil
+		} else if err != nil {
+			return 0, &retentionError{f.ID, err}
+		}
 		removed, err := s.deleteItems(ctx, f.ID, over)
-		s.noteDropped(f, over[:removed])
 		if err != nil {
 			return removed, &retentionError{f.ID, err}
 		}
@@ -185,12 +189,16 @@ func (s *Store) retain(ctx context.Context, f storage.Feed, now time.Time) (int,
 			dropped[e.seq] = true
 		}
 	}
-	removed, err := s.deleteItems(ctx, f.ID, drop)
 	// A digest stands for the items it replaced, not for one dropped:
 	// its own key is not remembered.
-	s.noteDropped(f, slices.DeleteFunc(slices.Clone(drop[:removed]), func(e knownItem) bool {
+	if err := s.rememberDropped(ctx, f, slices.DeleteFunc(slices.Clone(drop), func(e knownItem) bool {
 		return slices.ContainsFunc(digests, func(d storage.Item) bool { return MsgID(f.ID, d.ID) == e.key })
-	}))
+	})); errors.Is(err, errRetentionWidened) {
+		return 0, nil
+	} else if err != nil {
+		return 0, &retentionError{f.ID, err}
+	}
+	removed, err := s.deleteItems(ctx, f.ID, drop)
 	if err != nil {
 		return removed, &retentionError{f.ID, err}
 	}
@@ -204,14 +212,6 @@ func (s *Store) retain(ctx context.Context, f storage.Feed, now time.Time) (int,
 		return removed, &retentionError{f.ID, err}
 	}
 	return removed, nil
-}
-
-// noteDropped keeps the keys of items retention removed from remote feed
-// f for its record (dropped.go); a digest's own key is not one.
-func (s *Store) noteDropped(f storage.Feed, items []knownItem) {
-	if f.Kind == storage.KindRemote {
-		s.dropped.add(f.ID, items)
-	}
 }
 
 // deleteItems deletes the messages of items and marks them removed in the
@@ -252,11 +252,7 @@ func (b *Backend) ApplyRetention(feedID uint64) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := b.s.ApplyRetention(ctx, f)
-	if kerr := b.s.keepDropped(ctx, feedID); kerr != nil {
-		err = errors.Join(err, kerr)
-	}
-	return n, err
+	return b.s.ApplyRetention(ctx, f)
 }
 
 var (

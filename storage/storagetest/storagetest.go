@@ -1078,8 +1078,47 @@ var droppedDatedCase = restartCase{"items/retention-dropped-dated-judged-by-date
 	wantIDs(t, "kept", got, "alert-1", "alert-3")
 }}
 
+// droppedShortCase: a short document (a publisher's glitch, a truncated
+// reply) or a poll that does not know how many items its document lists
+// (Listed 0) does not shrink the set of IDs retention dropped: after a
+// restart the whole document brings none of them back.
+var droppedShortCase = restartCase{"items/retention-dropped-short-document", func(top *testing.T, b any, reopen Reopen) {
+	for _, tc := range []struct {
+		name   string
+		listed int // the short polls' Listed
+	}{
+		{"short-document", 1},
+		{"listed-unknown", 0},
+	} {
+		top.Run(tc.name, func(t *testing.T) {
+			s := need[fetcher](t, b)
+			f := remote("http://127.0.0.1/short/" + tc.name)
+			f.Retention = storage.Retention{MaxItems: 2}
+			must(t, s.CreateFeed(f))
+			poll := func(n, listed int, ids ...string) storage.Fetched {
+				t.Helper()
+				polled := at.Add(time.Duration(n) * time.Hour)
+				res, err := s.RecordFetch(f.ID, undated(polled, ids...), storage.Observation{At: polled}, func(x *storage.Feed, _ *storage.Observation, _ []storage.Item) error {
+					x.Listed = listed
+					return nil
+				})
+				must(t, err)
+				return res
+			}
+			poll(0, 6, "u1", "u2", "u3", "u4", "u5", "u6") // u1…u4 dropped
+			poll(1, tc.listed, "u7")                       // short documents, each dropping one
+			poll(2, tc.listed, "u8")
+			s = need[fetcher](t, reopen(top, s))
+			b = s
+			res := poll(3, 8, "u1", "u2", "u3", "u4", "u5", "u6", "u7", "u8")
+			wantIDs(t, "added after the restart", res.Added)
+		})
+	}
+}}
+
 var restartCases = []restartCase{
 	droppedDatedCase,
+	droppedShortCase,
 	// The items of a remote feed that retention dropped do not come back
 	// after a restart (or a takeover) when its document still lists them
 	// without dates: dated by the first poll after the restart, they
