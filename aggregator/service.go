@@ -982,7 +982,7 @@ func (s *Service) storePoll(p polled) (storage.Observation, time.Duration, stora
 		g.storeFails, g.storeFailedAt = 0, 0
 		g.mu.Unlock()
 		if n, ok := s.opt.Store.(unstoredNoter); ok && failing {
-			n.NoteUnstored(p.f.ID, "", time.Time{}) // stores clear it themselves too
+			n.NoteUnstored(p.f.ID, "", time.Time{}, time.Time{}) // stores clear it themselves too
 		}
 	}
 	switch {
@@ -1270,7 +1270,9 @@ func (s *Service) storeFailed(f storage.Feed, g *feedGuard, now time.Time, err e
 	if noter, ok := s.opt.Store.(unstoredNoter); ok {
 		// The feed's record cannot take the error (the store refuses
 		// writes): the store shows it in memory until a poll is stored.
-		noter.NoteUnstored(f.ID, unstoredError(n, err), since)
+		// It expires unless a later failure sets it again: the next
+		// poll is due within StoreRetryMax.
+		noter.NoteUnstored(f.ID, unstoredError(n, err), since, now.Add(StoreRetryMax+unstoredMargin))
 	}
 	s.opt.Metrics.failed()
 	s.log.Warn("cannot store poll; polling again", "feed", f.ID, "err", err, "failures_in_a_row", n, "retry_in", backoff)
@@ -1280,7 +1282,19 @@ func (s *Service) storeFailed(f storage.Feed, g *feedGuard, now time.Time, err e
 // unstoredNoter is a store that shows the feeds whose polls it cannot
 // store as failing (storage.Store, the JetStream Backend).
 type unstoredNoter interface {
-	NoteUnstored(id uint64, msg string, since time.Time)
+	NoteUnstored(id uint64, msg string, since, until time.Time)
+}
+
+// unstoredMargin is how long a note of NoteUnstored outlives the next
+// poll's retry (StoreRetryMax at most) before the store ignores it.
+const unstoredMargin = time.Minute
+
+// clearUnstored clears the note of feed id's unstored polls: this
+// service no longer polls it.
+func (s *Service) clearUnstored(id uint64) {
+	if n, ok := s.opt.Store.(unstoredNoter); ok {
+		n.NoteUnstored(id, "", time.Time{}, time.Time{})
+	}
 }
 
 // unstoredError is a feed's error while n polls in a row could not be

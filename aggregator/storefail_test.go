@@ -318,3 +318,66 @@ func testStoreFailureShown(t *testing.T, down int, polls string) {
 		t.Errorf("%d fetch errors recorded on the feed, want none", errRec)
 	}
 }
+
+// TestUnstoredNoteClearedWhenNotPolled: the note that a feed's polls
+// cannot be stored goes when this node stops polling the feed: at once
+// when the feed moves to another node, and once it expires when the
+// service stops without a word.
+func TestUnstoredNoteClearedWhenNotPolled(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		stop  func(owner *fakeOwner, cancel func())
+		after time.Duration
+	}{
+		{"moved to another node", func(owner *fakeOwner, _ func()) { owner.set() }, time.Second},
+		{"service stopped", func(_ *fakeOwner, cancel func()) { cancel() }, aggregator.StoreRetryMax + 2*time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				inner, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true, CommitLinger: -1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer inner.Close()
+				st := &failingStore{Store: inner, down: 1000}
+				pub := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "application/rss+xml")
+					fmt.Fprint(w, `<?xml version="1.0"?><rss version="2.0"><channel><title>t</title>`+
+						`<item><title>a</title><guid>r-1</guid><pubDate>Mon, 05 Jan 2026 10:00:00 +0000</pubDate></item></channel></rss>`)
+				})
+				f := storage.Feed{URL: "http://pub.test/moves.rss", Kind: storage.KindRemote, Policy: "fixed-1h"}
+				if err := inner.CreateFeed(&f); err != nil {
+					t.Fatal(err)
+				}
+				owner := newFakeOwner(f.ID)
+				svc, err := aggregator.NewService(aggregator.ServiceOptions{Store: st, Scheduler: schedule.Config{Workers: 1},
+					Owner:   owner,
+					Fetcher: fetcher.New(fetcher.Options{Transport: handlerTransport{pub}})})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := svc.Load(); err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(t.Context())
+				done := make(chan error, 1)
+				go func() { done <- svc.Run(ctx) }()
+				time.Sleep(10 * time.Second)
+				synctest.Wait()
+				if got, _ := st.Feed(f.ID); got.LastError == "" {
+					t.Fatal("the unstorable polls were not noted")
+				}
+				tc.stop(owner, cancel)
+				time.Sleep(tc.after)
+				synctest.Wait()
+				cancel()
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+				if got, _ := st.Feed(f.ID); got.LastError != "" {
+					t.Errorf("%v after this node stopped polling the feed, it still reads %q", tc.after, got.LastError)
+				}
+			})
+		})
+	}
+}

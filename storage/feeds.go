@@ -143,7 +143,7 @@ func (s *Store) updateFeedRawTx(tx *bolt.Tx, id uint64, fn func(*Feed) error) (F
 func (s *Store) Feed(id uint64) (Feed, error) {
 	if f, ok := s.feedMemo.current(id, s.feedGen.Load()); ok {
 		// As the feed's last poll stored it, and no other write since.
-		s.unstored.Apply(&f)
+		s.unstored.Apply(&f, s.now())
 		return f, nil
 	}
 	var f Feed
@@ -164,7 +164,7 @@ func (s *Store) Feed(id uint64) (Feed, error) {
 		return nil
 	})
 	if err == nil {
-		s.unstored.Apply(&f)
+		s.unstored.Apply(&f, s.now())
 	}
 	if err != nil {
 		return Feed{}, fmt.Errorf("storage: feed %d: %w", id, err)
@@ -204,7 +204,7 @@ func (s *Store) feedByIndex(index, key []byte, what string) (Feed, error) {
 	if err != nil {
 		return Feed{}, fmt.Errorf("storage: feed with %s: %w", what, err)
 	}
-	s.unstored.Apply(&f)
+	s.unstored.Apply(&f, s.now())
 	return f, nil
 }
 
@@ -224,7 +224,7 @@ func (s *Store) Feeds() ([]Feed, error) {
 			if err != nil {
 				return err
 			}
-			s.unstored.Apply(&f)
+			s.unstored.Apply(&f, s.now())
 			out = append(out, f)
 			return nil
 		})
@@ -272,6 +272,7 @@ func (s *Store) DeleteFeed(id uint64) error {
 	if err != nil {
 		return fmt.Errorf("storage: delete feed %d: %w", id, err)
 	}
+	s.unstored.Clear(id)
 	return nil
 }
 

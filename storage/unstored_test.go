@@ -36,7 +36,7 @@ func TestUnstoredUntilStored(t *testing.T) {
 				t.Fatal(err)
 			}
 			since := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-			s.NoteUnstored(f.ID, "could not be stored", since)
+			s.NoteUnstored(f.ID, "could not be stored", since, time.Now().Add(time.Hour))
 			erroring := func() (e bool) {
 				_ = s.EachFeedSummary(func(x *FeedSummary) bool { e = e || x.ID == f.ID && x.Erroring; return true })
 				return e
@@ -66,6 +66,46 @@ func TestUnstoredUntilStored(t *testing.T) {
 			got, _ = s.Feed(f.ID)
 			if got.LastError == "could not be stored" || erroring() != (got.LastError != "") {
 				t.Errorf("after a poll was stored: error %q, erroring %v; want the record's", got.LastError, erroring())
+			}
+		})
+	}
+}
+
+// TestUnstoredNoteGoes: a note does not outlive its feed, nor the time
+// the service set it for (it sets it again at every failed poll).
+func TestUnstoredNoteGoes(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		then func(t *testing.T, s *Store, c *droppedClock, id uint64)
+	}{
+		{"feed deleted", func(t *testing.T, s *Store, _ *droppedClock, id uint64) {
+			if err := s.DeleteFeed(id); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"expired", func(t *testing.T, s *Store, c *droppedClock, id uint64) {
+			c.add(2 * time.Minute)
+			if got, err := s.Feed(id); err != nil || got.LastError != "" {
+				t.Errorf("after the note's time: error %q, %v", got.LastError, err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &droppedClock{t: t0}
+			s := openDroppedStore(t, filepath.Join(t.TempDir(), "s.db"), c)
+			defer s.Close()
+			f := Feed{Kind: KindRemote, URL: "http://pub.test/gone", Policy: "auto"}
+			if err := s.CreateFeed(&f); err != nil {
+				t.Fatal(err)
+			}
+			s.NoteUnstored(f.ID, "the last poll was fetched but could not be stored", t0, t0.Add(time.Minute))
+			if got, _ := s.Feed(f.ID); got.LastError == "" {
+				t.Fatal("the note does not show")
+			}
+			tc.then(t, s, c, f.ID)
+			if s.unstored.Has(f.ID, c.now()) {
+				t.Errorf("the note of feed %d is still in force", f.ID)
 			}
 		})
 	}

@@ -107,7 +107,7 @@ func (b *Backend) Feeds() ([]storage.Feed, error) {
 	defer cancel()
 	fs, err := b.s.Feeds(ctx)
 	for i := range fs {
-		b.unstored.Apply(&fs[i])
+		b.unstored.Apply(&fs[i], b.s.opt.Now())
 	}
 	return fs, err
 }
@@ -115,16 +115,17 @@ func (b *Backend) Feeds() ([]storage.Feed, error) {
 // noted is f with the note of NoteUnstored applied.
 func (b *Backend) noted(f storage.Feed, err error) (storage.Feed, error) {
 	if err == nil {
-		b.unstored.Apply(&f)
+		b.unstored.Apply(&f, b.s.opt.Now())
 	}
 	return f, err
 }
 
 // NoteUnstored records that this node cannot store feed id's polls
-// (storage.Unstored.Note): its reads through this Backend say so until
-// a poll of it is stored.
-func (b *Backend) NoteUnstored(id uint64, msg string, since time.Time) {
-	b.unstored.Note(id, msg, since)
+// (storage.Unstored.Note): its reads through this Backend, and only
+// those, say so until a poll of it is stored here, the feed is deleted
+// here, or until.
+func (b *Backend) NoteUnstored(id uint64, msg string, since, until time.Time) {
+	b.unstored.Note(id, msg, since, until)
 }
 
 // UpdateFeed is Store.UpdateFeed.
@@ -138,7 +139,11 @@ func (b *Backend) UpdateFeed(id uint64, fn func(*storage.Feed) error) (storage.F
 func (b *Backend) DeleteFeed(id uint64) error {
 	ctx, cancel := b.call()
 	defer cancel()
-	return b.s.DeleteFeed(ctx, id)
+	if err := b.s.DeleteFeed(ctx, id); err != nil {
+		return err
+	}
+	b.unstored.Clear(id)
+	return nil
 }
 
 // RecordPoll is Store.RecordPoll.
