@@ -325,7 +325,7 @@ func testStoreFailureShown(t *testing.T, down int, polls string) {
 // service stops without a word.
 func TestUnstoredNoteClearedWhenNotPolled(t *testing.T) {
 	for _, tc := range []struct {
-		name string
+		name  string
 		stop  func(owner *fakeOwner, cancel func())
 		after time.Duration
 	}{
