@@ -302,6 +302,7 @@ func (s *Service) dropGuard(id uint64, g *feedGuard) bool {
 	s.mu.Unlock()
 	if ok {
 		s.undefer(had)
+		s.clearUnstored(id) // another node polls it, or nobody
 	}
 	s.sched.Remove(int(id))
 	return ok

@@ -42,8 +42,9 @@ const clockSkew = time.Minute
 // each one's publish time, sorted oldest first (for
 // schedule.Observation.Published). It sets each item's Published to its
 // estimate when the item had no plausible date (its own date, if any, then
-// goes to OwnDate), and a reading's zero Time to the item's publish time. prevPoll is the time of the feed's previous
-// poll (zero on the first).
+// goes to OwnDate; an item with none is marked Undated), and a reading's
+// zero Time to the item's publish time. prevPoll is the time of the
+// feed's previous poll (zero on the first).
 func PublishTimes(resp *fetcher.Response, items []storage.Item, prevPoll time.Time) []time.Time {
 	if len(items) == 0 {
 		return nil
@@ -116,7 +117,10 @@ func PublishTimes(resp *fetcher.Response, items []storage.Item, prevPoll time.Ti
 		if own[i].IsZero() && !est[i].IsZero() {
 			// A date of its own that is not plausible is kept aside for
 			// retention (storage.Item.OwnDate).
+			// Without any, the item is marked undated for the store's
+			// set of dropped items (storage.Item.IsUndated).
 			items[i].OwnDate = items[i].Published
+			items[i].Undated = items[i].Published.IsZero()
 			items[i].Published = est[i]
 		}
 		if r := items[i].Reading; r != nil && r.Time.IsZero() {

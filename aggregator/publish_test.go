@@ -169,3 +169,22 @@ func TestPublishTimesObservation(t *testing.T) {
 		t.Errorf("newest %v", n)
 	}
 }
+
+// TestPublishTimesMarksUndated: only an item its document gave no date
+// is marked undated (the store's set of dropped items refuses only
+// those); an implausible date of its own still counts as one.
+func TestPublishTimesMarksUndated(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	prev := at.Add(-time.Hour)
+	items := []storage.Item{
+		{ID: "none"},
+		{ID: "plausible", Published: at.Add(-time.Minute)},
+		{ID: "old", Published: at.Add(-48 * time.Hour)},
+	}
+	PublishTimes(&fetcher.Response{ReceivedAt: at}, items, prev)
+	for i, want := range []bool{true, false, false} {
+		if items[i].Undated != want || items[i].Published.IsZero() {
+			t.Errorf("%s: undated %v, published %v; want undated %v and an estimate", items[i].ID, items[i].Undated, items[i].Published, want)
+		}
+	}
+}

@@ -173,6 +173,8 @@ type feedGuard struct {
 	fedAt       stamp
 	took        time.Duration // how long the last fetch took, stored items included
 	storeFails  int           // polls in a row whose write failed (see StoreRetryBase)
+	// storeFailedAt: the first of those failed then.
+	storeFailedAt stamp
 	// seen are the sorted item hashes (Parsed.ItemHashes) of the last
 	// document a poll stored: the next poll does not parse those again,
 	// as long as the feed's retention is still seenRet (items it refused
@@ -976,8 +978,12 @@ func (s *Service) storePoll(p polled) (storage.Observation, time.Duration, stora
 	}
 	if g != nil {
 		g.mu.Lock()
-		g.storeFails = 0
+		failing := g.storeFails > 0
+		g.storeFails, g.storeFailedAt = 0, 0
 		g.mu.Unlock()
+		if n, ok := s.opt.Store.(unstoredNoter); ok && failing {
+			n.NoteUnstored(p.f.ID, "", time.Time{}, time.Time{}) // stores clear it themselves too
+		}
 	}
 	switch {
 	case p.parsed == nil:
@@ -1010,7 +1016,7 @@ func (s *Service) estimatePublished(resp *fetcher.Response, items []storage.Item
 	}
 	published := PublishTimes(resp, sub, prev)
 	for j, i := range fresh {
-		items[i].Published, items[i].OwnDate = sub[j].Published, sub[j].OwnDate // a reading's time is set through its pointer
+		items[i].Published, items[i].OwnDate, items[i].Undated = sub[j].Published, sub[j].OwnDate, sub[j].Undated // a reading's time is set through its pointer
 	}
 	return published
 }
@@ -1161,6 +1167,11 @@ func (s *Service) record(f storage.Feed, resp *fetcher.Response, parsed *parser.
 				x.Site = parsed.Site
 			}
 			x.UpdateHint = parsed.UpdateHint
+			// As many of the items retention drops are remembered, so
+			// that the document does not bring them back as new.
+			if !push {
+				x.Listed = min(max(len(parsed.ItemHashes), len(parsed.Items)), storage.MaxDroppedIDs)
+			}
 			x.Warning = parsed.Warning()
 			if refusal != "" {
 				x.Warning = strings.TrimPrefix(x.Warning+"\n"+refusal, "\n")
@@ -1244,17 +1255,56 @@ func (s *Service) failed(f storage.Feed, now time.Time, ferr error) (storage.Obs
 // observation the policy does not learn from, the short backoff, and a
 // zero feed (nothing was updated).
 func (s *Service) storeFailed(f storage.Feed, g *feedGuard, now time.Time, err error) (storage.Observation, time.Duration, storage.Feed) {
-	n := 1
+	n, since := 1, now
 	if g != nil {
 		g.mu.Lock()
 		g.storeFails++
 		n = g.storeFails
+		if n == 1 || g.storeFailedAt.isZero() {
+			g.storeFailedAt = stampOf(now)
+		}
+		since = g.storeFailedAt.time()
 		g.mu.Unlock()
 	}
 	backoff := min(StoreRetryBase<<min(n-1, 20), StoreRetryMax)
+	if noter, ok := s.opt.Store.(unstoredNoter); ok {
+		// The feed's record cannot take the error (the store refuses
+		// writes): the store shows it in memory until a poll is stored.
+		// It expires unless a later failure sets it again: the next
+		// poll is due within StoreRetryMax.
+		noter.NoteUnstored(f.ID, unstoredError(n, err), since, now.Add(StoreRetryMax+unstoredMargin))
+	}
 	s.opt.Metrics.failed()
 	s.log.Warn("cannot store poll; polling again", "feed", f.ID, "err", err, "failures_in_a_row", n, "retry_in", backoff)
 	return storage.Observation{At: now, Err: err.Error()}, backoff, storage.Feed{}
+}
+
+// unstoredNoter is a store that shows the feeds whose polls it cannot
+// store as failing (storage.Store, the JetStream Backend).
+type unstoredNoter interface {
+	NoteUnstored(id uint64, msg string, since, until time.Time)
+}
+
+// unstoredMargin is how long a note of NoteUnstored outlives the next
+// poll's retry (StoreRetryMax at most) before the store ignores it.
+const unstoredMargin = time.Minute
+
+// clearUnstored clears the note of feed id's unstored polls: this
+// service no longer polls it.
+func (s *Service) clearUnstored(id uint64) {
+	if n, ok := s.opt.Store.(unstoredNoter); ok {
+		n.NoteUnstored(id, "", time.Time{}, time.Time{})
+	}
+}
+
+// unstoredError is a feed's error while n polls in a row could not be
+// stored, the last with err.
+func unstoredError(n int, err error) string {
+	polls := "the last poll was"
+	if n > 1 {
+		polls = fmt.Sprintf("the last %d polls were", n)
+	}
+	return fmt.Sprintf("%s fetched but could not be stored (trying again soon): %v", polls, err)
 }
 
 // RecentPolls returns the newest n observations of a feed, newest first.

@@ -217,3 +217,167 @@ func TestStoreRefusalIsAFetchError(t *testing.T) {
 		}
 	})
 }
+
+// TestStoreFailureShownOnTheFeed: while its polls cannot be stored, a
+// feed reads as failing (LastError, what the API and the UI show, and
+// its summary) although its record cannot take the error; the next poll
+// stored clears it. The record itself never holds the error.
+func TestStoreFailureShownOnTheFeed(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		down  int    // poll writes that fail
+		polls string // what the error says of them
+	}{
+		{"one failure", 1, "the last poll was"},
+		{"failures in a row", 3, "the last 3 polls were"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { testStoreFailureShown(t, tc.down, tc.polls) })
+		})
+	}
+}
+
+func testStoreFailureShown(t *testing.T, down int, polls string) {
+	inner, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true, CommitLinger: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inner.Close()
+	st := &failingStore{Store: inner, down: down}
+	pub := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/rss+xml")
+		fmt.Fprint(w, `<?xml version="1.0"?><rss version="2.0"><channel><title>t</title>`+
+			`<item><title>a</title><guid>r-1</guid><pubDate>Mon, 05 Jan 2026 10:00:00 +0000</pubDate></item></channel></rss>`)
+	})
+	svc, err := aggregator.NewService(aggregator.ServiceOptions{Store: st, Scheduler: schedule.Config{Workers: 1},
+		Fetcher: fetcher.New(fetcher.Options{Transport: handlerTransport{pub}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := svc.Subscribe(storage.Feed{URL: "http://pub.test/shown.rss", Policy: "fixed-1h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	erroring := func() bool {
+		var e bool
+		if err := inner.EachFeedSummary(func(s *storage.FeedSummary) bool {
+			if s.ID == f.ID {
+				e = s.Erroring
+			}
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	// Until the failing writes are over: each is followed by the next
+	// try StoreRetryBase·2^(n−1) later.
+	for {
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if writes, _ := st.log(); len(writes) >= down {
+			break
+		}
+	}
+	got, err := st.Feed(f.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(got.LastError, polls+" fetched but could not be stored") || !strings.Contains(got.LastError, errStoreDown.Error()) {
+		t.Errorf("while the writes fail, the feed's error is %q, want %q … %q", got.LastError, polls, errStoreDown)
+	}
+	if got.LastErrorAt.IsZero() || got.ErrorCount != 0 {
+		t.Errorf("while the writes fail: error at %v, count %d; want a time and the record's count (0)", got.LastErrorAt, got.ErrorCount)
+	}
+	if !erroring() {
+		t.Error("while the writes fail, the feed's summary is not erroring")
+	}
+	if all, err := st.Feeds(); err != nil || len(all) != 1 || all[0].LastError != got.LastError {
+		t.Errorf("Feeds while the writes fail: %+v, %v; want the feed with its error", all, err)
+	}
+	time.Sleep(time.Minute)
+	synctest.Wait()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	got, err = st.Feed(f.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.LastError != "" || erroring() {
+		t.Errorf("after a poll was stored: error %q, erroring %v; want none", got.LastError, erroring())
+	}
+	if got.Polls != 1 || got.Items != 1 {
+		t.Errorf("%d polls and %d items stored, want the one poll that could be stored and its item", got.Polls, got.Items)
+	}
+	if _, errRec := st.log(); errRec != 0 {
+		t.Errorf("%d fetch errors recorded on the feed, want none", errRec)
+	}
+}
+
+// TestUnstoredNoteClearedWhenNotPolled: the note that a feed's polls
+// cannot be stored goes when this node stops polling the feed: at once
+// when the feed moves to another node, and once it expires when the
+// service stops without a word.
+func TestUnstoredNoteClearedWhenNotPolled(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stop  func(owner *fakeOwner, cancel func())
+		after time.Duration
+	}{
+		{"moved to another node", func(owner *fakeOwner, _ func()) { owner.set() }, time.Second},
+		{"service stopped", func(_ *fakeOwner, cancel func()) { cancel() }, aggregator.StoreRetryMax + 2*time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				inner, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true, CommitLinger: -1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer inner.Close()
+				st := &failingStore{Store: inner, down: 1000}
+				pub := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "application/rss+xml")
+					fmt.Fprint(w, `<?xml version="1.0"?><rss version="2.0"><channel><title>t</title>`+
+						`<item><title>a</title><guid>r-1</guid><pubDate>Mon, 05 Jan 2026 10:00:00 +0000</pubDate></item></channel></rss>`)
+				})
+				f := storage.Feed{URL: "http://pub.test/moves.rss", Kind: storage.KindRemote, Policy: "fixed-1h"}
+				if err := inner.CreateFeed(&f); err != nil {
+					t.Fatal(err)
+				}
+				owner := newFakeOwner(f.ID)
+				svc, err := aggregator.NewService(aggregator.ServiceOptions{Store: st, Scheduler: schedule.Config{Workers: 1},
+					Owner:   owner,
+					Fetcher: fetcher.New(fetcher.Options{Transport: handlerTransport{pub}})})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := svc.Load(); err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(t.Context())
+				done := make(chan error, 1)
+				go func() { done <- svc.Run(ctx) }()
+				time.Sleep(10 * time.Second)
+				synctest.Wait()
+				if got, _ := st.Feed(f.ID); got.LastError == "" {
+					t.Fatal("the unstorable polls were not noted")
+				}
+				tc.stop(owner, cancel)
+				time.Sleep(tc.after)
+				synctest.Wait()
+				cancel()
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+				if got, _ := st.Feed(f.ID); got.LastError != "" {
+					t.Errorf("%v after this node stopped polling the feed, it still reads %q", tc.after, got.LastError)
+				}
+			})
+		})
+	}
+}

@@ -82,10 +82,20 @@ func checkInvariants(tx *bolt.Tx, add func(error) bool) {
 
 	feeds := map[uint64]Feed{}
 	var listed uint64  // items the feeds count
-	var tails []uint64 // feeds with an observation tail or a policy state
+	var tails []uint64 // feeds with an observation tail, a policy state or a dropped set
 	err := buckets[string(bucketFeeds)].ForEach(func(k, v []byte) error {
 		if len(k) == 9 && k[8] == stateSuffix {
 			if err := checkPolicyState(k, v); err != nil {
+				if !add(err) {
+					return errStop
+				}
+			} else {
+				tails = append(tails, binary.BigEndian.Uint64(k))
+			}
+			return nil
+		}
+		if isDroppedKey(k) {
+			if err := checkDropped(k, v); err != nil {
 				if !add(err) {
 					return errStop
 				}
@@ -312,6 +322,20 @@ func checkFeedItems(feedID uint64, fb *feedBuckets, lastSeq uint64, add func(err
 		return report("count %d, but %d ids, %d items, %d published index entries", n, nIDs, nItems, nPub)
 	}
 	return true
+}
+
+// checkDropped checks a feed's dropped set (dropped.go): readable and
+// not empty.
+func checkDropped(k, v []byte) error {
+	id := binary.BigEndian.Uint64(k)
+	d, err := DecodeDroppedIDs(v)
+	if err != nil {
+		return fmt.Errorf("feed %d: %w", id, err)
+	}
+	if len(d.Hashes) == 0 {
+		return fmt.Errorf("feed %d: an empty dropped set", id)
+	}
+	return nil
 }
 
 // checkTail checks an observation tail (obstail.go): its key, its framing,

@@ -42,6 +42,8 @@
 //	feeds                     feed ID → Feed JSON (IDs: the bucket's sequence)
 //	                          feed ID | 't' → observation tail: the feed's newest
 //	                            observations, uvarint length | Observation each
+//	                          feed ID | 'd' → items retention dropped (remote
+//	                            feeds, dropped.go): version, 8-byte ID hashes
 //	                          feed ID | 's' → policy state (remote feeds): version,
 //	                            next and last (Unix ns), the policy's own bytes
 //	feed_url                  URL → feed ID            (remote feeds)
@@ -108,7 +110,9 @@
 // (itemenc.go) that leaves its Seq to the key, a batch of records per
 // transaction: the old items bucket is set aside under items_json and
 // its records move, converted and in order of Seq, to a new one, so that
-// its pages are as full as appends leave them.
+// its pages are as full as appends leave them; schema 9 added the sets
+// of items retention dropped (dropped.go: nothing to convert, but a
+// schema-8 slogfeed would report them as broken observation tails).
 // testdata/schema1.db is a file of schema 1, testdata/schema2.db one of
 // schema 2 (with a pipe) and testdata/schema5.db one of schema 5, which
 // every later version must still open (brought to schema 6 first, it is

@@ -124,6 +124,13 @@ func (s *Store) updateFeedRawTx(tx *bolt.Tx, id uint64, fn func(*Feed) error) (F
 	if err := feeds.Put(u64(nf.ID), raw); err != nil { // validated and encoded above
 		return Feed{}, nil, err
 	}
+	if RetentionWidened(old.Retention, nf.Retention) {
+		// The feed has room for the items it dropped: a document that
+		// lists them brings them back.
+		if err := feeds.Delete(droppedKey(nf.ID)); err != nil {
+			return Feed{}, nil, err
+		}
+	}
 	s.feedStored(tx, &nf)
 	return nf, raw, nil
 }
@@ -136,6 +143,7 @@ func (s *Store) updateFeedRawTx(tx *bolt.Tx, id uint64, fn func(*Feed) error) (F
 func (s *Store) Feed(id uint64) (Feed, error) {
 	if f, ok := s.feedMemo.current(id, s.feedGen.Load()); ok {
 		// As the feed's last poll stored it, and no other write since.
+		s.unstored.Apply(&f, s.now())
 		return f, nil
 	}
 	var f Feed
@@ -155,6 +163,9 @@ func (s *Store) Feed(id uint64) (Feed, error) {
 		s.feedMemo.put(id, v, &f, s.feedGen.Load()) // for the poll's write that follows
 		return nil
 	})
+	if err == nil {
+		s.unstored.Apply(&f, s.now())
+	}
 	if err != nil {
 		return Feed{}, fmt.Errorf("storage: feed %d: %w", id, err)
 	}
@@ -193,6 +204,7 @@ func (s *Store) feedByIndex(index, key []byte, what string) (Feed, error) {
 	if err != nil {
 		return Feed{}, fmt.Errorf("storage: feed with %s: %w", what, err)
 	}
+	s.unstored.Apply(&f, s.now())
 	return f, nil
 }
 
@@ -206,12 +218,13 @@ func (s *Store) Feeds() ([]Feed, error) {
 		}
 		return b.ForEach(func(k, v []byte) error {
 			if !isFeedKey(k) {
-				return nil // an observation tail
+				return nil // an observation tail, a policy state, a dropped set
 			}
 			f, err := decodeFeed(k, v)
 			if err != nil {
 				return err
 			}
+			s.unstored.Apply(&f, s.now())
 			out = append(out, f)
 			return nil
 		})
@@ -251,11 +264,15 @@ func (s *Store) DeleteFeed(id uint64) error {
 		if err := feeds.Delete(stateKey(id)); err != nil {
 			return err
 		}
+		if err := feeds.Delete(droppedKey(id)); err != nil {
+			return err
+		}
 		return deleteFeedData(tx, id)
 	})
 	if err != nil {
 		return fmt.Errorf("storage: delete feed %d: %w", id, err)
 	}
+	s.unstored.Clear(id)
 	return nil
 }
 

@@ -58,9 +58,15 @@ type ItemQuery struct {
 // An item that retention would drop at once is not stored: one older than
 // Retention.MaxAge, or, when the feed already holds Retention.MaxItems,
 // one not newer than the oldest it holds (otherwise an item that fell out
-// of the window would come back as new on every fetch). After adding, the
-// feed's retention is applied in the same transaction, and items it
-// removed are not returned as added.
+// of the window would come back as new on every fetch). Nor is an item of
+// a remote feed without a date of its own (Item.IsUndated) whose ID is
+// among those retention dropped that the store remembers (DroppedIDs):
+// dated when fetched, it looks new to a process that has not read the
+// document before. An item with a date of its own is judged by that date
+// alone, so a reissued ID dated newer than the items kept is stored.
+// After adding, the feed's retention is applied in the same transaction,
+// and items it removed are not returned as added; the IDs of the items
+// it removes from a remote feed are remembered.
 //
 // Invalid items (see the Max* limits and ErrInvalid) are refused one by
 // one, and so is an update that would make the stored item larger than
@@ -91,6 +97,10 @@ type preparedItems struct {
 	items []Item
 	index []int    // items[i] is the caller's items[index[i]]
 	raw   [][]byte // items[i] encoded (encodeItem), its Seq left to the key
+	// listed is how many items the feed's document lists as the call's
+	// update sets Feed.Listed (RecordFetch; 0: unknown), for the IDs
+	// retention drops (DroppedKeep).
+	listed int
 }
 
 // prepareItems sets the FeedID, Seq and (when zero) Fetched of copies of
@@ -149,6 +159,7 @@ func (s *Store) addItemsTx(tx *bolt.Tx, feedID uint64, prep preparedItems, now t
 		return addResult{}, corruptf("feed %d has no item count", feedID)
 	}
 	skip := admission(fb, feed.Retention, now)
+	dropped := droppedLookup(tx, &feed)
 	ins := itemInserter{tx: tx, fb: fb}
 	res.added = make([]Item, 0, len(valid))
 	addedAt := make(map[string]int, len(valid))
@@ -175,7 +186,7 @@ func (s *Store) addItemsTx(tx *bolt.Tx, feedID uint64, prep preparedItems, now t
 			}
 			continue
 		}
-		if skip(it) {
+		if skip(it) || it.IsUndated() && dropped(it.ID) {
 			continue
 		}
 		if err := ins.insert(it, prep.raw[i]); err != nil {
@@ -187,7 +198,7 @@ func (s *Store) addItemsTx(tx *bolt.Tx, feedID uint64, prep preparedItems, now t
 	if err := ins.flush(); err != nil { // before retention reads the count
 		return addResult{}, err
 	}
-	removed, err := s.retain(tx, feed, fb, now)
+	removed, err := s.retain(tx, feed, fb, now, max(prep.listed, len(valid)))
 	var re *reducerError
 	switch {
 	case errors.As(err, &re):

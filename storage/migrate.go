@@ -40,11 +40,12 @@ var migrations = []migration{
 	{6, "items and observations of all feeds in shared buckets", nil, migrateSharedFeedData},
 	{7, "observations in a binary form", nil, migrateBinaryObservations},
 	{8, "items in a binary form", nil, migrateBinaryItems},
+	{9, "dropped item IDs in feeds", migrateDroppedIDs, nil},
 }
 
 // SchemaVersion is the schema version this build of slogfeed writes: the
 // version of the last migration.
-const SchemaVersion = 8
+const SchemaVersion = 9
 
 // The layout of feed data up to schema 5: a bucket feed_data holding one
 // bucket per feed (its ID), which held the count and four buckets.
@@ -183,6 +184,11 @@ func migrateObsTails(*bolt.Tx) error { return nil }
 // version keeps a slogfeed of schema 4, which would write observations
 // without folding them into the states, from opening the file.
 func migratePolicyStates(*bolt.Tx) error { return nil }
+
+// migrateDroppedIDs marks the files whose feeds bucket may hold the sets
+// of item IDs retention dropped (dropped.go), under keys an older
+// slogfeed does not know (schema 9): there is nothing to convert.
+func migrateDroppedIDs(*bolt.Tx) error { return nil }
 
 // migrateBatches runs batched migration m to its end (see migration).
 func migrateBatches(db *bolt.DB, m migration) error {

@@ -96,8 +96,8 @@ func TestSchema7Items(t *testing.T) {
 		t.Fatal(err)
 	}
 	closeAndCheck(t, s)
-	if v := storedSchema(t, path); v != 8 || SchemaVersion != 8 {
-		t.Errorf("schema %d, want 8", v)
+	if v := storedSchema(t, path); v != SchemaVersion {
+		t.Errorf("schema %d, want %d", v, SchemaVersion)
 	}
 	if j, b, _ := storedItems(t, path); j != 0 || b != n {
 		t.Errorf("after the upgrade: %d JSON and %d binary items, want 0 and %d", j, b, n)
@@ -106,7 +106,7 @@ func TestSchema7Items(t *testing.T) {
 	if err == nil {
 		s.Close()
 	}
-	if !errors.Is(err, ErrSchemaTooNew) || !strings.Contains(err.Error(), "schema version 8, this slogfeed knows up to 7") {
+	if !errors.Is(err, ErrSchemaTooNew) || !strings.Contains(err.Error(), fmt.Sprintf("schema version %d, this slogfeed knows up to 7", SchemaVersion)) {
 		t.Errorf("a schema-7 slogfeed opens the file: %v", err)
 	}
 }

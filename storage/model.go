@@ -90,6 +90,11 @@ type Feed struct {
 	// UTF-8 at every fetch, has it unset: its InvalidUTF8 is dropped at
 	// its next fetch and reads as 0 until then.
 	RepairsPerItem bool `json:"repairs_per_item,omitempty"`
+	// Listed is how many items the feed's last parsed document listed
+	// (at most the feed parser's cut): the store remembers as many of
+	// the items retention dropped, so that a document still listing them
+	// does not bring them back as new (see DroppedIDs).
+	Listed int `json:"listed,omitempty"`
 
 	Created time.Time `json:"created"`
 	Updated time.Time `json:"updated"`
@@ -173,10 +178,21 @@ type Item struct {
 	// the earlier of the two, so an item retention dropped does not come
 	// back as new at the next poll of a document that still lists it.
 	OwnDate time.Time `json:"-"`
+	// Undated is set on a new item whose document gave it no date of its
+	// own, before Published took slogfeed's estimate (see IsUndated). It
+	// is not stored.
+	Undated bool `json:"-"`
 	// Digest is set on the items a digester made: the summary of the
 	// items it stands for (see transform/pack).
 	Digest *Digest `json:"digest,omitempty"`
 }
+
+// IsUndated reports whether it, a new item, has no date of its own: its
+// Published is slogfeed's estimate (Undated) or not set at all. Such an
+// item looks new to a process that has not read its document before, so
+// only such an item is refused for an ID retention dropped (DroppedIDs);
+// an item with a date of its own is judged by that date.
+func (it *Item) IsUndated() bool { return it.Undated || it.Published.IsZero() }
 
 // Digest summarises a set of readings associatively: two digests of the
 // same field merge into the digest of the union (counts and sums add,

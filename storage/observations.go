@@ -63,6 +63,7 @@ func (s *Store) RecordPoll(feedID uint64, o Observation, fn func(*Feed) error) (
 	if err != nil {
 		return Feed{}, fmt.Errorf("storage: record poll of feed %d: %w", feedID, err)
 	}
+	s.unstored.Clear(feedID)
 	return out, nil
 }
 
@@ -251,6 +252,13 @@ func (s *Store) RecordFetch(feedID uint64, items []Item, o Observation, fn func(
 	err := s.updatePoll(func(tx *bolt.Tx) error {
 		st.res, st.usedPre, st.slow = addResult{}, false, nil
 		if len(valid.items) > 0 {
+			// Retention remembers as many dropped IDs as the update
+			// says the document lists (Feed.Listed); without a prepared
+			// update (rare: the feed was not read before its poll) the
+			// stored Listed and the items given count.
+			if pre != nil {
+				valid.listed = pre.f.Listed
+			}
 			var err error
 			if st.res, err = s.addItemsTx(tx, feedID, valid, now); err != nil {
 				return err
@@ -292,6 +300,7 @@ func (s *Store) RecordFetch(feedID uint64, items []Item, o Observation, fn func(
 	if err != nil {
 		return Fetched{}, fmt.Errorf("storage: record fetch of feed %d: %w", feedID, err)
 	}
+	s.unstored.Clear(feedID)
 	if !st.usedPre {
 		return *st.slow, nil
 	}

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -56,7 +57,7 @@ func (s *Store) ApplyRetention(feedID uint64) (removed int, err error) {
 	if err == nil && over {
 		err = s.dbUpdate(func(tx *bolt.Tx) error {
 			return withFeedData(s, tx, feedID, func(feed Feed, fb *feedBuckets) (err error) {
-				removed, err = s.retain(tx, feed, fb, s.now())
+				removed, err = s.retain(tx, feed, fb, s.now(), 0)
 				return err
 			})
 		})
@@ -102,9 +103,11 @@ type overEntry struct {
 	id  string
 }
 
-// retain applies the feed's retention inside tx. A Reducer failure comes
-// back as a *reducerError, with nothing changed.
-func (s *Store) retain(tx *bolt.Tx, feed Feed, fb *feedBuckets, now time.Time) (int, error) {
+// retain applies the feed's retention inside tx and remembers the IDs of
+// the items it removes from a remote feed (rememberDropped; n is how many
+// items the call that added some was given). A Reducer failure comes back
+// as a *reducerError, with nothing changed.
+func (s *Store) retain(tx *bolt.Tx, feed Feed, fb *feedBuckets, now time.Time, n int) (int, error) {
 	r := feed.Retention
 	if r.MaxItems <= 0 && r.MaxAge <= 0 {
 		return 0, nil
@@ -135,14 +138,20 @@ func (s *Store) retain(tx *bolt.Tx, feed Feed, fb *feedBuckets, now time.Time) (
 	if len(entries) == 0 {
 		return 0, nil
 	}
+	var gone []string // the IDs of the items removed, for a remote feed
+	remember := feed.Kind == KindRemote
 	red := s.currentReducer()
 	if red == nil {
 		for _, e := range entries {
-			if err := deleteEntry(fb, e); err != nil {
+			id, err := deleteEntryID(fb, e)
+			if err != nil {
 				return 0, err
 			}
+			if remember {
+				gone = append(gone, id)
+			}
 		}
-		return len(entries), nil
+		return len(entries), rememberDropped(tx, &feed, gone, n)
 	}
 
 	items := make([]Item, len(entries))
@@ -173,12 +182,15 @@ func (s *Store) retain(tx *bolt.Tx, feed Feed, fb *feedBuckets, now time.Time) (
 		kept[it.Seq] = true
 	}
 	removed := 0
-	for _, e := range entries {
+	for i, e := range entries {
 		if kept[pubKeySeq(e.key)] {
 			continue
 		}
 		if err := deleteEntry(fb, e); err != nil {
 			return 0, err
+		}
+		if remember {
+			gone = append(gone, items[i].ID)
 		}
 		removed++
 	}
@@ -197,36 +209,49 @@ func (s *Store) retain(tx *bolt.Tx, feed Feed, fb *feedBuckets, now time.Time) (
 			return 0, err
 		}
 	}
-	return removed, nil
+	if remember {
+		// A digest stands for the items it replaced, not for one
+		// dropped: its own ID is not remembered.
+		gone = slices.DeleteFunc(gone, func(id string) bool {
+			return slices.ContainsFunc(digests, func(d Item) bool { return d.ID == id })
+		})
+	}
+	return removed, rememberDropped(tx, &feed, gone, n)
 }
 
 // deleteEntry deletes the item of a published-index entry.
 func deleteEntry(fb *feedBuckets, e overEntry) error {
+	_, err := deleteEntryID(fb, e)
+	return err
+}
+
+// deleteEntryID is deleteEntry, returning the ID of the item it deleted.
+func deleteEntryID(fb *feedBuckets, e overEntry) (string, error) {
 	seq := pubKeySeq(e.key)
 	if e.id == "" {
 		// The index holds no ID: the record has it (its page is
 		// rewritten by the delete below anyway).
 		raw := fb.items.Get(u64(seq))
 		if raw == nil {
-			return corruptf("feed %d: item seq %d missing", fb.id, seq)
+			return "", corruptf("feed %d: item seq %d missing", fb.id, seq)
 		}
 		id, err := itemRecordID(raw)
 		if err != nil || id == "" {
-			return corruptf("feed %d: item seq %d: no id (%v)", fb.id, seq, err)
+			return "", corruptf("feed %d: item seq %d: no id (%v)", fb.id, seq, err)
 		}
 		e.id = id
 	}
 	if err := fb.items.Delete(u64(seq)); err != nil {
-		return err
+		return "", err
 	}
 	if err := fb.ids.Delete([]byte(e.id)); err != nil {
-		return err
+		return "", err
 	}
 	if err := fb.pub.Delete(e.key); err != nil {
-		return err
+		return "", err
 	}
 	if n := fb.count(); n > 0 {
-		return fb.setCount(n - 1)
+		return e.id, fb.setCount(n - 1)
 	}
-	return nil
+	return e.id, nil
 }

@@ -80,6 +80,7 @@ type Store struct {
 	reducer   atomic.Pointer[reducerBox]
 	learner   atomic.Pointer[learnerBox] // folds observations into policy states (policystate.go)
 	commit    committer                  // group commit of the hot writes (commit.go)
+	unstored  Unstored                   // feeds whose polls cannot be stored (unstored.go)
 	// summaries caches every feed's summary for lists (summaries.go).
 	summaries summaryCache
 	// feedMemo hands the feeds Store.Feed decoded to the writes that

@@ -457,6 +457,7 @@ func (s *Store) EachFeedSummary(fn func(*FeedSummary) bool) error {
 		return err
 	}
 	buf := make([]FeedSummary, x.chunk)
+	now := s.now()
 	after := uint64(0)
 	for {
 		n := 0
@@ -474,6 +475,9 @@ func (s *Store) EachFeedSummary(fn func(*FeedSummary) bool) error {
 		}
 		x.mu.RUnlock()
 		for j := range n {
+			if !buf[j].Erroring && s.unstored.Has(buf[j].ID, now) {
+				buf[j].Erroring = true // its polls cannot be stored (unstored.go)
+			}
 			if !fn(&buf[j]) {
 				return nil
 			}

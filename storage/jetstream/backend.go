@@ -31,6 +31,9 @@ type Backend struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	ids     feedIDSet
+	// unstored: the feeds whose polls this node cannot store, as the
+	// polling service noted them (storage.Unstored).
+	unstored storage.Unstored
 }
 
 // NewBackend returns the Backend of s; callTimeout ≤ 0 means
@@ -76,32 +79,53 @@ func (b *Backend) CreateFeed(f *storage.Feed) error {
 	return b.s.CreateFeed(ctx, f)
 }
 
-// Feed is Store.Feed.
+// Feed is Store.Feed, reading as failing while the node cannot store
+// its polls (NoteUnstored).
 func (b *Backend) Feed(id uint64) (storage.Feed, error) {
 	ctx, cancel := b.call()
 	defer cancel()
-	return b.s.Feed(ctx, id)
+	return b.noted(b.s.Feed(ctx, id))
 }
 
-// FeedByURL is Store.FeedByURL.
+// FeedByURL is Store.FeedByURL, as Feed.
 func (b *Backend) FeedByURL(url string) (storage.Feed, error) {
 	ctx, cancel := b.call()
 	defer cancel()
-	return b.s.FeedByURL(ctx, url)
+	return b.noted(b.s.FeedByURL(ctx, url))
 }
 
-// FeedBySlug is Store.FeedBySlug.
+// FeedBySlug is Store.FeedBySlug, as Feed.
 func (b *Backend) FeedBySlug(kind storage.Kind, slug string) (storage.Feed, error) {
 	ctx, cancel := b.call()
 	defer cancel()
-	return b.s.FeedBySlug(ctx, kind, slug)
+	return b.noted(b.s.FeedBySlug(ctx, kind, slug))
 }
 
-// Feeds is Store.Feeds.
+// Feeds is Store.Feeds, as Feed.
 func (b *Backend) Feeds() ([]storage.Feed, error) {
 	ctx, cancel := b.call()
 	defer cancel()
-	return b.s.Feeds(ctx)
+	fs, err := b.s.Feeds(ctx)
+	for i := range fs {
+		b.unstored.Apply(&fs[i], b.s.opt.Now())
+	}
+	return fs, err
+}
+
+// noted is f with the note of NoteUnstored applied.
+func (b *Backend) noted(f storage.Feed, err error) (storage.Feed, error) {
+	if err == nil {
+		b.unstored.Apply(&f, b.s.opt.Now())
+	}
+	return f, err
+}
+
+// NoteUnstored records that this node cannot store feed id's polls
+// (storage.Unstored.Note): its reads through this Backend, and only
+// those, say so until a poll of it is stored here, the feed is deleted
+// here, or until.
+func (b *Backend) NoteUnstored(id uint64, msg string, since, until time.Time) {
+	b.unstored.Note(id, msg, since, until)
 }
 
 // UpdateFeed is Store.UpdateFeed.
@@ -115,14 +139,22 @@ func (b *Backend) UpdateFeed(id uint64, fn func(*storage.Feed) error) (storage.F
 func (b *Backend) DeleteFeed(id uint64) error {
 	ctx, cancel := b.call()
 	defer cancel()
-	return b.s.DeleteFeed(ctx, id)
+	if err := b.s.DeleteFeed(ctx, id); err != nil {
+		return err
+	}
+	b.unstored.Clear(id)
+	return nil
 }
 
 // RecordPoll is Store.RecordPoll.
 func (b *Backend) RecordPoll(feedID uint64, o storage.Observation, fn func(*storage.Feed) error) (storage.Feed, error) {
 	ctx, cancel := b.call()
 	defer cancel()
-	return b.s.RecordPoll(ctx, feedID, o, fn)
+	f, err := b.s.RecordPoll(ctx, feedID, o, fn)
+	if err == nil {
+		b.unstored.Clear(feedID)
+	}
+	return f, err
 }
 
 // Observations is Store.Observations.

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/storage/cluster"
 
@@ -22,27 +24,73 @@ import (
 // backend, each case on its own embedded JetStream server: every case
 // passes, none is skipped.
 func TestContracts(t *testing.T) {
+	servers := map[*sjs.Backend]*jstest.Cluster{}
 	storagetest.Run(t, func(t *testing.T) any {
-		st, _ := openStore(t, jstest.NewServer(t))
+		c := jstest.NewServer(t)
+		st, _ := openStore(t, c)
 		b := sjs.NewBackend(st, 0)
 		t.Cleanup(func() { b.Close() })
+		servers[b] = c
 		return b
-	})
+	}, storagetest.WithReopen(func(t *testing.T, b any) any {
+		return reopen(t, servers, b, nil)
+	}))
+}
+
+// reopen opens another Store on the servers of backend b (a node taking
+// b's feeds over, its in-memory state fresh), owning what own gives.
+func reopen(t *testing.T, servers map[*sjs.Backend]*jstest.Cluster, b any, own cluster.Owner) any {
+	t.Helper()
+	c := servers[b.(*sjs.Backend)]
+	// A node takes over minutes after the last write of the one before
+	// it, when the items stream no longer remembers the message IDs
+	// written: the window is shortened to let that time pass.
+	js, err := jetstream.New(c.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	stream, err := js.Stream(ctx, sjs.ItemsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := stream.CachedInfo().Config
+	const window = 100 * time.Millisecond
+	cfg.Duplicates = window
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * window)
+	st, _ := openStore(t, c)
+	if own != nil {
+		if err := st.SetOwner(own); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nb := sjs.NewBackend(st, 0)
+	t.Cleanup(func() { nb.Close() })
+	servers[nb] = c
+	return nb
 }
 
 // TestContractsOwningEverything runs the suite on a store that owns
 // every feed (a one-node cluster, SetOwner): polls read from the copies
 // of the records and item indexes the store wrote itself.
 func TestContractsOwningEverything(t *testing.T) {
+	servers := map[*sjs.Backend]*jstest.Cluster{}
 	storagetest.Run(t, func(t *testing.T) any {
-		st, _ := openStore(t, jstest.NewServer(t))
+		c := jstest.NewServer(t)
+		st, _ := openStore(t, c)
 		if err := st.SetOwner(cluster.Everything); err != nil {
 			t.Fatal(err)
 		}
 		b := sjs.NewBackend(st, 0)
 		t.Cleanup(func() { b.Close() })
+		servers[b] = c
 		return b
-	})
+	}, storagetest.WithReopen(func(t *testing.T, b any) any {
+		return reopen(t, servers, b, cluster.Everything)
+	}))
 }
 
 // TestContractsOnCluster runs the suite on a 3-server JetStream cluster
@@ -54,9 +102,11 @@ func TestContractsOnCluster(t *testing.T) {
 		t.Skip("SLOGFEED_SKIP_JS_CLUSTER_CONTRACTS=1")
 	}
 	c := jstest.NewCluster(t, 3)
+	servers := map[*sjs.Backend]*jstest.Cluster{}
 	storagetest.Run(t, func(t *testing.T) any {
 		st, js := openStore(t, c)
 		b := sjs.NewBackend(st, 0)
+		servers[b] = c
 		t.Cleanup(func() {
 			b.Close()
 			ctx := testCtx(t)
@@ -72,7 +122,9 @@ func TestContractsOnCluster(t *testing.T) {
 			}
 		})
 		return b
-	})
+	}, storagetest.WithReopen(func(t *testing.T, b any) any {
+		return reopen(t, servers, b, nil)
+	}))
 }
 
 // TestCheckFindsDisagreeingRecords breaks the unique-index keys behind

@@ -30,7 +30,8 @@
 //	                                                   MaxObservations per feed (on
 //	                                                   slogfeed.obs.<id> without shards)
 //	KV slogfeed_defs        feed.<id>                  the feed record (definition, the
-//	                                                   policy state, validators, counters)
+//	                                                   policy state, validators, counters,
+//	                                                   the items retention dropped)
 //	                        seq.feed                   the highest feed ID reserved (ids.go:
 //	                                                   nodes reserve IDs in blocks)
 //	                        pipe.<id>, seq.pipe        pipe records (definition, runner

@@ -227,7 +227,10 @@ func (s *Store) updateRecord(ctx context.Context, id uint64, fn func(*storage.Fe
 			return storage.Feed{}, fmt.Errorf("update feed %d: %w: id, kind, URL and slug are fixed", id, storage.ErrInvalid)
 		}
 		nf.Created, nf.Updated = f.Created, s.opt.Now()
-		nrec := feedRecord{Feed: nf, State: rec.State}
+		nrec := feedRecord{Feed: nf, State: rec.State, Dropped: rec.Dropped}
+		if storage.RetentionWidened(f.Retention, nf.Retention) {
+			nrec.Dropped = nil // as in the bbolt store
+		}
 		if nf.Policy != f.Policy {
 			nrec.State = nil
 		}

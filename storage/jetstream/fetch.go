@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"time"
 
@@ -55,12 +56,26 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 	var fresh []storage.Item
 	refused := false
 	seen := make(map[string]bool, len(items))
-	for _, it := range items {
+	listed := len(items)
+	var dropped func(string) bool // the items retention dropped (dropped.go)
+	if rec.Dropped != nil {
+		dropped = droppedLookup(&rec)
+		items = slices.Clone(items)
+	}
+	for i := 0; i < len(items); i++ {
+		it := items[i]
 		if it.ID == "" || len(it.ID) > storage.MaxIDLen {
 			refused = true // addSynced says why
 			continue
 		}
 		if seen[it.ID] || s.known.has(feedID, MsgID(feedID, it.ID)) {
+			continue
+		}
+		if dropped != nil && it.IsUndated() && dropped(it.ID) {
+			// Not given to addSynced either (the indexes of its
+			// ItemErrors count the items it is given).
+			items = slices.Delete(items, i, i+1)
+			i--
 			continue
 		}
 		seen[it.ID] = true
@@ -75,12 +90,31 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 	if err != nil {
 		return storage.Fetched{}, err
 	}
+	// Retention remembers the items it drops in the record before it
+	// deletes them (dropped.go), as many as the feed's documents list:
+	// as the fetch's update sets Listed (the dry run), and at least this
+	// call's items. The record written there is the one this fetch then
+	// writes on.
+	rf := f
+	rf.Listed = max(dryFeed.Listed, listed)
+	s.dropped.put(feedID, rec, rev)
 	// A document without new items costs no items call; retention has
-	// nothing new to cut (age is each message's TTL, or the next call's).
+	// nothing new to cut, but for a remote feed with MaxAge: its items
+	// past their age are removed now (one message delete each, and the
+	// record write that remembers them), not left to their messages' TTL,
+	// so that they are remembered as dropped. Without such items it costs
+	// nothing (the index says so).
 	var added []storage.Item
 	var itemErr error
 	if len(fresh) > 0 || refused || len(items) > 0 && s.reducer() != nil {
-		added, itemErr = s.addSynced(ctx, f, items)
+		added, itemErr = s.addSynced(ctx, rf, items)
+	} else if f.Retention.MaxAge > 0 && f.Kind == storage.KindRemote {
+		if _, err := s.retain(ctx, rf, s.opt.Now()); err != nil {
+			itemErr = err
+		}
+	}
+	if r, rv, ok := s.dropped.take(feedID); ok {
+		rec, rev = r, rv
 	}
 	if added == nil && itemErr != nil && len(items) > 0 && !isItemRefusal(itemErr) {
 		return storage.Fetched{}, fmt.Errorf("record fetch of feed %d: %w", feedID, itemErr)
@@ -104,7 +138,7 @@ func (s *Store) RecordFetch(ctx context.Context, feedID uint64, items []storage.
 		nf.Created, nf.Updated = cur.Created, s.opt.Now()
 		// The policy state learns the observation as stored, in the
 		// record's compare-and-set.
-		nrec := feedRecord{Feed: nf, State: cur.State}
+		nrec := feedRecord{Feed: nf, State: cur.State, Dropped: cur.Dropped}
 		if nf.Policy != cur.Policy {
 			nrec.State = nil
 		}
@@ -218,5 +252,9 @@ func (s *Store) publishObservation(ctx context.Context, feedID uint64, o *storag
 func (b *Backend) RecordFetch(feedID uint64, items []storage.Item, o storage.Observation, fn func(f *storage.Feed, o *storage.Observation, added []storage.Item) error) (storage.Fetched, error) {
 	ctx, cancel := b.call()
 	defer cancel()
-	return b.s.RecordFetch(ctx, feedID, items, o, fn)
+	res, err := b.s.RecordFetch(ctx, feedID, items, o, fn)
+	if err == nil {
+		b.unstored.Clear(feedID)
+	}
+	return res, err
 }

@@ -401,7 +401,7 @@ func (s *Store) rewriteFeed(ctx context.Context, id uint64, fn func(*storage.Fee
 			return err
 		}
 		nf.ID, nf.Created, nf.Updated = f.ID, f.Created, s.opt.Now()
-		nrec := feedRecord{Feed: nf, State: rec.State}
+		nrec := feedRecord{Feed: nf, State: rec.State, Dropped: rec.Dropped}
 		if nf.Policy != f.Policy {
 			nrec.State = nil
 		}

@@ -31,6 +31,9 @@ import (
 type feedRecord struct {
 	storage.Feed
 	State *recordState `json:"policy_state,omitempty"`
+	// Dropped are the items retention dropped that the feed remembers
+	// (dropped.go).
+	Dropped []byte `json:"dropped,omitempty"`
 }
 
 // recordState is storage.PolicyState as a record keeps it.
@@ -101,16 +104,21 @@ func (s *Store) learn(rec *feedRecord, o *storage.Observation) {
 	rec.State = recordStateOf(&next)
 }
 
-// encodeRecord encodes rec as the defs bucket stores it (records.go),
-// without its state when the record's JSON would be too large with it
-// (the feed is replayed at a takeover).
+// encodeRecord encodes rec as the defs bucket stores it (records.go).
+// When the record's JSON would be too large, its dropped set goes first
+// (items it held may come back), then its state (the feed is replayed at
+// a takeover).
 func (s *Store) encodeRecord(rec *feedRecord) ([]byte, error) {
-	if rec.State != nil {
+	for rec.State != nil || rec.Dropped != nil {
 		data, err := json.Marshal(rec)
 		if err == nil && len(data) <= storage.MaxFeedSize && len(data) <= s.maxData {
 			return packRecord(data, s.compressRecords()), nil
 		}
-		rec.State = nil
+		if rec.Dropped != nil {
+			rec.Dropped = nil
+		} else {
+			rec.State = nil
+		}
 	}
 	data, err := s.encodeFeed(&rec.Feed)
 	if err != nil {

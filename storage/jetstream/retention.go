@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -107,6 +108,11 @@ func (s *Store) retain(ctx context.Context, f storage.Feed, now time.Time) (int,
 	}
 	red := s.reducer()
 	if red == nil {
+		if err := s.rememberDropped(ctx, f, over); errors.Is(err, errRetentionWidened) {
+			return 0, nil
+		} else if err != nil {
+			return 0, &retentionError{f.ID, err}
+		}
 		removed, err := s.deleteItems(ctx, f.ID, over)
 		if err != nil {
 			return removed, &retentionError{f.ID, err}
@@ -182,6 +188,15 @@ func (s *Store) retain(ctx context.Context, f storage.Feed, now time.Time) (int,
 			drop = append(drop, e)
 			dropped[e.seq] = true
 		}
+	}
+	// A digest stands for the items it replaced, not for one dropped:
+	// its own key is not remembered.
+	if err := s.rememberDropped(ctx, f, slices.DeleteFunc(slices.Clone(drop), func(e knownItem) bool {
+		return slices.ContainsFunc(digests, func(d storage.Item) bool { return MsgID(f.ID, d.ID) == e.key })
+	})); errors.Is(err, errRetentionWidened) {
+		return 0, nil
+	} else if err != nil {
+		return 0, &retentionError{f.ID, err}
 	}
 	removed, err := s.deleteItems(ctx, f.ID, drop)
 	if err != nil {

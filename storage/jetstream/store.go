@@ -122,7 +122,8 @@ type Store struct {
 	shards  atomic.Int64
 	group   *group // nil: each fetch alone
 	red     atomic.Pointer[reducerBox]
-	bodies  atomic.Uint64 // item messages read whole by queries (readItems, readRange)
+	bodies  atomic.Uint64  // item messages read whole by queries (readItems, readRange)
+	dropped droppedRecords // the records RecordFetch calls expect (dropped.go)
 
 	ownMu  sync.Mutex // serialises SetOwner
 	owner  atomic.Pointer[ownerBox]

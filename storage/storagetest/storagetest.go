@@ -36,7 +36,22 @@ var at = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 // Option adjusts a Run.
 type Option func(*runConfig)
 
-type runConfig struct{ known map[string]string }
+type runConfig struct {
+	known  map[string]string
+	reopen Reopen
+}
+
+// Reopen returns a backend over the data of b as another process sees it
+// (b after a restart, or another node of its cluster), its in-memory
+// state fresh; it may close b. The suite does not close what it returns
+// (register that with t.Cleanup).
+type Reopen func(t *testing.T, b any) any
+
+// WithReopen runs the cases that restart a backend (a node taking over
+// from another) with reopen; without it they are skipped, visibly.
+func WithReopen(reopen Reopen) Option {
+	return func(c *runConfig) { c.reopen = reopen }
+}
 
 // Known marks the case named name as a known deviation of the backend,
 // explained by why: the case is skipped with that explanation, visibly,
@@ -54,7 +69,8 @@ func Run(t *testing.T, open Open, opts ...Option) {
 		o(&cfg)
 	}
 	for name := range cfg.known {
-		if !slices.ContainsFunc(cases, func(c testCase) bool { return c.name == name }) {
+		if !slices.ContainsFunc(cases, func(c testCase) bool { return c.name == name }) &&
+			!slices.ContainsFunc(restartCases, func(c restartCase) bool { return c.name == name }) {
 			t.Errorf("Known(%q): no such case", name)
 		}
 	}
@@ -66,6 +82,23 @@ func Run(t *testing.T, open Open, opts ...Option) {
 			c.run(t, open(t))
 		})
 	}
+	for _, c := range restartCases {
+		t.Run(c.name, func(t *testing.T) {
+			if why, ok := cfg.known[c.name]; ok {
+				t.Skipf("known deviation of this backend: %s", why)
+			}
+			if cfg.reopen == nil {
+				t.Skip("the backend cannot be restarted here (no WithReopen)")
+			}
+			c.run(t, open(t), cfg.reopen)
+		})
+	}
+}
+
+// restartCase is a case that restarts its backend with a Reopen.
+type restartCase struct {
+	name string
+	run  func(t *testing.T, b any, reopen Reopen)
 }
 
 type testCase struct {
@@ -1030,6 +1063,187 @@ var cases = []testCase{
 		}
 		if got, want := list("hooks"), []string{"a=1 again", "b=2"}; !slices.Equal(got, want) {
 			t.Errorf("after the refused batches: %q, want %q", got, want)
+		}
+	}},
+}
+
+// fetcher is a backend that stores polls.
+type fetcher interface {
+	CreateFeed(f *storage.Feed) error
+	Item(feedID uint64, itemID string) (storage.Item, error)
+	Items(feedID uint64, q storage.ItemQuery) ([]storage.Item, error)
+	RecordFetch(feedID uint64, items []storage.Item, o storage.Observation, fn func(f *storage.Feed, o *storage.Observation, added []storage.Item) error) (storage.Fetched, error)
+}
+
+// undated returns items with the IDs of the document a poll at polled
+// read, without a date of their own: dated by the fetch.
+func undated(polled time.Time, ids ...string) []storage.Item {
+	out := make([]storage.Item, len(ids))
+	for i, id := range ids {
+		out[i] = storage.Item{ID: id, Title: "reading " + id, Fetched: polled}
+	}
+	return out
+}
+
+// droppedDatedCase: after a restart (or a takeover), an item with a date
+// of its own whose ID retention dropped is judged by its date, not
+// refused for its ID: a guid reissued for a new item dated newer than
+// every item kept is stored. An item without a date of its own under a
+// dropped ID is refused (the document still lists it).
+var droppedDatedCase = restartCase{"items/retention-dropped-dated-judged-by-date", func(t *testing.T, b any, reopen Reopen) {
+	s := need[fetcher](t, b)
+	f := remote("http://127.0.0.1/reissued")
+	f.Retention = storage.Retention{MaxItems: 2}
+	must(t, s.CreateFeed(f))
+	poll := func(n int, items ...storage.Item) storage.Fetched {
+		t.Helper()
+		polled := at.Add(time.Duration(n) * time.Hour)
+		for i := range items {
+			items[i].Fetched = polled
+		}
+		res, err := s.RecordFetch(f.ID, items, storage.Observation{At: polled}, func(x *storage.Feed, _ *storage.Observation, _ []storage.Item) error {
+			x.Listed = len(items)
+			return nil
+		})
+		must(t, err)
+		return res
+	}
+	old := func(id string, m int) storage.Item {
+		return storage.Item{ID: id, Title: id, Published: at.Add(time.Duration(m) * time.Minute)}
+	}
+	poll(0, old("alert-1", 0), old("alert-2", 1), old("alert-3", 2), storage.Item{ID: "u1", Title: "u1"})
+	// alert-1 and u1 went, the oldest (u1 is dated by the fetch).
+	s = need[fetcher](t, reopen(t, s))
+	res := poll(1, storage.Item{ID: "alert-1", Title: "new alert", Published: at.Add(time.Hour)}, old("alert-2", 1), old("alert-3", 2),
+		storage.Item{ID: "u1", Title: "u1"})
+	wantIDs(t, "added", res.Added, "alert-1")
+	got, err := s.Items(f.ID, storage.ItemQuery{Order: storage.ByArrival})
+	must(t, err)
+	wantIDs(t, "kept", got, "alert-1", "alert-3")
+}}
+
+// droppedShortCase: a short document (a publisher's glitch, a truncated
+// reply) or a poll that does not know how many items its document lists
+// (Listed 0) does not shrink the set of IDs retention dropped: after a
+// restart the whole document brings none of them back.
+var droppedShortCase = restartCase{"items/retention-dropped-short-document", func(top *testing.T, b any, reopen Reopen) {
+	for _, tc := range []struct {
+		name   string
+		listed int // the short polls' Listed
+	}{
+		{"short-document", 1},
+		{"listed-unknown", 0},
+	} {
+		top.Run(tc.name, func(t *testing.T) {
+			s := need[fetcher](t, b)
+			f := remote("http://127.0.0.1/short/" + tc.name)
+			f.Retention = storage.Retention{MaxItems: 2}
+			must(t, s.CreateFeed(f))
+			poll := func(n, listed int, ids ...string) storage.Fetched {
+				t.Helper()
+				polled := at.Add(time.Duration(n) * time.Hour)
+				res, err := s.RecordFetch(f.ID, undated(polled, ids...), storage.Observation{At: polled}, func(x *storage.Feed, _ *storage.Observation, _ []storage.Item) error {
+					x.Listed = listed
+					return nil
+				})
+				must(t, err)
+				return res
+			}
+			poll(0, 6, "u1", "u2", "u3", "u4", "u5", "u6") // u1…u4 dropped
+			poll(1, tc.listed, "u7")                       // short documents, each dropping one
+			poll(2, tc.listed, "u8")
+			s = need[fetcher](t, reopen(top, s))
+			b = s
+			res := poll(3, 8, "u1", "u2", "u3", "u4", "u5", "u6", "u7", "u8")
+			wantIDs(t, "added after the restart", res.Added)
+		})
+	}
+}}
+
+var restartCases = []restartCase{
+	droppedDatedCase,
+	droppedShortCase,
+	// The items of a remote feed that retention dropped do not come back
+	// after a restart (or a takeover) when its document still lists them
+	// without dates: dated by the first poll after the restart, they
+	// would look newer than every item kept. The items new to the
+	// document are stored.
+	{"items/retention-dropped-stay-dropped", func(top *testing.T, b any, reopen Reopen) {
+		type poll struct {
+			listed []string // the document, oldest item first
+			whole  bool     // the poll passes the whole document, else its last item (new)
+		}
+		for _, tc := range []struct {
+			name  string
+			kept  int
+			polls []poll // before the restart
+			after poll   // the first poll after it
+			added []string
+			gone  []string // dropped: not stored
+		}{
+			{name: "dropped-at-once", kept: 2,
+				polls: []poll{{listed: []string{"u1", "u2", "u3", "u4"}, whole: true}},
+				after: poll{listed: []string{"u1", "u2", "u3", "u4", "u5"}, whole: true},
+				added: []string{"u5"}, gone: []string{"u1", "u2"}},
+			{name: "document-grows", kept: 2,
+				polls: []poll{
+					{listed: []string{"u1", "u2"}, whole: true},
+					{listed: []string{"u1", "u2", "u3"}},
+					{listed: []string{"u1", "u2", "u3", "u4"}},
+					{listed: []string{"u1", "u2", "u3", "u4", "u5"}},
+				},
+				after: poll{listed: []string{"u1", "u2", "u3", "u4", "u5", "u6"}, whole: true},
+				added: []string{"u6"}, gone: []string{"u1", "u2", "u3"}},
+			{name: "sliding-window", kept: 2,
+				polls: []poll{
+					{listed: []string{"u1", "u2", "u3", "u4"}, whole: true},
+					{listed: []string{"u2", "u3", "u4", "u5"}},
+					{listed: []string{"u3", "u4", "u5", "u6"}},
+				},
+				after: poll{listed: []string{"u4", "u5", "u6", "u7"}, whole: true},
+				added: []string{"u7"}, gone: []string{"u1", "u2", "u3", "u4"}},
+		} {
+			top.Run(tc.name, func(t *testing.T) {
+				s := need[fetcher](t, b)
+				f := remote("http://127.0.0.1/undated/" + tc.name)
+				f.Retention = storage.Retention{MaxItems: tc.kept}
+				must(t, s.CreateFeed(f))
+				record := func(s fetcher, n int, p poll) storage.Fetched {
+					t.Helper()
+					polled := at.Add(time.Duration(n) * time.Hour)
+					in := undated(polled, p.listed...)
+					if !p.whole {
+						in = in[len(in)-1:]
+					}
+					res, err := s.RecordFetch(f.ID, in, storage.Observation{At: polled}, func(x *storage.Feed, _ *storage.Observation, _ []storage.Item) error {
+						x.Polls++
+						x.Listed = len(p.listed)
+						return nil
+					})
+					must(t, err)
+					return res
+				}
+				for i, p := range tc.polls {
+					record(s, i, p)
+				}
+				// The restarted backend serves the cases after this one.
+				s = need[fetcher](t, reopen(top, s))
+				b = s
+				res := record(s, len(tc.polls), tc.after)
+				wantIDs(t, "added after the restart", res.Added, tc.added...)
+				for _, id := range tc.gone {
+					if it, err := s.Item(f.ID, id); err == nil {
+						t.Errorf("item %s, dropped by retention, stored again (seq %d)", id, it.Seq)
+					} else if !errors.Is(err, storage.ErrItemNotFound) {
+						t.Errorf("item %s: %v", id, err)
+					}
+				}
+				got, err := s.Items(f.ID, storage.ItemQuery{Order: storage.ByArrival})
+				must(t, err)
+				if len(got) != tc.kept {
+					t.Errorf("%d items kept, want %d", len(got), tc.kept)
+				}
+			})
 		}
 	}},
 }
