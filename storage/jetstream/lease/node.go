@@ -189,6 +189,7 @@ type Node struct {
 	// own acknowledged writes (cluster.Acks.SeenAt).
 	acks     cluster.Acks
 	owned    []int // shards owned at the last evaluation
+	lapsed   []int // shards lapsed at the last evaluation (Lapsed)
 	changed  chan struct{}
 	err      error
 	features atomic.Pointer[featureView] // AllHave
@@ -996,35 +997,62 @@ func (n *Node) fail(err error) {
 	n.evaluate()
 }
 
+// renewedLocked reports whether this process holds shard s's lease in
+// its view with a renewal it has not forgotten, and whether that renewal
+// is recent enough to act on the shard at now (cluster.Owned,
+// cluster.Lapsed). n.mu is held.
+func (n *Node) renewedLocked(s int, now time.Time) (held, fresh bool) {
+	if s < 0 || s >= len(n.leases) || n.err != nil {
+		return false, false
+	}
+	l := n.leases[s]
+	if l.Holder != n.opt.Name || l.Instance != n.instance || n.renewed[s].IsZero() {
+		return false, false
+	}
+	return true, now.Before(n.renewed[s].Add(n.opt.Timing.TTL - n.opt.Timing.Margin))
+}
+
 // ownedLocked lists the shards this process may act on at now. n.mu is
 // held.
 func (n *Node) ownedLocked(now time.Time) []int {
 	var s []int
-	for i, l := range n.leases {
-		if n.err == nil && l.Holder == n.opt.Name && l.Instance == n.instance && !n.renewed[i].IsZero() &&
-			now.Before(n.renewed[i].Add(n.opt.Timing.TTL-n.opt.Timing.Margin)) {
+	for i := range n.leases {
+		if held, fresh := n.renewedLocked(i, now); held && fresh {
 			s = append(s, i)
 		}
 	}
 	return s
 }
 
-// evaluate recomputes the owned shards and wakes Changed's waiters when
-// they differ.
+// lapsedLocked lists the shards whose lease lapsed at now (Lapsed). n.mu
+// is held.
+func (n *Node) lapsedLocked(now time.Time) []int {
+	var s []int
+	for i := range n.leases {
+		if held, fresh := n.renewedLocked(i, now); held && !fresh {
+			s = append(s, i)
+		}
+	}
+	return s
+}
+
+// evaluate recomputes the owned and the lapsed shards and wakes
+// Changed's waiters when either differ.
 func (n *Node) evaluate() {
 	now := n.opt.Now()
 	n.mu.Lock()
 	owned := n.ownedLocked(now)
+	lapsed := n.lapsedLocked(now)
 	v := n.view(now)
 	live := len(v.Live(n.opt.Timing))
 	healthy := n.healthy
-	if !slices.Equal(owned, n.owned) {
-		n.owned = owned
+	if !slices.Equal(owned, n.owned) || !slices.Equal(lapsed, n.lapsed) {
+		n.owned, n.lapsed = owned, lapsed
 		close(n.changed)
 		n.changed = make(chan struct{})
 	}
 	n.mu.Unlock()
-	n.opt.Metrics.state(len(owned), live, healthy)
+	n.opt.Metrics.state(len(owned), len(lapsed), live, healthy)
 }
 
 // Shards is the cluster's shard count.
@@ -1039,12 +1067,26 @@ func (n *Node) Owns(s int) bool {
 	now := n.opt.Now()
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if s < 0 || s >= len(n.leases) || n.err != nil {
-		return false
+	held, fresh := n.renewedLocked(s, now)
+	return held && fresh
+}
+
+// Lapsed reports whether shard s's lease lapsed (cluster.Lapser): the
+// node's view still names this process as its holder, and the last
+// successful renewal is TTL−Margin old or older, so the node does not
+// own it; tenure is Tenure(s). Lapsed turns false when the shard is
+// owned again (a renewal at this node's revision succeeded: the same
+// tenure), when the view names another holder or none (the watch
+// delivered another node's claim, or a refused renewal was read back),
+// when the node gives the lease back, and when the node stops.
+func (n *Node) Lapsed(s int) (tenure uint64, ok bool) {
+	now := n.opt.Now()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if held, fresh := n.renewedLocked(s, now); !held || fresh {
+		return 0, false
 	}
-	l := n.leases[s]
-	return l.Holder == n.opt.Name && l.Instance == n.instance && !n.renewed[s].IsZero() &&
-		now.Before(n.renewed[s].Add(n.opt.Timing.TTL-n.opt.Timing.Margin))
+	return n.tenure[s], true
 }
 
 // Tenure counts this node's claims of shard s. Renewals keep it, even
@@ -1079,8 +1121,9 @@ func (n *Node) Owned() []int {
 }
 
 // Changed returns a channel that is closed at the next change of the
-// owned shards (a claim, a release, a lost or lapsed lease). Call it
-// again after it fires, then read Owned.
+// owned shards (a claim, a release, a lost or lapsed lease) or of the
+// lapsed ones (a lapsed lease renewed, or claimed by another node as
+// the view shows). Call it again after it fires, then read Owned.
 func (n *Node) Changed() <-chan struct{} {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -1181,7 +1224,10 @@ func (n *Node) Close(ctx context.Context) error {
 	return nil
 }
 
-var _ cluster.Owner = (*Node)(nil)
+var (
+	_ cluster.Owner  = (*Node)(nil)
+	_ cluster.Lapser = (*Node)(nil)
+)
 
 // featureView is what AllHave answers from: for each of this node's
 // features, whether every member in view advertises it, and when a member
