@@ -34,6 +34,12 @@ import (
 //     passed: the parked feeds are dropped, and loaded anew from the
 //     store when the shard is owned.
 //
+// A feed queued from its shard's digest whose record is not read yet
+// (deferred, digest.go) is not parked but dropped, as before: its record
+// is to be read anyway, and the background read must not store what it
+// reads for a shard this node does not own; it is loaded again when the
+// shard is owned.
+//
 // A fetch that began while the shard was owned finishes as any poll
 // whose lease runs out during its fetch: its write is the store's
 // compare-and-set, and its observation reaches the parked policy (with
@@ -192,6 +198,13 @@ func (s *Service) putOff(id uint64, g *feedGuard) bool {
 	g.mu.Unlock()
 	s.own.park.putOffFeed(sh, id)
 	return true
+}
+
+// parkable reports whether feed id, of a lapsed shard, is parked: it is
+// scheduled here with its policy (not deferred: see above).
+func (s *Service) parkable(id uint64) bool {
+	g := s.guard(id)
+	return g != nil && !g.isDeferred()
 }
 
 // lapseVerdict is what a reconcile makes of a shard.

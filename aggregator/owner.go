@@ -508,7 +508,7 @@ func (s *Service) reconcile(ctx context.Context) (busy bool, err error) {
 			if v == resumed {
 				resumedFeeds[cluster.ShardOf(cluster.KindFeed, id, len(lapses.verdict))]++
 			}
-		case v == stillParked:
+		case v == stillParked && s.parkable(id):
 			parked[cluster.ShardOf(cluster.KindFeed, id, len(lapses.verdict))]++
 		default:
 			if s.drop(id) {
