@@ -46,7 +46,7 @@
 //
 // # Tests
 //
-// decide_test.go pins Decide, Owned, Share, ResumeSeen, NextExpiry, ShardOf and
+// decide_test.go pins Decide, Owned, Lapsed, Share, ResumeSeen, NextExpiry, ShardOf and
 // ValidNodeName with tables; sim_test.go runs Decide for several nodes on
 // a fake clock over an in-memory compare-and-set table through start, two
 // stable minutes, a kill, a join, a 6 s bucket outage, a partition, an
