@@ -190,13 +190,18 @@ func (s *Service) putOff(id uint64, g *feedGuard) bool {
 	}
 	until := l.since.Add(maxLapse)
 	g.mu.Lock()
-	if !g.override.time().After(now) {
+	// A feed held until later (its record read after a digest queued
+	// it) keeps its override: it is not due.
+	due := !g.override.time().After(now)
+	if due {
 		// slept: Next answers the override and keeps the fetch it
 		// planned (planned), as for a fetch a sleep window skipped.
 		g.override, g.slept = stampOf(until), true
 	}
 	g.mu.Unlock()
-	s.own.park.putOffFeed(sh, id)
+	if due {
+		s.own.park.putOffFeed(sh, id)
+	}
 	return true
 }
 
@@ -297,7 +302,7 @@ func (s *Service) settleLapses(r lapseReview, parked, resumedFeeds map[int]int, 
 	now := s.opt.Clock.Now()
 	p := &s.own.park
 	var newly, back, ended []int
-	newlyFeeds, back0 := 0, 0
+	newlyFeeds, resumedN := 0, 0
 	var longest time.Duration
 	var putOff []uint64
 	reasons := map[string]bool{}
@@ -313,7 +318,7 @@ func (s *Service) settleLapses(r lapseReview, parked, resumedFeeds map[int]int, 
 			}
 		case resumed:
 			back = append(back, sh)
-			back0 += resumedFeeds[sh]
+			resumedN += resumedFeeds[sh]
 			longest = max(longest, now.Sub(sl.since))
 			putOff = append(putOff, slices.Collect(maps.Keys(sl.putOff))...)
 			delete(p.shards, sh)
@@ -354,7 +359,7 @@ func (s *Service) settleLapses(r lapseReview, parked, resumedFeeds map[int]int, 
 	if len(back) > 0 {
 		slices.Sort(back)
 		s.log.Info("lapsed leases renewed: the parked feeds resume without a reload",
-			"shards", back, "feeds", back0, "put_off", len(putOff)-len(again), "lapsed_s", longest.Seconds())
+			"shards", back, "feeds", resumedN, "put_off", len(putOff)-len(again), "lapsed_s", longest.Seconds())
 	}
 	if len(ended) > 0 {
 		slices.Sort(ended)
