@@ -228,12 +228,14 @@ type lapseReview struct {
 	ended   map[int]string // shards whose lapse ended, and why
 }
 
-// of returns the verdict on the shard of feed id.
-func (r lapseReview) of(id uint64) lapseVerdict {
+// of returns the shard of feed id and the verdict on it (shard -1 when
+// feeds are not parked).
+func (r lapseReview) of(id uint64) (shard int, v lapseVerdict) {
 	if r.verdict == nil {
-		return notLapsed
+		return -1, notLapsed
 	}
-	return r.verdict[cluster.ShardOf(cluster.KindFeed, id, len(r.verdict))]
+	shard = cluster.ShardOf(cluster.KindFeed, id, len(r.verdict))
+	return shard, r.verdict[shard]
 }
 
 // reviewLapses decides, at a reconcile whose owned shards are owned

@@ -498,7 +498,8 @@ func (s *Service) reconcile(ctx context.Context) (busy bool, err error) {
 	parked, resumedFeeds := map[int]int{}, map[int]int{}
 	lost, ended := 0, 0
 	for _, id := range s.polled() {
-		switch v := lapses.of(id); {
+		sh, v := lapses.of(id)
+		switch {
 		case v == lapseEnded:
 			if s.drop(id) {
 				lost++
@@ -506,10 +507,10 @@ func (s *Service) reconcile(ctx context.Context) (busy bool, err error) {
 			}
 		case owns(id):
 			if v == resumed {
-				resumedFeeds[cluster.ShardOf(cluster.KindFeed, id, len(lapses.verdict))]++
+				resumedFeeds[sh]++
 			}
 		case v == stillParked && s.parkable(id):
-			parked[cluster.ShardOf(cluster.KindFeed, id, len(lapses.verdict))]++
+			parked[sh]++
 		default:
 			if s.drop(id) {
 				lost++
