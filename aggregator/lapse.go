@@ -24,9 +24,9 @@ import (
 // A lapse ends at the ownership loop's next reconcile after Changed
 // fires, or when maxLapse is over:
 //
-//   - owned again with the tenure noted when it lapsed: the lease was
-//     renewed at the revision this node wrote last, so no other node
-//     held the shard and the feeds' state is the latest. They resume:
+//   - owned again with the tenure noted when it lapsed: no claim of
+//     this node since, so no other node held the shard (cluster.Lapser)
+//     and the feeds' state is the latest. They resume:
 //     the fetches put off come forward to now (as far as politeness
 //     allows), the others keep their learned times; nothing is read.
 //   - owned again with another tenure, another holder in the view (or

@@ -190,10 +190,11 @@ func Owned(v View, t Timing) []bool {
 
 // Lapsed reports, per shard, whether this node's lease on it lapsed: the
 // lease names this process and was renewed, but not within TTL−Margin,
-// so the node may not act on it (Owned is false). A renewal that succeeds
-// later, at the revision this node wrote last, proves that no other node
-// claimed the shard meanwhile (its claim would have moved the revision),
-// and the node owns it again under the same tenure. A lease whose renewal
+// so the node may not act on it (Owned is false). A renewal only
+// succeeds at a revision this process wrote, so after another node's
+// claim only a claim of this process names it again: a lease owned again
+// without a claim of this process in between (the same tenure, Lapser)
+// was held by no other node meanwhile. A lease whose renewal
 // was refused, or that this node gave back, is not lapsed: its driver
 // forgets the renewal (Renewed is zero).
 func Lapsed(v View, t Timing) []bool {

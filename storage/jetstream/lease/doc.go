@@ -59,7 +59,8 @@
 // whose clock runs ahead: leases that lapse while writes fail and are
 // renewed under the same tenure, and a lapsed lease another node claims
 // (no longer lapsed as soon as the watch delivers the claim; claimed back
-// later under a new tenure). bench_test.go's BenchmarkFailover measures
+// later under a new tenure, also when the claim lands but its answer
+// times out). bench_test.go's BenchmarkFailover measures
 // lease failover over repeated kills; scale_test.go's BenchmarkManyFeeds
 // measures the store and the leases with many feeds over three nodes.
 package lease

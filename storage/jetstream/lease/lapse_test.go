@@ -197,7 +197,83 @@ func TestLapsedEndsWithAnotherClaim(t *testing.T) {
 		}
 		return nil
 	})
-	if got := a.Tenure(taken); got != before[taken]+1 {
-		t.Errorf("shard %d claimed back with tenure %d, want %d", taken, got, before[taken]+1)
+	if got := a.Tenure(taken); got <= before[taken] {
+		t.Errorf("shard %d claimed back with tenure %d, want over %d", taken, got, before[taken])
+	}
+}
+
+// unansweredUpdate applies an Update of key but, once armed, answers
+// DeadlineExceeded: a write that reached the bucket although its answer
+// timed out (an overloaded machine).
+type unansweredUpdate struct {
+	jetstream.KeyValue
+	key   string
+	armed atomic.Bool
+}
+
+func (k *unansweredUpdate) Update(ctx context.Context, key string, v []byte, rev uint64) (uint64, error) {
+	r, err := k.KeyValue.Update(ctx, key, v, rev)
+	if err == nil && key == k.key && k.armed.CompareAndSwap(true, false) {
+		return 0, context.DeadlineExceeded
+	}
+	return r, err
+}
+
+// TestLapsedClaimBackUnanswered: a lapsed lease that another node claims
+// and this node claims back through a write that lands but whose answer
+// times out (the watch then delivers it, and the node renews it as its
+// own) is owned again under a new tenure, not the one it lapsed with:
+// another node held the shard meanwhile.
+func TestLapsedClaimBackUnanswered(t *testing.T) {
+	c := jstest.NewServer(t)
+	a, ahead := skewedNode(t, c, "a")
+	const sh = 3
+	before := a.Tenure(sh)
+	resume := pauseRenewals(t, a)
+	ahead.Store(int64(cluster.DefaultTiming.TTL))
+	if tenure, ok := a.Lapsed(sh); !ok || tenure != before {
+		t.Fatalf("shard %d: Lapsed = %d, %v; want %d, true", sh, tenure, ok, before)
+	}
+	js, err := jetstream.New(c.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	kv, err := js.KeyValue(ctx, DefaultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := kv.Get(ctx, shardKey(sh))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := json.Marshal(leaseValue{Node: "b", Instance: "b1"})
+	if _, err := kv.Update(ctx, shardKey(sh), other, e.Revision()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "b's claim in a's view", func() error {
+		if _, ok := a.Lapsed(sh); ok {
+			return errors.New("still lapsed")
+		}
+		return nil
+	})
+	// b's lease expires in a's view; a's claim lands unanswered.
+	w := &unansweredUpdate{KeyValue: a.kv, key: shardKey(sh)}
+	w.armed.Store(true)
+	a.kv = w
+	resume()
+	ahead.Add(int64(2 * cluster.DefaultTiming.TTL))
+	waitFor(t, 15*time.Second, "shard owned again", func() error {
+		if !a.Owns(sh) {
+			return errors.New("not owned")
+		}
+		return nil
+	})
+	if w.armed.Load() {
+		t.Fatal("the claim was answered")
+	}
+	if got := a.Tenure(sh); got == before {
+		t.Errorf("shard %d owned again after another node held it, under the tenure it lapsed with (%d)", sh, got)
 	}
 }

@@ -830,6 +830,10 @@ func (n *Node) claim(ctx context.Context, st cluster.Step) bool {
 	defer cancel()
 	n.mu.Lock()
 	prev := n.leases[st.Shard]
+	// Every claim attempt starts a tenure, answered or not: a write whose
+	// answer times out may still land, and the watch then delivers it as
+	// this process's lease, renewed like any other (Tenure).
+	n.tenure[st.Shard]++
 	n.mu.Unlock()
 	sent := n.opt.Now()
 	var rev uint64
@@ -846,7 +850,6 @@ func (n *Node) claim(ctx context.Context, st cluster.Step) bool {
 		n.acks.Add(rev, n.opt.Now())
 		n.setLease(st.Shard, rev, n.leaseValue(), false, sent)
 		n.renewed[st.Shard] = sent
-		n.tenure[st.Shard]++
 		n.mu.Unlock()
 		if st.Takeover {
 			n.log.Info("cluster: takeover", "shard", st.Shard, "from", prev.Holder, "from_instance", prev.Instance)
@@ -1075,10 +1078,11 @@ func (n *Node) Owns(s int) bool {
 // node's view still names this process as its holder, and the last
 // successful renewal is TTL−Margin old or older, so the node does not
 // own it; tenure is Tenure(s). Lapsed turns false when the shard is
-// owned again (a renewal at this node's revision succeeded: the same
-// tenure), when the view names another holder or none (the watch
-// delivered another node's claim, or a refused renewal was read back),
-// when the node gives the lease back, and when the node stops.
+// owned again (a renewal succeeded), when the view names another holder
+// or none (the watch delivered another node's claim, or a refused
+// renewal was read back), when the node gives the lease back, and when
+// the node stops. Owned again with the tenure it lapsed with, no other
+// node held the shard meanwhile (Tenure).
 func (n *Node) Lapsed(s int) (tenure uint64, ok bool) {
 	now := n.opt.Now()
 	n.mu.Lock()
@@ -1089,11 +1093,16 @@ func (n *Node) Lapsed(s int) (tenure uint64, ok bool) {
 	return n.tenure[s], true
 }
 
-// Tenure counts this node's claims of shard s. Renewals keep it, even
-// after the lease lapsed (no other node claimed it, or the renewal would
-// have failed); a shard lost or released and owned again has a new one.
-// A caller that notes Tenure(s) before a read and finds the same after
-// it, with Owns(s) true then, knows no other node claimed s in between.
+// Tenure counts this node's claim attempts on shard s, each counted as
+// it is sent, whether it succeeds, is refused or goes unanswered.
+// Renewals keep it. With the same tenure at two moments, no other node
+// held s in between while this process held it at both: the only writes
+// naming this process are its own claims and renewals; a renewal only
+// succeeds at a revision this process wrote, so after another holder's
+// write only a claim names this process again, and that claim, answered
+// or not, is a new tenure. A caller that notes Tenure(s) before a read
+// and finds the same after it, with Owns(s) true then, knows no other
+// node claimed s in between.
 func (n *Node) Tenure(s int) uint64 {
 	n.mu.Lock()
 	defer n.mu.Unlock()
