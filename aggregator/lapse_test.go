@@ -49,6 +49,14 @@ func (o *lapsingOwner) change(f func()) {
 	o.changed = make(chan struct{})
 }
 
+// changeQuietly applies f under the owner's lock without firing Changed
+// (yet): a change no reconcile has seen.
+func (o *lapsingOwner) changeQuietly(f func()) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	f()
+}
+
 // lapse makes owned shards lapsed.
 func (o *lapsingOwner) lapse(shards ...int) {
 	o.change(func() {
@@ -79,15 +87,31 @@ func (o *lapsingOwner) lose(shards ...int) {
 }
 
 // claimBack owns shards again under a new tenure (another node held them
-// meanwhile).
+// meanwhile, and this node's claim was answered).
 func (o *lapsingOwner) claimBack(shards ...int) {
-	o.change(func() {
-		for _, s := range shards {
-			delete(o.lapsed, s)
-			o.owned[s] = true
+	o.change(func() { o.claimedBack(true, shards...) })
+}
+
+// claimedBack owns shards again after another node held them, through a
+// claim of this node: newTenure as lease.Node counts every claim attempt,
+// answered or not; without it, the shards keep the tenure they lapsed
+// with, as a claim that landed unanswered (its write delivered by the
+// watch, then renewed) left them when only answered claims counted.
+// o.mu is held.
+func (o *lapsingOwner) claimedBack(newTenure bool, shards ...int) {
+	for _, s := range shards {
+		delete(o.lapsed, s)
+		o.owned[s] = true
+		if newTenure {
 			o.tenure[s]++
 		}
-	})
+	}
+}
+
+// claimBackUnanswered owns shards again through a claim that landed but
+// whose answer timed out; newTenure as in claimedBack.
+func (o *lapsingOwner) claimBackUnanswered(newTenure bool, shards ...int) {
+	o.change(func() { o.claimedBack(newTenure, shards...) })
 }
 
 var _ cluster.Lapser = (*lapsingOwner)(nil)
@@ -334,6 +358,7 @@ func TestLapseEnded(t *testing.T) {
 	}{
 		{"another node holds the shard", func(o *lapsingOwner) { o.lose(1) }, 10 * time.Second, false},
 		{"claimed back under another tenure", func(o *lapsingOwner) { o.claimBack(1) }, 10 * time.Second, true},
+		{"claimed back, the claim unanswered", func(o *lapsingOwner) { o.claimBackUnanswered(true, 1) }, 10 * time.Second, true},
 		{"the lapse outlasts its bound", func(*lapsingOwner) {}, 3 * time.Minute, false},
 	}
 	for _, tt := range tests {
@@ -467,4 +492,182 @@ func TestLapseDuringFetch(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestLapseResumeRestsOnTenure: a shard owned again after another node
+// held it, under the tenure it lapsed with (a lease that counted only
+// answered claims, after one that landed unanswered), resumes its parked
+// feeds as if nobody had: the service cannot tell, and it is Tenure's
+// counting of every claim attempt that makes a resume safe.
+func TestLapseResumeRestsOnTenure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newLapseEnv(t)
+		close(e.gate.release)
+		defer runService(t, e.svc)()
+		e.sleepUntil(65 * time.Second)
+		e.owner.lapse(1)
+		e.sleepUntil(80 * time.Second)
+		takes, _ := e.store.loadReads()
+		e.owner.claimBackUnanswered(false, 1)
+		e.sleepUntil(90 * time.Second)
+		if o := e.svc.Ownership(); o.Polled != 80 || o.Parked != 0 || o.Lost != 0 {
+			t.Errorf("after the claim back: %+v, want 80 polled, none parked or lost", o)
+		}
+		if got, _ := e.store.loadReads(); got != takes {
+			t.Errorf("%d takes after the claim back under the same tenure, want none (resumed)", got-takes)
+		}
+		if !strings.Contains(e.logs.String(), "parked feeds resume") {
+			t.Errorf("no log line of the resume:\n%s", e.logs.String())
+		}
+	})
+}
+
+// TestLapsePutOffOwnedUnderAnotherTenure: a parked feed whose fetch
+// comes due once its shard is owned again under another tenure, before a
+// reconcile saw it, is dropped there, neither fetched nor read (another
+// node polled it meanwhile); the next reconcile ends the lapse and loads
+// the shard's feeds anew.
+func TestLapsePutOffOwnedUnderAnotherTenure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newLapseEnv(t)
+		close(e.gate.release)
+		defer runService(t, e.svc)()
+		e.sleepUntil(65 * time.Second)
+		lapsedAt := time.Now()
+		e.owner.lapse(1)
+		e.sleepUntil(66 * time.Second)
+		if o := e.svc.Ownership(); o.Parked != len(e.shard[1]) {
+			t.Fatalf("while lapsed: %+v, want %d parked", o, len(e.shard[1]))
+		}
+		readsBefore := e.store.feedReads()
+		takes, _ := e.store.loadReads()
+		e.owner.changeQuietly(func() { e.owner.claimedBack(true, 1) })
+		e.sleepUntil(75 * time.Second) // the fetches due at 70 s came due
+		var due, later []uint64
+		for _, id := range e.shard[1] {
+			if e.due[id].Equal(e.t0.Add(70 * time.Second)) {
+				due = append(due, id)
+			} else {
+				later = append(later, id)
+			}
+		}
+		if n := e.fetchesSince(e.shard[1], lapsedAt); n != 0 {
+			t.Errorf("%d fetches of the shard's feeds under another tenure before a reconcile", n)
+		}
+		reads := e.store.feedReads()
+		for _, id := range due {
+			if _, ok := e.svc.NextFetch(id); ok {
+				t.Errorf("feed %d, due under another tenure, still scheduled", id)
+			}
+			if reads[id] != readsBefore[id] {
+				t.Errorf("feed %d: its record read %d times before it was dropped", id, reads[id]-readsBefore[id])
+			}
+		}
+		for _, id := range later {
+			if _, ok := e.svc.NextFetch(id); !ok {
+				t.Errorf("feed %d, not due yet, dropped before a reconcile", id)
+			}
+		}
+		if o := e.svc.Ownership(); o.Polled != 80-len(due) || o.Lost != len(due) {
+			t.Errorf("after the fetches came due: %+v, want %d polled, %d lost", o, 80-len(due), len(due))
+		}
+		e.owner.change(func() {}) // Changed fires: a reconcile
+		e.sleepUntil(80 * time.Second)
+		if o := e.svc.Ownership(); o.Polled != 80 || o.Parked != 0 {
+			t.Errorf("after the reconcile: %+v, want 80 polled, none parked", o)
+		}
+		if got, _ := e.store.loadReads(); got <= takes {
+			t.Error("the shard's feeds were not loaded anew")
+		}
+		if !strings.Contains(e.logs.String(), "parked feeds are dropped") {
+			t.Errorf("no log line of the dropped feeds:\n%s", e.logs.String())
+		}
+	})
+}
+
+// TestLapseDropsDeferredFeeds: feeds queued from their shard's digest
+// whose records are not read yet are dropped, not parked, when the shard
+// lapses (none is fetched), and loaded again when it resumes.
+func TestLapseDropsDeferredFeeds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pub, store, ids, _ := firstOwnerDied(t, 40)
+		owner := newLapsingOwner(4)
+		svc, err := aggregator.NewService(aggregator.ServiceOptions{
+			Store:       store,
+			Fetcher:     fetcher.New(fetcher.Options{Transport: handlerTransport{pub}}),
+			Scheduler:   schedule.Config{Workers: 4},
+			Owner:       owner,
+			Resync:      -1,
+			DigestEvery: time.Minute,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.Load(); err != nil {
+			t.Fatal(err)
+		}
+		gate := make(chan struct{})
+		store.setGate(gate) // the records stay unread
+		defer runService(t, svc)()
+		time.Sleep(30 * time.Second)
+		owner.change(func() {
+			for s := range 4 {
+				owner.owned[s] = true
+				owner.tenure[s]++
+			}
+		})
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if o := svc.Ownership(); o.Deferred != 40 {
+			t.Fatalf("records held back: %+v, want 40 deferred", o)
+		}
+		var inShard []uint64
+		for _, id := range ids {
+			if cluster.ShardOf(cluster.KindFeed, id, 4) == 1 {
+				inShard = append(inShard, id)
+			}
+		}
+		lapsedAt := time.Now()
+		owner.lapse(1)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if o := svc.Ownership(); o.Parked != 0 || o.Deferred != 40-len(inShard) || o.Polled != 40-len(inShard) {
+			t.Errorf("lapsed: %+v, want none parked, %d deferred and polled", o, 40-len(inShard))
+		}
+		for _, id := range inShard {
+			if _, ok := svc.NextFetch(id); ok {
+				t.Errorf("deferred feed %d of the lapsed shard still scheduled", id)
+			}
+		}
+		owner.renew(1)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		close(gate)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if o := svc.Ownership(); o.Polled != 40 || o.Deferred != 0 || o.Parked != 0 || o.Loading() {
+			t.Errorf("resumed: %+v, want 40 polled, none deferred or parked, loaded", o)
+		}
+		for _, id := range inShard {
+			if _, ok := svc.NextFetch(id); !ok {
+				t.Errorf("feed %d of the resumed shard not scheduled", id)
+			}
+		}
+		for i, id := range ids {
+			if cluster.ShardOf(cluster.KindFeed, id, 4) != 1 {
+				continue
+			}
+			pub.mu.Lock()
+			var during int
+			for _, at := range pub.polls["/f/"+strconv.Itoa(i)+".rss"] {
+				if !at.Before(lapsedAt) && at.Before(lapsedAt.Add(time.Second)) {
+					during++
+				}
+			}
+			pub.mu.Unlock()
+			if during != 0 {
+				t.Errorf("feed %d fetched %d times while its shard was lapsed", id, during)
+			}
+		}
+	})
 }
