@@ -119,13 +119,18 @@ func (p *parkState) park(sh int, tenure uint64, now time.Time) shardLapse {
 	return *sl
 }
 
-// putOffFeed notes feed id of lapsed shard sh put off.
-func (p *parkState) putOffFeed(sh int, id uint64) {
+// putOffFeed notes feed id of lapsed shard sh put off, in the lapse l
+// (lapseOf, park); false when that lapse is over (a reconcile resumed
+// the shard or ended the lapse since l was read).
+func (p *parkState) putOffFeed(sh int, id uint64, l shardLapse) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if sl := p.shards[sh]; sl != nil {
-		sl.putOff[id] = true
+	sl := p.shards[sh]
+	if sl == nil || sl.tenure != l.tenure || !sl.since.Equal(l.since) {
+		return false
 	}
+	sl.putOff[id] = true
+	return true
 }
 
 // parked counts the parked feeds, as the last reconcile counted them.
@@ -159,8 +164,10 @@ func (p *parkState) deadline() time.Time {
 // planned is kept as a skipped sleep keeps it), and the shard is parked
 // if no reconcile saw it lapse yet. A feed of a shard owned again under
 // another tenure than the one it lapsed with is dropped: another node
-// polled it meanwhile, and the next reconcile loads it anew. Otherwise
-// begin goes on (and drops a feed that is not owned, as before).
+// polled it meanwhile, and the next reconcile loads it anew. Otherwise,
+// and when a reconcile resumed the shard or ended its lapse while putOff
+// was deciding, begin goes on (and drops a feed that is not owned, as
+// before).
 func (s *Service) putOff(id uint64, g *feedGuard) bool {
 	lp, ten, shards, ok := s.lapsing()
 	if !ok {
@@ -188,19 +195,28 @@ func (s *Service) putOff(id uint64, g *feedGuard) bool {
 	if tenure != l.tenure || !now.Before(l.since.Add(maxLapse)) {
 		return false
 	}
-	until := l.since.Add(maxLapse)
+	until := stampOf(l.since.Add(maxLapse))
 	g.mu.Lock()
 	// A feed held until later (its record read after a digest queued
 	// it) keeps its override: it is not due.
 	due := !g.override.time().After(now)
+	prevOverride, prevSlept := g.override, g.slept
 	if due {
 		// slept: Next answers the override and keeps the fetch it
 		// planned (planned), as for a fetch a sleep window skipped.
-		g.override, g.slept = stampOf(until), true
+		g.override, g.slept = until, true
 	}
 	g.mu.Unlock()
-	if due {
-		s.own.park.putOffFeed(sh, id)
+	if due && !s.own.park.putOffFeed(sh, id, l) {
+		// A reconcile resumed the shard (or ended its lapse) since
+		// the lapse was read, and will not bring this fetch forward:
+		// it is not put off, and begin goes on (owned, or dropped).
+		g.mu.Lock()
+		if g.override == until {
+			g.override, g.slept = prevOverride, prevSlept
+		}
+		g.mu.Unlock()
+		return false
 	}
 	return true
 }

@@ -166,3 +166,45 @@ func TestLapseExpeditesReportedLate(t *testing.T) {
 		t.Errorf("after the next reconcile the fetch is at %v, want brought forward to now", time.Until(due).Round(time.Second))
 	}
 }
+
+// TestLapsePutOffRacesResume: a fetch that comes due as its shard
+// resumes, its lapse read before the resume's reconcile and its put-off
+// noted after, is not put off to the lapse's bound (nothing would bring
+// it forward): begin goes on with it, the guard as it was.
+func TestLapsePutOffRacesResume(t *testing.T) {
+	s, o, id, sh := stepService(t)
+	ctx := t.Context()
+	o.lapse(sh)
+	if _, err := s.reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, parked := s.own.park.lapseOf(sh); !parked {
+		t.Fatalf("shard %d not parked", sh)
+	}
+	grant(t, s, id)
+	g := s.guard(id)
+	g.mu.Lock()
+	override, slept := g.override, g.slept
+	g.mu.Unlock()
+	o.mu.Lock()
+	o.onLapsed = func() {
+		// The lease is renewed and a reconcile resumes the shard after
+		// putOff read that it lapsed.
+		o.renew(sh)
+		if _, err := s.reconcile(ctx); err != nil {
+			t.Error(err)
+		}
+	}
+	o.mu.Unlock()
+	if s.putOff(id, g) {
+		t.Error("the fetch was put off after its shard resumed")
+	}
+	if _, parked := s.own.park.lapseOf(sh); parked {
+		t.Fatal("the shard did not resume")
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.override != override || g.slept != slept {
+		t.Errorf("guard's override %v (slept %v) after the race, want %v (%v) as before", g.override.time(), g.slept, override.time(), slept)
+	}
+}
