@@ -254,49 +254,46 @@ func (r lapseReview) of(id uint64) (shard int, v lapseVerdict) {
 	return shard, r.verdict[shard]
 }
 
-// reviewLapses decides, at a reconcile whose owned shards are owned
-// (ascending), which shards are parked, which resume and which lapses
-// ended; it parks the shards that lapsed since.
-func (s *Service) reviewLapses(owned []int) lapseReview {
-	lp, ten, shards, ok := s.lapsing()
+// reviewLapses decides, at a reconcile whose Owner's view is holds
+// (cluster.Lapser.Holds, by shard), which shards are parked, which
+// resume and which lapses ended; it parks the shards that lapsed since.
+func (s *Service) reviewLapses(holds []cluster.Hold) lapseReview {
+	_, _, shards, ok := s.lapsing()
 	if !ok {
 		return lapseReview{}
 	}
 	now := s.opt.Clock.Now()
 	r := lapseReview{verdict: make([]lapseVerdict, shards), ended: map[int]string{}}
-	isOwned := make([]bool, shards)
-	for _, sh := range owned {
-		if sh >= 0 && sh < shards {
-			isOwned[sh] = true
-		}
-	}
 	p := &s.own.park
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for sh := range shards {
+		var h cluster.Hold
+		if sh < len(holds) {
+			h = holds[sh]
+		}
 		sl := p.shards[sh]
-		if isOwned[sh] {
+		if h.Owned {
 			switch {
 			case sl == nil:
-			case ten.Tenure(sh) == sl.tenure:
+			case h.Tenure == sl.tenure:
 				r.verdict[sh] = resumed
 			default:
 				r.verdict[sh], r.ended[sh] = lapseEnded, "owned again under another tenure"
 			}
 			continue
 		}
-		tenure, lapsed := lp.Lapsed(sh)
 		switch {
-		case sl == nil && lapsed:
+		case sl == nil && h.Lapsed:
 			if p.shards == nil {
 				p.shards = map[int]*shardLapse{}
 			}
-			p.shards[sh] = &shardLapse{tenure: tenure, since: now, putOff: map[uint64]bool{}}
+			p.shards[sh] = &shardLapse{tenure: h.Tenure, since: now, putOff: map[uint64]bool{}}
 			r.verdict[sh] = stillParked
 		case sl == nil:
-		case !lapsed:
+		case !h.Lapsed:
 			r.verdict[sh], r.ended[sh] = lapseEnded, "another holder"
-		case tenure != sl.tenure:
+		case h.Tenure != sl.tenure:
 			r.verdict[sh], r.ended[sh] = lapseEnded, "owned again under another tenure"
 		case !now.Before(sl.since.Add(maxLapse)):
 			r.verdict[sh], r.ended[sh] = lapseEnded, "lapsed for too long"

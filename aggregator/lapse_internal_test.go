@@ -70,6 +70,16 @@ func (o *stepOwner) Lapsed(s int) (uint64, bool) {
 	return t, ok
 }
 
+func (o *stepOwner) Holds() []cluster.Hold {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	h := make([]cluster.Hold, o.shards)
+	for s := range h {
+		h[s] = cluster.Hold{Owned: o.owned[s], Lapsed: o.lapsed[s], Tenure: o.tenure[s]}
+	}
+	return h
+}
+
 func (o *stepOwner) lapse(s int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -27,6 +27,11 @@ import (
 type lapsingOwner struct {
 	*shardOwner
 	lapsed map[int]uint64 // under shardOwner.mu
+	// onRead, when set, runs once at the next Holds or Lapsed call: after
+	// Holds computed its answer, before Lapsed computes its own (a change
+	// that comes between a reading of the owned shards and one of the
+	// lapsed ones).
+	onRead func()
 }
 
 func newLapsingOwner(shards int, owned ...int) *lapsingOwner {
@@ -34,10 +39,34 @@ func newLapsingOwner(shards int, owned ...int) *lapsingOwner {
 }
 
 func (o *lapsingOwner) Lapsed(s int) (uint64, bool) {
+	o.read()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	t, ok := o.lapsed[s]
 	return t, ok
+}
+
+func (o *lapsingOwner) Holds() []cluster.Hold {
+	o.mu.Lock()
+	h := make([]cluster.Hold, o.shards)
+	for s := range h {
+		_, lapsed := o.lapsed[s]
+		h[s] = cluster.Hold{Owned: o.owned[s], Lapsed: lapsed, Tenure: o.tenure[s]}
+	}
+	o.mu.Unlock()
+	o.read()
+	return h
+}
+
+// read runs onRead, once.
+func (o *lapsingOwner) read() {
+	o.mu.Lock()
+	f := o.onRead
+	o.onRead = nil
+	o.mu.Unlock()
+	if f != nil {
+		f()
+	}
 }
 
 // change applies f under the owner's lock and fires Changed.
@@ -668,6 +697,35 @@ func TestLapseDropsDeferredFeeds(t *testing.T) {
 			if during != 0 {
 				t.Errorf("feed %d fetched %d times while its shard was lapsed", id, during)
 			}
+		}
+	})
+}
+
+// TestLapseRenewedDuringReconcile: a lapsed shard renewed while a
+// reconcile reads its Owner is either still parked or resumed by it,
+// never taken for another node's (dropped, and loaded again).
+func TestLapseRenewedDuringReconcile(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newLapseEnv(t)
+		close(e.gate.release)
+		defer runService(t, e.svc)()
+		e.sleepUntil(65 * time.Second)
+		e.owner.lapse(1)
+		e.sleepUntil(80 * time.Second)
+		takes, _ := e.store.loadReads()
+		e.owner.mu.Lock()
+		e.owner.onRead = func() { e.owner.renew(1) }
+		e.owner.mu.Unlock()
+		e.owner.change(func() {}) // a reconcile, which reads the Owner
+		e.sleepUntil(90 * time.Second)
+		if o := e.svc.Ownership(); o.Polled != 80 || o.Parked != 0 || o.Lost != 0 {
+			t.Errorf("after the renewal: %+v, want 80 polled, none parked or lost", o)
+		}
+		if got, _ := e.store.loadReads(); got != takes {
+			t.Errorf("%d takes after a renewal, want none (resumed)", got-takes)
+		}
+		if strings.Contains(e.logs.String(), "parked feeds are dropped") {
+			t.Errorf("parked feeds dropped at a renewal:\n%s", e.logs.String())
 		}
 	})
 }

@@ -489,12 +489,22 @@ func (s *Service) settle(ctx context.Context) <-chan struct{} {
 // never left for a whole Resync.
 func (s *Service) reconcile(ctx context.Context) (busy bool, err error) {
 	var owned []int
-	if o, ok := s.opt.Owner.(shardedOwner); ok {
+	var holds []cluster.Hold
+	if lp, _, _, ok := s.lapsing(); ok {
+		// The owned and the lapsed shards from one reading: a renewal
+		// between two readings would show a shard neither.
+		holds = lp.Holds()
+		for sh, h := range holds {
+			if h.Owned {
+				owned = append(owned, sh)
+			}
+		}
+	} else if o, ok := s.opt.Owner.(shardedOwner); ok {
 		owned = o.Owned()
 	}
 	owns := s.ownsShards(owned)
 	// The feeds of lapsed shards are parked, not dropped (lapse.go).
-	lapses := s.reviewLapses(owned)
+	lapses := s.reviewLapses(holds)
 	parked, resumedFeeds := map[int]int{}, map[int]int{}
 	lost, ended := 0, 0
 	for _, id := range s.polled() {

@@ -40,4 +40,15 @@ func (everything) Changed() <-chan struct{} { return nil }
 // stopped. Changed fires when the lapsed shards change too.
 type Lapser interface {
 	Lapsed(shard int) (tenure uint64, ok bool)
+	// Holds tells every shard (by index) from one reading of the view,
+	// so that a renewal or a loss between two questions cannot make a
+	// shard look neither owned nor lapsed.
+	Holds() []Hold
+}
+
+// Hold is one shard as a Lapser's view shows it: Owned (the node may act
+// on it), Lapsed (Lapser.Lapsed), and the node's tenure of it.
+type Hold struct {
+	Owned, Lapsed bool
+	Tenure        uint64
 }

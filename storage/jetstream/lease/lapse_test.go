@@ -74,12 +74,16 @@ func TestLapsedAcrossOutage(t *testing.T) {
 	if o := a.Owned(); len(o) != 0 {
 		t.Fatalf("owns %v with renewals a TTL old", o)
 	}
+	holds := a.Holds()
 	for s := range testShards {
 		if tenure, ok := a.Lapsed(s); !ok || tenure != before[s] {
 			t.Errorf("shard %d: Lapsed = %d, %v; want %d, true", s, tenure, ok, before[s])
 		}
 		if a.Owns(s) {
 			t.Errorf("shard %d owned while lapsed", s)
+		}
+		if want := (cluster.Hold{Lapsed: true, Tenure: before[s]}); holds[s] != want {
+			t.Errorf("shard %d: Holds says %+v, want %+v", s, holds[s], want)
 		}
 	}
 	ch = a.Changed()
@@ -92,9 +96,13 @@ func TestLapsedAcrossOutage(t *testing.T) {
 		return nil
 	})
 	fired(t, ch, "the leases were renewed")
+	holds = a.Holds()
 	for s, tenure := range tenures(t, a) {
 		if tenure != before[s] {
 			t.Errorf("shard %d renewed after its lapse with tenure %d, had %d", s, tenure, before[s])
+		}
+		if want := (cluster.Hold{Owned: true, Tenure: before[s]}); holds[s] != want {
+			t.Errorf("shard %d: Holds says %+v, want %+v", s, holds[s], want)
 		}
 	}
 }

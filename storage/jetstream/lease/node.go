@@ -1093,6 +1093,20 @@ func (n *Node) Lapsed(s int) (tenure uint64, ok bool) {
 	return n.tenure[s], true
 }
 
+// Holds tells every shard's ownership, lapse and tenure from one reading
+// of the node's view (cluster.Lapser).
+func (n *Node) Holds() []cluster.Hold {
+	now := n.opt.Now()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]cluster.Hold, len(n.leases))
+	for s := range out {
+		held, fresh := n.renewedLocked(s, now)
+		out[s] = cluster.Hold{Owned: held && fresh, Lapsed: held && !fresh, Tenure: n.tenure[s]}
+	}
+	return out
+}
+
 // Tenure counts this node's claim attempts on shard s, each counted as
 // it is sent, whether it succeeds, is refused or goes unanswered.
 // Renewals keep it. With the same tenure at two moments, no other node
