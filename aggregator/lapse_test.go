@@ -11,6 +11,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/internal/testlog"
 	"github.com/slogfeed/slogfeed/reader/fetcher"
@@ -209,6 +211,7 @@ type lapseEnv struct {
 	owner *lapsingOwner
 	svc   *aggregator.Service
 	logs  *testlog.Buffer
+	reg   *prometheus.Registry
 	path  map[uint64]string
 	due   map[uint64]time.Time
 	shard map[int][]uint64 // feeds by shard
@@ -251,6 +254,8 @@ func newLapseEnv(t *testing.T) *lapseEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.reg = prometheus.NewRegistry()
+	e.svc.SetMetrics(aggregator.NewMetrics(e.reg, e.svc.Scheduler(), 0))
 	if err := e.svc.Load(); err != nil {
 		t.Fatal(err)
 	}
@@ -332,6 +337,9 @@ func TestLapseResumesParkedFeeds(t *testing.T) {
 		if o.Polled != 80 || o.Parked != len(parked) {
 			t.Errorf("while lapsed: %+v, want 80 polled, %d parked", o, len(parked))
 		}
+		if got := gauges(t, e.reg)["slogfeed_owned_feeds_parked"]; got != float64(len(parked)) {
+			t.Errorf("while lapsed: slogfeed_owned_feeds_parked %v, want %d", got, len(parked))
+		}
 		if !strings.Contains(e.logs.String(), "leases lapsed") {
 			t.Errorf("no log line of the lapse:\n%s", e.logs.String())
 		}
@@ -344,6 +352,9 @@ func TestLapseResumesParkedFeeds(t *testing.T) {
 		}
 		if o := e.svc.Ownership(); o.Polled != 80 || o.Parked != 0 || o.Lost != 0 {
 			t.Errorf("after the resume: %+v, want 80 polled, none parked or lost", o)
+		}
+		if got := gauges(t, e.reg)["slogfeed_owned_feeds_parked"]; got != 0 {
+			t.Errorf("after the resume: slogfeed_owned_feeds_parked %v, want 0", got)
 		}
 		e.sleepUntil(5*time.Minute + time.Second)
 		e.pub.mu.Lock()

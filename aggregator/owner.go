@@ -172,7 +172,8 @@ func (o OwnershipStatus) Loading() bool { return o.Clustered && o.Loaded.IsZero(
 
 // Feeds counts the remote feeds of the owned shards the service knows
 // of: those it polls, those listed and not scheduled yet, and those it
-// could not schedule.
+// could not schedule. Parked feeds count (in Polled): the cluster's
+// status lists a lapsed shard as this node's, its lease naming it.
 func (o OwnershipStatus) Feeds() int { return o.Polled + o.Pending + o.Failed }
 
 // Ownership reports how far the service has come in scheduling the feeds
