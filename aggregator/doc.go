@@ -20,7 +20,9 @@
 //     a poll's would be, and a pushed feed falls back to slow polling;
 //   - ownership (owner.go): on a cluster, the service polls only the feeds
 //     of the shards its node owns, and takes over a shard's learned state
-//     when the shard moves to it;
+//     when the shard moves to it; the feeds of a shard whose lease lapsed
+//     are parked, and resume without a reload if the node renews it
+//     (lapse.go);
 //   - source adapters (source.go): feeds that are not RSS, Atom or JSON
 //     Feed (CSV, JSON APIs, the plugins) parse through an adapter;
 //   - metrics (metrics.go).

@@ -29,6 +29,8 @@ import (
 //	                                      whose records are not read yet
 //	slogfeed_owned_feeds_failed           feeds of this node's shards whose policy
 //	                                      cannot be built (tried at each resync)
+//	slogfeed_owned_feeds_parked           feeds of shards whose lease lapsed, kept
+//	                                      but not fetched until a renewal (lapse.go)
 //	slogfeed_shard_change_loading         1 while the last change of this node's
 //	                                      shards is not loaded, else 0
 //	slogfeed_shard_change_load_seconds    how long the last change that was loaded
@@ -98,6 +100,9 @@ func (m *Metrics) watchOwnership(own func() OwnershipStatus) {
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Name: "slogfeed_owned_feeds_failed", Help: "Feeds of this node's shards whose policy cannot be built (tried again at each resync).",
 			}, func() float64 { return float64(own().Failed) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "slogfeed_owned_feeds_parked", Help: "Feeds of shards whose lease lapsed (not renewed in time, no other holder seen): kept with their learned state, not fetched until a renewal.",
+			}, func() float64 { return float64(own().Parked) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Name: "slogfeed_shard_change_loading", Help: "1 while the last change of this node's shards is not loaded (feeds of its shards not all scheduled), else 0.",
 			}, func() float64 {

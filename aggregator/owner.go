@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -64,6 +65,8 @@ type ownState struct {
 	// scheduled every feed it listed began: their digests may be
 	// written (digest.go).
 	loadedShards map[int]bool
+	// park holds the lapsed shards, whose feeds are parked (lapse.go).
+	park parkState
 }
 
 // setLoadedShards records the shards whose feeds are all scheduled.
@@ -91,6 +94,20 @@ func (o *ownState) keepLoaded(owned []int) {
 			kept[sh] = true
 		}
 	}
+	o.loadedShards = kept
+}
+
+// forgetLoaded forgets shard sh loaded: its parked feeds were dropped,
+// and it counts as loaded again once they are scheduled anew.
+func (o *ownState) forgetLoaded(sh int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.loadedShards[sh] {
+		return
+	}
+	// A new set: loadedShardSet's callers may be reading the old one.
+	kept := maps.Clone(o.loadedShards)
+	delete(kept, sh)
 	o.loadedShards = kept
 }
 
@@ -143,6 +160,11 @@ type OwnershipStatus struct {
 	// reads them in due order, and one that comes due first reads its
 	// own before its fetch. Loaded waits for them.
 	Deferred int
+	// Parked counts the feeds of shards whose lease lapsed (not renewed
+	// in time, no other holder seen): kept with their learned state and
+	// counted in Polled, but not fetched until a renewal succeeds
+	// (lapse.go).
+	Parked int
 }
 
 // Loading reports whether a change of the owned shards is not yet loaded.
@@ -150,7 +172,8 @@ func (o OwnershipStatus) Loading() bool { return o.Clustered && o.Loaded.IsZero(
 
 // Feeds counts the remote feeds of the owned shards the service knows
 // of: those it polls, those listed and not scheduled yet, and those it
-// could not schedule.
+// could not schedule. Parked feeds count (in Polled): the cluster's
+// status lists a lapsed shard as this node's, its lease naming it.
 func (o OwnershipStatus) Feeds() int { return o.Polled + o.Pending + o.Failed }
 
 // Ownership reports how far the service has come in scheduling the feeds
@@ -168,6 +191,7 @@ func (s *Service) Ownership() OwnershipStatus {
 	st.Changed, st.Loaded, st.Took = s.own.changed, s.own.loaded, s.own.took
 	st.Taken, st.Lost = s.own.taken, s.own.lost
 	st.Deferred = s.own.deferredN
+	st.Parked = s.own.park.parked()
 	return st
 }
 
@@ -270,9 +294,19 @@ func (s *Service) ownsNow() func(id uint64) bool {
 	if !ok || !s.clustered() || o.Shards() <= 0 {
 		return s.owns
 	}
+	return s.ownsShards(o.Owned())
+}
+
+// ownsShards is ownsNow with the shards owned read (ascending); with an
+// Owner not by shards, Owner.OwnsFeed.
+func (s *Service) ownsShards(owned []int) func(id uint64) bool {
+	o, ok := s.opt.Owner.(shardedOwner)
+	if !ok || !s.clustered() || o.Shards() <= 0 {
+		return s.owns
+	}
 	n := o.Shards()
 	set := make([]bool, n)
-	for _, sh := range o.Owned() {
+	for _, sh := range owned {
 		if sh >= 0 && sh < n {
 			set[sh] = true
 		}
@@ -349,6 +383,12 @@ func (s *Service) owned(ctx context.Context) {
 		wait := s.opt.Resync
 		if !clean {
 			wait = busyRetry
+		}
+		if at := s.own.park.deadline(); !at.IsZero() {
+			// A lapse that lasts ends at maxLapse.
+			if d := max(at.Sub(s.opt.Clock.Now()), time.Millisecond); wait <= 0 || d < wait {
+				wait = d
+			}
 		}
 		var timer <-chan time.Time
 		var t schedule.Timer
@@ -450,14 +490,47 @@ func (s *Service) settle(ctx context.Context) <-chan struct{} {
 // its pass began, or deleted) is read on its own or tried again at once,
 // never left for a whole Resync.
 func (s *Service) reconcile(ctx context.Context) (busy bool, err error) {
-	owns := s.ownsNow()
-	lost := 0
+	var owned []int
+	var holds []cluster.Hold
+	if lp, _, _, ok := s.lapsing(); ok {
+		// The owned and the lapsed shards from one reading: a renewal
+		// between two readings would show a shard neither.
+		holds = lp.Holds()
+		for sh, h := range holds {
+			if h.Owned {
+				owned = append(owned, sh)
+			}
+		}
+	} else if o, ok := s.opt.Owner.(shardedOwner); ok {
+		owned = o.Owned()
+	}
+	owns := s.ownsShards(owned)
+	// The feeds of lapsed shards are parked, not dropped (lapse.go).
+	lapses := s.reviewLapses(holds)
+	parked, resumedFeeds := map[int]int{}, map[int]int{}
+	lost, ended := 0, 0
 	for _, id := range s.polled() {
-		if !owns(id) && s.drop(id) {
-			lost++
+		sh, v := lapses.of(id)
+		switch {
+		case v == lapseEnded:
+			if s.drop(id) {
+				lost++
+				ended++
+			}
+		case owns(id):
+			if v == resumed {
+				resumedFeeds[sh]++
+			}
+		case v == stillParked && s.parkable(id):
+			parked[sh]++
+		default:
+			if s.drop(id) {
+				lost++
+			}
 		}
 	}
 	s.own.dropped(lost)
+	busy = s.settleLapses(lapses, parked, resumedFeeds, ended)
 	ids, err := s.feedIDs()
 	if err != nil {
 		if lost > 0 {
@@ -485,11 +558,11 @@ func (s *Service) reconcile(ctx context.Context) (busy bool, err error) {
 			s.own.setSkip(id)
 		}
 	}
-	took, busy := s.take(ctx, take, owns)
+	took, takeBusy := s.take(ctx, take, owns)
 	if took > 0 || lost > 0 {
 		s.log.Info("feeds follow the cluster's shards", "taken", took, "lost", lost, "polled_here", s.sched.Len())
 	}
-	return busy, nil
+	return busy || takeBusy, nil
 }
 
 // feedIDs lists the store's feed IDs: storage.FeedIDLister's, else from

@@ -795,6 +795,10 @@ type pendingPoll struct {
 // ended: the feed keeps its turn.
 func (s *Service) begin(ctx context.Context, id uint64) (obs schedule.Observation, pd *pendingPoll, ok bool) {
 	g := s.guard(id)
+	if g != nil && s.putOff(id, g) {
+		// Its shard's lease lapsed: parked, nothing read (lapse.go).
+		return schedule.Observation{At: s.opt.Clock.Now()}, nil, true
+	}
 	f, err := s.opt.Store.Feed(id)
 	switch {
 	case g == nil:

@@ -61,6 +61,10 @@ type ThisNode struct {
 	// Deferred counts the feeds scheduled from their shard's schedule
 	// digest whose records (learned policy states) are not read yet.
 	Deferred int `json:"deferred"`
+	// Parked counts the feeds of shards whose lease lapsed (renewals too
+	// old, no other holder seen): counted in Polled, kept with their
+	// learned state, not fetched until a renewal succeeds.
+	Parked int `json:"parked"`
 	// Loading is true while the last change is not loaded: Pending may
 	// still be 0 while the change's feeds are being listed, and is 0
 	// once they are all scheduled while Deferred ones are read.
@@ -95,7 +99,7 @@ func thisNode(agg Aggregator, name string) *ThisNode {
 	}
 	st := o.Ownership()
 	return &ThisNode{
-		Name: name, Polled: st.Polled, Pending: st.Pending, Failed: st.Failed, Deferred: st.Deferred, Loading: st.Loading(),
+		Name: name, Polled: st.Polled, Pending: st.Pending, Failed: st.Failed, Deferred: st.Deferred, Parked: st.Parked, Loading: st.Loading(),
 		Changed: st.Changed, Loaded: st.Loaded, LoadS: st.Took.Seconds(), Taken: st.Taken, Lost: st.Lost,
 		feeds: st.Feeds(),
 	}

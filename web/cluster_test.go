@@ -283,11 +283,13 @@ func TestClusterThisNode(t *testing.T) {
 		want    string // the this_node object; "" for none
 	}{
 		{"loading", ownAgg{st: aggregator.OwnershipStatus{Clustered: true, Polled: 120, Pending: 333, Deferred: 40, Changed: changed, Took: 2500 * time.Millisecond, Lost: 2}}, lease,
-			`{"name":"n1","polled":120,"pending":333,"failed":0,"deferred":40,"loading":true,"changed":"2026-11-25T12:00:00Z","load_s":2.5,"taken":0,"lost":2}`},
+			`{"name":"n1","polled":120,"pending":333,"failed":0,"deferred":40,"parked":0,"loading":true,"changed":"2026-11-25T12:00:00Z","load_s":2.5,"taken":0,"lost":2}`},
 		{"loaded", ownAgg{st: aggregator.OwnershipStatus{Clustered: true, Polled: 453, Failed: 1, Changed: changed, Loaded: changed.Add(4 * time.Second), Took: 4 * time.Second, Taken: 333}}, lease,
-			`{"name":"n1","polled":453,"pending":0,"failed":1,"deferred":0,"loading":false,"changed":"2026-11-25T12:00:00Z","loaded":"2026-11-25T12:00:04Z","load_s":4,"taken":333,"lost":0}`},
+			`{"name":"n1","polled":453,"pending":0,"failed":1,"deferred":0,"parked":0,"loading":false,"changed":"2026-11-25T12:00:00Z","loaded":"2026-11-25T12:00:04Z","load_s":4,"taken":333,"lost":0}`},
+		{"lapsed", ownAgg{st: aggregator.OwnershipStatus{Clustered: true, Polled: 453, Parked: 110, Changed: changed, Loaded: changed.Add(4 * time.Second), Took: 4 * time.Second, Taken: 333}}, lease,
+			`{"name":"n1","polled":453,"pending":0,"failed":0,"deferred":0,"parked":110,"loading":false,"changed":"2026-11-25T12:00:00Z","loaded":"2026-11-25T12:00:04Z","load_s":4,"taken":333,"lost":0}`},
 		{"single node's service", single, nil,
-			`{"name":"n1","polled":5,"pending":0,"failed":0,"deferred":0,"loading":false,"load_s":0,"taken":0,"lost":0}`},
+			`{"name":"n1","polled":5,"pending":0,"failed":0,"deferred":0,"parked":0,"loading":false,"load_s":0,"taken":0,"lost":0}`},
 		{"an aggregator that does not report it", planAgg{}, lease, ""},
 		{"no aggregator", nil, lease, ""},
 	}

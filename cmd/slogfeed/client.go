@@ -590,6 +590,9 @@ func shardChange(n *web.ThisNode) string {
 	if n.Failed > 0 {
 		fmt.Fprintf(&b, "; %d feeds of its shards cannot be scheduled (see its log)", n.Failed)
 	}
+	if n.Parked > 0 {
+		fmt.Fprintf(&b, "; %d feeds parked (their shards' leases lapsed: not fetched until renewed)", n.Parked)
+	}
 	return b.String()
 }
 

@@ -74,6 +74,9 @@ func TestClusterCommand(t *testing.T) {
 		{"this node loaded", `{"mode":"cluster","nodes":[{"name":"n1","shards":64,"live":true,"feeds":20}],"shards":64,"unowned":0,"lease_ttl_s":9,"feeds":20,"unowned_feeds":0,` +
 			`"this_node":{"name":"n1","polled":19,"pending":0,"failed":1,"loading":false,"changed":"2026-11-25T12:00:00Z","loaded":"2026-11-25T12:00:03.5Z","load_s":3.5004,"taken":10,"lost":0}}`,
 			[]string{"this node (n1) polls 19 feeds; the last change of its shards (seen 2026-11-25T12:00:00Z) was loaded in 3.5s: 10 feeds taken, 0 dropped; 1 feeds of its shards cannot be scheduled (see its log)"}},
+		{"this node with parked feeds", `{"mode":"cluster","nodes":[{"name":"n1","shards":64,"live":true,"feeds":20}],"shards":64,"unowned":0,"lease_ttl_s":9,"feeds":20,"unowned_feeds":0,` +
+			`"this_node":{"name":"n1","polled":20,"pending":0,"failed":0,"parked":6,"loading":false,"changed":"2026-11-25T12:00:00Z","loaded":"2026-11-25T12:00:03.5Z","load_s":3.5,"taken":20,"lost":0}}`,
+			[]string{"this node (n1) polls 20 feeds; the last change of its shards (seen 2026-11-25T12:00:00Z) was loaded in 3.5s: 20 feeds taken, 0 dropped; 6 feeds parked (their shards' leases lapsed: not fetched until renewed)"}},
 		{"this node single", `{"mode":"single","nodes":[{"name":"local","shards":1,"live":true,"feeds":3}],"shards":1,"feeds":3,` +
 			`"this_node":{"name":"local","polled":3,"pending":0,"failed":0,"loading":false,"load_s":0,"taken":0,"lost":0}}`,
 			[]string{"single node (no cluster): 3 feeds\nthis node (local) polls 3 feeds\n"}},

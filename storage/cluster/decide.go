@@ -188,6 +188,24 @@ func Owned(v View, t Timing) []bool {
 	return own
 }
 
+// Lapsed reports, per shard, whether this node's lease on it lapsed: the
+// lease names this process and was renewed, but not within TTL−Margin,
+// so the node may not act on it (Owned is false). A renewal only
+// succeeds at a revision this process wrote, so after another node's
+// claim only a claim of this process names it again: a lease owned again
+// without a claim of this process in between (the same tenure, Lapser)
+// was held by no other node meanwhile. A lease whose renewal
+// was refused, or that this node gave back, is not lapsed: its driver
+// forgets the renewal (Renewed is zero).
+func Lapsed(v View, t Timing) []bool {
+	lapsed := make([]bool, len(v.Leases))
+	for s, l := range v.Leases {
+		lapsed[s] = v.mine(l) && s < len(v.Renewed) && !v.Renewed[s].IsZero() &&
+			!v.Now.Before(v.Renewed[s].Add(t.TTL-t.Margin))
+	}
+	return lapsed
+}
+
 // Share is the even share of n shards over m members: every member should
 // hold between Floor and Ceil.
 func Share(n, m int) (floor, ceil int) {

@@ -290,6 +290,28 @@ func TestOwned(t *testing.T) {
 	}
 }
 
+// TestLapsed: a lease of this process renewed TTL−Margin ago or earlier
+// is lapsed; one renewed since, one whose renewal was forgotten (refused,
+// released), and another process's are not.
+func TestLapsed(t *testing.T) {
+	now := t0.Add(time.Minute)
+	v := table(now, t0, t0, nil, "me", "me", "me", "a", "me-old")
+	v.Renewed[0] = now.Add(-tm.TTL + tm.Margin + time.Millisecond) // owned
+	v.Renewed[1] = now.Add(-tm.TTL + tm.Margin)                    // lapsed exactly now
+	v.Renewed[2] = time.Time{}                                     // refused or released
+	v.Renewed[3] = now.Add(-time.Hour)
+	v.Renewed[4] = now.Add(-time.Hour)
+	got := Lapsed(v, tm)
+	if want := []bool{false, true, false, false, false}; !slices.Equal(got, want) {
+		t.Fatalf("Lapsed = %v, want %v", got, want)
+	}
+	for s, o := range Owned(v, tm) {
+		if o && got[s] {
+			t.Errorf("shard %d both owned and lapsed", s)
+		}
+	}
+}
+
 func TestResumeSeen(t *testing.T) {
 	lost := t0.Add(time.Minute)
 	back := lost.Add(tm.TTL)  // a long outage: a re-election's second round

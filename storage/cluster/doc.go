@@ -16,7 +16,8 @@
 // (now, the lease table with when this node saw each revision, the member
 // keys, whether KV writes succeed, and when this node last renewed each
 // of its leases) it returns a Plan of renewals, releases and claims.
-// Owned says which shards a view lets the node act on; ResumeSeen is how
+// Owned says which shards a view lets the node act on, Lapsed which of its
+// leases ran out without another node's claim in view; ResumeSeen is how
 // observation times are carried over a KV outage; NextExpiry is when the
 // plan next changes with the clock; Acks dates the values a lagging
 // watch delivers; StatusOf is the cluster as a view shows it.
@@ -45,7 +46,7 @@
 //
 // # Tests
 //
-// decide_test.go pins Decide, Owned, Share, ResumeSeen, NextExpiry, ShardOf and
+// decide_test.go pins Decide, Owned, Lapsed, Share, ResumeSeen, NextExpiry, ShardOf and
 // ValidNodeName with tables; sim_test.go runs Decide for several nodes on
 // a fake clock over an in-memory compare-and-set table through start, two
 // stable minutes, a kill, a join, a 6 s bucket outage, a partition, an

@@ -5,7 +5,9 @@
 // for free shards, Update at the revision read for held ones, Delete with
 // a revision check for releases). Node is the cluster.Owner the
 // aggregator and the pipe runner of a cluster node ask "is this mine?"
-// and whose Changed they follow.
+// and whose Changed they follow, and the cluster.Lapser that tells the
+// aggregator which of its shards lapsed (renewals too old, no other
+// holder in view) and under which tenure.
 //
 // This package may import NATS (nats.go, and storage/jetstream, which
 // embeds nats-server); no core package may import it (storage/cluster's
@@ -53,7 +55,12 @@
 // following TTL + 2 s; with two of three servers down past a TTL every
 // write fails, and afterwards every node renews the leases it had; a
 // clean Close hands the shards over at once; a second shard count and a
-// duplicate name are refused. bench_test.go's BenchmarkFailover measures
+// duplicate name are refused. lapse_test.go follows Lapsed on a node
+// whose clock runs ahead: leases that lapse while writes fail and are
+// renewed under the same tenure, and a lapsed lease another node claims
+// (no longer lapsed as soon as the watch delivers the claim; claimed back
+// later under a new tenure, also when the claim lands but its answer
+// times out). bench_test.go's BenchmarkFailover measures
 // lease failover over repeated kills; scale_test.go's BenchmarkManyFeeds
 // measures the store and the leases with many feeds over three nodes.
 package lease

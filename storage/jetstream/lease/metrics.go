@@ -5,6 +5,7 @@ import "github.com/prometheus/client_golang/prometheus"
 // Metrics are a node's lease metrics. A nil *Metrics records nothing.
 //
 //	slogfeed_cluster_shards_owned                     shards this node may act on
+//	slogfeed_cluster_shards_lapsed                    shards whose lease this node holds but renewed too long ago to act on
 //	slogfeed_cluster_members_live                     live members this node sees
 //	slogfeed_cluster_kv_healthy                       1 while this node's lease writes succeed
 //	slogfeed_cluster_lease_renewals_total{result}     renewals: ok, conflict (lost), error
@@ -12,6 +13,7 @@ import "github.com/prometheus/client_golang/prometheus"
 //	slogfeed_cluster_lease_releases_total             leases given back (rebalancing, shutdown)
 type Metrics struct {
 	owned    prometheus.Gauge
+	lapsed   prometheus.Gauge
 	live     prometheus.Gauge
 	healthy  prometheus.Gauge
 	renewals *prometheus.CounterVec
@@ -24,6 +26,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		owned: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "slogfeed_cluster_shards_owned", Help: "Shards this node owns (may poll and run pipes of).",
+		}),
+		lapsed: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "slogfeed_cluster_shards_lapsed", Help: "Shards whose lease this node holds but could not renew in time to act on (lapsed; owned again if a renewal succeeds).",
 		}),
 		live: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "slogfeed_cluster_members_live", Help: "Live cluster members as this node sees them.",
@@ -41,7 +46,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "slogfeed_cluster_lease_releases_total", Help: "Leases given back.",
 		}),
 	}
-	reg.MustRegister(m.owned, m.live, m.healthy, m.renewals, m.claims, m.releases)
+	reg.MustRegister(m.owned, m.lapsed, m.live, m.healthy, m.renewals, m.claims, m.releases)
 	for _, r := range []string{"ok", "conflict", "error"} {
 		m.renewals.WithLabelValues(r)
 	}
@@ -74,11 +79,12 @@ func (m *Metrics) release() {
 	}
 }
 
-func (m *Metrics) state(owned, live int, healthy bool) {
+func (m *Metrics) state(owned, lapsed, live int, healthy bool) {
 	if m == nil {
 		return
 	}
 	m.owned.Set(float64(owned))
+	m.lapsed.Set(float64(lapsed))
 	m.live.Set(float64(live))
 	h := 0.0
 	if healthy {

@@ -189,6 +189,7 @@ type Node struct {
 	// own acknowledged writes (cluster.Acks.SeenAt).
 	acks     cluster.Acks
 	owned    []int // shards owned at the last evaluation
+	lapsed   []int // shards lapsed at the last evaluation (Lapsed)
 	changed  chan struct{}
 	err      error
 	features atomic.Pointer[featureView] // AllHave
@@ -829,6 +830,10 @@ func (n *Node) claim(ctx context.Context, st cluster.Step) bool {
 	defer cancel()
 	n.mu.Lock()
 	prev := n.leases[st.Shard]
+	// Every claim attempt starts a tenure, answered or not: a write whose
+	// answer times out may still land, and the watch then delivers it as
+	// this process's lease, renewed like any other (Tenure).
+	n.tenure[st.Shard]++
 	n.mu.Unlock()
 	sent := n.opt.Now()
 	var rev uint64
@@ -845,7 +850,6 @@ func (n *Node) claim(ctx context.Context, st cluster.Step) bool {
 		n.acks.Add(rev, n.opt.Now())
 		n.setLease(st.Shard, rev, n.leaseValue(), false, sent)
 		n.renewed[st.Shard] = sent
-		n.tenure[st.Shard]++
 		n.mu.Unlock()
 		if st.Takeover {
 			n.log.Info("cluster: takeover", "shard", st.Shard, "from", prev.Holder, "from_instance", prev.Instance)
@@ -996,35 +1000,62 @@ func (n *Node) fail(err error) {
 	n.evaluate()
 }
 
+// renewedLocked reports whether this process holds shard s's lease in
+// its view with a renewal it has not forgotten, and whether that renewal
+// is recent enough to act on the shard at now (cluster.Owned,
+// cluster.Lapsed). n.mu is held.
+func (n *Node) renewedLocked(s int, now time.Time) (held, fresh bool) {
+	if s < 0 || s >= len(n.leases) || n.err != nil {
+		return false, false
+	}
+	l := n.leases[s]
+	if l.Holder != n.opt.Name || l.Instance != n.instance || n.renewed[s].IsZero() {
+		return false, false
+	}
+	return true, now.Before(n.renewed[s].Add(n.opt.Timing.TTL - n.opt.Timing.Margin))
+}
+
 // ownedLocked lists the shards this process may act on at now. n.mu is
 // held.
 func (n *Node) ownedLocked(now time.Time) []int {
 	var s []int
-	for i, l := range n.leases {
-		if n.err == nil && l.Holder == n.opt.Name && l.Instance == n.instance && !n.renewed[i].IsZero() &&
-			now.Before(n.renewed[i].Add(n.opt.Timing.TTL-n.opt.Timing.Margin)) {
+	for i := range n.leases {
+		if held, fresh := n.renewedLocked(i, now); held && fresh {
 			s = append(s, i)
 		}
 	}
 	return s
 }
 
-// evaluate recomputes the owned shards and wakes Changed's waiters when
-// they differ.
+// lapsedLocked lists the shards whose lease lapsed at now (Lapsed). n.mu
+// is held.
+func (n *Node) lapsedLocked(now time.Time) []int {
+	var s []int
+	for i := range n.leases {
+		if held, fresh := n.renewedLocked(i, now); held && !fresh {
+			s = append(s, i)
+		}
+	}
+	return s
+}
+
+// evaluate recomputes the owned and the lapsed shards and wakes
+// Changed's waiters when either differ.
 func (n *Node) evaluate() {
 	now := n.opt.Now()
 	n.mu.Lock()
 	owned := n.ownedLocked(now)
+	lapsed := n.lapsedLocked(now)
 	v := n.view(now)
 	live := len(v.Live(n.opt.Timing))
 	healthy := n.healthy
-	if !slices.Equal(owned, n.owned) {
-		n.owned = owned
+	if !slices.Equal(owned, n.owned) || !slices.Equal(lapsed, n.lapsed) {
+		n.owned, n.lapsed = owned, lapsed
 		close(n.changed)
 		n.changed = make(chan struct{})
 	}
 	n.mu.Unlock()
-	n.opt.Metrics.state(len(owned), live, healthy)
+	n.opt.Metrics.state(len(owned), len(lapsed), live, healthy)
 }
 
 // Shards is the cluster's shard count.
@@ -1039,19 +1070,53 @@ func (n *Node) Owns(s int) bool {
 	now := n.opt.Now()
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if s < 0 || s >= len(n.leases) || n.err != nil {
-		return false
-	}
-	l := n.leases[s]
-	return l.Holder == n.opt.Name && l.Instance == n.instance && !n.renewed[s].IsZero() &&
-		now.Before(n.renewed[s].Add(n.opt.Timing.TTL-n.opt.Timing.Margin))
+	held, fresh := n.renewedLocked(s, now)
+	return held && fresh
 }
 
-// Tenure counts this node's claims of shard s. Renewals keep it, even
-// after the lease lapsed (no other node claimed it, or the renewal would
-// have failed); a shard lost or released and owned again has a new one.
-// A caller that notes Tenure(s) before a read and finds the same after
-// it, with Owns(s) true then, knows no other node claimed s in between.
+// Lapsed reports whether shard s's lease lapsed (cluster.Lapser): the
+// node's view still names this process as its holder, and the last
+// successful renewal is TTL−Margin old or older, so the node does not
+// own it; tenure is Tenure(s). Lapsed turns false when the shard is
+// owned again (a renewal succeeded), when the view names another holder
+// or none (the watch delivered another node's claim, or a refused
+// renewal was read back), when the node gives the lease back, and when
+// the node stops. Owned again with the tenure it lapsed with, no other
+// node held the shard meanwhile (Tenure).
+func (n *Node) Lapsed(s int) (tenure uint64, ok bool) {
+	now := n.opt.Now()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if held, fresh := n.renewedLocked(s, now); !held || fresh {
+		return 0, false
+	}
+	return n.tenure[s], true
+}
+
+// Holds tells every shard's ownership, lapse and tenure from one reading
+// of the node's view (cluster.Lapser).
+func (n *Node) Holds() []cluster.Hold {
+	now := n.opt.Now()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]cluster.Hold, len(n.leases))
+	for s := range out {
+		held, fresh := n.renewedLocked(s, now)
+		out[s] = cluster.Hold{Owned: held && fresh, Lapsed: held && !fresh, Tenure: n.tenure[s]}
+	}
+	return out
+}
+
+// Tenure counts this node's claim attempts on shard s, each counted as
+// it is sent, whether it succeeds, is refused or goes unanswered.
+// Renewals keep it. With the same tenure at two moments, no other node
+// held s in between while this process held it at both: the only writes
+// naming this process are its own claims and renewals; a renewal only
+// succeeds at a revision this process wrote, so after another holder's
+// write only a claim names this process again, and that claim, answered
+// or not, is a new tenure. A caller that notes Tenure(s) before a read
+// and finds the same after it, with Owns(s) true then, knows no other
+// node claimed s in between.
 func (n *Node) Tenure(s int) uint64 {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -1079,8 +1144,9 @@ func (n *Node) Owned() []int {
 }
 
 // Changed returns a channel that is closed at the next change of the
-// owned shards (a claim, a release, a lost or lapsed lease). Call it
-// again after it fires, then read Owned.
+// owned shards (a claim, a release, a lost or lapsed lease) or of the
+// lapsed ones (a lapsed lease renewed, or claimed by another node as
+// the view shows). Call it again after it fires, then read Owned.
 func (n *Node) Changed() <-chan struct{} {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -1181,7 +1247,10 @@ func (n *Node) Close(ctx context.Context) error {
 	return nil
 }
 
-var _ cluster.Owner = (*Node)(nil)
+var (
+	_ cluster.Owner  = (*Node)(nil)
+	_ cluster.Lapser = (*Node)(nil)
+)
 
 // featureView is what AllHave answers from: for each of this node's
 // features, whether every member in view advertises it, and when a member
