@@ -133,7 +133,7 @@ func (s *Store) addSynced(ctx context.Context, f storage.Feed, items []storage.I
 		select {
 		case pa = <-p.ack.Ok():
 			if alone && !pa.Duplicate {
-				advanced = s.known.advance(feedID, upTo, knownItem{key: MsgID(feedID, p.item.ID), seq: pa.Sequence, at: sortTime(&p.item).UnixNano()})
+				advanced = s.known.advance(feedID, upTo, knownItem{key: MsgID(feedID, p.item.ID), seq: pa.Sequence, at: sortNanos(sortTime(&p.item))})
 			}
 		case err = <-p.ack.Err():
 			if alone && (IsConflict(err) || inProcess(err)) {
@@ -160,7 +160,7 @@ func (s *Store) addSynced(ctx context.Context, f storage.Feed, items []storage.I
 			p.item.Seq = pa.Sequence
 			added = append(added, p.item)
 			if !advanced {
-				stored = append(stored, knownItem{key: MsgID(feedID, p.item.ID), seq: pa.Sequence, at: sortTime(&p.item).UnixNano()})
+				stored = append(stored, knownItem{key: MsgID(feedID, p.item.ID), seq: pa.Sequence, at: sortNanos(sortTime(&p.item))})
 			}
 		}
 	}
@@ -219,7 +219,7 @@ func (s *Store) admission(feedID uint64, r storage.Retention, now time.Time) fun
 		if !it.OwnDate.IsZero() && it.OwnDate.Before(t) { // see storage.Item.OwnDate
 			t = it.OwnDate
 		}
-		ns := t.UnixNano()
+		ns := sortNanos(t)
 		return r.MaxAge > 0 && ns < cutoff || full && ns <= oldest
 	}
 }
@@ -490,10 +490,22 @@ const windowPasses = 3
 //     read, so Limit matching items there are the newest. When fewer
 //     match (the index held items removed since, its sort times are not
 //     the items'), the window is widened back, and after windowPasses the
-//     rest of the subject is read.
+//     rest of the subject is read;
+//   - newest first by publish time, and without a Limit a window of
+//     publish times: the items the index names (queryByTime), when it
+//     can vouch for them.
 //
-// Other queries (no Limit, by publish time) read the whole subject.
+// Other queries (no Limit and no window), and those the index cannot
+// vouch for, read the whole subject; a whole read gives the index the
+// exact sort times of the entries it read from headers that do not
+// vouch for theirs (known.vouch).
 func (s *Store) queryItems(ctx context.Context, feedID uint64, q storage.ItemQuery) ([]storage.Item, error) {
+	if byTime(q) {
+		items, ok, err := s.queryByTime(ctx, feedID, q)
+		if err != nil || ok {
+			return items, err
+		}
+	}
 	switch {
 	case q.Limit <= 0:
 	case q.AfterSeq > 0 || q.Order == storage.ByArrivalAsc:
@@ -514,19 +526,13 @@ func (s *Store) queryItems(ctx context.Context, feedID uint64, q storage.ItemQue
 		if err := s.syncKnownRecent(ctx, feedID); err != nil {
 			return nil, err
 		}
-		var since, until int64
-		if !q.Since.IsZero() {
-			since = q.Since.UnixNano()
-		}
-		if !q.Until.IsZero() {
-			until = q.Until.UnixNano()
-		}
+		sp := spanOf(q.Since, q.Until)
 		// Each pass reads the messages below what the previous ones read,
 		// from a start further back.
 		var items []storage.Item
 		below, n := q.BeforeSeq, q.Limit
 		for range windowPasses {
-			from, ok := s.known.nthNewest(feedID, n, q.BeforeSeq, since, until)
+			from, ok := s.known.nthNewest(feedID, n, q.BeforeSeq, sp)
 			if !ok || below != 0 && from >= below {
 				from = 1 // the index has fewer: read all of it
 			}
@@ -549,6 +555,9 @@ func (s *Store) queryItems(ctx context.Context, feedID uint64, q storage.ItemQue
 	all, err := s.Items(ctx, feedID, q.AfterSeq, int(s.opt.MaxItemsPerFeed))
 	if err != nil {
 		return nil, err
+	}
+	if q.AfterSeq == 0 {
+		s.known.vouch(feedID, all)
 	}
 	return query(all, q), nil
 }

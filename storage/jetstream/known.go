@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -71,12 +70,24 @@ type known struct {
 type knownItem struct {
 	key string // MsgID(feed, item ID)
 	seq uint64 // stream sequence; 0: removed by retention
-	at  int64  // sort time, Unix nanoseconds
+	at  int64  // sort time (sortNanos)
+	// loose: at came from a time header that does not vouch for it
+	// (looseTime), so the item's sort time may be another.
+	loose bool
 }
 
 type knownFeed struct {
-	items   map[string]knownItem
-	gone    int           // entries of items removed by retention (seq 0)
+	items map[string]knownEntry
+	gone  int // entries of items removed by retention (seq 0)
+	// bySeq and byAt hold the entries of the stored items (seq ≠ 0),
+	// ordered by sequence and by sort time then sequence (knownorder.go).
+	bySeq, byAt []knownEntry
+	// loose holds the sequences of stored items whose entry is loose
+	// (knownItem.loose); nil when none.
+	loose map[uint64]struct{}
+	// pending are the entries put and dropped since bySeq and byAt were
+	// last brought up to date (settle).
+	pendingPut, pendingDrop []knownEntry
 	lastSeq uint64        // items are complete up to this stream sequence
 	synced  int64         // when lastSeq was last checked against the stream, Unix nanoseconds
 	elem    *list.Element // nil while trusted
@@ -223,19 +234,24 @@ func (k *known) extend(feedID, lastSeq uint64, items []knownItem, reset bool) {
 	}
 	if reset {
 		k.untrustLocked(feedID, f) // before the entries it counted go
-		f.items = make(map[string]knownItem, len(items))
+		f.items = make(map[string]knownEntry, len(items))
 		f.gone, f.shadow = 0, false
+		f.bySeq, f.byAt, f.loose = nil, nil, nil
+		f.pendingPut, f.pendingDrop = nil, nil
 	}
 	for _, it := range items {
 		k.putLocked(f, it)
 	}
+	f.settle()
 	f.lastSeq = lastSeq
 	k.touch(f)
 	k.evictLocked()
 	k.boundLocked(feedID, f)
 }
 
-// put records it unless the index has a later message of the same key.
+// put records it unless the index has a later message of the same key,
+// or the same message with a sort time it vouches for and it does not.
+// The entry's place in bySeq and byAt is pending until settle.
 func (f *knownFeed) put(it knownItem) {
 	old, ok := f.items[it.key]
 	if ok && old.seq != 0 && it.seq != 0 && old.seq != it.seq {
@@ -244,10 +260,45 @@ func (f *knownFeed) put(it knownItem) {
 	if ok && old.seq > it.seq {
 		return
 	}
+	if ok && it.seq != 0 && old.seq == it.seq && (it.loose || !f.isLoose(old.seq)) {
+		return
+	}
 	if ok && old.seq == 0 && it.seq != 0 {
 		f.gone-- // a removed item stored again
 	}
-	f.items[it.key] = it
+	if ok && old.seq != 0 {
+		f.drop(old)
+	}
+	e := knownEntry{seq: it.seq, at: it.at}
+	f.items[it.key] = e
+	if it.seq == 0 {
+		return
+	}
+	f.pendingPut = append(f.pendingPut, e)
+	if it.loose {
+		if f.loose == nil {
+			f.loose = map[uint64]struct{}{}
+		}
+		f.loose[it.seq] = struct{}{}
+	}
+}
+
+// drop takes the stored entry e out of bySeq and byAt (pending until
+// settle).
+func (f *knownFeed) drop(e knownEntry) {
+	f.pendingDrop = append(f.pendingDrop, e)
+	if f.loose != nil {
+		delete(f.loose, e.seq)
+		if len(f.loose) == 0 {
+			f.loose = nil
+		}
+	}
+}
+
+// isLoose reports whether the stored entry at seq is loose.
+func (f *knownFeed) isLoose(seq uint64) bool {
+	_, ok := f.loose[seq]
+	return ok
 }
 
 // checked notes that the feed's index was found complete at at.
@@ -281,6 +332,7 @@ func (k *known) advance(feedID, from uint64, it knownItem) bool {
 		return false
 	}
 	k.putLocked(f, it)
+	f.settle()
 	f.lastSeq = it.seq
 	k.boundLocked(feedID, f)
 	return true
@@ -299,6 +351,7 @@ func (k *known) add(feedID uint64, items []knownItem) {
 		for _, it := range items {
 			k.putLocked(f, it)
 		}
+		f.settle()
 		k.untrustLocked(feedID, f)
 		k.evictLocked()
 	}
@@ -331,11 +384,13 @@ func (k *known) removed(feedID uint64, items []knownItem) {
 	}
 	for _, it := range items {
 		if cur, ok := f.items[it.key]; ok && cur.seq == it.seq && cur.seq != 0 {
+			f.drop(cur)
 			cur.seq = 0
 			f.items[it.key] = cur
 			f.gone++
 		}
 	}
+	f.settle()
 	if f.gone < 2*keptRemoved {
 		return
 	}
@@ -349,9 +404,9 @@ func (k *known) removed(feedID uint64, items []knownItem) {
 // sort time, then key) and returns how many it dropped.
 func (f *knownFeed) forgetRemoved(keep int) int {
 	gone := make([]knownItem, 0, f.gone)
-	for _, it := range f.items {
-		if it.seq == 0 {
-			gone = append(gone, it)
+	for key, e := range f.items {
+		if e.seq == 0 {
+			gone = append(gone, knownItem{key: key, at: e.at})
 		}
 	}
 	if len(gone) <= keep {
@@ -390,10 +445,10 @@ func (k *known) live(feedID uint64) ([]knownItem, bool) {
 	f, ok := k.feeds[feedID]
 	var out []knownItem
 	if ok {
-		out = make([]knownItem, 0, len(f.items))
-		for _, it := range f.items {
-			if it.seq != 0 {
-				out = append(out, it)
+		out = make([]knownItem, 0, len(f.bySeq))
+		for key, e := range f.items {
+			if e.seq != 0 {
+				out = append(out, knownItem{key: key, seq: e.seq, at: e.at, loose: f.isLoose(e.seq)})
 			}
 		}
 	}
@@ -407,61 +462,6 @@ func (k *known) live(feedID uint64) ([]knownItem, bool) {
 	return out, ok
 }
 
-// nthNewest returns the sequence of the n-th newest stored item (by
-// sequence) of the feed's index among those below sequence below (no
-// bound when 0) whose sort time is in [since, until) (no bound when 0);
-// false when the index holds fewer or the feed has no index.
-func (k *known) nthNewest(feedID uint64, n int, below uint64, since, until int64) (uint64, bool) {
-	if n <= 0 {
-		return 0, false
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	f, ok := k.feeds[feedID]
-	if !ok || len(f.items)-f.gone < n {
-		return 0, false
-	}
-	// A min-heap of the n highest sequences seen.
-	h := make([]uint64, 0, n)
-	for _, it := range f.items {
-		if it.seq == 0 || below != 0 && it.seq >= below || since != 0 && it.at < since || until != 0 && it.at >= until {
-			continue
-		}
-		switch {
-		case len(h) < n:
-			h = append(h, it.seq)
-			for i := len(h) - 1; i > 0; {
-				p := (i - 1) / 2
-				if h[p] <= h[i] {
-					break
-				}
-				h[p], h[i] = h[i], h[p]
-				i = p
-			}
-		case it.seq > h[0]:
-			h[0] = it.seq
-			for i := 0; ; {
-				m, l, r := i, 2*i+1, 2*i+2
-				if l < n && h[l] < h[m] {
-					m = l
-				}
-				if r < n && h[r] < h[m] {
-					m = r
-				}
-				if m == i {
-					break
-				}
-				h[m], h[i] = h[i], h[m]
-				i = m
-			}
-		}
-	}
-	if len(h) < n {
-		return 0, false
-	}
-	return h[0], true
-}
-
 // lookup returns the index entry of key and whether the index can tell
 // where the item is: it has the feed and no message of the subject can
 // be missing from it (no key was seen in two messages).
@@ -473,7 +473,8 @@ func (k *known) lookup(feedID uint64, key string) (knownItem, bool) {
 		return knownItem{}, false
 	}
 	k.touch(f)
-	return f.items[key], true
+	e := f.items[key]
+	return knownItem{key: key, seq: e.seq, at: e.at, loose: f.isLoose(e.seq)}, true
 }
 
 // oldest returns how many items the feed's index holds stored and the
@@ -482,19 +483,10 @@ func (k *known) oldest(feedID uint64) (n int, at int64) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	f, ok := k.feeds[feedID]
-	if !ok {
+	if !ok || len(f.byAt) == 0 {
 		return 0, 0
 	}
-	for _, it := range f.items {
-		if it.seq == 0 {
-			continue
-		}
-		if n == 0 || it.at < at {
-			at = it.at
-		}
-		n++
-	}
-	return n, at
+	return len(f.byAt), f.byAt[0].at
 }
 
 // stored returns the sequence of the message holding key (0 when none).
@@ -534,7 +526,7 @@ func sortTime(it *storage.Item) time.Time {
 func itemHeaders(key string, it *storage.Item) nats.Header {
 	return nats.Header{
 		ItemKeyHeader:  []string{key},
-		ItemTimeHeader: []string{strconv.FormatInt(sortTime(it).UnixNano(), 10)},
+		ItemTimeHeader: []string{timeHeader(sortTime(it))},
 	}
 }
 
@@ -761,8 +753,8 @@ func (s *Store) knownOf(ctx context.Context, seq uint64, h nats.Header) (knownIt
 	if it.key == "" {
 		it.key = h.Get(jetstream.MsgIDHeader)
 	}
-	if at, err := strconv.ParseInt(h.Get(ItemTimeHeader), 10, 64); err == nil {
-		it.at = at
+	if at, loose, ok := parseTimeHeader(h.Get(ItemTimeHeader)); ok {
+		it.at, it.loose = at, loose
 		return it, nil
 	}
 	m, err := s.items.GetMsg(ctx, seq)
@@ -776,7 +768,7 @@ func (s *Store) knownOf(ctx context.Context, seq uint64, h nats.Header) (knownIt
 	if err := json.Unmarshal(m.Data, &item); err != nil {
 		return knownItem{}, fmt.Errorf("%w: message %d: %v", storage.ErrCorrupt, seq, err)
 	}
-	it.at = sortTime(&item).UnixNano()
+	it.at = sortNanos(sortTime(&item))
 	if it.key == "" {
 		it.key = MsgID(item.FeedID, item.ID)
 	}

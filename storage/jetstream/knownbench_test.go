@@ -29,7 +29,7 @@ func BenchmarkKnownNthNewest(b *testing.B) {
 	}{{"newest", 0}, {"older", n}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				if _, ok := k.nthNewest(1, 51, c.below, 0, 0); !ok {
+				if _, ok := k.nthNewest(1, 51, c.below, allTime); !ok {
 					b.Fatal("nthNewest found none")
 				}
 			}

@@ -1,0 +1,76 @@
+package jetstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// directBatchRequest is a batched direct get of JetStream's API: up to
+// Batch messages of subject NextFor from stream sequence Seq on.
+type directBatchRequest struct {
+	Seq     uint64 `json:"seq"`
+	NextFor string `json:"next_by_subj"`
+	Batch   int    `json:"batch"`
+}
+
+// directBatch reads up to batch messages of subject in the items stream
+// from stream sequence from on, in order, with one batched direct get:
+// any replica answers it, without a consumer, in one request. It calls
+// fn with each message's sequence and body, and returns how many more
+// messages of the subject the answering server holds after the last one
+// it sent (0 when it holds none from from on). A replica that lags the
+// leader may lack the newest messages: callers check what they expected.
+func (s *Store) directBatch(ctx context.Context, subject string, from uint64, batch int, fn func(seq uint64, data []byte) error) (more uint64, err error) {
+	body, err := json.Marshal(directBatchRequest{Seq: from, NextFor: subject, Batch: batch})
+	if err != nil {
+		return 0, err
+	}
+	nc := s.js.Conn()
+	inbox := nc.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := nc.PublishRequest("$JS.API.DIRECT.GET."+ItemsStream, inbox, body); err != nil {
+		return 0, err
+	}
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return 0, err // nats.ErrNoResponders while the stream has no replica answering
+		}
+		switch status := m.Header.Get("Status"); status {
+		case "":
+		case "204": // end of the batch
+			return strconv.ParseUint(m.Header.Get(numPendingHeader), 10, 64)
+		case "404":
+			return 0, nil
+		default:
+			return 0, fmt.Errorf("direct get of %s from %d: status %s %s", subject, from, status, m.Header.Get("Description"))
+		}
+		seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("direct get of %s from %d: sequence %q: %w", subject, from, m.Header.Get(jetstream.SequenceHeader), err)
+		}
+		if got := m.Header.Get(jetstream.SubjectHeader); got != subject {
+			return 0, fmt.Errorf("direct get of %s from %d: message %d of %s", subject, from, seq, got)
+		}
+		if err := fn(seq, m.Data); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// numPendingHeader is the header of a batched direct get's end of batch
+// that counts the messages after it.
+const numPendingHeader = "Nats-Num-Pending"
+
+// errNoVouch is how a read by the index reports that what it found is
+// not what the index said: the caller reads the whole subject instead.
+var errNoVouch = errors.New("the index does not vouch for the read")

@@ -1,0 +1,411 @@
+package jetstream
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/slogfeed/slogfeed/storage"
+)
+
+// The index of a feed keeps its stored items ordered twice: by sequence
+// (bySeq), where a page by arrival starts, and by sort time then
+// sequence (byAt), where the newest by publish time are. Both are sorted
+// slices of 16-byte entries, brought up to date after each change of the
+// index (settle): a new item is usually appended (sensor readings arrive
+// in order), a removed one is usually the first (retention removes the
+// oldest), and both cost O(1) there; elsewhere they move the shorter side
+// of the slice. Changes of many entries at once (an index read from the
+// stream, retention of many items) are merged or filtered in one pass.
+
+// knownEntry is a stored item's sequence and sort time.
+type knownEntry struct {
+	seq uint64 // stream sequence; 0: removed by retention
+	at  int64  // sort time (sortNanos)
+}
+
+func bySeqOrder(a, b knownEntry) int { return cmp.Compare(a.seq, b.seq) }
+
+func byAtOrder(a, b knownEntry) int {
+	if c := cmp.Compare(a.at, b.at); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.seq, b.seq)
+}
+
+// Sort times are Unix nanoseconds, which hold the times from minNanos to
+// maxNanos (the years 1678 to 2262). A time outside is held as the bound
+// it is beyond (math.MinInt64 or math.MaxInt64): its order against the
+// times inside is kept, not its order against other times beyond the
+// same bound.
+var (
+	minNanos = time.Unix(0, math.MinInt64)
+	maxNanos = time.Unix(0, math.MaxInt64)
+)
+
+// sortNanos is t as an index sort time.
+func sortNanos(t time.Time) int64 {
+	switch {
+	case t.Before(minNanos):
+		return math.MinInt64
+	case t.After(maxNanos):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+// bound reports whether the sort time at stands for any time at or
+// beyond one end of what Unix nanoseconds hold.
+func bound(at int64) bool { return at == math.MinInt64 || at == math.MaxInt64 }
+
+// timeHeader is the ItemTimeHeader value of an item of sort time t. A
+// time Unix nanoseconds hold is written as a signed integer with a sign
+// ("+5", "-05"): integer parsers read it as before, and its form vouches
+// that it is t (parseTimeHeader). A time beyond is written in RFC 3339,
+// which readers of integers do not parse: they read the item.
+func timeHeader(t time.Time) string {
+	ns := sortNanos(t)
+	switch {
+	case bound(ns):
+		return t.UTC().Format(time.RFC3339Nano)
+	case ns < 0:
+		return "-0" + strconv.FormatInt(-ns, 10)
+	}
+	return "+" + strconv.FormatInt(ns, 10)
+}
+
+// parseTimeHeader reads an ItemTimeHeader value as a sort time; loose
+// when the value is an integer without the sign timeHeader writes
+// (written by an earlier version of slogfeed, as the time's UnixNano,
+// which for a time beyond what Unix nanoseconds hold is another time);
+// false when it is neither form.
+func parseTimeHeader(v string) (at int64, loose, ok bool) {
+	if ns, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return ns, !strings.HasPrefix(v, "+") && !strings.HasPrefix(v, "-0"), true
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return 0, false, false
+	}
+	return sortNanos(t), false, true
+}
+
+// span is a window of times [Since, Until) as index sort times: an entry
+// whose sort time is in [lo, hi] may hold an item in the window, one
+// outside holds none (bounds included: a time beyond maxNanos may be
+// before Until only when Until is beyond maxNanos too). A loose entry
+// may hold an item in any window.
+type span struct{ lo, hi int64 }
+
+// allTime is the span without Since and Until.
+var allTime = span{math.MinInt64, math.MaxInt64}
+
+// spanOf is the span of [since, until) (zero: no bound).
+func spanOf(since, until time.Time) span {
+	sp := allTime
+	switch {
+	case since.IsZero() || !since.After(minNanos):
+	case since.After(maxNanos):
+		sp.lo = math.MaxInt64
+	default:
+		sp.lo = since.UnixNano()
+	}
+	switch {
+	case until.IsZero() || until.After(maxNanos):
+	case !until.After(minNanos):
+		sp.hi = math.MinInt64
+	default:
+		sp.hi = until.UnixNano() - 1
+	}
+	return sp
+}
+
+func (sp span) all() bool           { return sp == allTime }
+func (sp span) holds(at int64) bool { return sp.lo <= at && at <= sp.hi }
+
+// settle brings bySeq and byAt up to date with the entries put and
+// dropped since.
+func (f *knownFeed) settle() {
+	put, drop := f.pendingPut, f.pendingDrop
+	if cap(put) > 64 {
+		f.pendingPut = nil
+	} else {
+		f.pendingPut = put[:0]
+	}
+	if cap(drop) > 64 {
+		f.pendingDrop = nil
+	} else {
+		f.pendingDrop = drop[:0]
+	}
+	if len(drop) > 0 {
+		// An entry put and dropped since is in neither slice.
+		rest := drop[:0]
+		for _, e := range drop {
+			if i := slices.Index(put, e); i >= 0 && len(put) <= 64 {
+				put = slices.Delete(put, i, i+1)
+				continue
+			}
+			rest = append(rest, e)
+		}
+		f.bySeq = dropSorted(f.bySeq, rest, bySeqOrder)
+		f.byAt = dropSorted(f.byAt, rest, byAtOrder)
+	}
+	if len(put) > 0 {
+		f.bySeq = putSorted(f.bySeq, put, bySeqOrder)
+		f.byAt = putSorted(f.byAt, put, byAtOrder)
+	}
+}
+
+// putSorted inserts the entries put into s, sorted by order.
+func putSorted(s, put []knownEntry, order func(a, b knownEntry) int) []knownEntry {
+	if len(put) <= 8 {
+		for _, e := range put {
+			i, _ := slices.BinarySearchFunc(s, e, order)
+			s = slices.Insert(s, i, e)
+		}
+		return s
+	}
+	put = slices.Clone(put)
+	slices.SortFunc(put, order)
+	if len(s) == 0 || order(s[len(s)-1], put[0]) < 0 {
+		return append(s, put...)
+	}
+	out := make([]knownEntry, 0, len(s)+len(put))
+	i, j := 0, 0
+	for i < len(s) && j < len(put) {
+		if order(put[j], s[i]) < 0 {
+			out = append(out, put[j])
+			j++
+		} else {
+			out = append(out, s[i])
+			i++
+		}
+	}
+	out = append(out, s[i:]...)
+	return append(out, put[j:]...)
+}
+
+// dropSorted removes the entries drop from s, sorted by order; entries s
+// does not hold are ignored. The first entries go without moving the
+// others (the slice starts later).
+func dropSorted(s, drop []knownEntry, order func(a, b knownEntry) int) []knownEntry {
+	if len(drop) > 8 {
+		gone := make(map[knownEntry]struct{}, len(drop))
+		for _, e := range drop {
+			gone[e] = struct{}{}
+		}
+		return slices.DeleteFunc(s, func(e knownEntry) bool {
+			_, ok := gone[e]
+			return ok
+		})
+	}
+	for _, e := range drop {
+		i, ok := slices.BinarySearchFunc(s, e, order)
+		switch {
+		case !ok:
+		case i < len(s)/2:
+			copy(s[1:i+1], s[:i])
+			s = s[1:]
+		default:
+			s = slices.Delete(s, i, i+1)
+		}
+	}
+	return s
+}
+
+// nthNewest returns the sequence of the n-th newest stored item (by
+// sequence) of the feed's index among those below sequence below (no
+// bound when 0) that may be in sp (span); false when the index holds
+// fewer or the feed has no index. Without a window it is a binary search
+// of bySeq; with one it walks bySeq back from below until it has n.
+func (k *known) nthNewest(feedID uint64, n int, below uint64, sp span) (uint64, bool) {
+	if n <= 0 {
+		return 0, false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	f, ok := k.feeds[feedID]
+	if !ok || len(f.bySeq) < n {
+		return 0, false
+	}
+	end := len(f.bySeq)
+	if below != 0 {
+		end, _ = slices.BinarySearchFunc(f.bySeq, knownEntry{seq: below}, bySeqOrder)
+	}
+	if sp.all() {
+		if end < n {
+			return 0, false
+		}
+		return f.bySeq[end-n].seq, true
+	}
+	for i := end - 1; i >= 0; i-- {
+		if e := f.bySeq[i]; sp.holds(e.at) || f.isLoose(e.seq) {
+			if n--; n == 0 {
+				return e.seq, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// seqRun is a run of a feed's stored items, consecutive in its subject
+// as far as the index knows: the sequences in it, of which want are the
+// ones a read needs (the others lie between them).
+type seqRun struct {
+	from uint64 // where a read starts: the first of seqs, or after the index (tail alone)
+	seqs []uint64
+	want []uint64
+	// tail: the run ends with the last item the index holds, and a read
+	// of it takes the messages after it too (published since the index
+	// was synced).
+	tail bool
+}
+
+// runGap is how many items that are not wanted a run may hold between
+// two that are: reading them costs less than another request.
+const runGap = 8
+
+// newestByTime returns where the items that may be the limit newest by
+// sort time (then sequence) in sp (all of them when limit ≤ 0) are in
+// the feed's subject, as runs of sequences in order: from byAt, the
+// limit newest entries in sp that hold an exact sort time, every entry
+// of the upper bound in sp, those of the lower bound when the exact ones
+// are fewer than limit, and every loose entry. Beside the entries, the items published
+// after the index was synced may be (seqRun.tail). It returns false when
+// the index cannot tell: the feed has no index, a message may be missing
+// from it (shadow), or more than most entries (without a limit, more
+// than half the feed's) would be read. upTo is the sequence the index
+// is complete up to: a message of the subject at or below it that is
+// not in a run's seqs is not one the index knows.
+func (k *known) newestByTime(feedID uint64, limit int, sp span, most int) (runs []seqRun, upTo uint64, ok bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	f, ok := k.feeds[feedID]
+	if !ok || f.shadow {
+		return nil, 0, false
+	}
+	k.touch(f)
+	if limit <= 0 {
+		most = min(most, len(f.bySeq)/2)
+	}
+	lo, _ := slices.BinarySearchFunc(f.byAt, knownEntry{at: sp.lo}, byAtOrder)
+	hi := len(f.byAt)
+	if sp.hi != math.MaxInt64 {
+		hi, _ = slices.BinarySearchFunc(f.byAt, knownEntry{at: sp.hi + 1}, byAtOrder)
+	}
+	// Whether an entry of a bound is in the window is not known, nor is
+	// a loose entry's sort time: they are read, and the limit newest of
+	// the others, then the entries of the lower bound only when the
+	// others are fewer than limit.
+	exactLo, _ := slices.BinarySearchFunc(f.byAt[lo:hi], knownEntry{at: math.MinInt64 + 1}, byAtOrder)
+	exactHi, _ := slices.BinarySearchFunc(f.byAt[lo:hi], knownEntry{at: math.MaxInt64}, byAtOrder)
+	exactLo, exactHi = lo+exactLo, lo+exactHi
+	from := lo
+	switch {
+	case limit <= 0:
+	case f.loose == nil:
+		if exactHi-exactLo >= limit {
+			from = exactHi - limit
+		}
+	default:
+		for i, n := exactHi-1, 0; i >= exactLo; i-- {
+			if f.isLoose(f.byAt[i].seq) {
+				continue
+			}
+			if n++; n == limit {
+				from = i
+				break
+			}
+		}
+	}
+	if hi-from+len(f.loose) > most {
+		return nil, 0, false
+	}
+	want := make([]uint64, 0, hi-from+len(f.loose))
+	for _, e := range f.byAt[from:hi] {
+		want = append(want, e.seq)
+	}
+	for seq := range f.loose {
+		want = append(want, seq)
+	}
+	slices.Sort(want)
+	want = slices.Compact(want)
+	// Each wanted sequence's place in bySeq; a run goes on while the gap
+	// to the next is at most runGap items.
+	start, prev := -1, -1
+	flush := func(end int, w []uint64) {
+		seqs := seqsOf(f.bySeq[start : end+1])
+		runs = append(runs, seqRun{from: seqs[0], seqs: seqs, want: w})
+	}
+	first := 0
+	for i, seq := range want {
+		at, ok := slices.BinarySearchFunc(f.bySeq, knownEntry{seq: seq}, bySeqOrder)
+		if !ok {
+			return nil, 0, false // not a stored entry: cannot happen while the index is consistent
+		}
+		if start >= 0 && at-prev > runGap+1 {
+			flush(prev, want[first:i])
+			start, first = -1, i
+		}
+		if start < 0 {
+			start = at
+		}
+		prev = at
+	}
+	if start >= 0 {
+		flush(prev, want[first:])
+	}
+	if n := len(runs); n > 0 && prev == len(f.bySeq)-1 {
+		runs[n-1].tail = true
+	} else {
+		// Nothing wanted at the end of the index: the tail is read on its own.
+		runs = append(runs, seqRun{from: f.lastSeq + 1, tail: true})
+	}
+	return runs, f.lastSeq, true
+}
+
+func seqsOf(es []knownEntry) []uint64 {
+	out := make([]uint64, len(es))
+	for i, e := range es {
+		out[i] = e.seq
+	}
+	return out
+}
+
+// vouch sets the sort times of the feed's loose entries from the items
+// read whole (with their Seq): the entry of an item's key at its
+// sequence holds its sort time and is no longer loose.
+func (k *known) vouch(feedID uint64, items []storage.Item) {
+	k.mu.Lock()
+	f, ok := k.feeds[feedID]
+	var loose []*storage.Item
+	if ok && f.loose != nil {
+		for i := range items {
+			if f.isLoose(items[i].Seq) {
+				loose = append(loose, &items[i])
+			}
+		}
+	}
+	k.mu.Unlock()
+	if len(loose) == 0 {
+		return
+	}
+	keys := make([]string, len(loose)) // hashed outside the lock
+	for i, it := range loose {
+		keys[i] = MsgID(feedID, it.ID)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if f, ok = k.feeds[feedID]; !ok {
+		return
+	}
+	for i, it := range loose {
+		if e, ok := f.items[keys[i]]; ok && e.seq == it.Seq && f.isLoose(it.Seq) {
+			f.put(knownItem{key: keys[i], seq: it.Seq, at: sortNanos(sortTime(it))})
+		}
+	}
+	f.settle()
+}
