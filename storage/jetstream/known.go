@@ -88,10 +88,11 @@ type knownFeed struct {
 	// pending are the entries put and dropped since bySeq and byAt were
 	// last brought up to date (settle).
 	pendingPut, pendingDrop []knownEntry
-	lastSeq                 uint64        // items are complete up to this stream sequence
-	synced                  int64         // when lastSeq was last checked against the stream, Unix nanoseconds
-	elem                    *list.Element // nil while trusted
-	trust                   ownMark       // when trusted: the ownership it holds under
+
+	lastSeq uint64        // items are complete up to this stream sequence
+	synced  int64         // when lastSeq was last checked against the stream, Unix nanoseconds
+	elem    *list.Element // nil while trusted
+	trust   ownMark       // when trusted: the ownership it holds under
 	// shadow: two messages of the feed were seen holding one key (a
 	// digest replacing an item, two nodes' digests of the same items),
 	// so the subject may hold a message the index has no entry for.
