@@ -42,6 +42,9 @@ func byTime(q storage.ItemQuery) bool {
 // feed. They are read in runs of consecutive messages, each a batched
 // direct get, and ordered and cut by query, as a whole read is.
 //
+// The loose entries read are vouched for (known.vouch): an index read
+// from headers an earlier version wrote reads them once.
+//
 // It returns false when the index cannot vouch for the answer: the feed
 // has no index, or it may lack a message (shadow), or it holds more
 // entries to read than the read is worth, or a run of the subject is not
@@ -71,6 +74,7 @@ func (s *Store) queryByTime(ctx context.Context, feedID uint64, q storage.ItemQu
 		}
 		items = append(items, got...) // runs are in sequence order
 	}
+	s.known.vouch(feedID, items) // the loose entries read are exact from now on
 	return query(items, q), true, nil
 }
 
