@@ -77,8 +77,12 @@ type knownItem struct {
 }
 
 type knownFeed struct {
-	items map[string]knownEntry
-	gone  int // entries of items removed by retention (seq 0)
+	// items holds the stream sequence of each item key, 0 for an item
+	// removed by retention; a stored item's sort time is its entry's in
+	// bySeq, a removed one's in goneAt.
+	items  map[string]uint64
+	goneAt map[string]int64
+	gone   int // entries of items removed by retention (seq 0)
 	// bySeq and byAt hold the entries of the stored items (seq ≠ 0),
 	// ordered by sequence and by sort time then sequence (knownorder.go).
 	bySeq, byAt []knownEntry
@@ -235,8 +239,8 @@ func (k *known) extend(feedID, lastSeq uint64, items []knownItem, reset bool) {
 	}
 	if reset {
 		k.untrustLocked(feedID, f) // before the entries it counted go
-		f.items = make(map[string]knownEntry, len(items))
-		f.gone, f.shadow = 0, false
+		f.items = make(map[string]uint64, len(items))
+		f.goneAt, f.gone, f.shadow = nil, 0, false
 		f.bySeq, f.byAt, f.loose = nil, nil, nil
 		f.pendingPut, f.pendingDrop = nil, nil
 	}
@@ -255,27 +259,28 @@ func (k *known) extend(feedID, lastSeq uint64, items []knownItem, reset bool) {
 // The entry's place in bySeq and byAt is pending until settle.
 func (f *knownFeed) put(it knownItem) {
 	old, ok := f.items[it.key]
-	if ok && old.seq != 0 && it.seq != 0 && old.seq != it.seq {
+	if ok && old != 0 && it.seq != 0 && old != it.seq {
 		f.shadow = true
 	}
-	if ok && old.seq > it.seq {
+	if ok && old > it.seq {
 		return
 	}
-	if ok && it.seq != 0 && old.seq == it.seq && (it.loose || !f.isLoose(old.seq)) {
+	if ok && it.seq != 0 && old == it.seq && (it.loose || !f.isLoose(old)) {
 		return
 	}
-	if ok && old.seq == 0 && it.seq != 0 {
+	if ok && old == 0 && it.seq != 0 {
 		f.gone-- // a removed item stored again
+		delete(f.goneAt, it.key)
 	}
-	if ok && old.seq != 0 {
-		f.drop(old)
+	if ok && old != 0 {
+		f.drop(knownEntry{seq: old, at: f.atOf(old)})
 	}
-	e := knownEntry{seq: it.seq, at: it.at}
-	f.items[it.key] = e
+	f.items[it.key] = it.seq
 	if it.seq == 0 {
+		f.setGoneAt(it.key, it.at)
 		return
 	}
-	f.pendingPut = append(f.pendingPut, e)
+	f.pendingPut = append(f.pendingPut, knownEntry{seq: it.seq, at: it.at})
 	if it.loose {
 		if f.loose == nil {
 			f.loose = map[uint64]struct{}{}
@@ -294,6 +299,27 @@ func (f *knownFeed) drop(e knownEntry) {
 			f.loose = nil
 		}
 	}
+}
+
+// atOf returns the sort time of the stored item at seq.
+func (f *knownFeed) atOf(seq uint64) int64 {
+	for i := len(f.pendingPut) - 1; i >= 0; i-- {
+		if f.pendingPut[i].seq == seq {
+			return f.pendingPut[i].at
+		}
+	}
+	if i, ok := slices.BinarySearchFunc(f.bySeq, knownEntry{seq: seq}, bySeqOrder); ok {
+		return f.bySeq[i].at
+	}
+	return 0
+}
+
+// setGoneAt records the sort time of the removed item of key.
+func (f *knownFeed) setGoneAt(key string, at int64) {
+	if f.goneAt == nil {
+		f.goneAt = map[string]int64{}
+	}
+	f.goneAt[key] = at
 }
 
 // isLoose reports whether the stored entry at seq is loose.
@@ -384,10 +410,11 @@ func (k *known) removed(feedID uint64, items []knownItem) {
 		return
 	}
 	for _, it := range items {
-		if cur, ok := f.items[it.key]; ok && cur.seq == it.seq && cur.seq != 0 {
-			f.drop(cur)
-			cur.seq = 0
-			f.items[it.key] = cur
+		if cur, ok := f.items[it.key]; ok && cur == it.seq && cur != 0 {
+			at := f.atOf(cur)
+			f.drop(knownEntry{seq: cur, at: at})
+			f.items[it.key] = 0
+			f.setGoneAt(it.key, at)
 			f.gone++
 		}
 	}
@@ -405,10 +432,8 @@ func (k *known) removed(feedID uint64, items []knownItem) {
 // sort time, then key) and returns how many it dropped.
 func (f *knownFeed) forgetRemoved(keep int) int {
 	gone := make([]knownItem, 0, f.gone)
-	for key, e := range f.items {
-		if e.seq == 0 {
-			gone = append(gone, knownItem{key: key, at: e.at})
-		}
+	for key, at := range f.goneAt {
+		gone = append(gone, knownItem{key: key, at: at})
 	}
 	if len(gone) <= keep {
 		f.gone = len(gone)
@@ -422,6 +447,7 @@ func (f *knownFeed) forgetRemoved(keep int) int {
 	})
 	for _, it := range gone[keep:] {
 		delete(f.items, it.key)
+		delete(f.goneAt, it.key)
 	}
 	f.gone = keep
 	return len(gone) - keep
@@ -447,9 +473,9 @@ func (k *known) live(feedID uint64) ([]knownItem, bool) {
 	var out []knownItem
 	if ok {
 		out = make([]knownItem, 0, len(f.bySeq))
-		for key, e := range f.items {
-			if e.seq != 0 {
-				out = append(out, knownItem{key: key, seq: e.seq, at: e.at, loose: f.isLoose(e.seq)})
+		for key, seq := range f.items {
+			if seq != 0 {
+				out = append(out, knownItem{key: key, seq: seq, at: f.atOf(seq), loose: f.isLoose(seq)})
 			}
 		}
 	}
@@ -474,8 +500,11 @@ func (k *known) lookup(feedID uint64, key string) (knownItem, bool) {
 		return knownItem{}, false
 	}
 	k.touch(f)
-	e := f.items[key]
-	return knownItem{key: key, seq: e.seq, at: e.at, loose: f.isLoose(e.seq)}, true
+	seq := f.items[key]
+	if seq == 0 {
+		return knownItem{key: key, at: f.goneAt[key]}, true
+	}
+	return knownItem{key: key, seq: seq, at: f.atOf(seq), loose: f.isLoose(seq)}, true
 }
 
 // oldest returns how many items the feed's index holds stored and the
@@ -495,7 +524,7 @@ func (k *known) stored(feedID uint64, key string) uint64 {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if f, ok := k.feeds[feedID]; ok {
-		return f.items[key].seq
+		return f.items[key]
 	}
 	return 0
 }

@@ -38,20 +38,36 @@ func BenchmarkKnownNthNewest(b *testing.B) {
 }
 
 // BenchmarkKnownBytesPerItem reports the heap a feed's index takes per
-// item: 100 feeds of 10,000 readings each.
+// item: 100 feeds of 10,000 readings each, read from the stream at once
+// (read) or grown a reading at a time (grown).
 func BenchmarkKnownBytesPerItem(b *testing.B) {
 	const feeds, n = 100, 10000
-	for b.Loop() {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		k := newKnown(feeds, 0, 0)
-		for id := range uint64(feeds) {
-			sensorIndex(k, id+1, n)
+	for _, grown := range []bool{false, true} {
+		name := "read"
+		if grown {
+			name = "grown"
 		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(feeds*n), "B/item")
-		runtime.KeepAlive(k)
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				k := newKnown(feeds, 0, 0)
+				for id := range uint64(feeds) {
+					if !grown {
+						sensorIndex(k, id+1, n)
+						continue
+					}
+					k.extend(id+1, 0, nil, false)
+					for i := range n {
+						k.advance(id+1, uint64(i), knownItem{key: MsgID(id+1, fmt.Sprintf("reading-%d", i)), seq: uint64(i + 1), at: int64(i) * 10e9})
+					}
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(feeds*n), "B/item")
+				runtime.KeepAlive(k)
+			}
+		})
 	}
 }

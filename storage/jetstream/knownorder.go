@@ -403,7 +403,7 @@ func (k *known) vouch(feedID uint64, items []storage.Item) {
 		return
 	}
 	for i, it := range loose {
-		if e, ok := f.items[keys[i]]; ok && e.seq == it.Seq && f.isLoose(it.Seq) {
+		if seq, ok := f.items[keys[i]]; ok && seq == it.Seq && f.isLoose(it.Seq) {
 			f.put(knownItem{key: keys[i], seq: it.Seq, at: sortNanos(sortTime(it))})
 		}
 	}

@@ -88,9 +88,9 @@ func checkOrder(t *testing.T, k *known, loose ...uint64) {
 	t.Helper()
 	f := k.feeds[1]
 	var want []knownEntry
-	for _, e := range f.items {
-		if e.seq != 0 {
-			want = append(want, e)
+	for _, seq := range f.items {
+		if seq != 0 {
+			want = append(want, knownEntry{seq: seq, at: f.atOf(seq)})
 		}
 	}
 	slices.SortFunc(want, bySeqOrder)
