@@ -64,6 +64,7 @@ type known struct {
 	nTrusted int     // feeds with a trusted index
 	nItems   int     // item entries of the trusted indexes
 	swept    ownMark // the ownership the trusted indexes were last checked against
+	pend     knownPending
 }
 
 // knownItem is where and when an item of a feed is stored.
@@ -83,15 +84,17 @@ type knownFeed struct {
 	items  map[string]uint64
 	goneAt map[string]int64
 	gone   int // entries of items removed by retention (seq 0)
-	// bySeq and byAt hold the entries of the stored items (seq ≠ 0),
-	// ordered by sequence and by sort time then sequence (knownorder.go).
-	bySeq, byAt []knownEntry
+	// bySeq holds the entries of the stored items (seq ≠ 0) by sequence,
+	// byAt their sequences by sort time then sequence (knownorder.go).
+	bySeq []knownEntry
+	byAt  []uint64
 	// loose holds the sequences of stored items whose entry is loose
 	// (knownItem.loose); nil when none.
 	loose map[uint64]struct{}
-	// pending are the entries put and dropped since bySeq and byAt were
-	// last brought up to date (settle).
-	pendingPut, pendingDrop []knownEntry
+	// pend holds the entries put and dropped since bySeq and byAt were
+	// last brought up to date (settle): the known's, which every change
+	// settles before it lets go of known.mu.
+	pend *knownPending
 
 	lastSeq uint64        // items are complete up to this stream sequence
 	synced  int64         // when lastSeq was last checked against the stream, Unix nanoseconds
@@ -233,7 +236,7 @@ func (k *known) extend(feedID, lastSeq uint64, items []knownItem, reset bool) {
 	defer k.mu.Unlock()
 	f, ok := k.feeds[feedID]
 	if !ok {
-		f = &knownFeed{elem: k.order.PushFront(feedID)}
+		f = &knownFeed{elem: k.order.PushFront(feedID), pend: &k.pend}
 		k.feeds[feedID] = f
 		reset = true
 	}
@@ -242,7 +245,6 @@ func (k *known) extend(feedID, lastSeq uint64, items []knownItem, reset bool) {
 		f.items = make(map[string]uint64, len(items))
 		f.goneAt, f.gone, f.shadow = nil, 0, false
 		f.bySeq, f.byAt, f.loose = nil, nil, nil
-		f.pendingPut, f.pendingDrop = nil, nil
 	}
 	for _, it := range items {
 		k.putLocked(f, it)
@@ -280,7 +282,7 @@ func (f *knownFeed) put(it knownItem) {
 		f.setGoneAt(it.key, it.at)
 		return
 	}
-	f.pendingPut = append(f.pendingPut, knownEntry{seq: it.seq, at: it.at})
+	f.pend.put = append(f.pend.put, knownEntry{seq: it.seq, at: it.at})
 	if it.loose {
 		if f.loose == nil {
 			f.loose = map[uint64]struct{}{}
@@ -292,7 +294,7 @@ func (f *knownFeed) put(it knownItem) {
 // drop takes the stored entry e out of bySeq and byAt (pending until
 // settle).
 func (f *knownFeed) drop(e knownEntry) {
-	f.pendingDrop = append(f.pendingDrop, e)
+	f.pend.drop = append(f.pend.drop, e)
 	if f.loose != nil {
 		delete(f.loose, e.seq)
 		if len(f.loose) == 0 {
@@ -303,9 +305,9 @@ func (f *knownFeed) drop(e knownEntry) {
 
 // atOf returns the sort time of the stored item at seq.
 func (f *knownFeed) atOf(seq uint64) int64 {
-	for i := len(f.pendingPut) - 1; i >= 0; i-- {
-		if f.pendingPut[i].seq == seq {
-			return f.pendingPut[i].at
+	for i := len(f.pend.put) - 1; i >= 0; i-- {
+		if f.pend.put[i].seq == seq {
+			return f.pend.put[i].at
 		}
 	}
 	if i, ok := slices.BinarySearchFunc(f.bySeq, knownEntry{seq: seq}, bySeqOrder); ok {
@@ -516,7 +518,7 @@ func (k *known) oldest(feedID uint64) (n int, at int64) {
 	if !ok || len(f.byAt) == 0 {
 		return 0, 0
 	}
-	return len(f.byAt), f.byAt[0].at
+	return len(f.byAt), f.atOf(f.byAt[0])
 }
 
 // stored returns the sequence of the message holding key (0 when none).

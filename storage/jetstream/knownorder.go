@@ -12,14 +12,17 @@ import (
 )
 
 // The index of a feed keeps its stored items ordered twice: by sequence
-// (bySeq), where a page by arrival starts, and by sort time then
-// sequence (byAt), where the newest by publish time are. Both are sorted
-// slices of 16-byte entries, brought up to date after each change of the
-// index (settle): a new item is usually appended (sensor readings arrive
-// in order), a removed one is usually the first (retention removes the
-// oldest), and both cost O(1) there; elsewhere they move the shorter side
-// of the slice. Changes of many entries at once (an index read from the
-// stream, retention of many items) are merged or filtered in one pass.
+// (bySeq, entries of sequence and sort time, 16 bytes), where a page by
+// arrival starts, and by sort time then sequence (byAt, sequences, 8
+// bytes, whose sort times are bySeq's: a search of byAt searches bySeq
+// at each step), where the newest by publish time are. Both are sorted
+// slices, brought up to date after each change of the index (settle): a
+// new item is usually appended (sensor readings arrive in order), a
+// removed one is usually the first (retention removes the oldest), and
+// both cost O(1) there besides the searches; elsewhere they move the
+// shorter side of the slice. Changes of many entries at once (an index
+// read from the stream, retention of many items) are merged or filtered
+// in one pass.
 
 // knownEntry is a stored item's sequence and sort time.
 type knownEntry struct {
@@ -126,19 +129,19 @@ func spanOf(since, until time.Time) span {
 func (sp span) all() bool           { return sp == allTime }
 func (sp span) holds(at int64) bool { return sp.lo <= at && at <= sp.hi }
 
+// knownPending are the changes of a feed's index not yet in its orders.
+type knownPending struct{ put, drop []knownEntry }
+
 // settle brings bySeq and byAt up to date with the entries put and
 // dropped since.
 func (f *knownFeed) settle() {
-	put, drop := f.pendingPut, f.pendingDrop
+	put, drop := f.pend.put, f.pend.drop
+	f.pend.put, f.pend.drop = put[:0], drop[:0]
 	if cap(put) > 64 {
-		f.pendingPut = nil
-	} else {
-		f.pendingPut = put[:0]
+		f.pend.put = nil
 	}
 	if cap(drop) > 64 {
-		f.pendingDrop = nil
-	} else {
-		f.pendingDrop = drop[:0]
+		f.pend.drop = nil
 	}
 	if len(drop) > 0 {
 		// An entry put and dropped since is in neither slice.
@@ -150,13 +153,105 @@ func (f *knownFeed) settle() {
 			}
 			rest = append(rest, e)
 		}
+		f.dropByAt(rest) // while bySeq holds their sort times
 		f.bySeq = dropSorted(f.bySeq, rest, bySeqOrder)
-		f.byAt = dropSorted(f.byAt, rest, byAtOrder)
 	}
 	if len(put) > 0 {
 		f.bySeq = putSorted(f.bySeq, put, bySeqOrder)
-		f.byAt = putSorted(f.byAt, put, byAtOrder)
+		f.putByAt(put) // once bySeq holds their sort times
 	}
+}
+
+// atCmp compares the stored item at seq with e by sort time, then
+// sequence.
+func (f *knownFeed) atCmp(seq uint64, e knownEntry) int {
+	return byAtOrder(knownEntry{seq: seq, at: f.atOf(seq)}, e)
+}
+
+// searchAt is where e is or would be in byAt, and whether it is there.
+func (f *knownFeed) searchAt(s []uint64, e knownEntry) (int, bool) {
+	return slices.BinarySearchFunc(s, e, f.atCmp)
+}
+
+// putByAt inserts the entries put into byAt.
+func (f *knownFeed) putByAt(put []knownEntry) {
+	if len(put) <= 8 {
+		for _, e := range put {
+			if n := len(f.byAt); n == 0 || f.atCmp(f.byAt[n-1], e) < 0 {
+				f.byAt = append(f.byAt, e.seq) // the newest: a reading as it arrives
+				continue
+			}
+			i, _ := f.searchAt(f.byAt, e)
+			f.byAt = slices.Insert(f.byAt, i, e.seq)
+		}
+		return
+	}
+	put = slices.Clone(put)
+	slices.SortFunc(put, byAtOrder)
+	s := f.byAt
+	if len(s) == 0 || f.atCmp(s[len(s)-1], put[0]) < 0 {
+		for _, e := range put {
+			s = append(s, e.seq)
+		}
+		f.byAt = s
+		return
+	}
+	out := make([]uint64, 0, len(s)+len(put))
+	i, j := 0, 0
+	for i < len(s) && j < len(put) {
+		if f.atCmp(s[i], put[j]) > 0 {
+			out = append(out, put[j].seq)
+			j++
+		} else {
+			out = append(out, s[i])
+			i++
+		}
+	}
+	out = append(out, s[i:]...)
+	for _, e := range put[j:] {
+		out = append(out, e.seq)
+	}
+	f.byAt = out
+}
+
+// dropByAt removes the entries drop from byAt; entries it does not hold
+// are ignored.
+func (f *knownFeed) dropByAt(drop []knownEntry) {
+	s := f.byAt
+	if len(drop) > 8 {
+		gone := make(map[uint64]struct{}, len(drop))
+		for _, e := range drop {
+			gone[e.seq] = struct{}{}
+		}
+		f.byAt = slices.DeleteFunc(s, func(seq uint64) bool {
+			_, ok := gone[seq]
+			return ok
+		})
+		return
+	}
+	for _, e := range drop {
+		if len(s) > 0 && s[0] == e.seq {
+			s = s[1:] // the oldest: what retention removes
+			continue
+		}
+		i, ok := f.searchAt(s, e)
+		s = dropAt(s, i, ok)
+	}
+	f.byAt = s
+}
+
+// dropAt removes s[i] when ok, the first ones without moving the others
+// (the slice starts later).
+func dropAt[T any](s []T, i int, ok bool) []T {
+	switch {
+	case !ok:
+	case i < len(s)/2:
+		copy(s[1:i+1], s[:i])
+		s = s[1:]
+	default:
+		s = slices.Delete(s, i, i+1)
+	}
+	return s
 }
 
 // putSorted inserts the entries put into s, sorted by order.
@@ -204,14 +299,7 @@ func dropSorted(s, drop []knownEntry, order func(a, b knownEntry) int) []knownEn
 	}
 	for _, e := range drop {
 		i, ok := slices.BinarySearchFunc(s, e, order)
-		switch {
-		case !ok:
-		case i < len(s)/2:
-			copy(s[1:i+1], s[:i])
-			s = s[1:]
-		default:
-			s = slices.Delete(s, i, i+1)
-		}
+		s = dropAt(s, i, ok)
 	}
 	return s
 }
@@ -291,17 +379,17 @@ func (k *known) newestByTime(feedID uint64, limit int, sp span, most int) (runs 
 	if limit <= 0 {
 		most = min(most, len(f.bySeq)/2)
 	}
-	lo, _ := slices.BinarySearchFunc(f.byAt, knownEntry{at: sp.lo}, byAtOrder)
+	lo, _ := f.searchAt(f.byAt, knownEntry{at: sp.lo})
 	hi := len(f.byAt)
 	if sp.hi != math.MaxInt64 {
-		hi, _ = slices.BinarySearchFunc(f.byAt, knownEntry{at: sp.hi + 1}, byAtOrder)
+		hi, _ = f.searchAt(f.byAt, knownEntry{at: sp.hi + 1})
 	}
 	// Whether an entry of a bound is in the window is not known, nor is
 	// a loose entry's sort time: they are read, and the limit newest of
 	// the others, then the entries of the lower bound only when the
 	// others are fewer than limit.
-	exactLo, _ := slices.BinarySearchFunc(f.byAt[lo:hi], knownEntry{at: math.MinInt64 + 1}, byAtOrder)
-	exactHi, _ := slices.BinarySearchFunc(f.byAt[lo:hi], knownEntry{at: math.MaxInt64}, byAtOrder)
+	exactLo, _ := f.searchAt(f.byAt[lo:hi], knownEntry{at: math.MinInt64 + 1})
+	exactHi, _ := f.searchAt(f.byAt[lo:hi], knownEntry{at: math.MaxInt64})
 	exactLo, exactHi = lo+exactLo, lo+exactHi
 	from := lo
 	switch {
@@ -312,7 +400,7 @@ func (k *known) newestByTime(feedID uint64, limit int, sp span, most int) (runs 
 		}
 	default:
 		for i, n := exactHi-1, 0; i >= exactLo; i-- {
-			if f.isLoose(f.byAt[i].seq) {
+			if f.isLoose(f.byAt[i]) {
 				continue
 			}
 			if n++; n == limit {
@@ -325,9 +413,7 @@ func (k *known) newestByTime(feedID uint64, limit int, sp span, most int) (runs 
 		return nil, 0, false
 	}
 	want := make([]uint64, 0, hi-from+len(f.loose))
-	for _, e := range f.byAt[from:hi] {
-		want = append(want, e.seq)
-	}
+	want = append(want, f.byAt[from:hi]...)
 	for seq := range f.loose {
 		want = append(want, seq)
 	}

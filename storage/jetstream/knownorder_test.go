@@ -98,13 +98,13 @@ func checkOrder(t *testing.T, k *known, loose ...uint64) {
 		t.Fatalf("bySeq = %v, want %v", f.bySeq, want)
 	}
 	slices.SortFunc(want, byAtOrder)
-	if !slices.Equal(f.byAt, want) {
+	if !slices.Equal(f.byAt, seqsOf(want)) {
 		t.Fatalf("byAt = %v, want %v", f.byAt, want)
 	}
 	if got := slices.Sorted(maps.Keys(f.loose)); !slices.Equal(got, loose) {
 		t.Fatalf("loose = %v, want %v", got, loose)
 	}
-	if len(f.pendingPut) != 0 || len(f.pendingDrop) != 0 {
+	if len(f.pend.put) != 0 || len(f.pend.drop) != 0 {
 		t.Fatal("changes left pending")
 	}
 }
