@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -32,7 +33,11 @@ func (s *Store) directBatch(ctx context.Context, subject string, from uint64, ba
 	}
 	nc := s.js.Conn()
 	inbox := nc.NewInbox()
-	sub, err := nc.SubscribeSync(inbox)
+	// Room for the whole answer: a subscription's own channel would be
+	// sized for any answer (64k messages), and one too small drops what
+	// does not fit.
+	ch := make(chan *nats.Msg, batch+1)
+	sub, err := nc.ChanSubscribe(inbox, ch)
 	if err != nil {
 		return 0, err
 	}
@@ -41,12 +46,16 @@ func (s *Store) directBatch(ctx context.Context, subject string, from uint64, ba
 		return 0, err
 	}
 	for {
-		m, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
-			return 0, err // nats.ErrNoResponders while the stream has no replica answering
+		var m *nats.Msg
+		select {
+		case m = <-ch:
+		case <-ctx.Done():
+			return 0, ctx.Err()
 		}
 		switch status := m.Header.Get("Status"); status {
 		case "":
+		case "503":
+			return 0, nats.ErrNoResponders // no replica of the stream answering
 		case "204": // end of the batch
 			return strconv.ParseUint(m.Header.Get(numPendingHeader), 10, 64)
 		case "404":

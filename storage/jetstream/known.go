@@ -73,7 +73,7 @@ type knownItem struct {
 	seq uint64 // stream sequence; 0: removed by retention
 	at  int64  // sort time (sortNanos)
 	// loose: at came from a time header that does not vouch for it
-	// (looseTime), so the item's sort time may be another.
+	// (parseTimeHeader), so the item's sort time may be another.
 	loose bool
 }
 

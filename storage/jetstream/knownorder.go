@@ -361,13 +361,13 @@ const runGap = 8
 // the feed's subject, as runs of sequences in order: from byAt, the
 // limit newest entries in sp that hold an exact sort time, every entry
 // of the upper bound in sp, those of the lower bound when the exact ones
-// are fewer than limit, and every loose entry. Beside the entries, the items published
-// after the index was synced may be (seqRun.tail). It returns false when
-// the index cannot tell: the feed has no index, a message may be missing
-// from it (shadow), or more than most entries (without a limit, more
-// than half the feed's) would be read. upTo is the sequence the index
-// is complete up to: a message of the subject at or below it that is
-// not in a run's seqs is not one the index knows.
+// are fewer than limit, and every loose entry. Beside the entries, the
+// items published after the index was synced may be (seqRun.tail). It
+// returns false when the index cannot tell: the feed has no index, a
+// message may be missing from it (shadow), or more than most entries
+// (without a limit, more than half the feed's) would be read. upTo is
+// the sequence the index is complete up to: a message of the subject at
+// or below it that is not in a run's seqs is not one the index knows.
 func (k *known) newestByTime(feedID uint64, limit int, sp span, most int) (runs []seqRun, upTo uint64, ok bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -378,6 +378,9 @@ func (k *known) newestByTime(feedID uint64, limit int, sp span, most int) (runs 
 	k.touch(f)
 	if limit <= 0 {
 		most = min(most, len(f.bySeq)/2)
+	}
+	if len(f.loose) > most {
+		return nil, 0, false
 	}
 	lo, _ := f.searchAt(f.byAt, knownEntry{at: sp.lo})
 	hi := len(f.byAt)
