@@ -51,7 +51,9 @@ func byTime(q storage.ItemQuery) bool {
 // what the index says (a message removed since, or not on the replica
 // that answered yet). The caller then reads the whole subject.
 func (s *Store) queryByTime(ctx context.Context, feedID uint64, q storage.ItemQuery) ([]storage.Item, bool, error) {
-	if err := s.syncOwned(ctx, feedID); err != nil {
+	// The index may lag the subject by recentSync: what it lacks is after
+	// upTo, and every run list ends with the read of what is after upTo.
+	if err := s.syncKnownRecent(ctx, feedID); err != nil {
 		return nil, false, err
 	}
 	most := math.MaxInt
