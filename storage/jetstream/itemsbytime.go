@@ -60,7 +60,17 @@ func (s *Store) queryByTime(ctx context.Context, feedID uint64, q storage.ItemQu
 	if q.Limit > 0 {
 		most = 2*q.Limit + mostByTime
 	}
-	runs, upTo, ok := s.known.newestByTime(feedID, q.Limit, spanOf(q.Since, q.Until), most)
+	sp := spanOf(q.Since, q.Until)
+	runs, upTo, after, ok := s.known.newestByTime(feedID, q.Limit, sp, most)
+	if ok && after > tailBatch {
+		// More than a batch stored since the index was synced (a batch of
+		// this node's own, which does not move the sequence the index is
+		// complete up to): the sync reads their headers, not their items.
+		if err := s.syncKnown(ctx, feedID); err != nil {
+			return nil, false, err
+		}
+		runs, upTo, _, ok = s.known.newestByTime(feedID, q.Limit, sp, most)
+	}
 	if !ok {
 		return nil, false, nil
 	}

@@ -367,20 +367,23 @@ const runGap = 8
 // message may be missing from it (shadow), or more than most entries
 // (without a limit, more than half the feed's) would be read. upTo is
 // the sequence the index is complete up to: a message of the subject at
-// or below it that is not in a run's seqs is not one the index knows.
-func (k *known) newestByTime(feedID uint64, limit int, sp span, most int) (runs []seqRun, upTo uint64, ok bool) {
+// or below it that is not in a run's seqs is not one the index knows;
+// the runs hold none after it, where the index has after entries (this
+// node's own items, stored since the index was last synced) and the
+// subject may have more: the read of the tail takes them all.
+func (k *known) newestByTime(feedID uint64, limit int, sp span, most int) (runs []seqRun, upTo uint64, after int, ok bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	f, ok := k.feeds[feedID]
 	if !ok || f.shadow {
-		return nil, 0, false
+		return nil, 0, 0, false
 	}
 	k.touch(f)
 	if limit <= 0 {
 		most = min(most, len(f.bySeq)/2)
 	}
 	if len(f.loose) > most {
-		return nil, 0, false
+		return nil, 0, 0, false
 	}
 	lo, _ := f.searchAt(f.byAt, knownEntry{at: sp.lo})
 	hi := len(f.byAt)
@@ -413,12 +416,21 @@ func (k *known) newestByTime(feedID uint64, limit int, sp span, most int) (runs 
 		}
 	}
 	if hi-from+len(f.loose) > most {
-		return nil, 0, false
+		return nil, 0, 0, false
 	}
+	// The entries after lastSeq (stored by this node since the last
+	// sync) are read with the tail, whatever they are.
+	cut, _ := slices.BinarySearchFunc(f.bySeq, knownEntry{seq: f.lastSeq + 1}, bySeqOrder)
 	want := make([]uint64, 0, hi-from+len(f.loose))
-	want = append(want, f.byAt[from:hi]...)
+	for _, seq := range f.byAt[from:hi] {
+		if seq <= f.lastSeq {
+			want = append(want, seq)
+		}
+	}
 	for seq := range f.loose {
-		want = append(want, seq)
+		if seq <= f.lastSeq {
+			want = append(want, seq)
+		}
 	}
 	slices.Sort(want)
 	want = slices.Compact(want)
@@ -431,9 +443,9 @@ func (k *known) newestByTime(feedID uint64, limit int, sp span, most int) (runs 
 	}
 	first := 0
 	for i, seq := range want {
-		at, ok := slices.BinarySearchFunc(f.bySeq, knownEntry{seq: seq}, bySeqOrder)
+		at, ok := slices.BinarySearchFunc(f.bySeq[:cut], knownEntry{seq: seq}, bySeqOrder)
 		if !ok {
-			return nil, 0, false // not a stored entry: cannot happen while the index is consistent
+			return nil, 0, 0, false // not a stored entry: cannot happen while the index is consistent
 		}
 		if start >= 0 && at-prev > runGap+1 {
 			flush(prev, want[first:i])
@@ -447,13 +459,13 @@ func (k *known) newestByTime(feedID uint64, limit int, sp span, most int) (runs 
 	if start >= 0 {
 		flush(prev, want[first:])
 	}
-	if n := len(runs); n > 0 && prev == len(f.bySeq)-1 {
+	if n := len(runs); n > 0 && prev == cut-1 {
 		runs[n-1].tail = true
 	} else {
 		// Nothing wanted at the end of the index: the tail is read on its own.
 		runs = append(runs, seqRun{from: f.lastSeq + 1, tail: true})
 	}
-	return runs, f.lastSeq, true
+	return runs, f.lastSeq, len(f.bySeq) - cut, true
 }
 
 func seqsOf(es []knownEntry) []uint64 {

@@ -249,15 +249,15 @@ func TestKnownNewestByTime(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			k := newKnown(4, 0, 0)
 			k.extend(1, 50, items, false)
-			runs, upTo, ok := k.newestByTime(1, c.limit, c.sp, c.most)
+			runs, upTo, after, ok := k.newestByTime(1, c.limit, c.sp, c.most)
 			if ok != (c.want != nil) {
 				t.Fatalf("newestByTime: %v, want %v", ok, c.want != nil)
 			}
 			if !ok {
 				return
 			}
-			if upTo != 50 {
-				t.Errorf("up to %d, want 50", upTo)
+			if upTo != 50 || after != 0 {
+				t.Errorf("up to %d, %d after; want 50, 0", upTo, after)
 			}
 			var want []uint64
 			for i, r := range runs {
@@ -274,10 +274,19 @@ func TestKnownNewestByTime(t *testing.T) {
 			}
 		})
 	}
+	// Items stored since the index was synced: read with the tail.
 	k := newKnown(4, 0, 0)
+	k.extend(1, 44, items[:44], false)
+	k.add(1, items[44:])
+	runs, upTo, after, ok := k.newestByTime(1, 3, allTime, 100)
+	if !ok || upTo != 44 || after != 6 || len(runs) != 2 || !slices.Equal(runs[0].want, []uint64{41, 43}) ||
+		!runs[1].tail || runs[1].from != 45 || len(runs[1].seqs) != 0 {
+		t.Errorf("with 6 items after the sync: %+v, up to %d, %d after, %v", runs, upTo, after, ok)
+	}
+	k = newKnown(4, 0, 0)
 	k.extend(1, 50, items, false)
 	k.add(1, []knownItem{{key: "r1", seq: 51, at: 10}}) // two messages of r1
-	if _, _, ok := k.newestByTime(1, 3, allTime, 100); ok {
+	if _, _, _, ok := k.newestByTime(1, 3, allTime, 100); ok {
 		t.Error("newestByTime vouched for an index that may lack a message")
 	}
 }
