@@ -31,7 +31,10 @@ const (
 	// replace an item of the same ID, carry it only here.
 	ItemKeyHeader = "Slogfeed-Item"
 	// ItemTimeHeader holds the item's publish time (its fetch time when it
-	// has none) in Unix nanoseconds: what retention orders by.
+	// has none), what retention and reads by publish time order by: in
+	// Unix nanoseconds with a sign ("+1772323200000000000"), or, for a
+	// time outside the years 1678 to 2262 that those do not hold, in RFC
+	// 3339 (timeHeader).
 	ItemTimeHeader = "Slogfeed-Time"
 )
 
