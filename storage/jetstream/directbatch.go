@@ -26,6 +26,8 @@ type directBatchRequest struct {
 // messages of the subject the answering server holds after the last one
 // it sent (0 when it holds none from from on). A replica that lags the
 // leader may lack the newest messages: callers check what they expected.
+// A server that does not batch direct gets (before NATS 2.11) makes it
+// errNoVouch.
 func (s *Store) directBatch(ctx context.Context, subject string, from uint64, batch int, fn func(seq uint64, data []byte) error) (more uint64, err error) {
 	body, err := json.Marshal(directBatchRequest{Seq: from, NextFor: subject, Batch: batch})
 	if err != nil {
@@ -62,6 +64,11 @@ func (s *Store) directBatch(ctx context.Context, subject string, from uint64, ba
 			return 0, nil
 		default:
 			return 0, fmt.Errorf("direct get of %s from %d: status %s %s", subject, from, status, m.Header.Get("Description"))
+		}
+		if m.Header.Get(numPendingHeader) == "" {
+			// A server without batched direct gets answers the first
+			// message alone: the caller reads another way.
+			return 0, errNoVouch
 		}
 		seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
 		if err != nil {
