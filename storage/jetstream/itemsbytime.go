@@ -32,10 +32,11 @@ func byTime(q storage.ItemQuery) bool {
 // queryByTime answers q (byTime) as the bbolt store does, reading only
 // the items of the feed's subject that may be in the answer, as the
 // Store's index of the feed names them (known.newestByTime): the Limit
-// newest by sort time in the window, every item the index has no exact
-// sort time for (a date beyond the years Unix nanoseconds hold, which
-// the index holds as the bound it is beyond, when it ties the oldest of
-// them; an entry read from a header an earlier version wrote), and the
+// newest by sort time in the window, the items the index has no exact
+// sort time for that may be in the answer (a date beyond the years Unix
+// nanoseconds hold, which the index holds as the bound it is beyond:
+// after 2262 always, before 1678 when the others are fewer than the
+// Limit; an entry read from a header an earlier version wrote), and the
 // messages published after the index was synced. The index holds every
 // item's sequence and, but for those, its exact sort time (sortNanos),
 // so the Limit newest of the items read are the Limit newest of the
