@@ -285,7 +285,7 @@ func (f *knownFeed) put(it knownItem) {
 		f.setGoneAt(it.key, it.at)
 		return
 	}
-	f.pend.put = append(f.pend.put, knownEntry{seq: it.seq, at: it.at})
+	f.pend.addPut(knownEntry{seq: it.seq, at: it.at})
 	if it.loose {
 		if f.loose == nil {
 			f.loose = map[uint64]struct{}{}
@@ -308,10 +308,8 @@ func (f *knownFeed) drop(e knownEntry) {
 
 // atOf returns the sort time of the stored item at seq.
 func (f *knownFeed) atOf(seq uint64) int64 {
-	for i := len(f.pend.put) - 1; i >= 0; i-- {
-		if f.pend.put[i].seq == seq {
-			return f.pend.put[i].at
-		}
+	if at, ok := f.pend.atOf(seq); ok {
+		return at
 	}
 	if i, ok := slices.BinarySearchFunc(f.bySeq, knownEntry{seq: seq}, bySeqOrder); ok {
 		return f.bySeq[i].at

@@ -130,13 +130,55 @@ func (sp span) all() bool           { return sp == allTime }
 func (sp span) holds(at int64) bool { return sp.lo <= at && at <= sp.hi }
 
 // knownPending are the changes of a feed's index not yet in its orders.
-type knownPending struct{ put, drop []knownEntry }
+type knownPending struct {
+	put, drop []knownEntry
+	// at maps the sequences of put to their sort times (the last put of
+	// each) once a lookup (knownFeed.atOf) finds put longer than
+	// pendingScan; nil until then.
+	at map[uint64]int64
+	// scanned counts the entries of put that lookups looked through.
+	scanned uint64
+}
+
+// pendingScan is how many pending entries a lookup of a sort time looks
+// through; beyond it, it looks in a map.
+const pendingScan = 64
+
+// addPut records e as put.
+func (p *knownPending) addPut(e knownEntry) {
+	p.put = append(p.put, e)
+	if p.at != nil {
+		p.at[e.seq] = e.at
+	}
+}
+
+// atOf returns the sort time of the last entry put at seq.
+func (p *knownPending) atOf(seq uint64) (int64, bool) {
+	if p.at == nil && len(p.put) > pendingScan {
+		p.at = make(map[uint64]int64, len(p.put))
+		for _, e := range p.put {
+			p.at[e.seq] = e.at
+		}
+		p.scanned += uint64(len(p.put))
+	}
+	if p.at != nil {
+		at, ok := p.at[seq]
+		return at, ok
+	}
+	for i := len(p.put) - 1; i >= 0; i-- {
+		p.scanned++
+		if p.put[i].seq == seq {
+			return p.put[i].at, true
+		}
+	}
+	return 0, false
+}
 
 // settle brings bySeq and byAt up to date with the entries put and
 // dropped since.
 func (f *knownFeed) settle() {
 	put, drop := f.pend.put, f.pend.drop
-	f.pend.put, f.pend.drop = put[:0], drop[:0]
+	f.pend.put, f.pend.drop, f.pend.at = put[:0], drop[:0], nil
 	if cap(put) > 64 {
 		f.pend.put = nil
 	}
@@ -146,12 +188,37 @@ func (f *knownFeed) settle() {
 	if len(drop) > 0 {
 		// An entry put and dropped since is in neither slice.
 		rest := drop[:0]
-		for _, e := range drop {
-			if i := slices.Index(put, e); i >= 0 && len(put) <= 64 {
-				put = slices.Delete(put, i, i+1)
-				continue
+		if len(put) <= pendingScan {
+			for _, e := range drop {
+				if i := slices.Index(put, e); i >= 0 {
+					put = slices.Delete(put, i, i+1)
+					continue
+				}
+				rest = append(rest, e)
 			}
-			rest = append(rest, e)
+		} else {
+			in := make(map[knownEntry]int, len(put))
+			for _, e := range put {
+				in[e]++
+			}
+			both := map[knownEntry]int{}
+			for _, e := range drop {
+				if in[e] > 0 {
+					in[e]--
+					both[e]++
+					continue
+				}
+				rest = append(rest, e)
+			}
+			if len(both) > 0 {
+				put = slices.DeleteFunc(put, func(e knownEntry) bool {
+					if both[e] > 0 {
+						both[e]--
+						return true
+					}
+					return false
+				})
+			}
 		}
 		f.dropByAt(rest) // while bySeq holds their sort times
 		f.bySeq = dropSorted(f.bySeq, rest, bySeqOrder)

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/slogfeed/slogfeed/storage"
 )
 
 func TestTimeHeader(t *testing.T) {
@@ -289,4 +291,72 @@ func TestKnownNewestByTime(t *testing.T) {
 	if _, _, _, ok := k.newestByTime(1, 3, allTime, 100); ok {
 		t.Error("newestByTime vouched for an index that may lack a message")
 	}
+}
+
+// TestKnownSettleDropsReplacedEntry: a sync of more than 64 messages in
+// which one key is held by two messages (a digest replacing an item)
+// puts and drops the older message's entry in the same settle; neither
+// order keeps it, and the count of stored items is the items'.
+func TestKnownSettleDropsReplacedEntry(t *testing.T) {
+	for _, n := range []int{10, 64, 70, 300} {
+		k := newKnown(100, 100, 1<<20)
+		var its []knownItem
+		for i := 1; i <= n; i++ {
+			its = append(its, knownItem{key: fmt.Sprintf("k%d", i), seq: uint64(i), at: int64(i) * 1000})
+		}
+		// The digests of k1 and k2, stored last.
+		its = append(its,
+			knownItem{key: "k1", seq: uint64(n + 1), at: 500},
+			knownItem{key: "k2", seq: uint64(n + 2), at: 2000})
+		k.extend(1, uint64(n+2), its, true)
+		f := k.feeds[1]
+		if len(f.bySeq) != n || len(f.byAt) != n {
+			t.Errorf("%d items: bySeq %d, byAt %d entries", n, len(f.bySeq), len(f.byAt))
+		}
+		if cnt, at := k.oldest(1); cnt != n || at != 500 {
+			t.Errorf("%d items: oldest() = %d, %d", n, cnt, at)
+		}
+		if seq, ok := k.nthNewest(1, n, 0, allTime); !ok || seq != 3 {
+			t.Errorf("%d items: the %d-th newest is %d, %v; want 3", n, n, seq, ok)
+		}
+		checkOrder(t, k)
+	}
+}
+
+// TestKnownVouchWork: vouching for an index read from an earlier
+// version's headers (every entry loose) looks up each entry's sort time
+// in a bounded number of steps, not in the pending changes of all the
+// entries vouched for before it (which made 100,000 entries take seconds
+// under the node-wide lock).
+func TestKnownVouchWork(t *testing.T) {
+	const n = 20000
+	k := newKnown(100, 100, 1<<22)
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	its := make([]knownItem, n)
+	items := make([]storage.Item, n)
+	for i := range n {
+		id := fmt.Sprintf("r%d", i)
+		at := t0.Add(time.Duration(i) * time.Second)
+		its[i] = knownItem{key: MsgID(1, id), seq: uint64(i + 1), at: at.UnixNano() + 1, loose: true}
+		items[i] = storage.Item{ID: id, Seq: uint64(i + 1), Published: at}
+	}
+	k.extend(1, n, its, true)
+	before := k.pend.scanned
+	k.vouch(1, items)
+	f := k.feeds[1]
+	if f.loose != nil {
+		t.Fatalf("%d entries still loose", len(f.loose))
+	}
+	if work := k.pend.scanned - before; work > 2*pendingScan*n {
+		t.Errorf("vouching for %d entries looked through %d pending entries", n, work)
+	}
+	if len(f.bySeq) != n || len(f.byAt) != n {
+		t.Fatalf("bySeq %d, byAt %d entries", len(f.bySeq), len(f.byAt))
+	}
+	for i, e := range f.bySeq {
+		if want := t0.Add(time.Duration(i) * time.Second).UnixNano(); e.at != want {
+			t.Fatalf("entry %d: sort time %d, want %d", e.seq, e.at, want)
+		}
+	}
+	checkOrder(t, k)
 }
