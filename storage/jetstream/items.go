@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -423,6 +424,14 @@ const releaseTimeout = 5 * time.Second
 // expect, the number of items the caller expects to read, sizes the first
 // fetch; later fetches double it.
 func (s *Store) readRange(ctx context.Context, feedID, from, below uint64, expect int, enough func([]storage.Item) bool) ([]storage.Item, error) {
+	subject := itemSubject(feedID)
+	to := uint64(math.MaxUint64)
+	if below != 0 {
+		to = below - 1
+	}
+	more := func(ctx context.Context, from uint64) (bool, error) {
+		return s.leaderHasNext(ctx, ItemsStream, subject, from, to)
+	}
 	return retryNoResponders(ctx, func() ([]storage.Item, error) {
 		what := fmt.Sprintf("read items of feed %d", feedID)
 		cons, err := s.itemsFrom(ctx, feedID, from)
@@ -430,48 +439,78 @@ func (s *Store) readRange(ctx context.Context, feedID, from, below uint64, expec
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		defer s.release(s.items, cons)
-		var out []storage.Item
-		batch := min(max(expect, 1)+1, fetchBatch) // one more shows where the window ends
-		for read := 0; read < int(s.opt.MaxItemsPerFeed); {
-			msgs, err := cons.FetchNoWait(batch)
+		return s.readRangeFrom(ctx, cons, from, below, expect, enough, more, what)
+	})
+}
+
+// readRangeFrom is readRange reading the ordered consumer cons, which
+// starts at from. An empty fetch is not the end of the range (the
+// consumer may sit on a replica that lags the leader, or the server may
+// not have answered the no-wait fetch in time): the range ends at below,
+// or where the stream's leader holds no message of the subject after the
+// last one read and before below (more); while it holds one, the read
+// fetches again, up to passIdle empty fetches in a row.
+func (s *Store) readRangeFrom(ctx context.Context, cons passConsumer, from, below uint64, expect int, enough func([]storage.Item) bool, more func(ctx context.Context, from uint64) (bool, error), what string) ([]storage.Item, error) {
+	var out []storage.Item
+	next, idle := from, 0                      // next: the sequence after the last message read
+	batch := min(max(expect, 1)+1, fetchBatch) // one more shows where the window ends
+	for read := 0; read < int(s.opt.MaxItemsPerFeed); {
+		msgs, err := cons.FetchNoWait(batch)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		n, done := 0, false
+		for m := range msgs.Messages() {
+			n++
+			if done {
+				continue // the rest of a batch that went past below
+			}
+			md, err := m.Metadata()
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", what, err)
 			}
-			n, done := 0, false
-			for m := range msgs.Messages() {
-				n++
-				if done {
-					continue // the rest of a batch that went past below
-				}
-				md, err := m.Metadata()
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w", what, err)
-				}
-				if below != 0 && md.Sequence.Stream >= below {
-					done = true
-					continue
-				}
-				s.bodies.Add(1)
-				it, err := decodeItem(m.Data(), md.Sequence.Stream)
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w", what, err)
-				}
-				out = append(out, it)
+			if below != 0 && md.Sequence.Stream >= below {
+				done = true
+				continue
 			}
-			if err := msgs.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+			next = md.Sequence.Stream + 1
+			s.bodies.Add(1)
+			it, err := decodeItem(m.Data(), md.Sequence.Stream)
+			if err != nil {
 				return nil, fmt.Errorf("%s: %w", what, err)
 			}
-			if n == 0 || done || enough != nil && enough(out) {
+			out = append(out, it)
+		}
+		if err := msgs.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		if done || enough != nil && enough(out) {
+			break
+		}
+		if n == 0 {
+			has, err := more(ctx, next)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", what, err)
+			}
+			if !has {
 				break
 			}
-			read += n
-			batch = min(2*batch, fetchBatch)
-			if err := ctx.Err(); err != nil {
+			if idle++; idle > passIdle {
+				return nil, fmt.Errorf("%s: the leader holds messages from %d, fetches return none", what, next)
+			}
+			if err := sleepCtx(ctx, backoff(idle, 10*time.Millisecond, time.Second)); err != nil {
 				return nil, err
 			}
+			continue
 		}
-		return out, nil
-	})
+		idle = 0
+		read += n
+		batch = min(2*batch, fetchBatch)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // windowPasses bounds the windows queryItems reads backwards before it
