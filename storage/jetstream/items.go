@@ -271,28 +271,17 @@ func (s *Store) CountItems(ctx context.Context, feedID uint64) (int, error) {
 }
 
 // Items returns up to limit items of feedID with a Seq above afterSeq, in
-// Seq order.
+// Seq order: a read of the range after afterSeq (readRange), which ends
+// where the stream's leader holds no more.
 func (s *Store) Items(ctx context.Context, feedID, afterSeq uint64, limit int) ([]storage.Item, error) {
-	return retryNoResponders(ctx, func() ([]storage.Item, error) { return s.readItems(ctx, feedID, afterSeq, limit) })
-}
-
-func (s *Store) readItems(ctx context.Context, feedID, afterSeq uint64, limit int) ([]storage.Item, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	cons, err := s.itemsFrom(ctx, feedID, afterSeq+1)
-	if err != nil {
-		return nil, fmt.Errorf("read items of feed %d: %w", feedID, err)
+	items, err := s.readRange(ctx, feedID, afterSeq+1, 0, limit, func(read []storage.Item) bool { return len(read) >= limit })
+	if len(items) > limit {
+		items = items[:limit]
 	}
-	defer s.release(s.items, cons)
-	return fetchAll(ctx, cons, limit, fmt.Sprintf("read items of feed %d", feedID), func(m jetstream.Msg) (storage.Item, error) {
-		md, err := m.Metadata()
-		if err != nil {
-			return storage.Item{}, err
-		}
-		s.bodies.Add(1)
-		return decodeItem(m.Data(), md.Sequence.Stream)
-	})
+	return items, err
 }
 
 // itemsFrom is a consumer of feedID's items from stream sequence from (1:

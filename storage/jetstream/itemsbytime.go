@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/slogfeed/slogfeed/storage"
 )
@@ -53,9 +54,16 @@ func byTime(q storage.ItemQuery) bool {
 // that answered yet). The caller then reads the whole subject.
 func (s *Store) queryByTime(ctx context.Context, feedID uint64, q storage.ItemQuery) ([]storage.Item, bool, error) {
 	// The index may lag the subject by recentSync: what it lacks is after
-	// upTo, and every run list ends with the read of what is after upTo.
+	// upTo, and every run list ends with the read of what is after upTo,
+	// up to the subject's last message on the stream's leader (which
+	// holds every acknowledged one: a replica may not yet).
 	if err := s.syncKnownRecent(ctx, feedID); err != nil {
 		return nil, false, err
+	}
+	subject := itemSubject(feedID)
+	target, err := s.leaderLastSeq(ctx, ItemsStream, subject)
+	if err != nil {
+		return nil, false, fmt.Errorf("read items of feed %d: %w", feedID, err)
 	}
 	most := math.MaxInt
 	if q.Limit > 0 {
@@ -63,10 +71,11 @@ func (s *Store) queryByTime(ctx context.Context, feedID uint64, q storage.ItemQu
 	}
 	sp := spanOf(q.Since, q.Until)
 	runs, upTo, after, ok := s.known.newestByTime(feedID, q.Limit, sp, most)
-	if ok && after > tailBatch {
+	if ok && (after > tailBatch || target > upTo+tailBatch) {
 		// More than a batch stored since the index was synced (a batch of
 		// this node's own, which does not move the sequence the index is
-		// complete up to): the sync reads their headers, not their items.
+		// complete up to, or another node's): the sync reads their
+		// headers, not their items.
 		if err := s.syncKnown(ctx, feedID); err != nil {
 			return nil, false, err
 		}
@@ -75,10 +84,9 @@ func (s *Store) queryByTime(ctx context.Context, feedID uint64, q storage.ItemQu
 	if !ok {
 		return nil, false, nil
 	}
-	subject := itemSubject(feedID)
 	var items []storage.Item
 	for _, r := range runs {
-		got, err := retryNoResponders(ctx, func() ([]storage.Item, error) { return s.readRun(ctx, subject, r, upTo) })
+		got, err := retryNoResponders(ctx, func() ([]storage.Item, error) { return s.readRun(ctx, subject, r, upTo, target) })
 		if errors.Is(err, errNoVouch) {
 			return nil, false, nil
 		}
@@ -91,14 +99,22 @@ func (s *Store) queryByTime(ctx context.Context, feedID uint64, q storage.ItemQu
 	return query(items, q), true, nil
 }
 
+// tailLag is how long a read of the tail waits before it asks again for
+// messages the replica that answered did not hold yet.
+const tailLag = 20 * time.Millisecond
+
 // readRun reads the wanted items of run r of subject: the messages from
 // r.from on must be r.seqs (up to upTo, the sequence the index is
 // complete up to) and, for the run that ends the index, the messages
-// after upTo, all of which are wanted. Anything else is errNoVouch.
-func (s *Store) readRun(ctx context.Context, subject string, r seqRun, upTo uint64) ([]storage.Item, error) {
+// after upTo, all of which are wanted, up to at least target (the
+// subject's last sequence on the stream's leader) and holding r.after.
+// A replica that answers without the messages up to target is asked
+// again once, after tailLag. Anything else is errNoVouch.
+func (s *Store) readRun(ctx context.Context, subject string, r seqRun, upTo, target uint64) ([]storage.Item, error) {
 	var out []storage.Item
-	next, wi := 0, 0 // the next of r.seqs and of r.want
-	from, after := r.from, 0
+	next, wi, ai := 0, 0, 0 // the next of r.seqs, r.want and r.after
+	from, after, lagged := r.from, 0, false
+	reached := upTo // the last sequence read (or vouched for by the index)
 	for {
 		batch := len(r.seqs) - next
 		if r.tail {
@@ -120,6 +136,13 @@ func (s *Store) readRun(ctx context.Context, subject string, r seqRun, upTo uint
 			case !r.tail:
 				return errNoVouch
 			default:
+				if ai < len(r.after) && r.after[ai] < seq {
+					return errNoVouch // one of this node's items missing
+				}
+				if ai < len(r.after) && r.after[ai] == seq {
+					ai++
+				}
+				reached = seq
 				after++
 			}
 			it, err := decodeItem(data, seq)
@@ -131,11 +154,24 @@ func (s *Store) readRun(ctx context.Context, subject string, r seqRun, upTo uint
 		if err != nil {
 			return nil, err
 		}
+		if last != 0 {
+			from = last + 1
+		}
+		short := r.tail && (reached < target || ai < len(r.after)) // the answering replica lags the leader
 		switch {
 		case next < len(r.seqs) && (last == 0 || more == 0):
 			return nil, errNoVouch // removed since, or not on this replica yet
-		case next < len(r.seqs) || r.tail && more > 0 && after < int(s.opt.MaxItemsPerFeed):
-			from = last + 1
+		case next < len(r.seqs):
+		case r.tail && after >= int(s.opt.MaxItemsPerFeed):
+			return out, nil
+		case r.tail && more > 0:
+		case short && !lagged:
+			lagged = true
+			if err := sleepCtx(ctx, tailLag); err != nil {
+				return nil, err
+			}
+		case short:
+			return nil, errNoVouch
 		default:
 			return out, nil
 		}

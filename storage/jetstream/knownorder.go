@@ -417,6 +417,10 @@ type seqRun struct {
 	// of it takes the messages after it too (published since the index
 	// was synced).
 	tail bool
+	// after: of the tail run, the index's own entries after the sequence
+	// it is complete up to (this node's items stored since), each of
+	// which its read must find.
+	after []uint64
 }
 
 // runGap is how many items that are not wanted a run may hold between
@@ -526,11 +530,14 @@ func (k *known) newestByTime(feedID uint64, limit int, sp span, most int) (runs 
 	if start >= 0 {
 		flush(prev, want[first:])
 	}
-	if n := len(runs); n > 0 && prev == cut-1 {
-		runs[n-1].tail = true
-	} else {
+	if n := len(runs); n == 0 || prev != cut-1 {
 		// Nothing wanted at the end of the index: the tail is read on its own.
-		runs = append(runs, seqRun{from: f.lastSeq + 1, tail: true})
+		runs = append(runs, seqRun{from: f.lastSeq + 1})
+	}
+	tail := &runs[len(runs)-1]
+	tail.tail = true
+	if cut < len(f.bySeq) {
+		tail.after = seqsOf(f.bySeq[cut:])
 	}
 	return runs, f.lastSeq, len(f.bySeq) - cut, true
 }
