@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -26,8 +27,9 @@ type directBatchRequest struct {
 // messages of the subject the answering server holds after the last one
 // it sent (0 when it holds none from from on). A replica that lags the
 // leader may lack the newest messages: callers check what they expected.
-// A server that does not batch direct gets (before NATS 2.11) makes it
-// errNoVouch.
+// A server that does not batch direct gets (before NATS 2.11), an answer
+// of another status than found, not found and no responders, and an
+// answer that stops for directIdle make it errNoVouch.
 func (s *Store) directBatch(ctx context.Context, subject string, from uint64, batch int, fn func(seq uint64, data []byte) error) (more uint64, err error) {
 	body, err := json.Marshal(directBatchRequest{Seq: from, NextFor: subject, Batch: batch})
 	if err != nil {
@@ -47,23 +49,36 @@ func (s *Store) directBatch(ctx context.Context, subject string, from uint64, ba
 	if err := nc.PublishRequest("$JS.API.DIRECT.GET."+ItemsStream, inbox, body); err != nil {
 		return 0, err
 	}
+	idle := time.NewTimer(directIdle)
+	defer idle.Stop()
 	for {
 		var m *nats.Msg
 		select {
 		case m = <-ch:
+		case <-idle.C:
+			// A lost end of the batch, a replica gone mid-batch: the
+			// caller reads another way.
+			return 0, errNoVouch
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		}
+		idle.Reset(directIdle)
 		switch status := m.Header.Get("Status"); status {
 		case "":
 		case "503":
 			return 0, nats.ErrNoResponders // no replica of the stream answering
 		case "204": // end of the batch
-			return strconv.ParseUint(m.Header.Get(numPendingHeader), 10, 64)
+			more, err := strconv.ParseUint(m.Header.Get(numPendingHeader), 10, 64)
+			if err != nil {
+				return 0, errNoVouch
+			}
+			return more, nil
 		case "404":
 			return 0, nil
 		default:
-			return 0, fmt.Errorf("direct get of %s from %d: status %s %s", subject, from, status, m.Header.Get("Description"))
+			// Another answer (a request the server refuses, a timeout): the
+			// caller reads another way.
+			return 0, errNoVouch
 		}
 		if m.Header.Get(numPendingHeader) == "" {
 			// A server without batched direct gets answers the first
@@ -82,6 +97,10 @@ func (s *Store) directBatch(ctx context.Context, subject string, from uint64, ba
 		}
 	}
 }
+
+// directIdle bounds the wait for each message of a batched direct get's
+// answer.
+const directIdle = time.Second
 
 // numPendingHeader is the header of a batched direct get's end of batch
 // that counts the messages after it.
