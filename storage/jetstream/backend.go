@@ -182,10 +182,11 @@ func (b *Backend) CountItems(feedID uint64) (int, error) {
 	return b.s.CountItems(ctx, feedID)
 }
 
-// Items answers q as the bbolt store does. A query with a Limit by
-// arrival reads a window of the feed's subject (Store.queryItems); other
-// queries read the subject (at most MaxItemsPerFeed messages) and filter
-// and order in memory.
+// Items answers q as the bbolt store does. A query with a Limit, or
+// within Since and Until, reads the items of the feed's subject the
+// node's index of the feed names (Store.queryItems); other queries read
+// the subject (at most MaxItemsPerFeed messages) and filter and order in
+// memory.
 func (b *Backend) Items(feedID uint64, q storage.ItemQuery) ([]storage.Item, error) {
 	if err := checkQuery(q); err != nil {
 		return nil, fmt.Errorf("items of feed %d: %w", feedID, err)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -133,7 +134,7 @@ func (s *Store) addSynced(ctx context.Context, f storage.Feed, items []storage.I
 		select {
 		case pa = <-p.ack.Ok():
 			if alone && !pa.Duplicate {
-				advanced = s.known.advance(feedID, upTo, knownItem{key: MsgID(feedID, p.item.ID), seq: pa.Sequence, at: sortTime(&p.item).UnixNano()})
+				advanced = s.known.advance(feedID, upTo, knownItem{key: MsgID(feedID, p.item.ID), seq: pa.Sequence, at: sortNanos(sortTime(&p.item))})
 			}
 		case err = <-p.ack.Err():
 			if alone && (IsConflict(err) || inProcess(err)) {
@@ -160,7 +161,7 @@ func (s *Store) addSynced(ctx context.Context, f storage.Feed, items []storage.I
 			p.item.Seq = pa.Sequence
 			added = append(added, p.item)
 			if !advanced {
-				stored = append(stored, knownItem{key: MsgID(feedID, p.item.ID), seq: pa.Sequence, at: sortTime(&p.item).UnixNano()})
+				stored = append(stored, knownItem{key: MsgID(feedID, p.item.ID), seq: pa.Sequence, at: sortNanos(sortTime(&p.item))})
 			}
 		}
 	}
@@ -219,7 +220,7 @@ func (s *Store) admission(feedID uint64, r storage.Retention, now time.Time) fun
 		if !it.OwnDate.IsZero() && it.OwnDate.Before(t) { // see storage.Item.OwnDate
 			t = it.OwnDate
 		}
-		ns := t.UnixNano()
+		ns := sortNanos(t)
 		return r.MaxAge > 0 && ns < cutoff || full && ns <= oldest
 	}
 }
@@ -270,28 +271,17 @@ func (s *Store) CountItems(ctx context.Context, feedID uint64) (int, error) {
 }
 
 // Items returns up to limit items of feedID with a Seq above afterSeq, in
-// Seq order.
+// Seq order: a read of the range after afterSeq (readRange), which ends
+// where the stream's leader holds no more.
 func (s *Store) Items(ctx context.Context, feedID, afterSeq uint64, limit int) ([]storage.Item, error) {
-	return retryNoResponders(ctx, func() ([]storage.Item, error) { return s.readItems(ctx, feedID, afterSeq, limit) })
-}
-
-func (s *Store) readItems(ctx context.Context, feedID, afterSeq uint64, limit int) ([]storage.Item, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	cons, err := s.itemsFrom(ctx, feedID, afterSeq+1)
-	if err != nil {
-		return nil, fmt.Errorf("read items of feed %d: %w", feedID, err)
+	items, err := s.readRange(ctx, feedID, afterSeq+1, 0, limit, func(read []storage.Item) bool { return len(read) >= limit })
+	if len(items) > limit {
+		items = items[:limit]
 	}
-	defer s.release(s.items, cons)
-	return fetchAll(ctx, cons, limit, fmt.Sprintf("read items of feed %d", feedID), func(m jetstream.Msg) (storage.Item, error) {
-		md, err := m.Metadata()
-		if err != nil {
-			return storage.Item{}, err
-		}
-		s.bodies.Add(1)
-		return decodeItem(m.Data(), md.Sequence.Stream)
-	})
+	return items, err
 }
 
 // itemsFrom is a consumer of feedID's items from stream sequence from (1:
@@ -423,6 +413,14 @@ const releaseTimeout = 5 * time.Second
 // expect, the number of items the caller expects to read, sizes the first
 // fetch; later fetches double it.
 func (s *Store) readRange(ctx context.Context, feedID, from, below uint64, expect int, enough func([]storage.Item) bool) ([]storage.Item, error) {
+	subject := itemSubject(feedID)
+	to := uint64(math.MaxUint64)
+	if below != 0 {
+		to = below - 1
+	}
+	more := func(ctx context.Context, from uint64) (bool, error) {
+		return s.leaderHasNext(ctx, ItemsStream, subject, from, to)
+	}
 	return retryNoResponders(ctx, func() ([]storage.Item, error) {
 		what := fmt.Sprintf("read items of feed %d", feedID)
 		cons, err := s.itemsFrom(ctx, feedID, from)
@@ -430,48 +428,78 @@ func (s *Store) readRange(ctx context.Context, feedID, from, below uint64, expec
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		defer s.release(s.items, cons)
-		var out []storage.Item
-		batch := min(max(expect, 1)+1, fetchBatch) // one more shows where the window ends
-		for read := 0; read < int(s.opt.MaxItemsPerFeed); {
-			msgs, err := cons.FetchNoWait(batch)
+		return s.readRangeFrom(ctx, cons, from, below, expect, enough, more, what)
+	})
+}
+
+// readRangeFrom is readRange reading the ordered consumer cons, which
+// starts at from. An empty fetch is not the end of the range (the
+// consumer may sit on a replica that lags the leader, or the server may
+// not have answered the no-wait fetch in time): the range ends at below,
+// or where the stream's leader holds no message of the subject after the
+// last one read and before below (more); while it holds one, the read
+// fetches again, up to passIdle empty fetches in a row.
+func (s *Store) readRangeFrom(ctx context.Context, cons passConsumer, from, below uint64, expect int, enough func([]storage.Item) bool, more func(ctx context.Context, from uint64) (bool, error), what string) ([]storage.Item, error) {
+	var out []storage.Item
+	next, idle := from, 0                      // next: the sequence after the last message read
+	batch := min(max(expect, 1)+1, fetchBatch) // one more shows where the window ends
+	for read := 0; read < int(s.opt.MaxItemsPerFeed); {
+		msgs, err := cons.FetchNoWait(batch)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		n, done := 0, false
+		for m := range msgs.Messages() {
+			n++
+			if done {
+				continue // the rest of a batch that went past below
+			}
+			md, err := m.Metadata()
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", what, err)
 			}
-			n, done := 0, false
-			for m := range msgs.Messages() {
-				n++
-				if done {
-					continue // the rest of a batch that went past below
-				}
-				md, err := m.Metadata()
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w", what, err)
-				}
-				if below != 0 && md.Sequence.Stream >= below {
-					done = true
-					continue
-				}
-				s.bodies.Add(1)
-				it, err := decodeItem(m.Data(), md.Sequence.Stream)
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w", what, err)
-				}
-				out = append(out, it)
+			if below != 0 && md.Sequence.Stream >= below {
+				done = true
+				continue
 			}
-			if err := msgs.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+			next = md.Sequence.Stream + 1
+			s.bodies.Add(1)
+			it, err := decodeItem(m.Data(), md.Sequence.Stream)
+			if err != nil {
 				return nil, fmt.Errorf("%s: %w", what, err)
 			}
-			if n == 0 || done || enough != nil && enough(out) {
+			out = append(out, it)
+		}
+		if err := msgs.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		if done || enough != nil && enough(out) {
+			break
+		}
+		if n == 0 {
+			has, err := more(ctx, next)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", what, err)
+			}
+			if !has {
 				break
 			}
-			read += n
-			batch = min(2*batch, fetchBatch)
-			if err := ctx.Err(); err != nil {
+			if idle++; idle > passIdle {
+				return nil, fmt.Errorf("%s: the leader holds messages from %d, fetches return none", what, next)
+			}
+			if err := sleepCtx(ctx, backoff(idle, 10*time.Millisecond, time.Second)); err != nil {
 				return nil, err
 			}
+			continue
 		}
-		return out, nil
-	})
+		idle = 0
+		read += n
+		batch = min(2*batch, fetchBatch)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // windowPasses bounds the windows queryItems reads backwards before it
@@ -490,10 +518,22 @@ const windowPasses = 3
 //     read, so Limit matching items there are the newest. When fewer
 //     match (the index held items removed since, its sort times are not
 //     the items'), the window is widened back, and after windowPasses the
-//     rest of the subject is read.
+//     rest of the subject is read;
+//   - newest first by publish time, and without a Limit a window of
+//     publish times: the items the index names (queryByTime), when it
+//     can vouch for them.
 //
-// Other queries (no Limit, by publish time) read the whole subject.
+// Other queries (no Limit and no window), and those the index cannot
+// vouch for, read the whole subject; a whole read gives the index the
+// exact sort times of the entries it read from headers that do not
+// vouch for theirs (known.vouch).
 func (s *Store) queryItems(ctx context.Context, feedID uint64, q storage.ItemQuery) ([]storage.Item, error) {
+	if byTime(q) {
+		items, ok, err := s.queryByTime(ctx, feedID, q)
+		if err != nil || ok {
+			return items, err
+		}
+	}
 	switch {
 	case q.Limit <= 0:
 	case q.AfterSeq > 0 || q.Order == storage.ByArrivalAsc:
@@ -514,19 +554,13 @@ func (s *Store) queryItems(ctx context.Context, feedID uint64, q storage.ItemQue
 		if err := s.syncKnownRecent(ctx, feedID); err != nil {
 			return nil, err
 		}
-		var since, until int64
-		if !q.Since.IsZero() {
-			since = q.Since.UnixNano()
-		}
-		if !q.Until.IsZero() {
-			until = q.Until.UnixNano()
-		}
+		sp := spanOf(q.Since, q.Until)
 		// Each pass reads the messages below what the previous ones read,
 		// from a start further back.
 		var items []storage.Item
 		below, n := q.BeforeSeq, q.Limit
 		for range windowPasses {
-			from, ok := s.known.nthNewest(feedID, n, q.BeforeSeq, since, until)
+			from, ok := s.known.nthNewest(feedID, n, q.BeforeSeq, sp)
 			if !ok || below != 0 && from >= below {
 				from = 1 // the index has fewer: read all of it
 			}
@@ -549,6 +583,9 @@ func (s *Store) queryItems(ctx context.Context, feedID uint64, q storage.ItemQue
 	all, err := s.Items(ctx, feedID, q.AfterSeq, int(s.opt.MaxItemsPerFeed))
 	if err != nil {
 		return nil, err
+	}
+	if q.AfterSeq == 0 {
+		s.known.vouch(feedID, all)
 	}
 	return query(all, q), nil
 }

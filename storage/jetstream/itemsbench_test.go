@@ -27,12 +27,11 @@ func fillSensor(b *testing.B, st sensorStore, name string, n int) uint64 {
 	if err := st.CreateFeed(&f); err != nil {
 		b.Fatal(err)
 	}
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	const batch = 1000
 	for i := 0; i < n; i += batch {
 		its := make([]storage.Item, 0, batch)
 		for j := i; j < min(i+batch, n); j++ {
-			at := t0.Add(time.Duration(j) * 10 * time.Second)
+			at := readingTime(j)
 			its = append(its, storage.Item{ID: fmt.Sprintf("%s-%d", name, j+1), Title: "21.5 °C",
 				Summary: "temperature 21.5 °C", Published: at, Fetched: at,
 				Reading: &storage.Reading{Value: 21.5, Unit: "°C", Sensor: name, Time: at}})
@@ -44,10 +43,16 @@ func fillSensor(b *testing.B, st sensorStore, name string, n int) uint64 {
 	return f.ID
 }
 
+// readingTime is when fillSensor's j-th reading (from 0) was published.
+func readingTime(j int) time.Time {
+	return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(j) * 10 * time.Second)
+}
+
 // BenchmarkSensorPage measures the reads a sensor feed's pages make
 // (/sensors/NAME.rss|.atom|.json and the API's items: the newest 51
 // readings by arrival; the next page, before a sequence; the newest 50 by
-// publish time, as the UI's feed page; one reading by its ID) on a feed
+// publish time, as the UI's feed page, and the 50 before the middle
+// reading's publish time; one reading by its ID) on a feed
 // of 1,000, 10,000 and 100,000 readings, on the bbolt store and on one
 // embedded JetStream server, in one run.
 //
@@ -88,6 +93,7 @@ func BenchmarkSensorPage(b *testing.B) {
 				{"page", storage.ItemQuery{Limit: 51, Order: storage.ByArrival}, 51},
 				{"older", storage.ItemQuery{Limit: 51, Order: storage.ByArrival, BeforeSeq: mid}, 51},
 				{"published", storage.ItemQuery{Limit: 50, Order: storage.ByPublished}, 50},
+				{"published-older", storage.ItemQuery{Limit: 50, Order: storage.ByPublished, Until: readingTime(n / 2)}, 50},
 			} {
 				b.Run(fmt.Sprintf("%s/n=%d/%s", c.name, n, s.name), func(b *testing.B) {
 					b.ReportAllocs()

@@ -3,12 +3,14 @@ package jetstream_test
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/storage/cluster"
 	sjs "github.com/slogfeed/slogfeed/storage/jetstream"
 	"github.com/slogfeed/slogfeed/storage/jetstream/jstest"
 )
@@ -65,17 +67,60 @@ func itemIDs(items []storage.Item) []string {
 	return out
 }
 
+// windowSetups are the JetStream setups TestItemsWindowAgreesWithBolt
+// runs on, as the contract suites: one server; one server whose store
+// owns every feed (its index is trusted, polls read nothing back); a
+// 3-server cluster (R3 assets, direct gets answered by any replica),
+// skipped with SLOGFEED_SKIP_JS_CLUSTER_CONTRACTS=1.
+func windowSetups() []struct {
+	name string
+	open func(t *testing.T) *sjs.Store
+} {
+	return []struct {
+		name string
+		open func(t *testing.T) *sjs.Store
+	}{
+		{"one server", func(t *testing.T) *sjs.Store {
+			st, _ := openStore(t, jstest.NewServer(t))
+			return st
+		}},
+		{"owning everything", func(t *testing.T) *sjs.Store {
+			st, _ := openStore(t, jstest.NewServer(t))
+			if err := st.SetOwner(cluster.Everything); err != nil {
+				t.Fatal(err)
+			}
+			return st
+		}},
+		{"cluster", func(t *testing.T) *sjs.Store {
+			if os.Getenv("SLOGFEED_SKIP_JS_CLUSTER_CONTRACTS") == "1" {
+				t.Skip("SLOGFEED_SKIP_JS_CLUSTER_CONTRACTS=1")
+			}
+			st, _ := openStore(t, jstest.NewCluster(t, 3))
+			return st
+		}},
+	}
+}
+
 // TestItemsWindowAgreesWithBolt asks the same queries of the bbolt store
 // and of the JetStream backend holding the same items and expects the
 // same answers, each of the backend's reading a bounded number of item
-// messages where the query is one it reads a window for.
+// messages where the query is one it reads a window for: by arrival with
+// a Limit, by publish time with a Limit, and without a Limit within
+// Since and Until.
 func TestItemsWindowAgreesWithBolt(t *testing.T) {
+	for _, setup := range windowSetups() {
+		t.Run(setup.name, func(t *testing.T) {
+			testItemsWindow(t, setup.open(t))
+		})
+	}
+}
+
+func testItemsWindow(t *testing.T, js *sjs.Store) {
 	bolt, err := storage.Open(filepath.Join(t.TempDir(), "w.db"), storage.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer bolt.Close()
-	js, _ := openStore(t, jstest.NewServer(t))
 	be := sjs.NewBackend(js, 0)
 	defer be.Close()
 	type store interface {
@@ -130,8 +175,25 @@ func TestItemsWindowAgreesWithBolt(t *testing.T) {
 		{"far past", storage.ItemQuery{Limit: 1, Until: time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC)}, 0},
 		{"oldest", storage.ItemQuery{Limit: 10, Order: storage.ByArrivalAsc}, 2 * 11},
 		{"oldest since", storage.ItemQuery{Limit: 5, Order: storage.ByArrivalAsc, Since: t0.Add(490 * time.Minute)}, 0},
-		{"by publish time", storage.ItemQuery{Limit: 40, Order: storage.ByPublished}, 0},
-		{"by publish time, window", storage.ItemQuery{Limit: 40, Order: storage.ByPublished, Since: t0.Add(-2 * 24 * time.Hour), Until: t0.Add(200 * time.Minute)}, 0},
+		// By publish time: the newest, a date past 2262 first; ties of
+		// equal dates and of dates beyond either end of the years Unix
+		// nanoseconds hold; windows that hold only such dates; late
+		// arrivals dated before everything.
+		{"by publish time", storage.ItemQuery{Limit: 40, Order: storage.ByPublished}, 2 * 41},
+		{"by publish time, newest", storage.ItemQuery{Limit: 1, Order: storage.ByPublished}, 3},
+		{"by publish time, window", storage.ItemQuery{Limit: 40, Order: storage.ByPublished, Since: t0.Add(-2 * 24 * time.Hour), Until: t0.Add(200 * time.Minute)}, 2 * 41},
+		{"by publish time, equal dates", storage.ItemQuery{Limit: 12, Order: storage.ByPublished, Until: t0.Add(100*time.Minute + 1)}, 2 * 13},
+		{"by publish time, undated", storage.ItemQuery{Limit: 5, Order: storage.ByPublished, Since: t0.Add(200 * time.Minute), Until: t0.Add(300 * time.Minute)}, 2 * 6},
+		{"by publish time, late", storage.ItemQuery{Limit: 8, Order: storage.ByPublished, Until: t0}, 2 * 9},
+		{"by publish time, far future", storage.ItemQuery{Limit: 3, Order: storage.ByPublished, Since: time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)}, 3},
+		{"by publish time, far past", storage.ItemQuery{Limit: 3, Order: storage.ByPublished, Until: time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC)}, 3},
+		{"by publish time, beyond 2262 to 2500", storage.ItemQuery{Limit: 3, Order: storage.ByPublished, Since: time.Date(2263, 1, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2500, 1, 1, 0, 0, 0, 0, time.UTC)}, 3},
+		{"by publish time, more than held", storage.ItemQuery{Limit: 1000, Order: storage.ByPublished}, 0},
+		{"by publish time, none", storage.ItemQuery{Limit: 10, Order: storage.ByPublished, Since: t0.Add(-400 * 24 * time.Hour), Until: t0.Add(-300 * 24 * time.Hour)}, 1},
+		// Without a Limit, a window of publish times reads what may be in it.
+		{"window, no limit", storage.ItemQuery{Since: t0.Add(-5 * 24 * time.Hour), Until: t0}, 2 * 6},
+		{"window, no limit, by publish time", storage.ItemQuery{Order: storage.ByPublished, Since: t0.Add(480 * time.Minute)}, 2 * 21},
+		{"window, no limit, oldest first", storage.ItemQuery{Order: storage.ByArrivalAsc, Until: time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC)}, 3},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			want, err := bolt.Items(feeds[0], c.q)
@@ -148,6 +210,41 @@ func TestItemsWindowAgreesWithBolt(t *testing.T) {
 			}
 			if read := sjs.BodiesRead(js) - before; c.max > 0 && read > c.max {
 				t.Errorf("Items(%+v) read %d item messages, more than %d", c.q, read, c.max)
+			}
+		})
+	}
+	// Paging by publish time: each page the newest before the oldest
+	// time of the page before (Until), as far back as the dates go.
+	for _, limit := range []int{1, 7, 50} {
+		t.Run(fmt.Sprintf("paging by publish time by %d", limit), func(t *testing.T) {
+			var pages [2][][]string
+			for i, st := range stores {
+				var until time.Time
+				for range total + 2 {
+					q := storage.ItemQuery{Limit: limit, Order: storage.ByPublished, Until: until}
+					before := sjs.BodiesRead(js)
+					page, err := st.Items(feeds[i], q)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if read := sjs.BodiesRead(js) - before; i == 1 && read > uint64(2*(limit+1)) {
+						t.Fatalf("Items(%+v) read %d item messages for a page of %d", q, read, limit)
+					}
+					if len(page) == 0 {
+						break
+					}
+					pages[i] = append(pages[i], itemIDs(page))
+					last := page[len(page)-1]
+					if until = last.Published; until.IsZero() {
+						until = last.Fetched
+					}
+				}
+			}
+			if !slices.EqualFunc(pages[0], pages[1], slices.Equal) {
+				t.Errorf("pages of the backend:\n%v\nbbolt:\n%v", pages[1], pages[0])
+			}
+			if len(pages[1]) < 2 {
+				t.Errorf("%d pages", len(pages[1]))
 			}
 		})
 	}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -32,7 +31,10 @@ const (
 	// replace an item of the same ID, carry it only here.
 	ItemKeyHeader = "Slogfeed-Item"
 	// ItemTimeHeader holds the item's publish time (its fetch time when it
-	// has none) in Unix nanoseconds: what retention orders by.
+	// has none), what retention and reads by publish time order by: in
+	// Unix nanoseconds with a sign ("+1772323200000000000"), or, for a
+	// time outside the years 1678 to 2262 that those do not hold, in RFC
+	// 3339 (timeHeader).
 	ItemTimeHeader = "Slogfeed-Time"
 )
 
@@ -65,18 +67,38 @@ type known struct {
 	nTrusted int     // feeds with a trusted index
 	nItems   int     // item entries of the trusted indexes
 	swept    ownMark // the ownership the trusted indexes were last checked against
+	pend     knownPending
 }
 
 // knownItem is where and when an item of a feed is stored.
 type knownItem struct {
 	key string // MsgID(feed, item ID)
 	seq uint64 // stream sequence; 0: removed by retention
-	at  int64  // sort time, Unix nanoseconds
+	at  int64  // sort time (sortNanos)
+	// loose: at came from a time header that does not vouch for it
+	// (parseTimeHeader), so the item's sort time may be another.
+	loose bool
 }
 
 type knownFeed struct {
-	items   map[string]knownItem
-	gone    int           // entries of items removed by retention (seq 0)
+	// items holds the stream sequence of each item key, 0 for an item
+	// removed by retention; a stored item's sort time is its entry's in
+	// bySeq, a removed one's in goneAt.
+	items  map[string]uint64
+	goneAt map[string]int64
+	gone   int // entries of items removed by retention (seq 0)
+	// bySeq holds the entries of the stored items (seq ≠ 0) by sequence,
+	// byAt their sequences by sort time then sequence (knownorder.go).
+	bySeq []knownEntry
+	byAt  []uint64
+	// loose holds the sequences of stored items whose entry is loose
+	// (knownItem.loose); nil when none.
+	loose map[uint64]struct{}
+	// pend holds the entries put and dropped since bySeq and byAt were
+	// last brought up to date (settle): the known's, which every change
+	// settles before it lets go of known.mu.
+	pend *knownPending
+
 	lastSeq uint64        // items are complete up to this stream sequence
 	synced  int64         // when lastSeq was last checked against the stream, Unix nanoseconds
 	elem    *list.Element // nil while trusted
@@ -217,37 +239,96 @@ func (k *known) extend(feedID, lastSeq uint64, items []knownItem, reset bool) {
 	defer k.mu.Unlock()
 	f, ok := k.feeds[feedID]
 	if !ok {
-		f = &knownFeed{elem: k.order.PushFront(feedID)}
+		f = &knownFeed{elem: k.order.PushFront(feedID), pend: &k.pend}
 		k.feeds[feedID] = f
 		reset = true
 	}
 	if reset {
 		k.untrustLocked(feedID, f) // before the entries it counted go
-		f.items = make(map[string]knownItem, len(items))
-		f.gone, f.shadow = 0, false
+		f.items = make(map[string]uint64, len(items))
+		f.goneAt, f.gone, f.shadow = nil, 0, false
+		f.bySeq, f.byAt, f.loose = nil, nil, nil
 	}
 	for _, it := range items {
 		k.putLocked(f, it)
 	}
+	f.settle()
 	f.lastSeq = lastSeq
 	k.touch(f)
 	k.evictLocked()
 	k.boundLocked(feedID, f)
 }
 
-// put records it unless the index has a later message of the same key.
+// put records it unless the index has a later message of the same key,
+// or the same message with a sort time it vouches for and it does not.
+// The entry's place in bySeq and byAt is pending until settle.
 func (f *knownFeed) put(it knownItem) {
 	old, ok := f.items[it.key]
-	if ok && old.seq != 0 && it.seq != 0 && old.seq != it.seq {
+	if ok && old != 0 && it.seq != 0 && old != it.seq {
 		f.shadow = true
 	}
-	if ok && old.seq > it.seq {
+	if ok && old > it.seq {
 		return
 	}
-	if ok && old.seq == 0 && it.seq != 0 {
-		f.gone-- // a removed item stored again
+	if ok && it.seq != 0 && old == it.seq && (it.loose || !f.isLoose(old)) {
+		return
 	}
-	f.items[it.key] = it
+	if ok && old == 0 && it.seq != 0 {
+		f.gone-- // a removed item stored again
+		delete(f.goneAt, it.key)
+	}
+	if ok && old != 0 {
+		f.drop(knownEntry{seq: old, at: f.atOf(old)})
+	}
+	f.items[it.key] = it.seq
+	if it.seq == 0 {
+		f.setGoneAt(it.key, it.at)
+		return
+	}
+	f.pend.addPut(knownEntry{seq: it.seq, at: it.at})
+	if it.loose {
+		if f.loose == nil {
+			f.loose = map[uint64]struct{}{}
+		}
+		f.loose[it.seq] = struct{}{}
+	}
+}
+
+// drop takes the stored entry e out of bySeq and byAt (pending until
+// settle).
+func (f *knownFeed) drop(e knownEntry) {
+	f.pend.drop = append(f.pend.drop, e)
+	if f.loose != nil {
+		delete(f.loose, e.seq)
+		if len(f.loose) == 0 {
+			f.loose = nil
+		}
+	}
+}
+
+// atOf returns the sort time of the stored item at seq.
+func (f *knownFeed) atOf(seq uint64) int64 {
+	if at, ok := f.pend.atOf(seq); ok {
+		return at
+	}
+	if i, ok := slices.BinarySearchFunc(f.bySeq, knownEntry{seq: seq}, bySeqOrder); ok {
+		return f.bySeq[i].at
+	}
+	return 0
+}
+
+// setGoneAt records the sort time of the removed item of key.
+func (f *knownFeed) setGoneAt(key string, at int64) {
+	if f.goneAt == nil {
+		f.goneAt = map[string]int64{}
+	}
+	f.goneAt[key] = at
+}
+
+// isLoose reports whether the stored entry at seq is loose.
+func (f *knownFeed) isLoose(seq uint64) bool {
+	_, ok := f.loose[seq]
+	return ok
 }
 
 // checked notes that the feed's index was found complete at at.
@@ -281,6 +362,7 @@ func (k *known) advance(feedID, from uint64, it knownItem) bool {
 		return false
 	}
 	k.putLocked(f, it)
+	f.settle()
 	f.lastSeq = it.seq
 	k.boundLocked(feedID, f)
 	return true
@@ -299,6 +381,7 @@ func (k *known) add(feedID uint64, items []knownItem) {
 		for _, it := range items {
 			k.putLocked(f, it)
 		}
+		f.settle()
 		k.untrustLocked(feedID, f)
 		k.evictLocked()
 	}
@@ -330,12 +413,15 @@ func (k *known) removed(feedID uint64, items []knownItem) {
 		return
 	}
 	for _, it := range items {
-		if cur, ok := f.items[it.key]; ok && cur.seq == it.seq && cur.seq != 0 {
-			cur.seq = 0
-			f.items[it.key] = cur
+		if cur, ok := f.items[it.key]; ok && cur == it.seq && cur != 0 {
+			at := f.atOf(cur)
+			f.drop(knownEntry{seq: cur, at: at})
+			f.items[it.key] = 0
+			f.setGoneAt(it.key, at)
 			f.gone++
 		}
 	}
+	f.settle()
 	if f.gone < 2*keptRemoved {
 		return
 	}
@@ -349,10 +435,8 @@ func (k *known) removed(feedID uint64, items []knownItem) {
 // sort time, then key) and returns how many it dropped.
 func (f *knownFeed) forgetRemoved(keep int) int {
 	gone := make([]knownItem, 0, f.gone)
-	for _, it := range f.items {
-		if it.seq == 0 {
-			gone = append(gone, it)
-		}
+	for key, at := range f.goneAt {
+		gone = append(gone, knownItem{key: key, at: at})
 	}
 	if len(gone) <= keep {
 		f.gone = len(gone)
@@ -366,6 +450,7 @@ func (f *knownFeed) forgetRemoved(keep int) int {
 	})
 	for _, it := range gone[keep:] {
 		delete(f.items, it.key)
+		delete(f.goneAt, it.key)
 	}
 	f.gone = keep
 	return len(gone) - keep
@@ -390,10 +475,10 @@ func (k *known) live(feedID uint64) ([]knownItem, bool) {
 	f, ok := k.feeds[feedID]
 	var out []knownItem
 	if ok {
-		out = make([]knownItem, 0, len(f.items))
-		for _, it := range f.items {
-			if it.seq != 0 {
-				out = append(out, it)
+		out = make([]knownItem, 0, len(f.bySeq))
+		for key, seq := range f.items {
+			if seq != 0 {
+				out = append(out, knownItem{key: key, seq: seq, at: f.atOf(seq), loose: f.isLoose(seq)})
 			}
 		}
 	}
@@ -407,61 +492,6 @@ func (k *known) live(feedID uint64) ([]knownItem, bool) {
 	return out, ok
 }
 
-// nthNewest returns the sequence of the n-th newest stored item (by
-// sequence) of the feed's index among those below sequence below (no
-// bound when 0) whose sort time is in [since, until) (no bound when 0);
-// false when the index holds fewer or the feed has no index.
-func (k *known) nthNewest(feedID uint64, n int, below uint64, since, until int64) (uint64, bool) {
-	if n <= 0 {
-		return 0, false
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	f, ok := k.feeds[feedID]
-	if !ok || len(f.items)-f.gone < n {
-		return 0, false
-	}
-	// A min-heap of the n highest sequences seen.
-	h := make([]uint64, 0, n)
-	for _, it := range f.items {
-		if it.seq == 0 || below != 0 && it.seq >= below || since != 0 && it.at < since || until != 0 && it.at >= until {
-			continue
-		}
-		switch {
-		case len(h) < n:
-			h = append(h, it.seq)
-			for i := len(h) - 1; i > 0; {
-				p := (i - 1) / 2
-				if h[p] <= h[i] {
-					break
-				}
-				h[p], h[i] = h[i], h[p]
-				i = p
-			}
-		case it.seq > h[0]:
-			h[0] = it.seq
-			for i := 0; ; {
-				m, l, r := i, 2*i+1, 2*i+2
-				if l < n && h[l] < h[m] {
-					m = l
-				}
-				if r < n && h[r] < h[m] {
-					m = r
-				}
-				if m == i {
-					break
-				}
-				h[m], h[i] = h[i], h[m]
-				i = m
-			}
-		}
-	}
-	if len(h) < n {
-		return 0, false
-	}
-	return h[0], true
-}
-
 // lookup returns the index entry of key and whether the index can tell
 // where the item is: it has the feed and no message of the subject can
 // be missing from it (no key was seen in two messages).
@@ -473,7 +503,11 @@ func (k *known) lookup(feedID uint64, key string) (knownItem, bool) {
 		return knownItem{}, false
 	}
 	k.touch(f)
-	return f.items[key], true
+	seq := f.items[key]
+	if seq == 0 {
+		return knownItem{key: key, at: f.goneAt[key]}, true
+	}
+	return knownItem{key: key, seq: seq, at: f.atOf(seq), loose: f.isLoose(seq)}, true
 }
 
 // oldest returns how many items the feed's index holds stored and the
@@ -482,19 +516,10 @@ func (k *known) oldest(feedID uint64) (n int, at int64) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	f, ok := k.feeds[feedID]
-	if !ok {
+	if !ok || len(f.byAt) == 0 {
 		return 0, 0
 	}
-	for _, it := range f.items {
-		if it.seq == 0 {
-			continue
-		}
-		if n == 0 || it.at < at {
-			at = it.at
-		}
-		n++
-	}
-	return n, at
+	return len(f.byAt), f.atOf(f.byAt[0])
 }
 
 // stored returns the sequence of the message holding key (0 when none).
@@ -502,7 +527,7 @@ func (k *known) stored(feedID uint64, key string) uint64 {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if f, ok := k.feeds[feedID]; ok {
-		return f.items[key].seq
+		return f.items[key]
 	}
 	return 0
 }
@@ -534,7 +559,7 @@ func sortTime(it *storage.Item) time.Time {
 func itemHeaders(key string, it *storage.Item) nats.Header {
 	return nats.Header{
 		ItemKeyHeader:  []string{key},
-		ItemTimeHeader: []string{strconv.FormatInt(sortTime(it).UnixNano(), 10)},
+		ItemTimeHeader: []string{timeHeader(sortTime(it))},
 	}
 }
 
@@ -761,8 +786,8 @@ func (s *Store) knownOf(ctx context.Context, seq uint64, h nats.Header) (knownIt
 	if it.key == "" {
 		it.key = h.Get(jetstream.MsgIDHeader)
 	}
-	if at, err := strconv.ParseInt(h.Get(ItemTimeHeader), 10, 64); err == nil {
-		it.at = at
+	if at, loose, ok := parseTimeHeader(h.Get(ItemTimeHeader)); ok {
+		it.at, it.loose = at, loose
 		return it, nil
 	}
 	m, err := s.items.GetMsg(ctx, seq)
@@ -776,7 +801,7 @@ func (s *Store) knownOf(ctx context.Context, seq uint64, h nats.Header) (knownIt
 	if err := json.Unmarshal(m.Data, &item); err != nil {
 		return knownItem{}, fmt.Errorf("%w: message %d: %v", storage.ErrCorrupt, seq, err)
 	}
-	it.at = sortTime(&item).UnixNano()
+	it.at = sortNanos(sortTime(&item))
 	if it.key == "" {
 		it.key = MsgID(item.FeedID, item.ID)
 	}

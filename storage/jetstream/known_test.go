@@ -408,8 +408,8 @@ func TestKnownForgetsOldestRemoved(t *testing.T) {
 		}
 		f := k.feeds[1]
 		gone := 0
-		for _, it := range f.items {
-			if it.seq == 0 {
+		for _, seq := range f.items {
+			if seq == 0 {
 				gone++
 			}
 		}

@@ -169,7 +169,7 @@ func (s *Store) retain(ctx context.Context, f storage.Feed, now time.Time) (int,
 		if err != nil {
 			return 0, &retentionError{f.ID, fmt.Errorf("publish digest item %q: %w", short(d.ID), err)}
 		}
-		s.known.add(f.ID, []knownItem{{key: key, seq: pa.Sequence, at: sortTime(d).UnixNano()}})
+		s.known.add(f.ID, []knownItem{{key: key, seq: pa.Sequence, at: sortNanos(sortTime(d))}})
 		if prev != 0 {
 			replaced = append(replaced, knownItem{key: key, seq: prev})
 		}
