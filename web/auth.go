@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 )
 
 // Defaults of AuthOptions.
@@ -466,7 +468,7 @@ func (a *Auth) protect(next http.Handler, public func(*http.Request) bool) http.
 		if !a.allowedHost(r) {
 			respondError(w, http.StatusMisdirectedRequest, fmt.Sprintf(
 				"this slogfeed listens on loopback and answers only requests for localhost or a loopback address, not for host %q (a guard against DNS rebinding; set --public-url to serve another name)",
-				truncateForError(r.Host, 100)))
+				sanitize.Clip(r.Host, 100)))
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -526,9 +528,4 @@ func (a *Auth) bearerOK(r *http.Request) bool {
 // export with the feeds' credentials, need it.
 func (a *Auth) Owner(r *http.Request) bool {
 	return a.token == nil || a.bearerOK(r) || a.LoggedIn(r)
-}
-
-// truncateForError cuts s to n bytes of valid UTF-8 for an error message.
-func truncateForError(s string, n int) string {
-	return sensorTruncate(strings.ToValidUTF8(s, "?"), n)
 }

@@ -384,7 +384,7 @@ func parseReading(r *http.Request, w http.ResponseWriter, sensor string, now tim
 		t, err := time.Parse(time.RFC3339Nano, req.Time)
 		switch {
 		case err != nil:
-			return nil, sensorBadRequest("time %q is not RFC 3339 (e.g. 2026-11-21T19:30:00Z)", sensorTruncate(req.Time, 64))
+			return nil, sensorBadRequest("time %q is not RFC 3339 (e.g. 2026-11-21T19:30:00Z)", sanitize.Clip(req.Time, 64))
 		case t.Year() < 1970:
 			return nil, sensorBadRequest("time %s is before 1970", req.Time)
 		case t.After(now.Add(MaxFutureSkew)):
@@ -405,17 +405,6 @@ func parseReading(r *http.Request, w http.ResponseWriter, sensor string, now tim
 }
 
 func sensorFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
-
-func sensorTruncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s + "…"
-}
 
 func (h *sensorStore) post(w http.ResponseWriter, r *http.Request) {
 	now := h.now().UTC()

@@ -292,13 +292,13 @@ func (o *outputBuilder) decodeJSON(out []byte, maxText int) ([]transform.Item, e
 	dec.DisallowUnknownFields()
 	var doc jsonOutput
 	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("%w: not the output JSON: %v", ErrOutput, shorten(err.Error(), 200))
+		return nil, fmt.Errorf("%w: not the output JSON: %v", ErrOutput, sanitize.Clip(err.Error(), 200))
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("%w: data after the output JSON", ErrOutput)
 	}
 	if doc.Error != "" {
-		return nil, fmt.Errorf("%w: %s", ErrReported, shorten(sanitize.PlainText(doc.Error, 0), 500))
+		return nil, fmt.Errorf("%w: %s", ErrReported, sanitize.Clip(sanitize.PlainText(doc.Error, 0), 500))
 	}
 	if len(doc.Items) > o.limit {
 		return nil, fmt.Errorf("%w: %d items, at most %d (%w)", ErrOutput, len(doc.Items), o.limit, transform.ErrLimit)
@@ -398,17 +398,6 @@ func readingTitle(r storage.Reading) string {
 		return r.Sensor + ": " + v
 	}
 	return v
-}
-
-// shorten cuts s to at most n bytes, on a rune boundary.
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // firstLine is the first line of s (wazero's trap errors carry a stack

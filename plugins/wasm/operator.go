@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/transform"
 )
 
@@ -73,14 +74,14 @@ func newOperator(raw json.RawMessage) (transform.Operator, error) {
 	case cfg.Module != "" && cfg.ModuleBase64 != "":
 		return nil, transform.Fieldf("module", "give module or module_base64, not both")
 	case cfg.Module != "" && !NamePattern.MatchString(cfg.Module):
-		return nil, transform.Fieldf("module", "%q is not a module name (lower-case letters, digits, '.', '_' and '-', at most 64)", shorten(cfg.Module, 70))
+		return nil, transform.Fieldf("module", "%q is not a module name (lower-case letters, digits, '.', '_' and '-', at most 64)", sanitize.Clip(cfg.Module, 70))
 	}
 	switch cfg.ABI {
 	case "", ABIRecords:
 	case ABIJSON:
 		o.abi = ABIJSON
 	default:
-		return nil, transform.Fieldf("abi", "%q: want %q or %q", shorten(cfg.ABI, 20), ABIRecords, ABIJSON)
+		return nil, transform.Fieldf("abi", "%q: want %q or %q", sanitize.Clip(cfg.ABI, 20), ABIRecords, ABIJSON)
 	}
 	if len(cfg.Params) > MaxParams {
 		return nil, &transform.FieldError{Field: "params", Err: fmt.Errorf("%w: %d numbers, at most %d", transform.ErrLimit, len(cfg.Params), MaxParams)}

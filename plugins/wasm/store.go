@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/plugins"
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/web"
 )
@@ -158,7 +159,7 @@ func (s *Store) Modules() []ModuleInfo {
 // Put checks bin and stores it under name; created reports a new name.
 func (s *Store) Put(ctx context.Context, name string, bin []byte) (mi ModuleInfo, created bool, err error) {
 	if !NamePattern.MatchString(name) {
-		return mi, false, fmt.Errorf("%w: %q is not a module name (lower-case letters, digits, '.', '_' and '-', at most 64)", errBadName, shorten(name, 70))
+		return mi, false, fmt.Errorf("%w: %q is not a module name (lower-case letters, digits, '.', '_' and '-', at most 64)", errBadName, sanitize.Clip(name, 70))
 	}
 	if len(bin) > MaxModuleBytes {
 		return mi, false, fmt.Errorf("%w: %d bytes, at most %d", errTooLarge, len(bin), MaxModuleBytes)
@@ -355,7 +356,7 @@ func (s *Store) handleGet(w http.ResponseWriter, r *http.Request) {
 	mi, ok := s.index[name]
 	s.mu.RUnlock()
 	if !ok {
-		web.RespondError(w, http.StatusNotFound, fmt.Sprintf("no module %q", shorten(name, 70)))
+		web.RespondError(w, http.StatusNotFound, fmt.Sprintf("no module %q", sanitize.Clip(name, 70)))
 		return
 	}
 	switch f := r.URL.Query().Get("format"); f {
@@ -372,7 +373,7 @@ func (s *Store) handleGet(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.wasm"`)
 		_, _ = w.Write(bin)
 	default:
-		web.RespondError(w, http.StatusBadRequest, fmt.Sprintf("format %q: want json or wasm", shorten(f, 20)))
+		web.RespondError(w, http.StatusBadRequest, fmt.Sprintf("format %q: want json or wasm", sanitize.Clip(f, 20)))
 	}
 }
 

@@ -282,7 +282,7 @@ func parseFeed(s string) (transform.Ref, error) {
 		return ref, err
 	}
 	if ref.Kind == "url" {
-		return ref, fmt.Errorf("%q: name the feed as feed/ID (see GET /api/v1/feeds), sensor/NAME or pipe/SLUG", shorten(s, 80))
+		return ref, fmt.Errorf("%q: name the feed as feed/ID (see GET /api/v1/feeds), sensor/NAME or pipe/SLUG", sanitize.Clip(s, 80))
 	}
 	return ref, nil
 }
@@ -352,9 +352,9 @@ func checkURL(raw string) (string, error) {
 	case err != nil:
 		return "", fmt.Errorf("%w: url: %v", ErrInvalid, err)
 	case u.Scheme != "http" && u.Scheme != "https":
-		return "", fmt.Errorf("%w: url: want an http or https URL, not %q", ErrInvalid, shorten(raw, 80))
+		return "", fmt.Errorf("%w: url: want an http or https URL, not %q", ErrInvalid, sanitize.Clip(raw, 80))
 	case u.Host == "" || u.Hostname() == "":
-		return "", fmt.Errorf("%w: url: no host in %q", ErrInvalid, shorten(raw, 80))
+		return "", fmt.Errorf("%w: url: no host in %q", ErrInvalid, sanitize.Clip(raw, 80))
 	case u.User != nil:
 		return "", fmt.Errorf("%w: url: no credentials in the URL (the receiver checks the signature)", ErrInvalid)
 	case u.Fragment != "":
@@ -370,7 +370,7 @@ func (s *Service) Delete(id string) error {
 	defer s.mu.Unlock()
 	h, ok := s.hooks[id]
 	if !ok {
-		return fmt.Errorf("%w: %q", ErrNotFound, shorten(id, 40))
+		return fmt.Errorf("%w: %q", ErrNotFound, sanitize.Clip(id, 40))
 	}
 	ops := make([]storage.PluginOp, 0, len(h.queue)+len(h.stored)+1)
 	for _, d := range h.queue {
@@ -412,7 +412,7 @@ func (s *Service) Get(id string) (Hook, error) {
 	defer s.mu.Unlock()
 	h, ok := s.hooks[id]
 	if !ok {
-		return Hook{}, fmt.Errorf("%w: %q", ErrNotFound, shorten(id, 40))
+		return Hook{}, fmt.Errorf("%w: %q", ErrNotFound, sanitize.Clip(id, 40))
 	}
 	return h.view(), nil
 }
@@ -502,7 +502,7 @@ func bodies(f storage.Feed, items []storage.Item) ([][]byte, []int, error) {
 	for _, it := range items {
 		raw, err := json.Marshal(it)
 		if err != nil {
-			return nil, nil, fmt.Errorf("item %q: %w", shorten(it.ID, 40), err)
+			return nil, nil, fmt.Errorf("item %q: %w", sanitize.Clip(it.ID, 40), err)
 		}
 		if len(cur) == MaxDeliveryItems || (len(cur) > 0 && size+len(raw) > MaxDeliveryBytes) {
 			flush()
@@ -723,7 +723,7 @@ func (s *Service) handleCreate(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequestBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		web.RespondError(w, http.StatusBadRequest, "want {\"feed\": ..., \"url\": ..., \"secret\": ...}: "+shorten(err.Error(), 200))
+		web.RespondError(w, http.StatusBadRequest, "want {\"feed\": ..., \"url\": ..., \"secret\": ...}: "+sanitize.Clip(err.Error(), 200))
 		return
 	}
 	if _, err := dec.Token(); err != io.EOF {
@@ -768,14 +768,6 @@ func (s *Service) handleDelete(w http.ResponseWriter, r *http.Request) {
 	default:
 		w.WriteHeader(http.StatusNoContent)
 	}
-}
-
-// shorten cuts s to at most n bytes of valid UTF-8.
-func shorten(s string, n int) string {
-	if len(s) > n {
-		s = s[:n] + "…"
-	}
-	return strings.ToValidUTF8(s, "?")
 }
 
 var _ plugins.Service = (*Service)(nil)

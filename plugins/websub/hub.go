@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/feedext"
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"github.com/slogfeed/slogfeed/storage"
 )
 
@@ -219,13 +220,13 @@ func (h *Hub) serveHub(w http.ResponseWriter, r *http.Request) {
 			httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("websub: request body larger than %d bytes", maxForm))
 			return
 		}
-		httpError(w, http.StatusBadRequest, "websub: unreadable form: "+clip(err.Error(), 200))
+		httpError(w, http.StatusBadRequest, "websub: unreadable form: "+sanitize.Clip(err.Error(), 200))
 		return
 	}
 	req, err := h.parseRequest(r.PostForm)
 	if err == nil && req.mode == "subscribe" {
 		if _, rerr := h.render(r.Context(), req.path); rerr != nil {
-			err = fmt.Errorf("%w: %s", ErrTopic, clip(rerr.Error(), 200))
+			err = fmt.Errorf("%w: %s", ErrTopic, sanitize.Clip(rerr.Error(), 200))
 		}
 	}
 	if err != nil {

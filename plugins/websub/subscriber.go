@@ -409,7 +409,7 @@ func (s *Subscriber) act(ctx context.Context, id uint64) {
 // held). An active subscription stays active until its lease ends.
 func (s *Subscriber) failLocked(r *subRecord, now time.Time, err error) {
 	r.Failures++
-	r.LastError = clip(err.Error(), 300)
+	r.LastError = sanitize.Clip(err.Error(), 300)
 	r.Due = now.Add(backoff(r.Failures, SubscribeRetryBase, SubscribeRetryMax))
 	if r.State != StateActive {
 		r.State = StateFailed
@@ -436,7 +436,7 @@ func (s *Subscriber) form(mode string, r *subRecord) url.Values {
 // post sends a request to a hub; any 2xx is accepted.
 func (s *Subscriber) post(ctx context.Context, hub string, form url.Values) error {
 	if _, ok := checkURL(hub); !ok {
-		return fmt.Errorf("hub URL %q is not an absolute http(s) URL", clip(hub, 100))
+		return fmt.Errorf("hub URL %q is not an absolute http(s) URL", sanitize.Clip(hub, 100))
 	}
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
@@ -453,7 +453,7 @@ func (s *Subscriber) post(ctx context.Context, hub string, form url.Values) erro
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, maxHubReply))
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("the hub answered %d: %s", resp.StatusCode, clip(strings.TrimSpace(string(msg)), 200))
+		return fmt.Errorf("the hub answered %d: %s", resp.StatusCode, sanitize.Clip(strings.TrimSpace(string(msg)), 200))
 	}
 	return nil
 }
@@ -522,7 +522,7 @@ func (s *Subscriber) serveVerify(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		s.log.Info("unsubscription verified", "feed", rec.Feed, "hub", rec.Hub)
 	case "denied":
-		reason := clip(q.Get("hub.reason"), 200)
+		reason := sanitize.Clip(q.Get("hub.reason"), 200)
 		s.confirm(rec, func(x *subRecord) {
 			x.State = StateFailed
 			x.Failures++
@@ -601,7 +601,7 @@ func (s *Subscriber) serveContent(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, parser.ErrNotFeed), errors.Is(err, parser.ErrMalformed):
 		s.count(rec.Feed, SubCounters{Rejected: 1})
 		s.log.Info("push not stored", "feed", rec.Feed, "err", err)
-		httpError(w, http.StatusBadRequest, clip(err.Error(), 300))
+		httpError(w, http.StatusBadRequest, sanitize.Clip(err.Error(), 300))
 		return
 	default:
 		s.count(rec.Feed, SubCounters{Rejected: 1})

@@ -8,9 +8,10 @@ import (
 	"io"
 	"net/url"
 	"strings"
-	"unicode/utf8"
 
 	"golang.org/x/net/html/charset"
+
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 )
 
 // maxReported is how many *OutlineError values Parse keeps; further skipped
@@ -167,7 +168,7 @@ func (p *parser) start(t xml.StartElement) error {
 	for _, a := range t.Attr {
 		if a.Name.Space == Namespace {
 			if why := settings.readSetting(a.Name.Local, a.Value); why != "" {
-				ignored = append(ignored, IgnoredSetting{Attr: a.Name.Local, Value: cut(a.Value, 80), Reason: why})
+				ignored = append(ignored, IgnoredSetting{Attr: a.Name.Local, Value: sanitize.Clip(a.Value, 80), Reason: why})
 			}
 			continue
 		}
@@ -227,18 +228,6 @@ func (p *parser) start(t xml.StartElement) error {
 		Ignored:  ignored,
 	})
 	return nil
-}
-
-// cut returns s cut to at most n bytes of valid UTF-8, "…" marking a cut.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s + "…"
 }
 
 func (p *parser) skip(rawURL string, reason error) {

@@ -124,6 +124,20 @@ func Truncate(s string, n int) string {
 	return string([]rune(s)[:n]) + "…"
 }
 
+// Clip returns s as valid UTF-8 (invalid bytes replaced by U+FFFD) of at
+// most n bytes, marking a cut with "…": a value quoted in a message, where
+// the bound is on bytes.
+func Clip(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
 // Excerpt is a message quoted from elsewhere (a parser's error, a server's
 // words) made fit to show on one line: Clean, white space folded, at most
 // n runes (see Truncate).

@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // shortcutCases are fragments on which HTML's shortcuts (plain text, no
@@ -156,5 +157,31 @@ func BenchmarkHTML(b *testing.B) {
 				sanitizeFull(in, base)
 			}
 		})
+	}
+}
+
+func TestClip(t *testing.T) {
+	tests := []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly10!", 10, "exactly10!"},
+		{"a longer value", 8, "a longer…"},
+		{"héllo", 2, "h…"}, // "é" is two bytes: not cut in half
+		{"héllo", 3, "hé…"},
+		{"bad\xffbyte", 20, "bad\uFFFDbyte"},
+		{"", 0, ""},
+		{"x", 0, "…"},
+	}
+	for _, tt := range tests {
+		got := Clip(tt.s, tt.n)
+		if got != tt.want {
+			t.Errorf("Clip(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
+		}
+		if !utf8.ValidString(got) {
+			t.Errorf("Clip(%q, %d) = %q: not valid UTF-8", tt.s, tt.n, got)
+		}
 	}
 }
