@@ -26,7 +26,7 @@ var rules = []struct {
 	{"storage/storagetest", []string{"storage", "schedule"}},
 	{"reader/fetcher", []string{"feedext", "reader/sanitize", "schedule"}},
 	{"reader/parser/...", []string{"reader/parser", "feedext", "reader/sanitize", "schedule", "storage"}},
-	{"reader/opml", []string{"schedule", "storage"}},
+	{"reader/opml", []string{"reader/sanitize", "schedule", "storage"}},
 	{"storage/cluster/e2e", []string{"storage"}}, // test helpers: a publisher of the end-to-end tests
 	{"storage/cluster", []string{"storage", "schedule"}},
 	{"storage/jetstream/...", []string{"storage/jetstream/...", "storage", "storage/cluster", "schedule"}},
