@@ -522,15 +522,8 @@ func (h *sensorStore) get(w http.ResponseWriter, r *http.Request) {
 		writeSensorError(w, err)
 		return
 	}
-	s, err := h.state(r.Context(), name, false)
-	if errors.Is(err, errNoSensor) {
-		writeSensorError(w, &sensorError{http.StatusNotFound, fmt.Sprintf("unknown sensor %q", name)})
-		return
-	}
-	if err != nil {
-		err = unavailable(h.st, err)
-		logFailure(h.log, err, "loading sensor", "sensor", name)
-		writeSensorError(w, err)
+	s := h.lockedState(w, r, name, "")
+	if s == nil {
 		return
 	}
 	// What the document needs of the state, copied under its lock; the
@@ -610,19 +603,30 @@ func sensorPage(name string) string { return "/ui/sensors/" + url.PathEscape(nam
 // had, with a permanent redirect to the sensor's page in the web UI; an
 // unknown sensor is a 404.
 func (h *sensorStore) redirectToPage(w http.ResponseWriter, r *http.Request, name string) {
+	s := h.lockedState(w, r, name, " (no such feed: want /sensors/{sensor}.rss, .atom or .json)")
+	if s == nil {
+		return
+	}
+	s.mu.Unlock()
+	http.Redirect(w, r, h.base+sensorPage(name), http.StatusMovedPermanently)
+}
+
+// lockedState returns the state of the existing sensor name, locked, or
+// answers the request and returns nil: a 404 for an unknown sensor (hint
+// appended to its message), a 503 when the store cannot answer now.
+func (h *sensorStore) lockedState(w http.ResponseWriter, r *http.Request, name, hint string) *sensorState {
 	s, err := h.state(r.Context(), name, false)
 	if errors.Is(err, errNoSensor) {
-		writeSensorError(w, &sensorError{http.StatusNotFound, fmt.Sprintf("unknown sensor %q (no such feed: want /sensors/{sensor}.rss, .atom or .json)", name)})
-		return
+		writeSensorError(w, &sensorError{http.StatusNotFound, fmt.Sprintf("unknown sensor %q", name) + hint})
+		return nil
 	}
 	if err != nil {
 		err = unavailable(h.st, err)
 		logFailure(h.log, err, "loading sensor", "sensor", name)
 		writeSensorError(w, err)
-		return
+		return nil
 	}
-	s.mu.Unlock()
-	http.Redirect(w, r, h.base+sensorPage(name), http.StatusMovedPermanently)
+	return s
 }
 
 // WebSubLinks adds the WebSub discovery header to h when hub is set:
