@@ -288,6 +288,7 @@ func (s *Store) Items(ctx context.Context, feedID, afterSeq uint64, limit int) (
 // the first) on: a short-lived ephemeral one, which the server drops 10 s
 // after the read.
 func (s *Store) itemsFrom(ctx context.Context, feedID, from uint64) (jetstream.Consumer, error) {
+	s.readers.Add(1)
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{itemSubject(feedID)}, InactiveThreshold: 10 * time.Second}
 	if from > 1 {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
@@ -512,8 +513,10 @@ const windowPasses = 3
 //
 //   - oldest first (AfterSeq, ByArrivalAsc): the subject from AfterSeq on,
 //     until Limit items match;
-//   - newest first by arrival: from the sequence of the Limit-th newest
-//     matching item of the Store's index of the feed to BeforeSeq. The
+//   - newest first by arrival: the items the index names from the
+//     Limit-th newest matching one to BeforeSeq (queryByTime), when it can
+//     vouch for them; else from the sequence of the Limit-th newest
+//     matching item of the index to BeforeSeq through a consumer. The
 //     index only says where to start: everything from the start on was
 //     read, so Limit matching items there are the newest. When fewer
 //     match (the index held items removed since, its sort times are not
@@ -528,7 +531,7 @@ const windowPasses = 3
 // exact sort times of the entries it read from headers that do not
 // vouch for theirs (known.vouch).
 func (s *Store) queryItems(ctx context.Context, feedID uint64, q storage.ItemQuery) ([]storage.Item, error) {
-	if byTime(q) {
+	if byTime(q) || byArrival(q) {
 		items, ok, err := s.queryByTime(ctx, feedID, q)
 		if err != nil || ok {
 			return items, err

@@ -30,7 +30,14 @@ func byTime(q storage.ItemQuery) bool {
 	return q.AfterSeq == 0 && (!q.Since.IsZero() || !q.Until.IsZero())
 }
 
-// queryByTime answers q (byTime) as the bbolt store does, reading only
+// byArrival reports whether queryByTime may answer q by arrival: a Limit
+// newest first, below BeforeSeq or the newest (known.newestByArrival).
+func byArrival(q storage.ItemQuery) bool {
+	return q.Limit > 0 && q.Order == storage.ByArrival && q.AfterSeq == 0
+}
+
+// queryByTime answers q (byTime, or byArrival from the runs of
+// known.newestByArrival) as the bbolt store does, reading only
 // the items of the feed's subject that may be in the answer, as the
 // Store's index of the feed names them (known.newestByTime): the Limit
 // newest by sort time in the window, the items the index has no exact
@@ -70,7 +77,13 @@ func (s *Store) queryByTime(ctx context.Context, feedID uint64, q storage.ItemQu
 		most = 2*q.Limit + mostByTime
 	}
 	sp := spanOf(q.Since, q.Until)
-	runs, upTo, after, ok := s.known.newestByTime(feedID, q.Limit, sp, most)
+	plan := func() ([]seqRun, uint64, int, bool) {
+		if byArrival(q) {
+			return s.known.newestByArrival(feedID, q.Limit, q.BeforeSeq, sp, most)
+		}
+		return s.known.newestByTime(feedID, q.Limit, sp, most)
+	}
+	runs, upTo, after, ok := plan()
 	if ok && (after > tailBatch || target > upTo+tailBatch) {
 		// More than a batch stored since the index was synced (a batch of
 		// this node's own, which does not move the sequence the index is
@@ -79,7 +92,7 @@ func (s *Store) queryByTime(ctx context.Context, feedID uint64, q storage.ItemQu
 		if err := s.syncKnown(ctx, feedID); err != nil {
 			return nil, false, err
 		}
-		runs, upTo, _, ok = s.known.newestByTime(feedID, q.Limit, sp, most)
+		runs, upTo, _, ok = plan()
 	}
 	if !ok {
 		return nil, false, nil

@@ -200,7 +200,7 @@ func testItemsWindow(t *testing.T, js *sjs.Store) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			before := sjs.BodiesRead(js)
+			before, readers := sjs.BodiesRead(js), sjs.ItemReaders(js)
 			got, err := be.Items(feeds[1], c.q)
 			if err != nil {
 				t.Fatal(err)
@@ -210,6 +210,9 @@ func testItemsWindow(t *testing.T, js *sjs.Store) {
 			}
 			if read := sjs.BodiesRead(js) - before; c.max > 0 && read > c.max {
 				t.Errorf("Items(%+v) read %d item messages, more than %d", c.q, read, c.max)
+			}
+			if n := sjs.ItemReaders(js) - readers; c.max > 0 && c.q.Limit > 0 && c.q.Order != storage.ByArrivalAsc && n > 0 {
+				t.Errorf("Items(%+v) created %d consumers, want batched gets", c.q, n)
 			}
 		})
 	}
@@ -268,13 +271,16 @@ func testItemsWindow(t *testing.T, js *sjs.Store) {
 						case "forward-asc":
 							q = storage.ItemQuery{Limit: limit, Order: storage.ByArrivalAsc, AfterSeq: cursor}
 						}
-						before := sjs.BodiesRead(js)
+						before, readers := sjs.BodiesRead(js), sjs.ItemReaders(js)
 						page, err := st.Items(feeds[i], q)
 						if err != nil {
 							t.Fatal(err)
 						}
 						if read := sjs.BodiesRead(js) - before; i == 1 && limit < 1000 && read > uint64(3*(limit+1)) {
 							t.Fatalf("Items(%+v) read %d item messages for a page of %d", q, read, limit)
+						}
+						if n := sjs.ItemReaders(js) - readers; i == 1 && dir == "back" && n > 0 {
+							t.Fatalf("Items(%+v) created %d consumers, want batched gets", q, n)
 						}
 						if len(page) == 0 {
 							break

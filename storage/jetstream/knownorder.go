@@ -505,8 +505,64 @@ func (k *known) newestByTime(feedID uint64, limit int, sp span, most int) (runs 
 	}
 	slices.Sort(want)
 	want = slices.Compact(want)
-	// Each wanted sequence's place in bySeq; a run goes on while the gap
-	// to the next is at most runGap items.
+	runs, ok = f.runsOf(want, cut, true)
+	return runs, f.lastSeq, len(f.bySeq) - cut, ok
+}
+
+// newestByArrival is newestByTime for the limit newest items by arrival
+// (sequence) below sequence below (no bound when 0) that are in sp: one
+// run of every entry from the limit-th newest below below whose sort
+// time is exact and in sp (from the first entry when fewer are) up to
+// below, and the items published after the index was synced when below
+// is past the sequence it is complete up to. Entries whose sort times
+// are not known to be in or out of sp (loose ones, the bounds) are in
+// the run, as are those out of sp between the others: the read's query
+// drops them. It returns false when the index cannot tell, or the run
+// would hold more than most entries.
+func (k *known) newestByArrival(feedID uint64, limit int, below uint64, sp span, most int) (runs []seqRun, upTo uint64, after int, ok bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	f, ok := k.feeds[feedID]
+	if !ok || f.shadow || limit <= 0 {
+		return nil, 0, 0, false
+	}
+	k.touch(f)
+	cut, _ := slices.BinarySearchFunc(f.bySeq, knownEntry{seq: f.lastSeq + 1}, bySeqOrder)
+	end, tail := cut, below == 0 || below > f.lastSeq
+	if !tail {
+		end, _ = slices.BinarySearchFunc(f.bySeq[:cut], knownEntry{seq: below}, bySeqOrder)
+	}
+	from := 0
+	for i, n := end-1, 0; i >= 0; i-- {
+		e := f.bySeq[i]
+		if !sp.all() && (f.isLoose(e.seq) || bound(e.at) || !sp.holds(e.at)) {
+			continue
+		}
+		if n++; n == limit {
+			from = i
+			break
+		}
+		if end-i > most {
+			return nil, 0, 0, false
+		}
+	}
+	if end-from > most {
+		return nil, 0, 0, false
+	}
+	runs, ok = f.runsOf(seqsOf(f.bySeq[from:end]), cut, tail)
+	return runs, f.lastSeq, len(f.bySeq) - cut, ok
+}
+
+// runsOf cuts want, sequences of entries in bySeq at or below lastSeq
+// in order, into runs of consecutive entries, a run going on while the
+// gap to the next wanted one is at most runGap entries; cut is where
+// bySeq passes lastSeq. With tail, the last run also reads the messages
+// published after the index was synced, and those of bySeq after cut
+// (this node's own) must be among them. It returns false when a wanted
+// sequence is not an entry, which cannot happen while the index is
+// consistent.
+func (f *knownFeed) runsOf(want []uint64, cut int, tail bool) ([]seqRun, bool) {
+	var runs []seqRun
 	start, prev := -1, -1
 	flush := func(end int, w []uint64) {
 		seqs := seqsOf(f.bySeq[start : end+1])
@@ -516,7 +572,7 @@ func (k *known) newestByTime(feedID uint64, limit int, sp span, most int) (runs 
 	for i, seq := range want {
 		at, ok := slices.BinarySearchFunc(f.bySeq[:cut], knownEntry{seq: seq}, bySeqOrder)
 		if !ok {
-			return nil, 0, 0, false // not a stored entry: cannot happen while the index is consistent
+			return nil, false
 		}
 		if start >= 0 && at-prev > runGap+1 {
 			flush(prev, want[first:i])
@@ -530,16 +586,19 @@ func (k *known) newestByTime(feedID uint64, limit int, sp span, most int) (runs 
 	if start >= 0 {
 		flush(prev, want[first:])
 	}
+	if !tail {
+		return runs, true
+	}
 	if n := len(runs); n == 0 || prev != cut-1 {
 		// Nothing wanted at the end of the index: the tail is read on its own.
 		runs = append(runs, seqRun{from: f.lastSeq + 1})
 	}
-	tail := &runs[len(runs)-1]
-	tail.tail = true
+	last := &runs[len(runs)-1]
+	last.tail = true
 	if cut < len(f.bySeq) {
-		tail.after = seqsOf(f.bySeq[cut:])
+		last.after = seqsOf(f.bySeq[cut:])
 	}
-	return runs, f.lastSeq, len(f.bySeq) - cut, true
+	return runs, true
 }
 
 func seqsOf(es []knownEntry) []uint64 {

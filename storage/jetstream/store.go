@@ -123,6 +123,7 @@ type Store struct {
 	group   *group // nil: each fetch alone
 	red     atomic.Pointer[reducerBox]
 	bodies  atomic.Uint64  // item messages read whole by queries (readItems, readRange)
+	readers atomic.Uint64  // consumers created to read items (itemsFrom)
 	dropped droppedRecords // the records RecordFetch calls expect (dropped.go)
 
 	ownMu  sync.Mutex // serialises SetOwner
