@@ -161,22 +161,26 @@ func (k *known) evictLocked() {
 
 // trust makes the feed's index trusted under ownership m (the node owned
 // the feed when the sync that made the index complete began). Trusted
-// indexes whose ownership no longer holds by valid are checked, and
-// untrusted, whenever m differs from the last check's.
-func (k *known) trust(feedID uint64, m ownMark, valid func(uint64, ownMark) bool) {
+// indexes whose ownership neither holds nor may hold again by own are
+// checked, and untrusted, whenever the Owner's Changed channel or the
+// generation of m differs from the last check's.
+func (k *known) trust(feedID uint64, m ownMark, own ownership) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	f, ok := k.feeds[feedID]
 	if !ok {
 		return
 	}
-	if k.swept != m {
+	if sweep := (ownMark{changed: m.changed, gen: m.gen}); k.swept != sweep {
 		for id, g := range k.feeds {
-			if g.elem == nil && !valid(id, g.trust) {
+			if g.elem != nil {
+				continue
+			}
+			if use, keep := own(id, g.trust); !use && !keep {
 				k.untrustLocked(id, g)
 			}
 		}
-		k.swept = m
+		k.swept = sweep
 	}
 	if f.elem == nil {
 		f.trust = m
@@ -203,16 +207,18 @@ func (k *known) distrust(feedID uint64) {
 }
 
 // trusted reports whether the feed's index is trusted and its ownership
-// still holds by valid; one that does not is untrusted.
-func (k *known) trusted(feedID uint64, valid func(uint64, ownMark) bool) bool {
+// still holds by own; one whose ownership may not hold again is
+// untrusted.
+func (k *known) trusted(feedID uint64, own ownership) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	f, ok := k.feeds[feedID]
 	if !ok || f.elem != nil {
 		return false
 	}
-	if valid(feedID, f.trust) {
-		return true
+	use, keep := own(feedID, f.trust)
+	if use || keep {
+		return use
 	}
 	k.untrustLocked(feedID, f)
 	k.evictLocked()
@@ -599,7 +605,7 @@ func (s *Store) syncKnownFrom(ctx context.Context, feedID uint64, log itemLog) e
 	if ok && upTo == last {
 		s.known.checked(feedID, s.opt.Now())
 		if owned {
-			s.known.trust(feedID, mark, s.stillOwned)
+			s.known.trust(feedID, mark, s.ownership)
 		}
 		return nil
 	}
@@ -672,7 +678,7 @@ func (s *Store) syncKnownFrom(ctx context.Context, feedID uint64, log itemLog) e
 	s.known.extend(feedID, last, items, reset)
 	s.known.checked(feedID, s.opt.Now())
 	if owned {
-		s.known.trust(feedID, mark, s.stillOwned)
+		s.known.trust(feedID, mark, s.ownership)
 	}
 	return nil
 }
@@ -757,7 +763,7 @@ func (s *Store) leaderLastSeq(ctx context.Context, stream, subject string) (uint
 // owns the feed and extended the index only by its own publishes since
 // its last sync): then there is nothing to read.
 func (s *Store) syncOwned(ctx context.Context, feedID uint64) error {
-	if s.known.trusted(feedID, s.stillOwned) {
+	if s.known.trusted(feedID, s.ownership) {
 		return nil
 	}
 	return s.syncKnown(ctx, feedID)
@@ -773,7 +779,7 @@ const recentSync = 2 * time.Second
 // syncKnownRecent is syncKnown unless the feed's index was synced within
 // recentSync.
 func (s *Store) syncKnownRecent(ctx context.Context, feedID uint64) error {
-	if s.known.checkedSince(feedID, s.opt.Now().Add(-recentSync)) || s.known.trusted(feedID, s.stillOwned) {
+	if s.known.checkedSince(feedID, s.opt.Now().Add(-recentSync)) || s.known.trusted(feedID, s.ownership) {
 		return nil
 	}
 	return s.syncKnown(ctx, feedID)

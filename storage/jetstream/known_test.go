@@ -93,7 +93,7 @@ func TestKnownOrdersByTimeAndKeepsRemoved(t *testing.T) {
 // set true, under marks of generation 1.
 type ownedFeeds map[uint64]bool
 
-func (o ownedFeeds) valid(id uint64, m ownMark) bool { return o[id] && m.gen == 1 }
+func (o ownedFeeds) valid(id uint64, m ownMark) (use, keep bool) { return o[id] && m.gen == 1, false }
 
 // reset owns feeds 0 to 7 again.
 func (o ownedFeeds) reset() {

@@ -33,14 +33,38 @@ const DefaultOwnedItems = 1 << 21
 const changedSubject = "slogfeed.changed.feed"
 
 // ownMark is when a Store's copy of an owned feed's state was made: the
-// Owner's Changed channel and the Store's ownership generation at that
-// moment. The copy holds while the channel is open, the generation is
-// the same and the Owner still owns the feed: a shard lost and claimed
-// again between two polls closes the channel, so the copy is not used.
+// Owner's Changed channel, the Store's ownership generation and, with a
+// tenured Owner, the tenure of the feed's shard at that moment. The copy
+// holds while the generation is the same and the Owner still owns the
+// feed, and then, with a tenured Owner, while the shard's tenure is the
+// same (other shards gained or lost leave it alone), or else while the
+// channel is open (any change of ownership ends it). A shard lost and
+// claimed again between two polls has a new tenure, or closed the
+// channel, so the copy is not used.
 type ownMark struct {
 	changed <-chan struct{}
 	gen     uint64
+	tenure  uint64 // the shard's Tenure plus one; 0 without a tenured Owner
 }
+
+// TenuredOwner is an Owner by shards that counts its claims of each shard
+// and tells a shard whose lease lapsed (lease.Node). Given one, SetOwner
+// keeps the copies of a feed's state while its shard's tenure is the
+// same: a node that gains or loses other shards keeps them, and a shard
+// owned again with the tenure it lapsed in was held by no other node
+// meanwhile (cluster.Lapser), so the copies of its feeds' state made
+// before the lapse hold again.
+type TenuredOwner interface {
+	cluster.Owner
+	cluster.Lapser
+	Shards() int
+	Tenure(shard int) uint64
+}
+
+// ownership answers for a copy of feed id's state marked m whether it
+// holds now (use) and, when it does not, whether it may hold again
+// (keep): the feed's shard lapsed in the tenure the copy was made in.
+type ownership func(id uint64, m ownMark) (use, keep bool)
 
 type ownerBox struct{ o cluster.Owner }
 
@@ -50,8 +74,9 @@ type ownerBox struct{ o cluster.Owner }
 // publish's compare-and-set (record revision, items subject's last
 // sequence) refuses a copy made stale by another writer, and the write
 // then reads and tries again. A copy is dropped when the feed's shard is
-// lost (o.Changed), on SetShards, on a delete or an edit on any node,
-// and on any refused write. nil stops it. Call it before polling starts;
+// lost (o.Changed; with a TenuredOwner, when the shard is lost other
+// than by a lapse, and kept unused while it is lapsed), on SetShards, on
+// a delete or an edit on any node, and on any refused write. nil stops it. Call it before polling starts;
 // an error (the subscription to other nodes' edits failed) leaves the
 // Store without an Owner.
 func (s *Store) SetOwner(o cluster.Owner) error {
@@ -89,23 +114,62 @@ func (s *Store) markOwned(id uint64) (ownMark, bool) {
 		return ownMark{}, false
 	}
 	m := ownMark{changed: b.o.Changed(), gen: s.ownGen.Load()}
+	if t, sh, ok := tenuredShard(b.o, id); ok {
+		m.tenure = t.Tenure(sh) + 1
+	}
 	return m, b.o.OwnsFeed(id)
+}
+
+// tenuredShard returns o as a TenuredOwner and the shard of feed id, if
+// o is one.
+func tenuredShard(o cluster.Owner, id uint64) (TenuredOwner, int, bool) {
+	t, ok := o.(TenuredOwner)
+	if !ok || t.Shards() <= 0 {
+		return nil, 0, false
+	}
+	return t, cluster.ShardOf(cluster.KindFeed, id, t.Shards()), true
 }
 
 // stillOwned reports whether a copy of feed id's state marked m holds.
 func (s *Store) stillOwned(id uint64, m ownMark) bool {
+	use, _ := s.ownership(id, m)
+	return use
+}
+
+// keptOwned reports whether a copy of feed id's state marked m holds or
+// may hold again (ownership).
+func (s *Store) keptOwned(id uint64, m ownMark) bool {
+	use, keep := s.ownership(id, m)
+	return use || keep
+}
+
+// ownership is the Store's ownership check (the type's doc). Ownership
+// is asked before the tenure, so a shard lost and claimed again in
+// between shows its new tenure.
+func (s *Store) ownership(id uint64, m ownMark) (use, keep bool) {
 	b := s.owner.Load()
 	if b == nil || m.gen != s.ownGen.Load() {
-		return false
+		return false, false
 	}
-	if m.changed != nil {
-		select {
-		case <-m.changed:
-			return false
-		default:
+	if m.tenure == 0 {
+		if m.changed != nil {
+			select {
+			case <-m.changed:
+				return false, false
+			default:
+			}
 		}
+		return b.o.OwnsFeed(id), false
 	}
-	return b.o.OwnsFeed(id)
+	t, sh, ok := tenuredShard(b.o, id)
+	if !ok {
+		return false, false
+	}
+	if b.o.OwnsFeed(id) {
+		return t.Tenure(sh)+1 == m.tenure, false
+	}
+	tenure, lapsed := t.Lapsed(sh)
+	return false, lapsed && tenure+1 == m.tenure
 }
 
 // announceChanged tells the owner of feed id, on whatever node, that its
@@ -159,8 +223,8 @@ func (r *ownRecords) take(id uint64) (ownRecord, bool) {
 	return e, ok
 }
 
-// put keeps e as feed id's copy; when the bound is reached, copies no
-// longer valid are dropped first, and e is not kept if none was. After
+// put keeps e as feed id's copy; when the bound is reached, copies that
+// neither hold nor may hold again (valid) are dropped first, and e is not kept if none was. After
 // a scan that dropped none, the next max/8 new feeds are refused without
 // one, so that a node owning more feeds than the bound scans the copies
 // once per max/8 of its polls beyond it, not at each.
@@ -208,8 +272,10 @@ func (s *Store) ownedRecord(id uint64) (feedRecord, bool) {
 	if !ok {
 		return feedRecord{}, false
 	}
-	if !s.stillOwned(id, e.mark) {
-		s.own.forget(id)
+	if use, keep := s.ownership(id, e.mark); !use {
+		if !keep {
+			s.own.forget(id)
+		}
 		return feedRecord{}, false
 	}
 	rec, err := decodeRecord(id, e.data)
@@ -242,5 +308,5 @@ func (s *Store) keepOwnedRecord(rec *feedRecord, data []byte, rev uint64, m ownM
 	if rec.Kind != storage.KindRemote || rev == 0 || !s.stillOwned(rec.ID, m) {
 		return
 	}
-	s.own.put(rec.ID, ownRecord{data: bytes.Clone(packRecord(data, true)), rev: rev, mark: m}, s.stillOwned)
+	s.own.put(rec.ID, ownRecord{data: bytes.Clone(packRecord(data, true)), rev: rev, mark: m}, s.keptOwned)
 }

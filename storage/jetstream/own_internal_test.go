@@ -62,7 +62,7 @@ func BenchmarkTrustedIndexBytes(b *testing.B) {
 	const n = 5_000
 	for _, per := range []int{10, 100} {
 		b.Run(fmt.Sprintf("items=%d", per), func(b *testing.B) {
-			valid := func(uint64, ownMark) bool { return true }
+			valid := func(uint64, ownMark) (bool, bool) { return true, false }
 			for b.Loop() {
 				var before, after runtime.MemStats
 				runtime.GC()

@@ -1,9 +1,12 @@
 package jetstream_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -14,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/storage/cluster"
 	sjs "github.com/slogfeed/slogfeed/storage/jetstream"
 	"github.com/slogfeed/slogfeed/storage/jetstream/jstest"
 )
@@ -305,6 +309,221 @@ func TestOwnedItemsBound(t *testing.T) {
 			}
 			if read := reads["items"] != before["items"]; read != tt.readsItems {
 				t.Fatalf("quiet poll: reads %v → %v; want items read: %v", before, reads, tt.readsItems)
+			}
+		})
+	}
+}
+
+var _ sjs.TenuredOwner = (*tenuredFake)(nil)
+
+// tenuredFake is a TenuredOwner of 8 shards whose holds a test sets,
+// closing Changed at each change as the lease node does.
+type tenuredFake struct {
+	mu      sync.Mutex
+	holds   [8]cluster.Hold
+	changed chan struct{}
+}
+
+func newTenuredFake() *tenuredFake {
+	o := &tenuredFake{changed: make(chan struct{})}
+	for sh := range o.holds {
+		o.holds[sh] = cluster.Hold{Owned: true, Tenure: 1}
+	}
+	return o
+}
+
+func (o *tenuredFake) OwnsFeed(id uint64) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.holds[cluster.ShardOf(cluster.KindFeed, id, 8)].Owned
+}
+
+func (o *tenuredFake) OwnsPipe(uint64) bool { return false }
+func (o *tenuredFake) Shards() int          { return 8 }
+
+func (o *tenuredFake) Changed() <-chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.changed
+}
+
+func (o *tenuredFake) Tenure(sh int) uint64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.holds[sh].Tenure
+}
+
+func (o *tenuredFake) Lapsed(sh int) (uint64, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.holds[sh].Tenure, o.holds[sh].Lapsed
+}
+
+func (o *tenuredFake) Holds() []cluster.Hold {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.holds[:])
+}
+
+// set changes shard sh's hold by fn and closes Changed.
+func (o *tenuredFake) set(sh int, fn func(h *cluster.Hold)) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	fn(&o.holds[sh])
+	close(o.changed)
+	o.changed = make(chan struct{})
+}
+
+// TestOwnedCopiesByTenure: with a TenuredOwner, the copies of an owned
+// feed's record and item index hold while its shard's tenure does: a
+// shard gained or lost elsewhere, or the feed's shard lapsed and renewed
+// in the same tenure (no other node held it meanwhile), leave the next
+// poll reading nothing, even after polls of other feeds and a read of
+// the feed during the lapse; a shard claimed again (a new tenure) or one
+// another node holds has its copies read again, so an edit made
+// meanwhile is kept.
+func TestOwnedCopiesByTenure(t *testing.T) {
+	lapse := func(h *cluster.Hold) { h.Owned, h.Lapsed = false, true }
+	renew := func(h *cluster.Hold) { h.Owned, h.Lapsed = true, false }
+	claim := func(h *cluster.Hold) { h.Owned, h.Lapsed = true, false; h.Tenure++ }
+	lose := func(h *cluster.Hold) { h.Owned, h.Lapsed = false, false }
+	type env struct {
+		ctx          context.Context
+		js           jetstream.JetStream
+		owner        *tenuredFake
+		id           uint64
+		sh, other    int
+		pollOther    func()
+		pollNew      func() // a first poll of a new feed of another shard: its index is trusted anew
+		readFeedHere func()
+	}
+	tests := []struct {
+		name      string
+		between   func(t *testing.T, e env)
+		readsNone bool   // the feed's next poll reads nothing
+		title     string // the title stored after that poll; "" for the first
+	}{
+		{name: "nothing changed", between: func(*testing.T, env) {}, readsNone: true},
+		{name: "another shard gained", readsNone: true, between: func(t *testing.T, e env) {
+			e.owner.set(e.other, lose)
+			e.pollOther()
+			e.owner.set(e.other, claim)
+			e.pollOther()
+		}},
+		{name: "lapsed and renewed", readsNone: true, between: func(t *testing.T, e env) {
+			e.owner.set(e.sh, lapse)
+			e.pollOther()
+			e.pollNew()
+			e.readFeedHere()
+			e.owner.set(e.sh, renew)
+		}},
+		{name: "lapsed, then claimed again", title: "edited", between: func(t *testing.T, e env) {
+			e.owner.set(e.sh, lapse)
+			rawEdit(t, e.ctx, e.js, e.id, "edited")
+			e.pollOther()
+			e.owner.set(e.sh, claim)
+		}},
+		{name: "lapsed, another holder, claimed again", title: "edited", between: func(t *testing.T, e env) {
+			e.owner.set(e.sh, lapse)
+			e.owner.set(e.sh, lose)
+			rawEdit(t, e.ctx, e.js, e.id, "edited")
+			e.pollOther()
+			e.owner.set(e.sh, claim)
+		}},
+		{name: "lost and claimed again", title: "edited", between: func(t *testing.T, e env) {
+			e.owner.set(e.sh, lose)
+			rawEdit(t, e.ctx, e.js, e.id, "edited")
+			e.owner.set(e.sh, claim)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := jstest.NewServer(t)
+			js, err := jetstream.New(c.Connect(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := testCtx(t)
+			reg := prometheus.NewRegistry()
+			// The clock moves a minute a poll: no read is recent enough to
+			// stand for the next poll's.
+			var clock atomic.Int64
+			clock.Store(time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC).UnixNano())
+			now := func() time.Time { return time.Unix(0, clock.Load()) }
+			a, err := sjs.Open(ctx, js, sjs.Options{Metrics: sjs.NewMetrics(reg), Shards: 8, Now: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			owner := newTenuredFake()
+			if err := a.SetOwner(owner); err != nil {
+				t.Fatal(err)
+			}
+			// Feeds of another shard than the first's.
+			created := 0
+			newFeed := func() storage.Feed {
+				for {
+					created++
+					f := storage.Feed{Kind: storage.KindRemote, URL: fmt.Sprintf("http://example.com/own%d.xml", created), Title: "first", Policy: "fixed-1m"}
+					if err := a.CreateFeed(ctx, &f); err != nil {
+						t.Fatal(err)
+					}
+					if created == 1 || cluster.ShardOf(cluster.KindFeed, f.ID, 8) != cluster.ShardOf(cluster.KindFeed, 1, 8) {
+						return f
+					}
+				}
+			}
+			feeds := []storage.Feed{newFeed(), newFeed()}
+			if feeds[0].ID != 1 {
+				t.Fatalf("first feed %d, want 1", feeds[0].ID)
+			}
+			poll := func(f storage.Feed) (storage.Fetched, error) {
+				clock.Add(int64(time.Minute))
+				return a.RecordFetch(ctx, f.ID, items(fmt.Sprint(f.ID), 1), storage.Observation{At: now(), Status: 200},
+					func(f *storage.Feed, o *storage.Observation, added []storage.Item) error {
+						f.Polls++
+						f.Items += int64(len(added))
+						return nil
+					})
+			}
+			for _, f := range feeds {
+				if got, err := poll(f); err != nil || len(got.Added) != 1 {
+					t.Fatalf("first poll: %+v, %v", got, err)
+				}
+			}
+			f := feeds[0]
+			tt.between(t, env{
+				ctx: ctx, js: js, owner: owner, id: f.ID,
+				sh: cluster.ShardOf(cluster.KindFeed, f.ID, 8), other: cluster.ShardOf(cluster.KindFeed, feeds[1].ID, 8),
+				pollOther: func() {
+					if _, err := poll(feeds[1]); err != nil {
+						t.Fatal(err)
+					}
+				},
+				pollNew: func() {
+					if got, err := poll(newFeed()); err != nil || len(got.Added) != 1 {
+						t.Fatalf("poll of a new feed: %+v, %v", got, err)
+					}
+				},
+				readFeedHere: func() {
+					if _, err := a.Feed(ctx, f.ID); err != nil {
+						t.Fatal(err)
+					}
+				},
+			})
+			before := pollReads(t, reg)
+			got, err := poll(f)
+			reads := pollReads(t, reg)
+			if err != nil || len(got.Added) != 0 || got.Feed.Polls != 2 || got.Feed.Items != 1 {
+				t.Fatalf("second poll: %+v, %v; want 2 polls, 1 item", got.Feed, err)
+			}
+			none := reads["record"] == before["record"] && reads["items"] == before["items"]
+			if none != tt.readsNone {
+				t.Fatalf("second poll: reads %v → %v; want none: %v", before, reads, tt.readsNone)
+			}
+			want := cmp.Or(tt.title, "first")
+			stored, err := a.Feed(ctx, f.ID)
+			if err != nil || stored.Title != want || stored.Polls != 2 {
+				t.Fatalf("stored %q, %d polls, %v; want %q, 2", stored.Title, stored.Polls, err, want)
 			}
 		})
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/slogfeed/slogfeed/aggregator"
 	"github.com/slogfeed/slogfeed/reader/fetcher"
@@ -58,19 +59,51 @@ type node struct {
 	svc     *aggregator.Service
 	pipes   *runner.Runner
 	stop    context.CancelFunc
-	done    chan error // the aggregator's and the runner's Run
+	done    chan error           // the aggregator's and the runner's Run
+	metrics *prometheus.Registry // the store's
+}
+
+// pollReads sums slogfeed_jetstream_poll_reads_total of nodes by read
+// (record, items): what their polls read that their copies of owned
+// feeds' state could not answer.
+func pollReads(nodes []*node) map[string]float64 {
+	out := map[string]float64{}
+	for _, nd := range nodes {
+		if nd == nil || nd.metrics == nil {
+			continue
+		}
+		mfs, err := nd.metrics.Gather()
+		if err != nil {
+			continue
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "slogfeed_jetstream_poll_reads_total" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				out[m.GetLabel()[0].GetValue()] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return out
 }
 
 // connect opens a connection to the cluster and the JetStream store on it,
 // each call of the backend bounded by callTimeout (0: the default).
 func connect(t testing.TB, ctx context.Context, c *jstest.Cluster, callTimeout time.Duration) (*nats.Conn, jetstream.JetStream, *sjs.Backend) {
 	t.Helper()
+	return connectWith(t, ctx, c, callTimeout, sjs.Options{})
+}
+
+// connectWith is connect opening the store with opt.
+func connectWith(t testing.TB, ctx context.Context, c *jstest.Cluster, callTimeout time.Duration, opt sjs.Options) (*nats.Conn, jetstream.JetStream, *sjs.Backend) {
+	t.Helper()
 	nc := c.Connect(t)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := sjs.Open(ctx, js, sjs.Options{})
+	st, err := sjs.Open(ctx, js, opt)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -107,7 +140,8 @@ func joinNode(t testing.TB, ctx context.Context, c *jstest.Cluster, name string,
 	if opt.shards == 0 {
 		opt.shards = shards
 	}
-	nc, js, b := connect(t, ctx, c, opt.callTimeout)
+	reg := prometheus.NewRegistry()
+	nc, js, b := connectWith(t, ctx, c, opt.callTimeout, sjs.Options{Metrics: sjs.NewMetrics(reg)})
 	lease, err := lease.Start(ctx, js, lease.Options{Name: name, Shards: opt.shards, Timing: opt.timing, Tick: opt.tick, Logger: log, Features: member.Features()})
 	if err != nil {
 		t.Fatalf("%s: join: %v", name, err)
@@ -115,7 +149,7 @@ func joinNode(t testing.TB, ctx context.Context, c *jstest.Cluster, name string,
 	if err := member.Attach(b.Store(), lease); err != nil { // as a serve node does
 		t.Fatal(err)
 	}
-	return &node{name: name, nc: nc, backend: b, lease: lease, done: make(chan error, 2)}
+	return &node{name: name, nc: nc, backend: b, lease: lease, metrics: reg, done: make(chan error, 2)}
 }
 
 // serve starts the aggregator (after loading the feeds of the node's

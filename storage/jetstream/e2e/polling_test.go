@@ -91,6 +91,8 @@ type pollStats struct {
 	total     int // polls since the start
 	lat       []float64
 	stored    map[[2]int]bool
+	// reads, when set, returns the nodes' poll reads by read (pollReads).
+	reads func() map[string]float64
 }
 
 func newPollStats(pub *aggtest.Fleet, pubPID, n, nodes int) *pollStats {
@@ -158,6 +160,10 @@ func (st *pollStats) measure(b *testing.B, label string, d time.Duration) {
 	clear(st.stored)
 	st.mu.Unlock()
 	cpu0, pubCPU0 := aggtest.CPUTime(), procCPU(st.pubPID)
+	var reads0 map[string]float64
+	if st.reads != nil {
+		reads0 = st.reads()
+	}
 	if label == "" {
 		b.ResetTimer()
 	} else {
@@ -210,6 +216,12 @@ func (st *pollStats) measure(b *testing.B, label string, d time.Duration) {
 		}
 	}
 	b.ReportMetric(float64(late), label+"late-items")
+	if st.reads != nil && polls > 0 {
+		reads := st.reads()
+		for _, r := range []string{"record", "items"} {
+			b.ReportMetric((reads[r]-reads0[r])/float64(polls), label+r+"-reads/poll")
+		}
+	}
 	where := "in this process (its CPU counted)"
 	if st.pubPID != 0 {
 		where = fmt.Sprintf("in its own process (CPU %v, %.2f cores)", pubCPU.Round(time.Millisecond), pubCPU.Seconds()/measured.Seconds())
@@ -393,6 +405,7 @@ func BenchmarkPolling(b *testing.B) {
 			for k := range size {
 				nodes = append(nodes, joinNode(b, ctx, c, fmt.Sprintf("n%d", k+1), log, opt))
 			}
+			st.reads = func() map[string]float64 { return pollReads(nodes) }
 			joined := time.Now()
 			WaitFor(b, 2*time.Minute, "every shard owned once", func() error { return evenShares(nodes, pollShards) })
 			logf(b, "%d nodes joined, shards shared in %v", size, time.Since(joined).Round(time.Millisecond))

@@ -166,6 +166,10 @@ func Join(ctx context.Context, opt Options) (*Member, error) {
 	return m, nil
 }
 
+// The store keeps the copies of an owned feed's state while its shard's
+// tenure holds: through other shards' changes and a lapsed lease.
+var _ sjs.TenuredOwner = (*lease.Node)(nil)
+
 // Features are the features a node of this version advertises in its
 // member key (lease.Options.Features).
 func Features() []string { return []string{sjs.FeatureCompressedRecords} }
