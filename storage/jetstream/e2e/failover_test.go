@@ -213,8 +213,20 @@ func (n *node) kill() {
 // close stops the node cleanly.
 func (n *node) close(t testing.TB) {
 	n.stop()
+	// Polls still storing finish within their calls' timeout, which a
+	// benchmark may set to minutes: after closeGrace their calls are
+	// canceled, as at the end of a serve node's shutdown.
+	grace := time.NewTimer(closeGrace)
+	defer grace.Stop()
 	for range 2 {
-		if err := <-n.done; err != nil {
+		var err error
+		select {
+		case err = <-n.done:
+		case <-grace.C:
+			_ = n.backend.Close()
+			err = <-n.done
+		}
+		if err != nil {
 			t.Errorf("%s: run: %v", n.name, err)
 		}
 	}
@@ -223,6 +235,10 @@ func (n *node) close(t testing.TB) {
 	_ = n.lease.Close(ctx)
 	_ = n.backend.Close()
 }
+
+// closeGrace is how long node.close waits for the node's polls under way
+// before it cancels their calls.
+const closeGrace = 15 * time.Second
 
 // TestNodeKilled: three aggregators on three lease nodes over a 3-server
 // JetStream cluster poll simulated feeds whose period they learned (the
