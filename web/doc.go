@@ -26,7 +26,7 @@
 //	POST   /api/v1/pipes/{id}/preview     every node's output from a fresh state, nothing saved (empty
 //	                                      body: the saved definition; else the body's)
 //	POST   /api/v1/pipes/preview          the same for an unsaved definition
-//	POST   /api/v1/pipes/{id}/run         run it now → what the run did
+//	POST   /api/v1/pipes/{id}/run         run it now → what the run did (no body: one is a 400)
 //	GET    /api/v1/operators              the operator catalogue, item fields, triggers and formats
 //	POST   /api/v1/sensors/{sensor}/readings   the sensor store (see SensorHandler)
 //	GET    /sensors/{sensor}.rss|.atom|.json  a sensor's readings as a feed

@@ -241,9 +241,19 @@ func (a *pipeAPI) preview(w http.ResponseWriter, r *http.Request, def *transform
 	respondJSON(w, http.StatusOK, &shown)
 }
 
+// run runs pipe {id} now. The route takes no body: one that is not empty
+// (white space or {} is) is refused, so that a client sending items or
+// a definition, expecting a dry run, is sent to the preview route rather
+// than running the pipe.
 func (a *pipeAPI) run(w http.ResponseWriter, r *http.Request) {
 	id, ok := pipeID(w, r)
 	if !ok {
+		return
+	}
+	if !emptyBody(w, r, maxRunBody) {
+		respondError(w, http.StatusBadRequest, fmt.Sprintf(
+			"POST /api/v1/pipes/%d/run takes no body: it runs the saved pipe now and keeps its output; "+
+				"to try the pipe (or a definition sent as the body) on its inputs' newest items without saving anything, POST /api/v1/pipes/%[1]d/preview", id))
 		return
 	}
 	if !a.slots.acquire(w) {
@@ -342,6 +352,25 @@ func pipeID(w http.ResponseWriter, r *http.Request) (uint64, bool) {
 		return 0, false
 	}
 	return id, true
+}
+
+// maxRunBody caps what is read of the body of a requested run, which
+// takes none: enough to tell an empty one.
+const maxRunBody = 4 << 10
+
+// emptyBody reports whether the body of r is empty: nothing, white space
+// or an empty JSON object. It reads at most limit bytes of it; a longer
+// body, or one that cannot be read, is not empty.
+func emptyBody(w http.ResponseWriter, r *http.Request, limit int64) bool {
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		return false
+	}
+	raw = bytes.TrimSpace(raw)
+	if len(raw) >= 2 && raw[0] == '{' && raw[len(raw)-1] == '}' {
+		raw = bytes.TrimSpace(raw[1 : len(raw)-1])
+	}
+	return len(raw) == 0
 }
 
 // readPipe reads a pipe definition from the body: a JSON object of at

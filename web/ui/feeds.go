@@ -42,7 +42,8 @@ const (
 	// latencyCacheMax bounds the median latencies kept between views of
 	// the feeds list (a few MiB).
 	latencyCacheMax = 1 << 16
-	// maxImportErrors is how many failed outlines an import lists.
+	// maxImportErrors is how many notes an import's result lists:
+	// failed outlines, then settings the file gave that were ignored.
 	maxImportErrors = 10
 )
 
@@ -396,6 +397,7 @@ func (u *UI) importOPML(w http.ResponseWriter, r *http.Request) {
 		res.failed++
 		res.note(e.Error())
 	}
+	res.noteOutlines(outlines)
 	kind := "ok"
 	if res.failed > 0 {
 		kind = "error"
@@ -419,7 +421,15 @@ func importError(err error) string {
 // importResult counts what an import did.
 type importResult struct {
 	added, skipped, failed int
-	notes                  []string
+	// repeated counts the outlines that repeated a feed URL of the file
+	// (opml.Outline.Duplicates), which were not subscribed again.
+	repeated int
+	// ignored counts the outlines' settings that were left out
+	// (opml.Outline.Ignored); the outlines imported without them.
+	ignored int
+	// notes are the first maxImportErrors failures and ignored settings,
+	// failures first.
+	notes []string
 }
 
 func (res *importResult) note(s string) {
@@ -428,16 +438,53 @@ func (res *importResult) note(s string) {
 	}
 }
 
+// noteOutlines counts what the parser reported of each outline: the
+// settings it ignored, each a note naming the outline as `slogfeed
+// import` warns of it, and the outlines repeating its feed URL.
+func (res *importResult) noteOutlines(outlines []opml.Outline) {
+	for _, o := range outlines {
+		res.repeated += o.Duplicates
+		for _, ig := range o.Ignored {
+			res.ignored++
+			ig.Value = sanitize.Clip(ig.Value, maxIgnoredValue)
+			res.note(fmt.Sprintf("%s (%s): %s ignored", sanitize.RedactURL(o.URL), outlineName(o), ig))
+		}
+	}
+}
+
+// maxIgnoredValue bounds the value of an ignored setting a note quotes,
+// in bytes (as opml.Parse cuts most of them).
+const maxIgnoredValue = 80
+
+// outlineName is how an import's note names outline o: its title, cut
+// to 60 bytes and quoted, else "untitled".
+func outlineName(o opml.Outline) string {
+	if o.Title == "" {
+		return "untitled"
+	}
+	return strconv.Quote(sanitize.Clip(o.Title, 60))
+}
+
 func (res *importResult) String() string {
 	feeds := "feeds"
 	if res.added == 1 {
 		feeds = "feed"
 	}
-	s := fmt.Sprintf("Imported %d %s; %d already subscribed; %d failed.", res.added, feeds, res.skipped, res.failed)
+	s := fmt.Sprintf("Imported %d %s; %d already subscribed; %d failed", res.added, feeds, res.skipped, res.failed)
+	if res.repeated > 0 {
+		s += fmt.Sprintf("; %d repeated in the file", res.repeated)
+	}
+	switch {
+	case res.ignored == 1:
+		s += "; 1 setting ignored"
+	case res.ignored > 1:
+		s += fmt.Sprintf("; %d settings ignored", res.ignored)
+	}
+	s += "."
 	if len(res.notes) > 0 {
 		s += " " + strings.Join(res.notes, "; ")
-		if res.failed > len(res.notes) {
-			s += fmt.Sprintf("; and %d more", res.failed-len(res.notes))
+		if more := res.failed + res.ignored - len(res.notes); more > 0 {
+			s += fmt.Sprintf("; and %d more", more)
 		}
 		s += "."
 	}
