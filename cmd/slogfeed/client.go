@@ -15,7 +15,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/slogfeed/slogfeed/reader/opml"
 	"github.com/slogfeed/slogfeed/reader/sanitize"
@@ -407,7 +406,7 @@ func runImport(ctx context.Context, a *app, args []string) error {
 	for _, o := range outlines {
 		for _, ig := range o.Ignored {
 			ignored++
-			fmt.Fprintf(a.stderr, "import: warning: %s (%s): %s ignored\n", sanitize.RedactURL(o.URL), importName(o), ig)
+			fmt.Fprintf(a.stderr, "import: warning: %s (%s): %s ignored\n", sanitize.RedactURL(o.URL), o.Name(), ig)
 		}
 		dups += o.Duplicates
 	}
@@ -465,23 +464,6 @@ func runImport(ctx context.Context, a *app, args []string) error {
 	}
 	fmt.Fprintf(a.stdout, "imported %d feeds, %d already subscribed, %d refused%s\n", added, skipped, failed, left)
 	return errors.Join(errs...)
-}
-
-// importName is how an import warning names outline o: its title, cut
-// to 60 bytes, else "untitled".
-func importName(o opml.Outline) string {
-	t := o.Title
-	if t == "" {
-		return "untitled"
-	}
-	if len(t) > 60 {
-		t = t[:60]
-		for len(t) > 0 && !utf8.ValidString(t) {
-			t = t[:len(t)-1]
-		}
-		t += "…"
-	}
-	return strconv.Quote(t)
 }
 
 // importChunk is how many outlines `slogfeed import` sends a request.

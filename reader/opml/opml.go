@@ -3,6 +3,7 @@ package opml
 import (
 	"errors"
 	"fmt"
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"strconv"
 )
 
@@ -49,11 +50,24 @@ type Outline struct {
 	Duplicates int
 }
 
+// Name is how a message names the outline: its title cut to 60 bytes and
+// quoted, else "untitled".
+func (o Outline) Name() string {
+	if o.Title == "" {
+		return "untitled"
+	}
+	return strconv.Quote(sanitize.Clip(o.Title, 60))
+}
+
 // IgnoredSetting is a slogfeed setting of an outline that Parse left out:
-// the attribute (without prefix), its value (cut to 80 bytes) and why.
+// the attribute (without prefix), its value (cut to MaxIgnoredValue bytes)
+// and why.
 type IgnoredSetting struct {
 	Attr, Value, Reason string
 }
+
+// MaxIgnoredValue bounds the value an IgnoredSetting quotes, in bytes.
+const MaxIgnoredValue = 80
 
 // String says what was ignored, as in
 // `slogfeed:retentionItems="abc": not a positive whole number`.

@@ -168,7 +168,7 @@ func (p *parser) start(t xml.StartElement) error {
 	for _, a := range t.Attr {
 		if a.Name.Space == Namespace {
 			if why := settings.readSetting(a.Name.Local, a.Value); why != "" {
-				ignored = append(ignored, IgnoredSetting{Attr: a.Name.Local, Value: sanitize.Clip(a.Value, 80), Reason: why})
+				ignored = append(ignored, IgnoredSetting{Attr: a.Name.Local, Value: sanitize.Clip(a.Value, MaxIgnoredValue), Reason: why})
 			}
 			continue
 		}

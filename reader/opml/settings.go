@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"github.com/slogfeed/slogfeed/reader/sanitize"
 	"math"
 	"strconv"
 	"strings"
@@ -222,11 +223,11 @@ func (s *Settings) extract() *storage.ExtractRule {
 func (s *Settings) finish() []IgnoredSetting {
 	var dropped []IgnoredSetting
 	if s.Source != nil && s.Source.Type == "" {
-		dropped = append(dropped, IgnoredSetting{Attr: "sourceConfig", Value: string(s.Source.Config), Reason: "no " + Prefix + ":source names the adapter"})
+		dropped = append(dropped, IgnoredSetting{Attr: "sourceConfig", Value: sanitize.Clip(string(s.Source.Config), MaxIgnoredValue), Reason: "no " + Prefix + ":source names the adapter"})
 		s.Source = nil
 	}
 	if s.Extract != nil && s.Extract.Regex == "" {
-		dropped = append(dropped, IgnoredSetting{Attr: "extractField", Value: s.Extract.Field + " " + s.Extract.Unit, Reason: "no " + Prefix + ":extractRegex"})
+		dropped = append(dropped, IgnoredSetting{Attr: "extractField", Value: sanitize.Clip(s.Extract.Field+" "+s.Extract.Unit, MaxIgnoredValue), Reason: "no " + Prefix + ":extractRegex"})
 		s.Extract = nil
 	}
 	return dropped

@@ -160,6 +160,9 @@ func TestSettingsIgnored(t *testing.T) {
 		{`slogfeed:weight="NaN" slogfeed:ignoreCache="maybe" slogfeed:retentionAge="-1h" slogfeed:colour="red"`,
 			[]string{"weight", "ignoreCache", "retentionAge", "colour"}, Settings{}},
 		{`slogfeed:sourceConfig="{}" slogfeed:extractUnit="C"`, []string{"sourceConfig", "extractField"}, Settings{}},
+		// Long values are quoted cut, half-given settings' too.
+		{`slogfeed:sourceConfig="{&quot;k&quot;: &quot;` + strings.Repeat("v", 5000) + `&quot;}" slogfeed:extractField="` + strings.Repeat("f", 300) + `"`, []string{"extractField", "sourceConfig"}, Settings{}},
+		{`slogfeed:reduce="` + strings.Repeat("r", 5000) + `"`, []string{"reduce"}, Settings{}},
 	}
 	for _, tt := range tests {
 		doc := `<opml xmlns:slogfeed="` + Namespace + `"><body><outline xmlUrl="https://a.example/f" ` + tt.attrs + `/></body></opml>`
@@ -172,6 +175,9 @@ func TestSettingsIgnored(t *testing.T) {
 			got = append(got, ig.Attr)
 			if ig.Reason == "" || !strings.HasPrefix(ig.String(), "slogfeed:"+ig.Attr+"=") {
 				t.Errorf("%s: %q says no reason", tt.attrs, ig)
+			}
+			if len(ig.Value) > MaxIgnoredValue+len("…") {
+				t.Errorf("%s: ignored %s quotes %d bytes of its value, want at most %d", tt.attrs, ig.Attr, len(ig.Value), MaxIgnoredValue)
 			}
 		}
 		if !slices.Equal(got, tt.want) {

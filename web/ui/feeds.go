@@ -446,23 +446,10 @@ func (res *importResult) noteOutlines(outlines []opml.Outline) {
 		res.repeated += o.Duplicates
 		for _, ig := range o.Ignored {
 			res.ignored++
-			ig.Value = sanitize.Clip(ig.Value, maxIgnoredValue)
-			res.note(fmt.Sprintf("%s (%s): %s ignored", sanitize.RedactURL(o.URL), outlineName(o), ig))
+			ig.Value = sanitize.Clip(ig.Value, opml.MaxIgnoredValue)
+			res.note(fmt.Sprintf("%s (%s): %s ignored", sanitize.RedactURL(o.URL), o.Name(), ig))
 		}
 	}
-}
-
-// maxIgnoredValue bounds the value of an ignored setting a note quotes,
-// in bytes (as opml.Parse cuts most of them).
-const maxIgnoredValue = 80
-
-// outlineName is how an import's note names outline o: its title, cut
-// to 60 bytes and quoted, else "untitled".
-func outlineName(o opml.Outline) string {
-	if o.Title == "" {
-		return "untitled"
-	}
-	return strconv.Quote(sanitize.Clip(o.Title, 60))
 }
 
 func (res *importResult) String() string {
