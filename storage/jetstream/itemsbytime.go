@@ -79,7 +79,7 @@ func (s *Store) queryByTime(ctx context.Context, feedID uint64, q storage.ItemQu
 	sp := spanOf(q.Since, q.Until)
 	plan := func() ([]seqRun, uint64, int, bool) {
 		if byArrival(q) {
-			return s.known.newestByArrival(feedID, q.Limit, q.BeforeSeq, sp, most)
+			return s.known.newestByArrival(feedID, q.Limit, q.BeforeSeq, sp, !q.Since.IsZero() || !q.Until.IsZero(), most)
 		}
 		return s.known.newestByTime(feedID, q.Limit, sp, most)
 	}

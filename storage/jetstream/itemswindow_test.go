@@ -392,3 +392,64 @@ func mustFeed(t *testing.T, b *sjs.Backend, id uint64) storage.Feed {
 	}
 	return f
 }
+
+// TestItemsByArrivalWindowBeyondNanos: a page by arrival whose window
+// has a bound beyond the years Unix nanoseconds hold (Until after 2262,
+// Since before 1678) is a window still: the newest items dated past the
+// bound are not in it, and the page holds the Limit newest that are, as
+// on bbolt.
+func TestItemsByArrivalWindowBeyondNanos(t *testing.T) {
+	bolt, err := storage.Open(filepath.Join(t.TempDir(), "w.db"), storage.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bolt.Close()
+	js, _ := openStore(t, jstest.NewServer(t))
+	be := sjs.NewBackend(js, 0)
+	defer be.Close()
+	type store interface {
+		CreateFeed(*storage.Feed) error
+		AddItems(uint64, []storage.Item) ([]storage.Item, error)
+		Items(uint64, storage.ItemQuery) ([]storage.Item, error)
+	}
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	batches := [][]storage.Item{
+		{{ID: "a", Published: t0, Fetched: t0}},
+		{{ID: "b", Published: t0.Add(time.Minute), Fetched: t0}},
+		{{ID: "far-future", Published: time.Date(2400, 1, 1, 0, 0, 0, 0, time.UTC), Fetched: t0}},
+		{{ID: "far-past", Published: time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC), Fetched: t0}},
+	}
+	ids := make([]uint64, 2)
+	for i, st := range []store{bolt, be} {
+		f := storage.Feed{Kind: storage.KindSensor, Slug: "w"}
+		if err := st.CreateFeed(&f); err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = f.ID
+		for _, b := range batches {
+			if added, err := st.AddItems(f.ID, b); err != nil || len(added) != 1 {
+				t.Fatalf("AddItems: %v, %v", added, err)
+			}
+		}
+	}
+	for _, c := range []struct {
+		name string
+		q    storage.ItemQuery
+	}{
+		{"until 2300", storage.ItemQuery{Limit: 2, Until: time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)}},
+		{"since 1600", storage.ItemQuery{Limit: 1, Since: time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC)}},
+		{"since 1600 until 2300", storage.ItemQuery{Limit: 2, Since: time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)}},
+	} {
+		want, err := bolt.Items(ids[0], c.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := be.Items(ids[1], c.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w, g := itemIDs(want), itemIDs(got); !slices.Equal(w, g) {
+			t.Errorf("%s: bbolt %v, jetstream %v", c.name, w, g)
+		}
+	}
+}

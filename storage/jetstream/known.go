@@ -171,7 +171,17 @@ func (k *known) trust(feedID uint64, m ownMark, own ownership) {
 	if !ok {
 		return
 	}
-	if sweep := (ownMark{changed: m.changed, gen: m.gen}); k.swept != sweep {
+	// A mark whose channel is closed began before a change a newer
+	// mark's sweep covers: it does not sweep again.
+	stale := false
+	if m.changed != nil {
+		select {
+		case <-m.changed:
+			stale = true
+		default:
+		}
+	}
+	if sweep := (ownMark{changed: m.changed, gen: m.gen}); !stale && k.swept != sweep {
 		for id, g := range k.feeds {
 			if g.elem != nil {
 				continue

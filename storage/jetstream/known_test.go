@@ -445,3 +445,33 @@ func TestKnownForgetsOldestRemoved(t *testing.T) {
 		t.Errorf("stored again: %d removed keys counted (was %d), stored at %d", f.gone, before, k.stored(1, key(lastRemoved)))
 	}
 }
+
+// TestKnownSweepOncePerChange: after a change of ownership, trusts whose
+// marks began before it (their Changed channel closed) and after it
+// interleave, as syncs of a takeover do; the trusted indexes are swept
+// once for the change, not at each switch between the two marks.
+func TestKnownSweepOncePerChange(t *testing.T) {
+	const n = 1000
+	k := newKnown(4, 2*n, 1<<20)
+	before := make(chan struct{})
+	m0 := ownMark{changed: before, gen: 1, tenure: 1}
+	checks := 0
+	own := func(uint64, ownMark) (bool, bool) { checks++; return true, false }
+	for id := uint64(1); id <= n; id++ {
+		k.extend(id, 1, []knownItem{{key: fmt.Sprint(id), seq: 1, at: 1}}, true)
+		k.trust(id, m0, own)
+	}
+	if k.nTrusted != n {
+		t.Fatalf("%d trusted, want %d", k.nTrusted, n)
+	}
+	close(before) // another shard gained or lost
+	m1 := ownMark{changed: make(chan struct{}), gen: 1, tenure: 1}
+	checks = 0
+	for i := uint64(1); i <= 10; i++ {
+		k.trust(i, m1, own)    // a sync begun after the change
+		k.trust(i+10, m0, own) // one begun before it, ending now
+	}
+	if checks > n {
+		t.Errorf("20 trusts after one change made %d ownership checks of %d trusted indexes, want one sweep (%d)", checks, n, n)
+	}
+}

@@ -510,7 +510,9 @@ func (k *known) newestByTime(feedID uint64, limit int, sp span, most int) (runs 
 }
 
 // newestByArrival is newestByTime for the limit newest items by arrival
-// (sequence) below sequence below (no bound when 0) that are in sp: one
+// (sequence) below sequence below (no bound when 0) that are in sp when
+// the query is windowed (it has Since or Until, which sp may hold as the
+// whole range when they lie beyond the years Unix nanoseconds hold): one
 // run of every entry from the limit-th newest below below whose sort
 // time is exact and in sp (from the first entry when fewer are) up to
 // below, and the items published after the index was synced when below
@@ -519,7 +521,7 @@ func (k *known) newestByTime(feedID uint64, limit int, sp span, most int) (runs 
 // the run, as are those out of sp between the others: the read's query
 // drops them. It returns false when the index cannot tell, or the run
 // would hold more than most entries.
-func (k *known) newestByArrival(feedID uint64, limit int, below uint64, sp span, most int) (runs []seqRun, upTo uint64, after int, ok bool) {
+func (k *known) newestByArrival(feedID uint64, limit int, below uint64, sp span, windowed bool, most int) (runs []seqRun, upTo uint64, after int, ok bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	f, ok := k.feeds[feedID]
@@ -534,16 +536,16 @@ func (k *known) newestByArrival(feedID uint64, limit int, below uint64, sp span,
 	}
 	from := 0
 	for i, n := end-1, 0; i >= 0; i-- {
+		if end-i > most {
+			return nil, 0, 0, false
+		}
 		e := f.bySeq[i]
-		if !sp.all() && (f.isLoose(e.seq) || bound(e.at) || !sp.holds(e.at)) {
+		if windowed && (f.isLoose(e.seq) || bound(e.at) || !sp.holds(e.at)) {
 			continue
 		}
 		if n++; n == limit {
 			from = i
 			break
-		}
-		if end-i > most {
-			return nil, 0, 0, false
 		}
 	}
 	if end-from > most {

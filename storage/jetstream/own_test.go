@@ -401,7 +401,7 @@ func TestOwnedCopiesByTenure(t *testing.T) {
 		name      string
 		between   func(t *testing.T, e env)
 		readsNone bool   // the feed's next poll reads nothing
-		title     string // the title stored after that poll; "" for the first
+		title     string // the title Feed answers before that poll and stored after it; "" for the first
 	}{
 		{name: "nothing changed", between: func(*testing.T, env) {}, readsNone: true},
 		{name: "another shard gained", readsNone: true, between: func(t *testing.T, e env) {
@@ -510,6 +510,12 @@ func TestOwnedCopiesByTenure(t *testing.T) {
 					}
 				},
 			})
+			// Feed answers from a copy that holds without a compare-and-set
+			// behind it: one of an ended tenure must not be used.
+			want := cmp.Or(tt.title, "first")
+			if got, err := a.Feed(ctx, f.ID); err != nil || got.Title != want {
+				t.Fatalf("Feed = %q, %v; want %q", got.Title, err, want)
+			}
 			before := pollReads(t, reg)
 			got, err := poll(f)
 			reads := pollReads(t, reg)
@@ -520,7 +526,6 @@ func TestOwnedCopiesByTenure(t *testing.T) {
 			if none != tt.readsNone {
 				t.Fatalf("second poll: reads %v → %v; want none: %v", before, reads, tt.readsNone)
 			}
-			want := cmp.Or(tt.title, "first")
 			stored, err := a.Feed(ctx, f.ID)
 			if err != nil || stored.Title != want || stored.Polls != 2 {
 				t.Fatalf("stored %q, %d polls, %v; want %q, 2", stored.Title, stored.Polls, err, want)
