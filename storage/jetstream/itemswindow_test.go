@@ -115,21 +115,32 @@ func TestItemsWindowAgreesWithBolt(t *testing.T) {
 	}
 }
 
-func testItemsWindow(t *testing.T, js *sjs.Store) {
+// windowStore is what the window tests ask of a bbolt store and of the
+// JetStream backend alike.
+type windowStore interface {
+	CreateFeed(*storage.Feed) error
+	AddItems(uint64, []storage.Item) ([]storage.Item, error)
+	Items(uint64, storage.ItemQuery) ([]storage.Item, error)
+	Item(uint64, string) (storage.Item, error)
+}
+
+// boltBeside opens a bbolt store and the backend of js, both closed with
+// the test, to ask them the same queries.
+func boltBeside(t *testing.T, js *sjs.Store) (*storage.Store, *sjs.Backend) {
+	t.Helper()
 	bolt, err := storage.Open(filepath.Join(t.TempDir(), "w.db"), storage.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer bolt.Close()
+	t.Cleanup(func() { _ = bolt.Close() })
 	be := sjs.NewBackend(js, 0)
-	defer be.Close()
-	type store interface {
-		CreateFeed(*storage.Feed) error
-		AddItems(uint64, []storage.Item) ([]storage.Item, error)
-		Items(uint64, storage.ItemQuery) ([]storage.Item, error)
-		Item(uint64, string) (storage.Item, error)
-	}
-	stores := []store{bolt, be}
+	t.Cleanup(func() { _ = be.Close() })
+	return bolt, be
+}
+
+func testItemsWindow(t *testing.T, js *sjs.Store) {
+	bolt, be := boltBeside(t, js)
+	stores := []windowStore{bolt, be}
 	feeds := make([]uint64, 2)
 	total := 0
 	for i, st := range stores {
@@ -399,19 +410,8 @@ func mustFeed(t *testing.T, b *sjs.Backend, id uint64) storage.Feed {
 // bound are not in it, and the page holds the Limit newest that are, as
 // on bbolt.
 func TestItemsByArrivalWindowBeyondNanos(t *testing.T) {
-	bolt, err := storage.Open(filepath.Join(t.TempDir(), "w.db"), storage.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bolt.Close()
 	js, _ := openStore(t, jstest.NewServer(t))
-	be := sjs.NewBackend(js, 0)
-	defer be.Close()
-	type store interface {
-		CreateFeed(*storage.Feed) error
-		AddItems(uint64, []storage.Item) ([]storage.Item, error)
-		Items(uint64, storage.ItemQuery) ([]storage.Item, error)
-	}
+	bolt, be := boltBeside(t, js)
 	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	batches := [][]storage.Item{
 		{{ID: "a", Published: t0, Fetched: t0}},
@@ -420,7 +420,7 @@ func TestItemsByArrivalWindowBeyondNanos(t *testing.T) {
 		{{ID: "far-past", Published: time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC), Fetched: t0}},
 	}
 	ids := make([]uint64, 2)
-	for i, st := range []store{bolt, be} {
+	for i, st := range []windowStore{bolt, be} {
 		f := storage.Feed{Kind: storage.KindSensor, Slug: "w"}
 		if err := st.CreateFeed(&f); err != nil {
 			t.Fatal(err)

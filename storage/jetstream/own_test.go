@@ -438,11 +438,6 @@ func TestOwnedCopiesByTenure(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := jstest.NewServer(t)
-			js, err := jetstream.New(c.Connect(t))
-			if err != nil {
-				t.Fatal(err)
-			}
 			ctx := testCtx(t)
 			reg := prometheus.NewRegistry()
 			// The clock moves a minute a poll: no read is recent enough to
@@ -450,10 +445,7 @@ func TestOwnedCopiesByTenure(t *testing.T) {
 			var clock atomic.Int64
 			clock.Store(time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC).UnixNano())
 			now := func() time.Time { return time.Unix(0, clock.Load()) }
-			a, err := sjs.Open(ctx, js, sjs.Options{Metrics: sjs.NewMetrics(reg), Shards: 8, Now: now})
-			if err != nil {
-				t.Fatal(err)
-			}
+			a, js := openStoreWith(t, jstest.NewServer(t), sjs.Options{Metrics: sjs.NewMetrics(reg), Shards: 8, Now: now})
 			owner := newTenuredFake()
 			if err := a.SetOwner(owner); err != nil {
 				t.Fatal(err)
