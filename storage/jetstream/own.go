@@ -76,9 +76,9 @@ type ownerBox struct{ o cluster.Owner }
 // then reads and tries again. A copy is dropped when the feed's shard is
 // lost (o.Changed; with a TenuredOwner, when the shard is lost other
 // than by a lapse, and kept unused while it is lapsed), on SetShards, on
-// a delete or an edit on any node, and on any refused write. nil stops it. Call it before polling starts;
-// an error (the subscription to other nodes' edits failed) leaves the
-// Store without an Owner.
+// a delete or an edit on any node, and on any refused write. nil stops
+// it. Call it before polling starts; an error (the subscription to other
+// nodes' edits failed) leaves the Store without an Owner.
 func (s *Store) SetOwner(o cluster.Owner) error {
 	s.ownMu.Lock()
 	defer s.ownMu.Unlock()
@@ -224,10 +224,11 @@ func (r *ownRecords) take(id uint64) (ownRecord, bool) {
 }
 
 // put keeps e as feed id's copy; when the bound is reached, copies that
-// neither hold nor may hold again (valid) are dropped first, and e is not kept if none was. After
-// a scan that dropped none, the next max/8 new feeds are refused without
-// one, so that a node owning more feeds than the bound scans the copies
-// once per max/8 of its polls beyond it, not at each.
+// neither hold nor may hold again (valid) are dropped first, and e is
+// not kept if none was. After a scan that dropped none, the next max/8
+// new feeds are refused without one, so that a node owning more feeds
+// than the bound scans the copies once per max/8 of its polls beyond
+// it, not at each.
 func (r *ownRecords) put(id uint64, e ownRecord, valid func(uint64, ownMark) bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
