@@ -55,11 +55,7 @@ func (s *Store) PluginPut(plugin, key string, value []byte) error {
 		return err
 	}
 	err := s.dbUpdate(func(tx *bolt.Tx) error {
-		root := tx.Bucket(bucketPluginData)
-		if root == nil {
-			return corruptf("bucket %s missing", bucketPluginData)
-		}
-		b, err := root.CreateBucketIfNotExists([]byte(plugin))
+		b, err := writablePluginBucket(tx, plugin)
 		if err != nil {
 			return err
 		}
@@ -80,11 +76,7 @@ func (s *Store) PluginCreate(plugin, key string, value []byte) ([]byte, error) {
 	}
 	var out []byte
 	err := s.dbUpdate(func(tx *bolt.Tx) error {
-		root := tx.Bucket(bucketPluginData)
-		if root == nil {
-			return corruptf("bucket %s missing", bucketPluginData)
-		}
-		b, err := root.CreateBucketIfNotExists([]byte(plugin))
+		b, err := writablePluginBucket(tx, plugin)
 		if err != nil {
 			return err
 		}
@@ -235,6 +227,16 @@ func (s *Store) PluginList(plugin string, fn func(key string, value []byte) erro
 		return fmt.Errorf("storage: plugin %s: list: %w", plugin, err)
 	}
 	return nil
+}
+
+// writablePluginBucket returns plugin's bucket in the write transaction
+// tx, created if it is missing.
+func writablePluginBucket(tx *bolt.Tx, plugin string) (*bolt.Bucket, error) {
+	root := tx.Bucket(bucketPluginData)
+	if root == nil {
+		return nil, corruptf("bucket %s missing", bucketPluginData)
+	}
+	return root.CreateBucketIfNotExists([]byte(plugin))
 }
 
 func pluginBucket(tx *bolt.Tx, plugin string) *bolt.Bucket {
