@@ -11,28 +11,12 @@ import (
 	"github.com/slogfeed/slogfeed/storage"
 )
 
-// itemConsumer is a fakeOrdered whose messages are items.
-type itemConsumer struct{ fakeOrdered }
-
+// itemMsg is a fake pass's message whose body is an item.
 type itemMsg struct{ passMsg }
 
 func (m itemMsg) Data() []byte {
 	b, _ := json.Marshal(storage.Item{ID: fmt.Sprint("b", m.seq)})
 	return b
-}
-
-func (c *itemConsumer) FetchNoWait(batch int) (jetstream.MessageBatch, error) {
-	b, err := c.fakeOrdered.FetchNoWait(batch)
-	if err != nil {
-		return nil, err
-	}
-	in := b.(passBatch)
-	out := make(chan jetstream.Msg, len(in.msgs))
-	for m := range in.msgs {
-		out <- itemMsg{m.(passMsg)}
-	}
-	close(out)
-	return passBatch{msgs: out, err: in.err}, nil
 }
 
 // TestReadRangeEmptyFetch: a fetch that returns nothing while the leader
@@ -56,7 +40,7 @@ func TestReadRangeEmptyFetch(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := &Store{opt: Options{MaxItemsPerFeed: 10000}}
-			cons := &itemConsumer{fakeOrdered{seqs: seqs, script: c.script}}
+			cons := &fakeOrdered{seqs: seqs, script: c.script, wrap: func(m passMsg) jetstream.Msg { return itemMsg{m} }}
 			asked := 0
 			more := func(_ context.Context, from uint64) (bool, error) {
 				asked++

@@ -47,6 +47,8 @@ type fakeOrdered struct {
 	next   int
 	script []fetchStep
 	calls  int
+	// wrap, when set, makes each message another kind (items, headers).
+	wrap func(passMsg) jetstream.Msg
 }
 
 func (c *fakeOrdered) FetchNoWait(batch int) (jetstream.MessageBatch, error) {
@@ -65,7 +67,11 @@ func (c *fakeOrdered) FetchNoWait(batch int) (jetstream.MessageBatch, error) {
 	n = min(n, batch)
 	ch := make(chan jetstream.Msg, n)
 	for _, seq := range c.seqs[c.next : c.next+n] {
-		ch <- passMsg{seq: seq}
+		var m jetstream.Msg = passMsg{seq: seq}
+		if c.wrap != nil {
+			m = c.wrap(passMsg{seq: seq})
+		}
+		ch <- m
 	}
 	c.next += n
 	close(ch)

@@ -62,12 +62,10 @@ func (l *laggingLog) consumer(_ context.Context, _ string, from uint64) (passCon
 	for range l.emptyFetches {
 		script = append(script, fetchStep{n: 0})
 	}
-	return &headerConsumer{fakeOrdered{seqs: seqs, script: script}}, func() {}, nil
+	return &fakeOrdered{seqs: seqs, script: script, wrap: func(m passMsg) jetstream.Msg { return headerMsg{m} }}, func() {}, nil
 }
 
-// headerConsumer is a fakeOrdered whose messages carry an item's headers.
-type headerConsumer struct{ fakeOrdered }
-
+// headerMsg is a fake pass's message that carries an item's headers.
 type headerMsg struct{ passMsg }
 
 func (m headerMsg) Headers() nats.Header {
@@ -75,20 +73,6 @@ func (m headerMsg) Headers() nats.Header {
 	h.Set(ItemKeyHeader, keyOf(m.seq))
 	h.Set(ItemTimeHeader, strconv.FormatUint(m.seq*1000, 10))
 	return h
-}
-
-func (c *headerConsumer) FetchNoWait(batch int) (jetstream.MessageBatch, error) {
-	b, err := c.fakeOrdered.FetchNoWait(batch)
-	if err != nil {
-		return nil, err
-	}
-	in := b.(passBatch)
-	out := make(chan jetstream.Msg, len(in.msgs))
-	for m := range in.msgs {
-		out <- headerMsg{m.(passMsg)}
-	}
-	close(out)
-	return passBatch{msgs: out, err: in.err}, nil
 }
 
 // A new owner's index of a feed's items is complete up to the leader's

@@ -17,12 +17,11 @@ func jsAnswer(code, errCode int, desc string) []byte {
 	return b
 }
 
-// TestLeaderReadsTellUnavailability: a read asked of a stream's leader
-// that JetStream answers "temporarily unavailable" (10008: the cluster
-// has lost its quorum) fails with an error the Backend calls
-// unavailability, so the HTTP API answers 503 with Retry-After; any other
-// error answer is not, and "no message" is still no error.
-func TestLeaderReadsTellUnavailability(t *testing.T) {
+// storeOnBareServer starts a NATS server without JetStream and returns a
+// Store connected to it, with its connection: the test answers the
+// Store's requests itself.
+func storeOnBareServer(t *testing.T) (*Store, *nats.Conn) {
+	t.Helper()
 	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +40,16 @@ func TestLeaderReadsTellUnavailability(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Store{js: js}
+	return &Store{js: js}, nc
+}
+
+// TestLeaderReadsTellUnavailability: a read asked of a stream's leader
+// that JetStream answers "temporarily unavailable" (10008: the cluster
+// has lost its quorum) fails with an error the Backend calls
+// unavailability, so the HTTP API answers 503 with Retry-After; any other
+// error answer is not, and "no message" is still no error.
+func TestLeaderReadsTellUnavailability(t *testing.T) {
+	s, nc := storeOnBareServer(t)
 	b := NewBackend(s, time.Second)
 	ctx := t.Context()
 	reads := []struct {
