@@ -1,9 +1,6 @@
 package main
 
 import (
-	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -67,21 +64,7 @@ func TestFeedIDsSurviveAnotherPublicURL(t *testing.T) {
 // store, so that the directory can be opened again.
 func servicesOn(t *testing.T, data string, args ...string) (http.Handler, func()) {
 	t.Helper()
-	a := &app{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }, log: slog.New(slog.DiscardHandler)}
-	cfg, err := parseServe(a, append([]string{"--data", data}, args...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
-	st, err := openStore(t.Context(), a, cfg, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sv, err := buildServices(t.Context(), a, cfg, st, addr)
-	if err != nil {
-		st.close()
-		t.Fatal(err)
-	}
+	st, sv := startServices(t, data, args...)
 	return sv.handler, func() {
 		sv.close()
 		st.close()

@@ -263,8 +263,18 @@ func TestDemoRefusedOnCluster(t *testing.T) {
 // (not listening), on a fresh data directory with args.
 func testServices(t *testing.T, args ...string) (*storeStage, *services) {
 	t.Helper()
+	st, sv := startServices(t, t.TempDir(), args...)
+	t.Cleanup(st.close)
+	t.Cleanup(sv.close)
+	return st, sv
+}
+
+// startServices opens the store in data and builds serve's services on
+// it with args, as serve does before it listens; the caller closes both.
+func startServices(t *testing.T, data string, args ...string) (*storeStage, *services) {
+	t.Helper()
 	a := &app{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }, log: slog.New(slog.DiscardHandler)}
-	cfg, err := parseServe(a, append([]string{"--data", t.TempDir()}, args...))
+	cfg, err := parseServe(a, append([]string{"--data", data}, args...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,12 +283,11 @@ func testServices(t *testing.T, args ...string) (*storeStage, *services) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(st.close)
 	sv, err := buildServices(t.Context(), a, cfg, st, addr)
 	if err != nil {
+		st.close()
 		t.Fatal(err)
 	}
-	t.Cleanup(sv.close)
 	return st, sv
 }
 
