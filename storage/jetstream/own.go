@@ -33,18 +33,23 @@ const DefaultOwnedItems = 1 << 21
 const changedSubject = "slogfeed.changed.feed"
 
 // ownMark is when a Store's copy of an owned feed's state was made: the
-// Owner's Changed channel, the Store's ownership generation and, with a
-// tenured Owner, the tenure of the feed's shard at that moment. The copy
-// holds while the generation is the same and the Owner still owns the
+// Owner's Changed channel, the Store's ownership generation, the NATS
+// connection's reconnect count and, with a tenured Owner, the tenure of
+// the feed's shard at that moment. The copy holds while the generation
+// and the reconnect count are the same and the Owner still owns the
 // feed, and then, with a tenured Owner, while the shard's tenure is the
 // same (other shards gained or lost leave it alone), or else while the
 // channel is open (any change of ownership ends it). A shard lost and
 // claimed again between two polls has a new tenure, or closed the
-// channel, so the copy is not used.
+// channel, so the copy is not used. A reconnect ends every copy: the
+// announcements of other nodes' edits (changedSubject) sent while the
+// connection was down are lost, and a lease that lapsed for want of
+// the connection renews in the same tenure.
 type ownMark struct {
-	changed <-chan struct{}
-	gen     uint64
-	tenure  uint64 // the shard's Tenure plus one; 0 without a tenured Owner
+	changed    <-chan struct{}
+	gen        uint64
+	reconnects uint64
+	tenure     uint64 // the shard's Tenure plus one; 0 without a tenured Owner
 }
 
 // TenuredOwner is an Owner by shards that counts its claims of each shard
@@ -113,11 +118,16 @@ func (s *Store) markOwned(id uint64) (ownMark, bool) {
 	if b == nil {
 		return ownMark{}, false
 	}
-	m := ownMark{changed: b.o.Changed(), gen: s.ownGen.Load()}
+	m := ownMark{changed: b.o.Changed(), gen: s.ownGen.Load(), reconnects: s.reconnects()}
 	if t, sh, ok := tenuredShard(b.o, id); ok {
 		m.tenure = t.Tenure(sh) + 1
 	}
 	return m, b.o.OwnsFeed(id)
+}
+
+// reconnects is how many times the Store's NATS connection reconnected.
+func (s *Store) reconnects() uint64 {
+	return s.js.Conn().Stats().Reconnects
 }
 
 // tenuredShard returns o as a TenuredOwner and the shard of feed id, if
@@ -145,10 +155,12 @@ func (s *Store) keptOwned(id uint64, m ownMark) bool {
 
 // ownership is the Store's ownership check (the type's doc). Ownership
 // is asked before the tenure, so a shard lost and claimed again in
-// between shows its new tenure.
+// between shows its new tenure; and again when the shard is not lapsed
+// either, so a renewal landing between the two questions does not make
+// the shard look neither owned nor lapsed.
 func (s *Store) ownership(id uint64, m ownMark) (use, keep bool) {
 	b := s.owner.Load()
-	if b == nil || m.gen != s.ownGen.Load() {
+	if b == nil || m.gen != s.ownGen.Load() || m.reconnects != s.reconnects() {
 		return false, false
 	}
 	if m.tenure == 0 {
@@ -169,6 +181,9 @@ func (s *Store) ownership(id uint64, m ownMark) (use, keep bool) {
 		return t.Tenure(sh)+1 == m.tenure, false
 	}
 	tenure, lapsed := t.Lapsed(sh)
+	if !lapsed && b.o.OwnsFeed(id) {
+		return t.Tenure(sh)+1 == m.tenure, false
+	}
 	return false, lapsed && tenure+1 == m.tenure
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slogfeed/slogfeed/storage"
+	"github.com/slogfeed/slogfeed/storage/cluster"
 )
 
 // BenchmarkOwnedCopyBytes reports the heap one owned feed's record copy
@@ -125,5 +126,55 @@ func TestOwnRecordsBoundScansRarely(t *testing.T) {
 	}
 	if kept < 0 {
 		t.Fatalf("no put kept within %d after the copies stopped being valid", max/8+1)
+	}
+}
+
+// renewingOwner owns one shard, lapsed in tenure 1 until its lease is
+// renewed (same tenure) by the OwnsFeed call numbered renewAt.
+type renewingOwner struct {
+	calls, renewAt int
+}
+
+func (o *renewingOwner) renewed() bool            { return o.calls >= o.renewAt }
+func (o *renewingOwner) OwnsPipe(uint64) bool     { return false }
+func (o *renewingOwner) Changed() <-chan struct{} { return nil }
+func (o *renewingOwner) Shards() int              { return 1 }
+func (o *renewingOwner) Tenure(int) uint64        { return 1 }
+func (o *renewingOwner) Holds() []cluster.Hold {
+	return []cluster.Hold{{Owned: o.renewed(), Lapsed: !o.renewed(), Tenure: 1}}
+}
+func (o *renewingOwner) Lapsed(int) (uint64, bool) { return 1, !o.renewed() }
+
+func (o *renewingOwner) OwnsFeed(uint64) bool {
+	owned := o.renewed()
+	o.calls++
+	return owned
+}
+
+// TestOwnershipAcrossRenewal: a copy made in a shard's tenure is used
+// once the lapsed lease is renewed in that tenure, kept while it is
+// lapsed, and, when the renewal lands between the question of
+// ownership and that of the lapse, still judged usable rather than
+// neither owned nor lapsed (which would drop it).
+func TestOwnershipAcrossRenewal(t *testing.T) {
+	tests := []struct {
+		name      string
+		renewAt   int // the OwnsFeed call the renewal lands after
+		use, keep bool
+	}{
+		{name: "renewed before", renewAt: 0, use: true},
+		{name: "renewed between the questions", renewAt: 1, use: true},
+		{name: "still lapsed", renewAt: 100, keep: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := storeOnBareServer(t)
+			o := &renewingOwner{renewAt: tt.renewAt}
+			s.owner.Store(&ownerBox{o})
+			m := ownMark{gen: s.ownGen.Load(), reconnects: s.reconnects(), tenure: 2}
+			if use, keep := s.ownership(7, m); use != tt.use || keep != tt.keep {
+				t.Fatalf("ownership = use %v, keep %v; want %v, %v", use, keep, tt.use, tt.keep)
+			}
+		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -100,12 +101,32 @@ func rawEdit(t *testing.T, ctx context.Context, js jetstream.JetStream, id uint6
 	}
 }
 
+// reconnect makes js's connection reconnect and waits until it has.
+func reconnect(t *testing.T, ctx context.Context, js jetstream.JetStream) {
+	t.Helper()
+	nc := js.Conn()
+	back := nc.StatusChanged(nats.CONNECTED)
+	defer nc.RemoveStatusListener(back)
+	before := nc.Stats().Reconnects
+	if err := nc.ForceReconnect(); err != nil {
+		t.Fatal(err)
+	}
+	for nc.Stats().Reconnects == before || !nc.IsConnected() {
+		select {
+		case <-back:
+		case <-ctx.Done():
+			t.Fatalf("not reconnected: %v", ctx.Err())
+		}
+	}
+}
+
 // TestOwnedFeedCopies: a node that owns a feed polls it from the record
 // and item index it wrote itself, reading nothing when nothing changed;
 // an edit made elsewhere in between (announced or not) is never lost,
 // a deleted feed is not written back, and a node that lost the feed's
-// shard (even if it claimed it again since) or changed its shard count
-// reads the record instead of using its copy.
+// shard (even if it claimed it again since), changed its shard count or
+// reconnected (the announcements sent meanwhile are lost) reads the
+// record instead of using its copy.
 func TestOwnedFeedCopies(t *testing.T) {
 	type env struct {
 		ctx   context.Context
@@ -133,6 +154,11 @@ func TestOwnedFeedCopies(t *testing.T) {
 			}},
 		{name: "edited, announcement lost", title: "edited",
 			between: func(t *testing.T, e env) { rawEdit(t, e.ctx, e.js, e.id, "edited") }},
+		{name: "edited while disconnected, reconnected", feedTitle: "edited", title: "edited",
+			between: func(t *testing.T, e env) {
+				rawEdit(t, e.ctx, e.js, e.id, "edited")
+				reconnect(t, e.ctx, e.js)
+			}},
 		{name: "shard lost", feedTitle: "edited", title: "edited",
 			between: func(t *testing.T, e env) {
 				e.owner.set(false)
@@ -381,7 +407,8 @@ func (o *tenuredFake) set(sh int, fn func(h *cluster.Hold)) {
 // poll reading nothing, even after polls of other feeds and a read of
 // the feed during the lapse; a shard claimed again (a new tenure) or one
 // another node holds has its copies read again, so an edit made
-// meanwhile is kept.
+// meanwhile is kept, and so has a shard that lapsed while the
+// connection was down (an edit's announcement lost with it).
 func TestOwnedCopiesByTenure(t *testing.T) {
 	lapse := func(h *cluster.Hold) { h.Owned, h.Lapsed = false, true }
 	renew := func(h *cluster.Hold) { h.Owned, h.Lapsed = true, false }
@@ -429,6 +456,12 @@ func TestOwnedCopiesByTenure(t *testing.T) {
 			rawEdit(t, e.ctx, e.js, e.id, "edited")
 			e.pollOther()
 			e.owner.set(e.sh, claim)
+		}},
+		{name: "lapsed, edited, reconnected, renewed", title: "edited", between: func(t *testing.T, e env) {
+			e.owner.set(e.sh, lapse)
+			rawEdit(t, e.ctx, e.js, e.id, "edited")
+			reconnect(t, e.ctx, e.js)
+			e.owner.set(e.sh, renew)
 		}},
 		{name: "lost and claimed again", title: "edited", between: func(t *testing.T, e env) {
 			e.owner.set(e.sh, lose)
