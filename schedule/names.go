@@ -74,6 +74,31 @@ func ByName(name string, seed uint64) (Policy, error) {
 	return nil, fmt.Errorf("%w %q (known: %s, fixed-<duration>, cron:<spec>)", ErrUnknownPolicy, name, strings.Join(PolicyNames, ", "))
 }
 
+// PolicyKey returns what names the same policy as name does, whatever
+// its spelling: "" and "auto" are "auto", "bimodal-dpt-l" is "dpt-l", a
+// fixed-<duration> is keyed by its period ("fixed-60000ms", "fixed-60s"
+// and "fixed-1m" alike), a cron:<spec> by its fields with single spaces
+// between them. Any other name, or one ByName refuses, is its own key.
+// It reads no more than name's bytes and builds no policy.
+func PolicyKey(name string) string {
+	switch name {
+	case "":
+		return DefaultPolicy
+	case "bimodal-dpt-l":
+		return "dpt-l"
+	}
+	if d, ok := strings.CutPrefix(name, "fixed-"); ok {
+		if period, err := parsePeriod(d); err == nil {
+			return "fixed-" + period.String()
+		}
+		return name
+	}
+	if spec, ok := strings.CutPrefix(name, "cron:"); ok {
+		return "cron:" + strings.Join(strings.Fields(spec), " ")
+	}
+	return name
+}
+
 // parsePeriod reads a Go duration or a whole number of days ("1d").
 func parsePeriod(s string) (time.Duration, error) {
 	if n, ok := strings.CutSuffix(s, "d"); ok {

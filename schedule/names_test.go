@@ -113,3 +113,33 @@ func TestNameOf(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyKey: the spellings of one policy share a key, other policies
+// do not, and a name ByName refuses is its own key.
+func TestPolicyKey(t *testing.T) {
+	same := [][]string{
+		{"", "auto"},
+		{"dpt-l", "bimodal-dpt-l"},
+		{"fixed-1m", "fixed-60s", "fixed-60000ms", "fixed-1m0s"},
+		{"fixed-1d", "fixed-24h", "fixed-1440m"},
+		{"cron:*/5 * * * *", "cron:  */5 *  * * *\t"},
+		{"dpt-a"},
+		{"fixed-nonsense"},
+	}
+	keys := map[string]int{}
+	for i, names := range same {
+		for _, name := range names {
+			k := PolicyKey(name)
+			if j, ok := keys[k]; ok && j != i {
+				t.Errorf("PolicyKey(%q) = %q, the key of %q too", name, k, same[j])
+			}
+			keys[k] = i
+			if k != PolicyKey(names[0]) {
+				t.Errorf("PolicyKey(%q) = %q, want %q (the key of %q)", name, k, PolicyKey(names[0]), names[0])
+			}
+		}
+	}
+	if got := PolicyKey("fixed-nonsense"); got != "fixed-nonsense" {
+		t.Errorf("PolicyKey of a refused name = %q, want the name", got)
+	}
+}

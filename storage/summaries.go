@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/slogfeed/slogfeed/schedule"
 )
 
 // FeedSummary is what a list of many feeds filters, counts and pages on:
@@ -101,6 +103,9 @@ type summaryIndex struct {
 
 	policies []string
 	policyID map[string]uint32
+	// policyKeys are the policies' schedule.PolicyKey, by policy ID: a
+	// filter by policy keeps the feeds of every spelling of it.
+	policyKeys []string
 
 	// The aggregates over the live entries.
 	feeds, remote, erroring int
@@ -315,6 +320,7 @@ func (x *summaryIndex) entryOf(s *FeedSummary, tx uint64) summaryEntry {
 	if !ok {
 		p = uint32(len(x.policies))
 		x.policies = append(x.policies, s.Policy)
+		x.policyKeys = append(x.policyKeys, schedule.PolicyKey(s.Policy))
 		x.policyID[s.Policy] = p
 	}
 	e := summaryEntry{id: s.ID, tx: tx, polls: s.Polls, hits: s.Hits, text: s.Text, policy: p, kind: kindCode(s.Kind)}
@@ -548,7 +554,9 @@ func (s *Store) FeedIDsBefore(before uint64, limit int) (ids []uint64, more bool
 // every feed.
 type SummaryFilter struct {
 	// Text is sought in FeedSummary.Text: give it in lower case.
-	Text     string
+	Text string
+	// Policy keeps the feeds polled by that policy however it is spelt
+	// (schedule.PolicyKey).
 	Policy   string
 	Kind     Kind
 	Erroring bool
@@ -609,13 +617,18 @@ func (s *Store) EachMatchingFeed(f SummaryFilter, fn func(id uint64) bool) error
 func (x *summaryIndex) matchChunk(f *SummaryFilter, from uint64, ids []uint64) (_ []uint64, last uint64, done bool) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	policy := uint32(math.MaxUint32)
+	var policies []bool // by policy ID: nil keeps every policy
 	if f.Policy != "" {
-		p, ok := x.policyID[f.Policy]
-		if !ok {
+		key := schedule.PolicyKey(f.Policy)
+		policies = make([]bool, len(x.policyKeys))
+		some := false
+		for p, k := range x.policyKeys {
+			policies[p] = k == key
+			some = some || k == key
+		}
+		if !some {
 			return ids, 0, true // no feed has it
 		}
-		policy = p
 	}
 	kind := uint8(math.MaxUint8)
 	if f.Kind != "" {
@@ -633,7 +646,7 @@ func (x *summaryIndex) matchChunk(f *SummaryFilter, from uint64, ids []uint64) (
 	for ; i < end; i++ {
 		e := &x.entries[i]
 		if e.flags&want != want&^entryDead ||
-			policy != math.MaxUint32 && e.policy != policy ||
+			policies != nil && !policies[e.policy] ||
 			kind != math.MaxUint8 && e.kind != kind ||
 			f.Text != "" && !strings.Contains(e.text, f.Text) {
 			continue

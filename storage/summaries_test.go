@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/slogfeed/slogfeed/schedule"
 )
 
 // exactFleet is FleetStats computed from every feed record, the
@@ -130,12 +132,13 @@ func checkIndex(t *testing.T, st *Store, step string) {
 	// Filters keep what SummaryOf's fields say, after any cursor.
 	odd := func(id uint64) bool { return id%2 == 1 }
 	for _, f := range []SummaryFilter{
-		{}, {Text: "t1"}, {Text: "xxxxx"}, {Text: "secret"}, {Policy: "fixed-15m"}, {Policy: "none"},
+		{}, {Text: "t1"}, {Text: "xxxxx"}, {Text: "secret"}, {Policy: "fixed-15m"}, {Policy: "fixed-900000ms"},
+		{Policy: "auto"}, {Policy: "none"},
 		{Erroring: true}, {Kind: KindPipe}, {Kind: KindRemote, Keep: odd}, {Erroring: true, Text: "s", Keep: odd},
 	} {
 		var want []uint64
 		for _, s := range wantSums {
-			if strings.Contains(s.Text, f.Text) && (f.Policy == "" || s.Policy == f.Policy) &&
+			if strings.Contains(s.Text, f.Text) && (f.Policy == "" || schedule.PolicyKey(s.Policy) == schedule.PolicyKey(f.Policy)) &&
 				(f.Kind == "" || s.Kind == f.Kind) && (!f.Erroring || s.Erroring) && (f.Keep == nil || f.Keep(s.ID)) {
 				want = append(want, s.ID)
 			}
@@ -218,7 +221,8 @@ func TestFeedSummariesFollowChanges(t *testing.T) {
 					f.URL = fmt.Sprintf("https://moved%d.example/f.rss", step)
 				}
 				if rng.IntN(5) == 0 {
-					f.Policy = "fixed-15m"
+					// Spellings of one policy, and of the default.
+					f.Policy = []string{"fixed-15m", "fixed-900s", "", "auto"}[rng.IntN(4)]
 				}
 				return nil
 			}); err != nil {

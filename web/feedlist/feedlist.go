@@ -166,10 +166,11 @@ func (ff Filter) Query() url.Values {
 }
 
 // Match reports whether feed f passes the filters (not the page bounds).
-// Text is sought in the URL as the API shows it, credentials masked, so
-// that a search cannot probe a secret (storage.FeedSummary.Text).
+// Text is sought in the URL without its credentials, so that a search
+// cannot probe a secret (storage.FeedSummary.Text); Policy keeps every
+// spelling of the policy (schedule.PolicyKey).
 func (ff Filter) Match(f *storage.FeedSummary, next Next, now time.Time) bool {
-	if ff.Policy != "" && f.Policy != ff.Policy {
+	if ff.Policy != "" && schedule.PolicyKey(f.Policy) != schedule.PolicyKey(ff.Policy) {
 		return false
 	}
 	switch ff.Status {

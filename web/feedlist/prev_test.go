@@ -39,6 +39,10 @@ type store interface {
 // overdue feeds: each page back is the page seen going forward, with the
 // same links, and a link to the page before that names the first page
 // when it is the first.
+// fixed15m keeps the feeds of fillPages polled every 15 minutes, by
+// either of the names it gives that policy.
+func fixed15m(f *storage.Feed) bool { return f.Policy == "fixed-15m" || f.Policy == "fixed-900s" }
+
 func TestPagesBack(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	bolt, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true})
@@ -72,11 +76,12 @@ func TestPagesBack(t *testing.T) {
 			}{
 				{"all", url.Values{}, func(*storage.Feed) bool { return true }},
 				{"erroring", url.Values{"status": {"erroring"}}, func(f *storage.Feed) bool { return f.LastError != "" }},
-				{"policy", url.Values{"policy": {"fixed-15m"}}, func(f *storage.Feed) bool { return f.Policy == "fixed-15m" }},
+				{"policy", url.Values{"policy": {"fixed-15m"}}, fixed15m},
+				{"policy spelt otherwise", url.Values{"policy": {"fixed-900000ms"}}, fixed15m},
 				{"text", url.Values{"q": {"MOTE 1"}}, func(f *storage.Feed) bool { return strings.HasPrefix(f.Title, "Mote 1") }},
 				{"starved", url.Values{"status": {"starved"}}, func(f *storage.Feed) bool { return f.ID%2 == 0 }},
 				{"starved and policy", url.Values{"status": {"starved"}, "policy": {"fixed-15m"}},
-					func(f *storage.Feed) bool { return f.ID%2 == 0 && f.Policy == "fixed-15m" }},
+					func(f *storage.Feed) bool { return f.ID%2 == 0 && fixed15m(f) }},
 				{"none", url.Values{"q": {"nowhere"}}, func(*storage.Feed) bool { return false }},
 			} {
 				for _, limit := range []int{1, 4, 10, 100} {
@@ -110,6 +115,9 @@ func fillPages(t *testing.T, st store, list Lister, now time.Time) ([]storage.Fe
 		f := storage.Feed{Kind: storage.KindRemote, URL: fmt.Sprintf("https://m%d.example/f.rss", i), Title: fmt.Sprintf("Mote %d", i), Policy: "auto"}
 		if i%4 == 0 {
 			f.Policy = "fixed-15m"
+		}
+		if i%8 == 0 {
+			f.Policy = "fixed-900s" // the same policy, spelt otherwise
 		}
 		if i%3 == 0 {
 			f.LastError = "HTTP 503"
