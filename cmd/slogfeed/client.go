@@ -252,7 +252,7 @@ func runList(ctx context.Context, a *app, args []string) error {
 			}
 			for _, fl := range [][2]string{{"-q", o.text}, {"--status", o.status}, {"--policy", o.policy}} {
 				if fl[1] != "" {
-					again += " " + fl[0] + " " + quoteArg(fl[1])
+					again += " " + fl[0] + " " + shellArg(fl[1])
 				}
 			}
 			if o.cursor != "" {

@@ -133,11 +133,13 @@ func TestListPages(t *testing.T) {
 		hasNot []string
 	}{
 		{"one page", []string{"list", "--limit", "1", "-q", "mote"}, 0, []string{"limit=1&q=mote"},
-			[]string{"Mote one", `1 of 2 feeds; the next page: slogfeed list --limit 1 -q "mote" --cursor CUR`}, []string{"Mote two", "previous page"}},
+			[]string{"Mote one", `1 of 2 feeds; the next page: slogfeed list --limit 1 -q mote --cursor CUR`}, []string{"Mote two", "previous page"}},
+		{"a search the shell would expand", []string{"list", "-q", "$(echo it's"}, 0, []string{"limit=100&q=%24%28echo+it%27s"},
+			[]string{`the next page: slogfeed list -q '$(echo it'\''s' --cursor CUR`}, nil},
 		{"the last page", []string{"list", "--cursor", "CUR"}, 0, []string{"cursor=CUR&limit=100"},
 			[]string{"Mote two", "the previous page: slogfeed list --before PREV"}, []string{"Mote one", "next page"}},
 		{"the page before", []string{"list", "--before", "PREV", "--policy", "auto"}, 0, []string{"before=PREV&limit=100&policy=auto"},
-			[]string{"Mote one", `the next page: slogfeed list --policy "auto" --cursor CUR`}, []string{"Mote two", "previous page"}},
+			[]string{"Mote one", `the next page: slogfeed list --policy auto --cursor CUR`}, []string{"Mote two", "previous page"}},
 		{"all pages", []string{"list", "--all", "--status", "erroring"}, 0, []string{"limit=100&status=erroring", "cursor=CUR&limit=100&status=erroring"},
 			[]string{"Mote one", "Mote two"}, []string{"next page", "previous page"}},
 		{"bad limit", []string{"list", "--limit", "0"}, 2, nil, nil, nil},

@@ -96,6 +96,17 @@ func isZeroDefault(f *flag.Flag) bool {
 	return false
 }
 
+// shellArg quotes s as one word for a POSIX shell, whole, for a command
+// the user may paste: as it is when it holds only characters no shell
+// treats specially, else in single quotes, a single quote within it
+// ending the quoted part, escaped with a backslash, and starting another.
+func shellArg(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.,:/@%+=") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 // maxQuotedArg bounds how much of a user's argument is echoed in an error.
 const maxQuotedArg = 64
 

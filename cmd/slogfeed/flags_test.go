@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 	"log/slog"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -257,6 +258,42 @@ func TestClockTime(t *testing.T) {
 	for _, tt := range tests {
 		if got := clockTime(tt.t, now); got != tt.want {
 			t.Errorf("%v: %q, want %q", tt.t, got, tt.want)
+		}
+	}
+}
+
+// TestShellArg: each argument, quoted, is read back by a POSIX shell as
+// the one word it was, whole: nothing expanded, nothing cut.
+func TestShellArg(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	tests := []struct{ in, want string }{
+		{"mote", "mote"},
+		{"fixed-15m", "fixed-15m"},
+		{"cron:*/5 * * * *", `'cron:*/5 * * * *'`},
+		{"", "''"},
+		{"$(echo hi)", `'$(echo hi)'`},
+		{"`id`", "'`id`'"},
+		{"price $5", `'price $5'`},
+		{"it's", `'it'\''s'`},
+		{"~root", `'~root'`},
+		{"a\\b\"c", `'a\b"c'`},
+		{"température", `'température'`},
+		{strings.Repeat("l", 300), strings.Repeat("l", 300)},
+	}
+	for _, tc := range tests {
+		got := shellArg(tc.in)
+		if got != tc.want {
+			t.Errorf("shellArg(%q) = %s, want %s", tc.in, got, tc.want)
+		}
+		out, err := exec.Command(sh, "-c", `printf '%s|' `+got).Output()
+		if err != nil {
+			t.Fatalf("sh -c printf %s: %v", got, err)
+		}
+		if string(out) != tc.in+"|" {
+			t.Errorf("sh read %s as %q, want %q", got, out, tc.in)
 		}
 	}
 }

@@ -92,4 +92,10 @@ func TestSensorsPaged(t *testing.T) {
 	if page := c.get(t, "/ui/sensors?after=x"); page.status != http.StatusBadRequest || !strings.Contains(page.body, "after=x") {
 		t.Errorf("a bad page: %d", page.status)
 	}
+	// A page past the last sensor (a stale link) says so and leads back.
+	page := c.get(t, "/ui/sensors?after=18446744073709551615")
+	if page.status != http.StatusOK || !strings.Contains(page.body, "No sensors on this page.") || strings.Contains(page.body, "No sensors yet") ||
+		!strings.Contains(page.body, `href="/ui/sensors">First page`) || !prev.MatchString(page.body) {
+		t.Errorf("a page past the end: %d, no way back or says there are no sensors:\n%s", page.status, page.body)
+	}
 }
