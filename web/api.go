@@ -525,10 +525,20 @@ func (a *api) items(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	items, err := a.store.Items(f.ID, storage.ItemQuery{Limit: limit})
+	before, err := pageBefore(r)
+	if err != nil {
+		respondError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	// Newest arrival first; one more than the page tells whether older
+	// items remain, for the next page's link.
+	items, err := a.store.Items(f.ID, storage.ItemQuery{Limit: limit + 1, Order: storage.ByArrival, BeforeSeq: before})
 	if err != nil {
 		a.internal(w, err)
 		return
+	}
+	if next := nextPage(r.URL.Path, &items, limit, true); next != "" {
+		w.Header().Set("Link", "<"+next+`>; rel="next"`)
 	}
 	respondJSON(w, http.StatusOK, plainItems(items))
 }
