@@ -51,6 +51,24 @@ const (
 // schedule.ByName knows is accepted).
 var policyChoices = []string{"auto", "dpt-l", "dpt-a", "dpt-n", "miniflux", "commafeed", "newsblur", "fixed-5m", "fixed-15m", "fixed-1h"}
 
+// maxShownQuery bounds the search the feeds page shows back in its box:
+// the longest the list takes (feedlist's bound) and then some, for a
+// search refused as too long, in characters of up to four bytes.
+const maxShownQuery = 4 * 256
+
+// listPolicy returns the choice of the list's policy filter that names
+// the same policy as policy (schedule.PolicyKey), and the choices; a
+// policy none of policyChoices names is added to them.
+func listPolicy(policy string) (string, []string) {
+	key := schedule.PolicyKey(policy)
+	for _, c := range policyChoices {
+		if schedule.PolicyKey(c) == key {
+			return c, policyChoices
+		}
+	}
+	return policy, append(slices.Clip(policyChoices), policy)
+}
+
 // feedRow is one line of the feeds list.
 type feedRow struct {
 	ID        uint64
@@ -148,7 +166,16 @@ func (u *UI) renderFeeds(w http.ResponseWriter, r *http.Request, status int, err
 		v.Feeds = append(v.Feeds, u.feedRow(f, lat[i], now))
 	}
 	v.Fleet = fleetOf(fleet)
-	v.Q, v.Status, v.ListPolicy, v.Total = ff.Text, ff.Status, ff.Policy, cut.Total
+	v.Status, v.ListPolicy, v.Total = ff.Status, ff.Policy, cut.Total
+	// The search box shows the search as typed (ff.Text is in lower
+	// case), a refused one too, for the user to mend.
+	v.Q = strings.TrimSpace(r.URL.Query().Get("q"))
+	if len(v.Q) > maxShownQuery {
+		v.Q = ""
+	}
+	if ff.Policy != "" {
+		v.ListPolicy, v.Policies = listPolicy(ff.Policy)
+	}
 	v.Filtered = ff.Text != "" || ff.Status != "" || ff.Policy != ""
 	v.FirstURL, v.PrevURL, v.NextURL = feedsPageURLs(ff, cut)
 	p := u.newPage(w, r, "Feeds", "feeds")

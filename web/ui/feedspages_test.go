@@ -101,6 +101,11 @@ func TestFeedsPagesUI(t *testing.T) {
 		{"search", "/ui/feeds?q=mote-17.example", http.StatusOK, 1, "1 matching feed<"},
 		{"search, no match", "/ui/feeds?q=nowhere", http.StatusOK, 0, "No feed matches"},
 		{"policy", "/ui/feeds?policy=fixed-1h", http.StatusOK, 0, "No feed matches"},
+		{"search as typed", "/ui/feeds?q=MOTE-17.example", http.StatusOK, 1, `value="MOTE-17.example"`},
+		{"a refused search kept in its box", "/ui/feeds?q=Mote&limit=0", http.StatusBadRequest, -1, `value="Mote"`},
+		{"policy spelt otherwise", "/ui/feeds?policy=fixed-60m", http.StatusOK, 0, `<option value="fixed-1h" selected>`},
+		{"policy not offered", "/ui/feeds?policy=fixed-7m", http.StatusOK, 0, `<option value="fixed-7m" selected>`},
+		{"auto", "/ui/feeds?policy=auto&limit=1", http.StatusOK, 1, `<option value="auto" selected>`},
 		{"bad status", "/ui/feeds?status=asleep", http.StatusBadRequest, -1, "status must be erroring or starved"},
 		{"bad cursor", "/ui/feeds?cursor=zzz", http.StatusBadRequest, -1, "cursor is not one this server gave"},
 		{"past the end", "/ui/feeds?cursor=" + feedlist.EncodeCursor(1<<40), http.StatusOK, 0, `No more feeds on this page.</p>
