@@ -265,6 +265,8 @@ func TestFeedsPagesBadRequests(t *testing.T) {
 		{"before=12", "before is not a cursor this server gave"},
 		{"before=" + feedlist.EncodeCursor(2) + "&cursor=" + feedlist.EncodeCursor(1), "not both"},
 		{"status=ok", "status must be erroring or starved"},
+		{"kind=sensors", "kind must be remote, sensor or pipe"},
+		{"kind=Remote", "kind must be remote, sensor or pipe"},
 		{"policy=bogus", `is not a policy slogfeed knows (auto, dpt-a`},
 		{"policy=fixed-soon", `fixed-soon\" is not a policy`},
 		{"q=" + strings.Repeat("x", 257), "q must be valid UTF-8"},

@@ -181,13 +181,14 @@ type listFlags struct {
 	limit                        int
 	all                          bool
 	text, status, policy, cursor string
-	before                       string
+	kind, before                 string
 }
 
 func (o *listFlags) bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.limit, "limit", 100, "`N` feeds a page, 1 to 1000")
 	fs.BoolVar(&o.all, "all", false, "list every page, not just one")
-	fs.StringVar(&o.text, "q", "", "only feeds whose title or URL holds `TEXT`")
+	fs.StringVar(&o.text, "q", "", "only feeds whose title, slug or URL holds `TEXT`")
+	fs.StringVar(&o.kind, "kind", "", "only feeds of `KIND`: remote, sensor or pipe")
 	fs.StringVar(&o.status, "status", "", "only feeds of `STATUS`: erroring or starved")
 	fs.StringVar(&o.policy, "policy", "", "only feeds with scheduling `POLICY`")
 	fs.StringVar(&o.cursor, "cursor", "", "start at the page `CURSOR` a previous list printed")
@@ -215,7 +216,7 @@ func runList(ctx context.Context, a *app, args []string) error {
 	for {
 		q := url.Values{}
 		q.Set("limit", strconv.Itoa(o.limit))
-		for k, v := range map[string]string{"q": o.text, "status": o.status, "policy": o.policy, "cursor": o.cursor, "before": o.before} {
+		for k, v := range map[string]string{"q": o.text, "status": o.status, "policy": o.policy, "kind": o.kind, "cursor": o.cursor, "before": o.before} {
 			if v != "" {
 				q.Set(k, v)
 			}
@@ -250,7 +251,7 @@ func runList(ctx context.Context, a *app, args []string) error {
 			if o.limit != 100 {
 				again += " --limit " + strconv.Itoa(o.limit)
 			}
-			for _, fl := range [][2]string{{"-q", o.text}, {"--status", o.status}, {"--policy", o.policy}} {
+			for _, fl := range [][2]string{{"-q", o.text}, {"--kind", o.kind}, {"--status", o.status}, {"--policy", o.policy}} {
 				if fl[1] != "" {
 					again += " " + fl[0] + " " + shellArg(fl[1])
 				}

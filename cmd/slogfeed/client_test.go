@@ -140,6 +140,8 @@ func TestListPages(t *testing.T) {
 			[]string{"Mote two", "the previous page: slogfeed list --before PREV"}, []string{"Mote one", "next page"}},
 		{"the page before", []string{"list", "--before", "PREV", "--policy", "auto"}, 0, []string{"before=PREV&limit=100&policy=auto"},
 			[]string{"Mote one", `the next page: slogfeed list --policy auto --cursor CUR`}, []string{"Mote two", "previous page"}},
+		{"sensors", []string{"list", "--kind", "sensor"}, 0, []string{"kind=sensor&limit=100"},
+			[]string{`the next page: slogfeed list --kind sensor --cursor CUR`}, nil},
 		{"all pages", []string{"list", "--all", "--status", "erroring"}, 0, []string{"limit=100&status=erroring", "cursor=CUR&limit=100&status=erroring"},
 			[]string{"Mote one", "Mote two"}, []string{"next page", "previous page"}},
 		{"bad limit", []string{"list", "--limit", "0"}, 2, nil, nil, nil},

@@ -53,6 +53,7 @@ type Filter struct {
 	Text   string // text sought, any case, in the title, slug or URL
 	Status string // "", Erroring or Starved
 	Policy string
+	Kind   storage.Kind // "" for every kind
 }
 
 // Next tells when a feed's next fetch is planned (ok false: not planned).
@@ -96,7 +97,7 @@ func starvedIDs(p Planner, now time.Time) (ids []uint64, ok bool) {
 }
 
 // Parse reads a filter from a request's query (limit, cursor or before,
-// q, status, policy). Its error is a *QueryError naming the bad
+// q, status, policy, kind). Its error is a *QueryError naming the bad
 // parameter.
 func Parse(q url.Values) (Filter, error) {
 	f := Filter{Limit: DefaultLimit}
@@ -139,6 +140,12 @@ func Parse(q url.Values) (Filter, error) {
 	default:
 		return bad("status must be %s or %s", Erroring, Starved)
 	}
+	switch k := storage.Kind(q.Get("kind")); k {
+	case "", storage.KindRemote, storage.KindSensor, storage.KindPipe:
+		f.Kind = k
+	default:
+		return bad("kind must be %s, %s or %s", storage.KindRemote, storage.KindSensor, storage.KindPipe)
+	}
 	f.Policy = q.Get("policy")
 	if len(f.Policy) > maxText {
 		return bad("policy is too long")
@@ -154,7 +161,7 @@ func Parse(q url.Values) (Filter, error) {
 // Query is the filter's query without the page bounds, for links.
 func (ff Filter) Query() url.Values {
 	q := url.Values{}
-	for k, v := range map[string]string{"q": ff.Text, "status": ff.Status, "policy": ff.Policy} {
+	for k, v := range map[string]string{"q": ff.Text, "status": ff.Status, "policy": ff.Policy, "kind": string(ff.Kind)} {
 		if v != "" {
 			q.Set(k, v)
 		}
@@ -170,7 +177,8 @@ func (ff Filter) Query() url.Values {
 // cannot probe a secret (storage.FeedSummary.Text); Policy keeps every
 // spelling of the policy (schedule.PolicyKey).
 func (ff Filter) Match(f *storage.FeedSummary, next Next, now time.Time) bool {
-	if ff.Policy != "" && schedule.PolicyKey(f.Policy) != schedule.PolicyKey(ff.Policy) {
+	if ff.Policy != "" && schedule.PolicyKey(f.Policy) != schedule.PolicyKey(ff.Policy) ||
+		ff.Kind != "" && f.Kind != ff.Kind {
 		return false
 	}
 	switch ff.Status {
@@ -188,9 +196,14 @@ func (ff Filter) Match(f *storage.FeedSummary, next Next, now time.Time) bool {
 
 // summaryFilter is ff for storage.Store.MatchFeeds.
 func (ff Filter) summaryFilter(next Next, now time.Time) storage.SummaryFilter {
-	f := storage.SummaryFilter{Text: ff.Text, Policy: ff.Policy, Erroring: ff.Status == Erroring}
+	f := storage.SummaryFilter{Text: ff.Text, Policy: ff.Policy, Kind: ff.Kind, Erroring: ff.Status == Erroring}
 	if ff.Status == Starved {
-		f.Kind, f.Keep = storage.KindRemote, starved(next, now)
+		f.Keep = starved(next, now)
+		if ff.Kind == "" {
+			f.Kind = storage.KindRemote
+		} else if ff.Kind != storage.KindRemote {
+			f.Keep = func(uint64) bool { return false } // only remote feeds starve
+		}
 	}
 	return f
 }
@@ -207,7 +220,9 @@ func starved(next Next, now time.Time) func(id uint64) bool {
 }
 
 // unfiltered reports whether ff keeps every feed.
-func (ff Filter) unfiltered() bool { return ff.Text == "" && ff.Status == "" && ff.Policy == "" }
+func (ff Filter) unfiltered() bool {
+	return ff.Text == "" && ff.Status == "" && ff.Policy == "" && ff.Kind == ""
+}
 
 // IsStarved reports whether remote feed f is overdue by more than
 // StarvedLag: its planned fetch has passed and the scheduler has not
@@ -431,7 +446,7 @@ func match(x Index, sf storage.SummaryFilter, ff Filter) (Page, error) {
 // nothing else, else by a walk of x's summaries that keeps those among
 // the feeds the other filters keep.
 func listStarved(x Index, ff Filter, ids []uint64) (Page, error) {
-	if ff.Text != "" || ff.Policy != "" {
+	if ff.Text != "" || ff.Policy != "" || ff.Kind != "" {
 		sf := ff.summaryFilter(nil, time.Time{})
 		sf.Keep = func(id uint64) bool {
 			_, found := slices.BinarySearch(ids, id)

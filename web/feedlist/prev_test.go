@@ -43,6 +43,9 @@ type store interface {
 // either of the names it gives that policy.
 func fixed15m(f *storage.Feed) bool { return f.Policy == "fixed-15m" || f.Policy == "fixed-900s" }
 
+// starvedFeed keeps the feeds fillPages's plans starve.
+func starvedFeed(f *storage.Feed) bool { return f.ID%2 == 0 && f.Kind == storage.KindRemote }
+
 func TestPagesBack(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	bolt, err := storage.Open(filepath.Join(t.TempDir(), "s.db"), storage.Options{NoSync: true})
@@ -79,9 +82,14 @@ func TestPagesBack(t *testing.T) {
 				{"policy", url.Values{"policy": {"fixed-15m"}}, fixed15m},
 				{"policy spelt otherwise", url.Values{"policy": {"fixed-900000ms"}}, fixed15m},
 				{"text", url.Values{"q": {"MOTE 1"}}, func(f *storage.Feed) bool { return strings.HasPrefix(f.Title, "Mote 1") }},
-				{"starved", url.Values{"status": {"starved"}}, func(f *storage.Feed) bool { return f.ID%2 == 0 }},
+				{"starved", url.Values{"status": {"starved"}}, starvedFeed},
+				{"sensors", url.Values{"kind": {"sensor"}}, func(f *storage.Feed) bool { return f.Kind == storage.KindSensor }},
+				{"remote and erroring", url.Values{"kind": {"remote"}, "status": {"erroring"}},
+					func(f *storage.Feed) bool { return f.Kind == storage.KindRemote && f.LastError != "" }},
+				{"starved sensors", url.Values{"kind": {"sensor"}, "status": {"starved"}}, func(*storage.Feed) bool { return false }},
+				{"starved remote", url.Values{"kind": {"remote"}, "status": {"starved"}}, starvedFeed},
 				{"starved and policy", url.Values{"status": {"starved"}, "policy": {"fixed-15m"}},
-					func(f *storage.Feed) bool { return f.ID%2 == 0 && fixed15m(f) }},
+					func(f *storage.Feed) bool { return starvedFeed(f) && fixed15m(f) }},
 				{"none", url.Values{"q": {"nowhere"}}, func(*storage.Feed) bool { return false }},
 			} {
 				for _, limit := range []int{1, 4, 10, 100} {
@@ -122,6 +130,9 @@ func fillPages(t *testing.T, st store, list Lister, now time.Time) ([]storage.Fe
 		if i%3 == 0 {
 			f.LastError = "HTTP 503"
 		}
+		if i%5 == 0 { // a sensor: no URL, never fetched, never starved
+			f.Kind, f.URL, f.Slug = storage.KindSensor, "", fmt.Sprintf("mote-%d", i)
+		}
 		if err := st.CreateFeed(&f); err != nil {
 			t.Fatal(err)
 		}
@@ -140,6 +151,9 @@ func fillPages(t *testing.T, st store, list Lister, now time.Time) ([]storage.Fe
 	}
 	p := plans{}
 	for _, f := range kept {
+		if f.Kind != storage.KindRemote {
+			continue
+		}
 		p[f.ID] = now.Add(time.Second)
 		if f.ID%2 == 0 {
 			p[f.ID] = now.Add(-time.Hour) // starved
