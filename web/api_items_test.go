@@ -148,3 +148,28 @@ func TestItemsAPIPages(t *testing.T) {
 		}
 	}
 }
+
+// TestSensorsListed: GET /api/v1/sensors leads to the feeds list of kind
+// sensor, with the query it was given; other methods are a 405.
+func TestSensorsListed(t *testing.T) {
+	e := newSensorEnv(t)
+	e.postSeries(t, "lab-1", 1, sensorT0)
+	e.postSeries(t, "lab-2", 1, sensorT0)
+	h := New(Options{Store: e.st, Sensors: e.handler(), Now: e.clock.Now})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/sensors?limit=1", nil))
+	loc := rec.Header().Get("Location")
+	if rec.Code != http.StatusTemporaryRedirect || loc != "/api/v1/feeds?kind=sensor&limit=1" {
+		t.Fatalf("GET /api/v1/sensors: %d to %q", rec.Code, loc)
+	}
+	var page FeedPage
+	getJSON(t, h, loc, &page)
+	if len(page.Feeds) != 1 || page.Feeds[0].Kind != "sensor" || page.Total != 2 || page.NextCursor == "" {
+		t.Fatalf("sensors: %+v", page)
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("POST", "/api/v1/sensors", nil))
+	if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "GET" {
+		t.Fatalf("POST /api/v1/sensors: %d, Allow %q", rec.Code, rec.Header().Get("Allow"))
+	}
+}

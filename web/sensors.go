@@ -150,8 +150,16 @@ func SensorHandler(st Store, opt SensorOptions) http.Handler {
 	// every other route of the API.
 	mux.HandleFunc("/api/v1/sensors/{sensor}/readings", notAllowed("POST", "readings are posted"))
 	mux.HandleFunc("/sensors/{file}", notAllowed("GET, HEAD", "feeds are read with GET or HEAD"))
+	// The sensors are listed as feeds of kind sensor, which page and
+	// filter as every feed list does.
+	mux.HandleFunc("GET /api/v1/sensors", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		q.Set("kind", string(storage.KindSensor))
+		http.Redirect(w, r, "/api/v1/feeds?"+q.Encode(), http.StatusTemporaryRedirect)
+	})
+	mux.HandleFunc("/api/v1/sensors", notAllowed("GET", "the sensors are listed"))
 	mux.HandleFunc("/api/v1/sensors/", func(w http.ResponseWriter, r *http.Request) {
-		writeSensorError(w, &sensorError{http.StatusNotFound, "no such route: want /api/v1/sensors/{sensor}/readings"})
+		writeSensorError(w, &sensorError{http.StatusNotFound, "no such route: want /api/v1/sensors/{sensor}/readings, or GET /api/v1/feeds?kind=sensor for the list of sensors"})
 	})
 	mux.HandleFunc("/sensors/", func(w http.ResponseWriter, r *http.Request) {
 		writeSensorError(w, &sensorError{http.StatusNotFound, "no such feed: want /sensors/{sensor}.rss, .atom or .json"})
