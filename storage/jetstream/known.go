@@ -162,8 +162,8 @@ func (k *known) evictLocked() {
 // trust makes the feed's index trusted under ownership m (the node owned
 // the feed when the sync that made the index complete began). Trusted
 // indexes whose ownership neither holds nor may hold again by own are
-// checked, and untrusted, whenever the Owner's Changed channel, the
-// generation or the reconnect count of m differs from the last check's.
+// checked, and untrusted, whenever the Owner's Changed channel or the
+// generation of m differs from the last check's.
 func (k *known) trust(feedID uint64, m ownMark, own ownership) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -171,18 +171,17 @@ func (k *known) trust(feedID uint64, m ownMark, own ownership) {
 	if !ok {
 		return
 	}
-	// A mark whose channel is closed, or made before a reconnect the
-	// last sweep's mark saw, began before a change a newer mark's sweep
-	// covers: it does not sweep again.
-	stale := m.reconnects < k.swept.reconnects
-	if m.changed != nil && !stale {
+	// A mark whose channel is closed began before a change a newer
+	// mark's sweep covers: it does not sweep again.
+	stale := false
+	if m.changed != nil {
 		select {
 		case <-m.changed:
 			stale = true
 		default:
 		}
 	}
-	if sweep := (ownMark{changed: m.changed, gen: m.gen, reconnects: m.reconnects}); !stale && k.swept != sweep {
+	if sweep := (ownMark{changed: m.changed, gen: m.gen}); !stale && k.swept != sweep {
 		for id, g := range k.feeds {
 			if g.elem != nil {
 				continue

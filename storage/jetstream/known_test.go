@@ -446,52 +446,32 @@ func TestKnownForgetsOldestRemoved(t *testing.T) {
 	}
 }
 
-// TestKnownSweepOncePerChange: after a change of ownership, or a
-// reconnect, trusts whose marks began before it (their Changed channel
-// closed, or an older reconnect count) and after it interleave, as syncs
-// of a takeover do; the trusted indexes are swept once for the change,
-// not at each switch between the two marks.
+// TestKnownSweepOncePerChange: after a change of ownership, trusts whose
+// marks began before it (their Changed channel closed) and after it
+// interleave, as syncs of a takeover do; the trusted indexes are swept
+// once for the change, not at each switch between the two marks.
 func TestKnownSweepOncePerChange(t *testing.T) {
 	const n = 1000
-	tests := []struct {
-		name string
-		// change makes the change after m0, made with Changed channel ch,
-		// and returns a mark made after it.
-		change func(m0 ownMark, ch chan struct{}) ownMark
-	}{
-		{name: "another shard gained or lost", change: func(m0 ownMark, ch chan struct{}) ownMark {
-			close(ch)
-			return ownMark{changed: make(chan struct{}), gen: 1, tenure: 1}
-		}},
-		{name: "reconnected", change: func(m0 ownMark, _ chan struct{}) ownMark {
-			m1 := m0
-			m1.reconnects++
-			return m1
-		}},
+	k := newKnown(4, 2*n, 1<<20)
+	before := make(chan struct{})
+	m0 := ownMark{changed: before, gen: 1, tenure: 1}
+	checks := 0
+	own := func(uint64, ownMark) (bool, bool) { checks++; return true, false }
+	for id := uint64(1); id <= n; id++ {
+		k.extend(id, 1, []knownItem{{key: fmt.Sprint(id), seq: 1, at: 1}}, true)
+		k.trust(id, m0, own)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			k := newKnown(4, 2*n, 1<<20)
-			ch := make(chan struct{})
-			m0 := ownMark{changed: ch, gen: 1, tenure: 1}
-			checks := 0
-			own := func(uint64, ownMark) (bool, bool) { checks++; return true, false }
-			for id := uint64(1); id <= n; id++ {
-				k.extend(id, 1, []knownItem{{key: fmt.Sprint(id), seq: 1, at: 1}}, true)
-				k.trust(id, m0, own)
-			}
-			if k.nTrusted != n {
-				t.Fatalf("%d trusted, want %d", k.nTrusted, n)
-			}
-			m1 := tt.change(m0, ch)
-			checks = 0
-			for i := uint64(1); i <= 10; i++ {
-				k.trust(i, m1, own)    // a sync begun after the change
-				k.trust(i+10, m0, own) // one begun before it, ending now
-			}
-			if checks == 0 || checks > n {
-				t.Errorf("20 trusts after one change made %d ownership checks of %d trusted indexes, want one sweep (%d)", checks, n, n)
-			}
-		})
+	if k.nTrusted != n {
+		t.Fatalf("%d trusted, want %d", k.nTrusted, n)
+	}
+	close(before) // another shard gained or lost
+	m1 := ownMark{changed: make(chan struct{}), gen: 1, tenure: 1}
+	checks = 0
+	for i := uint64(1); i <= 10; i++ {
+		k.trust(i, m1, own)    // a sync begun after the change
+		k.trust(i+10, m0, own) // one begun before it, ending now
+	}
+	if checks > n {
+		t.Errorf("20 trusts after one change made %d ownership checks of %d trusted indexes, want one sweep (%d)", checks, n, n)
 	}
 }

@@ -36,15 +36,18 @@ const changedSubject = "slogfeed.changed.feed"
 // Owner's Changed channel, the Store's ownership generation, the NATS
 // connection's reconnect count and, with a tenured Owner, the tenure of
 // the feed's shard at that moment. The copy holds while the generation
-// and the reconnect count are the same and the Owner still owns the
-// feed, and then, with a tenured Owner, while the shard's tenure is the
-// same (other shards gained or lost leave it alone), or else while the
-// channel is open (any change of ownership ends it). A shard lost and
-// claimed again between two polls has a new tenure, or closed the
-// channel, so the copy is not used. A reconnect ends every copy: the
-// announcements of other nodes' edits (changedSubject) sent while the
-// connection was down are lost, and a lease that lapsed for want of
-// the connection renews in the same tenure.
+// is the same and the Owner still owns the feed, and then, with a
+// tenured Owner, while the shard's tenure is the same (other shards
+// gained or lost leave it alone), or else while the channel is open
+// (any change of ownership ends it). A shard lost and claimed again
+// between two polls has a new tenure, or closed the channel, so the
+// copy is not used. A reconnect ends the copies of records
+// (recordOwnership): the announcements of other nodes' edits
+// (changedSubject) sent while the connection was down are lost, and a
+// lease that lapsed for want of the connection renews in the same
+// tenure. An item index needs no such rule: a poll's write of items
+// names the subject's expected last sequence, and a read checks the
+// subject's tail up to the leader's last sequence.
 type ownMark struct {
 	changed    <-chan struct{}
 	gen        uint64
@@ -81,7 +84,8 @@ type ownerBox struct{ o cluster.Owner }
 // then reads and tries again. A copy is dropped when the feed's shard is
 // lost (o.Changed; with a TenuredOwner, when the shard is lost other
 // than by a lapse, and kept unused while it is lapsed), on SetShards, on
-// a delete or an edit on any node, and on any refused write. nil stops
+// a delete or an edit on any node, on any refused write and, for the
+// records, when the connection reconnects. nil stops
 // it. Call it before polling starts; an error (the subscription to other
 // nodes' edits failed) leaves the Store without an Owner.
 func (s *Store) SetOwner(o cluster.Owner) error {
@@ -140,17 +144,20 @@ func tenuredShard(o cluster.Owner, id uint64) (TenuredOwner, int, bool) {
 	return t, cluster.ShardOf(cluster.KindFeed, id, t.Shards()), true
 }
 
-// stillOwned reports whether a copy of feed id's state marked m holds.
-func (s *Store) stillOwned(id uint64, m ownMark) bool {
-	use, _ := s.ownership(id, m)
+// recordHolds reports whether a copy of feed id's record marked m holds.
+func (s *Store) recordHolds(id uint64, m ownMark) bool {
+	use, _ := s.recordOwnership(id, m, s.reconnects())
 	return use
 }
 
-// keptOwned reports whether a copy of feed id's state marked m holds or
-// may hold again (ownership).
-func (s *Store) keptOwned(id uint64, m ownMark) bool {
-	use, keep := s.ownership(id, m)
-	return use || keep
+// recordOwnership is ownership for a copy of feed id's record, the
+// connection having reconnected reconnects times: a reconnect since the
+// copy was made ends it (ownMark).
+func (s *Store) recordOwnership(id uint64, m ownMark, reconnects uint64) (use, keep bool) {
+	if m.reconnects != reconnects {
+		return false, false
+	}
+	return s.ownership(id, m)
 }
 
 // ownership is the Store's ownership check (the type's doc). Ownership
@@ -160,7 +167,7 @@ func (s *Store) keptOwned(id uint64, m ownMark) bool {
 // the shard look neither owned nor lapsed.
 func (s *Store) ownership(id uint64, m ownMark) (use, keep bool) {
 	b := s.owner.Load()
-	if b == nil || m.gen != s.ownGen.Load() || m.reconnects != s.reconnects() {
+	if b == nil || m.gen != s.ownGen.Load() {
 		return false, false
 	}
 	if m.tenure == 0 {
@@ -288,7 +295,7 @@ func (s *Store) ownedRecord(id uint64) (feedRecord, bool) {
 	if !ok {
 		return feedRecord{}, false
 	}
-	if use, keep := s.ownership(id, e.mark); !use {
+	if use, keep := s.recordOwnership(id, e.mark, s.reconnects()); !use {
 		if !keep {
 			s.own.forget(id)
 		}
@@ -306,7 +313,7 @@ func (s *Store) ownedRecord(id uint64) (feedRecord, bool) {
 // removed, with its revision.
 func (s *Store) takeOwnedRecord(id uint64) (feedRecord, uint64, bool) {
 	e, ok := s.own.take(id)
-	if !ok || !s.stillOwned(id, e.mark) {
+	if !ok || !s.recordHolds(id, e.mark) {
 		return feedRecord{}, 0, false
 	}
 	rec, err := decodeRecord(id, e.data)
@@ -321,8 +328,15 @@ func (s *Store) takeOwnedRecord(id uint64) (feedRecord, uint64, bool) {
 // remote one the Store still owns. The copy is compressed whether or not
 // the cluster's records are.
 func (s *Store) keepOwnedRecord(rec *feedRecord, data []byte, rev uint64, m ownMark) {
-	if rec.Kind != storage.KindRemote || rev == 0 || !s.stillOwned(rec.ID, m) {
+	reconnects := s.reconnects()
+	if rec.Kind != storage.KindRemote || rev == 0 || !s.recordHolds(rec.ID, m) {
 		return
 	}
-	s.own.put(rec.ID, ownRecord{data: bytes.Clone(packRecord(data, true)), rev: rev, mark: m}, s.keptOwned)
+	// A scan of the copies at the bound keeps those that hold or may
+	// hold again, the reconnect count read once for it.
+	kept := func(id uint64, m ownMark) bool {
+		use, keep := s.recordOwnership(id, m, reconnects)
+		return use || keep
+	}
+	s.own.put(rec.ID, ownRecord{data: bytes.Clone(packRecord(data, true)), rev: rev, mark: m}, kept)
 }

@@ -427,8 +427,11 @@ func TestOwnedCopiesByTenure(t *testing.T) {
 	tests := []struct {
 		name      string
 		between   func(t *testing.T, e env)
-		readsNone bool   // the feed's next poll reads nothing
-		title     string // the title Feed answers before that poll and stored after it; "" for the first
+		readsNone bool // the feed's next poll reads nothing
+		// recordOnly: the feed's next poll reads its record, not its
+		// item index (a reconnect ends the copies of records alone).
+		recordOnly bool
+		title      string // the title Feed answers before that poll and stored after it; "" for the first
 	}{
 		{name: "nothing changed", between: func(*testing.T, env) {}, readsNone: true},
 		{name: "another shard gained", readsNone: true, between: func(t *testing.T, e env) {
@@ -457,7 +460,10 @@ func TestOwnedCopiesByTenure(t *testing.T) {
 			e.pollOther()
 			e.owner.set(e.sh, claim)
 		}},
-		{name: "lapsed, edited, reconnected, renewed", title: "edited", between: func(t *testing.T, e env) {
+		{name: "reconnected", recordOnly: true, between: func(t *testing.T, e env) {
+			reconnect(t, e.ctx, e.js)
+		}},
+		{name: "lapsed, edited, reconnected, renewed", title: "edited", recordOnly: true, between: func(t *testing.T, e env) {
 			e.owner.set(e.sh, lapse)
 			rawEdit(t, e.ctx, e.js, e.id, "edited")
 			reconnect(t, e.ctx, e.js)
@@ -550,6 +556,9 @@ func TestOwnedCopiesByTenure(t *testing.T) {
 			none := reads["record"] == before["record"] && reads["items"] == before["items"]
 			if none != tt.readsNone {
 				t.Fatalf("second poll: reads %v → %v; want none: %v", before, reads, tt.readsNone)
+			}
+			if recordOnly := reads["record"] > before["record"] && reads["items"] == before["items"]; tt.recordOnly && !recordOnly {
+				t.Fatalf("second poll: reads %v → %v; want the record's alone", before, reads)
 			}
 			stored, err := a.Feed(ctx, f.ID)
 			if err != nil || stored.Title != want || stored.Polls != 2 {
