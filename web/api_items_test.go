@@ -167,6 +167,17 @@ func TestSensorsListed(t *testing.T) {
 	if len(page.Feeds) != 1 || page.Feeds[0].Kind != "sensor" || page.Total != 2 || page.NextCursor == "" {
 		t.Fatalf("sensors: %+v", page)
 	}
+	// A query the list refuses is refused, not dropped on the way.
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/sensors?q=a;b", nil))
+	if loc := rec.Header().Get("Location"); loc != "/api/v1/feeds?kind=sensor&q=a;b" {
+		t.Fatalf("GET /api/v1/sensors?q=a;b: to %q", loc)
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/feeds?kind=sensor&q=a;b", nil))
+	if rec.Code != http.StatusBadRequest {
+		t.Fatalf("GET /api/v1/feeds?kind=sensor&q=a;b: %d, want 400", rec.Code)
+	}
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("POST", "/api/v1/sensors", nil))
 	if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "GET" {

@@ -6,7 +6,7 @@
 //	POST   /api/v1/feeds                  subscribe {"url": ..., "policy": "auto", ...} → 201 with the feed
 //	POST   /api/v1/feeds/bulk             subscribe up to 10,000 feeds {"feeds": [...]} → a result per feed;
 //	                                      their first fetches paced (SubscribePaced)
-//	GET    /api/v1/feeds                  a page of feeds with their status (?limit=&cursor=|before=&q=&status=&policy=)
+//	GET    /api/v1/feeds                  a page of feeds with their status (?limit=&cursor=|before=&q=&kind=&status=&policy=)
 //	                                      → {feeds, total, next_cursor, prev_cursor}
 //	GET    /api/v1/feeds/{id}             one feed
 //	GET    /api/v1/fleet                  every feed summed up: counts, polls, hit rate, erroring, starved,
@@ -14,7 +14,7 @@
 //	DELETE /api/v1/feeds/{id}             unsubscribe (items and observations go too); 409 for a pipe's
 //	                                      output or input
 //	PUT    /api/v1/feeds/{id}/sleep       replace the feed's own sleep windows → its schedule
-//	GET    /api/v1/feeds/{id}/items       newest items (?limit=, ≤ 1000)
+//	GET    /api/v1/feeds/{id}/items       items, newest arrival first (?limit=, ≤ 1000; ?before=SEQ; Link rel="next")
 //	GET    /api/v1/feeds/{id}/schedule    median, σ, mode, next fetch, recent polls (?polls=)
 //	GET    /api/v1/opml                   the remote feeds and their settings as OPML, credentials kept
 //	                                      (needs the token on a token-protected server)
@@ -28,6 +28,7 @@
 //	POST   /api/v1/pipes/preview          the same for an unsaved definition
 //	POST   /api/v1/pipes/{id}/run         run it now → what the run did (no body: one is a 400)
 //	GET    /api/v1/operators              the operator catalogue, item fields, triggers and formats
+//	GET    /api/v1/sensors                redirects to /api/v1/feeds?kind=sensor
 //	POST   /api/v1/sensors/{sensor}/readings   the sensor store (see SensorHandler)
 //	GET    /sensors/{sensor}.rss|.atom|.json  a sensor's readings as a feed
 //	GET    /feeds/{slug}.rss|.atom|.json  a pipe's output, republished (see PipeFeedHandler)

@@ -127,8 +127,9 @@ type SensorOptions struct {
 // Errors are JSON objects {"error": "..."} with status 400 (bad input),
 // 404 (unknown sensor or path), 405 (another method, with Allow), 413
 // (body over MaxReadingBody) or 415 (not JSON).
-// The handler matches whole request paths: mount it at "/api/v1/sensors/"
-// and "/sensors/" without stripping the prefixes. It keeps a small model
+// The handler matches whole request paths: mount it at "/api/v1/sensors",
+// "/api/v1/sensors/" and "/sensors/" without stripping the prefixes
+// (GET /api/v1/sensors redirects to the feeds list of kind sensor). It keeps a small model
 // per sensor in memory (at most maxSensorStates, rebuilt from the store
 // when dropped or after a restart).
 func SensorHandler(st Store, opt SensorOptions) http.Handler {
@@ -153,9 +154,13 @@ func SensorHandler(st Store, opt SensorOptions) http.Handler {
 	// The sensors are listed as feeds of kind sensor, which page and
 	// filter as every feed list does.
 	mux.HandleFunc("GET /api/v1/sensors", func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		q.Set("kind", string(storage.KindSensor))
-		http.Redirect(w, r, "/api/v1/feeds?"+q.Encode(), http.StatusTemporaryRedirect)
+		// The query goes as it came, for the list to refuse what it
+		// refuses; a kind in it comes after this one, which wins.
+		to := "/api/v1/feeds?kind=" + string(storage.KindSensor)
+		if r.URL.RawQuery != "" {
+			to += "&" + r.URL.RawQuery
+		}
+		http.Redirect(w, r, to, http.StatusTemporaryRedirect)
 	})
 	mux.HandleFunc("/api/v1/sensors", notAllowed("GET", "the sensors are listed"))
 	mux.HandleFunc("/api/v1/sensors/", func(w http.ResponseWriter, r *http.Request) {

@@ -100,7 +100,10 @@ func New(opt Options) http.Handler {
 	a := &api{store: opt.Store, agg: opt.Aggregator, pipes: opt.Pipes, auth: opt.Auth, log: opt.Logger, now: opt.Now,
 		clusterStatus: opt.Cluster, node: opt.Node, ready: opt.Ready}
 	a.routes(mux)
-	index := []string{"/api/v1/feeds", "/api/v1/fleet", "/api/v1/cluster", "/api/v1/sensors", "/api/v1/sensors/{sensor}/readings", "/sensors/{sensor}.rss", "/healthz", "/metrics"}
+	index := []string{"/api/v1/feeds", "/api/v1/fleet", "/api/v1/cluster", "/healthz", "/metrics"}
+	if opt.Sensors != nil {
+		index = append(index, "/api/v1/sensors", "/api/v1/sensors/{sensor}/readings", "/sensors/{sensor}.rss")
+	}
 	if opt.Pipes != nil {
 		(&pipeAPI{pipes: opt.Pipes, log: opt.Logger, slots: newSlots(opt.MaxPreviews), store: opt.Store}).routes(mux)
 		index = append(index, "/api/v1/pipes", "/api/v1/operators")

@@ -257,10 +257,10 @@ func runList(ctx context.Context, a *app, args []string) error {
 				}
 			}
 			if o.cursor != "" {
-				fmt.Fprintf(a.stdout, "%d of %d feeds; the next page: %s --cursor %s (or --all)\n", shown, page.Total, again, o.cursor)
+				fmt.Fprintf(a.stdout, "%d of %d feeds; the next page: %s --cursor %s (or --all)\n", shown, page.Total, again, shellArg(o.cursor))
 			}
 			if page.PrevCursor != "" && !o.all {
-				fmt.Fprintf(a.stdout, "the previous page: %s --before %s\n", again, page.PrevCursor)
+				fmt.Fprintf(a.stdout, "the previous page: %s --before %s\n", again, shellArg(page.PrevCursor))
 			}
 			return nil
 		}

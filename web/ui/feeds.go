@@ -99,6 +99,7 @@ type feedsView struct {
 	Fleet      fleetView
 	Q          string // the search box
 	Status     string // "", "erroring" or "starved"
+	Kind       string // "", "remote", "sensor" or "pipe"
 	ListPolicy string
 	Total      int    // feeds that match the filters
 	Filtered   bool   // a filter is set
@@ -166,7 +167,7 @@ func (u *UI) renderFeeds(w http.ResponseWriter, r *http.Request, status int, err
 		v.Feeds = append(v.Feeds, u.feedRow(f, lat[i], now))
 	}
 	v.Fleet = fleetOf(fleet)
-	v.Status, v.ListPolicy, v.Total = ff.Status, ff.Policy, cut.Total
+	v.Status, v.Kind, v.ListPolicy, v.Total = ff.Status, string(ff.Kind), ff.Policy, cut.Total
 	// The search box shows the search as typed (ff.Text is in lower
 	// case), a refused one too, for the user to mend.
 	v.Q = strings.TrimSpace(r.URL.Query().Get("q"))
@@ -176,7 +177,7 @@ func (u *UI) renderFeeds(w http.ResponseWriter, r *http.Request, status int, err
 	if ff.Policy != "" {
 		v.ListPolicy, v.Policies = listPolicy(ff.Policy)
 	}
-	v.Filtered = ff.Text != "" || ff.Status != "" || ff.Policy != ""
+	v.Filtered = ff.Text != "" || ff.Status != "" || ff.Policy != "" || ff.Kind != ""
 	v.FirstURL, v.PrevURL, v.NextURL = feedsPageURLs(ff, cut)
 	p := u.newPage(w, r, "Feeds", "feeds")
 	p.Error = errMsg

@@ -106,6 +106,9 @@ func TestFeedsPagesUI(t *testing.T) {
 		{"policy spelt otherwise", "/ui/feeds?policy=fixed-60m", http.StatusOK, 0, `<option value="fixed-1h" selected>`},
 		{"policy not offered", "/ui/feeds?policy=fixed-7m", http.StatusOK, 0, `<option value="fixed-7m" selected>`},
 		{"auto", "/ui/feeds?policy=auto&limit=1", http.StatusOK, 1, `<option value="auto" selected>`},
+		{"kind", "/ui/feeds?kind=remote&limit=1", http.StatusOK, 1, `<option value="remote" selected>subscriptions</option>`},
+		{"kind, filtered", "/ui/feeds?kind=pipe", http.StatusOK, -1, `matching feed`},
+		{"bad kind", "/ui/feeds?kind=sensors", http.StatusBadRequest, -1, "kind must be remote, sensor or pipe"},
 		{"bad status", "/ui/feeds?status=asleep", http.StatusBadRequest, -1, "status must be erroring or starved"},
 		{"bad cursor", "/ui/feeds?cursor=zzz", http.StatusBadRequest, -1, "cursor is not one this server gave"},
 		{"past the end", "/ui/feeds?cursor=" + feedlist.EncodeCursor(1<<40), http.StatusOK, 0, `No more feeds on this page.</p>
