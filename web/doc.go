@@ -19,7 +19,7 @@
 //	GET    /api/v1/opml                   the remote feeds and their settings as OPML, credentials kept
 //	                                      (needs the token on a token-protected server)
 //	POST   /api/v1/pipes                  create a pipe (body: its definition, ≤ 256 KiB) → 201 with the pipe
-//	GET    /api/v1/pipes                  {"pipes": [...]}: every pipe with its inputs, output feeds and status
+//	GET    /api/v1/pipes                  a page of the pipes with their inputs, output feeds and status (?limit=&cursor=)
 //	GET    /api/v1/pipes/{id}             one pipe
 //	PUT    /api/v1/pipes/{id}             replace its definition (body: the definition) → the pipe
 //	DELETE /api/v1/pipes/{id}             delete it with its output feed → 204

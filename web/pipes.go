@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/slogfeed/slogfeed/transform"
@@ -24,7 +25,10 @@ type Pipes interface {
 	Update(ctx context.Context, id uint64, p transform.Pipe) (runner.Info, error)
 	Delete(id uint64) error
 	Get(id uint64) (runner.Info, error)
-	List() ([]runner.Info, error)
+	// IDs returns the pipes' ids, ascending, reading nothing.
+	IDs() []uint64
+	// PipeOfFeed returns the id of the pipe whose output is feed feedID.
+	PipeOfFeed(feedID uint64) (uint64, bool)
 	// Preview runs p (id 0 and p: an unsaved definition; an id and no nodes: the saved pipe's) from a fresh state on its inputs' newest items, saving nothing.
 	Preview(ctx context.Context, p transform.Pipe, id uint64) (*transform.Preview, error)
 	RunNow(ctx context.Context, id uint64) (runner.RunResult, error)
@@ -129,16 +133,73 @@ func (a *pipeAPI) create(w http.ResponseWriter, r *http.Request) {
 	respondJSON(w, http.StatusCreated, info)
 }
 
+// PipePage is a page of the pipes list: GET /api/v1/pipes.
+type PipePage struct {
+	Pipes []runner.Info `json:"pipes"`
+	// Total counts every pipe.
+	Total int `json:"total"`
+	// NextCursor, when more pipes follow, is the cursor of the next page.
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// The pipes list's page sizes.
+const (
+	defaultPipePage = 100
+	maxPipePage     = 1000
+)
+
 func (a *pipeAPI) list(w http.ResponseWriter, r *http.Request) {
-	list, err := a.pipes.List()
+	limit, ok := queryInt(w, r, "limit", defaultPipePage, 1, maxPipePage)
+	if !ok {
+		return
+	}
+	var after uint64
+	if c := r.URL.Query().Get("cursor"); c != "" {
+		n, err := strconv.ParseUint(c, 10, 64)
+		if err != nil {
+			respondError(w, http.StatusBadRequest, "cursor is not one this server gave (take next_cursor from the previous page)")
+			return
+		}
+		after = n
+	}
+	list, more, total, err := PipesPage(a.pipes, after, limit)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	if list == nil {
-		list = []runner.Info{}
+	page := PipePage{Pipes: list, Total: total}
+	if more && len(list) > 0 {
+		page.NextCursor = strconv.FormatUint(list[len(list)-1].ID, 10)
 	}
-	respondJSON(w, http.StatusOK, map[string]any{"pipes": list})
+	respondJSON(w, http.StatusOK, page)
+}
+
+// PipesPage reads the page of ps's pipes after id after: at most limit
+// of them, by id, whether more follow and how many there are. Only the
+// page's pipes are read (a pipe deleted meanwhile is left out); the
+// page is never nil.
+func PipesPage(ps Pipes, after uint64, limit int) (page []runner.Info, more bool, total int, err error) {
+	ids := ps.IDs()
+	i, found := slices.BinarySearch(ids, after)
+	if found {
+		i++
+	}
+	rest := ids[i:]
+	if len(rest) > limit {
+		rest, more = rest[:limit], true
+	}
+	page = make([]runner.Info, 0, len(rest))
+	for _, id := range rest {
+		info, err := ps.Get(id)
+		if errors.Is(err, runner.ErrNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, false, 0, err
+		}
+		page = append(page, info)
+	}
+	return page, more, len(ids), nil
 }
 
 func (a *pipeAPI) get(w http.ResponseWriter, r *http.Request) {

@@ -531,6 +531,32 @@ func (r *Runner) List() ([]Info, error) {
 	return out, nil
 }
 
+// IDs returns the ids of the pipes, ascending. It reads nothing: a list
+// of many pipes pages on them and reads only its page's pipes (Get).
+func (r *Runner) IDs() []uint64 {
+	r.mu.Lock()
+	ids := make([]uint64, 0, len(r.pipes))
+	for id := range r.pipes {
+		ids = append(ids, id)
+	}
+	r.mu.Unlock()
+	slices.Sort(ids)
+	return ids
+}
+
+// PipeOfFeed returns the id of the pipe whose output is feed feedID, false
+// when no pipe's is. It reads nothing.
+func (r *Runner) PipeOfFeed(feedID uint64) (uint64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range r.pipes {
+		if p.feedID == feedID {
+			return p.id, true
+		}
+	}
+	return 0, false
+}
+
 func (r *Runner) info(p *pipe) (Info, error) {
 	sp, err := r.st.Pipe(p.id)
 	if err != nil {

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/slogfeed/slogfeed/transform"
 	"github.com/slogfeed/slogfeed/transform/runner"
+	"github.com/slogfeed/slogfeed/web"
 	"github.com/slogfeed/slogfeed/web/publish"
 )
 
@@ -29,7 +31,14 @@ type pipeRow struct {
 type pipesView struct {
 	Enabled bool
 	Pipes   []pipeRow
+	Total   int
+	// FirstURL, PrevURL and NextURL lead to the first, the previous and
+	// the next page of the list (empty: no such page).
+	FirstURL, PrevURL, NextURL string
 }
+
+// pipesPerPage is how many pipes a page of the pipes list shows.
+const pipesPerPage = 100
 
 // builderView is the data of a builder page.
 type builderView struct {
@@ -88,13 +97,30 @@ func triggerText(t transform.Trigger) string {
 func (u *UI) pipesPage(w http.ResponseWriter, r *http.Request) {
 	v := pipesView{Enabled: u.opt.Pipes != nil}
 	if v.Enabled {
-		list, err := u.opt.Pipes.List()
+		var after uint64
+		if a := r.URL.Query().Get("after"); a != "" {
+			n, err := strconv.ParseUint(a, 10, 64)
+			if err != nil {
+				u.errorPage(w, r, http.StatusBadRequest, "The page asked for (after="+a+") is not a pipe's number.")
+				return
+			}
+			after = n
+		}
+		list, more, total, err := web.PipesPage(u.opt.Pipes, after, pipesPerPage)
 		if err != nil {
 			u.internal(w, r, err)
 			return
 		}
 		for _, info := range list {
 			v.Pipes = append(v.Pipes, u.pipeRowOf(info))
+		}
+		v.Total = total
+		if after != 0 {
+			v.FirstURL = "/ui/pipes"
+			v.PrevURL = pipesPageBefore(u.opt.Pipes.IDs(), after)
+		}
+		if more && len(list) > 0 {
+			v.NextURL = "/ui/pipes?after=" + strconv.FormatUint(list[len(list)-1].ID, 10)
 		}
 	}
 	p := u.newPage(w, r, "Pipes", "pipes")
@@ -185,20 +211,26 @@ func (u *UI) deletePipe(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// pipesPageBefore is the link to the page of the pipes list before the
+// one that starts after id after: the pipesPerPage ids before, at most,
+// ids ascending.
+func pipesPageBefore(ids []uint64, after uint64) string {
+	i, found := slices.BinarySearch(ids, after)
+	if found {
+		i++ // after's own pipe is on the page before
+	}
+	if i <= pipesPerPage {
+		return "/ui/pipes"
+	}
+	return "/ui/pipes?after=" + strconv.FormatUint(ids[i-pipesPerPage-1], 10)
+}
+
 // pipeOfFeed returns the id of the pipe whose output is feed id (0 when
 // none is known).
 func (u *UI) pipeOfFeed(feedID uint64) uint64 {
 	if u.opt.Pipes == nil {
 		return 0
 	}
-	list, err := u.opt.Pipes.List()
-	if err != nil {
-		return 0
-	}
-	for _, info := range list {
-		if info.FeedID == feedID {
-			return info.ID
-		}
-	}
-	return 0
+	id, _ := u.opt.Pipes.PipeOfFeed(feedID)
+	return id
 }
