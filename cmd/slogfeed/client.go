@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -36,6 +38,9 @@ func clientSettings() []setting {
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				return errors.New("want an http(s) URL such as http://127.0.0.1:8080")
 			}
+			if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(s, "#") {
+				return errors.New("want an http(s) URL without a query or a fragment, such as http://127.0.0.1:8080")
+			}
 			return nil
 		}},
 		{Name: "token", Env: "SLOGFEED_TOKEN", Default: "", Doc: "bearer `TOKEN` for changes"},
@@ -48,7 +53,15 @@ type client struct {
 	http        *http.Client
 }
 
-// do sends a request and decodes a JSON answer into out (when not nil).
+// The largest answers the client reads: a JSON answer, and a raw one (an
+// export's OPML, about 150 bytes a feed).
+const (
+	maxJSONAnswer = 64 << 20
+	maxRawAnswer  = 1 << 30
+)
+
+// do sends a request and decodes a JSON answer into out (when not nil; a
+// *[]byte takes the answer as it is).
 func (c *client) do(ctx context.Context, method, path string, in, out any) error {
 	var body io.Reader
 	if in != nil {
@@ -68,30 +81,45 @@ func (c *client) do(ctx context.Context, method, path string, in, out any) error
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	server := sanitize.RedactURL(c.base)
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("cannot reach slogfeed at %s (is `slogfeed serve` running?): %w", c.base, err)
+		return fmt.Errorf("cannot reach slogfeed at %s (is `slogfeed serve` running?): %w", server, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	most := int64(maxJSONAnswer)
+	raw, isRaw := out.(*[]byte)
+	if isRaw {
+		most = maxRawAnswer
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, most+1))
 	if err != nil {
-		return err
+		return fmt.Errorf("reading the answer of %s: %w", server, err)
+	}
+	if int64(len(data)) > most {
+		return fmt.Errorf("the answer of %s to %s %s is over %d MiB: not read", server, method, path, most>>20)
 	}
 	if resp.StatusCode >= 300 {
 		var e struct {
 			Error string `json:"error"`
 		}
 		if json.Unmarshal(data, &e) == nil && e.Error != "" {
+			if resp.StatusCode == http.StatusUnauthorized {
+				return fmt.Errorf("%s (give the server's token with --token or SLOGFEED_TOKEN)", e.Error)
+			}
 			return fmt.Errorf("%s", e.Error)
 		}
 		return fmt.Errorf("server answered %s", resp.Status)
 	}
-	if raw, ok := out.(*[]byte); ok {
+	if isRaw {
 		*raw = data
 		return nil
 	}
 	if out != nil && len(data) > 0 {
-		return json.Unmarshal(data, out)
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("%s did not answer %s %s as slogfeed does (%s, %q…): is it a slogfeed?",
+				server, method, path, cmp.Or(resp.Header.Get("Content-Type"), "no Content-Type"), oneLine(string(data[:min(len(data), 40)])))
+		}
 	}
 	return nil
 }
@@ -146,6 +174,9 @@ func runAdd(ctx context.Context, a *app, args []string) error {
 	if len(pos) != 1 {
 		return &usageError{msg: "add takes one feed URL", cmd: "add"}
 	}
+	if math.IsNaN(o.weight) || math.IsInf(o.weight, 0) || o.weight < 0 {
+		return &usageError{msg: "--weight must be a positive number (default 1)", cmd: "add"}
+	}
 	req := map[string]any{"url": pos[0], "policy": o.policy, "title": o.title, "weight": o.weight}
 	if o.sleep != "" {
 		// Checked here too, so that a typo is a usage error before any
@@ -192,7 +223,7 @@ func (o *listFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.status, "status", "", "only feeds of `STATUS`: erroring or starved")
 	fs.StringVar(&o.policy, "policy", "", "only feeds with scheduling `POLICY`")
 	fs.StringVar(&o.cursor, "cursor", "", "start at the page `CURSOR` a previous list printed")
-	fs.StringVar(&o.before, "before", "", "list the page before the one a previous list printed it with (`CURSOR`)")
+	fs.StringVar(&o.before, "before", "", "list the page before another: the `CURSOR` a list printed for its previous page")
 }
 
 func runList(ctx context.Context, a *app, args []string) error {
@@ -237,7 +268,7 @@ func runList(ctx context.Context, a *app, args []string) error {
 			if f.Title != "" {
 				name = f.Title
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\n", f.ID, f.Policy, f.Polls, f.HitPct, lat, next, oneLine(name), oneLine(f.LastError))
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\n", f.ID, cmp.Or(f.Policy, "-"), f.Polls, f.HitPct, lat, next, oneLine(name), oneLine(f.LastError))
 		}
 		shown += len(page.Feeds)
 		o.cursor, o.before = page.NextCursor, ""
@@ -444,7 +475,7 @@ func runImport(ctx context.Context, a *app, args []string) error {
 				skipped++
 			default:
 				failed++
-				errs = append(errs, fmt.Errorf("%s: %s: %s", chunk[min(i, len(chunk)-1)].URL, r.Reason, r.Error))
+				errs = append(errs, fmt.Errorf("%s: %s: %s", sanitize.RedactURL(chunk[min(i, len(chunk)-1)].URL), r.Reason, r.Error))
 			}
 		}
 		for _, o := range chunk {

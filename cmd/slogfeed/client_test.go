@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -215,5 +217,69 @@ func checkOutput(t *testing.T, out string, has, hasNot []string) {
 		if strings.Contains(out, s) {
 			t.Errorf("stdout %q has %q", out, s)
 		}
+	}
+}
+
+// fullWriter fails every write, as a full disk or a closed pipe does.
+type fullWriter struct{}
+
+func (fullWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// The client refuses what would make it misreport: a server URL with a
+// query or a fragment (the API path would land after it), an answer that
+// is not slogfeed's JSON, a weight that is not a number; it masks the
+// server's credentials in its messages, and a command whose output
+// cannot be written fails.
+func TestClientRefusesAndMasks(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/auth/api/v1/feeds" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			w.Write([]byte(`{"error":"this server needs a token: send Authorization: Bearer TOKEN"}`))
+			return
+		}
+		if r.URL.Path == "/html/api/v1/feeds" {
+			w.Header().Set("Content-Type", "text/html")
+			w.Write([]byte("<!doctype html><p>a router's login page"))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"id":1,"kind":"remote","url":"https://s.example/a.rss","title":"Mote","policy":"auto","recent_polls":[]}`))
+	}))
+	defer srv.Close()
+	dead := "http://alice:hunter2@127.0.0.1:1"
+	tests := []struct {
+		name   string
+		args   []string
+		server string
+		code   int
+		says   string
+	}{
+		{"a query in the server URL", []string{"list"}, srv.URL + "?x=1", 2, "without a query or a fragment"},
+		{"a fragment in the server URL", []string{"show", "1"}, srv.URL + "#x", 2, "without a query or a fragment"},
+		{"an empty fragment", []string{"show", "1"}, srv.URL + "#", 2, "without a query or a fragment"},
+		{"not slogfeed", []string{"list"}, srv.URL + "/html", 1, `did not answer GET /api/v1/feeds?limit=100 as slogfeed does (text/html, "<!doctype html><p>a router's login page"`},
+		{"no token", []string{"list"}, srv.URL + "/auth", 1, "(give the server's token with --token or SLOGFEED_TOKEN)"},
+		{"credentials masked", []string{"list"}, dead, 1, "cannot reach slogfeed at http://alice:xxxxx@127.0.0.1:1"},
+		{"NaN weight", []string{"add", "https://s.example/a.rss", "--weight", "NaN"}, srv.URL, 2, "--weight must be a positive number"},
+		{"infinite weight", []string{"add", "https://s.example/a.rss", "--weight", "-Inf"}, srv.URL, 2, "--weight must be a positive number"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCLI(context.Background(), tc.args, map[string]string{"SLOGFEED_LOG_LEVEL": "error", "SLOGFEED_SERVER": tc.server}, nil)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.says) {
+				t.Fatalf("code %d, stderr %q; want %d saying %q", r.code, r.stderr, tc.code, tc.says)
+			}
+			if strings.Contains(r.stderr, "hunter2") {
+				t.Errorf("the password is shown: %q", r.stderr)
+			}
+		})
+	}
+	// Output that cannot be written.
+	var stderr bytes.Buffer
+	env := map[string]string{"SLOGFEED_LOG_LEVEL": "error", "SLOGFEED_SERVER": srv.URL}
+	a := &app{stdout: fullWriter{}, stderr: &stderr, getenv: func(k string) string { return env[k] }}
+	if code := runWith(context.Background(), []string{"show", "1"}, a, false); code != 1 || !strings.Contains(stderr.String(), "writing the output: no space left") {
+		t.Fatalf("show to a full disk: code %d, stderr %q; want 1", code, stderr.String())
 	}
 }

@@ -37,18 +37,16 @@ func clusterSettings() []setting {
 		}},
 		{Name: "nats-routes", Env: "SLOGFEED_NATS_ROUTES", Default: "", Doc: "comma-separated route `URLS` of the other embedded servers (nats://h2:6222,nats://h3:6222)", Check: checkNATSURLs},
 		{Name: "nats-replicas", Env: "SLOGFEED_NATS_REPLICAS", Default: "0", Doc: "replicas (`N`) of the streams and buckets slogfeed creates (0: 3 on a JetStream cluster, 1 on a single server)", Check: func(s string) error {
-			n, err := strconv.Atoi(s)
-			if err == nil && (n < 0 || n > 5) {
-				err = errors.New("want 0 to 5")
+			if n, err := strconv.Atoi(s); err != nil || n < 0 || n > 5 {
+				return errors.New("want a whole number from 0 to 5")
 			}
-			return err
+			return nil
 		}},
 		{Name: "shards", Env: "SLOGFEED_SHARDS", Default: strconv.Itoa(cluster.DefaultShards), Doc: "shards (`N`) the feeds and pipes are split into; fixed by the cluster's first node", Check: func(s string) error {
-			n, err := strconv.Atoi(s)
-			if err == nil && (n < 1 || n > cluster.MaxShards) {
-				err = fmt.Errorf("want 1 to %d", cluster.MaxShards)
+			if n, err := strconv.Atoi(s); err != nil || n < 1 || n > cluster.MaxShards {
+				return fmt.Errorf("want a whole number from 1 to %d", cluster.MaxShards)
 			}
-			return err
+			return nil
 		}},
 	}
 }

@@ -138,7 +138,29 @@ func runWith(ctx context.Context, args []string, a *app, setDefault bool) int {
 	if !ok {
 		return a.fail(&usageError{msg: "unknown command " + quoteArg(rest[0]), usage: topUsage})
 	}
-	return a.fail(cmd.run(ctx, a, rest[1:]))
+	// A command whose output could not be written (a full disk, a closed
+	// pipe) fails, whatever it printed it with.
+	out := &errWriter{w: a.stdout}
+	a.stdout = out
+	err = cmd.run(ctx, a, rest[1:])
+	if err == nil && out.err != nil {
+		err = fmt.Errorf("writing the output: %w", out.err)
+	}
+	return a.fail(err)
+}
+
+// errWriter writes to w and keeps the first error of a write.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	n, err := e.w.Write(p)
+	if err != nil && e.err == nil {
+		e.err = err
+	}
+	return n, err
 }
 
 // fail reports err on stderr and returns the exit status it calls for: 0

@@ -46,11 +46,10 @@ func serveSettings(getenv func(string) string) []setting {
 
 // checkPipeTime accepts a duration from 100ms to 10m.
 func checkPipeTime(s string) error {
-	d, err := time.ParseDuration(s)
-	if err == nil && (d < 100*time.Millisecond || d > 10*time.Minute) {
-		err = errors.New("want 100ms to 10m")
+	if d, err := time.ParseDuration(s); err != nil || d < 100*time.Millisecond || d > 10*time.Minute {
+		return errors.New("want a duration from 100ms to 10m, such as 10s")
 	}
-	return err
+	return nil
 }
 
 // checkBytes accepts a size parseBytes reads, from 1 KiB to 64 GiB.
@@ -143,31 +142,34 @@ func checkAddr(s string) error {
 	return nil
 }
 
-func checkBool(s string) error { _, err := strconv.ParseBool(s); return err }
+func checkBool(s string) error {
+	if _, err := strconv.ParseBool(s); err != nil {
+		return errors.New("want true or false (or 1 or 0)")
+	}
+	return nil
+}
 
 func checkFloat(s string) error {
 	f, err := strconv.ParseFloat(s, 64)
-	if err == nil && !(f >= 0 && f <= schedule.MaxRate) { // NaN too
-		err = fmt.Errorf("want 0 to %v", schedule.MaxRate)
+	if err != nil || !(f >= 0 && f <= schedule.MaxRate) { // NaN too
+		return fmt.Errorf("want a number from 0 to %v", schedule.MaxRate)
 	}
-	return err
+	return nil
 }
 
 // checkKeepItems accepts a default item count from 0 (keep all) to 10^9.
 func checkKeepItems(s string) error {
-	n, err := strconv.Atoi(s)
-	if err == nil && (n < 0 || n > 1e9) {
-		err = errors.New("want 0 (keep every item) to 1000000000")
+	if n, err := strconv.Atoi(s); err != nil || n < 0 || n > 1e9 {
+		return errors.New("want a whole number from 0 (keep every item) to 1000000000")
 	}
-	return err
+	return nil
 }
 
 func checkInt(s string) error {
-	n, err := strconv.Atoi(s)
-	if err == nil && (n < 1 || n > 1024) {
-		err = errors.New("want 1 to 1024")
+	if n, err := strconv.Atoi(s); err != nil || n < 1 || n > 1024 {
+		return errors.New("want a whole number from 1 to 1024")
 	}
-	return err
+	return nil
 }
 
 func parsePrefixes(s string) ([]netip.Prefix, error) {

@@ -114,7 +114,7 @@ type OutlineError struct {
 	// Write.
 	Line int
 	// URL is the outline's xmlUrl attribute as found (possibly
-	// shortened).
+	// shortened); Error shows it with its credentials masked.
 	URL string
 	// Err is the reason.
 	Err error
@@ -122,10 +122,11 @@ type OutlineError struct {
 
 // Error implements error.
 func (e *OutlineError) Error() string {
+	u := sanitize.RedactURL(e.URL)
 	if e.Line > 0 {
-		return fmt.Sprintf("line %d: outline %q: %v", e.Line, e.URL, e.Err)
+		return fmt.Sprintf("line %d: outline %q: %v", e.Line, u, e.Err)
 	}
-	return fmt.Sprintf("outline %q: %v", e.URL, e.Err)
+	return fmt.Sprintf("outline %q: %v", u, e.Err)
 }
 
 // Unwrap returns the reason.

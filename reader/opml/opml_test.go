@@ -579,3 +579,19 @@ func BenchmarkWrite(b *testing.B) {
 		}
 	}
 }
+
+// An outline refused for its URL is named with the URL's credentials
+// masked, as every read of a feed's URL shows it.
+func TestOutlineErrorMasksCredentials(t *testing.T) {
+	tests := []struct{ url, want string }{
+		{"ftp://bob:hunter2@files.example/feed.xml", `outline "ftp://bob:xxxxx@files.example/feed.xml"`},
+		{"ftp://token123@files.example/feed.xml", `outline "ftp://xxxxx@files.example/feed.xml"`},
+		{"ftp://files.example/feed.xml", `outline "ftp://files.example/feed.xml"`},
+	}
+	for _, tt := range tests {
+		e := &OutlineError{Line: 3, URL: tt.url, Err: ErrUnsupportedURL}
+		if got := e.Error(); !strings.Contains(got, tt.want) || strings.Contains(got, "hunter2") || strings.Contains(got, "token123") {
+			t.Errorf("%q: %q, want it to hold %q", tt.url, got, tt.want)
+		}
+	}
+}
