@@ -238,6 +238,16 @@ func runList(ctx context.Context, a *app, args []string) error {
 	if o.limit < 1 || o.limit > 1000 {
 		return &usageError{msg: "--limit must be from 1 to 1000", cmd: "list"}
 	}
+	switch o.kind {
+	case "", "remote", "sensor", "pipe":
+	default:
+		return &usageError{msg: "--kind must be remote, sensor or pipe, not " + quoteArg(o.kind), cmd: "list"}
+	}
+	switch o.status {
+	case "", "erroring", "starved":
+	default:
+		return &usageError{msg: "--status must be erroring or starved, not " + quoteArg(o.status), cmd: "list"}
+	}
 	if o.before != "" && (o.cursor != "" || o.all) {
 		return &usageError{msg: "--before lists one page: give it without --cursor and --all", cmd: "list"}
 	}
@@ -303,8 +313,8 @@ func feedID(cmd string, pos []string) (uint64, error) {
 		return 0, &usageError{msg: cmd + " takes one feed ID (see slogfeed list)", cmd: cmd}
 	}
 	id, err := strconv.ParseUint(pos[0], 10, 64)
-	if err != nil {
-		return 0, &usageError{msg: "feed ID must be a number: " + quoteArg(pos[0]), cmd: cmd}
+	if err != nil || id == 0 {
+		return 0, &usageError{msg: "feed ID must be a whole number from 1 (see slogfeed list): " + quoteArg(pos[0]), cmd: cmd}
 	}
 	return id, nil
 }

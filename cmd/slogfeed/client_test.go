@@ -147,6 +147,9 @@ func TestListPages(t *testing.T) {
 		{"all pages", []string{"list", "--all", "--status", "erroring"}, 0, []string{"limit=100&status=erroring", "cursor=CUR&limit=100&status=erroring"},
 			[]string{"Mote one", "Mote two"}, []string{"next page", "previous page"}},
 		{"bad limit", []string{"list", "--limit", "0"}, 2, nil, nil, nil},
+		{"bad kind", []string{"list", "--kind", "sensors"}, 2, nil, nil, nil},
+		{"bad status", []string{"list", "--status", "ok"}, 2, nil, nil, nil},
+		{"feed 0", []string{"show", "0"}, 2, nil, nil, nil},
 		{"before and cursor", []string{"list", "--before", "A", "--cursor", "B"}, 2, nil, nil, nil},
 		{"before and all", []string{"list", "--before", "A", "--all"}, 2, nil, nil, nil},
 	}
