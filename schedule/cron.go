@@ -58,11 +58,18 @@ func NewCron(spec string) (c *Cron, err error) {
 	if perr != nil {
 		return nil, fmt.Errorf("%w: %q: %w", ErrCronSpec, spec, perr)
 	}
-	if sched.Next(cronProbe).IsZero() {
+	if NeverFires(sched) {
 		return nil, fmt.Errorf("%w: %q never fires", ErrCronSpec, spec)
 	}
 	_, every := sched.(cron.ConstantDelaySchedule)
 	return &Cron{spec: spec, sched: sched, every: every}, nil
+}
+
+// NeverFires reports whether schedule s has no activation (a date that
+// does not exist, such as February 31): robfig/cron's Next gives the
+// zero time for it.
+func NeverFires(s cron.Schedule) bool {
+	return s.Next(cronProbe).IsZero()
 }
 
 // ParseCron parses spec with p in UTC: a spec that does not start with a

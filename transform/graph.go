@@ -324,8 +324,10 @@ func checkTrigger(errs *Errors, t Trigger, sources int) {
 	case OnCron:
 		if len(t.Cron) > 128 {
 			*errs = append(*errs, Fieldf("trigger.cron", "at most 128 bytes"))
-		} else if _, err := CronParser.Parse(t.Cron); err != nil {
+		} else if s, err := CronParser.Parse(t.Cron); err != nil {
 			*errs = append(*errs, Fieldf("trigger.cron", "bad schedule %q: %v (e.g. \"*/5 * * * *\" or \"@every 10m\")", t.Cron, err))
+		} else if schedule.NeverFires(s) {
+			*errs = append(*errs, Fieldf("trigger.cron", "schedule %q never fires (a date that does not exist?)", t.Cron))
 		}
 	default:
 		*errs = append(*errs, Fieldf("trigger.on", "unknown trigger %q (want update, mdpt, cron or manual)", truncate(t.On, 20)))

@@ -149,6 +149,7 @@ func TestCompileErrors(t *testing.T) {
 		{"bad retention", Pipe{Nodes: []Node{src}, Output: Output{Slug: "x", Retention: storage.Retention{MaxItems: -3}}}, "", "output.retention.max_items", false},
 		{"unknown trigger", Pipe{Nodes: []Node{src}, Output: Output{Slug: "x"}, Trigger: Trigger{On: "sometimes"}}, "", "trigger.on", false},
 		{"bad cron", Pipe{Nodes: []Node{src}, Output: Output{Slug: "x"}, Trigger: Trigger{On: "cron", Cron: "every tuesday"}}, "", "trigger.cron", false},
+		{"cron that never fires", Pipe{Nodes: []Node{src}, Output: Output{Slug: "x"}, Trigger: Trigger{On: "cron", Cron: "0 0 31 2 *"}}, "", "trigger.cron", false},
 		{"cron zone without expression", Pipe{Nodes: []Node{src}, Output: Output{Slug: "x"}, Trigger: Trigger{On: "cron", Cron: "TZ=Europe/Paris"}}, "", "trigger.cron", false},
 		{"cron long zone without expression", Pipe{Nodes: []Node{src}, Output: Output{Slug: "x"}, Trigger: Trigger{On: "cron", Cron: "CRON_TZ=UTC"}}, "", "trigger.cron", false},
 		{"mdpt m too big", Pipe{Nodes: []Node{src}, Output: Output{Slug: "x"}, Trigger: Trigger{On: "mdpt", M: 2}}, "", "trigger.m", false},

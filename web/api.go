@@ -748,12 +748,8 @@ func decodeBodyN(w http.ResponseWriter, r *http.Request, v any, limit int64) boo
 }
 
 func isJSONType(ct string) bool {
-	for i := 0; i < len(ct); i++ {
-		if ct[i] == ';' {
-			ct = ct[:i]
-			break
-		}
-	}
+	ct, _, _ = strings.Cut(ct, ";")
+	ct = strings.ToLower(strings.TrimSpace(ct)) // media types ignore case (RFC 9110 §8.3.1)
 	return ct == "application/json" || ct == "application/feed+json" || ct == "text/json"
 }
 

@@ -184,3 +184,16 @@ func TestSensorsListed(t *testing.T) {
 		t.Fatalf("POST /api/v1/sensors: %d, Allow %q", rec.Code, rec.Header().Get("Allow"))
 	}
 }
+
+// isJSONType takes a JSON media type in any case, with parameters.
+func TestIsJSONType(t *testing.T) {
+	for ct, want := range map[string]bool{
+		"application/json": true, "APPLICATION/JSON": true, "Application/Json; charset=UTF-8": true,
+		" application/json ;charset=utf-8": true, "application/feed+json": true, "text/json": true,
+		"text/plain": false, "application/jsonx": false, "": false, "application/x-www-form-urlencoded": false,
+	} {
+		if got := isJSONType(ct); got != want {
+			t.Errorf("isJSONType(%q) = %v, want %v", ct, got, want)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/transform"
 	"github.com/slogfeed/slogfeed/transform/runner"
 )
@@ -357,15 +358,15 @@ func (a *pipeAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, runner.ErrNotFound):
 		respondError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, transform.ErrLimit) && errors.Is(err, transform.ErrCostLimit):
+		// An expression whose cost estimate is over the limit: the
+		// definition's fault, found before any run.
+		respondJSON(w, http.StatusBadRequest, pipeErrorView{Error: err.Error(), Details: detailsOf(err)})
 	case errors.Is(err, runner.ErrSlugTaken), errors.Is(err, runner.ErrInUse):
 		respondError(w, http.StatusConflict, err.Error())
 	case errors.Is(err, transform.ErrTimeLimit), errors.Is(err, transform.ErrCostLimit),
 		errors.Is(err, transform.ErrByteLimit), errors.Is(err, context.DeadlineExceeded):
-		details := transform.Details(err)
-		if details == nil {
-			details = []transform.Detail{}
-		}
-		respondJSON(w, http.StatusUnprocessableEntity, pipeErrorView{Error: err.Error(), Details: details})
+		respondJSON(w, http.StatusUnprocessableEntity, pipeErrorView{Error: err.Error(), Details: detailsOf(err)})
 	case errors.Is(err, runner.ErrClosed):
 		respondError(w, http.StatusServiceUnavailable, "the pipe runner is stopping; try again")
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
@@ -374,6 +375,11 @@ func (a *pipeAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case isUnavailable(a.store, err):
 		a.log.Warn("pipes api", "method", r.Method, "path", r.URL.Path, "err", err)
 		respondUnavailable(w)
+	case errors.Is(err, storage.ErrInvalid):
+		// The output of a run the store refuses (an item the store's
+		// limits refuse): the definition's doing, shown as a node's
+		// failure is.
+		respondJSON(w, http.StatusUnprocessableEntity, pipeErrorView{Error: "the pipe's output cannot be stored: " + err.Error(), Details: []transform.Detail{}})
 	case failedAtNode(err):
 		// The definition's own operator failed on its items (an
 		// expression dividing by zero, a WebAssembly trap, a module
@@ -381,15 +387,19 @@ func (a *pipeAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
 		respondJSON(w, http.StatusUnprocessableEntity, pipeErrorView{Error: err.Error(), Details: transform.Details(err)})
 	case errors.Is(err, transform.ErrInvalid), errors.Is(err, transform.ErrLimit),
 		errors.Is(err, runner.ErrInputNotFound):
-		details := transform.Details(err)
-		if details == nil {
-			details = []transform.Detail{}
-		}
-		respondJSON(w, http.StatusBadRequest, pipeErrorView{Error: err.Error(), Details: details})
+		respondJSON(w, http.StatusBadRequest, pipeErrorView{Error: err.Error(), Details: detailsOf(err)})
 	default:
 		a.log.Error("pipes api", "method", r.Method, "path", r.URL.Path, "err", err)
 		respondError(w, http.StatusInternalServerError, "internal error")
 	}
+}
+
+// detailsOf is transform.Details of err, never nil.
+func detailsOf(err error) []transform.Detail {
+	if d := transform.Details(err); d != nil {
+		return d
+	}
+	return []transform.Detail{}
 }
 
 // failedAtNode reports whether err is a node's failure in a run or a

@@ -397,7 +397,7 @@ func (r *Runner) Update(ctx context.Context, id uint64, def transform.Pipe) (Inf
 	p.def, p.raw, p.slug, p.graph = def, raw, sp.Slug, nil
 	p.setInputs(inputs)
 	p.setTrigger(def)
-	p.nextCron = time.Time{}
+	p.nextCron, p.cronNever = time.Time{}, false
 	r.add(p)
 	r.mu.Unlock()
 	p.inputsSet = false
@@ -549,10 +549,8 @@ func (r *Runner) IDs() []uint64 {
 func (r *Runner) PipeOfFeed(feedID uint64) (uint64, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, p := range r.pipes {
-		if p.feedID == feedID {
-			return p.id, true
-		}
+	if p := r.byFeed[feedID]; p != nil {
+		return p.id, true
 	}
 	return 0, false
 }

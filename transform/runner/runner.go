@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -107,6 +109,9 @@ type pipe struct {
 	// Under Runner.mu.
 	queued   bool
 	nextCron time.Time
+	// cronNever: the cron schedule has no next activation (one a
+	// definition check refuses, stored before it did).
+	cronNever bool
 
 	// Input queue: items were held elsewhere at the last run; the newest
 	// Seq notified per input feed, not run yet; runs that missed it.
@@ -393,15 +398,22 @@ func (r *Runner) cronLoop(ctx context.Context) {
 		var next time.Time
 		r.mu.Lock()
 		for _, p := range r.pipes {
-			if p.cron == nil {
+			if p.cron == nil || p.cronNever {
 				continue
 			}
 			if p.nextCron.IsZero() {
 				p.nextCron = p.cron.Next(now)
 			}
+			if p.nextCron.IsZero() {
+				p.cronNever = true // never fires: no run, and no wait on it
+				continue
+			}
 			if !p.nextCron.After(now) {
 				r.enqueue(p)
-				p.nextCron = p.cron.Next(now)
+				if p.nextCron = p.cron.Next(now); p.nextCron.IsZero() {
+					p.cronNever = true
+					continue
+				}
 			}
 			if next.IsZero() || p.nextCron.Before(next) {
 				next = p.nextCron
@@ -683,6 +695,17 @@ func (p *pipe) rememberOutput(added []storage.Item) {
 // its link and enclosures keep only absolute http and https URLs. The
 // plain-text fields are made plain where the items are shown.
 func cleanOutput(it *storage.Item) {
+	// Operators cap a text at transform's MaxText, the store a title
+	// and an id lower: a title is cut, an id too long is named by its
+	// digest (the same id gives the same digest, run after run).
+	if len(it.Title) > storage.MaxTitleLen {
+		it.Title = storage.TruncateUTF8(it.Title, storage.MaxTitleLen)
+	}
+	if len(it.ID) > storage.MaxIDLen {
+		sum := sha256.Sum256([]byte(it.ID))
+		it.ID = "sha256:" + hex.EncodeToString(sum[:])
+		it.GUID = it.ID
+	}
 	it.Summary = sanitize.HTML(it.Summary, nil)
 	it.Content = sanitize.HTML(it.Content, nil)
 	if it.Link != "" {

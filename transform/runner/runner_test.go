@@ -1,11 +1,13 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -324,6 +326,53 @@ func TestTriggers(t *testing.T) {
 	})
 }
 
+// A stored pipe whose cron schedule never fires (saved before such a
+// schedule was refused) never runs, and the cron pipes beside it keep
+// their times.
+func TestCronThatNeverFires(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, schedule.RealClock{})
+		e.sensor(t, "a")
+		ctx, cancel := context.WithCancel(t.Context())
+		var ids []uint64
+		for _, slug := range []string{"c", "never"} {
+			p := hotPipe(slug, "sensor/a")
+			p.Trigger = transform.Trigger{On: transform.OnCron, Cron: "@every 10m"}
+			info, err := e.r.Create(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, info.ID)
+		}
+		sp, err := e.st.Pipe(ids[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp.Def = bytes.Replace(sp.Def, []byte(`"@every 10m"`), []byte(`"0 0 31 2 *"`), 1)
+		if err := e.st.UpdatePipe(sp); err != nil {
+			t.Fatal(err)
+		}
+		r, err := New(Options{Store: e.st, Clock: schedule.RealClock{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Load(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- r.Run(ctx) }()
+		time.Sleep(25 * time.Minute)
+		synctest.Wait()
+		for i, want := range []int64{2, 0} {
+			if in, _ := r.Get(ids[i]); in.Runs != want {
+				t.Errorf("pipe %s: %d runs in 25 minutes, want %d", in.Slug, in.Runs, want)
+			}
+		}
+		cancel()
+		<-done
+	})
+}
+
 func TestFailedRunKeepsInput(t *testing.T) {
 	clock := schedule.NewVirtualClock(t0)
 	e := newEnv(t, clock)
@@ -434,5 +483,45 @@ func TestOnOutput(t *testing.T) {
 	}
 	if len(got) != 1 || got[0] != "hot:22" {
 		t.Errorf("OnOutput heard %q, want [hot:22]", got)
+	}
+}
+
+// cleanOutput fits a run's output within the store's limits where
+// operators allow more: a title is cut at a character's start, an id
+// too long is named by its digest, the same each time, so a rerun adds
+// nothing.
+func TestCleanOutputFitsTheStore(t *testing.T) {
+	longID := strings.Repeat("i", storage.MaxIDLen+1)
+	tests := []struct {
+		name       string
+		in         storage.Item
+		title, id  string
+		idIsDigest bool
+	}{
+		{"within the limits", storage.Item{ID: "a", Title: "t"}, "t", "a", false},
+		{"a title at the limit", storage.Item{ID: "a", Title: strings.Repeat("x", storage.MaxTitleLen)}, strings.Repeat("x", storage.MaxTitleLen), "a", false},
+		{"a title over it", storage.Item{ID: "a", Title: strings.Repeat("é", storage.MaxTitleLen)}, strings.Repeat("é", storage.MaxTitleLen/2), "a", false},
+		{"an id over it", storage.Item{ID: longID, GUID: longID, Title: "t"}, "t", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			it := tt.in
+			cleanOutput(&it)
+			if it.Title != tt.title {
+				t.Errorf("title of %d bytes, want %d", len(it.Title), len(tt.title))
+			}
+			if tt.idIsDigest {
+				again := tt.in
+				cleanOutput(&again)
+				if !strings.HasPrefix(it.ID, "sha256:") || len(it.ID) > storage.MaxIDLen || it.GUID != it.ID || again.ID != it.ID {
+					t.Errorf("id %q (guid %q, again %q), want the same digest", it.ID, it.GUID, again.ID)
+				}
+			} else if it.ID != tt.id {
+				t.Errorf("id %q, want %q", it.ID, tt.id)
+			}
+			if err := storage.ValidateItems(1, []storage.Item{it}, t0); err != nil {
+				t.Errorf("the store refuses it: %v", err)
+			}
+		})
 	}
 }
