@@ -210,26 +210,44 @@ func (r *Runner) compile(def transform.Pipe, self uint64) (*transform.Graph, []I
 			return nil, nil, transform.Errors{&transform.FieldError{Field: field, Err: err}}
 		}
 	}
+	if err := r.readsOwnSlug(g, def); err != nil {
+		return nil, nil, err
+	}
+	inputs, err := r.resolve(g, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := r.checkLoop(self, inputs); err != nil {
+		return nil, nil, err
+	}
+	return g, inputs, nil
+}
+
+// readsOwnSlug refuses a source of g that names def's own output.
+func (r *Runner) readsOwnSlug(g *transform.Graph, def transform.Pipe) error {
 	for _, s := range g.Sources() {
 		ref := s.Ref
 		if local, ok := r.local(ref); ok {
 			ref = local
 		}
 		if ref.Kind == "pipe" && ref.Key == def.Output.Slug {
-			return nil, nil, transform.Errors{&transform.NodeError{Node: s.Node, Op: "source",
+			return transform.Errors{&transform.NodeError{Node: s.Node, Op: "source",
 				Err: transform.Fieldf("feed", "the pipe would read its own output (%s)", s.Ref)}}
 		}
 	}
-	inputs, err := r.resolve(g, true)
-	if err != nil {
-		return nil, nil, err
+	return nil
+}
+
+// checkLoop refuses inputs that lead back to pipe self's output through
+// other pipes (self 0: a new pipe, which no pipe reads yet).
+func (r *Runner) checkLoop(self uint64, inputs []Input) error {
+	if self == 0 {
+		return nil
 	}
-	if self != 0 {
-		if path := r.readsItself(self, inputs); path != "" {
-			return nil, nil, transform.Errors{transform.Fieldf("nodes", "the pipe would read its own output (%s)", path)}
-		}
+	if path := r.readsItself(self, inputs); path != "" {
+		return transform.Errors{transform.Fieldf("nodes", "the pipe would read its own output (%s)", path)}
 	}
-	return g, inputs, nil
+	return nil
 }
 
 // readsItself reports, as a path of slugs, whether inputs lead back to
@@ -615,7 +633,8 @@ func formats(def transform.Pipe) []string {
 // transform.ErrTimeLimit or transform.ErrByteLimit that names the node;
 // a node's other failures are in the preview.
 func (r *Runner) Preview(ctx context.Context, def transform.Pipe, id uint64) (*transform.Preview, error) {
-	if len(def.Nodes) == 0 && id != 0 {
+	given := len(def.Nodes) > 0 // a definition to save, checked as a save checks it
+	if !given && id != 0 {
 		r.mu.Lock()
 		p := r.pipes[id]
 		r.mu.Unlock()
@@ -624,16 +643,32 @@ func (r *Runner) Preview(ctx context.Context, def transform.Pipe, id uint64) (*t
 		}
 		def = p.def
 	}
-	if def.Output.Slug == "" { // a preview does not need a name yet
+	if given {
+		if err := checkNew(def); err != nil {
+			return nil, err
+		}
+	}
+	named := def.Output.Slug != ""
+	if !named { // a preview does not need a name yet
 		def.Output.Slug = "preview"
 	}
 	g, err := transform.Compile(def, r.opt.Limits)
 	if err != nil {
 		return nil, err
 	}
+	if given && named {
+		if err := r.readsOwnSlug(g, def); err != nil {
+			return nil, err
+		}
+	}
 	inputs, err := r.resolve(g, false)
 	if err != nil {
 		return nil, err
+	}
+	if given {
+		if err := r.checkLoop(id, inputs); err != nil {
+			return nil, err
+		}
 	}
 	items := make(map[string][]transform.Item, len(inputs))
 	byFeed := make(map[uint64][]transform.Item) // sources reading one feed share its items

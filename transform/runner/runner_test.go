@@ -423,6 +423,51 @@ func TestPreview(t *testing.T) {
 	}
 }
 
+// A preview of a definition refuses what saving it would: an @every
+// under a second, a source reading the pipe's own output by its slug or
+// through another pipe; the saved pipe's own definition still previews.
+func TestPreviewChecksAsSave(t *testing.T) {
+	e := newEnv(t, schedule.NewVirtualClock(t0))
+	lab := e.sensor(t, "lab-1")
+	e.post(t, lab, t0, 18, 22, 25)
+	ctx := context.Background()
+	a, err := e.r.Create(ctx, hotPipe("a", "sensor/lab-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.r.Create(ctx, hotPipe("b", "pipe/a")); err != nil {
+		t.Fatal(err)
+	}
+	fast := hotPipe("", "sensor/lab-1")
+	fast.Trigger = transform.Trigger{On: transform.OnCron, Cron: "@every 1ms"}
+	tests := []struct {
+		name string
+		def  transform.Pipe
+		id   uint64
+		says string // "" for a preview that runs
+	}{
+		{"a cron under a second", fast, 0, "trigger.cron"},
+		{"its own slug", hotPipe("pb", "pipe/pb"), 0, "would read its own output"},
+		{"through another pipe", hotPipe("a", "pipe/b"), a.ID, "would read its own output (a → b → a)"},
+		{"an unnamed definition reading a pipe", hotPipe("", "pipe/a"), 0, ""},
+		{"the saved definition", transform.Pipe{}, a.ID, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := e.r.Preview(ctx, tt.def, tt.id)
+			if tt.says == "" {
+				if err != nil {
+					t.Fatalf("preview: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, transform.ErrInvalid) || !strings.Contains(err.Error(), tt.says) {
+				t.Fatalf("preview: %v, want an invalid definition saying %q", err, tt.says)
+			}
+		})
+	}
+}
+
 func TestHintsFollowOutput(t *testing.T) {
 	clock := schedule.NewVirtualClock(t0)
 	e := newEnv(t, clock)
