@@ -79,8 +79,12 @@ func Compile(p Pipe, lim Limits) (*Graph, error) {
 		return nil, Errors{&FieldError{Field: "edges", Err: fmt.Errorf("%w: %d edges, at most %d", ErrLimit, len(p.Edges), lim.MaxEdges)}}
 	}
 	total := 0
+	sourceOps := 0 // nodes whose op is "source", well configured or not
 	for i := range p.Nodes {
 		n := &p.Nodes[i]
+		if n.Op == "source" {
+			sourceOps++
+		}
 		switch {
 		case !nodeIDPattern.MatchString(n.ID):
 			errs = append(errs, Fieldf(fmt.Sprintf("nodes[%d].id", i), "node id %q must be 1 to 64 letters, digits, '_' or '-'", truncate(n.ID, 70)))
@@ -120,7 +124,9 @@ func Compile(p Pipe, lim Limits) (*Graph, error) {
 	if total > lim.MaxNodes {
 		errs = append(errs, &FieldError{Field: "nodes", Err: fmt.Errorf("%w: %d nodes counting loop steps, at most %d", ErrLimit, total, lim.MaxNodes)})
 	}
-	if len(g.sources) == 0 && len(p.Nodes) > 0 {
+	if sourceOps == 0 && len(p.Nodes) > 0 {
+		// A source refused for its id or its configuration is reported
+		// as such, not as missing.
 		errs = append(errs, Fieldf("nodes", "a pipe needs at least one \"source\" node"))
 	}
 

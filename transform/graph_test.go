@@ -491,3 +491,26 @@ func TestCycleErrorNamesTheCycle(t *testing.T) {
 		t.Errorf("error %v, want the cycle through b, c only", err)
 	}
 }
+
+// A source refused for its configuration or its id is reported as such,
+// not also as a pipe without a source.
+func TestBadSourceNotMissing(t *testing.T) {
+	tests := []struct {
+		name string
+		node Node
+	}{
+		{"bad config", Node{ID: "a", Op: "source", Config: json.RawMessage(`{"feed": "nowhere/x"}`)}},
+		{"bad id", Node{ID: "a b", Op: "source", Config: json.RawMessage(`{"feed": "sensor/lab-1"}`)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Compile(Pipe{Nodes: []Node{tt.node}, Output: Output{Slug: "x"}}, Limits{})
+			if err == nil || strings.Contains(err.Error(), "needs at least one") {
+				t.Fatalf("Compile: %v; want the source's own error alone", err)
+			}
+		})
+	}
+	if _, err := Compile(Pipe{Nodes: []Node{{ID: "u", Op: "union"}}, Output: Output{Slug: "x"}}, Limits{}); err == nil || !strings.Contains(err.Error(), "needs at least one") {
+		t.Fatalf("Compile without a source: %v", err)
+	}
+}
