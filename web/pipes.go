@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/slogfeed/slogfeed/storage"
 	"github.com/slogfeed/slogfeed/transform"
 	"github.com/slogfeed/slogfeed/transform/runner"
 )
@@ -163,23 +162,24 @@ func (a *pipeAPI) list(w http.ResponseWriter, r *http.Request) {
 		}
 		after = n
 	}
-	list, more, total, err := PipesPage(a.pipes, after, limit)
+	list, next, total, err := PipesPage(a.pipes, after, limit)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
 	page := PipePage{Pipes: list, Total: total}
-	if more && len(list) > 0 {
-		page.NextCursor = strconv.FormatUint(list[len(list)-1].ID, 10)
+	if next != 0 {
+		page.NextCursor = strconv.FormatUint(next, 10)
 	}
 	respondJSON(w, http.StatusOK, page)
 }
 
 // PipesPage reads the page of ps's pipes after id after: at most limit
-// of them, by id, whether more follow and how many there are. Only the
-// page's pipes are read (a pipe deleted meanwhile is left out); the
-// page is never nil.
-func PipesPage(ps Pipes, after uint64, limit int) (page []runner.Info, more bool, total int, err error) {
+// of them, by id, where the next page starts after (0: none follows)
+// and how many there are. Only the page's pipes are read (a pipe deleted
+// meanwhile is left out, the next page still starting after its id);
+// the page is never nil.
+func PipesPage(ps Pipes, after uint64, limit int) (page []runner.Info, next uint64, total int, err error) {
 	ids := ps.IDs()
 	i, found := slices.BinarySearch(ids, after)
 	if found {
@@ -187,7 +187,8 @@ func PipesPage(ps Pipes, after uint64, limit int) (page []runner.Info, more bool
 	}
 	rest := ids[i:]
 	if len(rest) > limit {
-		rest, more = rest[:limit], true
+		rest = rest[:limit]
+		next = rest[len(rest)-1]
 	}
 	page = make([]runner.Info, 0, len(rest))
 	for _, id := range rest {
@@ -196,11 +197,11 @@ func PipesPage(ps Pipes, after uint64, limit int) (page []runner.Info, more bool
 			continue // deleted meanwhile
 		}
 		if err != nil {
-			return nil, false, 0, err
+			return nil, 0, 0, err
 		}
 		page = append(page, info)
 	}
-	return page, more, len(ids), nil
+	return page, next, len(ids), nil
 }
 
 func (a *pipeAPI) get(w http.ResponseWriter, r *http.Request) {
@@ -267,12 +268,10 @@ func (a *pipeAPI) previewSaved(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if def == nil {
-		info, err := a.pipes.Get(id)
-		if err != nil {
-			a.fail(w, r, err)
-			return
-		}
-		def = &info.Pipe
+		// No nodes and the id: the runner previews the saved definition
+		// as stored (not as the API shows it, its URLs' credentials
+		// masked), checked as a stored one is.
+		def = &transform.Pipe{}
 	}
 	a.preview(w, r, def, id)
 }
@@ -375,11 +374,10 @@ func (a *pipeAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case isUnavailable(a.store, err):
 		a.log.Warn("pipes api", "method", r.Method, "path", r.URL.Path, "err", err)
 		respondUnavailable(w)
-	case errors.Is(err, storage.ErrInvalid):
-		// The output of a run the store refuses (an item the store's
-		// limits refuse): the definition's doing, shown as a node's
-		// failure is.
-		respondJSON(w, http.StatusUnprocessableEntity, pipeErrorView{Error: "the pipe's output cannot be stored: " + err.Error(), Details: []transform.Detail{}})
+	case errors.Is(err, runner.ErrOutputRefused):
+		// The store refused a run's output (an item over its limits):
+		// the definition's doing, shown as a node's failure is.
+		respondJSON(w, http.StatusUnprocessableEntity, pipeErrorView{Error: err.Error(), Details: detailsOf(err)})
 	case failedAtNode(err):
 		// The definition's own operator failed on its items (an
 		// expression dividing by zero, a WebAssembly trap, a module

@@ -224,9 +224,10 @@ func TestPipeRoutes(t *testing.T) {
 					t.Errorf("204 with a body: %q", rec.Body)
 				}
 			}},
-		{"preview the saved definition", "POST", "/api/v1/pipes/7/preview", "", http.StatusOK, []string{"Get 7", "Preview 7"}, "Saved",
+		// The runner previews the saved definition itself, as stored.
+		{"preview the saved definition", "POST", "/api/v1/pipes/7/preview", "", http.StatusOK, []string{"Preview 7"}, "",
 			checkPreview},
-		{"preview the saved definition, blank body", "POST", "/api/v1/pipes/7/preview", " \n", http.StatusOK, []string{"Get 7", "Preview 7"}, "Saved",
+		{"preview the saved definition, blank body", "POST", "/api/v1/pipes/7/preview", " \n", http.StatusOK, []string{"Preview 7"}, "",
 			checkPreview},
 		{"preview a new definition with the saved state", "POST", "/api/v1/pipes/7/preview", bodyPipe, http.StatusOK, []string{"Preview 7"}, "From the body",
 			checkPreview},
@@ -431,8 +432,10 @@ func TestPipeErrorMapping(t *testing.T) {
 		{"cost limit", fmt.Errorf("node \"x\": %w", transform.ErrCostLimit), http.StatusUnprocessableEntity, "cost limit", []detail{}, false},
 		{"cost estimate over the limit", &transform.NodeError{Node: "w", Op: "where", Err: &transform.FieldError{Field: "expr", Err: fmt.Errorf("%w: %w: the expression costs at least 133883 units, at most 100000", transform.ErrLimit, transform.ErrCostLimit)}},
 			http.StatusBadRequest, "costs at least 133883 units", []detail{{"w", "where", "expr"}}, false},
-		{"output the store refuses", fmt.Errorf("runner: storing the output of pipe 7: %w", fmt.Errorf("item 3: %w: title is 5000 bytes, more than 4096", storage.ErrInvalid)),
+		{"output the store refuses", fmt.Errorf("runner: storing the output of pipe 7: %w: %w", runner.ErrOutputRefused, fmt.Errorf("item 3: %w: title is 5000 bytes, more than 4096", storage.ErrInvalid)),
 			http.StatusUnprocessableEntity, "the pipe's output cannot be stored", []detail{}, false},
+		{"a source the store refuses", &transform.NodeError{Node: "src", Op: "source", Err: &transform.FieldError{Field: "feed", Err: fmt.Errorf("subscribing to https://example.org/…: %w: url is 6020 bytes, more than 4096", storage.ErrInvalid)}},
+			http.StatusBadRequest, "subscribing to", []detail{{"src", "source", "feed"}}, false},
 		{"byte budget", &transform.NodeError{Node: "u9", Op: "union", Err: fmt.Errorf("%w: 9 bytes, at most 8 (max_run_bytes)", transform.ErrByteLimit)}, http.StatusUnprocessableEntity, "max_run_bytes",
 			[]detail{{"u9", "union", ""}}, false},
 		{"deadline", fmt.Errorf("running: %w", context.DeadlineExceeded), http.StatusUnprocessableEntity, "deadline", []detail{}, false},

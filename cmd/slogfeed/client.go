@@ -117,8 +117,8 @@ func (c *client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	if out != nil && len(data) > 0 {
 		if err := json.Unmarshal(data, out); err != nil {
-			return fmt.Errorf("%s did not answer %s %s as slogfeed does (%s, %q…): is it a slogfeed?",
-				server, method, path, cmp.Or(resp.Header.Get("Content-Type"), "no Content-Type"), oneLine(string(data[:min(len(data), 40)])))
+			return fmt.Errorf("%s did not answer %s %s as slogfeed does (%s, %q…: %v): is it a slogfeed of this version?",
+				server, method, path, cmp.Or(resp.Header.Get("Content-Type"), "no Content-Type"), oneLine(string(data[:min(len(data), 40)])), err)
 		}
 	}
 	return nil

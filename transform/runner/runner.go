@@ -576,6 +576,9 @@ func (r *Runner) run(ctx context.Context, p *pipe) (RunResult, error) {
 	added, err := r.st.CommitPipeRun(p.id, raw, out, storage.PipeRun{At: now})
 	if err != nil {
 		p.graph = nil
+		if errors.Is(err, storage.ErrInvalid) {
+			err = fmt.Errorf("%w: %w", ErrOutputRefused, err)
+		}
 		err = fmt.Errorf("runner: storing the output of pipe %d: %w", p.id, err)
 		r.fail(p, now, err)
 		return res, err

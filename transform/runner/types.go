@@ -24,6 +24,9 @@ var (
 	ErrInUse = errors.New("pipe output read by another pipe")
 	// ErrFeedInUse means a pipe reads the feed, so it cannot be removed.
 	ErrFeedInUse = errors.New("feed read by a pipe")
+	// ErrOutputRefused means the store refused a run's output (an item
+	// over the store's limits that cleaning could not bring within them).
+	ErrOutputRefused = errors.New("the pipe's output cannot be stored")
 	// ErrClosed means the runner has stopped.
 	ErrClosed = errors.New("pipe runner closed")
 )

@@ -106,7 +106,7 @@ func (u *UI) pipesPage(w http.ResponseWriter, r *http.Request) {
 			}
 			after = n
 		}
-		list, more, total, err := web.PipesPage(u.opt.Pipes, after, pipesPerPage)
+		list, next, total, err := web.PipesPage(u.opt.Pipes, after, pipesPerPage)
 		if err != nil {
 			u.internal(w, r, err)
 			return
@@ -119,8 +119,8 @@ func (u *UI) pipesPage(w http.ResponseWriter, r *http.Request) {
 			v.FirstURL = "/ui/pipes"
 			v.PrevURL = pipesPageBefore(u.opt.Pipes.IDs(), after)
 		}
-		if more && len(list) > 0 {
-			v.NextURL = "/ui/pipes?after=" + strconv.FormatUint(list[len(list)-1].ID, 10)
+		if next != 0 {
+			v.NextURL = "/ui/pipes?after=" + strconv.FormatUint(next, 10)
 		}
 	}
 	p := u.newPage(w, r, "Pipes", "pipes")
