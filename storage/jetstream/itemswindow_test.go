@@ -110,7 +110,10 @@ func windowSetups() []struct {
 func TestItemsWindowAgreesWithBolt(t *testing.T) {
 	for _, setup := range windowSetups() {
 		t.Run(setup.name, func(t *testing.T) {
-			testItemsWindow(t, setup.open(t))
+			// Paging forward one item at a time (a consumer a page) is
+			// walked on one server only: the other setups read those
+			// pages by the same path, and page by 7 and by 50.
+			testItemsWindow(t, setup.open(t), setup.name == "one server")
 		})
 	}
 }
@@ -138,7 +141,7 @@ func boltBeside(t *testing.T, js *sjs.Store) (*storage.Store, *sjs.Backend) {
 	return bolt, be
 }
 
-func testItemsWindow(t *testing.T, js *sjs.Store) {
+func testItemsWindow(t *testing.T, js *sjs.Store, forwardByOne bool) {
 	bolt, be := boltBeside(t, js)
 	stores := []windowStore{bolt, be}
 	feeds := make([]uint64, 2)
@@ -266,6 +269,9 @@ func testItemsWindow(t *testing.T, js *sjs.Store) {
 	// own sequences, page by page.
 	for _, limit := range []int{1, 7, 50, 1000} {
 		for _, dir := range []string{"back", "forward", "forward-asc"} {
+			if limit == 1 && dir != "back" && !forwardByOne {
+				continue
+			}
 			t.Run(fmt.Sprintf("paging %s by %d", dir, limit), func(t *testing.T) {
 				var pages [2][][]string
 				for i, st := range stores {
