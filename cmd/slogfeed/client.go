@@ -177,6 +177,9 @@ func runAdd(ctx context.Context, a *app, args []string) error {
 	if math.IsNaN(o.weight) || math.IsInf(o.weight, 0) || o.weight < 0 {
 		return &usageError{msg: "--weight must be a positive number (default 1)", cmd: "add"}
 	}
+	if err := checkPolicyFlag(o.policy, "add"); err != nil {
+		return err
+	}
 	req := map[string]any{"url": pos[0], "policy": o.policy, "title": o.title, "weight": o.weight}
 	if o.sleep != "" {
 		// Checked here too, so that a typo is a usage error before any
@@ -224,6 +227,18 @@ func (o *listFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.policy, "policy", "", "only feeds with scheduling `POLICY`")
 	fs.StringVar(&o.cursor, "cursor", "", "start at the page `CURSOR` a previous list printed")
 	fs.StringVar(&o.before, "before", "", "list the page before another: the `CURSOR` a list printed for its previous page")
+}
+
+// checkPolicyFlag checks the --policy of a new subscription of command
+// cmd as the server does: a usage error names what is wrong.
+func checkPolicyFlag(policy, cmd string) error {
+	if policy == "" {
+		return nil
+	}
+	if err := schedule.CheckNewPolicy(policy); err != nil {
+		return &usageError{msg: "--policy: " + strings.TrimPrefix(err.Error(), "schedule: "), cmd: cmd}
+	}
+	return nil
 }
 
 func runList(ctx context.Context, a *app, args []string) error {
@@ -419,10 +434,8 @@ func runImport(ctx context.Context, a *app, args []string) error {
 	if len(pos) != 1 {
 		return &usageError{msg: "import takes one OPML file (- for standard input)", cmd: "import"}
 	}
-	if opt.policy != "" {
-		if _, err := schedule.ByName(opt.policy, 0); err != nil {
-			return &usageError{msg: "--policy: " + err.Error(), cmd: "import"}
-		}
+	if err := checkPolicyFlag(opt.policy, "import"); err != nil {
+		return err
 	}
 	var r io.Reader = os.Stdin
 	if pos[0] != "-" {
@@ -504,7 +517,7 @@ func runImport(ctx context.Context, a *app, args []string) error {
 	if perr != nil {
 		left += "; outlines left out of the file, listed below"
 	}
-	fmt.Fprintf(a.stdout, "imported %d feeds, %d already subscribed, %d refused%s\n", added, skipped, failed, left)
+	fmt.Fprintf(a.stdout, "imported %d feed%s, %d already subscribed, %d refused%s\n", added, plural(added), skipped, failed, left)
 	return errors.Join(errs...)
 }
 
@@ -632,4 +645,12 @@ func clockTime(t, now time.Time) string {
 		return t.Format("2006-01-02 15:04")
 	}
 	return t.Format("Jan 2 15:04")
+}
+
+// plural is "s" unless n is 1.
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

@@ -265,6 +265,8 @@ func TestClientRefusesAndMasks(t *testing.T) {
 		{"no token", []string{"list"}, srv.URL + "/auth", 1, "(give the server's token with --token or SLOGFEED_TOKEN)"},
 		{"credentials masked", []string{"list"}, dead, 1, "cannot reach slogfeed at http://alice:xxxxx@127.0.0.1:1"},
 		{"NaN weight", []string{"add", "https://s.example/a.rss", "--weight", "NaN"}, srv.URL, 2, "--weight must be a positive number"},
+		{"unknown policy", []string{"add", "https://s.example/a.rss", "--policy", "bogus"}, srv.URL, 2, `--policy: unknown policy "bogus"`},
+		{"a period out of range", []string{"add", "https://s.example/a.rss", "--policy", "fixed-0s"}, srv.URL, 2, "--policy: "},
 		{"infinite weight", []string{"add", "https://s.example/a.rss", "--weight", "-Inf"}, srv.URL, 2, "--weight must be a positive number"},
 	}
 	for _, tc := range tests {

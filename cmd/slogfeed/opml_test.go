@@ -107,7 +107,7 @@ func TestImportSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := runCLI(context.Background(), []string{"import", "--server", srv.URL, file}, quiet, nil)
-	if want := "imported 1 feeds, 1 already subscribed, 1 refused; outlines left out of the file, listed below\n"; out.stdout != want {
+	if want := "imported 1 feed, 1 already subscribed, 1 refused; outlines left out of the file, listed below\n"; out.stdout != want {
 		t.Errorf("stdout %q, want %q", out.stdout, want)
 	}
 	if out.code != 1 || !strings.Contains(out.stderr, "ftp://example.org/x") || !strings.Contains(out.stderr, "http://127.0.0.1:1/x.rss") {
@@ -128,7 +128,7 @@ func TestImportWarnings(t *testing.T) {
 		{
 			name:   "bad settings",
 			body:   `<outline text="Lab" xmlUrl="https://example.org/lab.rss" slogfeed:sleep="25:00-99" slogfeed:retentionItems="abc" slogfeed:reduce="{bad" slogfeed:policy="fixed-5s"/>`,
-			stdout: "imported 1 feeds, 0 already subscribed, 0 refused; 3 settings ignored, listed above\n",
+			stdout: "imported 1 feed, 0 already subscribed, 0 refused; 3 settings ignored, listed above\n",
 			warnings: []string{
 				`https://example.org/lab.rss ("Lab"): slogfeed:sleep="25:00-99": `,
 				`https://example.org/lab.rss ("Lab"): slogfeed:retentionItems="abc": not a positive whole number ignored`,

@@ -118,7 +118,7 @@ func TestRun(t *testing.T) {
 		{name: "help add", args: []string{"help", "add"}, code: 0, stderr: ptr(""), stdoutHas: []string{"slogfeed add [flags] URL\n", "--source TYPE", "--source-config JSON", "--sleep WINDOWS"}},
 		{name: "add --help is help add", args: []string{"add", "--help"}, code: 0, stderr: ptr(""), stdoutHas: []string{"slogfeed add [flags] URL\n", "--source TYPE"}},
 		{name: "help import", args: []string{"help", "import"}, code: 0, stderr: ptr(""), stdoutHas: []string{"slogfeed import [flags] FILE.opml\n", "--policy POLICY"}},
-		{name: "import with an unknown policy", args: []string{"import", "--server", "http://127.0.0.1:1", "--policy", "bogus", "x.opml"}, code: 2, stdout: ptr(""), stderrHas: []string{"slogfeed: --policy: schedule: unknown policy \"bogus\"", "Run 'slogfeed help import'"}},
+		{name: "import with an unknown policy", args: []string{"import", "--server", "http://127.0.0.1:1", "--policy", "bogus", "x.opml"}, code: 2, stdout: ptr(""), stderrHas: []string{"slogfeed: --policy: unknown policy \"bogus\"", "Run 'slogfeed help import'"}},
 		{name: "help two", args: []string{"help", "eval", "help"}, code: 2, stderr: ptr("slogfeed: help takes at most one command name\nRun 'slogfeed help help' for usage.\n")},
 
 		{name: "eval alone lists scenarios", args: []string{"eval"}, code: 2, stdout: ptr(""), stderrHas: []string{"slogfeed: eval: no scenario given\n", "Scenarios:\n  fake", "  figure  draws a figure\n"}},

@@ -52,8 +52,9 @@ const (
 //
 // Parse reads them back. A value it cannot use (not a number, invalid
 // JSON, too long) is left out, and the subscription imports without it;
-// the outline's Ignored lists each, with the reason. Whoever subscribes
-// checks the rest (an unknown policy, a bad source configuration) as for
+// the outline's Ignored lists each, with the reason (a policy this
+// slogfeed cannot run too: the feed is subscribed with the default one).
+// Whoever subscribes checks the rest (a bad source configuration) as for
 // any subscription.
 type Settings struct {
 	Policy      string
@@ -144,6 +145,12 @@ func (s *Settings) readSetting(name, v string) string {
 		}
 		switch name {
 		case "policy":
+			// A policy this slogfeed cannot run (one a newer version
+			// knows, a period out of range) is left out: the feed is
+			// subscribed with the default policy rather than refused.
+			if err := schedule.CheckNewPolicy(t); err != nil {
+				return "not a policy this slogfeed can run: " + strings.TrimPrefix(err.Error(), "schedule: ")
+			}
 			s.Policy = t
 		case "source":
 			s.source().Type = t

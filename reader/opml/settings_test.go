@@ -160,6 +160,10 @@ func TestSettingsIgnored(t *testing.T) {
 		{`slogfeed:weight="NaN" slogfeed:ignoreCache="maybe" slogfeed:retentionAge="-1h" slogfeed:colour="red"`,
 			[]string{"weight", "ignoreCache", "retentionAge", "colour"}, Settings{}},
 		{`slogfeed:sourceConfig="{}" slogfeed:extractUnit="C"`, []string{"sourceConfig", "extractField"}, Settings{}},
+		// A policy this slogfeed cannot run: the feed is kept, with the default.
+		{`slogfeed:policy="bogus" slogfeed:weight="2"`, []string{"policy"}, Settings{Weight: 2}},
+		{`slogfeed:policy="fixed-0s"`, []string{"policy"}, Settings{}},
+		{`slogfeed:policy="cron:@every 1ms"`, []string{"policy"}, Settings{}},
 		// Long values are quoted cut, half-given settings' too.
 		{`slogfeed:sourceConfig="{&quot;k&quot;: &quot;` + strings.Repeat("v", 5000) + `&quot;}" slogfeed:extractField="` + strings.Repeat("f", 300) + `"`, []string{"extractField", "sourceConfig"}, Settings{}},
 		{`slogfeed:reduce="` + strings.Repeat("r", 5000) + `"`, []string{"reduce"}, Settings{}},
