@@ -216,11 +216,13 @@ type listFlags struct {
 	all                          bool
 	text, status, policy, cursor string
 	kind, before                 string
+	json                         bool
 }
 
 func (o *listFlags) bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.limit, "limit", 100, "`N` feeds a page, 1 to 1000")
 	fs.BoolVar(&o.all, "all", false, "list every page, not just one")
+	fs.BoolVar(&o.json, "json", false, "print each feed as one line of JSON (the API's feed object), the paging hints on standard error")
 	fs.StringVar(&o.text, "q", "", "only feeds whose title, slug or URL holds `TEXT`")
 	fs.StringVar(&o.kind, "kind", "", "only feeds of `KIND`: remote, sensor or pipe")
 	fs.StringVar(&o.status, "status", "", "only feeds of `STATUS`: erroring or starved")
@@ -267,7 +269,13 @@ func runList(ctx context.Context, a *app, args []string) error {
 		return &usageError{msg: "--before lists one page: give it without --cursor and --all", cmd: "list"}
 	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tPOLICY\tPOLLS\tHIT%\tMEDIAN LAT\tNEXT FETCH\tFEED\tERROR")
+	hints := a.stdout
+	enc := json.NewEncoder(a.stdout)
+	if o.json {
+		hints = a.stderr
+	} else {
+		fmt.Fprintln(tw, "ID\tPOLICY\tPOLLS\tHIT%\tMEDIAN LAT\tNEXT FETCH\tFEED\tERROR")
+	}
 	shown := 0
 	for {
 		q := url.Values{}
@@ -282,6 +290,12 @@ func runList(ctx context.Context, a *app, args []string) error {
 			return err
 		}
 		for _, f := range page.Feeds {
+			if o.json {
+				if err := enc.Encode(f); err != nil {
+					return fmt.Errorf("writing the output: %w", err)
+				}
+				continue
+			}
 			lat, next := "-", "-"
 			if f.MedianLatencyS != nil {
 				lat = fmt.Sprintf("%.1fs", *f.MedianLatencyS)
@@ -307,16 +321,19 @@ func runList(ctx context.Context, a *app, args []string) error {
 			if o.limit != 100 {
 				again += " --limit " + strconv.Itoa(o.limit)
 			}
+			if o.json {
+				again += " --json"
+			}
 			for _, fl := range [][2]string{{"-q", o.text}, {"--kind", o.kind}, {"--status", o.status}, {"--policy", o.policy}} {
 				if fl[1] != "" {
 					again += " " + fl[0] + " " + shellArg(fl[1])
 				}
 			}
 			if o.cursor != "" {
-				fmt.Fprintf(a.stdout, "%d of %d feeds; the next page: %s --cursor %s (or --all)\n", shown, page.Total, again, shellArg(o.cursor))
+				fmt.Fprintf(hints, "%d of %d feeds; the next page: %s --cursor %s (or --all)\n", shown, page.Total, again, shellArg(o.cursor))
 			}
 			if page.PrevCursor != "" && !o.all {
-				fmt.Fprintf(a.stdout, "the previous page: %s --before %s\n", again, shellArg(page.PrevCursor))
+				fmt.Fprintf(hints, "the previous page: %s --before %s\n", again, shellArg(page.PrevCursor))
 			}
 			return nil
 		}

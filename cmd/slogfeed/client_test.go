@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -166,6 +167,29 @@ func TestListPages(t *testing.T) {
 			}
 			checkOutput(t, r.stdout, tc.has, tc.hasNot)
 		})
+	}
+	// --json: a feed a line on standard output, as the API gives it; the
+	// paging hints on standard error.
+	env := map[string]string{"SLOGFEED_LOG_LEVEL": "error", "SLOGFEED_SERVER": srv.URL}
+	r := runCLI(context.Background(), []string{"list", "--json", "--all"}, env, nil)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	var ids []uint64
+	for _, l := range lines {
+		var f struct {
+			ID    uint64 `json:"id"`
+			Title string `json:"title"`
+		}
+		if err := json.Unmarshal([]byte(l), &f); err != nil {
+			t.Fatalf("--json line %q: %v", l, err)
+		}
+		ids = append(ids, f.ID)
+	}
+	if r.code != 0 || fmt.Sprint(ids) != "[1 2]" {
+		t.Fatalf("list --json --all: code %d, ids %v, stdout %q", r.code, ids, r.stdout)
+	}
+	r = runCLI(context.Background(), []string{"list", "--json", "--limit", "1"}, env, nil)
+	if r.code != 0 || strings.Count(r.stdout, "\n") != 1 || !strings.Contains(r.stderr, "the next page: slogfeed list --limit 1 --json --cursor CUR") {
+		t.Fatalf("list --json --limit 1: code %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 }
 
