@@ -101,11 +101,9 @@ type feedsView struct {
 	Status     string // "", "erroring" or "starved"
 	Kind       string // "", "remote", "sensor" or "pipe"
 	ListPolicy string
-	Total      int    // feeds that match the filters
-	Filtered   bool   // a filter is set
-	NextURL    string // the next page, "" on the last
-	PrevURL    string // the previous page, "" on the first
-	FirstURL   string // the first page, "" on it
+	Total      int  // feeds that match the filters
+	Filtered   bool // a filter is set
+	Pager
 }
 
 // fleetView is the fleet's aggregates, formatted.
@@ -179,6 +177,7 @@ func (u *UI) renderFeeds(w http.ResponseWriter, r *http.Request, status int, err
 	}
 	v.Filtered = ff.Text != "" || ff.Status != "" || ff.Policy != "" || ff.Kind != ""
 	v.FirstURL, v.PrevURL, v.NextURL = feedsPageURLs(ff, cut)
+	v.Label = "Pages of feeds"
 	p := u.newPage(w, r, "Feeds", "feeds")
 	p.Error = errMsg
 	p.Body = v

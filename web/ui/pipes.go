@@ -32,9 +32,7 @@ type pipesView struct {
 	Enabled bool
 	Pipes   []pipeRow
 	Total   int
-	// FirstURL, PrevURL and NextURL lead to the first, the previous and
-	// the next page of the list (empty: no such page).
-	FirstURL, PrevURL, NextURL string
+	Pager
 }
 
 // pipesPerPage is how many pipes a page of the pipes list shows.
@@ -95,16 +93,11 @@ func triggerText(t transform.Trigger) string {
 }
 
 func (u *UI) pipesPage(w http.ResponseWriter, r *http.Request) {
-	v := pipesView{Enabled: u.opt.Pipes != nil}
+	v := pipesView{Enabled: u.opt.Pipes != nil, Pager: Pager{Label: "Pages of pipes"}}
 	if v.Enabled {
-		var after uint64
-		if a := r.URL.Query().Get("after"); a != "" {
-			n, err := strconv.ParseUint(a, 10, 64)
-			if err != nil {
-				u.errorPage(w, r, http.StatusBadRequest, "The page asked for (after="+a+") is not a pipe's number.")
-				return
-			}
-			after = n
+		after, ok := u.pageAfter(w, r, "a pipe's")
+		if !ok {
+			return
 		}
 		list, next, total, err := web.PipesPage(u.opt.Pipes, after, pipesPerPage)
 		if err != nil {

@@ -31,10 +31,7 @@ type sensorRow struct {
 type sensorsView struct {
 	Enabled bool
 	Sensors []sensorRow
-	// FirstURL, PrevURL and NextURL lead to the first, the previous and
-	// the next page of sensors (the first two empty on the first page,
-	// the last on the last).
-	FirstURL, PrevURL, NextURL string
+	Pager
 	// The form's values after an error.
 	Sensor, Value, Unit string
 }
@@ -161,14 +158,9 @@ func (u *UI) sensorFeeds(after uint64, limit int) (sensorPage, error) {
 // renderSensors renders a page of the sensors list (?after=ID) with
 // status, an error about the form and its values.
 func (u *UI) renderSensors(w http.ResponseWriter, r *http.Request, status int, errMsg string, form sensorsView) {
-	var after uint64
-	if a := r.URL.Query().Get("after"); a != "" {
-		n, err := strconv.ParseUint(a, 10, 64)
-		if err != nil {
-			u.errorPage(w, r, http.StatusBadRequest, "The page asked for (after="+a+") is not a sensor's number.")
-			return
-		}
-		after = n
+	after, ok := u.pageAfter(w, r, "a sensor's")
+	if !ok {
+		return
 	}
 	pg, err := u.sensorFeeds(after, sensorsPerPage)
 	if err != nil {
@@ -179,6 +171,7 @@ func (u *UI) renderSensors(w http.ResponseWriter, r *http.Request, status int, e
 	now := u.now()
 	v := form
 	v.Enabled = u.opt.Sensors != nil
+	v.Label = "Pages of sensors"
 	if after != 0 {
 		v.FirstURL = "/ui/sensors"
 		v.PrevURL = "/ui/sensors"

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -361,4 +362,30 @@ func (u *UI) takeFlash(w http.ResponseWriter, r *http.Request) *flash {
 		return nil
 	}
 	return &f
+}
+
+// Pager is the links of a page of a list to the pages beside it, as the
+// "pager" template draws them.
+type Pager struct {
+	Label string // names the pager for assistive technology ("Pages of feeds")
+	// FirstURL, PrevURL and NextURL lead to the first, the previous and
+	// the next page (empty: no such page, the first two on the first
+	// page, the last on the last).
+	FirstURL, PrevURL, NextURL string
+}
+
+// pageAfter reads the ?after= of a request for a page of a list by id (0
+// when there is none); one that is not a number is answered with a 400
+// page saying it is not whose number (e.g. "a pipe's"), and ok is false.
+func (u *UI) pageAfter(w http.ResponseWriter, r *http.Request, whose string) (after uint64, ok bool) {
+	a := r.URL.Query().Get("after")
+	if a == "" {
+		return 0, true
+	}
+	n, err := strconv.ParseUint(a, 10, 64)
+	if err != nil {
+		u.errorPage(w, r, http.StatusBadRequest, "The page asked for (after="+a+") is not "+whose+" number.")
+		return 0, false
+	}
+	return n, true
 }
