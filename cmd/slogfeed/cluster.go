@@ -21,6 +21,9 @@ import (
 	"github.com/slogfeed/slogfeed/storage/jetstream/member"
 )
 
+// maxOwnedCopies bounds --owned-copies: 16,777,216 copies, about 12 GB.
+const maxOwnedCopies = 1 << 24
+
 // clusterSettings are the rows of serve's configuration table that make a
 // slogfeed a cluster node (see serveSettings and docs/cluster.md).
 func clusterSettings() []setting {
@@ -39,6 +42,12 @@ func clusterSettings() []setting {
 		{Name: "nats-replicas", Env: "SLOGFEED_NATS_REPLICAS", Default: "0", Doc: "replicas (`N`) of the streams and buckets slogfeed creates (0: 3 on a JetStream cluster, 1 on a single server)", Check: func(s string) error {
 			if n, err := strconv.Atoi(s); err != nil || n < 0 || n > 5 {
 				return errors.New("want a whole number from 0 to 5")
+			}
+			return nil
+		}},
+		{Name: "owned-copies", Env: "SLOGFEED_OWNED_COPIES", Default: strconv.Itoa(jetstream.DefaultOwnedFeeds), Doc: "owned feeds (`N`) whose record and item index this node keeps in memory, so that their polls read neither (about 0.7 KB each); the node's further feeds are polled reading both", Check: func(s string) error {
+			if n, err := strconv.Atoi(s); err != nil || n < 1 || n > maxOwnedCopies {
+				return fmt.Errorf("want a whole number from 1 to %d", maxOwnedCopies)
 			}
 			return nil
 		}},
@@ -144,9 +153,10 @@ func startCluster(ctx context.Context, v map[string]string, dataDir, addr string
 	}
 	shards, _ := strconv.Atoi(v["shards"])
 	replicas, _ := strconv.Atoi(v["nats-replicas"])
+	copies, _ := strconv.Atoi(v["owned-copies"])
 	c := &clusterNode{}
 	opt := member.Options{
-		Name: name, Addr: addr, URLs: splitList(v["nats"]), Shards: shards, Replicas: replicas,
+		Name: name, Addr: addr, URLs: splitList(v["nats"]), Shards: shards, Replicas: replicas, OwnedFeeds: copies,
 		StartTimeout: clusterStartTimeout, Logger: log, Registerer: reg, Polled: c.polledFeeds,
 	}
 	if embed, _ := strconv.ParseBool(v["nats-embed"]); embed {

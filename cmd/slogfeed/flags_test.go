@@ -300,3 +300,34 @@ func TestShellArg(t *testing.T) {
 		}
 	}
 }
+
+// The checks of serve's settings accept what they document and refuse
+// the rest in words a user reads, not a parser's.
+func TestServeSettingChecks(t *testing.T) {
+	checks := map[string]func(string) error{}
+	for _, s := range serveSettings(func(string) string { return "" }) {
+		checks[s.Name] = s.Check
+	}
+	tests := []struct{ name, value, says string }{
+		{"owned-copies", "262144", ""},
+		{"owned-copies", "1", ""},
+		{"owned-copies", "0", "want a whole number from 1 to 16777216"},
+		{"owned-copies", "lots", "want a whole number from 1 to 16777216"},
+		{"workers", "abc", "want a whole number from 1 to 1024"},
+		{"pipe-time", "soon", "want a duration from 100ms to 10m"},
+		{"keep-items", "-1", "want a whole number from 0 (keep every item)"},
+		{"nats-embed", "yes", "want true or false"},
+		{"shards", "x", "want a whole number from 1 to"},
+		{"nats-replicas", "9", "want a whole number from 0 to 5"},
+	}
+	for _, tt := range tests {
+		check := checks[tt.name]
+		if check == nil {
+			t.Fatalf("no check for --%s", tt.name)
+		}
+		err := check(tt.value)
+		if tt.says == "" && err != nil || tt.says != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.says)) {
+			t.Errorf("--%s %q: %v, want %q", tt.name, tt.value, err, tt.says)
+		}
+	}
+}

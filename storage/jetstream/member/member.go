@@ -43,6 +43,9 @@ type Options struct {
 	// Replicas of the streams and buckets this node creates (0: 3 on a
 	// JetStream cluster, 1 on a single server).
 	Replicas int
+	// OwnedFeeds bounds the owned feeds whose state the store keeps
+	// copies of (jetstream.Options.OwnedFeeds; 0: its default).
+	OwnedFeeds int
 	// StartTimeout bounds Join; zero means DefaultStartTimeout.
 	StartTimeout time.Duration
 	// Logger receives the node's log lines; nil discards them.
@@ -146,7 +149,7 @@ func Join(ctx context.Context, opt Options) (*Member, error) {
 	if opt.Registerer != nil {
 		smet, lmet = sjs.NewMetrics(opt.Registerer), lease.NewMetrics(opt.Registerer)
 	}
-	if m.store, err = sjs.Open(ctx, js, sjs.Options{Replicas: opt.Replicas, Metrics: smet}); err != nil {
+	if m.store, err = sjs.Open(ctx, js, sjs.Options{Replicas: opt.Replicas, OwnedFeeds: opt.OwnedFeeds, Metrics: smet}); err != nil {
 		m.Close(context.Background())
 		return nil, fmt.Errorf("open the JetStream store: %w", err)
 	}
