@@ -85,14 +85,28 @@ func (s *Store) PluginCreate(ctx context.Context, plugin, key string, value []by
 	if len(value) > s.maxData {
 		return nil, fmt.Errorf("plugin %s: record of %d bytes: %w: more than one NATS message holds (%d)", plugin, len(value), storage.ErrInvalid, s.maxData)
 	}
-	_, err := s.plugins.Create(ctx, pluginKey(plugin, key), value)
-	if errors.Is(err, jetstream.ErrKeyExists) {
-		return s.PluginGet(ctx, plugin, key)
+	k := pluginKey(plugin, key)
+	for range maxRetries {
+		_, err := s.plugins.Create(ctx, k, value)
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			if err := s.opt.Metrics.kvWrite(PluginsBucket, err); err != nil {
+				return nil, fmt.Errorf("plugin %s: create: %w", plugin, err)
+			}
+			return value, nil
+		}
+		// Another writer created it: its value is read from the bucket
+		// stream's leader, which holds every acknowledged write (a
+		// replica that answered a direct get may not have it yet).
+		e, err := s.leaderGet(ctx, PluginsBucket, k)
+		if err != nil {
+			return nil, fmt.Errorf("plugin %s: create: %w", plugin, err)
+		}
+		if e != nil {
+			return e.Value(), nil
+		}
+		// Deleted since: try the create again.
 	}
-	if err := s.opt.Metrics.kvWrite(PluginsBucket, err); err != nil {
-		return nil, fmt.Errorf("plugin %s: create: %w", plugin, err)
-	}
-	return value, nil
+	return nil, fmt.Errorf("plugin %s: create: %w", plugin, ErrStale)
 }
 
 // PluginGet returns the value under key in plugin's namespace, or
