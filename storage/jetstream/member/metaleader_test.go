@@ -93,6 +93,14 @@ func TestReadyWithoutMetaLeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// It counts only once the meta group has taken it in as a fourth
+	// peer: shut down before that, the three keep a quorum and a leader.
+	waitFor("the phantom among the meta group's peers", 30*time.Second, func() error {
+		if n := phantom.MetaPeers(); n < 4 {
+			return fmt.Errorf("%d peers", n)
+		}
+		return nil
+	})
 	phantom.Shutdown()
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	members[2].Close(ctx)
